@@ -1,0 +1,93 @@
+//! `#[mcp::main]`: a thin sync `main` that hands the user's async body to the runtime.
+
+use proc_macro2::TokenStream;
+use quote::quote;
+use syn::ItemFn;
+
+use crate::diagnostics::{self, Errors};
+use crate::paths;
+
+mod kw {
+    syn::custom_keyword!(name);
+}
+
+struct Options {
+    krate: Option<syn::Path>,
+}
+
+impl syn::parse::Parse for Options {
+    fn parse(input: syn::parse::ParseStream) -> syn::Result<Self> {
+        let mut krate = None;
+        while !input.is_empty() {
+            let lookahead = input.lookahead1();
+            if lookahead.peek(syn::Token![crate]) {
+                let span = input.span();
+                input.parse::<syn::Token![crate]>()?;
+                input.parse::<syn::Token![=]>()?;
+                let lit: syn::LitStr = input.parse()?;
+                if krate.is_some() {
+                    return Err(syn::Error::new(span, "duplicate option `crate`"));
+                }
+                krate = Some(lit.parse()?);
+            } else {
+                return Err(lookahead.error());
+            }
+            if !input.is_empty() {
+                input.parse::<syn::Token![,]>()?;
+            }
+        }
+        Ok(Options { krate })
+    }
+}
+
+pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
+    let function: ItemFn = match syn::parse2(item.clone()) {
+        Ok(f) => f,
+        Err(e) => return diagnostics::with_item(item, e),
+    };
+    let options: Options = match syn::parse2(attr) {
+        Ok(o) => o,
+        Err(e) => return diagnostics::with_item(item, e),
+    };
+    let mut errors = Errors::default();
+    if function.sig.asyncness.is_none() {
+        errors.push_spanned(
+            &function.sig.fn_token,
+            "#[mcp::main] goes on `async fn main()`",
+        );
+    }
+    if !function.sig.inputs.is_empty() {
+        errors.push_spanned(&function.sig.inputs, "`main` takes no parameters");
+    }
+    if !function.sig.generics.params.is_empty() {
+        errors.push_spanned(&function.sig.generics, "`main` cannot be generic");
+    }
+    if let Err(e) = errors.finish() {
+        return diagnostics::with_item(item, e);
+    }
+    let mcp = paths::runtime(options.krate.as_ref());
+    let ItemFn {
+        attrs,
+        vis,
+        mut sig,
+        block,
+    } = function;
+    let ident = sig.ident.clone();
+    sig.ident = syn::Ident::new("__mcp_main", sig.ident.span());
+    let tokens = quote! {
+        #(#attrs)*
+        #vis fn #ident() -> ::std::process::ExitCode {
+            #sig #block
+            #mcp::__private::run_main(
+                match ::core::option_env!("CARGO_BIN_NAME") {
+                    ::core::option::Option::Some(name) => name,
+                    ::core::option::Option::None => ::core::env!("CARGO_PKG_NAME"),
+                },
+                ::core::env!("CARGO_PKG_VERSION"),
+                __mcp_main(),
+            )
+        }
+    };
+    diagnostics::debug_print("main", &tokens);
+    tokens
+}

@@ -1,0 +1,133 @@
+//! Procedural macros of the `mcp` framework. Use them through the runtime crate: `#[mcp::tool]`, `#[mcp::main]`.
+//!
+//! This crate only parses, validates and emits glue; every piece of protocol logic lives in the runtime, under
+//! `mcp::__private`.
+
+mod diagnostics;
+mod docs;
+mod entry;
+mod params;
+mod paths;
+mod tool;
+
+use proc_macro::TokenStream;
+
+/// Turns a function into an MCP tool.
+///
+/// Works on `async fn` and on plain `fn`. The function stays as written and callable; beside it the macro emits a
+/// hidden item of the same name (so `Server::builder().tool::<my_tool>()` names it) and registers the tool, so
+/// `#[mcp::main]` and `Server::from_registry()` find it.
+///
+/// - **Arguments**: each owned parameter is a property of the input JSON Schema, named as the parameter, of any
+///   type that is `serde::Deserialize + schemars::JsonSchema`. It is required unless the type accepts `null`
+///   (`Option<T>`). A doc comment on the parameter is its description.
+/// - **Injected parameters**: a reference parameter, such as `ctx: &mcp::Context`, is not an argument; it is handed
+///   in by the runtime (see `mcp::FromContext`).
+/// - **Description**: the function's doc comment, unless `description = "..."` is given.
+/// - **Return value**: anything that implements `mcp::IntoToolResult`: `String`, `&str`, `()`, `mcp::Json<T>`
+///   (structured content and an output schema), `mcp::Content`, `Vec<mcp::Content>`, `mcp::CallToolResult`, or a
+///   `Result` of one of them whose `Err` (any `Display`) becomes an `isError: true` result.
+/// - **Bad arguments** (missing, wrong type) become an `isError: true` result naming the argument, as the 2025-11-25
+///   specification asks, so the model can correct itself.
+///
+/// # Options
+/// - `name = "..."`: the tool's name (default: the function's). 1 to 128 of `A-Z a-z 0-9 _ - .`.
+/// - `title = "..."`: a display title.
+/// - `description = "..."`: overrides the doc comment.
+/// - `read_only`, `destructive`, `idempotent`, `open_world`: behaviour hints, alone (true) or `= false`.
+/// - `crate = "..."`: the path of the runtime crate, if it was renamed.
+///
+/// # Cancellation
+/// An `async fn` is dropped at its next `.await` when its request is cancelled, and no response is sent. A plain
+/// `fn` runs under `spawn_blocking`; it sees cancellation through `ctx.is_cancelled()` / `ctx.check_cancelled()?`.
+///
+/// # Example
+/// ```
+/// use mcp::Context;
+///
+/// /// Count the words of a text.
+/// #[mcp::tool(read_only, idempotent)]
+/// fn count_words(
+///     /// The text to count.
+///     text: String,
+///     ctx: &Context,
+/// ) -> Result<String, mcp::Cancelled> {
+///     ctx.check_cancelled()?;
+///     Ok(text.split_whitespace().count().to_string())
+/// }
+///
+/// let server = mcp::Server::builder().tool::<count_words>().build().unwrap();
+/// assert_eq!(server.tools_list()["tools"][0]["inputSchema"]["required"][0], "text");
+/// ```
+///
+/// # Expands roughly to
+/// ```text
+/// fn count_words(text: String, ctx: &Context) -> Result<String, mcp::Cancelled> { … }
+///
+/// #[doc(hidden)] struct count_words {}
+/// impl mcp::ToolItem for count_words {
+///     const DEF: &'static mcp::ToolDef = &{
+///         fn __mcp_input_schema() -> Value { /* ObjectSchema: one property per argument */ }
+///         fn __mcp_call(ctx: &Context, args: Arguments) -> HandlerResult {
+///             let p0: String = /* argument "text", or an isError result naming it */;
+///             let p1: &Context = <Context as FromContext>::from_context(ctx)?;
+///             into_result(count_words(p0, p1))
+///         }
+///         ToolDef::new("count_words", __mcp_input_schema, output_schema_of::<Ret>, ToolHandler::Blocking(__mcp_call), …)
+///     };
+/// }
+/// inventory::submit! { ToolRegistration(<count_words as ToolItem>::DEF) }
+/// ```
+/// Set `MCP_MACROS_DEBUG=1` (or the function's name) while building to print the expansion.
+///
+/// # Limitations
+/// Methods (`self`), generic functions and `impl Trait` arguments or returns are not supported:
+/// ```compile_fail
+/// struct Shop;
+/// impl Shop {
+///     #[mcp::tool]
+///     fn stock(&self) -> String { String::new() }
+/// }
+/// ```
+#[proc_macro_attribute]
+pub fn tool(attr: TokenStream, item: TokenStream) -> TokenStream {
+    tool::expand(attr.into(), item.into()).into()
+}
+
+/// Turns `async fn main()` into a program that serves every registered tool over stdio.
+///
+/// The body runs first, on the Tokio runtime; it may return `()` (serve everything registered), an
+/// `mcp::ServerBuilder` (serve that), or a `Result` of either whose `Err` stops the program with the message on
+/// stderr before anything is served. The program takes `--help` and `--list-tools` (prints the `tools/list` result
+/// with the generated schemas). Diagnostics go to stderr (filter with `RUST_LOG`); stdout carries only protocol
+/// messages.
+///
+/// # Options
+/// - `crate = "..."`: the path of the runtime crate, if it was renamed.
+///
+/// # Example
+/// ```no_run
+/// #[mcp::main]
+/// async fn main() -> mcp::ServerBuilder {
+///     mcp::Server::builder().registered_tools().instructions("Ask for books by title.")
+/// }
+/// ```
+///
+/// # Expands roughly to
+/// ```text
+/// fn main() -> std::process::ExitCode {
+///     async fn __mcp_main() -> mcp::ServerBuilder { … }
+///     mcp::__private::run_main(env!("CARGO_BIN_NAME"), env!("CARGO_PKG_VERSION"), __mcp_main())
+/// }
+/// ```
+///
+/// # Limitations
+/// `main` must be `async` and take no parameters:
+/// ```compile_fail
+/// #[mcp::main]
+/// fn main() {}
+/// ```
+#[proc_macro_attribute]
+pub fn main(attr: TokenStream, item: TokenStream) -> TokenStream {
+    entry::expand(attr.into(), item.into()).into()
+}

@@ -1,0 +1,281 @@
+//! [`Context`]: what a handler sees of its request — cancellation, progress, logging and the request's metadata.
+
+use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+use tokio_util::sync::CancellationToken;
+
+use crate::cancel::Cancelled;
+use crate::jsonrpc::{self, RequestId};
+use crate::protocol::{Implementation, LogLevel};
+use crate::session::Session;
+
+/// The metadata of one request, as the handler sees it.
+///
+/// In the 2025 eras the session fills it in from the `initialize` handshake; a stateless request fills it in from its
+/// own `_meta`. A handler reads the same value either way.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct RequestMeta {
+    /// The protocol version in force for this request.
+    pub protocol_version: Arc<str>,
+    /// The client's name, version and capabilities, if it said them.
+    pub client: Option<Arc<ClientInfo>>,
+    /// The request's `params._meta`, untouched.
+    pub meta: Option<Map<String, Value>>,
+    /// The request's progress token, if it asked for progress.
+    pub progress_token: Option<Value>,
+}
+
+/// What a client said about itself.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct ClientInfo {
+    /// Its name and version.
+    pub info: Implementation,
+    /// Its capabilities, as sent.
+    pub capabilities: Value,
+}
+
+/// The shared state of one in-flight request: the dispatcher, the handler's `Context` and the cancel path all hold it.
+pub(crate) struct RequestState {
+    pub id: RequestId,
+    pub token: CancellationToken,
+    cancelled: AtomicBool,
+    /// `finished` is set by whichever comes first, the response or the cancel; only the first one acts.
+    slot: Mutex<Slot>,
+    pub meta: RequestMeta,
+    pub session: Arc<Session>,
+}
+
+#[derive(Default)]
+struct Slot {
+    finished: bool,
+    last_progress: Option<f64>,
+}
+
+impl RequestState {
+    pub(crate) fn new(id: RequestId, meta: RequestMeta, session: Arc<Session>) -> RequestState {
+        RequestState {
+            id,
+            token: CancellationToken::new(),
+            cancelled: AtomicBool::new(false),
+            slot: Mutex::new(Slot::default()),
+            meta,
+            session,
+        }
+    }
+
+    fn slot(&self) -> std::sync::MutexGuard<'_, Slot> {
+        self.slot.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Cancels the request unless its response went first. Returns whether this call cancelled it.
+    pub(crate) fn cancel(&self) -> bool {
+        let mut slot = self.slot();
+        if slot.finished {
+            return false;
+        }
+        slot.finished = true;
+        drop(slot);
+        self.cancelled.store(true, Ordering::Release);
+        self.token.cancel();
+        true
+    }
+
+    /// Sends the request's final frame unless it was cancelled first. Returns whether it was sent.
+    pub(crate) fn finish(&self, frame: String) -> bool {
+        let mut slot = self.slot();
+        if slot.finished {
+            return false;
+        }
+        slot.finished = true;
+        self.session.send(frame);
+        true
+    }
+
+    /// Sends a notification that belongs to this request, unless the request is over.
+    fn notify(&self, frame: String) {
+        let slot = self.slot();
+        if !slot.finished {
+            self.session.send(frame);
+        }
+    }
+}
+
+/// What a handler knows about its request, and how it talks back to the client while it runs.
+///
+/// Declare a parameter `ctx: &Context` in a tool function to receive it; tools that do not declare it pay nothing.
+/// It is cheap to clone, and a clone can be moved into another task or thread.
+#[derive(Clone)]
+pub struct Context {
+    request: Arc<RequestState>,
+}
+
+impl fmt::Debug for Context {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Context")
+            .field("id", &self.request.id)
+            .field("cancelled", &self.is_cancelled())
+            .field("meta", &self.request.meta)
+            .finish()
+    }
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ProgressParams<'a> {
+    progress_token: &'a Value,
+    progress: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    total: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    message: Option<&'a str>,
+}
+
+#[derive(Serialize)]
+struct LogParams<'a, T: Serialize> {
+    level: LogLevel,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    logger: Option<&'a str>,
+    data: T,
+}
+
+impl Context {
+    pub(crate) fn new(request: Arc<RequestState>) -> Context {
+        Context { request }
+    }
+
+    /// The id of the request.
+    pub fn request_id(&self) -> &RequestId {
+        &self.request.id
+    }
+
+    /// The request's metadata: protocol version, client info and capabilities, `_meta`, progress token.
+    pub fn meta(&self) -> &RequestMeta {
+        &self.request.meta
+    }
+
+    /// Whether the client cancelled the request. One atomic load: cheap enough to call in a tight loop.
+    pub fn is_cancelled(&self) -> bool {
+        self.request.cancelled.load(Ordering::Acquire)
+    }
+
+    /// `Err(Cancelled)` once the request is cancelled, so a plain `fn` can stop with `ctx.check_cancelled()?`.
+    pub fn check_cancelled(&self) -> Result<(), Cancelled> {
+        if self.is_cancelled() {
+            Err(Cancelled)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Completes when the request is cancelled. An async handler rarely needs it (it is dropped at its next `.await`
+    /// anyway), but a task it spawned can select on it.
+    pub async fn cancelled(&self) {
+        self.request.token.cancelled().await
+    }
+
+    /// A token that is cancelled with the request, to hand to other tasks.
+    pub fn cancellation_token(&self) -> CancellationToken {
+        self.request.token.clone()
+    }
+
+    /// Reports progress to the client.
+    ///
+    /// Does nothing when the request carried no `progressToken`, when `progress` is not greater than the last value
+    /// reported (progress never goes backwards), or once the request has been answered or cancelled.
+    pub fn report_progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) {
+        let Some(token) = &self.request.meta.progress_token else {
+            return;
+        };
+        let mut slot = self.request.slot();
+        if slot.finished
+            || slot.last_progress.is_some_and(|last| progress <= last)
+            || !progress.is_finite()
+        {
+            return;
+        }
+        slot.last_progress = Some(progress);
+        let frame = jsonrpc::encode_notification(
+            "notifications/progress",
+            &ProgressParams {
+                progress_token: token,
+                progress,
+                total,
+                message,
+            },
+        );
+        self.request.session.send(frame);
+    }
+
+    /// Sends a log message to the client (`notifications/message`) if `level` is at or above the level the client
+    /// set with `logging/setLevel`. Before any `setLevel`, every level is sent.
+    pub fn log(&self, level: LogLevel, data: impl Serialize) {
+        self.log_to(level, None, data)
+    }
+
+    /// Like [`Context::log`], naming the logger.
+    pub fn log_to(&self, level: LogLevel, logger: Option<&str>, data: impl Serialize) {
+        if !self.request.session.log_enabled(level) {
+            return;
+        }
+        let frame = jsonrpc::encode_notification(
+            "notifications/message",
+            &LogParams {
+                level,
+                logger,
+                data,
+            },
+        );
+        self.request.notify(frame);
+    }
+
+    /// Logs at `debug`.
+    pub fn debug(&self, data: impl Serialize) {
+        self.log(LogLevel::Debug, data)
+    }
+
+    /// Logs at `info`.
+    pub fn info(&self, data: impl Serialize) {
+        self.log(LogLevel::Info, data)
+    }
+
+    /// Logs at `notice`.
+    pub fn notice(&self, data: impl Serialize) {
+        self.log(LogLevel::Notice, data)
+    }
+
+    /// Logs at `warning`.
+    pub fn warning(&self, data: impl Serialize) {
+        self.log(LogLevel::Warning, data)
+    }
+
+    /// Logs at `error`.
+    pub fn error(&self, data: impl Serialize) {
+        self.log(LogLevel::Error, data)
+    }
+}
+
+/// Types a handler can receive by reference (`ctx: &Context`), injected from the request.
+///
+/// Generated glue calls this for every reference parameter; the type system, not the spelling, decides what can be
+/// injected.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be injected into an MCP handler",
+    label = "reference parameters are injected, not read from the arguments",
+    note = "a reference parameter must be `&mcp::Context`; take other arguments by value (`name: String`)"
+)]
+pub trait FromContext {
+    /// Borrows the value from the request's context.
+    fn from_context(ctx: &Context) -> Result<&Self, crate::Error>;
+}
+
+impl FromContext for Context {
+    fn from_context(ctx: &Context) -> Result<&Self, crate::Error> {
+        Ok(ctx)
+    }
+}

@@ -1,0 +1,155 @@
+//! The runtime behind `#[mcp::main]`: the command line, tracing to stderr, the Tokio runtime, and serving.
+
+use std::fmt::Display;
+use std::future::Future;
+use std::io::IsTerminal;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use crate::protocol::Implementation;
+use crate::server::{Server, ServerBuilder};
+
+/// What the body of an `#[mcp::main]` function may return: nothing (serve everything registered), a
+/// [`ServerBuilder`] to serve, or a `Result` of either whose `Err` stops the program before anything is served.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be returned from an `#[mcp::main]` function",
+    note = "return `()`, an `mcp::ServerBuilder`, or a `Result` of one of them whose error implements `Display`"
+)]
+pub trait MainOutput {
+    /// The builder to serve, or the reason start-up failed.
+    fn into_builder(self) -> Result<ServerBuilder, String>;
+}
+
+impl MainOutput for () {
+    fn into_builder(self) -> Result<ServerBuilder, String> {
+        Ok(Server::builder().registered_tools())
+    }
+}
+
+impl MainOutput for ServerBuilder {
+    fn into_builder(self) -> Result<ServerBuilder, String> {
+        Ok(self)
+    }
+}
+
+impl<T: MainOutput, E: Display> MainOutput for Result<T, E> {
+    fn into_builder(self) -> Result<ServerBuilder, String> {
+        self.map_err(|e| e.to_string()).and_then(T::into_builder)
+    }
+}
+
+const USAGE: &str = "\
+USAGE:
+    {bin} [OPTIONS]
+
+Serves this program's MCP tools over stdio (newline-delimited JSON-RPC on stdin and stdout).
+
+OPTIONS:
+    --list-tools     Print the `tools/list` result (names, descriptions, generated JSON Schemas) and exit
+    --help           Print this help and exit
+
+ENVIRONMENT:
+    RUST_LOG         Diagnostics to stderr, as a tracing filter (default: info). stdout carries only protocol messages.
+";
+
+enum Command {
+    Serve,
+    ListTools,
+    Help,
+}
+
+fn parse_args(args: impl Iterator<Item = String>) -> Result<Command, String> {
+    let mut command = Command::Serve;
+    for arg in args {
+        match arg.as_str() {
+            "--help" | "-h" => return Ok(Command::Help),
+            "--list-tools" => command = Command::ListTools,
+            "--http" => {
+                return Err(
+                    "`--http` (Streamable HTTP) is not available yet: serve over stdio".into(),
+                )
+            }
+            other => return Err(format!("unknown option `{other}`; see --help")),
+        }
+    }
+    Ok(command)
+}
+
+fn init_tracing() {
+    use tracing_subscriber::EnvFilter;
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .try_init();
+}
+
+/// Runs an `#[mcp::main]` program. Called by the generated `main`; not meant to be called by hand.
+#[doc(hidden)]
+pub fn run_main<F>(name: &str, version: &str, body: F) -> ExitCode
+where
+    F: Future,
+    F::Output: MainOutput,
+{
+    let bin = name.to_owned();
+    let command = match parse_args(std::env::args().skip(1)) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    if let Command::Help = command {
+        print!("{}", USAGE.replace("{bin}", &bin));
+        return ExitCode::SUCCESS;
+    }
+    init_tracing();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: could not start the Tokio runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let info = Implementation::new(name, version);
+    let code = runtime.block_on(async move {
+        let builder = match body.await.into_builder() {
+            Ok(b) => b,
+            Err(e) => {
+                tracing::error!("start-up failed: {e}");
+                eprintln!("error: start-up failed: {e}");
+                return ExitCode::FAILURE;
+            }
+        };
+        let server = match builder.default_info(info).build() {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::FAILURE;
+            }
+        };
+        match command {
+            Command::ListTools => {
+                let list = server.tools_list();
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&list).unwrap_or_default()
+                );
+                ExitCode::SUCCESS
+            }
+            _ => match server.serve_stdio().await {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    tracing::error!("stdio transport failed: {e}");
+                    ExitCode::FAILURE
+                }
+            },
+        }
+    });
+    runtime.shutdown_timeout(Duration::from_secs(1));
+    code
+}

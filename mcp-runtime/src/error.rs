@@ -1,0 +1,82 @@
+//! The runtime's one error type, which is also the JSON-RPC error object put on the wire.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// A JSON-RPC error code.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct ErrorCode(pub i32);
+
+impl ErrorCode {
+    /// The message was not valid JSON.
+    pub const PARSE_ERROR: ErrorCode = ErrorCode(-32700);
+    /// The JSON was not a valid JSON-RPC request.
+    pub const INVALID_REQUEST: ErrorCode = ErrorCode(-32600);
+    /// No such method.
+    pub const METHOD_NOT_FOUND: ErrorCode = ErrorCode(-32601);
+    /// The method's parameters were wrong (an unknown tool, a malformed `params`).
+    pub const INVALID_PARAMS: ErrorCode = ErrorCode(-32602);
+    /// The server failed (a panic in a handler, a result that could not be serialized).
+    pub const INTERNAL_ERROR: ErrorCode = ErrorCode(-32603);
+    /// A resource was not found (MCP 2025-11-25).
+    pub const RESOURCE_NOT_FOUND: ErrorCode = ErrorCode(-32002);
+}
+
+/// An error answered to a request: a JSON-RPC error object with a code, a readable message and optional data.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Error {
+    /// The JSON-RPC code.
+    pub code: ErrorCode,
+    /// A sentence that names the problem.
+    pub message: String,
+    /// Anything that helps the client act on it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub data: Option<Value>,
+}
+
+impl Error {
+    /// An error with a code and a message.
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Error {
+        Error {
+            code,
+            message: message.into(),
+            data: None,
+        }
+    }
+
+    /// Adds `data` to the error.
+    pub fn with_data(mut self, data: Value) -> Error {
+        self.data = Some(data);
+        self
+    }
+
+    /// -32602: invalid parameters.
+    pub fn invalid_params(message: impl Into<String>) -> Error {
+        Error::new(ErrorCode::INVALID_PARAMS, message)
+    }
+
+    /// -32601: the method is not served.
+    pub fn method_not_found(method: &str) -> Error {
+        Error::new(
+            ErrorCode::METHOD_NOT_FOUND,
+            format!("method not found: {method}"),
+        )
+    }
+
+    /// -32603: the server failed.
+    pub fn internal(message: impl Into<String>) -> Error {
+        Error::new(ErrorCode::INTERNAL_ERROR, message)
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} (code {})", self.message, self.code.0)
+    }
+}
+
+impl std::error::Error for Error {}

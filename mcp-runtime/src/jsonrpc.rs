@@ -1,0 +1,210 @@
+//! JSON-RPC 2.0 framing: request ids, the classification of incoming messages and the encoding of outgoing ones.
+//!
+//! Nothing here knows about MCP methods; this is the envelope only.
+
+use std::fmt;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::error::{Error, ErrorCode};
+
+/// A JSON-RPC request id: a string or an integer, echoed back exactly as received.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum RequestId {
+    /// An integer id.
+    Number(i64),
+    /// A string id.
+    String(Arc<str>),
+}
+
+impl fmt::Display for RequestId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RequestId::Number(n) => write!(f, "{n}"),
+            RequestId::String(s) => write!(f, "{s:?}"),
+        }
+    }
+}
+
+impl RequestId {
+    fn from_value(value: &Value) -> Option<RequestId> {
+        match value {
+            Value::Number(n) => n.as_i64().map(RequestId::Number),
+            Value::String(s) => Some(RequestId::String(s.as_str().into())),
+            _ => None,
+        }
+    }
+}
+
+/// One incoming message, classified.
+#[derive(Debug)]
+pub(crate) enum Incoming {
+    Request {
+        id: RequestId,
+        method: String,
+        params: Option<Value>,
+    },
+    Notification {
+        method: String,
+        params: Option<Value>,
+    },
+    /// A response to a request we sent; kept for server-to-client requests.
+    Response {
+        id: RequestId,
+        outcome: Result<Value, Value>,
+    },
+}
+
+/// Why a line could not be turned into an [`Incoming`] message: the error to answer, and the id if one was legible.
+#[derive(Debug)]
+pub(crate) struct Rejected {
+    pub id: Option<RequestId>,
+    pub error: Error,
+}
+
+impl Incoming {
+    /// Parses one frame. A parse failure is -32700; a JSON value that is not a JSON-RPC 2.0 message is -32600.
+    pub(crate) fn parse(bytes: &[u8]) -> Result<Incoming, Rejected> {
+        let value: Value = serde_json::from_slice(bytes).map_err(|e| Rejected {
+            id: None,
+            error: Error::new(ErrorCode::PARSE_ERROR, format!("parse error: {e}")),
+        })?;
+        Incoming::from_value(value)
+    }
+
+    pub(crate) fn from_value(value: Value) -> Result<Incoming, Rejected> {
+        let invalid = |id: Option<RequestId>, msg: &str| Rejected {
+            id,
+            error: Error::new(
+                ErrorCode::INVALID_REQUEST,
+                format!("invalid request: {msg}"),
+            ),
+        };
+        let mut object = match value {
+            Value::Object(o) => o,
+            Value::Array(_) => return Err(invalid(None, "JSON-RPC batches are not supported")),
+            _ => return Err(invalid(None, "a message must be a JSON object")),
+        };
+        let id = match object.get("id") {
+            None => None,
+            Some(v) => match RequestId::from_value(v) {
+                Some(id) => Some(id),
+                None => return Err(invalid(None, "`id` must be a string or an integer")),
+            },
+        };
+        if object.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+            return Err(invalid(id, "`jsonrpc` must be \"2.0\""));
+        }
+        let params = object.remove("params");
+        if let Some(p) = &params {
+            if !(p.is_object() || p.is_array()) {
+                return Err(invalid(id, "`params` must be an object"));
+            }
+        }
+        match object.remove("method") {
+            Some(Value::String(method)) => Ok(match id {
+                Some(id) => Incoming::Request { id, method, params },
+                None => Incoming::Notification { method, params },
+            }),
+            Some(_) => Err(invalid(id, "`method` must be a string")),
+            None => {
+                let Some(id) = id else {
+                    return Err(invalid(
+                        None,
+                        "a message needs a `method`, or an `id` with `result` or `error`",
+                    ));
+                };
+                if let Some(result) = object.remove("result") {
+                    Ok(Incoming::Response {
+                        id,
+                        outcome: Ok(result),
+                    })
+                } else if let Some(error) = object.remove("error") {
+                    Ok(Incoming::Response {
+                        id,
+                        outcome: Err(error),
+                    })
+                } else {
+                    Err(invalid(Some(id), "a response needs `result` or `error`"))
+                }
+            }
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct ResultFrame<'a, T: Serialize + ?Sized> {
+    jsonrpc: &'static str,
+    id: &'a RequestId,
+    result: &'a T,
+}
+
+#[derive(Serialize)]
+struct ErrorFrame<'a> {
+    jsonrpc: &'static str,
+    id: Option<&'a RequestId>,
+    error: &'a Error,
+}
+
+#[derive(Serialize)]
+struct NotificationFrame<'a, T: Serialize + ?Sized> {
+    jsonrpc: &'static str,
+    method: &'a str,
+    params: &'a T,
+}
+
+/// Encodes a successful response. Serialization of our own types cannot fail; if a user type's `Serialize` does,
+/// the client gets an internal error instead of nothing.
+pub(crate) fn encode_result<T: Serialize + ?Sized>(id: &RequestId, result: &T) -> String {
+    match serde_json::to_string(&ResultFrame {
+        jsonrpc: "2.0",
+        id,
+        result,
+    }) {
+        Ok(s) => s,
+        Err(e) => encode_error(
+            Some(id),
+            &Error::new(
+                ErrorCode::INTERNAL_ERROR,
+                format!("could not serialize the result: {e}"),
+            ),
+        ),
+    }
+}
+
+/// Encodes an error response; `id` is `None` only when the request's id could not be read.
+pub(crate) fn encode_error(id: Option<&RequestId>, error: &Error) -> String {
+    serde_json::to_string(&ErrorFrame {
+        jsonrpc: "2.0",
+        id,
+        error,
+    })
+    .unwrap_or_else(|_| {
+        r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"internal error"}}"#.into()
+    })
+}
+
+/// Encodes a notification.
+pub(crate) fn encode_notification<T: Serialize + ?Sized>(method: &str, params: &T) -> String {
+    serde_json::to_string(&NotificationFrame {
+        jsonrpc: "2.0",
+        method,
+        params,
+    })
+    .unwrap_or_else(|e| {
+        tracing::error!(method, error = %e, "could not serialize a notification");
+        String::new()
+    })
+}
+
+/// Reads `params` as an object, treating an absent `params` as empty.
+pub(crate) fn params_object(params: Option<Value>) -> Result<Map<String, Value>, Error> {
+    match params {
+        None | Some(Value::Null) => Ok(Map::new()),
+        Some(Value::Object(m)) => Ok(m),
+        Some(_) => Err(Error::invalid_params("`params` must be an object")),
+    }
+}

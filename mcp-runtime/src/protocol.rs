@@ -1,0 +1,360 @@
+//! Wire types of MCP (2025-11-25 era; the 2025-06-18 and 2025-03-26 shapes are subsets).
+//!
+//! They are data, not behaviour: serde with camelCase names, optional fields skipped when absent, unknown fields
+//! tolerated on input.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// The newest protocol version this crate speaks.
+pub const LATEST_PROTOCOL_VERSION: &str = "2025-11-25";
+
+/// Every protocol version a client may ask for in `initialize`, newest first.
+pub const SUPPORTED_PROTOCOL_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26"];
+
+/// The name and version of a client or a server.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct Implementation {
+    /// Programmatic name.
+    pub name: String,
+    /// Version string.
+    pub version: String,
+    /// Display name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// A sentence about it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Its home page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub website_url: Option<String>,
+}
+
+impl Implementation {
+    /// An implementation with a name and a version.
+    pub fn new(name: impl Into<String>, version: impl Into<String>) -> Implementation {
+        Implementation {
+            name: name.into(),
+            version: version.into(),
+            ..Default::default()
+        }
+    }
+}
+
+/// Parameters of `initialize`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct InitializeParams {
+    pub protocol_version: String,
+    #[serde(default)]
+    pub capabilities: Value,
+    pub client_info: Implementation,
+}
+
+/// The severity of a log message, as syslog orders them (RFC 5424).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogLevel {
+    /// Detailed debugging information.
+    Debug,
+    /// Normal operation.
+    Info,
+    /// Normal but significant.
+    Notice,
+    /// A warning.
+    Warning,
+    /// An error.
+    Error,
+    /// A critical condition.
+    Critical,
+    /// Action must be taken at once.
+    Alert,
+    /// The system is unusable.
+    Emergency,
+}
+
+impl LogLevel {
+    pub(crate) const ALL: [LogLevel; 8] = [
+        LogLevel::Debug,
+        LogLevel::Info,
+        LogLevel::Notice,
+        LogLevel::Warning,
+        LogLevel::Error,
+        LogLevel::Critical,
+        LogLevel::Alert,
+        LogLevel::Emergency,
+    ];
+
+    /// The level's name on the wire.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LogLevel::Debug => "debug",
+            LogLevel::Info => "info",
+            LogLevel::Notice => "notice",
+            LogLevel::Warning => "warning",
+            LogLevel::Error => "error",
+            LogLevel::Critical => "critical",
+            LogLevel::Alert => "alert",
+            LogLevel::Emergency => "emergency",
+        }
+    }
+}
+
+impl fmt::Display for LogLevel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for LogLevel {
+    type Err = String;
+    fn from_str(s: &str) -> Result<LogLevel, String> {
+        LogLevel::ALL
+            .into_iter()
+            .find(|l| l.as_str() == s)
+            .ok_or_else(|| format!("unknown log level {s:?}: expected one of debug, info, notice, warning, error, critical, alert, emergency"))
+    }
+}
+
+/// Who a piece of content is meant for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// The human user.
+    User,
+    /// The model.
+    Assistant,
+}
+
+/// Hints on how a client should use a piece of content.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct Annotations {
+    /// Who it is for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audience: Option<Vec<Role>>,
+    /// How important it is, from 0 (least) to 1 (most).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<f64>,
+    /// When it last changed (ISO 8601).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_modified: Option<String>,
+}
+
+/// The contents of a resource: text or base64 bytes.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum ResourceContents {
+    /// Text contents.
+    #[serde(rename_all = "camelCase")]
+    Text {
+        /// The resource's URI.
+        uri: String,
+        /// Its MIME type.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        mime_type: Option<String>,
+        /// The text.
+        text: String,
+    },
+    /// Binary contents, base64-encoded.
+    #[serde(rename_all = "camelCase")]
+    Blob {
+        /// The resource's URI.
+        uri: String,
+        /// Its MIME type.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        mime_type: Option<String>,
+        /// The bytes, base64-encoded.
+        blob: String,
+    },
+}
+
+/// One block of content in a tool result (or, later, a prompt message).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Content {
+    /// Text.
+    Text {
+        /// The text.
+        text: String,
+        /// Hints for the client.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        annotations: Option<Annotations>,
+    },
+    /// An image, base64-encoded.
+    #[serde(rename_all = "camelCase")]
+    Image {
+        /// The bytes, base64-encoded.
+        data: String,
+        /// Its MIME type, such as `image/png`.
+        mime_type: String,
+        /// Hints for the client.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        annotations: Option<Annotations>,
+    },
+    /// Audio, base64-encoded.
+    #[serde(rename_all = "camelCase")]
+    Audio {
+        /// The bytes, base64-encoded.
+        data: String,
+        /// Its MIME type, such as `audio/wav`.
+        mime_type: String,
+        /// Hints for the client.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        annotations: Option<Annotations>,
+    },
+    /// A link to a resource the client may read.
+    #[serde(rename_all = "camelCase")]
+    ResourceLink {
+        /// The resource's URI.
+        uri: String,
+        /// Its name.
+        name: String,
+        /// A sentence about it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        description: Option<String>,
+        /// Its MIME type.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        mime_type: Option<String>,
+        /// Hints for the client.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        annotations: Option<Annotations>,
+    },
+    /// A resource embedded whole.
+    Resource {
+        /// Its contents.
+        resource: ResourceContents,
+        /// Hints for the client.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        annotations: Option<Annotations>,
+    },
+}
+
+impl Content {
+    /// Text content.
+    pub fn text(text: impl Into<String>) -> Content {
+        Content::Text {
+            text: text.into(),
+            annotations: None,
+        }
+    }
+
+    /// An image, already base64-encoded.
+    pub fn image(base64: impl Into<String>, mime_type: impl Into<String>) -> Content {
+        Content::Image {
+            data: base64.into(),
+            mime_type: mime_type.into(),
+            annotations: None,
+        }
+    }
+
+    /// Audio, already base64-encoded.
+    pub fn audio(base64: impl Into<String>, mime_type: impl Into<String>) -> Content {
+        Content::Audio {
+            data: base64.into(),
+            mime_type: mime_type.into(),
+            annotations: None,
+        }
+    }
+}
+
+/// The result of `tools/call`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct CallToolResult {
+    /// What the tool returned, as content blocks.
+    pub content: Vec<Content>,
+    /// The same as a JSON object, for tools with an output schema.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub structured_content: Option<Value>,
+    /// Whether the call failed (the content then says why).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub is_error: Option<bool>,
+    /// Metadata passed through untouched.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Map<String, Value>>,
+}
+
+impl CallToolResult {
+    /// A successful result with these content blocks.
+    pub fn success(content: Vec<Content>) -> CallToolResult {
+        CallToolResult {
+            content,
+            ..Default::default()
+        }
+    }
+
+    /// A failed result (`isError: true`) whose text says why.
+    pub fn error(message: impl Into<String>) -> CallToolResult {
+        CallToolResult {
+            content: vec![Content::text(message)],
+            is_error: Some(true),
+            ..Default::default()
+        }
+    }
+
+    /// Adds structured content.
+    pub fn with_structured(mut self, value: Value) -> CallToolResult {
+        self.structured_content = Some(value);
+        self
+    }
+}
+
+/// Hints about what a tool does. Clients must treat them as untrusted.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct ToolAnnotations {
+    /// Display title.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// The tool does not change its environment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_only_hint: Option<bool>,
+    /// The tool may destroy data.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub destructive_hint: Option<bool>,
+    /// Calling it twice with the same arguments does nothing more.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotent_hint: Option<bool>,
+    /// The tool talks to the open world (the web, other systems).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open_world_hint: Option<bool>,
+}
+
+impl ToolAnnotations {
+    pub(crate) fn is_empty(&self) -> bool {
+        *self == ToolAnnotations::default()
+    }
+}
+
+/// A tool as `tools/list` describes it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct Tool {
+    /// Programmatic name.
+    pub name: String,
+    /// Display name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// What it does, for the model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// The JSON Schema of its arguments (always an object schema).
+    pub input_schema: Value,
+    /// The JSON Schema of its structured output, where it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Value>,
+    /// Behaviour hints.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<ToolAnnotations>,
+}

@@ -1,0 +1,362 @@
+//! The session: one per connection. It owns the in-flight table, the outbound channel and the per-connection state
+//! (client info, log level), and routes each request to the server's handlers.
+
+use std::any::Any;
+use std::collections::HashMap;
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::task::{Context as TaskContext, Poll};
+
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+use tokio::sync::mpsc;
+
+use crate::cancel::cleanup_tasks;
+use crate::context::{ClientInfo, Context, RequestMeta, RequestState};
+use crate::error::{Error, ErrorCode};
+use crate::jsonrpc::{self, Incoming, RequestId};
+use crate::protocol::{
+    InitializeParams, LogLevel, LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS,
+};
+use crate::server::Server;
+use crate::tool::{HandlerResult, ToolDef, ToolHandler};
+
+/// Frames on their way to the transport's single writer.
+pub(crate) type Outbound = mpsc::UnboundedSender<String>;
+
+const LOG_LEVEL_UNSET: u8 = u8::MAX;
+
+/// One connection's state.
+pub(crate) struct Session {
+    server: Server,
+    out: Outbound,
+    in_flight: Mutex<HashMap<RequestId, Arc<RequestState>>>,
+    /// Set once `initialize` has been answered.
+    client: OnceLock<(Arc<str>, Arc<ClientInfo>)>,
+    initialized: AtomicBool,
+    log_level: AtomicU8,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct CancelledParams {
+    request_id: Option<RequestId>,
+    #[serde(default)]
+    reason: Option<String>,
+}
+
+impl Session {
+    pub(crate) fn new(server: Server, out: Outbound) -> Arc<Session> {
+        Arc::new(Session {
+            server,
+            out,
+            in_flight: Mutex::new(HashMap::new()),
+            client: OnceLock::new(),
+            initialized: AtomicBool::new(false),
+            log_level: AtomicU8::new(LOG_LEVEL_UNSET),
+        })
+    }
+
+    /// Queues a frame for the writer. A closed writer means the peer is gone; the frame is dropped.
+    pub(crate) fn send(&self, frame: String) {
+        let _ = self.out.send(frame);
+    }
+
+    pub(crate) fn log_enabled(&self, level: LogLevel) -> bool {
+        let min = self.log_level.load(Ordering::Relaxed);
+        min == LOG_LEVEL_UNSET || level as u8 >= min
+    }
+
+    fn table(&self) -> std::sync::MutexGuard<'_, HashMap<RequestId, Arc<RequestState>>> {
+        self.in_flight.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Handles one incoming message. Called in arrival order; never blocks: long work is spawned.
+    pub(crate) fn handle(self: &Arc<Self>, message: Incoming) {
+        match message {
+            Incoming::Request { id, method, params } => self.handle_request(id, method, params),
+            Incoming::Notification { method, params } => self.handle_notification(&method, params),
+            Incoming::Response { id, outcome } => {
+                tracing::debug!(%id, ?outcome, "ignoring a response to a request this server did not send");
+            }
+        }
+    }
+
+    /// Answers a message that could not be parsed, or was not a JSON-RPC message.
+    pub(crate) fn reject(&self, id: Option<&RequestId>, error: &Error) {
+        self.send(jsonrpc::encode_error(id, error));
+    }
+
+    fn respond(&self, id: &RequestId, result: Result<impl serde::Serialize, Error>) {
+        let frame = match result {
+            Ok(r) => jsonrpc::encode_result(id, &r),
+            Err(e) => jsonrpc::encode_error(Some(id), &e),
+        };
+        self.send(frame);
+    }
+
+    fn handle_request(self: &Arc<Self>, id: RequestId, method: String, params: Option<Value>) {
+        match method.as_str() {
+            "initialize" => {
+                let result = self.initialize(params);
+                self.respond(&id, result);
+            }
+            "ping" => self.respond(&id, Ok(json!({}))),
+            _ if self.client.get().is_none() && method != "logging/setLevel" => self.respond(
+                &id,
+                Err::<(), _>(Error::new(
+                    ErrorCode::INVALID_REQUEST,
+                    format!("`{method}` before `initialize`: the client must initialize the session first"),
+                )),
+            ),
+            "logging/setLevel" => {
+                let result = self.set_level(params);
+                self.respond(&id, result);
+            }
+            "tools/list" => {
+                let result = check_cursor(params).map(|()| self.server.inner.tools_list.as_ref());
+                self.respond(&id, result);
+            }
+            "tools/call" => {
+                if let Err(e) = self.call_tool(id.clone(), params) {
+                    self.respond(&id, Err::<(), _>(e));
+                }
+            }
+            _ => self.respond(&id, Err::<(), _>(Error::method_not_found(&method))),
+        }
+    }
+
+    fn handle_notification(&self, method: &str, params: Option<Value>) {
+        match method {
+            "notifications/cancelled" => {
+                let Some(p) = params.and_then(|p| CancelledParams::deserialize(p).ok()) else {
+                    tracing::debug!("ignoring a malformed notifications/cancelled");
+                    return;
+                };
+                let Some(id) = p.request_id else { return };
+                self.cancel(&id, p.reason.as_deref());
+            }
+            "notifications/initialized" => self.initialized.store(true, Ordering::Relaxed),
+            _ => tracing::debug!(method, "ignoring notification"),
+        }
+    }
+
+    fn initialize(&self, params: Option<Value>) -> Result<Value, Error> {
+        let params: InitializeParams = serde_json::from_value(params.unwrap_or(Value::Null))
+            .map_err(|e| Error::invalid_params(format!("invalid `initialize` params: {e}")))?;
+        let version = SUPPORTED_PROTOCOL_VERSIONS
+            .iter()
+            .find(|v| **v == params.protocol_version)
+            .copied()
+            .unwrap_or(LATEST_PROTOCOL_VERSION);
+        let client = ClientInfo {
+            info: params.client_info,
+            capabilities: params.capabilities,
+        };
+        if self.client.set((version.into(), Arc::new(client))).is_err() {
+            return Err(Error::new(
+                ErrorCode::INVALID_REQUEST,
+                "the session is already initialized",
+            ));
+        }
+        let inner = &self.server.inner;
+        let mut result = json!({
+            "protocolVersion": version,
+            "capabilities": inner.capabilities,
+            "serverInfo": inner.info,
+        });
+        if let Some(instructions) = &inner.instructions {
+            result["instructions"] = Value::String(instructions.clone());
+        }
+        Ok(result)
+    }
+
+    fn set_level(&self, params: Option<Value>) -> Result<Value, Error> {
+        let params = jsonrpc::params_object(params)?;
+        let level = params
+            .get("level")
+            .and_then(Value::as_str)
+            .ok_or_else(|| Error::invalid_params("`logging/setLevel` needs a `level`"))?;
+        let level: LogLevel = level.parse().map_err(Error::invalid_params)?;
+        self.log_level.store(level as u8, Ordering::Relaxed);
+        Ok(json!({}))
+    }
+
+    fn request_meta(&self, meta: Option<Map<String, Value>>) -> RequestMeta {
+        let (version, client) = match self.client.get() {
+            Some((v, c)) => (v.clone(), Some(c.clone())),
+            None => (LATEST_PROTOCOL_VERSION.into(), None),
+        };
+        let progress_token = meta
+            .as_ref()
+            .and_then(|m| m.get("progressToken"))
+            .filter(|t| t.is_string() || t.is_i64() || t.is_u64())
+            .cloned();
+        RequestMeta {
+            protocol_version: version,
+            client,
+            meta,
+            progress_token,
+        }
+    }
+
+    fn call_tool(self: &Arc<Self>, id: RequestId, params: Option<Value>) -> Result<(), Error> {
+        let mut params = jsonrpc::params_object(params)?;
+        let name = match params.get("name") {
+            Some(Value::String(n)) => n,
+            _ => return Err(Error::invalid_params("`tools/call` needs a string `name`")),
+        };
+        let Some(def) = self.server.inner.tools.get(name.as_str()).copied() else {
+            return Err(Error::invalid_params(format!("unknown tool: {name}")));
+        };
+        let arguments = match params.remove("arguments") {
+            None | Some(Value::Null) => Map::new(),
+            Some(Value::Object(m)) => m,
+            Some(_) => return Err(Error::invalid_params("`arguments` must be an object")),
+        };
+        let meta = match params.remove("_meta") {
+            Some(Value::Object(m)) => Some(m),
+            _ => None,
+        };
+        let request = Arc::new(RequestState::new(
+            id.clone(),
+            self.request_meta(meta),
+            self.clone(),
+        ));
+        {
+            let mut table = self.table();
+            if table.contains_key(&id) {
+                return Err(Error::new(
+                    ErrorCode::INVALID_REQUEST,
+                    format!("request id {id} is already in flight"),
+                ));
+            }
+            table.insert(id, request.clone());
+        }
+        cleanup_tasks().spawn(run_tool(self.clone(), def, request, arguments));
+        Ok(())
+    }
+
+    /// Cancels an in-flight request. Unknown, finished and already cancelled ids are ignored.
+    pub(crate) fn cancel(&self, id: &RequestId, reason: Option<&str>) {
+        let Some(request) = self.table().remove(id) else {
+            tracing::debug!(%id, reason, "cancel for a request that is not in flight: ignored");
+            return;
+        };
+        if request.cancel() {
+            tracing::info!(%id, reason, "request cancelled");
+        }
+    }
+
+    /// Cancels everything in flight: the peer is gone or the server is stopping.
+    pub(crate) fn cancel_all(&self, reason: &str) {
+        let requests: Vec<_> = self.table().drain().map(|(_, r)| r).collect();
+        for r in requests {
+            if r.cancel() {
+                tracing::info!(id = %r.id, reason, "request cancelled");
+            }
+        }
+    }
+
+    /// Takes a finished request out of the table (if it is still there, and still this one) and sends its response,
+    /// unless a cancel went first.
+    fn complete(&self, request: &Arc<RequestState>, result: HandlerResult) {
+        {
+            let mut table = self.table();
+            if table
+                .get(&request.id)
+                .is_some_and(|r| Arc::ptr_eq(r, request))
+            {
+                table.remove(&request.id);
+            }
+        }
+        let frame = match result {
+            Ok(r) => jsonrpc::encode_result(&request.id, &r),
+            Err(e) => jsonrpc::encode_error(Some(&request.id), &e),
+        };
+        if !request.finish(frame) {
+            tracing::debug!(id = %request.id, "response dropped: the request was cancelled first");
+        }
+    }
+}
+
+fn check_cursor(params: Option<Value>) -> Result<(), Error> {
+    let params = jsonrpc::params_object(params)?;
+    match params.get("cursor") {
+        None | Some(Value::Null) => Ok(()),
+        Some(c) => Err(Error::invalid_params(format!(
+            "invalid cursor {c}: this list has one page"
+        ))),
+    }
+}
+
+/// Runs one tool call to its end or its cancellation.
+async fn run_tool(
+    session: Arc<Session>,
+    def: ToolDef,
+    request: Arc<RequestState>,
+    arguments: Map<String, Value>,
+) {
+    let ctx = Context::new(request.clone());
+    let outcome = match def.handler {
+        ToolHandler::Async(f) => {
+            let call = CatchUnwind(f(&ctx, arguments));
+            tokio::select! {
+                biased;
+                () = request.token.cancelled() => None,
+                r = call => Some(r),
+            }
+        }
+        ToolHandler::Blocking(f) => {
+            let thread_ctx = ctx.clone();
+            let call = cleanup_tasks().spawn_blocking(move || {
+                std::panic::catch_unwind(AssertUnwindSafe(|| f(&thread_ctx, arguments)))
+            });
+            tokio::select! {
+                biased;
+                () = request.token.cancelled() => None,
+                r = call => Some(r.unwrap_or_else(|e| Err(Box::new(e.to_string())))),
+            }
+        }
+    };
+    // `None`: cancelled. The handler's future has been dropped (async) or its result will be (blocking).
+    let Some(outcome) = outcome else { return };
+    let result = outcome.unwrap_or_else(|panic| {
+        let message = panic_message(&*panic);
+        tracing::error!(tool = def.name, %message, "tool panicked");
+        Err(Error::internal(format!(
+            "tool `{}` panicked: {message}",
+            def.name
+        )))
+    });
+    session.complete(&request, result);
+}
+
+fn panic_message(panic: &(dyn Any + Send)) -> String {
+    if let Some(s) = panic.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = panic.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "unknown panic".to_owned()
+    }
+}
+
+/// Polls a boxed future, turning a panic into an `Err` with its payload.
+struct CatchUnwind<F>(F);
+
+impl<F: Future + Unpin> Future for CatchUnwind<F> {
+    type Output = Result<F::Output, Box<dyn Any + Send>>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Self::Output> {
+        let inner = &mut self.0;
+        match std::panic::catch_unwind(AssertUnwindSafe(|| Pin::new(inner).poll(cx))) {
+            Ok(Poll::Pending) => Poll::Pending,
+            Ok(Poll::Ready(v)) => Poll::Ready(Ok(v)),
+            Err(panic) => Poll::Ready(Err(panic)),
+        }
+    }
+}

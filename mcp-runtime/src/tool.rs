@@ -1,0 +1,355 @@
+//! Tools: the static definition a `#[mcp::tool]` emits, the conversion of return values into results, and the
+//! helpers its generated glue calls to read arguments and build schemas.
+
+use std::borrow::Cow;
+use std::fmt::Display;
+use std::future::Future;
+use std::pin::Pin;
+
+use schemars::generate::SchemaSettings;
+use schemars::{JsonSchema, SchemaGenerator};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::context::Context;
+use crate::error::Error;
+use crate::protocol::{CallToolResult, Content, ToolAnnotations};
+
+/// A boxed, `Send` future, as async handlers return.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// The arguments of one call: the `arguments` object of `tools/call`.
+pub type Arguments = Map<String, Value>;
+
+/// What a handler's glue returns: a result to send, or a protocol error.
+pub type HandlerResult = Result<CallToolResult, Error>;
+
+/// How a tool runs.
+#[derive(Clone, Copy)]
+pub enum ToolHandler {
+    /// An `async fn`: polled on the runtime, dropped when its request is cancelled.
+    Async(for<'a> fn(&'a Context, Arguments) -> BoxFuture<'a, HandlerResult>),
+    /// A plain `fn`: run under `spawn_blocking`; sees cancellation through `ctx.is_cancelled()`.
+    Blocking(fn(&Context, Arguments) -> HandlerResult),
+}
+
+/// Everything known about a tool at compile time. `#[mcp::tool]` emits one as a `static`; it can also be written by
+/// hand for tools defined at run time.
+#[derive(Clone, Copy)]
+#[non_exhaustive]
+pub struct ToolDef {
+    /// The tool's name on the wire.
+    pub name: &'static str,
+    /// Display title.
+    pub title: Option<&'static str>,
+    /// What the tool does (from the doc comment, or the `description` option).
+    pub description: Option<&'static str>,
+    /// Behaviour hints: read-only, destructive, idempotent, open-world.
+    pub hints: Hints,
+    /// Builds the input schema; called once per server, never per call.
+    pub input_schema: fn() -> Value,
+    /// Builds the output schema, if the return type is structured; called once per server.
+    pub output_schema: fn() -> Option<Value>,
+    /// Runs the tool.
+    pub handler: ToolHandler,
+    /// Where it was defined (`file:line`), to name both places of a duplicate.
+    pub location: &'static str,
+}
+
+impl ToolDef {
+    /// A definition with no title, description or hints.
+    pub const fn new(
+        name: &'static str,
+        input_schema: fn() -> Value,
+        output_schema: fn() -> Option<Value>,
+        handler: ToolHandler,
+        location: &'static str,
+    ) -> ToolDef {
+        ToolDef {
+            name,
+            title: None,
+            description: None,
+            hints: Hints::NONE,
+            input_schema,
+            output_schema,
+            handler,
+            location,
+        }
+    }
+
+    /// Sets the title.
+    pub const fn title(mut self, title: &'static str) -> ToolDef {
+        self.title = Some(title);
+        self
+    }
+
+    /// Sets the description.
+    pub const fn description(mut self, description: &'static str) -> ToolDef {
+        self.description = Some(description);
+        self
+    }
+
+    /// Sets the behaviour hints.
+    pub const fn hints(mut self, hints: Hints) -> ToolDef {
+        self.hints = hints;
+        self
+    }
+}
+
+/// Behaviour hints of a tool, as `const` data.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Hints {
+    /// `readOnlyHint`.
+    pub read_only: Option<bool>,
+    /// `destructiveHint`.
+    pub destructive: Option<bool>,
+    /// `idempotentHint`.
+    pub idempotent: Option<bool>,
+    /// `openWorldHint`.
+    pub open_world: Option<bool>,
+}
+
+impl Hints {
+    /// No hints.
+    pub const NONE: Hints = Hints {
+        read_only: None,
+        destructive: None,
+        idempotent: None,
+        open_world: None,
+    };
+
+    /// Sets `readOnlyHint`.
+    pub const fn read_only(mut self, v: bool) -> Hints {
+        self.read_only = Some(v);
+        self
+    }
+    /// Sets `destructiveHint`.
+    pub const fn destructive(mut self, v: bool) -> Hints {
+        self.destructive = Some(v);
+        self
+    }
+    /// Sets `idempotentHint`.
+    pub const fn idempotent(mut self, v: bool) -> Hints {
+        self.idempotent = Some(v);
+        self
+    }
+    /// Sets `openWorldHint`.
+    pub const fn open_world(mut self, v: bool) -> Hints {
+        self.open_world = Some(v);
+        self
+    }
+
+    pub(crate) fn to_annotations(self, title: Option<&str>) -> Option<ToolAnnotations> {
+        let a = ToolAnnotations {
+            title: title.map(str::to_owned),
+            read_only_hint: self.read_only,
+            destructive_hint: self.destructive,
+            idempotent_hint: self.idempotent,
+            open_world_hint: self.open_world,
+        };
+        (!a.is_empty()).then_some(a)
+    }
+}
+
+/// A tool defined by `#[mcp::tool]`: the hidden item of the same name implements this, so a test can write
+/// `Server::builder().tool::<my_tool>()`.
+pub trait ToolItem {
+    /// The tool's definition.
+    const DEF: &'static ToolDef;
+}
+
+/// The values a tool function may return.
+///
+/// Text-like values become one text content block; [`Json<T>`] becomes structured content with an output schema
+/// (and a text copy); `Content`, `Vec<Content>` and [`CallToolResult`] are sent as they are; `Result<T, E>` with
+/// `E: Display` turns `Err` into an `isError: true` result whose text is the error's message.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be returned from an MCP tool",
+    label = "this return type does not convert into a tool result",
+    note = "return a `String`, `&str`, `mcp::Json<T>`, `mcp::Content`, `Vec<mcp::Content>`, `mcp::CallToolResult`, `()`, or a `Result<T, E>` of one of them with `E: Display`"
+)]
+pub trait IntoToolResult {
+    /// Converts the value into a result.
+    fn into_tool_result(self) -> CallToolResult;
+
+    /// The output schema of this return type, if it is structured. Called once per server.
+    fn output_schema() -> Option<Value> {
+        None
+    }
+}
+
+impl IntoToolResult for String {
+    fn into_tool_result(self) -> CallToolResult {
+        CallToolResult::success(vec![Content::text(self)])
+    }
+}
+
+impl IntoToolResult for &str {
+    fn into_tool_result(self) -> CallToolResult {
+        CallToolResult::success(vec![Content::text(self)])
+    }
+}
+
+impl IntoToolResult for Cow<'_, str> {
+    fn into_tool_result(self) -> CallToolResult {
+        CallToolResult::success(vec![Content::text(self)])
+    }
+}
+
+impl IntoToolResult for () {
+    fn into_tool_result(self) -> CallToolResult {
+        CallToolResult::success(Vec::new())
+    }
+}
+
+impl IntoToolResult for Content {
+    fn into_tool_result(self) -> CallToolResult {
+        CallToolResult::success(vec![self])
+    }
+}
+
+impl IntoToolResult for Vec<Content> {
+    fn into_tool_result(self) -> CallToolResult {
+        CallToolResult::success(self)
+    }
+}
+
+impl IntoToolResult for CallToolResult {
+    fn into_tool_result(self) -> CallToolResult {
+        self
+    }
+}
+
+impl<T: IntoToolResult, E: Display> IntoToolResult for Result<T, E> {
+    fn into_tool_result(self) -> CallToolResult {
+        match self {
+            Ok(v) => v.into_tool_result(),
+            Err(e) => CallToolResult::error(e.to_string()),
+        }
+    }
+
+    fn output_schema() -> Option<Value> {
+        T::output_schema()
+    }
+}
+
+/// A structured tool result: serialized into `structuredContent` (and a text copy in `content`), with `T`'s JSON
+/// Schema as the tool's `outputSchema`. `T` should serialize to a JSON object, as the protocol requires.
+///
+/// ```
+/// #[derive(serde::Serialize, schemars::JsonSchema)]
+/// struct Weather { celsius: f64 }
+///
+/// /// Current weather.
+/// #[mcp::tool]
+/// fn weather(city: String) -> mcp::Json<Weather> {
+///     # let _ = city;
+///     mcp::Json(Weather { celsius: 21.5 })
+/// }
+/// ```
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Json<T>(pub T);
+
+impl<T: Serialize + JsonSchema> IntoToolResult for Json<T> {
+    fn into_tool_result(self) -> CallToolResult {
+        match serde_json::to_value(&self.0) {
+            Ok(value) => {
+                let text = value.to_string();
+                CallToolResult::success(vec![Content::text(text)]).with_structured(value)
+            }
+            Err(e) => CallToolResult::error(format!("could not serialize the tool's result: {e}")),
+        }
+    }
+
+    fn output_schema() -> Option<Value> {
+        let mut generator = schema_settings().for_serialize().into_generator();
+        let mut schema = generator.root_schema_for::<T>().to_value();
+        if let Value::Object(o) = &mut schema {
+            o.remove("title");
+        }
+        Some(schema)
+    }
+}
+
+fn schema_settings() -> SchemaSettings {
+    SchemaSettings::draft2020_12()
+}
+
+/// Builds the input schema of a tool one parameter at a time; the generated glue calls it once per server.
+pub struct ObjectSchema {
+    generator: SchemaGenerator,
+    properties: Map<String, Value>,
+    required: Vec<Value>,
+}
+
+impl Default for ObjectSchema {
+    fn default() -> Self {
+        ObjectSchema::new()
+    }
+}
+
+impl ObjectSchema {
+    /// An object schema with no properties.
+    pub fn new() -> ObjectSchema {
+        ObjectSchema {
+            generator: schema_settings().for_deserialize().into_generator(),
+            properties: Map::new(),
+            required: Vec::new(),
+        }
+    }
+
+    /// Adds a property of type `T`. It is required unless `T` accepts `null` (as `Option<U>` does), which is also
+    /// what a missing argument is read as.
+    pub fn property<T: JsonSchema + DeserializeOwned>(
+        &mut self,
+        name: &str,
+        description: Option<&str>,
+    ) {
+        let mut schema = self.generator.subschema_for::<T>().to_value();
+        if let (Some(d), Value::Object(o)) = (description, &mut schema) {
+            if o.contains_key("$ref") {
+                // Siblings of `$ref` are fine in 2020-12.
+            }
+            o.insert("description".into(), Value::String(d.to_owned()));
+        }
+        self.properties.insert(name.to_owned(), schema);
+        if serde_json::from_value::<T>(Value::Null).is_err() {
+            self.required.push(Value::String(name.to_owned()));
+        }
+    }
+
+    /// The finished schema: `{"type":"object","properties":…,"required":…,"$defs":…}`.
+    pub fn finish(mut self) -> Value {
+        let mut o = Map::new();
+        o.insert("type".into(), "object".into());
+        o.insert("properties".into(), Value::Object(self.properties));
+        if !self.required.is_empty() {
+            o.insert("required".into(), Value::Array(self.required));
+        }
+        let defs = self.generator.take_definitions(true);
+        if !defs.is_empty() {
+            o.insert("$defs".into(), Value::Object(defs));
+        }
+        Value::Object(o)
+    }
+}
+
+/// Outcome of reading one argument: the glue turns an `Err` into an `isError` result naming the argument.
+pub fn argument<T: DeserializeOwned>(
+    args: &mut Arguments,
+    name: &str,
+) -> Result<T, CallToolResult> {
+    match args.remove(name) {
+        Some(value) => serde_json::from_value(value)
+            .map_err(|e| CallToolResult::error(format!("invalid argument `{name}`: {e}"))),
+        None => serde_json::from_value(Value::Null)
+            .map_err(|_| CallToolResult::error(format!("missing required argument `{name}`"))),
+    }
+}
+
+/// No output schema: the default for return types that are not structured.
+pub fn no_output_schema() -> Option<Value> {
+    None
+}

@@ -1,0 +1,3 @@
+//! Transports: bytes to JSON-RPC messages and back. No MCP semantics live here.
+
+pub(crate) mod stdio;

@@ -1,0 +1,153 @@
+//! The stdio transport: newline-delimited JSON on a reader and a writer, one writer task so frames never interleave.
+
+use std::io;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::io::{
+    AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, BufWriter,
+};
+use tokio::sync::mpsc;
+
+use crate::cancel::cleanup_tasks;
+use crate::error::{Error, ErrorCode};
+use crate::jsonrpc::Incoming;
+use crate::server::Server;
+use crate::session::Session;
+
+/// How long shutdown waits for cancelled handlers and their cleanups before it gives up on them.
+pub(crate) const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
+pub(crate) async fn serve<R, W>(server: Server, reader: R, writer: W) -> io::Result<()>
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let limit = server.inner.max_line_bytes;
+    let (tx, rx) = mpsc::unbounded_channel();
+    let session = Session::new(server, tx);
+    let writer = tokio::spawn(write_frames(rx, writer));
+    let mut reader = BufReader::with_capacity(64 * 1024, reader);
+    let mut line = Vec::new();
+    let read_result = loop {
+        match read_frame(&mut reader, &mut line, limit).await {
+            Ok(Frame::Eof) => break Ok(()),
+            Ok(Frame::TooLong) => session.reject(
+                None,
+                &Error::new(
+                    ErrorCode::INVALID_REQUEST,
+                    format!("message too long: the limit is {limit} bytes"),
+                ),
+            ),
+            Ok(Frame::Line) => dispatch(&session, &line),
+            Err(e) => break Err(e),
+        }
+    };
+    tracing::debug!("input closed; cancelling what is in flight");
+    shutdown(&session).await;
+    drop(session);
+    // Every sender is gone once the request tasks are; the writer then drains its queue and ends.
+    match tokio::time::timeout(SHUTDOWN_GRACE, writer).await {
+        Ok(Ok(Err(e))) if e.kind() != io::ErrorKind::BrokenPipe => return Err(e),
+        _ => {}
+    }
+    read_result
+}
+
+fn dispatch(session: &Arc<Session>, line: &[u8]) {
+    let line = line.trim_ascii();
+    if line.is_empty() {
+        return;
+    }
+    match Incoming::parse(line) {
+        Ok(message) => session.handle(message),
+        Err(rejected) => session.reject(rejected.id.as_ref(), &rejected.error),
+    }
+}
+
+/// Cancels everything in flight, then waits (bounded) for the handlers to stop and for their cleanups.
+pub(crate) async fn shutdown(session: &Arc<Session>) {
+    session.cancel_all("the connection closed");
+    let tasks = cleanup_tasks();
+    tasks.close();
+    if tokio::time::timeout(SHUTDOWN_GRACE, tasks.wait())
+        .await
+        .is_err()
+    {
+        tracing::warn!(grace = ?SHUTDOWN_GRACE, "handlers or cleanups still running at shutdown were abandoned");
+    }
+    tasks.reopen();
+}
+
+enum Frame {
+    Line,
+    TooLong,
+    Eof,
+}
+
+/// Reads one newline-terminated frame into `buf`. A frame longer than `limit` is skipped to its end without being
+/// held in memory.
+async fn read_frame<R: AsyncBufRead + Unpin>(
+    reader: &mut R,
+    buf: &mut Vec<u8>,
+    limit: usize,
+) -> io::Result<Frame> {
+    buf.clear();
+    let mut too_long = false;
+    let mut seen_any = false;
+    loop {
+        let available = reader.fill_buf().await?;
+        if available.is_empty() {
+            return Ok(match (seen_any, too_long) {
+                (false, _) => Frame::Eof,
+                (true, true) => Frame::TooLong,
+                (true, false) => Frame::Line,
+            });
+        }
+        seen_any = true;
+        let newline = available.iter().position(|&b| b == b'\n');
+        let chunk = &available[..newline.unwrap_or(available.len())];
+        if !too_long {
+            if buf.len() + chunk.len() > limit {
+                too_long = true;
+                buf.clear();
+                buf.shrink_to(64 * 1024);
+            } else {
+                buf.extend_from_slice(chunk);
+            }
+        }
+        let used = chunk.len() + usize::from(newline.is_some());
+        reader.consume(used);
+        if newline.is_some() {
+            return Ok(if too_long {
+                Frame::TooLong
+            } else {
+                Frame::Line
+            });
+        }
+    }
+}
+
+/// The single writer: one frame per line, flushed whenever the queue runs dry.
+async fn write_frames<W: AsyncWrite + Unpin>(
+    mut rx: mpsc::UnboundedReceiver<String>,
+    writer: W,
+) -> io::Result<()> {
+    let mut writer = BufWriter::with_capacity(64 * 1024, writer);
+    while let Some(frame) = rx.recv().await {
+        write_frame(&mut writer, &frame).await?;
+        while let Ok(frame) = rx.try_recv() {
+            write_frame(&mut writer, &frame).await?;
+        }
+        writer.flush().await?;
+    }
+    writer.flush().await
+}
+
+async fn write_frame<W: AsyncWrite + Unpin>(writer: &mut W, frame: &str) -> io::Result<()> {
+    if frame.is_empty() {
+        return Ok(());
+    }
+    writer.write_all(frame.as_bytes()).await?;
+    writer.write_all(b"\n").await
+}

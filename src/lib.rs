@@ -1,0 +1,1 @@
+//! Nothing here: this package holds the examples, integration tests and benchmarks.
