@@ -145,6 +145,8 @@ struct ResultFrame<'a, T: Serialize + ?Sized> {
 #[derive(Serialize)]
 struct ErrorFrame<'a> {
     jsonrpc: &'static str,
+    /// Left out when the request's id could not be read, as the MCP schema has it.
+    #[serde(skip_serializing_if = "Option::is_none")]
     id: Option<&'a RequestId>,
     error: &'a Error,
 }

@@ -1,0 +1,161 @@
+//! A server with one tool per behaviour the integration tests check. Markers on stderr let a test see what happened
+//! inside the process.
+
+use std::time::Duration;
+
+use mcp::{CallToolResult, Content, Context, LogLevel};
+
+/// Echo the text back.
+#[mcp::tool]
+async fn echo(text: String) -> String {
+    text
+}
+
+/// Echo the text back, from a plain function.
+#[mcp::tool]
+fn echo_blocking(text: String) -> String {
+    text
+}
+
+/// Greet someone.
+#[mcp::tool]
+fn greet(
+    /// Who to greet.
+    name: String,
+    /// The greeting (default "Hello").
+    greeting: Option<String>,
+) -> String {
+    format!("{}, {name}!", greeting.as_deref().unwrap_or("Hello"))
+}
+
+/// Sleep for `ms` milliseconds, then answer; prints `SLEEP_DONE id` or `SLEEP_DROPPED id` on stderr.
+#[mcp::tool]
+async fn sleep(ms: u64, ctx: &Context) -> String {
+    struct Dropped(String, bool);
+    impl Drop for Dropped {
+        fn drop(&mut self) {
+            if !self.1 {
+                eprintln!("SLEEP_DROPPED {}", self.0);
+            }
+        }
+    }
+    let mut guard = Dropped(ctx.request_id().to_string(), false);
+    let _cleanup = mcp::defer(Duration::from_secs(2), {
+        let id = ctx.request_id().to_string();
+        async move {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            eprintln!("CLEANUP_DONE {id}");
+        }
+    });
+    tokio::time::sleep(Duration::from_millis(ms)).await;
+    guard.1 = true;
+    eprintln!("SLEEP_DONE {}", guard.0);
+    format!("slept {ms} ms")
+}
+
+/// Spin until cancelled (checking the flag), then print `SPIN_CANCELLED id`.
+#[mcp::tool]
+fn spin(ctx: &Context) -> Result<String, mcp::Cancelled> {
+    let id = ctx.request_id().to_string();
+    loop {
+        if let Err(c) = ctx.check_cancelled() {
+            eprintln!("SPIN_CANCELLED {id}");
+            return Err(c);
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Sleep `ms` without ever checking for cancellation, then print `STUBBORN_DONE id`.
+#[mcp::tool]
+fn stubborn(ms: u64, ctx: &Context) -> String {
+    std::thread::sleep(Duration::from_millis(ms));
+    eprintln!("STUBBORN_DONE {}", ctx.request_id());
+    "finished anyway".into()
+}
+
+/// Panic (async).
+#[mcp::tool]
+async fn panic_async() -> String {
+    panic!("the async tool broke")
+}
+
+/// Panic (plain fn).
+#[mcp::tool]
+fn panic_blocking() -> String {
+    panic!("the blocking tool broke")
+}
+
+/// Log one message at every level.
+#[mcp::tool]
+fn log_all(ctx: &Context) {
+    for level in [
+        LogLevel::Debug,
+        LogLevel::Info,
+        LogLevel::Notice,
+        LogLevel::Warning,
+        LogLevel::Error,
+        LogLevel::Critical,
+        LogLevel::Alert,
+        LogLevel::Emergency,
+    ] {
+        ctx.log_to(level, Some("testbed"), format!("a {level} message"));
+    }
+}
+
+/// Report progress 1, 2, 1 (ignored: backwards), 3, then keep reporting from a task after returning.
+#[mcp::tool]
+async fn progress(ctx: &Context) -> String {
+    for p in [1.0, 2.0, 1.0, 3.0] {
+        ctx.report_progress(p, Some(3.0), None);
+    }
+    let late = ctx.clone();
+    tokio::spawn(async move {
+        for i in 0..20 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            late.report_progress(4.0 + f64::from(i), None, Some("too late"));
+            late.info("too late");
+        }
+    });
+    "reported".into()
+}
+
+#[derive(serde::Serialize, schemars::JsonSchema)]
+struct Sum {
+    /// The sum.
+    total: i64,
+}
+
+/// Add numbers; structured output.
+#[mcp::tool(title = "Adder", read_only, idempotent, open_world = false)]
+fn add(numbers: Vec<i64>) -> mcp::Json<Sum> {
+    mcp::Json(Sum { total: numbers.iter().sum() })
+}
+
+/// Fail with a readable error.
+#[mcp::tool]
+fn fail(reason: String) -> Result<String, String> {
+    Err(format!("failed because {reason}"))
+}
+
+/// Two content blocks.
+#[mcp::tool]
+fn two_blocks() -> Vec<Content> {
+    vec![Content::text("one"), Content::image("aGVsbG8=", "image/png")]
+}
+
+/// A full result.
+#[mcp::tool(name = "full-result")]
+fn full_result() -> CallToolResult {
+    CallToolResult::success(vec![Content::text("full")])
+}
+
+#[mcp::main]
+async fn main() -> mcp::ServerBuilder {
+    let limit = std::env::var("TESTBED_MAX_MESSAGE_BYTES").ok().and_then(|v| v.parse().ok());
+    let mut builder = mcp::Server::builder().registered_tools();
+    if let Some(limit) = limit {
+        builder = builder.max_message_bytes(limit);
+    }
+    builder
+}

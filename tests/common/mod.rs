@@ -1,0 +1,224 @@
+//! Test harness: a server as a child process spoken to in raw JSON-RPC lines over its stdio, with every message it
+//! writes validated against the official JSON Schema of MCP 2025-11-25.
+
+#![allow(dead_code)]
+
+pub mod schema;
+
+use std::collections::{HashMap, VecDeque};
+use std::io::{BufRead, BufReader, Write};
+use std::path::PathBuf;
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+/// The path of an example binary, next to the test binary's own directory (`target/debug/examples/NAME`).
+pub fn example(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("test binary path");
+    let dir = exe.parent().and_then(|d| d.parent()).expect("target dir");
+    let path = dir.join("examples").join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
+    assert!(path.exists(), "{} is missing: `cargo test` builds the examples first", path.display());
+    path
+}
+
+/// The testbed server binary.
+pub fn testbed() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_testbed"))
+}
+
+/// A running server.
+pub struct Server {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    messages: mpsc::Receiver<Value>,
+    /// Messages read while waiting for something else.
+    pending: VecDeque<Value>,
+    stderr: Arc<Mutex<Vec<String>>>,
+    /// The method of each request we sent, by id, so results are validated against the right schema.
+    methods: Arc<Mutex<HashMap<String, String>>>,
+    next_id: i64,
+}
+
+pub const WAIT: Duration = Duration::from_secs(10);
+
+impl Server {
+    pub fn spawn(path: PathBuf) -> Server {
+        Server::spawn_with(Command::new(path))
+    }
+
+    pub fn spawn_with(mut command: Command) -> Server {
+        let mut child = command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .env("RUST_LOG", "info")
+            .spawn()
+            .expect("spawn server");
+        let stdout = child.stdout.take().unwrap();
+        let stderr = child.stderr.take().unwrap();
+        let methods: Arc<Mutex<HashMap<String, String>>> = Arc::default();
+        let (tx, rx) = mpsc::channel();
+        let methods_r = methods.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                let value: Value = serde_json::from_str(&line)
+                    .unwrap_or_else(|e| panic!("the server wrote a line that is not JSON ({e}): {line}"));
+                let method = value.get("id").and_then(|id| methods_r.lock().unwrap().get(&id.to_string()).cloned());
+                // Panicking here would only end this thread; record the failure where the test sees it, before the
+                // test can see the message itself.
+                if let Err(e) = schema::check_server_message(&value, method.as_deref()) {
+                    schema::record_failure(e);
+                }
+                if tx.send(value).is_err() {
+                    break;
+                }
+            }
+        });
+        let lines: Arc<Mutex<Vec<String>>> = Arc::default();
+        let lines_w = lines.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines() {
+                let Ok(line) = line else { break };
+                lines_w.lock().unwrap().push(line);
+            }
+        });
+        let stdin = child.stdin.take();
+        Server { child, stdin, messages: rx, pending: VecDeque::new(), stderr: lines, methods, next_id: 1000 }
+    }
+
+    /// Writes one raw line.
+    pub fn send_raw(&mut self, line: &str) {
+        let stdin = self.stdin.as_mut().expect("stdin is open");
+        stdin.write_all(line.as_bytes()).unwrap();
+        stdin.write_all(b"\n").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    pub fn send(&mut self, message: Value) {
+        if let (Some(id), Some(method)) = (message.get("id"), message.get("method").and_then(Value::as_str)) {
+            self.methods.lock().unwrap().insert(id.to_string(), method.to_owned());
+        }
+        self.send_raw(&message.to_string());
+    }
+
+    /// Sends a request with the given id.
+    pub fn request_with_id(&mut self, id: Value, method: &str, params: Value) {
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+    }
+
+    /// Sends a request with a fresh integer id, and returns the id.
+    pub fn request(&mut self, method: &str, params: Value) -> Value {
+        self.next_id += 1;
+        let id = json!(self.next_id);
+        self.request_with_id(id.clone(), method, params);
+        id
+    }
+
+    pub fn notify(&mut self, method: &str, params: Value) {
+        self.send(json!({"jsonrpc": "2.0", "method": method, "params": params}));
+    }
+
+    pub fn cancel(&mut self, id: &Value, reason: &str) {
+        self.notify("notifications/cancelled", json!({"requestId": id, "reason": reason}));
+    }
+
+    /// Waits for the response to `id`, keeping other messages for later.
+    pub fn response(&mut self, id: &Value) -> Value {
+        let is_it = |m: &Value| m.get("id") == Some(id) && m.get("method").is_none();
+        if let Some(pos) = self.pending.iter().position(is_it) {
+            return self.pending.remove(pos).unwrap();
+        }
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let m = self.messages.recv_timeout(left).unwrap_or_else(|_| {
+                panic!("no response to id {id} within {WAIT:?}; stderr:\n{}", self.stderr_text())
+            });
+            if is_it(&m) {
+                return m;
+            }
+            self.pending.push_back(m);
+        }
+    }
+
+    /// Sends a request and waits for its response.
+    pub fn call(&mut self, method: &str, params: Value) -> Value {
+        let id = self.request(method, params);
+        self.response(&id)
+    }
+
+    /// Calls a tool and returns the `result` (panics on a JSON-RPC error).
+    pub fn call_tool(&mut self, name: &str, arguments: Value) -> Value {
+        let r = self.call("tools/call", json!({"name": name, "arguments": arguments}));
+        r.get("result").cloned().unwrap_or_else(|| panic!("tools/call {name} failed: {r}"))
+    }
+
+    /// Runs the initialize handshake.
+    pub fn initialize(&mut self) -> Value {
+        let r = self.call(
+            "initialize",
+            json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "tests", "version": "0"}}),
+        );
+        self.notify("notifications/initialized", json!({}));
+        r
+    }
+
+    /// Every message already received, plus those arriving within `wait`.
+    pub fn drain(&mut self, wait: Duration) -> Vec<Value> {
+        let mut out: Vec<Value> = self.pending.drain(..).collect();
+        let deadline = Instant::now() + wait;
+        while let Ok(m) = self.messages.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+            out.push(m);
+        }
+        out
+    }
+
+    pub fn stderr_text(&self) -> String {
+        self.stderr.lock().unwrap().join("\n")
+    }
+
+    /// Waits until a stderr line contains `needle`.
+    pub fn wait_stderr(&self, needle: &str, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if self.has_stderr(needle) {
+                return true;
+            }
+            if Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    pub fn has_stderr(&self, needle: &str) -> bool {
+        self.stderr.lock().unwrap().iter().any(|l| l.contains(needle))
+    }
+
+    /// Closes stdin and waits for the process to exit.
+    pub fn close(&mut self, timeout: Duration) -> ExitStatus {
+        drop(self.stdin.take());
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(Instant::now() < deadline, "the server did not exit within {timeout:?} of stdin closing");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        // Every message has been read by now: fail the test if any broke the schema.
+        if !std::thread::panicking() {
+            schema::assert_no_failures();
+        }
+    }
+}
