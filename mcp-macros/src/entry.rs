@@ -52,7 +52,7 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
     let mut errors = Errors::default();
     if function.sig.asyncness.is_none() {
         errors.push_spanned(
-            &function.sig.fn_token,
+            function.sig.fn_token,
             "#[mcp::main] goes on `async fn main()`",
         );
     }

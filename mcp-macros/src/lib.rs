@@ -3,6 +3,8 @@
 //! This crate only parses, validates and emits glue; every piece of protocol logic lives in the runtime, under
 //! `mcp::__private`.
 
+#![doc(test(attr(deny(warnings))))]
+
 mod diagnostics;
 mod docs;
 mod entry;
@@ -67,13 +69,23 @@ use proc_macro::TokenStream;
 /// #[doc(hidden)] struct count_words {}
 /// impl mcp::ToolItem for count_words {
 ///     const DEF: &'static mcp::ToolDef = &{
-///         fn __mcp_input_schema() -> Value { /* ObjectSchema: one property per argument */ }
-///         fn __mcp_call(ctx: &Context, args: Arguments) -> HandlerResult {
-///             let p0: String = /* argument "text", or an isError result naming it */;
-///             let p1: &Context = <Context as FromContext>::from_context(ctx)?;
-///             into_result(count_words(p0, p1))
+///         fn __mcp_input_schema() -> Value {
+///             let mut s = ObjectSchema::new();
+///             (arg::<String>().describe)(&mut s, "text", Some("The text to count."));
+///             s.finish()
 ///         }
-///         ToolDef::new("count_words", __mcp_input_schema, output_schema_of::<Ret>, ToolHandler::Blocking(__mcp_call), …)
+///         fn __mcp_call(ctx: &Context, mut args: Arguments) -> HandlerResult {
+///             let p0: String = match (arg::<String>().read)(&mut args, "text") {
+///                 Ok(v) => v,
+///                 Err(invalid) => return Ok(invalid), // an isError result naming the argument
+///             };
+///             let p1: &Context = <Context as FromContext>::from_context(ctx)?;
+///             (returns::<Result<String, mcp::Cancelled>>().convert)(count_words(p0, p1))
+///         }
+///         ToolDef::new("count_words", __mcp_input_schema, returns::<…>().output_schema,
+///                      ToolHandler::Blocking(__mcp_call), concat!(file!(), ":", line!()))
+///             .description("Count the words of a text.")
+///             .hints(Hints::NONE.read_only(true).idempotent(true))
 ///     };
 /// }
 /// inventory::submit! { ToolRegistration(<count_words as ToolItem>::DEF) }

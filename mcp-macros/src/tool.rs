@@ -154,7 +154,7 @@ fn check_name(name: &str) -> Result<(), String> {
     Ok(())
 }
 
-fn validate(options: Options, mut function: ItemFn) -> Result<Tool, (ItemFn, syn::Error)> {
+fn validate(options: Options, mut function: ItemFn) -> Result<Tool, Box<(ItemFn, syn::Error)>> {
     let mut errors = Errors::default();
     let sig = &function.sig;
     if !sig.generics.params.is_empty() || sig.generics.where_clause.is_some() {
@@ -206,7 +206,7 @@ fn validate(options: Options, mut function: ItemFn) -> Result<Tool, (ItemFn, syn
             description,
             params,
         }),
-        Err(e) => Err((function, e)),
+        Err(e) => Err(Box::new((function, e))),
     }
 }
 
@@ -221,7 +221,10 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
     };
     let tokens = match validate(options, function) {
         Ok(tool) => emit(&tool),
-        Err((function, e)) => diagnostics::with_item(quote!(#function), e),
+        Err(failed) => {
+            let (function, e) = *failed;
+            diagnostics::with_item(quote!(#function), e)
+        }
     };
     diagnostics::debug_print(&item_name(&tokens), &tokens);
     tokens
@@ -278,7 +281,7 @@ fn emit(tool: &Tool) -> TokenStream {
                 Some(d) => quote!(::core::option::Option::Some(#d)),
                 None => quote!(::core::option::Option::None),
             };
-            Some(quote_spanned!(ty.span()=> __mcp_schema.property::<#ty>(#name, #doc);))
+            Some(quote_spanned!(ty.span()=> (#private::arg::<#ty>().describe)(&mut __mcp_schema, #name, #doc);))
         }
         Param::Injected { .. } => None,
     });
@@ -291,7 +294,7 @@ fn emit(tool: &Tool) -> TokenStream {
         match p {
             Param::Argument { name, ty, .. } => {
                 reads.push(quote_spanned! {ty.span()=>
-                    let #var: #ty = match #private::argument::<#ty>(&mut __mcp_args, #name) {
+                    let #var: #ty = match (#private::arg::<#ty>().read)(&mut __mcp_args, #name) {
                         ::core::result::Result::Ok(v) => v,
                         ::core::result::Result::Err(invalid) => return ::core::result::Result::Ok(invalid),
                     };
@@ -305,8 +308,8 @@ fn emit(tool: &Tool) -> TokenStream {
         }
         call_args.push(var);
     }
-    let convert = quote_spanned!(ret_span=> #private::into_result::<#ret_ty>);
-    let output_schema = quote_spanned!(ret_span=> #private::output_schema_of::<#ret_ty>);
+    let convert = quote_spanned!(ret_span=> (#private::returns::<#ret_ty>().convert));
+    let output_schema = quote_spanned!(ret_span=> #private::returns::<#ret_ty>().output_schema);
 
     let (call_fn, handler) = if is_async {
         (

@@ -23,6 +23,7 @@
 //! [`tool`] and [`Context`].
 
 #![warn(missing_docs)]
+#![doc(test(attr(deny(warnings))))]
 
 mod cancel;
 mod context;
@@ -53,7 +54,7 @@ pub use mcp_macros::{main, tool};
 pub mod __private {
     pub use crate::entry::run_main;
     pub use crate::server::ToolRegistration;
-    pub use crate::tool::{argument, no_output_schema, Arguments, HandlerResult};
+    pub use crate::tool::{Arguments, HandlerResult};
     pub use inventory;
     pub use schemars;
     pub use serde;
@@ -61,15 +62,41 @@ pub mod __private {
 
     use crate::{CallToolResult, IntoToolResult};
 
-    /// Converts a tool's return value (a function so that a type error points at the return type).
-    #[inline]
-    pub fn into_result<T: IntoToolResult>(value: T) -> Result<CallToolResult, crate::Error> {
+    /// The glue for a tool's return type. Generated code asks for it twice (to convert a value, and for the output
+    /// schema) through the same bounded function, so a type that cannot be returned is one error, not two.
+    pub struct ReturnGlue<T> {
+        /// Converts the value into a result.
+        pub convert: fn(T) -> Result<CallToolResult, crate::Error>,
+        /// The output schema of `T`.
+        pub output_schema: fn() -> Option<serde_json::Value>,
+    }
+
+    fn convert<T: IntoToolResult>(value: T) -> Result<CallToolResult, crate::Error> {
         Ok(value.into_tool_result())
     }
 
-    /// The output schema of a return type, as a function pointer.
-    pub fn output_schema_of<T: IntoToolResult>() -> Option<serde_json::Value> {
-        T::output_schema()
+    /// The glue for the return type `T`.
+    pub const fn returns<T: IntoToolResult>() -> ReturnGlue<T> {
+        ReturnGlue {
+            convert: convert::<T>,
+            output_schema: T::output_schema,
+        }
+    }
+
+    /// The glue for an argument of type `T`: reading it and describing it.
+    pub struct ArgGlue<T> {
+        /// Reads the argument `name`, or an `isError` result naming it.
+        pub read: fn(&mut Arguments, &str) -> Result<T, CallToolResult>,
+        /// Adds the argument to the input schema.
+        pub describe: fn(&mut crate::ObjectSchema, &str, Option<&str>),
+    }
+
+    /// The glue for an argument of type `T`.
+    pub const fn arg<T: schemars::JsonSchema + serde::de::DeserializeOwned>() -> ArgGlue<T> {
+        ArgGlue {
+            read: crate::tool::argument::<T>,
+            describe: crate::ObjectSchema::property::<T>,
+        }
     }
 
     /// Asserts that a handler's future can move between threads, with a message that says why it must.

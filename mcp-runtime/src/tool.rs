@@ -309,9 +309,7 @@ impl ObjectSchema {
     ) {
         let mut schema = self.generator.subschema_for::<T>().to_value();
         if let (Some(d), Value::Object(o)) = (description, &mut schema) {
-            if o.contains_key("$ref") {
-                // Siblings of `$ref` are fine in 2020-12.
-            }
+            // Beside a `$ref` too: siblings of `$ref` are allowed in 2020-12.
             o.insert("description".into(), Value::String(d.to_owned()));
         }
         self.properties.insert(name.to_owned(), schema);
@@ -336,8 +334,8 @@ impl ObjectSchema {
     }
 }
 
-/// Outcome of reading one argument: the glue turns an `Err` into an `isError` result naming the argument.
-pub fn argument<T: DeserializeOwned>(
+/// Reads one argument; an `Err` is the `isError` result naming it, which the glue returns as the call's result.
+pub(crate) fn argument<T: DeserializeOwned>(
     args: &mut Arguments,
     name: &str,
 ) -> Result<T, CallToolResult> {
@@ -347,9 +345,4 @@ pub fn argument<T: DeserializeOwned>(
         None => serde_json::from_value(Value::Null)
             .map_err(|_| CallToolResult::error(format!("missing required argument `{name}`"))),
     }
-}
-
-/// No output schema: the default for return types that are not structured.
-pub fn no_output_schema() -> Option<Value> {
-    None
 }

@@ -129,7 +129,9 @@ struct Sum {
 /// Add numbers; structured output.
 #[mcp::tool(title = "Adder", read_only, idempotent, open_world = false)]
 fn add(numbers: Vec<i64>) -> mcp::Json<Sum> {
-    mcp::Json(Sum { total: numbers.iter().sum() })
+    mcp::Json(Sum {
+        total: numbers.iter().sum(),
+    })
 }
 
 /// Fail with a readable error.
@@ -141,7 +143,10 @@ fn fail(reason: String) -> Result<String, String> {
 /// Two content blocks.
 #[mcp::tool]
 fn two_blocks() -> Vec<Content> {
-    vec![Content::text("one"), Content::image("aGVsbG8=", "image/png")]
+    vec![
+        Content::text("one"),
+        Content::image("aGVsbG8=", "image/png"),
+    ]
 }
 
 /// A full result.
@@ -152,7 +157,9 @@ fn full_result() -> CallToolResult {
 
 #[mcp::main]
 async fn main() -> mcp::ServerBuilder {
-    let limit = std::env::var("TESTBED_MAX_MESSAGE_BYTES").ok().and_then(|v| v.parse().ok());
+    let limit = std::env::var("TESTBED_MAX_MESSAGE_BYTES")
+        .ok()
+        .and_then(|v| v.parse().ok());
     let mut builder = mcp::Server::builder().registered_tools();
     if let Some(limit) = limit {
         builder = builder.max_message_bytes(limit);

@@ -3,6 +3,7 @@
 
 #![allow(dead_code)]
 
+pub mod python;
 pub mod schema;
 
 use std::collections::{HashMap, VecDeque};
@@ -18,8 +19,14 @@ use serde_json::{json, Value};
 pub fn example(name: &str) -> PathBuf {
     let exe = std::env::current_exe().expect("test binary path");
     let dir = exe.parent().and_then(|d| d.parent()).expect("target dir");
-    let path = dir.join("examples").join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
-    assert!(path.exists(), "{} is missing: `cargo test` builds the examples first", path.display());
+    let path = dir
+        .join("examples")
+        .join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
+    assert!(
+        path.exists(),
+        "{} is missing: `cargo test` builds the examples first",
+        path.display()
+    );
     path
 }
 
@@ -64,9 +71,12 @@ impl Server {
         std::thread::spawn(move || {
             for line in BufReader::new(stdout).lines() {
                 let Ok(line) = line else { break };
-                let value: Value = serde_json::from_str(&line)
-                    .unwrap_or_else(|e| panic!("the server wrote a line that is not JSON ({e}): {line}"));
-                let method = value.get("id").and_then(|id| methods_r.lock().unwrap().get(&id.to_string()).cloned());
+                let value: Value = serde_json::from_str(&line).unwrap_or_else(|e| {
+                    panic!("the server wrote a line that is not JSON ({e}): {line}")
+                });
+                let method = value
+                    .get("id")
+                    .and_then(|id| methods_r.lock().unwrap().get(&id.to_string()).cloned());
                 // Panicking here would only end this thread; record the failure where the test sees it, before the
                 // test can see the message itself.
                 if let Err(e) = schema::check_server_message(&value, method.as_deref()) {
@@ -86,7 +96,15 @@ impl Server {
             }
         });
         let stdin = child.stdin.take();
-        Server { child, stdin, messages: rx, pending: VecDeque::new(), stderr: lines, methods, next_id: 1000 }
+        Server {
+            child,
+            stdin,
+            messages: rx,
+            pending: VecDeque::new(),
+            stderr: lines,
+            methods,
+            next_id: 1000,
+        }
     }
 
     /// Writes one raw line.
@@ -98,8 +116,14 @@ impl Server {
     }
 
     pub fn send(&mut self, message: Value) {
-        if let (Some(id), Some(method)) = (message.get("id"), message.get("method").and_then(Value::as_str)) {
-            self.methods.lock().unwrap().insert(id.to_string(), method.to_owned());
+        if let (Some(id), Some(method)) = (
+            message.get("id"),
+            message.get("method").and_then(Value::as_str),
+        ) {
+            self.methods
+                .lock()
+                .unwrap()
+                .insert(id.to_string(), method.to_owned());
         }
         self.send_raw(&message.to_string());
     }
@@ -122,7 +146,10 @@ impl Server {
     }
 
     pub fn cancel(&mut self, id: &Value, reason: &str) {
-        self.notify("notifications/cancelled", json!({"requestId": id, "reason": reason}));
+        self.notify(
+            "notifications/cancelled",
+            json!({"requestId": id, "reason": reason}),
+        );
     }
 
     /// Waits for the response to `id`, keeping other messages for later.
@@ -135,7 +162,10 @@ impl Server {
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             let m = self.messages.recv_timeout(left).unwrap_or_else(|_| {
-                panic!("no response to id {id} within {WAIT:?}; stderr:\n{}", self.stderr_text())
+                panic!(
+                    "no response to id {id} within {WAIT:?}; stderr:\n{}",
+                    self.stderr_text()
+                )
             });
             if is_it(&m) {
                 return m;
@@ -153,7 +183,9 @@ impl Server {
     /// Calls a tool and returns the `result` (panics on a JSON-RPC error).
     pub fn call_tool(&mut self, name: &str, arguments: Value) -> Value {
         let r = self.call("tools/call", json!({"name": name, "arguments": arguments}));
-        r.get("result").cloned().unwrap_or_else(|| panic!("tools/call {name} failed: {r}"))
+        r.get("result")
+            .cloned()
+            .unwrap_or_else(|| panic!("tools/call {name} failed: {r}"))
     }
 
     /// Runs the initialize handshake.
@@ -170,7 +202,10 @@ impl Server {
     pub fn drain(&mut self, wait: Duration) -> Vec<Value> {
         let mut out: Vec<Value> = self.pending.drain(..).collect();
         let deadline = Instant::now() + wait;
-        while let Ok(m) = self.messages.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+        while let Ok(m) = self
+            .messages
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+        {
             out.push(m);
         }
         out
@@ -195,7 +230,11 @@ impl Server {
     }
 
     pub fn has_stderr(&self, needle: &str) -> bool {
-        self.stderr.lock().unwrap().iter().any(|l| l.contains(needle))
+        self.stderr
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|l| l.contains(needle))
     }
 
     /// Closes stdin and waits for the process to exit.
@@ -206,7 +245,10 @@ impl Server {
             if let Some(status) = self.child.try_wait().unwrap() {
                 return status;
             }
-            assert!(Instant::now() < deadline, "the server did not exit within {timeout:?} of stdin closing");
+            assert!(
+                Instant::now() < deadline,
+                "the server did not exit within {timeout:?} of stdin closing"
+            );
             std::thread::sleep(Duration::from_millis(10));
         }
     }

@@ -1,0 +1,170 @@
+//! Servers built explicitly in the test process: the builder, the global registry (and its duplicate check), and two
+//! sessions sharing one server over in-memory streams.
+
+use std::time::Duration;
+
+use mcp::{BuildError, Context, Server};
+use serde_json::{json, Value};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+/// Say hi.
+#[mcp::tool]
+fn hi() -> &'static str {
+    "hi"
+}
+
+/// Log one message at every level.
+#[mcp::tool]
+async fn chatty(ctx: &Context) -> &'static str {
+    for level in [
+        "debug",
+        "info",
+        "notice",
+        "warning",
+        "error",
+        "critical",
+        "alert",
+        "emergency",
+    ] {
+        ctx.log(level.parse().unwrap(), level);
+    }
+    "done"
+}
+
+mod first {
+    /// One tool called `dup`.
+    #[mcp::tool(name = "dup")]
+    pub fn dup_a() {}
+}
+
+mod second {
+    /// Another tool called `dup`.
+    #[mcp::tool(name = "dup")]
+    pub fn dup_b() {}
+}
+
+#[test]
+fn the_builder_takes_tools_by_name_without_the_registry() {
+    let server = Server::builder()
+        .name("explicit")
+        .version("1.2.3")
+        .tool::<hi>()
+        .build()
+        .unwrap();
+    let list = server.tools_list();
+    assert_eq!(list["tools"].as_array().unwrap().len(), 1);
+    assert_eq!(list["tools"][0]["name"], "hi");
+    assert_eq!(
+        list["tools"][0]["inputSchema"],
+        json!({"type": "object", "properties": {}})
+    );
+    // The same definition twice is one tool.
+    let server = Server::builder().tool::<hi>().tool::<hi>().build().unwrap();
+    assert_eq!(server.tools_list()["tools"].as_array().unwrap().len(), 1);
+}
+
+#[test]
+fn duplicate_names_are_an_error_naming_both_places() {
+    let err = Server::builder()
+        .tool::<first::dup_a>()
+        .tool::<second::dup_b>()
+        .build()
+        .unwrap_err();
+    let BuildError::DuplicateTool {
+        name,
+        first,
+        second,
+    } = &err
+    else {
+        panic!("{err:?}")
+    };
+    assert_eq!(name, "dup");
+    assert!(
+        first.starts_with("tests/in_process.rs:") && second.starts_with("tests/in_process.rs:"),
+        "{err}"
+    );
+    assert_ne!(first, second);
+    let message = err.to_string();
+    assert!(
+        message.contains(first.as_str()) && message.contains(second.as_str()),
+        "{message}"
+    );
+    // The global registry holds every tool linked into this test binary, the duplicates included.
+    assert!(matches!(
+        Server::from_registry(),
+        Err(BuildError::DuplicateTool { .. })
+    ));
+}
+
+/// One session over an in-memory pipe.
+struct Session {
+    to_server: tokio::io::WriteHalf<tokio::io::DuplexStream>,
+    from_server: tokio::io::Lines<BufReader<tokio::io::ReadHalf<tokio::io::DuplexStream>>>,
+}
+
+impl Session {
+    fn open(server: &Server) -> Session {
+        let (client, server_end) = tokio::io::duplex(1 << 16);
+        let (server_read, server_write) = tokio::io::split(server_end);
+        tokio::spawn(server.clone().serve_streams(server_read, server_write));
+        let (read, write) = tokio::io::split(client);
+        Session {
+            to_server: write,
+            from_server: BufReader::new(read).lines(),
+        }
+    }
+
+    async fn send(&mut self, message: Value) {
+        self.to_server
+            .write_all(format!("{message}\n").as_bytes())
+            .await
+            .unwrap();
+    }
+
+    async fn next(&mut self) -> Option<Value> {
+        let line = tokio::time::timeout(Duration::from_millis(300), self.from_server.next_line())
+            .await
+            .ok()?;
+        line.unwrap().map(|l| serde_json::from_str(&l).unwrap())
+    }
+
+    async fn call(&mut self, id: i64, method: &str, params: Value) -> (Value, Vec<Value>) {
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
+            .await;
+        let mut notes = Vec::new();
+        while let Some(m) = self.next().await {
+            if m["id"] == id {
+                return (m, notes);
+            }
+            notes.push(m);
+        }
+        panic!("no response to {method}")
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_sharing_a_server_keep_their_own_log_level_and_notifications() {
+    let server = Server::builder().tool::<chatty>().build().unwrap();
+    let mut quiet = Session::open(&server);
+    let mut loud = Session::open(&server);
+    for (i, s) in [&mut quiet, &mut loud].into_iter().enumerate() {
+        let init = json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": format!("c{i}"), "version": "0"}});
+        let (r, _) = s.call(1, "initialize", init).await;
+        assert_eq!(r["result"]["protocolVersion"], "2025-11-25");
+    }
+    quiet
+        .call(2, "logging/setLevel", json!({"level": "critical"}))
+        .await;
+    let (r, loud_notes) = loud.call(3, "tools/call", json!({"name": "chatty"})).await;
+    assert_eq!(r["result"]["content"][0]["text"], "done");
+    let (_, quiet_notes) = quiet.call(3, "tools/call", json!({"name": "chatty"})).await;
+    assert_eq!(loud_notes.len(), 8, "{loud_notes:?}");
+    let quiet_levels: Vec<_> = quiet_notes
+        .iter()
+        .map(|m| m["params"]["level"].as_str().unwrap())
+        .collect();
+    assert_eq!(quiet_levels, ["critical", "alert", "emergency"]);
+    // Nothing of one session leaked into the other afterwards either.
+    assert!(loud.next().await.is_none());
+    assert!(quiet.next().await.is_none());
+}

@@ -1,0 +1,6 @@
+#[mcp::tool]
+fn order((title, copies): (String, u32)) -> String {
+    format!("{copies} x {title}")
+}
+
+fn main() {}

@@ -1,0 +1,11 @@
+#[derive(serde::Deserialize)]
+struct Order {
+    title: String,
+}
+
+#[mcp::tool]
+fn order(order: Order) -> String {
+    order.title
+}
+
+fn main() {}

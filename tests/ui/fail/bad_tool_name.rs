@@ -1,0 +1,4 @@
+#[mcp::tool(name = "order book")]
+fn order() {}
+
+fn main() {}

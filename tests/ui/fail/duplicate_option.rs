@@ -1,0 +1,4 @@
+#[mcp::tool(name = "a", name = "b")]
+fn order() {}
+
+fn main() {}

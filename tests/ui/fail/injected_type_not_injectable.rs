@@ -1,0 +1,6 @@
+#[mcp::tool]
+fn order(title: &String) -> String {
+    title.clone()
+}
+
+fn main() {}

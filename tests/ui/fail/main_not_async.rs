@@ -1,0 +1,2 @@
+#[mcp::main]
+fn main() {}

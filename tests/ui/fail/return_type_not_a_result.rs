@@ -1,0 +1,9 @@
+struct Receipt;
+
+#[mcp::tool]
+fn order(title: String) -> Receipt {
+    let _ = title;
+    Receipt
+}
+
+fn main() {}

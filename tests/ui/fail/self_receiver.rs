@@ -1,0 +1,10 @@
+struct Shop;
+
+impl Shop {
+    #[mcp::tool]
+    fn stock(&self) -> String {
+        String::new()
+    }
+}
+
+fn main() {}

@@ -1,0 +1,4 @@
+#[mcp::tool(nmae = "a")]
+fn order() {}
+
+fn main() {}
