@@ -1,1 +1,136 @@
-fn main() {}
+//! Round trips of `tools/call` over stdio against the testbed's `echo` tool: sequential (one call at a time) and
+//! pipelined (K calls in flight). Prints calls/s and p50/p99 latency for each.
+//!
+//! Run with `cargo bench --bench stdio` (optionally `-- --calls N --pipeline K`). A benchmark, not a test: the
+//! figures depend on the machine; compare runs from one sitting.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+struct Args {
+    calls: usize,
+    warmup: usize,
+    pipeline: usize,
+}
+
+fn parse_args() -> Args {
+    let mut args = Args {
+        calls: 20_000,
+        warmup: 2_000,
+        pipeline: 32,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(a) = it.next() {
+        let mut value = || {
+            it.next()
+                .and_then(|v| v.parse().ok())
+                .expect("a number after the option")
+        };
+        match a.as_str() {
+            "--calls" => args.calls = value(),
+            "--warmup" => args.warmup = value(),
+            "--pipeline" => args.pipeline = value(),
+            _ => {} // cargo bench passes `--bench`
+        }
+    }
+    args
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
+}
+
+fn report(phase: &str, calls: usize, elapsed: Duration, mut latencies: Vec<Duration>) {
+    latencies.sort();
+    println!(
+        "{phase:<10} {calls:>7} calls  {:>9.0} calls/s  p50 {:>8.1} us  p99 {:>8.1} us",
+        calls as f64 / elapsed.as_secs_f64(),
+        percentile(&latencies, 0.50).as_secs_f64() * 1e6,
+        percentile(&latencies, 0.99).as_secs_f64() * 1e6,
+    );
+}
+
+fn main() {
+    let args = parse_args();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_testbed"))
+        .env("RUST_LOG", "warn")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn the testbed server");
+    let mut stdin = std::io::BufWriter::new(child.stdin.take().unwrap());
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    let mut read = |stdout: &mut BufReader<_>| -> Value {
+        line.clear();
+        stdout.read_line(&mut line).expect("read");
+        serde_json::from_str(&line).expect("a JSON line")
+    };
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}});
+    writeln!(stdin, "{init}").unwrap();
+    writeln!(
+        stdin,
+        r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#
+    )
+    .unwrap();
+    stdin.flush().unwrap();
+    assert!(read(&mut stdout)["result"].is_object());
+
+    let call = |id: usize| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"echo","arguments":{{"text":"hello"}}}}}}"#
+        )
+    };
+    let mut id = 1;
+
+    // Sequential: one request, wait for its response.
+    let mut latencies = Vec::with_capacity(args.calls);
+    let mut started = Instant::now();
+    for i in 0..args.warmup + args.calls {
+        if i == args.warmup {
+            started = Instant::now();
+        }
+        let t = Instant::now();
+        writeln!(stdin, "{}", call(id)).unwrap();
+        stdin.flush().unwrap();
+        let r = read(&mut stdout);
+        assert_eq!(r["id"], id, "{r}");
+        id += 1;
+        if i >= args.warmup {
+            latencies.push(t.elapsed());
+        }
+    }
+    report("sequential", args.calls, started.elapsed(), latencies);
+
+    // Pipelined: K requests in one write, then K responses.
+    let k = args.pipeline.max(1);
+    let rounds = args.calls.div_ceil(k);
+    let mut latencies = Vec::with_capacity(rounds * k);
+    let started = Instant::now();
+    for _ in 0..rounds {
+        let t = Instant::now();
+        for _ in 0..k {
+            writeln!(stdin, "{}", call(id)).unwrap();
+            id += 1;
+        }
+        stdin.flush().unwrap();
+        for _ in 0..k {
+            let r = read(&mut stdout);
+            assert!(r["result"].is_object(), "{r}");
+            latencies.push(t.elapsed());
+        }
+    }
+    report(
+        &format!("pipeline{k}"),
+        rounds * k,
+        started.elapsed(),
+        latencies,
+    );
+
+    drop(stdin);
+    let _ = child.wait();
+}

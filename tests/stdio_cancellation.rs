@@ -125,7 +125,7 @@ fn async_tool_is_dropped_at_its_next_await_and_deferred_cleanup_runs() {
     );
     std::thread::sleep(Duration::from_millis(100));
     s.cancel(&id, "too slow");
-    assert!(s.wait_stderr(&format!("SLEEP_DROPPED {id}"), Duration::from_secs(2)));
+    assert!(s.wait_stderr(&format!("SLEEP_ABORTED {id}"), Duration::from_secs(2)));
     assert!(s.wait_stderr(&format!("CLEANUP_DONE {id}"), Duration::from_secs(2)));
     assert!(!s.has_stderr(&format!("SLEEP_DONE {id}")));
     let rest = s.drain(Duration::from_millis(200));
@@ -175,7 +175,7 @@ fn unknown_finished_and_repeated_cancels_are_ignored_silently() {
         rest.is_empty(),
         "cancels must be answered by nothing: {rest:?}"
     );
-    assert!(s.wait_stderr(&format!("SLEEP_DROPPED {id}"), Duration::from_secs(2)));
+    assert!(s.wait_stderr(&format!("SLEEP_ABORTED {id}"), Duration::from_secs(2)));
 }
 
 #[test]

@@ -28,14 +28,14 @@ fn greet(
     format!("{}, {name}!", greeting.as_deref().unwrap_or("Hello"))
 }
 
-/// Sleep for `ms` milliseconds, then answer; prints `SLEEP_DONE id` or `SLEEP_DROPPED id` on stderr.
+/// Sleep for `ms` milliseconds, then answer; prints `SLEEP_DONE id` or `SLEEP_ABORTED id` on stderr.
 #[mcp::tool]
 async fn sleep(ms: u64, ctx: &Context) -> String {
     struct Dropped(String, bool);
     impl Drop for Dropped {
         fn drop(&mut self) {
             if !self.1 {
-                eprintln!("SLEEP_DROPPED {}", self.0);
+                eprintln!("SLEEP_ABORTED {}", self.0);
             }
         }
     }
