@@ -49,6 +49,11 @@ pub use tool::{
 
 pub use mcp_macros::{main, tool};
 
+/// The README's examples, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeDoctests;
+
 /// What generated code touches. Not a public API: it changes without notice.
 #[doc(hidden)]
 pub mod __private {
