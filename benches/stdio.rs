@@ -17,18 +17,10 @@ struct Args {
 }
 
 fn parse_args() -> Args {
-    let mut args = Args {
-        calls: 20_000,
-        warmup: 2_000,
-        pipeline: 32,
-    };
+    let mut args = Args { calls: 20_000, warmup: 2_000, pipeline: 32 };
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
-        let mut value = || {
-            it.next()
-                .and_then(|v| v.parse().ok())
-                .expect("a number after the option")
-        };
+        let mut value = || it.next().and_then(|v| v.parse().ok()).expect("a number after the option");
         match a.as_str() {
             "--calls" => args.calls = value(),
             "--warmup" => args.warmup = value(),
@@ -72,11 +64,7 @@ fn main() {
     };
     let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}});
     writeln!(stdin, "{init}").unwrap();
-    writeln!(
-        stdin,
-        r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#
-    )
-    .unwrap();
+    writeln!(stdin, r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#).unwrap();
     stdin.flush().unwrap();
     assert!(read(&mut stdout)["result"].is_object());
 
@@ -124,12 +112,7 @@ fn main() {
             latencies.push(t.elapsed());
         }
     }
-    report(
-        &format!("pipeline{k}"),
-        rounds * k,
-        started.elapsed(),
-        latencies,
-    );
+    report(&format!("pipeline{k}"), rounds * k, started.elapsed(), latencies);
 
     drop(stdin);
     let _ = child.wait();

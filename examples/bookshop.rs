@@ -1,4 +1,5 @@
-//! The bookshop: an MCP server over stdio whose tools show cancellation, shielded cleanup, progress and logging.
+//! The bookshop: an MCP server over stdio whose tools show cancellation, shielded cleanup, progress, logging and
+//! shared state.
 //!
 //! Run it with `cargo run --example bookshop`, then speak JSON-RPC on stdin, or point an MCP client at that command.
 //!
@@ -6,28 +7,35 @@
 //!   on every exit: cancel the call and `list_holds()` is empty again a moment later.
 //! - `rebuild_index(titles)` is a plain `fn`: it takes search offline, indexes one book a second, reports progress,
 //!   stops between books when cancelled, and puts search back online on every exit.
+//! - The holds and the search status live in server state (`&State<Shop>`), not in globals.
 
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use mcp::Context;
+use mcp::{Context, State};
 
-/// The titles on hold. (A later version keeps this in server state instead of a global.)
-static HOLDS: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
-/// Whether search is online; `rebuild_index` takes it offline while it runs.
-static SEARCH_ONLINE: AtomicBool = AtomicBool::new(true);
-
-fn holds() -> std::sync::MutexGuard<'static, BTreeSet<String>> {
-    HOLDS.lock().unwrap_or_else(|e| e.into_inner())
+/// The shop's shared state. Cloning it clones the handles, so a cleanup task can own one.
+#[derive(Clone, Default)]
+struct Shop {
+    /// The titles on hold.
+    holds: Arc<Mutex<BTreeSet<String>>>,
+    /// Whether search is online; `rebuild_index` takes it offline while it runs.
+    search_online: Arc<AtomicBool>,
 }
 
-/// Releasing a hold is a round trip to the warehouse: it must `.await`.
-async fn release_hold(title: String) {
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    holds().remove(&title);
-    eprintln!("released hold on {title:?}");
+impl Shop {
+    fn holds(&self) -> std::sync::MutexGuard<'_, BTreeSet<String>> {
+        self.holds.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Releasing a hold is a round trip to the warehouse: it must `.await`.
+    async fn release_hold(self, title: String) {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        self.holds().remove(&title);
+        eprintln!("released hold on {title:?}");
+    }
 }
 
 /// Hold a copy of a book while the customer pays for it.
@@ -35,29 +43,30 @@ async fn release_hold(title: String) {
 async fn order_book(
     /// The book's title.
     title: String,
+    shop: &State<Shop>,
     ctx: &Context,
 ) -> String {
-    holds().insert(title.clone());
+    shop.holds().insert(title.clone());
     // Runs on every exit (return, error, panic or cancellation), shielded from the cancel, bounded to 5 s.
-    let _release = mcp::defer(Duration::from_secs(5), release_hold(title.clone()));
+    let _release = mcp::defer(Duration::from_secs(5), Shop::clone(shop).release_hold(title.clone()));
     ctx.info(format!("holding {title:?} until payment arrives"));
     tokio::time::sleep(Duration::from_secs(30)).await; // waiting for payment
     format!("Ordered {title:?}.")
 }
 
 /// Puts search back online when dropped: on return, on `?`, on panic.
-struct SearchOffline;
+struct SearchOffline<'a>(&'a AtomicBool);
 
-impl SearchOffline {
-    fn start() -> SearchOffline {
-        SEARCH_ONLINE.store(false, Ordering::SeqCst);
-        SearchOffline
+impl<'a> SearchOffline<'a> {
+    fn start(online: &'a AtomicBool) -> SearchOffline<'a> {
+        online.store(false, Ordering::SeqCst);
+        SearchOffline(online)
     }
 }
 
-impl Drop for SearchOffline {
+impl Drop for SearchOffline<'_> {
     fn drop(&mut self) {
-        SEARCH_ONLINE.store(true, Ordering::SeqCst);
+        self.0.store(true, Ordering::SeqCst);
         eprintln!("search back online");
     }
 }
@@ -67,9 +76,10 @@ impl Drop for SearchOffline {
 fn rebuild_index(
     /// The titles to index.
     titles: Vec<String>,
+    shop: &State<Shop>,
     ctx: &Context,
 ) -> Result<String, mcp::Cancelled> {
-    let _offline = SearchOffline::start();
+    let _offline = SearchOffline::start(&shop.search_online);
     let total = titles.len() as f64;
     for (i, title) in titles.iter().enumerate() {
         ctx.check_cancelled()?; // one atomic load
@@ -88,16 +98,14 @@ struct Holds {
 
 /// List the titles on hold.
 #[mcp::tool(read_only)]
-fn list_holds() -> mcp::Json<Holds> {
-    mcp::Json(Holds {
-        holds: holds().iter().cloned().collect(),
-    })
+fn list_holds(shop: &State<Shop>) -> mcp::Json<Holds> {
+    mcp::Json(Holds { holds: shop.holds().iter().cloned().collect() })
 }
 
 /// Say whether search is online or offline (offline while the index is rebuilt).
 #[mcp::tool(read_only)]
-fn search_status() -> &'static str {
-    if SEARCH_ONLINE.load(Ordering::SeqCst) {
+fn search_status(shop: &State<Shop>) -> &'static str {
+    if shop.search_online.load(Ordering::SeqCst) {
         "online"
     } else {
         "offline"
@@ -106,7 +114,10 @@ fn search_status() -> &'static str {
 
 #[mcp::main]
 async fn main() -> mcp::ServerBuilder {
+    let shop = Shop { search_online: Arc::new(AtomicBool::new(true)), ..Shop::default() };
     mcp::Server::builder()
-        .registered_tools()
+        .registered()
+        .state(shop)
         .instructions("A bookshop: order books by title, and rebuild the search index.")
+        .on_shutdown(async { eprintln!("bookshop closed") })
 }

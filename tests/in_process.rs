@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use mcp::{BuildError, Context, Server};
+use mcp::{BuildError, Context, MethodDef, MethodHandler, Server, State};
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
@@ -16,19 +16,25 @@ fn hi() -> &'static str {
 /// Log one message at every level.
 #[mcp::tool]
 async fn chatty(ctx: &Context) -> &'static str {
-    for level in [
-        "debug",
-        "info",
-        "notice",
-        "warning",
-        "error",
-        "critical",
-        "alert",
-        "emergency",
-    ] {
+    for level in ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"] {
         ctx.log(level.parse().unwrap(), level);
     }
     "done"
+}
+
+/// Needs a `u64` counter in state.
+struct Hits(std::sync::atomic::AtomicU64);
+
+/// Counts hits.
+#[mcp::tool]
+fn hits(hits: &State<Hits>) -> String {
+    hits.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed).to_string()
+}
+
+/// A custom method that needs `Hits` too.
+#[mcp::method(name = "test/hits")]
+async fn hits_method(hits: &State<Hits>) -> mcp::Json<Value> {
+    mcp::Json(json!({ "hits": hits.0.load(std::sync::atomic::Ordering::Relaxed) }))
 }
 
 mod first {
@@ -45,19 +51,11 @@ mod second {
 
 #[test]
 fn the_builder_takes_tools_by_name_without_the_registry() {
-    let server = Server::builder()
-        .name("explicit")
-        .version("1.2.3")
-        .tool::<hi>()
-        .build()
-        .unwrap();
+    let server = Server::builder().name("explicit").version("1.2.3").tool::<hi>().build().unwrap();
     let list = server.tools_list();
     assert_eq!(list["tools"].as_array().unwrap().len(), 1);
     assert_eq!(list["tools"][0]["name"], "hi");
-    assert_eq!(
-        list["tools"][0]["inputSchema"],
-        json!({"type": "object", "properties": {}})
-    );
+    assert_eq!(list["tools"][0]["inputSchema"], json!({"type": "object", "properties": {}}));
     // The same definition twice is one tool.
     let server = Server::builder().tool::<hi>().tool::<hi>().build().unwrap();
     assert_eq!(server.tools_list()["tools"].as_array().unwrap().len(), 1);
@@ -65,35 +63,15 @@ fn the_builder_takes_tools_by_name_without_the_registry() {
 
 #[test]
 fn duplicate_names_are_an_error_naming_both_places() {
-    let err = Server::builder()
-        .tool::<first::dup_a>()
-        .tool::<second::dup_b>()
-        .build()
-        .unwrap_err();
-    let BuildError::DuplicateTool {
-        name,
-        first,
-        second,
-    } = &err
-    else {
-        panic!("{err:?}")
-    };
+    let err = Server::builder().tool::<first::dup_a>().tool::<second::dup_b>().build().unwrap_err();
+    let BuildError::DuplicateTool { name, first, second } = &err else { panic!("{err:?}") };
     assert_eq!(name, "dup");
-    assert!(
-        first.starts_with("tests/in_process.rs:") && second.starts_with("tests/in_process.rs:"),
-        "{err}"
-    );
+    assert!(first.starts_with("tests/in_process.rs:") && second.starts_with("tests/in_process.rs:"), "{err}");
     assert_ne!(first, second);
     let message = err.to_string();
-    assert!(
-        message.contains(first.as_str()) && message.contains(second.as_str()),
-        "{message}"
-    );
+    assert!(message.contains(first.as_str()) && message.contains(second.as_str()), "{message}");
     // The global registry holds every tool linked into this test binary, the duplicates included.
-    assert!(matches!(
-        Server::from_registry(),
-        Err(BuildError::DuplicateTool { .. })
-    ));
+    assert!(matches!(Server::from_registry(), Err(BuildError::DuplicateTool { .. })));
 }
 
 /// One session over an in-memory pipe.
@@ -108,29 +86,20 @@ impl Session {
         let (server_read, server_write) = tokio::io::split(server_end);
         tokio::spawn(server.clone().serve_streams(server_read, server_write));
         let (read, write) = tokio::io::split(client);
-        Session {
-            to_server: write,
-            from_server: BufReader::new(read).lines(),
-        }
+        Session { to_server: write, from_server: BufReader::new(read).lines() }
     }
 
     async fn send(&mut self, message: Value) {
-        self.to_server
-            .write_all(format!("{message}\n").as_bytes())
-            .await
-            .unwrap();
+        self.to_server.write_all(format!("{message}\n").as_bytes()).await.unwrap();
     }
 
     async fn next(&mut self) -> Option<Value> {
-        let line = tokio::time::timeout(Duration::from_millis(300), self.from_server.next_line())
-            .await
-            .ok()?;
+        let line = tokio::time::timeout(Duration::from_millis(300), self.from_server.next_line()).await.ok()?;
         line.unwrap().map(|l| serde_json::from_str(&l).unwrap())
     }
 
     async fn call(&mut self, id: i64, method: &str, params: Value) -> (Value, Vec<Value>) {
-        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
-            .await;
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})).await;
         let mut notes = Vec::new();
         while let Some(m) = self.next().await {
             if m["id"] == id {
@@ -152,19 +121,49 @@ async fn sessions_sharing_a_server_keep_their_own_log_level_and_notifications() 
         let (r, _) = s.call(1, "initialize", init).await;
         assert_eq!(r["result"]["protocolVersion"], "2025-11-25");
     }
-    quiet
-        .call(2, "logging/setLevel", json!({"level": "critical"}))
-        .await;
+    quiet.call(2, "logging/setLevel", json!({"level": "critical"})).await;
     let (r, loud_notes) = loud.call(3, "tools/call", json!({"name": "chatty"})).await;
     assert_eq!(r["result"]["content"][0]["text"], "done");
     let (_, quiet_notes) = quiet.call(3, "tools/call", json!({"name": "chatty"})).await;
     assert_eq!(loud_notes.len(), 8, "{loud_notes:?}");
-    let quiet_levels: Vec<_> = quiet_notes
-        .iter()
-        .map(|m| m["params"]["level"].as_str().unwrap())
-        .collect();
+    let quiet_levels: Vec<_> = quiet_notes.iter().map(|m| m["params"]["level"].as_str().unwrap()).collect();
     assert_eq!(quiet_levels, ["critical", "alert", "emergency"]);
     // Nothing of one session leaked into the other afterwards either.
     assert!(loud.next().await.is_none());
     assert!(quiet.next().await.is_none());
+}
+
+#[test]
+fn a_missing_state_type_is_reported_at_build_time_with_the_handler_and_the_type() {
+    let err = Server::builder().tool::<hits>().build().unwrap_err();
+    let BuildError::MissingState { kind, handler, type_name, location } = &err else { panic!("{err:?}") };
+    assert_eq!((*kind, handler.as_str()), ("tool", "hits"));
+    assert!(type_name.ends_with("Hits"), "{type_name}");
+    assert!(location.starts_with("tests/in_process.rs:"), "{location}");
+    assert!(err.to_string().contains("&State<"), "{err}");
+    let err = Server::builder().method::<hits_method>().build().unwrap_err();
+    assert!(matches!(&err, BuildError::MissingState { kind: "method", .. }), "{err:?}");
+    let ok = Server::builder().state(Hits(0.into())).tool::<hits>().method::<hits_method>().build().unwrap();
+    assert_eq!(ok.state_types().len(), 1);
+}
+
+#[test]
+fn two_state_values_of_one_type_are_an_error() {
+    let err = Server::builder().state(1u8).state(2u8).build().unwrap_err();
+    assert_eq!(err, BuildError::DuplicateState { type_name: "u8" });
+}
+
+#[test]
+fn a_custom_method_cannot_shadow_the_specification() {
+    fn empty(_: &Context, _: mcp::__private::Arguments) -> Result<Value, mcp::Error> {
+        Ok(json!({}))
+    }
+    for name in ["tools/call", "tools/anything", "notifications/x", "initialize", "ping", "resources/read"] {
+        let def = MethodDef::new(name, MethodHandler::Blocking(empty), "here");
+        let err = Server::builder().method_def(def).build().unwrap_err();
+        assert!(matches!(err, BuildError::ReservedMethod { .. }), "{name}: {err:?}");
+        assert!(err.to_string().contains(name), "{err}");
+    }
+    let ok = MethodDef::new("myapp/tools/call", MethodHandler::Blocking(empty), "here");
+    assert!(Server::builder().method_def(ok).build().is_ok());
 }

@@ -15,9 +15,7 @@ fn ready() -> Server {
 }
 
 fn text(result: &Value) -> &str {
-    result["content"][0]["text"]
-        .as_str()
-        .unwrap_or_else(|| panic!("no text content in {result}"))
+    result["content"][0]["text"].as_str().unwrap_or_else(|| panic!("no text content in {result}"))
 }
 
 #[test]
@@ -30,20 +28,14 @@ fn initialize_negotiates_the_version_and_advertises_what_is_registered() {
     assert!(result["capabilities"]["tools"].is_object());
     assert!(result["capabilities"]["logging"].is_object());
 
-    for (asked, answered) in [
-        ("2025-06-18", "2025-06-18"),
-        ("2025-03-26", "2025-03-26"),
-        ("1999-01-01", "2025-11-25"),
-    ] {
+    for (asked, answered) in [("2025-06-18", "2025-06-18"), ("2025-03-26", "2025-03-26"), ("1999-01-01", "2025-11-25")]
+    {
         let mut s = Server::spawn(testbed());
         let r = s.call(
             "initialize",
             json!({"protocolVersion": asked, "capabilities": {}, "clientInfo": {"name": "old", "version": "1"}}),
         );
-        assert_eq!(
-            r["result"]["protocolVersion"], answered,
-            "asked for {asked}"
-        );
+        assert_eq!(r["result"]["protocolVersion"], answered, "asked for {asked}");
     }
 }
 
@@ -51,16 +43,10 @@ fn initialize_negotiates_the_version_and_advertises_what_is_registered() {
 fn only_ping_and_logging_before_initialize() {
     let mut s = Server::spawn(testbed());
     assert_eq!(s.call("ping", json!({}))["result"], json!({}));
-    assert_eq!(
-        s.call("logging/setLevel", json!({"level": "error"}))["result"],
-        json!({})
-    );
+    assert_eq!(s.call("logging/setLevel", json!({"level": "error"}))["result"], json!({}));
     let r = s.call("tools/list", json!({}));
     assert_eq!(r["error"]["code"], -32600, "{r}");
-    assert!(r["error"]["message"]
-        .as_str()
-        .unwrap()
-        .contains("initialize"));
+    assert!(r["error"]["message"].as_str().unwrap().contains("initialize"));
     s.initialize();
     assert!(s.call("tools/list", json!({}))["result"]["tools"].is_array());
     let again = s.call(
@@ -74,40 +60,23 @@ fn only_ping_and_logging_before_initialize() {
 fn tools_list_has_generated_schemas_descriptions_and_hints() {
     let mut s = ready();
     let list = s.call("tools/list", json!({}))["result"]["tools"].clone();
-    let tool = |name: &str| {
-        list.as_array()
-            .unwrap()
-            .iter()
-            .find(|t| t["name"] == name)
-            .cloned()
-            .unwrap()
-    };
+    let tool = |name: &str| list.as_array().unwrap().iter().find(|t| t["name"] == name).cloned().unwrap();
     let greet = tool("greet");
     assert_eq!(greet["description"], "Greet someone.");
     assert_eq!(greet["inputSchema"]["type"], "object");
     assert_eq!(greet["inputSchema"]["properties"]["name"]["type"], "string");
-    assert_eq!(
-        greet["inputSchema"]["properties"]["name"]["description"],
-        "Who to greet."
-    );
+    assert_eq!(greet["inputSchema"]["properties"]["name"]["description"], "Who to greet.");
     assert_eq!(greet["inputSchema"]["required"], json!(["name"]));
     let add = tool("add");
     assert_eq!(add["title"], "Adder");
-    assert_eq!(
-        add["annotations"],
-        json!({"readOnlyHint": true, "idempotentHint": true, "openWorldHint": false})
-    );
-    assert_eq!(
-        add["outputSchema"]["properties"]["total"]["type"],
-        "integer"
-    );
+    assert_eq!(add["annotations"], json!({"readOnlyHint": true, "idempotentHint": true, "openWorldHint": false}));
+    assert_eq!(add["outputSchema"]["properties"]["total"]["type"], "integer");
     assert!(tool("full-result")["outputSchema"].is_null());
-    let names: Vec<_> = list
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap().to_owned())
-        .collect();
+    // Structured results that are not objects are wrapped, schema and value alike.
+    assert_eq!(tool("primes")["outputSchema"]["required"], json!(["result"]));
+    assert_eq!(tool("primes")["outputSchema"]["properties"]["result"]["type"], "array");
+    assert_eq!(tool("whoami")["outputSchema"]["type"], "object");
+    let names: Vec<_> = list.as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap().to_owned()).collect();
     let mut sorted = names.clone();
     sorted.sort();
     assert_eq!(names, sorted, "tools are listed by name");
@@ -117,33 +86,21 @@ fn tools_list_has_generated_schemas_descriptions_and_hints() {
 fn tool_results_of_every_return_shape() {
     let mut s = ready();
     assert_eq!(text(&s.call_tool("echo", json!({"text": "hi"}))), "hi");
-    assert_eq!(
-        text(&s.call_tool("greet", json!({"name": "Ada"}))),
-        "Hello, Ada!"
-    );
-    assert_eq!(
-        text(&s.call_tool("greet", json!({"name": "Ada", "greeting": "Hi"}))),
-        "Hi, Ada!"
-    );
-    assert_eq!(
-        text(&s.call_tool("greet", json!({"name": "Ada", "greeting": null}))),
-        "Hello, Ada!"
-    );
+    assert_eq!(text(&s.call_tool("greet", json!({"name": "Ada"}))), "Hello, Ada!");
+    assert_eq!(text(&s.call_tool("greet", json!({"name": "Ada", "greeting": "Hi"}))), "Hi, Ada!");
+    assert_eq!(text(&s.call_tool("greet", json!({"name": "Ada", "greeting": null}))), "Hello, Ada!");
     let add = s.call_tool("add", json!({"numbers": [1, 2, 3]}));
     assert_eq!(add["structuredContent"], json!({"total": 6}));
-    assert_eq!(
-        serde_json::from_str::<Value>(text(&add)).unwrap(),
-        json!({"total": 6})
-    );
+    assert_eq!(serde_json::from_str::<Value>(text(&add)).unwrap(), json!({"total": 6}));
     let fail = s.call_tool("fail", json!({"reason": "the shelf is empty"}));
     assert_eq!(fail["isError"], true);
     assert_eq!(text(&fail), "failed because the shelf is empty");
     let two = s.call_tool("two_blocks", json!({}));
-    assert_eq!(
-        two["content"][1],
-        json!({"type": "image", "data": "aGVsbG8=", "mimeType": "image/png"})
-    );
+    assert_eq!(two["content"][1], json!({"type": "image", "data": "aGVsbG8=", "mimeType": "image/png"}));
     assert_eq!(text(&s.call_tool("full-result", json!({}))), "full");
+    let primes = s.call_tool("primes", json!({}));
+    assert_eq!(primes["structuredContent"], json!({"result": [2, 3, 5, 7]}));
+    assert_eq!(text(&primes), "[2,3,5,7]");
     assert_eq!(s.call_tool("log_all", json!({}))["content"], json!([]));
 }
 
@@ -155,10 +112,7 @@ fn bad_arguments_are_tool_errors_that_name_the_argument() {
     assert_eq!(text(&missing), "missing required argument `name`");
     let wrong = s.call_tool("add", json!({"numbers": "three"}));
     assert_eq!(wrong["isError"], true);
-    assert!(
-        text(&wrong).starts_with("invalid argument `numbers`:"),
-        "{wrong}"
-    );
+    assert!(text(&wrong).starts_with("invalid argument `numbers`:"), "{wrong}");
     let no_args = s.call("tools/call", json!({"name": "greet"}));
     assert_eq!(no_args["result"]["isError"], true);
 }
@@ -168,30 +122,12 @@ fn protocol_errors_have_the_right_codes() {
     let mut s = ready();
     let unknown_tool = s.call("tools/call", json!({"name": "nope", "arguments": {}}));
     assert_eq!(unknown_tool["error"]["code"], -32602);
-    assert!(unknown_tool["error"]["message"]
-        .as_str()
-        .unwrap()
-        .contains("nope"));
-    assert_eq!(
-        s.call("tools/call", json!({"arguments": {}}))["error"]["code"],
-        -32602
-    );
-    assert_eq!(
-        s.call("tools/call", json!({"name": "echo", "arguments": [1]}))["error"]["code"],
-        -32602
-    );
-    assert_eq!(
-        s.call("resources/unknown", json!({}))["error"]["code"],
-        -32601
-    );
-    assert_eq!(
-        s.call("logging/setLevel", json!({"level": "loud"}))["error"]["code"],
-        -32602
-    );
-    assert_eq!(
-        s.call("tools/list", json!({"cursor": "made-up"}))["error"]["code"],
-        -32602
-    );
+    assert!(unknown_tool["error"]["message"].as_str().unwrap().contains("nope"));
+    assert_eq!(s.call("tools/call", json!({"arguments": {}}))["error"]["code"], -32602);
+    assert_eq!(s.call("tools/call", json!({"name": "echo", "arguments": [1]}))["error"]["code"], -32602);
+    assert_eq!(s.call("resources/unknown", json!({}))["error"]["code"], -32601);
+    assert_eq!(s.call("logging/setLevel", json!({"level": "loud"}))["error"]["code"], -32602);
+    assert_eq!(s.call("tools/list", json!({"cursor": "made-up"}))["error"]["code"], -32602);
 
     s.send_raw("{not json");
     let parse = s.drain(Duration::from_millis(300));
@@ -200,38 +136,18 @@ fn protocol_errors_have_the_right_codes() {
     assert!(parse[0].get("id").is_none());
 
     for (line, code, id) in [
-        (
-            r#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#,
-            -32600,
-            Value::Null,
-        ),
+        (r#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#, -32600, Value::Null),
         (r#""just a string""#, -32600, Value::Null),
-        (
-            r#"{"jsonrpc":"1.0","id":7,"method":"ping"}"#,
-            -32600,
-            json!(7),
-        ),
+        (r#"{"jsonrpc":"1.0","id":7,"method":"ping"}"#, -32600, json!(7)),
         (r#"{"jsonrpc":"2.0","id":8,"method":5}"#, -32600, json!(8)),
-        (
-            r#"{"jsonrpc":"2.0","id":true,"method":"ping"}"#,
-            -32600,
-            Value::Null,
-        ),
-        (
-            r#"{"jsonrpc":"2.0","id":9,"method":"ping","params":"x"}"#,
-            -32600,
-            json!(9),
-        ),
+        (r#"{"jsonrpc":"2.0","id":true,"method":"ping"}"#, -32600, Value::Null),
+        (r#"{"jsonrpc":"2.0","id":9,"method":"ping","params":"x"}"#, -32600, json!(9)),
     ] {
         s.send_raw(line);
         let got = s.drain(Duration::from_millis(300));
         assert_eq!(got.len(), 1, "{line}: {got:?}");
         assert_eq!(got[0]["error"]["code"], code, "{line}");
-        assert_eq!(
-            got[0].get("id").cloned().unwrap_or(Value::Null),
-            id,
-            "{line}"
-        );
+        assert_eq!(got[0].get("id").cloned().unwrap_or(Value::Null), id, "{line}");
     }
     // Still serving.
     assert_eq!(s.call("ping", json!({}))["result"], json!({}));
@@ -241,16 +157,8 @@ fn protocol_errors_have_the_right_codes() {
 fn a_duplicate_in_flight_id_is_rejected_without_disturbing_the_first() {
     let mut s = ready();
     let id = json!("dup");
-    s.request_with_id(
-        id.clone(),
-        "tools/call",
-        json!({"name": "sleep", "arguments": {"ms": 300}}),
-    );
-    s.request_with_id(
-        id.clone(),
-        "tools/call",
-        json!({"name": "echo", "arguments": {"text": "x"}}),
-    );
+    s.request_with_id(id.clone(), "tools/call", json!({"name": "sleep", "arguments": {"ms": 300}}));
+    s.request_with_id(id.clone(), "tools/call", json!({"name": "echo", "arguments": {"text": "x"}}));
     let first = s.response(&id);
     assert_eq!(first["error"]["code"], -32600, "{first}");
     let second = s.response(&id);
@@ -263,46 +171,27 @@ fn a_panicking_tool_answers_its_request_with_an_error_and_the_server_keeps_servi
     for tool in ["panic_async", "panic_blocking"] {
         let r = s.call("tools/call", json!({"name": tool, "arguments": {}}));
         assert_eq!(r["error"]["code"], -32603, "{r}");
-        assert!(
-            r["error"]["message"].as_str().unwrap().contains("broke"),
-            "{r}"
-        );
+        assert!(r["error"]["message"].as_str().unwrap().contains("broke"), "{r}");
     }
-    assert_eq!(
-        text(&s.call_tool("echo", json!({"text": "alive"}))),
-        "alive"
-    );
+    assert_eq!(text(&s.call_tool("echo", json!({"text": "alive"}))), "alive");
 }
 
 #[test]
 fn requests_run_concurrently() {
     let mut s = ready();
-    let slow = s.request(
-        "tools/call",
-        json!({"name": "sleep", "arguments": {"ms": 3000}}),
-    );
+    let slow = s.request("tools/call", json!({"name": "sleep", "arguments": {"ms": 3000}}));
     let started = Instant::now();
     assert_eq!(s.call("ping", json!({}))["result"], json!({}));
     assert_eq!(text(&s.call_tool("echo", json!({"text": "fast"}))), "fast");
-    assert_eq!(
-        text(&s.call_tool("echo_blocking", json!({"text": "fast"}))),
-        "fast"
-    );
-    assert!(
-        started.elapsed() < Duration::from_secs(2),
-        "a slow tool delayed others: {:?}",
-        started.elapsed()
-    );
+    assert_eq!(text(&s.call_tool("echo_blocking", json!({"text": "fast"}))), "fast");
+    assert!(started.elapsed() < Duration::from_secs(2), "a slow tool delayed others: {:?}", started.elapsed());
     assert_eq!(text(&s.response(&slow)["result"]), "slept 3000 ms");
 }
 
 #[test]
 fn progress_needs_a_token_never_goes_backwards_and_stops_at_the_response() {
     let mut s = ready();
-    let id = s.request(
-        "tools/call",
-        json!({"name": "progress", "arguments": {}, "_meta": {"progressToken": "tok"}}),
-    );
+    let id = s.request("tools/call", json!({"name": "progress", "arguments": {}, "_meta": {"progressToken": "tok"}}));
     let response = s.response(&id);
     assert_eq!(text(&response["result"]), "reported");
     // Everything else that arrived: progress before the response (kept as pending), nothing after.
@@ -316,19 +205,13 @@ fn progress_needs_a_token_never_goes_backwards_and_stops_at_the_response() {
         })
         .collect();
     assert_eq!(progress, [1.0, 2.0, 3.0]);
-    assert!(
-        all.iter().all(|m| m["params"]["data"] != "too late"),
-        "{all:?}"
-    );
+    assert!(all.iter().all(|m| m["params"]["data"] != "too late"), "{all:?}");
 
     // Without a token: no progress at all.
     let r = s.call_tool("progress", json!({}));
     assert_eq!(text(&r), "reported");
     let all = s.drain(Duration::from_millis(300));
-    assert!(
-        all.iter().all(|m| m["method"] != "notifications/progress"),
-        "{all:?}"
-    );
+    assert!(all.iter().all(|m| m["method"] != "notifications/progress"), "{all:?}");
 }
 
 #[test]
@@ -346,19 +229,9 @@ fn log_messages_respect_the_sessions_level() {
         }
         got
     };
-    assert_eq!(
-        levels(&mut s).len(),
-        8,
-        "before setLevel every level is sent"
-    );
-    assert_eq!(
-        s.call("logging/setLevel", json!({"level": "warning"}))["result"],
-        json!({})
-    );
-    assert_eq!(
-        levels(&mut s),
-        ["warning", "error", "critical", "alert", "emergency"]
-    );
+    assert_eq!(levels(&mut s).len(), 8, "before setLevel every level is sent");
+    assert_eq!(s.call("logging/setLevel", json!({"level": "warning"}))["result"], json!({}));
+    assert_eq!(levels(&mut s), ["warning", "error", "critical", "alert", "emergency"]);
     s.call("logging/setLevel", json!({"level": "emergency"}));
     assert_eq!(levels(&mut s), ["emergency"]);
 }
@@ -374,14 +247,8 @@ fn an_oversized_line_is_rejected_without_killing_the_server() {
     let got = s.drain(Duration::from_millis(300));
     assert_eq!(got.len(), 1, "{got:?}");
     assert_eq!(got[0]["error"]["code"], -32600);
-    assert!(got[0]["error"]["message"]
-        .as_str()
-        .unwrap()
-        .contains("1024"));
-    assert_eq!(
-        text(&s.call_tool("echo", json!({"text": "small"}))),
-        "small"
-    );
+    assert!(got[0]["error"]["message"].as_str().unwrap().contains("1024"));
+    assert_eq!(text(&s.call_tool("echo", json!({"text": "small"}))), "small");
 }
 
 #[test]
@@ -395,10 +262,7 @@ fn stdout_carries_only_protocol_messages() {
 
 #[test]
 fn list_tools_flag_prints_the_schemas_and_exits() {
-    let out = Command::new(testbed())
-        .arg("--list-tools")
-        .output()
-        .unwrap();
+    let out = Command::new(testbed()).arg("--list-tools").output().unwrap();
     assert!(out.status.success());
     let list: Value = serde_json::from_slice(&out.stdout).unwrap();
     common::schema::validate("ListToolsResult", &list).unwrap();
@@ -414,16 +278,32 @@ fn list_tools_flag_prints_the_schemas_and_exits() {
 fn the_schema_check_itself_rejects_bad_messages() {
     use common::schema::{check_server_message, validate};
     assert!(validate("CallToolResult", &json!({"content": "not a list"})).is_err());
-    assert!(check_server_message(
-        &json!({"jsonrpc": "2.0", "id": null, "error": {"code": 1, "message": "m"}}),
-        None
-    )
-    .is_err());
-    assert!(check_server_message(
-        &json!({"jsonrpc": "2.0", "method": "notifications/made-up", "params": {}}),
-        None
-    )
-    .is_err());
+    assert!(check_server_message(&json!({"jsonrpc": "2.0", "id": null, "error": {"code": 1, "message": "m"}}), None)
+        .is_err());
+    assert!(check_server_message(&json!({"jsonrpc": "2.0", "method": "notifications/made-up", "params": {}}), None)
+        .is_err());
     let bad_init = json!({"jsonrpc": "2.0", "id": 1, "result": {"protocolVersion": "2025-11-25"}});
     assert!(check_server_message(&bad_init, Some("initialize")).is_err());
+}
+
+#[test]
+fn handlers_see_the_request_metadata() {
+    let mut s = Server::spawn(testbed());
+    s.call(
+        "initialize",
+        json!({"protocolVersion": "2025-06-18", "capabilities": {"roots": {}}, "clientInfo": {"name": "meta-client", "version": "9.1"}}),
+    );
+    let r =
+        s.call("tools/call", json!({"name": "whoami", "arguments": {}, "_meta": {"progressToken": 7, "trace": "abc"}}));
+    assert_eq!(
+        r["result"]["structuredContent"],
+        json!({
+            "protocolVersion": "2025-06-18",
+            "client": "meta-client",
+            "clientVersion": "9.1",
+            "capabilities": {"roots": {}},
+            "meta": {"progressToken": 7, "trace": "abc"},
+            "progressToken": 7,
+        })
+    );
 }

@@ -14,11 +14,7 @@ impl Errors {
         }
     }
 
-    pub(crate) fn push_spanned(
-        &mut self,
-        tokens: impl quote::ToTokens,
-        message: impl std::fmt::Display,
-    ) {
+    pub(crate) fn push_spanned(&mut self, tokens: impl quote::ToTokens, message: impl std::fmt::Display) {
         self.push(syn::Error::new_spanned(tokens, message));
     }
 

@@ -9,30 +9,18 @@ pub(crate) fn collect(attrs: &[Attribute]) -> Option<String> {
         .iter()
         .filter_map(|attr| match &attr.meta {
             Meta::NameValue(nv) if nv.path.is_ident("doc") => match &nv.value {
-                Expr::Lit(ExprLit {
-                    lit: Lit::Str(s), ..
-                }) => Some(s.value()),
+                Expr::Lit(ExprLit { lit: Lit::Str(s), .. }) => Some(s.value()),
                 _ => None,
             },
             _ => None,
         })
         .flat_map(|s| s.lines().map(str::to_owned).collect::<Vec<_>>())
         .collect();
-    let indent = lines
-        .iter()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| l.len() - l.trim_start().len())
-        .min()
-        .unwrap_or(0);
+    let indent =
+        lines.iter().filter(|l| !l.trim().is_empty()).map(|l| l.len() - l.trim_start().len()).min().unwrap_or(0);
     let text = lines
         .iter()
-        .map(|l| {
-            if l.len() >= indent {
-                &l[indent..]
-            } else {
-                l.trim_start()
-            }
-        })
+        .map(|l| if l.len() >= indent { &l[indent..] } else { l.trim_start() })
         .map(str::trim_end)
         .collect::<Vec<_>>()
         .join("\n");

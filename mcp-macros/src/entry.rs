@@ -51,10 +51,7 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
     };
     let mut errors = Errors::default();
     if function.sig.asyncness.is_none() {
-        errors.push_spanned(
-            function.sig.fn_token,
-            "#[mcp::main] goes on `async fn main()`",
-        );
+        errors.push_spanned(function.sig.fn_token, "#[mcp::main] goes on `async fn main()`");
     }
     if !function.sig.inputs.is_empty() {
         errors.push_spanned(&function.sig.inputs, "`main` takes no parameters");
@@ -66,12 +63,7 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
         return diagnostics::with_item(item, e);
     }
     let mcp = paths::runtime(options.krate.as_ref());
-    let ItemFn {
-        attrs,
-        vis,
-        mut sig,
-        block,
-    } = function;
+    let ItemFn { attrs, vis, mut sig, block } = function;
     let ident = sig.ident.clone();
     sig.ident = syn::Ident::new("__mcp_main", sig.ident.span());
     let tokens = quote! {

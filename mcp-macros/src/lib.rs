@@ -8,6 +8,8 @@
 mod diagnostics;
 mod docs;
 mod entry;
+mod handler;
+mod method;
 mod params;
 mod paths;
 mod tool;
@@ -104,6 +106,55 @@ use proc_macro::TokenStream;
 #[proc_macro_attribute]
 pub fn tool(attr: TokenStream, item: TokenStream) -> TokenStream {
     tool::expand(attr.into(), item.into()).into()
+}
+
+/// Serves a JSON-RPC method that the MCP specification does not define.
+///
+/// The function's parameters are read from the request's `params` object by name, exactly as tool arguments are
+/// (a missing or mistyped one is -32602 naming it), and `&mcp::Context` / `&mcp::State<T>` are injected. It runs
+/// like a tool: an `async fn` is dropped when its request is cancelled, a plain `fn` runs under `spawn_blocking`
+/// and sees the cancel flag. It returns anything that implements `mcp::IntoMethodResult`: `mcp::Json<T>` for a
+/// `T: Serialize` that is a JSON object (MCP results are objects), a `serde_json::Value` object, `()`, or a
+/// `Result` of one of them whose error is an `mcp::Error` (kept as is) or a message (-32603).
+///
+/// # Options
+/// - `name = "..."`: the method's name (default: the function's). The namespaces MCP uses (`tools/`,
+///   `resources/`, `notifications/`, …, `initialize`, `ping`) are refused.
+/// - `crate = "..."`: the path of the runtime crate, if it was renamed.
+///
+/// # Example
+/// ```
+/// /// How many copies of a title are in stock.
+/// #[mcp::method(name = "bookshop/stock")]
+/// async fn stock(title: String) -> Result<mcp::Json<Stock>, mcp::Error> {
+///     if title.is_empty() {
+///         return Err(mcp::Error::invalid_params("`title` is empty"));
+///     }
+///     Ok(mcp::Json(Stock { copies: 3 }))
+/// }
+///
+/// #[derive(serde::Serialize)]
+/// struct Stock {
+///     copies: u32,
+/// }
+///
+/// let server = mcp::Server::builder().method::<stock>().build().unwrap();
+/// # let _ = server;
+/// ```
+///
+/// # Expands roughly to
+/// The function unchanged, a hidden `struct stock {}` implementing `mcp::MethodItem` whose `DEF` holds the name and
+/// the glue (as for `#[mcp::tool]`), and an `inventory::submit!` so `Server::from_registry()` finds it.
+///
+/// # Limitations
+/// A method cannot shadow the specification's:
+/// ```compile_fail
+/// #[mcp::method(name = "tools/list")]
+/// fn my_list() {}
+/// ```
+#[proc_macro_attribute]
+pub fn method(attr: TokenStream, item: TokenStream) -> TokenStream {
+    method::expand(attr.into(), item.into()).into()
 }
 
 /// Turns `async fn main()` into a program that serves every registered tool over stdio.

@@ -9,11 +9,7 @@ use crate::docs;
 /// One parameter of a handler function.
 pub(crate) enum Param {
     /// An owned parameter: a JSON property of the same name.
-    Argument {
-        name: String,
-        ty: Box<Type>,
-        doc: Option<String>,
-    },
+    Argument { name: String, ty: Box<Type>, doc: Option<String> },
     /// A reference parameter (`ctx: &Context`): injected by `FromContext`.
     Injected { ty: Box<Type> },
 }
@@ -37,10 +33,7 @@ pub(crate) fn classify(sig: &mut syn::Signature, what: &str, errors: &mut Errors
         docs::strip(&mut typed.attrs);
         if let Type::Reference(r) = &*typed.ty {
             if r.mutability.is_some() {
-                errors.push_spanned(
-                    r,
-                    "injected parameters are shared references: write `&T`, not `&mut T`",
-                );
+                errors.push_spanned(r, "injected parameters are shared references: write `&T`, not `&mut T`");
                 continue;
             }
             params.push(Param::Injected { ty: r.elem.clone() });
@@ -57,17 +50,10 @@ pub(crate) fn classify(sig: &mut syn::Signature, what: &str, errors: &mut Errors
             }
         };
         if matches!(&*typed.ty, Type::ImplTrait(_)) {
-            errors.push_spanned(
-                &typed.ty,
-                "`impl Trait` arguments are not supported: name a concrete type",
-            );
+            errors.push_spanned(&typed.ty, "`impl Trait` arguments are not supported: name a concrete type");
             continue;
         }
-        params.push(Param::Argument {
-            name,
-            ty: typed.ty.clone(),
-            doc,
-        });
+        params.push(Param::Argument { name, ty: typed.ty.clone(), doc });
     }
     params
 }

@@ -2,6 +2,8 @@
 
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
+
+use crate::handler::{self, Glue, Kind};
 use syn::parse::{Parse, ParseStream};
 use syn::spanned::Spanned;
 use syn::{ItemFn, LitBool, LitStr, Token};
@@ -35,10 +37,7 @@ struct Options {
 
 fn set<T>(slot: &mut Option<T>, value: T, key_span: Span, key: &str) -> syn::Result<()> {
     if slot.is_some() {
-        return Err(syn::Error::new(
-            key_span,
-            format!("duplicate option `{key}`"),
-        ));
+        return Err(syn::Error::new(key_span, format!("duplicate option `{key}`")));
     }
     *slot = Some(value);
     Ok(())
@@ -74,44 +73,19 @@ impl Parse for Options {
                 set(&mut o.title, string_value(input)?, span, "title")?;
             } else if lookahead.peek(kw::description) {
                 input.parse::<kw::description>()?;
-                set(
-                    &mut o.description,
-                    string_value(input)?,
-                    span,
-                    "description",
-                )?;
+                set(&mut o.description, string_value(input)?, span, "description")?;
             } else if lookahead.peek(kw::read_only) {
                 input.parse::<kw::read_only>()?;
-                set(
-                    &mut o.read_only,
-                    flag_value(input, span)?,
-                    span,
-                    "read_only",
-                )?;
+                set(&mut o.read_only, flag_value(input, span)?, span, "read_only")?;
             } else if lookahead.peek(kw::destructive) {
                 input.parse::<kw::destructive>()?;
-                set(
-                    &mut o.destructive,
-                    flag_value(input, span)?,
-                    span,
-                    "destructive",
-                )?;
+                set(&mut o.destructive, flag_value(input, span)?, span, "destructive")?;
             } else if lookahead.peek(kw::idempotent) {
                 input.parse::<kw::idempotent>()?;
-                set(
-                    &mut o.idempotent,
-                    flag_value(input, span)?,
-                    span,
-                    "idempotent",
-                )?;
+                set(&mut o.idempotent, flag_value(input, span)?, span, "idempotent")?;
             } else if lookahead.peek(kw::open_world) {
                 input.parse::<kw::open_world>()?;
-                set(
-                    &mut o.open_world,
-                    flag_value(input, span)?,
-                    span,
-                    "open_world",
-                )?;
+                set(&mut o.open_world, flag_value(input, span)?, span, "open_world")?;
             } else if lookahead.peek(Token![crate]) {
                 input.parse::<Token![crate]>()?;
                 let path: LitStr = string_value(input)?;
@@ -139,17 +113,10 @@ struct Tool {
 /// The tool name rule of MCP 2025-11-25: 1 to 128 characters of `A-Z a-z 0-9 _ - .`.
 fn check_name(name: &str) -> Result<(), String> {
     if name.is_empty() || name.len() > 128 {
-        return Err(format!(
-            "tool name `{name}` must be 1 to 128 characters long"
-        ));
+        return Err(format!("tool name `{name}` must be 1 to 128 characters long"));
     }
-    if let Some(c) = name
-        .chars()
-        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.')))
-    {
-        return Err(format!(
-            "tool name `{name}` has `{c}`: use only letters, digits, `_`, `-` and `.`"
-        ));
+    if let Some(c) = name.chars().find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))) {
+        return Err(format!("tool name `{name}` has `{c}`: use only letters, digits, `_`, `-` and `.`"));
     }
     Ok(())
 }
@@ -158,10 +125,7 @@ fn validate(options: Options, mut function: ItemFn) -> Result<Tool, Box<(ItemFn,
     let mut errors = Errors::default();
     let sig = &function.sig;
     if !sig.generics.params.is_empty() || sig.generics.where_clause.is_some() {
-        errors.push_spanned(
-            &sig.generics,
-            "tool functions cannot be generic: the schema needs concrete types",
-        );
+        errors.push_spanned(&sig.generics, "tool functions cannot be generic: the schema needs concrete types");
     }
     if let Some(v) = &sig.variadic {
         errors.push_spanned(v, "tool functions cannot be variadic");
@@ -171,10 +135,7 @@ fn validate(options: Options, mut function: ItemFn) -> Result<Tool, Box<(ItemFn,
     }
     if let syn::ReturnType::Type(_, ty) = &sig.output {
         if matches!(**ty, syn::Type::ImplTrait(_)) {
-            errors.push_spanned(
-                ty,
-                "a tool cannot return `impl Trait`: name the return type",
-            );
+            errors.push_spanned(ty, "a tool cannot return `impl Trait`: name the return type");
         }
     }
     let name = match &options.name {
@@ -185,27 +146,12 @@ fn validate(options: Options, mut function: ItemFn) -> Result<Tool, Box<(ItemFn,
             }
             n
         }
-        None => function
-            .sig
-            .ident
-            .to_string()
-            .trim_start_matches("r#")
-            .to_owned(),
+        None => function.sig.ident.to_string().trim_start_matches("r#").to_owned(),
     };
-    let description = options
-        .description
-        .as_ref()
-        .map(LitStr::value)
-        .or_else(|| docs::collect(&function.attrs));
+    let description = options.description.as_ref().map(LitStr::value).or_else(|| docs::collect(&function.attrs));
     let params = params::classify(&mut function.sig, "tool", &mut errors);
     match errors.finish() {
-        Ok(()) => Ok(Tool {
-            options,
-            function,
-            name,
-            description,
-            params,
-        }),
+        Ok(()) => Ok(Tool { options, function, name, description, params }),
         Err(e) => Err(Box::new((function, e))),
     }
 }
@@ -234,13 +180,15 @@ fn item_name(tokens: &TokenStream) -> String {
     syn::parse2::<syn::File>(tokens.clone())
         .ok()
         .and_then(|f| {
-            f.items.into_iter().find_map(|i| {
-                if let syn::Item::Fn(f) = i {
-                    Some(f.sig.ident.to_string())
-                } else {
-                    None
-                }
-            })
+            f.items.into_iter().find_map(
+                |i| {
+                    if let syn::Item::Fn(f) = i {
+                        Some(f.sig.ident.to_string())
+                    } else {
+                        None
+                    }
+                },
+            )
         })
         .unwrap_or_default()
 }
@@ -262,9 +210,7 @@ fn emit(tool: &Tool) -> TokenStream {
     let function = &tool.function;
     let vis = &function.vis;
     let ident = &function.sig.ident;
-    let is_async = function.sig.asyncness.is_some();
     let name = &tool.name;
-
     let ret_ty = match &function.sig.output {
         syn::ReturnType::Default => quote!(()),
         syn::ReturnType::Type(_, ty) => quote!(#ty),
@@ -285,61 +231,8 @@ fn emit(tool: &Tool) -> TokenStream {
         }
         Param::Injected { .. } => None,
     });
-
-    // Call: read each argument, inject each reference, in the function's order.
-    let mut reads = Vec::new();
-    let mut call_args = Vec::new();
-    for (i, p) in tool.params.iter().enumerate() {
-        let var = format_ident!("__mcp_p{}", i);
-        match p {
-            Param::Argument { name, ty, .. } => {
-                reads.push(quote_spanned! {ty.span()=>
-                    let #var: #ty = match (#private::arg::<#ty>().read)(&mut __mcp_args, #name) {
-                        ::core::result::Result::Ok(v) => v,
-                        ::core::result::Result::Err(invalid) => return ::core::result::Result::Ok(invalid),
-                    };
-                });
-            }
-            Param::Injected { ty } => {
-                reads.push(quote_spanned! {ty.span()=>
-                    let #var: &#ty = <#ty as #mcp::FromContext>::from_context(__mcp_ctx)?;
-                });
-            }
-        }
-        call_args.push(var);
-    }
-    let convert = quote_spanned!(ret_span=> (#private::returns::<#ret_ty>().convert));
     let output_schema = quote_spanned!(ret_span=> #private::returns::<#ret_ty>().output_schema);
-
-    let (call_fn, handler) = if is_async {
-        (
-            quote! {
-                fn __mcp_call<'a>(
-                    __mcp_ctx: &'a #mcp::Context,
-                    mut __mcp_args: #private::Arguments,
-                ) -> #mcp::BoxFuture<'a, #private::HandlerResult> {
-                    ::std::boxed::Box::pin(#private::assert_send(async move {
-                        #(#reads)*
-                        #convert(#ident(#(#call_args),*).await)
-                    }))
-                }
-            },
-            quote!(#mcp::ToolHandler::Async(__mcp_call)),
-        )
-    } else {
-        (
-            quote! {
-                fn __mcp_call(
-                    __mcp_ctx: &#mcp::Context,
-                    mut __mcp_args: #private::Arguments,
-                ) -> #private::HandlerResult {
-                    #(#reads)*
-                    #convert(#ident(#(#call_args),*))
-                }
-            },
-            quote!(#mcp::ToolHandler::Blocking(__mcp_call)),
-        )
-    };
+    let Glue { call_fn, handler, injects } = handler::glue(Kind::Tool, &mcp, function, &tool.params);
 
     let mut builder = quote!();
     if let Some(t) = &tool.options.title {
@@ -387,6 +280,7 @@ fn emit(tool: &Tool) -> TokenStream {
                     ::core::concat!(::core::file!(), ":", ::core::line!()),
                 )
                 #builder
+                #injects
             };
         }
 

@@ -53,10 +53,7 @@ pub fn defer<F>(timeout: Duration, cleanup: F) -> Defer
 where
     F: Future<Output = ()> + Send + 'static,
 {
-    Defer {
-        pending: Some((timeout, Box::pin(cleanup))),
-        handle: tokio::runtime::Handle::try_current().ok(),
-    }
+    Defer { pending: Some((timeout, Box::pin(cleanup))), handle: tokio::runtime::Handle::try_current().ok() }
 }
 
 /// The guard returned by [`defer`]. Dropping it starts the cleanup; [`Defer::cancel`] disarms it.
@@ -74,9 +71,7 @@ impl Defer {
 
 impl fmt::Debug for Defer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Defer")
-            .field("armed", &self.pending.is_some())
-            .finish()
+        f.debug_struct("Defer").field("armed", &self.pending.is_some()).finish()
     }
 }
 
@@ -85,16 +80,10 @@ impl Drop for Defer {
         let Some((timeout, cleanup)) = self.pending.take() else {
             return;
         };
-        let handle = match self
-            .handle
-            .take()
-            .or_else(|| tokio::runtime::Handle::try_current().ok())
-        {
+        let handle = match self.handle.take().or_else(|| tokio::runtime::Handle::try_current().ok()) {
             Some(h) => h,
             None => {
-                tracing::error!(
-                    "mcp::defer: no Tokio runtime to run the cleanup on; it was dropped"
-                );
+                tracing::error!("mcp::defer: no Tokio runtime to run the cleanup on; it was dropped");
                 return;
             }
         };
@@ -102,10 +91,7 @@ impl Drop for Defer {
         tasks.spawn_on(
             async move {
                 if tokio::time::timeout(timeout, cleanup).await.is_err() {
-                    tracing::warn!(
-                        ?timeout,
-                        "mcp::defer: cleanup did not finish in time and was dropped"
-                    );
+                    tracing::warn!(?timeout, "mcp::defer: cleanup did not finish in time and was dropped");
                 }
             },
             &handle,

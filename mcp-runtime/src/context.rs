@@ -159,6 +159,15 @@ impl Context {
         &self.request.meta
     }
 
+    /// The server's state value of type `T`, if it was built with one (see [`State`](crate::State)).
+    pub fn state<T: Send + Sync + 'static>(&self) -> Option<&T> {
+        self.server_state().get::<T>().map(|s| &**s)
+    }
+
+    pub(crate) fn server_state(&self) -> &crate::state::StateMap {
+        &self.request.session.server().inner.state
+    }
+
     /// Whether the client cancelled the request. One atomic load: cheap enough to call in a tight loop.
     pub fn is_cancelled(&self) -> bool {
         self.request.cancelled.load(Ordering::Acquire)
@@ -193,21 +202,13 @@ impl Context {
             return;
         };
         let mut slot = self.request.slot();
-        if slot.finished
-            || slot.last_progress.is_some_and(|last| progress <= last)
-            || !progress.is_finite()
-        {
+        if slot.finished || slot.last_progress.is_some_and(|last| progress <= last) || !progress.is_finite() {
             return;
         }
         slot.last_progress = Some(progress);
         let frame = jsonrpc::encode_notification(
             "notifications/progress",
-            &ProgressParams {
-                progress_token: token,
-                progress,
-                total,
-                message,
-            },
+            &ProgressParams { progress_token: token, progress, total, message },
         );
         self.request.session.send(frame);
     }
@@ -223,14 +224,7 @@ impl Context {
         if !self.request.session.log_enabled(level) {
             return;
         }
-        let frame = jsonrpc::encode_notification(
-            "notifications/message",
-            &LogParams {
-                level,
-                logger,
-                data,
-            },
-        );
+        let frame = jsonrpc::encode_notification("notifications/message", &LogParams { level, logger, data });
         self.request.notify(frame);
     }
 
@@ -267,11 +261,16 @@ impl Context {
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be injected into an MCP handler",
     label = "reference parameters are injected, not read from the arguments",
-    note = "a reference parameter must be `&mcp::Context`; take other arguments by value (`name: String`)"
+    note = "a reference parameter must be `&mcp::Context` or `&mcp::State<T>`; take other arguments by value (`name: String`)"
 )]
 pub trait FromContext {
     /// Borrows the value from the request's context.
     fn from_context(ctx: &Context) -> Result<&Self, crate::Error>;
+
+    /// What the server must provide for this to succeed, checked once when the server is built.
+    fn requirement() -> Option<crate::state::Requirement> {
+        None
+    }
 }
 
 impl FromContext for Context {

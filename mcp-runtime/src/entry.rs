@@ -22,7 +22,7 @@ pub trait MainOutput {
 
 impl MainOutput for () {
     fn into_builder(self) -> Result<ServerBuilder, String> {
-        Ok(Server::builder().registered_tools())
+        Ok(Server::builder().registered())
     }
 }
 
@@ -64,11 +64,7 @@ fn parse_args(args: impl Iterator<Item = String>) -> Result<Command, String> {
         match arg.as_str() {
             "--help" | "-h" => return Ok(Command::Help),
             "--list-tools" => command = Command::ListTools,
-            "--http" => {
-                return Err(
-                    "`--http` (Streamable HTTP) is not available yet: serve over stdio".into(),
-                )
-            }
+            "--http" => return Err("`--http` (Streamable HTTP) is not available yet: serve over stdio".into()),
             other => return Err(format!("unknown option `{other}`; see --help")),
         }
     }
@@ -105,10 +101,7 @@ where
         return ExitCode::SUCCESS;
     }
     init_tracing();
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("error: could not start the Tokio runtime: {e}");
@@ -135,10 +128,7 @@ where
         match command {
             Command::ListTools => {
                 let list = server.tools_list();
-                println!(
-                    "{}",
-                    serde_json::to_string_pretty(&list).unwrap_or_default()
-                );
+                println!("{}", serde_json::to_string_pretty(&list).unwrap_or_default());
                 ExitCode::SUCCESS
             }
             _ => match server.serve_stdio().await {

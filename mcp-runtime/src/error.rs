@@ -41,11 +41,7 @@ pub struct Error {
 impl Error {
     /// An error with a code and a message.
     pub fn new(code: ErrorCode, message: impl Into<String>) -> Error {
-        Error {
-            code,
-            message: message.into(),
-            data: None,
-        }
+        Error { code, message: message.into(), data: None }
     }
 
     /// Adds `data` to the error.
@@ -61,10 +57,7 @@ impl Error {
 
     /// -32601: the method is not served.
     pub fn method_not_found(method: &str) -> Error {
-        Error::new(
-            ErrorCode::METHOD_NOT_FOUND,
-            format!("method not found: {method}"),
-        )
+        Error::new(ErrorCode::METHOD_NOT_FOUND, format!("method not found: {method}"))
     }
 
     /// -32603: the server failed.

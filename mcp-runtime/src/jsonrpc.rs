@@ -78,10 +78,7 @@ impl Incoming {
     pub(crate) fn from_value(value: Value) -> Result<Incoming, Rejected> {
         let invalid = |id: Option<RequestId>, msg: &str| Rejected {
             id,
-            error: Error::new(
-                ErrorCode::INVALID_REQUEST,
-                format!("invalid request: {msg}"),
-            ),
+            error: Error::new(ErrorCode::INVALID_REQUEST, format!("invalid request: {msg}")),
         };
         let mut object = match value {
             Value::Object(o) => o,
@@ -112,21 +109,12 @@ impl Incoming {
             Some(_) => Err(invalid(id, "`method` must be a string")),
             None => {
                 let Some(id) = id else {
-                    return Err(invalid(
-                        None,
-                        "a message needs a `method`, or an `id` with `result` or `error`",
-                    ));
+                    return Err(invalid(None, "a message needs a `method`, or an `id` with `result` or `error`"));
                 };
                 if let Some(result) = object.remove("result") {
-                    Ok(Incoming::Response {
-                        id,
-                        outcome: Ok(result),
-                    })
+                    Ok(Incoming::Response { id, outcome: Ok(result) })
                 } else if let Some(error) = object.remove("error") {
-                    Ok(Incoming::Response {
-                        id,
-                        outcome: Err(error),
-                    })
+                    Ok(Incoming::Response { id, outcome: Err(error) })
                 } else {
                     Err(invalid(Some(id), "a response needs `result` or `error`"))
                 }
@@ -161,42 +149,24 @@ struct NotificationFrame<'a, T: Serialize + ?Sized> {
 /// Encodes a successful response. Serialization of our own types cannot fail; if a user type's `Serialize` does,
 /// the client gets an internal error instead of nothing.
 pub(crate) fn encode_result<T: Serialize + ?Sized>(id: &RequestId, result: &T) -> String {
-    match serde_json::to_string(&ResultFrame {
-        jsonrpc: "2.0",
-        id,
-        result,
-    }) {
+    match serde_json::to_string(&ResultFrame { jsonrpc: "2.0", id, result }) {
         Ok(s) => s,
         Err(e) => encode_error(
             Some(id),
-            &Error::new(
-                ErrorCode::INTERNAL_ERROR,
-                format!("could not serialize the result: {e}"),
-            ),
+            &Error::new(ErrorCode::INTERNAL_ERROR, format!("could not serialize the result: {e}")),
         ),
     }
 }
 
 /// Encodes an error response; `id` is `None` only when the request's id could not be read.
 pub(crate) fn encode_error(id: Option<&RequestId>, error: &Error) -> String {
-    serde_json::to_string(&ErrorFrame {
-        jsonrpc: "2.0",
-        id,
-        error,
-    })
-    .unwrap_or_else(|_| {
-        r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"internal error"}}"#.into()
-    })
+    serde_json::to_string(&ErrorFrame { jsonrpc: "2.0", id, error })
+        .unwrap_or_else(|_| r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"internal error"}}"#.into())
 }
 
 /// Encodes a notification.
 pub(crate) fn encode_notification<T: Serialize + ?Sized>(method: &str, params: &T) -> String {
-    serde_json::to_string(&NotificationFrame {
-        jsonrpc: "2.0",
-        method,
-        params,
-    })
-    .unwrap_or_else(|e| {
+    serde_json::to_string(&NotificationFrame { jsonrpc: "2.0", method, params }).unwrap_or_else(|e| {
         tracing::error!(method, error = %e, "could not serialize a notification");
         String::new()
     })

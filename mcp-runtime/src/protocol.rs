@@ -38,11 +38,7 @@ pub struct Implementation {
 impl Implementation {
     /// An implementation with a name and a version.
     pub fn new(name: impl Into<String>, version: impl Into<String>) -> Implementation {
-        Implementation {
-            name: name.into(),
-            version: version.into(),
-            ..Default::default()
-        }
+        Implementation { name: name.into(), version: version.into(), ..Default::default() }
     }
 }
 
@@ -240,28 +236,17 @@ pub enum Content {
 impl Content {
     /// Text content.
     pub fn text(text: impl Into<String>) -> Content {
-        Content::Text {
-            text: text.into(),
-            annotations: None,
-        }
+        Content::Text { text: text.into(), annotations: None }
     }
 
     /// An image, already base64-encoded.
     pub fn image(base64: impl Into<String>, mime_type: impl Into<String>) -> Content {
-        Content::Image {
-            data: base64.into(),
-            mime_type: mime_type.into(),
-            annotations: None,
-        }
+        Content::Image { data: base64.into(), mime_type: mime_type.into(), annotations: None }
     }
 
     /// Audio, already base64-encoded.
     pub fn audio(base64: impl Into<String>, mime_type: impl Into<String>) -> Content {
-        Content::Audio {
-            data: base64.into(),
-            mime_type: mime_type.into(),
-            annotations: None,
-        }
+        Content::Audio { data: base64.into(), mime_type: mime_type.into(), annotations: None }
     }
 }
 
@@ -286,19 +271,12 @@ pub struct CallToolResult {
 impl CallToolResult {
     /// A successful result with these content blocks.
     pub fn success(content: Vec<Content>) -> CallToolResult {
-        CallToolResult {
-            content,
-            ..Default::default()
-        }
+        CallToolResult { content, ..Default::default() }
     }
 
     /// A failed result (`isError: true`) whose text says why.
     pub fn error(message: impl Into<String>) -> CallToolResult {
-        CallToolResult {
-            content: vec![Content::text(message)],
-            is_error: Some(true),
-            ..Default::default()
-        }
+        CallToolResult { content: vec![Content::text(message)], is_error: Some(true), ..Default::default() }
     }
 
     /// Adds structured content.

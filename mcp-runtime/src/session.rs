@@ -18,11 +18,9 @@ use crate::cancel::cleanup_tasks;
 use crate::context::{ClientInfo, Context, RequestMeta, RequestState};
 use crate::error::{Error, ErrorCode};
 use crate::jsonrpc::{self, Incoming, RequestId};
-use crate::protocol::{
-    InitializeParams, LogLevel, LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS,
-};
+use crate::protocol::{InitializeParams, LogLevel, LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS};
 use crate::server::Server;
-use crate::tool::{HandlerResult, ToolDef, ToolHandler};
+use crate::tool::{Arguments, Handler};
 
 /// Frames on their way to the transport's single writer.
 pub(crate) type Outbound = mpsc::UnboundedSender<String>;
@@ -58,6 +56,10 @@ impl Session {
             initialized: AtomicBool::new(false),
             log_level: AtomicU8::new(LOG_LEVEL_UNSET),
         })
+    }
+
+    pub(crate) fn server(&self) -> &Server {
+        &self.server
     }
 
     /// Queues a frame for the writer. A closed writer means the peer is gone; the frame is dropped.
@@ -125,7 +127,18 @@ impl Session {
                     self.respond(&id, Err::<(), _>(e));
                 }
             }
-            _ => self.respond(&id, Err::<(), _>(Error::method_not_found(&method))),
+            _ => match self.server.inner.methods.get(method.as_str()).copied() {
+                Some(def) => {
+                    let started = jsonrpc::params_object(params).and_then(|mut params| {
+                        let meta = take_meta(&mut params);
+                        self.start(id.clone(), meta, def.handler, params, def.name)
+                    });
+                    if let Err(e) = started {
+                        self.respond(&id, Err::<(), _>(e));
+                    }
+                }
+                None => self.respond(&id, Err::<(), _>(Error::method_not_found(&method))),
+            },
         }
     }
 
@@ -152,15 +165,9 @@ impl Session {
             .find(|v| **v == params.protocol_version)
             .copied()
             .unwrap_or(LATEST_PROTOCOL_VERSION);
-        let client = ClientInfo {
-            info: params.client_info,
-            capabilities: params.capabilities,
-        };
+        let client = ClientInfo { info: params.client_info, capabilities: params.capabilities };
         if self.client.set((version.into(), Arc::new(client))).is_err() {
-            return Err(Error::new(
-                ErrorCode::INVALID_REQUEST,
-                "the session is already initialized",
-            ));
+            return Err(Error::new(ErrorCode::INVALID_REQUEST, "the session is already initialized"));
         }
         let inner = &self.server.inner;
         let mut result = json!({
@@ -195,12 +202,7 @@ impl Session {
             .and_then(|m| m.get("progressToken"))
             .filter(|t| t.is_string() || t.is_i64() || t.is_u64())
             .cloned();
-        RequestMeta {
-            protocol_version: version,
-            client,
-            meta,
-            progress_token,
-        }
+        RequestMeta { protocol_version: version, client, meta, progress_token }
     }
 
     fn call_tool(self: &Arc<Self>, id: RequestId, params: Option<Value>) -> Result<(), Error> {
@@ -217,26 +219,28 @@ impl Session {
             Some(Value::Object(m)) => m,
             Some(_) => return Err(Error::invalid_params("`arguments` must be an object")),
         };
-        let meta = match params.remove("_meta") {
-            Some(Value::Object(m)) => Some(m),
-            _ => None,
-        };
-        let request = Arc::new(RequestState::new(
-            id.clone(),
-            self.request_meta(meta),
-            self.clone(),
-        ));
+        let meta = take_meta(&mut params);
+        self.start(id, meta, def.handler, arguments, def.name)
+    }
+
+    /// Registers a request in the in-flight table, then spawns its handler.
+    fn start<R: serde::Serialize + Send + 'static>(
+        self: &Arc<Self>,
+        id: RequestId,
+        meta: Option<Map<String, Value>>,
+        handler: Handler<R>,
+        arguments: Arguments,
+        name: &'static str,
+    ) -> Result<(), Error> {
+        let request = Arc::new(RequestState::new(id.clone(), self.request_meta(meta), self.clone()));
         {
             let mut table = self.table();
             if table.contains_key(&id) {
-                return Err(Error::new(
-                    ErrorCode::INVALID_REQUEST,
-                    format!("request id {id} is already in flight"),
-                ));
+                return Err(Error::new(ErrorCode::INVALID_REQUEST, format!("request id {id} is already in flight")));
             }
             table.insert(id, request.clone());
         }
-        cleanup_tasks().spawn(run_tool(self.clone(), def, request, arguments));
+        cleanup_tasks().spawn(run_handler(self.clone(), name, handler, request, arguments));
         Ok(())
     }
 
@@ -263,13 +267,10 @@ impl Session {
 
     /// Takes a finished request out of the table (if it is still there, and still this one) and sends its response,
     /// unless a cancel went first.
-    fn complete(&self, request: &Arc<RequestState>, result: HandlerResult) {
+    fn complete<R: serde::Serialize>(&self, request: &Arc<RequestState>, result: Result<R, Error>) {
         {
             let mut table = self.table();
-            if table
-                .get(&request.id)
-                .is_some_and(|r| Arc::ptr_eq(r, request))
-            {
+            if table.get(&request.id).is_some_and(|r| Arc::ptr_eq(r, request)) {
                 table.remove(&request.id);
             }
         }
@@ -283,26 +284,33 @@ impl Session {
     }
 }
 
+/// Takes `_meta` out of a request's params.
+fn take_meta(params: &mut Map<String, Value>) -> Option<Map<String, Value>> {
+    match params.remove("_meta") {
+        Some(Value::Object(m)) => Some(m),
+        _ => None,
+    }
+}
+
 fn check_cursor(params: Option<Value>) -> Result<(), Error> {
     let params = jsonrpc::params_object(params)?;
     match params.get("cursor") {
         None | Some(Value::Null) => Ok(()),
-        Some(c) => Err(Error::invalid_params(format!(
-            "invalid cursor {c}: this list has one page"
-        ))),
+        Some(c) => Err(Error::invalid_params(format!("invalid cursor {c}: this list has one page"))),
     }
 }
 
-/// Runs one tool call to its end or its cancellation.
-async fn run_tool(
+/// Runs one handler to its end or its cancellation.
+async fn run_handler<R: serde::Serialize + Send + 'static>(
     session: Arc<Session>,
-    def: ToolDef,
+    name: &'static str,
+    handler: Handler<R>,
     request: Arc<RequestState>,
-    arguments: Map<String, Value>,
+    arguments: Arguments,
 ) {
     let ctx = Context::new(request.clone());
-    let outcome = match def.handler {
-        ToolHandler::Async(f) => {
+    let outcome = match handler {
+        Handler::Async(f) => {
             let call = CatchUnwind(f(&ctx, arguments));
             tokio::select! {
                 biased;
@@ -310,11 +318,10 @@ async fn run_tool(
                 r = call => Some(r),
             }
         }
-        ToolHandler::Blocking(f) => {
+        Handler::Blocking(f) => {
             let thread_ctx = ctx.clone();
-            let call = cleanup_tasks().spawn_blocking(move || {
-                std::panic::catch_unwind(AssertUnwindSafe(|| f(&thread_ctx, arguments)))
-            });
+            let call = cleanup_tasks()
+                .spawn_blocking(move || std::panic::catch_unwind(AssertUnwindSafe(|| f(&thread_ctx, arguments))));
             tokio::select! {
                 biased;
                 () = request.token.cancelled() => None,
@@ -326,11 +333,8 @@ async fn run_tool(
     let Some(outcome) = outcome else { return };
     let result = outcome.unwrap_or_else(|panic| {
         let message = panic_message(&*panic);
-        tracing::error!(tool = def.name, %message, "tool panicked");
-        Err(Error::internal(format!(
-            "tool `{}` panicked: {message}",
-            def.name
-        )))
+        tracing::error!(handler = name, %message, "handler panicked");
+        Err(Error::internal(format!("`{name}` panicked: {message}")))
     });
     session.complete(&request, result);
 }

@@ -22,17 +22,30 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 /// The arguments of one call: the `arguments` object of `tools/call`.
 pub type Arguments = Map<String, Value>;
 
-/// What a handler's glue returns: a result to send, or a protocol error.
+/// What a tool's glue returns: a result to send, or a protocol error.
 pub type HandlerResult = Result<CallToolResult, Error>;
 
-/// How a tool runs.
-#[derive(Clone, Copy)]
-pub enum ToolHandler {
+/// How a handler runs; `R` is what it answers with (a [`CallToolResult`] for a tool, JSON for a custom method).
+pub enum Handler<R> {
     /// An `async fn`: polled on the runtime, dropped when its request is cancelled.
-    Async(for<'a> fn(&'a Context, Arguments) -> BoxFuture<'a, HandlerResult>),
+    Async(for<'a> fn(&'a Context, Arguments) -> BoxFuture<'a, Result<R, Error>>),
     /// A plain `fn`: run under `spawn_blocking`; sees cancellation through `ctx.is_cancelled()`.
-    Blocking(fn(&Context, Arguments) -> HandlerResult),
+    Blocking(fn(&Context, Arguments) -> Result<R, Error>),
 }
+
+impl<R> Clone for Handler<R> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<R> Copy for Handler<R> {}
+
+/// How a tool runs.
+pub type ToolHandler = Handler<CallToolResult>;
+
+/// What a handler needs from the server, one function per injected parameter (called once, at build time).
+pub type Injected = &'static [fn() -> Option<crate::state::Requirement>];
 
 /// Everything known about a tool at compile time. `#[mcp::tool]` emits one as a `static`; it can also be written by
 /// hand for tools defined at run time.
@@ -55,6 +68,8 @@ pub struct ToolDef {
     pub handler: ToolHandler,
     /// Where it was defined (`file:line`), to name both places of a duplicate.
     pub location: &'static str,
+    /// What its injected parameters need from the server (state types); checked when the server is built.
+    pub injected: Injected,
 }
 
 impl ToolDef {
@@ -75,7 +90,14 @@ impl ToolDef {
             output_schema,
             handler,
             location,
+            injected: &[],
         }
+    }
+
+    /// Declares what the injected parameters need (generated code passes one function per parameter).
+    pub const fn injects(mut self, injected: Injected) -> ToolDef {
+        self.injected = injected;
+        self
     }
 
     /// Sets the title.
@@ -113,12 +135,7 @@ pub struct Hints {
 
 impl Hints {
     /// No hints.
-    pub const NONE: Hints = Hints {
-        read_only: None,
-        destructive: None,
-        idempotent: None,
-        open_world: None,
-    };
+    pub const NONE: Hints = Hints { read_only: None, destructive: None, idempotent: None, open_world: None };
 
     /// Sets `readOnlyHint`.
     pub const fn read_only(mut self, v: bool) -> Hints {
@@ -236,7 +253,10 @@ impl<T: IntoToolResult, E: Display> IntoToolResult for Result<T, E> {
 }
 
 /// A structured tool result: serialized into `structuredContent` (and a text copy in `content`), with `T`'s JSON
-/// Schema as the tool's `outputSchema`. `T` should serialize to a JSON object, as the protocol requires.
+/// Schema as the tool's `outputSchema`.
+///
+/// MCP requires structured content to be a JSON object. A `T` that serializes to something else (a number, a list)
+/// is sent as `{"result": …}`, and its output schema says so.
 ///
 /// ```
 /// #[derive(serde::Serialize, schemars::JsonSchema)]
@@ -257,7 +277,10 @@ impl<T: Serialize + JsonSchema> IntoToolResult for Json<T> {
         match serde_json::to_value(&self.0) {
             Ok(value) => {
                 let text = value.to_string();
-                CallToolResult::success(vec![Content::text(text)]).with_structured(value)
+                // MCP's structured content is an object: anything else is wrapped as `{"result": …}`, as the
+                // output schema says (see `output_schema`).
+                let structured = if value.is_object() { value } else { serde_json::json!({ "result": value }) };
+                CallToolResult::success(vec![Content::text(text)]).with_structured(structured)
             }
             Err(e) => CallToolResult::error(format!("could not serialize the tool's result: {e}")),
         }
@@ -266,8 +289,30 @@ impl<T: Serialize + JsonSchema> IntoToolResult for Json<T> {
     fn output_schema() -> Option<Value> {
         let mut generator = schema_settings().for_serialize().into_generator();
         let mut schema = generator.root_schema_for::<T>().to_value();
-        if let Value::Object(o) = &mut schema {
-            o.remove("title");
+        let Value::Object(root) = &mut schema else { return None };
+        root.remove("title");
+        match root.get("type") {
+            Some(Value::String(t)) if t == "object" => {}
+            // A value that may or may not be an object (`serde_json::Value`, an untagged enum): objects are sent as
+            // they are, anything else wrapped as `{"result": …}`; both are objects.
+            None => {
+                root.insert("type".into(), "object".into());
+            }
+            // Never an object: always wrapped, and so is the schema.
+            Some(_) => {
+                let defs = root.remove("$defs");
+                let dialect = root.remove("$schema");
+                let inner = std::mem::take(root);
+                root.insert("type".into(), "object".into());
+                root.insert("properties".into(), serde_json::json!({ "result": inner }));
+                root.insert("required".into(), serde_json::json!(["result"]));
+                if let Some(d) = dialect {
+                    root.insert("$schema".into(), d);
+                }
+                if let Some(d) = defs {
+                    root.insert("$defs".into(), d);
+                }
+            }
         }
         Some(schema)
     }
@@ -302,11 +347,7 @@ impl ObjectSchema {
 
     /// Adds a property of type `T`. It is required unless `T` accepts `null` (as `Option<U>` does), which is also
     /// what a missing argument is read as.
-    pub fn property<T: JsonSchema + DeserializeOwned>(
-        &mut self,
-        name: &str,
-        description: Option<&str>,
-    ) {
+    pub fn property<T: JsonSchema + DeserializeOwned>(&mut self, name: &str, description: Option<&str>) {
         let mut schema = self.generator.subschema_for::<T>().to_value();
         if let (Some(d), Value::Object(o)) = (description, &mut schema) {
             // Beside a `$ref` too: siblings of `$ref` are allowed in 2020-12.
@@ -334,15 +375,10 @@ impl ObjectSchema {
     }
 }
 
-/// Reads one argument; an `Err` is the `isError` result naming it, which the glue returns as the call's result.
-pub(crate) fn argument<T: DeserializeOwned>(
-    args: &mut Arguments,
-    name: &str,
-) -> Result<T, CallToolResult> {
+/// Reads one argument; an `Err` is a sentence naming it, which the glue turns into the handler's kind of error.
+pub(crate) fn argument<T: DeserializeOwned>(args: &mut Arguments, name: &str) -> Result<T, String> {
     match args.remove(name) {
-        Some(value) => serde_json::from_value(value)
-            .map_err(|e| CallToolResult::error(format!("invalid argument `{name}`: {e}"))),
-        None => serde_json::from_value(Value::Null)
-            .map_err(|_| CallToolResult::error(format!("missing required argument `{name}`"))),
+        Some(value) => serde_json::from_value(value).map_err(|e| format!("invalid argument `{name}`: {e}")),
+        None => serde_json::from_value(Value::Null).map_err(|_| format!("missing required argument `{name}`")),
     }
 }

@@ -1,9 +1,64 @@
 //! A server with one tool per behaviour the integration tests check. Markers on stderr let a test see what happened
 //! inside the process.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use mcp::{CallToolResult, Content, Context, LogLevel};
+use mcp::{CallToolResult, Content, Context, LogLevel, State};
+
+/// One kind of state: a counter.
+#[derive(Default)]
+struct Counter(AtomicU64);
+
+/// Another kind of state: configuration.
+struct Config {
+    greeting: String,
+}
+
+/// Count, from an async tool, greeting with the configured word.
+#[mcp::tool]
+async fn count(counter: &State<Counter>, config: &State<Config>) -> String {
+    tokio::task::yield_now().await;
+    format!("{} {}", config.greeting, counter.0.fetch_add(1, Ordering::SeqCst) + 1)
+}
+
+/// Count, from a plain function.
+#[mcp::tool]
+fn count_blocking(counter: &State<Counter>, ctx: &Context) -> String {
+    let greeting = &ctx.state::<Config>().expect("configured").greeting;
+    format!("{greeting} {}", counter.0.fetch_add(1, Ordering::SeqCst) + 1)
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Pair {
+    a: i64,
+    b: i64,
+}
+
+/// A custom method with typed params: `{"pair": {"a": 1, "b": 2}, "scale": 10}` answers `{"sum": 30}`.
+#[mcp::method(name = "testbed/sum")]
+fn sum(pair: Pair, scale: Option<i64>) -> Result<mcp::Json<serde_json::Value>, mcp::Error> {
+    let total =
+        (pair.a + pair.b).checked_mul(scale.unwrap_or(1)).ok_or_else(|| mcp::Error::invalid_params("overflow"))?;
+    Ok(mcp::Json(serde_json::json!({ "sum": total })))
+}
+
+/// A custom async method that waits `ms`; prints `WAIT_ABORTED id` when dropped by a cancel.
+#[mcp::method(name = "testbed/wait")]
+async fn wait(ms: u64, counter: &State<Counter>, ctx: &Context) -> mcp::Json<serde_json::Value> {
+    struct Aborted(String, bool);
+    impl Drop for Aborted {
+        fn drop(&mut self) {
+            if !self.1 {
+                eprintln!("WAIT_ABORTED {}", self.0);
+            }
+        }
+    }
+    let mut guard = Aborted(ctx.request_id().to_string(), false);
+    tokio::time::sleep(Duration::from_millis(ms)).await;
+    guard.1 = true;
+    mcp::Json(serde_json::json!({ "waited": ms, "count": counter.0.load(Ordering::SeqCst) }))
+}
 
 /// Echo the text back.
 #[mcp::tool]
@@ -129,9 +184,7 @@ struct Sum {
 /// Add numbers; structured output.
 #[mcp::tool(title = "Adder", read_only, idempotent, open_world = false)]
 fn add(numbers: Vec<i64>) -> mcp::Json<Sum> {
-    mcp::Json(Sum {
-        total: numbers.iter().sum(),
-    })
+    mcp::Json(Sum { total: numbers.iter().sum() })
 }
 
 /// Fail with a readable error.
@@ -143,10 +196,7 @@ fn fail(reason: String) -> Result<String, String> {
 /// Two content blocks.
 #[mcp::tool]
 fn two_blocks() -> Vec<Content> {
-    vec![
-        Content::text("one"),
-        Content::image("aGVsbG8=", "image/png"),
-    ]
+    vec![Content::text("one"), Content::image("aGVsbG8=", "image/png")]
 }
 
 /// A full result.
@@ -156,13 +206,49 @@ fn full_result() -> CallToolResult {
 }
 
 #[mcp::main]
-async fn main() -> mcp::ServerBuilder {
-    let limit = std::env::var("TESTBED_MAX_MESSAGE_BYTES")
-        .ok()
-        .and_then(|v| v.parse().ok());
-    let mut builder = mcp::Server::builder().registered_tools();
-    if let Some(limit) = limit {
+async fn main() -> Result<mcp::ServerBuilder, String> {
+    // Start-up: what a real server does when it opens its database pool.
+    if let Ok(reason) = std::env::var("TESTBED_FAIL_STARTUP") {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        return Err(format!("could not open the database: {reason}"));
+    }
+    let mut builder = mcp::Server::builder()
+        .registered()
+        .state(Counter::default())
+        .state(Config { greeting: "hello".into() })
+        .on_shutdown(async {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            eprintln!("SHUTDOWN_HOOK_RAN");
+        });
+    if let Some(limit) = std::env::var("TESTBED_MAX_MESSAGE_BYTES").ok().and_then(|v| v.parse().ok()) {
         builder = builder.max_message_bytes(limit);
     }
-    builder
+    Ok(builder)
+}
+
+/// A custom method that breaks the rule that results are objects.
+#[mcp::method(name = "testbed/not-an-object")]
+fn not_an_object() -> mcp::Json<u32> {
+    mcp::Json(7)
+}
+
+/// What the request's metadata says: protocol version, client, `_meta`.
+#[mcp::tool]
+fn whoami(ctx: &Context) -> mcp::Json<serde_json::Value> {
+    let meta = ctx.meta();
+    let client = meta.client.as_ref().expect("initialized");
+    mcp::Json(serde_json::json!({
+        "protocolVersion": &*meta.protocol_version,
+        "client": client.info.name,
+        "clientVersion": client.info.version,
+        "capabilities": client.capabilities,
+        "meta": meta.meta,
+        "progressToken": meta.progress_token,
+    }))
+}
+
+/// A structured result that is not an object: sent as `{"result": …}`.
+#[mcp::tool]
+fn primes() -> mcp::Json<Vec<u32>> {
+    mcp::Json(vec![2, 3, 5, 7])
 }

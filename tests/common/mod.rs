@@ -19,14 +19,8 @@ use serde_json::{json, Value};
 pub fn example(name: &str) -> PathBuf {
     let exe = std::env::current_exe().expect("test binary path");
     let dir = exe.parent().and_then(|d| d.parent()).expect("target dir");
-    let path = dir
-        .join("examples")
-        .join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
-    assert!(
-        path.exists(),
-        "{} is missing: `cargo test` builds the examples first",
-        path.display()
-    );
+    let path = dir.join("examples").join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
+    assert!(path.exists(), "{} is missing: `cargo test` builds the examples first", path.display());
     path
 }
 
@@ -46,6 +40,9 @@ pub struct Server {
     /// The method of each request we sent, by id, so results are validated against the right schema.
     methods: Arc<Mutex<HashMap<String, String>>>,
     next_id: i64,
+    stderr_reader: Option<std::thread::JoinHandle<()>>,
+    /// Messages of this server that broke the schema.
+    schema_failures: Arc<Mutex<Vec<String>>>,
 }
 
 pub const WAIT: Duration = Duration::from_secs(10);
@@ -68,19 +65,18 @@ impl Server {
         let methods: Arc<Mutex<HashMap<String, String>>> = Arc::default();
         let (tx, rx) = mpsc::channel();
         let methods_r = methods.clone();
+        let schema_failures: Arc<Mutex<Vec<String>>> = Arc::default();
+        let failures = schema_failures.clone();
         std::thread::spawn(move || {
             for line in BufReader::new(stdout).lines() {
                 let Ok(line) = line else { break };
-                let value: Value = serde_json::from_str(&line).unwrap_or_else(|e| {
-                    panic!("the server wrote a line that is not JSON ({e}): {line}")
-                });
-                let method = value
-                    .get("id")
-                    .and_then(|id| methods_r.lock().unwrap().get(&id.to_string()).cloned());
+                let value: Value = serde_json::from_str(&line)
+                    .unwrap_or_else(|e| panic!("the server wrote a line that is not JSON ({e}): {line}"));
+                let method = value.get("id").and_then(|id| methods_r.lock().unwrap().get(&id.to_string()).cloned());
                 // Panicking here would only end this thread; record the failure where the test sees it, before the
                 // test can see the message itself.
                 if let Err(e) = schema::check_server_message(&value, method.as_deref()) {
-                    schema::record_failure(e);
+                    failures.lock().unwrap().push(e);
                 }
                 if tx.send(value).is_err() {
                     break;
@@ -89,7 +85,7 @@ impl Server {
         });
         let lines: Arc<Mutex<Vec<String>>> = Arc::default();
         let lines_w = lines.clone();
-        std::thread::spawn(move || {
+        let stderr_reader = std::thread::spawn(move || {
             for line in BufReader::new(stderr).lines() {
                 let Ok(line) = line else { break };
                 lines_w.lock().unwrap().push(line);
@@ -104,6 +100,8 @@ impl Server {
             stderr: lines,
             methods,
             next_id: 1000,
+            stderr_reader: Some(stderr_reader),
+            schema_failures,
         }
     }
 
@@ -116,14 +114,8 @@ impl Server {
     }
 
     pub fn send(&mut self, message: Value) {
-        if let (Some(id), Some(method)) = (
-            message.get("id"),
-            message.get("method").and_then(Value::as_str),
-        ) {
-            self.methods
-                .lock()
-                .unwrap()
-                .insert(id.to_string(), method.to_owned());
+        if let (Some(id), Some(method)) = (message.get("id"), message.get("method").and_then(Value::as_str)) {
+            self.methods.lock().unwrap().insert(id.to_string(), method.to_owned());
         }
         self.send_raw(&message.to_string());
     }
@@ -146,10 +138,7 @@ impl Server {
     }
 
     pub fn cancel(&mut self, id: &Value, reason: &str) {
-        self.notify(
-            "notifications/cancelled",
-            json!({"requestId": id, "reason": reason}),
-        );
+        self.notify("notifications/cancelled", json!({"requestId": id, "reason": reason}));
     }
 
     /// Waits for the response to `id`, keeping other messages for later.
@@ -161,12 +150,10 @@ impl Server {
         let deadline = Instant::now() + WAIT;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
-            let m = self.messages.recv_timeout(left).unwrap_or_else(|_| {
-                panic!(
-                    "no response to id {id} within {WAIT:?}; stderr:\n{}",
-                    self.stderr_text()
-                )
-            });
+            let m = self
+                .messages
+                .recv_timeout(left)
+                .unwrap_or_else(|_| panic!("no response to id {id} within {WAIT:?}; stderr:\n{}", self.stderr_text()));
             if is_it(&m) {
                 return m;
             }
@@ -183,9 +170,7 @@ impl Server {
     /// Calls a tool and returns the `result` (panics on a JSON-RPC error).
     pub fn call_tool(&mut self, name: &str, arguments: Value) -> Value {
         let r = self.call("tools/call", json!({"name": name, "arguments": arguments}));
-        r.get("result")
-            .cloned()
-            .unwrap_or_else(|| panic!("tools/call {name} failed: {r}"))
+        r.get("result").cloned().unwrap_or_else(|| panic!("tools/call {name} failed: {r}"))
     }
 
     /// Runs the initialize handshake.
@@ -202,10 +187,7 @@ impl Server {
     pub fn drain(&mut self, wait: Duration) -> Vec<Value> {
         let mut out: Vec<Value> = self.pending.drain(..).collect();
         let deadline = Instant::now() + wait;
-        while let Ok(m) = self
-            .messages
-            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
-        {
+        while let Ok(m) = self.messages.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
             out.push(m);
         }
         out
@@ -230,25 +212,30 @@ impl Server {
     }
 
     pub fn has_stderr(&self, needle: &str) -> bool {
-        self.stderr
-            .lock()
-            .unwrap()
-            .iter()
-            .any(|l| l.contains(needle))
+        self.stderr.lock().unwrap().iter().any(|l| l.contains(needle))
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     /// Closes stdin and waits for the process to exit.
     pub fn close(&mut self, timeout: Duration) -> ExitStatus {
         drop(self.stdin.take());
+        self.wait_exit(timeout)
+    }
+
+    /// Waits for the process to exit, and for its stderr to be read.
+    pub fn wait_exit(&mut self, timeout: Duration) -> ExitStatus {
         let deadline = Instant::now() + timeout;
         loop {
             if let Some(status) = self.child.try_wait().unwrap() {
+                if let Some(reader) = self.stderr_reader.take() {
+                    let _ = reader.join();
+                }
                 return status;
             }
-            assert!(
-                Instant::now() < deadline,
-                "the server did not exit within {timeout:?} of stdin closing"
-            );
+            assert!(Instant::now() < deadline, "the server did not exit within {timeout:?}");
             std::thread::sleep(Duration::from_millis(10));
         }
     }
@@ -259,8 +246,9 @@ impl Drop for Server {
         let _ = self.child.kill();
         let _ = self.child.wait();
         // Every message has been read by now: fail the test if any broke the schema.
+        let failures = std::mem::take(&mut *self.schema_failures.lock().unwrap());
         if !std::thread::panicking() {
-            schema::assert_no_failures();
+            assert!(failures.is_empty(), "messages that break the MCP schema:\n{}", failures.join("\n"));
         }
     }
 }

@@ -12,9 +12,7 @@ fn target_dir() -> PathBuf {
 }
 
 fn run(command: &mut Command) -> Output {
-    let out = command
-        .output()
-        .unwrap_or_else(|e| panic!("could not run {command:?}: {e}"));
+    let out = command.output().unwrap_or_else(|e| panic!("could not run {command:?}: {e}"));
     assert!(
         out.status.success(),
         "{command:?} failed:\n{}\n{}",
@@ -39,11 +37,7 @@ pub fn python() -> PathBuf {
     let lock = target_dir().join("py-venv.lock");
     let deadline = Instant::now() + Duration::from_secs(600);
     while std::fs::create_dir(&lock).is_err() {
-        assert!(
-            Instant::now() < deadline,
-            "waited too long for {} (remove it if stale)",
-            lock.display()
-        );
+        assert!(Instant::now() < deadline, "waited too long for {} (remove it if stale)", lock.display());
         std::thread::sleep(Duration::from_millis(200));
         if std::fs::read_to_string(&stamp).ok().as_deref() == Some(wanted.as_str()) {
             return python;
@@ -61,14 +55,7 @@ pub fn python() -> PathBuf {
         let system_python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".into());
         run(Command::new(system_python).arg("-m").arg("venv").arg(&venv));
         run(Command::new(&python)
-            .args([
-                "-m",
-                "pip",
-                "install",
-                "--quiet",
-                "--disable-pip-version-check",
-                "-r",
-            ])
+            .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "-r"])
             .arg(&requirements));
         std::fs::write(&stamp, &wanted).expect("write the venv stamp");
     }
@@ -84,11 +71,7 @@ pub fn run_script(script: &str, args: &[&std::ffi::OsStr]) -> String {
         .env("PYTHONUNBUFFERED", "1")
         .output()
         .expect("run python");
-    let text = format!(
-        "{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text = format!("{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     assert!(out.status.success(), "{script} failed:\n{text}");
     text
 }

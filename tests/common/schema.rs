@@ -10,9 +10,10 @@ use serde_json::{json, Value};
 pub fn schema_path(version: &str) -> PathBuf {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let candidates = [root.join("../shared/spec"), root.join("shared/spec")];
-    let dir = candidates.iter().find(|p| p.exists()).unwrap_or_else(|| {
-        panic!("the MCP JSON Schemas are missing: expected ../shared/spec next to the repository")
-    });
+    let dir = candidates
+        .iter()
+        .find(|p| p.exists())
+        .unwrap_or_else(|| panic!("the MCP JSON Schemas are missing: expected ../shared/spec next to the repository"));
     dir.join(version).join("schema.json")
 }
 
@@ -25,12 +26,8 @@ fn validators() -> &'static Validators {
     static V: OnceLock<Validators> = OnceLock::new();
     V.get_or_init(|| {
         let path = schema_path("2025-11-25");
-        let text =
-            std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        Validators {
-            document: serde_json::from_str(&text).unwrap(),
-            compiled: Mutex::default(),
-        }
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        Validators { document: serde_json::from_str(&text).unwrap(), compiled: Mutex::default() }
     })
 }
 
@@ -40,31 +37,21 @@ pub fn validate(name: &str, instance: &Value) -> Result<(), String> {
     let validator = {
         let mut compiled = v.compiled.lock().unwrap();
         *compiled.entry(name.to_owned()).or_insert_with(|| {
-            assert!(
-                v.document["$defs"].get(name).is_some(),
-                "no definition {name} in the schema"
-            );
+            assert!(v.document["$defs"].get(name).is_some(), "no definition {name} in the schema");
             let schema = json!({
                 "$schema": v.document["$schema"],
                 "$defs": v.document["$defs"],
                 "$ref": format!("#/$defs/{name}"),
             });
-            Box::leak(Box::new(
-                jsonschema::validator_for(&schema).expect("the official schema compiles"),
-            ))
+            Box::leak(Box::new(jsonschema::validator_for(&schema).expect("the official schema compiles")))
         })
     };
-    let errors: Vec<String> = validator
-        .iter_errors(instance)
-        .map(|e| format!("{e} at {}", e.instance_path()))
-        .collect();
+    let errors: Vec<String> =
+        validator.iter_errors(instance).map(|e| format!("{e} at {}", e.instance_path())).collect();
     if errors.is_empty() {
         Ok(())
     } else {
-        Err(format!(
-            "{instance} is not a valid {name}: {}",
-            errors.join("; ")
-        ))
+        Err(format!("{instance} is not a valid {name}: {}", errors.join("; ")))
     }
 }
 
@@ -95,20 +82,4 @@ pub fn check_server_message(message: &Value, method: Option<&str>) -> Result<(),
         Some(def) => validate(def, &message["result"]),
         None => Ok(()),
     }
-}
-
-static FAILURES: Mutex<Vec<String>> = Mutex::new(Vec::new());
-
-pub fn record_failure(failure: String) {
-    FAILURES.lock().unwrap().push(failure);
-}
-
-/// Panics with every schema failure seen so far.
-pub fn assert_no_failures() {
-    let failures = std::mem::take(&mut *FAILURES.lock().unwrap());
-    assert!(
-        failures.is_empty(),
-        "messages that break the MCP schema:\n{}",
-        failures.join("\n")
-    );
 }

@@ -4,9 +4,7 @@ use std::io;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::io::{
-    AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, BufWriter,
-};
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, BufWriter};
 use tokio::sync::mpsc;
 
 use crate::cancel::cleanup_tasks;
@@ -15,39 +13,44 @@ use crate::jsonrpc::Incoming;
 use crate::server::Server;
 use crate::session::Session;
 
-/// How long shutdown waits for cancelled handlers and their cleanups before it gives up on them.
-pub(crate) const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
-
-pub(crate) async fn serve<R, W>(server: Server, reader: R, writer: W) -> io::Result<()>
+pub(crate) async fn serve<R, W>(
+    server: Server,
+    reader: R,
+    writer: W,
+    stop: impl std::future::Future<Output = ()>,
+) -> io::Result<()>
 where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
     let limit = server.inner.max_line_bytes;
+    let grace = server.inner.shutdown_timeout;
     let (tx, rx) = mpsc::unbounded_channel();
     let session = Session::new(server, tx);
     let writer = tokio::spawn(write_frames(rx, writer));
     let mut reader = BufReader::with_capacity(64 * 1024, reader);
     let mut line = Vec::new();
+    tokio::pin!(stop);
     let read_result = loop {
-        match read_frame(&mut reader, &mut line, limit).await {
+        let frame = tokio::select! {
+            frame = read_frame(&mut reader, &mut line, limit) => frame,
+            () = &mut stop => break Ok(()),
+        };
+        match frame {
             Ok(Frame::Eof) => break Ok(()),
             Ok(Frame::TooLong) => session.reject(
                 None,
-                &Error::new(
-                    ErrorCode::INVALID_REQUEST,
-                    format!("message too long: the limit is {limit} bytes"),
-                ),
+                &Error::new(ErrorCode::INVALID_REQUEST, format!("message too long: the limit is {limit} bytes")),
             ),
             Ok(Frame::Line) => dispatch(&session, &line),
             Err(e) => break Err(e),
         }
     };
     tracing::debug!("input closed; cancelling what is in flight");
-    shutdown(&session).await;
+    shutdown(&session, grace).await;
     drop(session);
     // Every sender is gone once the request tasks are; the writer then drains its queue and ends.
-    match tokio::time::timeout(SHUTDOWN_GRACE, writer).await {
+    match tokio::time::timeout(grace, writer).await {
         Ok(Ok(Err(e))) if e.kind() != io::ErrorKind::BrokenPipe => return Err(e),
         _ => {}
     }
@@ -66,15 +69,12 @@ fn dispatch(session: &Arc<Session>, line: &[u8]) {
 }
 
 /// Cancels everything in flight, then waits (bounded) for the handlers to stop and for their cleanups.
-pub(crate) async fn shutdown(session: &Arc<Session>) {
-    session.cancel_all("the connection closed");
+pub(crate) async fn shutdown(session: &Arc<Session>, grace: Duration) {
+    session.cancel_all("the session is ending");
     let tasks = cleanup_tasks();
     tasks.close();
-    if tokio::time::timeout(SHUTDOWN_GRACE, tasks.wait())
-        .await
-        .is_err()
-    {
-        tracing::warn!(grace = ?SHUTDOWN_GRACE, "handlers or cleanups still running at shutdown were abandoned");
+    if tokio::time::timeout(grace, tasks.wait()).await.is_err() {
+        tracing::warn!(?grace, "handlers or cleanups still running at shutdown were abandoned");
     }
     tasks.reopen();
 }
@@ -87,11 +87,7 @@ enum Frame {
 
 /// Reads one newline-terminated frame into `buf`. A frame longer than `limit` is skipped to its end without being
 /// held in memory.
-async fn read_frame<R: AsyncBufRead + Unpin>(
-    reader: &mut R,
-    buf: &mut Vec<u8>,
-    limit: usize,
-) -> io::Result<Frame> {
+async fn read_frame<R: AsyncBufRead + Unpin>(reader: &mut R, buf: &mut Vec<u8>, limit: usize) -> io::Result<Frame> {
     buf.clear();
     let mut too_long = false;
     let mut seen_any = false;
@@ -119,20 +115,13 @@ async fn read_frame<R: AsyncBufRead + Unpin>(
         let used = chunk.len() + usize::from(newline.is_some());
         reader.consume(used);
         if newline.is_some() {
-            return Ok(if too_long {
-                Frame::TooLong
-            } else {
-                Frame::Line
-            });
+            return Ok(if too_long { Frame::TooLong } else { Frame::Line });
         }
     }
 }
 
 /// The single writer: one frame per line, flushed whenever the queue runs dry.
-async fn write_frames<W: AsyncWrite + Unpin>(
-    mut rx: mpsc::UnboundedReceiver<String>,
-    writer: W,
-) -> io::Result<()> {
+async fn write_frames<W: AsyncWrite + Unpin>(mut rx: mpsc::UnboundedReceiver<String>, writer: W) -> io::Result<()> {
     let mut writer = BufWriter::with_capacity(64 * 1024, writer);
     while let Some(frame) = rx.recv().await {
         write_frame(&mut writer, &frame).await?;

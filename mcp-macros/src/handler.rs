@@ -1,0 +1,100 @@
+//! The glue shared by tools and custom methods: read each argument, inject each reference, call the function,
+//! convert what it returns.
+
+use proc_macro2::TokenStream;
+use quote::{format_ident, quote, quote_spanned};
+use syn::spanned::Spanned;
+use syn::ItemFn;
+
+use crate::params::Param;
+
+/// What kind of handler the glue is for.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Tool,
+    Method,
+}
+
+/// The generated pieces of one handler.
+pub(crate) struct Glue {
+    /// `fn __mcp_call(...)`.
+    pub call_fn: TokenStream,
+    /// `ToolHandler::Async(__mcp_call)` or the like.
+    pub handler: TokenStream,
+    /// `.injects(&[...])`, or nothing.
+    pub injects: TokenStream,
+}
+
+pub(crate) fn glue(kind: Kind, mcp: &TokenStream, function: &ItemFn, params: &[Param]) -> Glue {
+    let private = quote!(#mcp::__private);
+    let ident = &function.sig.ident;
+    let (ret_ty, ret_span) = match &function.sig.output {
+        syn::ReturnType::Default => (quote!(()), function.sig.ident.span()),
+        syn::ReturnType::Type(_, ty) => (quote!(#ty), ty.span()),
+    };
+    let (invalid, convert, result_ty, handler_ty) = match kind {
+        Kind::Tool => (
+            quote!(#private::invalid_tool_argument),
+            quote_spanned!(ret_span=> (#private::returns::<#ret_ty>().convert)),
+            quote!(#private::HandlerResult),
+            quote!(#mcp::ToolHandler),
+        ),
+        Kind::Method => (
+            quote!(#private::invalid_method_argument),
+            quote_spanned!(ret_span=> #private::method_result::<#ret_ty>),
+            quote!(::core::result::Result<#private::serde_json::Value, #mcp::Error>),
+            quote!(#mcp::MethodHandler),
+        ),
+    };
+
+    let mut reads = Vec::new();
+    let mut call_args = Vec::new();
+    let mut injected = Vec::new();
+    for (i, p) in params.iter().enumerate() {
+        let var = format_ident!("__mcp_p{}", i);
+        match p {
+            Param::Argument { name, ty, .. } => reads.push(quote_spanned! {ty.span()=>
+                let #var: #ty = match (#private::arg::<#ty>().read)(&mut __mcp_args, #name) {
+                    ::core::result::Result::Ok(v) => v,
+                    ::core::result::Result::Err(message) => return #invalid(message),
+                };
+            }),
+            Param::Injected { ty } => {
+                reads.push(quote_spanned! {ty.span()=>
+                    let #var: &#ty = <#ty as #mcp::FromContext>::from_context(__mcp_ctx)?;
+                });
+                injected.push(quote_spanned!(ty.span()=> <#ty as #mcp::FromContext>::requirement));
+            }
+        }
+        call_args.push(var);
+    }
+
+    let (call_fn, handler) = if function.sig.asyncness.is_some() {
+        (
+            quote! {
+                fn __mcp_call<'a>(
+                    __mcp_ctx: &'a #mcp::Context,
+                    mut __mcp_args: #private::Arguments,
+                ) -> #mcp::BoxFuture<'a, #result_ty> {
+                    ::std::boxed::Box::pin(#private::assert_send(async move {
+                        #(#reads)*
+                        #convert(#ident(#(#call_args),*).await)
+                    }))
+                }
+            },
+            quote!(#handler_ty::Async(__mcp_call)),
+        )
+    } else {
+        (
+            quote! {
+                fn __mcp_call(__mcp_ctx: &#mcp::Context, mut __mcp_args: #private::Arguments) -> #result_ty {
+                    #(#reads)*
+                    #convert(#ident(#(#call_args),*))
+                }
+            },
+            quote!(#handler_ty::Blocking(__mcp_call)),
+        )
+    };
+    let injects = if injected.is_empty() { quote!() } else { quote!(.injects(&[#(#injected),*])) };
+    Glue { call_fn, handler, injects }
+}

@@ -1,0 +1,149 @@
+//! Custom methods: JSON-RPC methods the MCP specification does not define, served by `#[mcp::method]` functions.
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::cancel::Cancelled;
+use crate::error::{Error, ErrorCode};
+use crate::tool::{Handler, Injected, Json};
+
+/// How a custom method runs.
+pub type MethodHandler = Handler<Value>;
+
+/// Everything known about a custom method at compile time; `#[mcp::method]` emits one as a constant.
+#[derive(Clone, Copy)]
+#[non_exhaustive]
+pub struct MethodDef {
+    /// The JSON-RPC method name, such as `bookshop/stock`.
+    pub name: &'static str,
+    /// Runs the method.
+    pub handler: MethodHandler,
+    /// Where it was defined (`file:line`).
+    pub location: &'static str,
+    /// What its injected parameters need from the server.
+    pub injected: Injected,
+}
+
+impl MethodDef {
+    /// A definition.
+    pub const fn new(name: &'static str, handler: MethodHandler, location: &'static str) -> MethodDef {
+        MethodDef { name, handler, location, injected: &[] }
+    }
+
+    /// Declares what the injected parameters need.
+    pub const fn injects(mut self, injected: Injected) -> MethodDef {
+        self.injected = injected;
+        self
+    }
+}
+
+/// A method defined by `#[mcp::method]`: `Server::builder().method::<my_method>()`.
+pub trait MethodItem {
+    /// The method's definition.
+    const DEF: &'static MethodDef;
+}
+
+/// Namespaces that MCP defines or reserves; a custom method cannot live in them.
+const RESERVED: &[&str] = &[
+    "initialize",
+    "ping",
+    "tools/",
+    "prompts/",
+    "resources/",
+    "completion/",
+    "logging/",
+    "sampling/",
+    "elicitation/",
+    "roots/",
+    "tasks/",
+    "notifications/",
+    "server/",
+    "subscriptions/",
+];
+
+/// `Err` with a sentence if `name` would shadow a method of the specification.
+pub(crate) fn check_name(name: &str) -> Result<(), String> {
+    if name.is_empty() {
+        return Err("a custom method needs a name".into());
+    }
+    match RESERVED.iter().find(|r| if r.ends_with('/') { name.starts_with(*r) } else { name == **r }) {
+        Some(r) if r.ends_with('/') => Err(format!(
+            "custom method `{name}` is in the `{r}` namespace, which MCP reserves; pick a prefix of your own"
+        )),
+        Some(_) => Err(format!("custom method `{name}` would shadow the MCP method of that name")),
+        None => Ok(()),
+    }
+}
+
+/// The values a custom method may return: `mcp::Json<T>` with a `T: Serialize` that serializes to a JSON object, a
+/// `serde_json::Value` object, `()` (an empty object), or a `Result` of one of them whose error converts into a
+/// JSON-RPC error. MCP results are objects: a value that is not one is answered with -32603 naming the method's
+/// mistake rather than put on the wire.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be returned from an MCP custom method",
+    note = "return `mcp::Json<T>` with `T: Serialize` (a struct or a map), a `serde_json::Value` object, `()`, or a `Result` of one of them whose error is `mcp::Error`, `String` or `&str`"
+)]
+pub trait IntoMethodResult {
+    /// Converts the value into the JSON-RPC result, or an error.
+    fn into_method_result(self) -> Result<Value, Error>;
+}
+
+impl<T: Serialize> IntoMethodResult for Json<T> {
+    fn into_method_result(self) -> Result<Value, Error> {
+        serde_json::to_value(&self.0)
+            .map_err(|e| Error::internal(format!("could not serialize the result: {e}")))
+            .and_then(Value::into_method_result)
+    }
+}
+
+impl IntoMethodResult for Value {
+    fn into_method_result(self) -> Result<Value, Error> {
+        if self.is_object() {
+            Ok(self)
+        } else {
+            Err(Error::internal("the method's result is not a JSON object, as MCP requires of every result"))
+        }
+    }
+}
+
+impl IntoMethodResult for () {
+    fn into_method_result(self) -> Result<Value, Error> {
+        Ok(Value::Object(Default::default()))
+    }
+}
+
+impl<T: IntoMethodResult, E: IntoRpcError> IntoMethodResult for Result<T, E> {
+    fn into_method_result(self) -> Result<Value, Error> {
+        self.map_err(IntoRpcError::into_rpc_error).and_then(T::into_method_result)
+    }
+}
+
+/// Errors a custom method may return: an [`Error`] keeps its code; a message becomes -32603.
+pub trait IntoRpcError {
+    /// Converts into the JSON-RPC error.
+    fn into_rpc_error(self) -> Error;
+}
+
+impl IntoRpcError for Error {
+    fn into_rpc_error(self) -> Error {
+        self
+    }
+}
+
+impl IntoRpcError for String {
+    fn into_rpc_error(self) -> Error {
+        Error::new(ErrorCode::INTERNAL_ERROR, self)
+    }
+}
+
+impl IntoRpcError for &str {
+    fn into_rpc_error(self) -> Error {
+        Error::new(ErrorCode::INTERNAL_ERROR, self)
+    }
+}
+
+impl IntoRpcError for Cancelled {
+    fn into_rpc_error(self) -> Error {
+        Error::new(ErrorCode::INTERNAL_ERROR, self.to_string())
+    }
+}

@@ -1,0 +1,4 @@
+#[mcp::method(name = "resources/list")]
+fn my_resources() {}
+
+fn main() {}
