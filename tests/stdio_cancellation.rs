@@ -176,6 +176,7 @@ fn stdin_eof_cancels_in_flight_work_runs_cleanups_and_exits_cleanly() {
     assert!(started.elapsed() < Duration::from_secs(4), "shutdown took {:?}", started.elapsed());
     assert!(s.has_stderr("released hold on \"Emma\""), "{}", s.stderr_text());
     assert!(s.has_stderr("search back online"), "{}", s.stderr_text());
+    assert!(s.has_stderr("bookshop closed"), "the shutdown hook ran: {}", s.stderr_text());
     let rest = s.drain(Duration::from_millis(100));
     assert_no_response(&rest, &order);
     assert_no_response(&rest, &rebuild);
