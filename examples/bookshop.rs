@@ -8,13 +8,21 @@
 //! - `rebuild_index(titles)` is a plain `fn`: it takes search offline, indexes one book a second, reports progress,
 //!   stops between books when cancelled, and puts search back online on every exit.
 //! - The holds and the search status live in server state (`&State<Shop>`), not in globals.
+//! - Resources: `bookshop://holds` (JSON, announced to subscribers whenever it changes) and the template
+//!   `bookshop://books/{title}/pages/{page}`, whose titles complete. A prompt, `recommend`, asks for a book.
 
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use mcp::{Context, State};
+use mcp::{Context, PromptMessage, State};
+
+/// The books on the shelves.
+const TITLES: [&str; 4] = ["Dune", "Emma", "Middlemarch", "Moby-Dick"];
+
+/// The holds resource; subscribers hear when it changes.
+const HOLDS_URI: &str = "bookshop://holds";
 
 /// The shop's shared state. Cloning it clones the handles, so a cleanup task can own one.
 #[derive(Clone, Default)]
@@ -31,9 +39,10 @@ impl Shop {
     }
 
     /// Releasing a hold is a round trip to the warehouse: it must `.await`.
-    async fn release_hold(self, title: String) {
+    async fn release_hold(self, title: String, server: mcp::Server) {
         tokio::time::sleep(Duration::from_millis(100)).await;
         self.holds().remove(&title);
+        server.notify_resource_updated(HOLDS_URI);
         eprintln!("released hold on {title:?}");
     }
 }
@@ -47,8 +56,10 @@ async fn order_book(
     ctx: &Context,
 ) -> String {
     shop.holds().insert(title.clone());
+    ctx.notify_resource_updated(HOLDS_URI);
     // Runs on every exit (return, error, panic or cancellation), shielded from the cancel, bounded to 5 s.
-    let _release = mcp::defer(Duration::from_secs(5), Shop::clone(shop).release_hold(title.clone()));
+    let release = Shop::clone(shop).release_hold(title.clone(), ctx.server().clone());
+    let _release = mcp::defer(Duration::from_secs(5), release);
     ctx.info(format!("holding {title:?} until payment arrives"));
     tokio::time::sleep(Duration::from_secs(30)).await; // waiting for payment
     format!("Ordered {title:?}.")
@@ -110,6 +121,58 @@ fn search_status(shop: &State<Shop>) -> &'static str {
     } else {
         "offline"
     }
+}
+
+/// The titles on hold, as JSON.
+#[mcp::resource(uri = "bookshop://holds", mime_type = "application/json")]
+fn holds_resource(shop: &State<Shop>) -> String {
+    serde_json::json!({ "holds": shop.holds().iter().collect::<Vec<_>>() }).to_string()
+}
+
+/// One page of a book.
+#[mcp::resource(
+    uri = "bookshop://books/{title}/pages/{page}",
+    mime_type = "text/plain",
+    complete(title = complete_title)
+)]
+fn book_page(
+    /// The book's title.
+    title: String,
+    /// The page, from 1.
+    page: u32,
+) -> Result<String, String> {
+    if !TITLES.contains(&title.as_str()) {
+        return Err(format!("the shop has no book called {title:?}"));
+    }
+    if page == 0 {
+        return Err("pages start at 1".into());
+    }
+    Ok(format!("{title}, page {page}: It was a dark and stormy night..."))
+}
+
+/// The titles that start with what was typed.
+fn complete_title(typed: &str) -> Vec<String> {
+    TITLES.iter().filter(|t| t.to_lowercase().starts_with(&typed.to_lowercase())).map(|t| t.to_string()).collect()
+}
+
+/// Ask for a book recommendation.
+#[mcp::prompt(title = "Recommend a book", complete(genre = complete_genre))]
+fn recommend(
+    /// The genre to pick from.
+    genre: String,
+    /// The reader's mood, if it matters.
+    mood: Option<String>,
+) -> Vec<PromptMessage> {
+    let mood = mood.map(|m| format!(" I am in a {m} mood.")).unwrap_or_default();
+    vec![
+        PromptMessage::user(format!("Recommend a {genre} book from the shop.{mood}")),
+        PromptMessage::assistant(format!("Here is what the shop has: {}.", TITLES.join(", "))),
+    ]
+}
+
+/// The genres that start with what was typed.
+fn complete_genre(typed: &str) -> Vec<String> {
+    ["classic", "fantasy", "science fiction"].into_iter().filter(|g| g.starts_with(typed)).map(String::from).collect()
 }
 
 #[mcp::main]

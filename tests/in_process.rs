@@ -167,3 +167,41 @@ fn a_custom_method_cannot_shadow_the_specification() {
     let ok = MethodDef::new("myapp/tools/call", MethodHandler::Blocking(empty), "here");
     assert!(Server::builder().method_def(ok).build().is_ok());
 }
+
+/// A resource to subscribe to.
+#[mcp::resource(uri = "test://news")]
+fn news() -> &'static str {
+    "no news"
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn updates_reach_only_subscribed_sessions_and_list_changes_reach_every_session() {
+    let server = Server::builder().tool::<hi>().tool::<chatty>().resource::<news>().build().unwrap();
+    let mut reader = Session::open(&server);
+    let mut other = Session::open(&server);
+    for s in [&mut reader, &mut other] {
+        let init =
+            json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "c", "version": "0"}});
+        s.call(1, "initialize", init).await;
+    }
+    let (r, _) = reader.call(2, "resources/subscribe", json!({"uri": "test://news"})).await;
+    assert_eq!(r["result"], json!({}));
+
+    server.notify_resource_updated("test://news");
+    let got = reader.next().await.expect("the subscriber hears of it");
+    assert_eq!(
+        got,
+        json!({"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": "test://news"}})
+    );
+    assert!(other.next().await.is_none(), "a session that did not subscribe hears nothing");
+
+    assert!(server.set_tool_enabled("hi", false));
+    for s in [&mut reader, &mut other] {
+        let got = s.next().await.expect("every session hears of a list change");
+        assert_eq!(got["method"], "notifications/tools/list_changed");
+        let (list, _) = s.call(3, "tools/list", json!({})).await;
+        let names: Vec<_> = list["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].clone()).collect();
+        assert_eq!(names, [json!("chatty")]);
+    }
+    assert!(!server.set_tool_enabled("no-such-tool", true));
+}

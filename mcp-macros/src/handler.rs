@@ -9,10 +9,13 @@ use syn::ItemFn;
 use crate::params::Param;
 
 /// What kind of handler the glue is for.
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone)]
 pub(crate) enum Kind {
     Tool,
     Method,
+    Prompt,
+    /// A resource; the token stream is its MIME type (`Some("text/plain")` or `None`).
+    Resource(TokenStream),
 }
 
 /// The generated pieces of one handler.
@@ -25,7 +28,7 @@ pub(crate) struct Glue {
     pub injects: TokenStream,
 }
 
-pub(crate) fn glue(kind: Kind, mcp: &TokenStream, function: &ItemFn, params: &[Param]) -> Glue {
+pub(crate) fn glue(kind: &Kind, mcp: &TokenStream, function: &ItemFn, params: &[Param]) -> Glue {
     let private = quote!(#mcp::__private);
     let ident = &function.sig.ident;
     let (ret_ty, ret_span) = match &function.sig.output {
@@ -45,6 +48,23 @@ pub(crate) fn glue(kind: Kind, mcp: &TokenStream, function: &ItemFn, params: &[P
             quote!(::core::result::Result<#private::serde_json::Value, #mcp::Error>),
             quote!(#mcp::MethodHandler),
         ),
+        Kind::Prompt => (
+            quote!(#private::invalid_prompt_argument),
+            quote_spanned!(ret_span=> #private::prompt_result::<#ret_ty>),
+            quote!(::core::result::Result<#mcp::GetPromptResult, #mcp::Error>),
+            quote!(#mcp::PromptHandler),
+        ),
+        Kind::Resource(mime) => (
+            quote!(#private::invalid_resource_argument),
+            quote_spanned!(ret_span=> (|value: #ret_ty| #private::resource_result::<#ret_ty>(value, __mcp_ctx, #mime))),
+            quote!(::core::result::Result<#mcp::ReadResourceResult, #mcp::Error>),
+            quote!(#mcp::ResourceHandler),
+        ),
+    };
+    // Tools and methods take JSON arguments; prompts and templates take strings.
+    let reader = match kind {
+        Kind::Tool | Kind::Method => quote!(arg),
+        Kind::Prompt | Kind::Resource(_) => quote!(string_arg),
     };
 
     let mut reads = Vec::new();
@@ -54,7 +74,7 @@ pub(crate) fn glue(kind: Kind, mcp: &TokenStream, function: &ItemFn, params: &[P
         let var = format_ident!("__mcp_p{}", i);
         match p {
             Param::Argument { name, ty, .. } => reads.push(quote_spanned! {ty.span()=>
-                let #var: #ty = match (#private::arg::<#ty>().read)(&mut __mcp_args, #name) {
+                let #var: #ty = match (#private::#reader::<#ty>().read)(&mut __mcp_args, #name) {
                     ::core::result::Result::Ok(v) => v,
                     ::core::result::Result::Err(message) => return #invalid(message),
                 };

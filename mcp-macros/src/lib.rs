@@ -5,6 +5,7 @@
 
 #![doc(test(attr(deny(warnings))))]
 
+mod attr;
 mod diagnostics;
 mod docs;
 mod entry;
@@ -12,6 +13,8 @@ mod handler;
 mod method;
 mod params;
 mod paths;
+mod prompt;
+mod resource;
 mod tool;
 
 use proc_macro::TokenStream;
@@ -106,6 +109,112 @@ use proc_macro::TokenStream;
 #[proc_macro_attribute]
 pub fn tool(attr: TokenStream, item: TokenStream) -> TokenStream {
     tool::expand(attr.into(), item.into()).into()
+}
+
+/// Turns a function into an MCP prompt.
+///
+/// Works on `async fn` and plain `fn`, with the same injection (`&Context`, `&State<T>`) and cancellation as tools.
+///
+/// - **Arguments**: each owned parameter is a prompt argument of the same name, required unless its type accepts a
+///   missing value (`Option<T>`); its doc comment is its description. Clients send prompt arguments as strings: a
+///   `String` takes them as they are, and other types (`u32`, `bool`, an enum) read the text as JSON (`"3"`,
+///   `"true"`, `""Fiction""`) or, for string enums, as the bare text. A missing or unreadable argument is -32602
+///   naming it.
+/// - **Return value**: a `String` (one user message), an `mcp::PromptMessage`, a `Vec<mcp::PromptMessage>`, an
+///   `mcp::GetPromptResult`, or a `Result` of one of them (an `Err` is a JSON-RPC error).
+///
+/// # Options
+/// - `name`, `title`, `description` (default: the doc comment), `icon = "https://..."` (repeatable).
+/// - `complete(arg = function, ...)`: completion for an argument; `function` is a `fn(&str) -> Vec<String>` given
+///   what the user typed so far. `completion/complete` sends at most 100 values, with the total.
+/// - `crate = "..."`.
+///
+/// # Example
+/// ```
+/// use mcp::PromptMessage;
+///
+/// /// Ask for a review of a book.
+/// #[mcp::prompt(title = "Review a book", complete(genre = genres))]
+/// fn review(
+///     /// The book's title.
+///     title: String,
+///     /// The genre, to set the tone.
+///     genre: Option<String>,
+/// ) -> Vec<PromptMessage> {
+///     vec![
+///         PromptMessage::user(format!("Review {title:?} ({}).", genre.as_deref().unwrap_or("any genre"))),
+///         PromptMessage::assistant("Happy to. What did you like about it?"),
+///     ]
+/// }
+///
+/// fn genres(typed: &str) -> Vec<String> {
+///     ["fantasy", "fiction", "history"].into_iter().filter(|g| g.starts_with(typed)).map(String::from).collect()
+/// }
+///
+/// let server = mcp::Server::builder().prompt::<review>().build().unwrap();
+/// # let _ = server;
+/// ```
+///
+/// # Limitations
+/// Generic functions and methods are not supported:
+/// ```compile_fail
+/// #[mcp::prompt]
+/// fn hello<T>(name: T) -> String { String::new() }
+/// ```
+#[proc_macro_attribute]
+pub fn prompt(attr: TokenStream, item: TokenStream) -> TokenStream {
+    prompt::expand(attr.into(), item.into()).into()
+}
+
+/// Turns a function into an MCP resource, or, when its URI has `{variables}`, a resource template.
+///
+/// A fixed resource (`uri = "books://catalog"`) takes only injected parameters. A template
+/// (`uri = "books://{isbn}/cover"`, RFC 6570 `{name}` for one segment and `{+name}` for a path with slashes) binds
+/// each variable to the parameter of the same name, converted as prompt arguments are; every variable needs a
+/// parameter and every parameter a variable, checked at compile time. Reading a URI nothing serves is the
+/// 2025-11-25 resource-not-found error (-32002) with the URI in `data`.
+///
+/// - **Return value**: a `String` (text contents), a `Vec<u8>` (sent as base64 `blob`), an
+///   `mcp::ResourceContents`, a `Vec<mcp::ResourceContents>`, an `mcp::ReadResourceResult`, or a `Result` of one of
+///   them. Text and bytes carry the URI that was read and the `mime_type` option.
+///
+/// # Options
+/// - `uri = "..."` (required), `name` (default: the function's), `title`, `description` (default: the doc comment),
+///   `mime_type = "text/markdown"`, `size = 1024`, `audience = "user"` (or `"assistant"`, `"user, assistant"`),
+///   `priority = 0.8`, `icon = "https://..."` (repeatable).
+/// - `complete(var = function, ...)`: completion for a template variable (`fn(&str) -> Vec<String>`).
+/// - `list = function`: on a template, a `fn(&mcp::Context) -> Vec<mcp::Resource>` that lists, at run time, the
+///   resources it names (files, rows), so `resources/list` shows them.
+/// - `crate = "..."`.
+///
+/// # Example
+/// ```
+/// /// The catalog, as Markdown.
+/// #[mcp::resource(uri = "books://catalog", mime_type = "text/markdown")]
+/// fn catalog() -> String {
+///     "# Catalog\n- Dune\n".into()
+/// }
+///
+/// /// One page of a book.
+/// #[mcp::resource(uri = "books://{title}/pages/{page}", mime_type = "text/plain")]
+/// async fn page(title: String, page: u32) -> Result<String, String> {
+///     if page == 0 { return Err("pages start at 1".into()) }
+///     Ok(format!("Page {page} of {title}"))
+/// }
+///
+/// let server = mcp::Server::builder().resource::<catalog>().resource::<page>().build().unwrap();
+/// # let _ = server;
+/// ```
+///
+/// # Limitations
+/// A template variable needs a parameter of the same name:
+/// ```compile_fail
+/// #[mcp::resource(uri = "users://{id}/profile")]
+/// fn profile(user: String) -> String { user }
+/// ```
+#[proc_macro_attribute]
+pub fn resource(attr: TokenStream, item: TokenStream) -> TokenStream {
+    resource::expand(attr.into(), item.into()).into()
 }
 
 /// Serves a JSON-RPC method that the MCP specification does not define.

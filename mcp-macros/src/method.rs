@@ -117,7 +117,7 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
     let allows = paths::allows();
     let vis = &function.vis;
     let ident = &function.sig.ident;
-    let Glue { call_fn, handler, injects } = handler::glue(Kind::Method, &mcp, &function, &params);
+    let Glue { call_fn, handler, injects } = handler::glue(&Kind::Method, &mcp, &function, &params);
     let tokens = quote! {
         #function
 

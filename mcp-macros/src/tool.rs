@@ -20,6 +20,7 @@ mod kw {
     syn::custom_keyword!(destructive);
     syn::custom_keyword!(idempotent);
     syn::custom_keyword!(open_world);
+    syn::custom_keyword!(icon);
 }
 
 /// The options of `#[mcp::tool(...)]`.
@@ -32,6 +33,7 @@ struct Options {
     destructive: Option<LitBool>,
     idempotent: Option<LitBool>,
     open_world: Option<LitBool>,
+    icons: Vec<LitStr>,
     krate: Option<syn::Path>,
 }
 
@@ -86,6 +88,9 @@ impl Parse for Options {
             } else if lookahead.peek(kw::open_world) {
                 input.parse::<kw::open_world>()?;
                 set(&mut o.open_world, flag_value(input, span)?, span, "open_world")?;
+            } else if lookahead.peek(kw::icon) {
+                input.parse::<kw::icon>()?;
+                o.icons.push(string_value(input)?);
             } else if lookahead.peek(Token![crate]) {
                 input.parse::<Token![crate]>()?;
                 let path: LitStr = string_value(input)?;
@@ -232,7 +237,7 @@ fn emit(tool: &Tool) -> TokenStream {
         Param::Injected { .. } => None,
     });
     let output_schema = quote_spanned!(ret_span=> #private::returns::<#ret_ty>().output_schema);
-    let Glue { call_fn, handler, injects } = handler::glue(Kind::Tool, &mcp, function, &tool.params);
+    let Glue { call_fn, handler, injects } = handler::glue(&Kind::Tool, &mcp, function, &tool.params);
 
     let mut builder = quote!();
     if let Some(t) = &tool.options.title {
@@ -251,6 +256,10 @@ fn emit(tool: &Tool) -> TokenStream {
     .filter_map(|(m, v)| v.as_ref().map(|v| (format_ident!("{}", m), v)))
     .map(|(m, v)| quote!(.#m(#v)))
     .collect();
+    if !tool.options.icons.is_empty() {
+        let icons = &tool.options.icons;
+        builder.extend(quote!(.icons(&[#(#icons),*])));
+    }
     if !hints.is_empty() {
         builder.extend(quote!(.hints(#mcp::Hints::NONE #(#hints)*)));
     }

@@ -28,6 +28,8 @@ pub struct RequestMeta {
     pub meta: Option<Map<String, Value>>,
     /// The request's progress token, if it asked for progress.
     pub progress_token: Option<Value>,
+    /// For `resources/read`: the URI being read.
+    pub resource_uri: Option<Arc<str>>,
 }
 
 /// What a client said about itself.
@@ -166,6 +168,16 @@ impl Context {
 
     pub(crate) fn server_state(&self) -> &crate::state::StateMap {
         &self.request.session.server().inner.state
+    }
+
+    /// The server this request is served by: to announce resource updates, or to change what is listed.
+    pub fn server(&self) -> &crate::Server {
+        self.request.session.server()
+    }
+
+    /// Tells the sessions subscribed to `uri` that the resource changed.
+    pub fn notify_resource_updated(&self, uri: &str) {
+        self.server().notify_resource_updated(uri)
     }
 
     /// Whether the client cancelled the request. One atomic load: cheap enough to call in a tight loop.

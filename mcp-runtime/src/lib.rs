@@ -31,12 +31,16 @@ mod entry;
 mod error;
 mod jsonrpc;
 mod method;
+mod prompt;
 pub mod protocol;
+mod registry;
+mod resource;
 mod server;
 mod session;
 mod state;
 mod tool;
 mod transport;
+mod uri_template;
 
 pub use cancel::{defer, Cancelled, Defer};
 pub use context::{ClientInfo, Context, FromContext, RequestMeta};
@@ -44,14 +48,22 @@ pub use entry::MainOutput;
 pub use error::{Error, ErrorCode};
 pub use jsonrpc::RequestId;
 pub use method::{IntoMethodResult, IntoRpcError, MethodDef, MethodHandler, MethodItem};
-pub use protocol::{CallToolResult, Content, Implementation, LogLevel};
-pub use server::{BuildError, Server, ServerBuilder, DEFAULT_MAX_LINE_BYTES, DEFAULT_SHUTDOWN_TIMEOUT};
+pub use prompt::{ArgDef, Completer, IntoPromptResult, PromptDef, PromptHandler, PromptItem};
+pub use protocol::{
+    Annotations, CallToolResult, Content, GetPromptResult, Icon, Implementation, LogLevel, PromptMessage,
+    ReadResourceResult, Resource, ResourceContents, Role,
+};
+pub use resource::{IntoResourceResult, Lister, ResourceDef, ResourceHandler, ResourceItem};
+pub use server::{
+    BuildError, Server, ServerBuilder, DEFAULT_MAX_LINE_BYTES, DEFAULT_PAGE_SIZE, DEFAULT_SHUTDOWN_TIMEOUT,
+};
 pub use state::{Requirement, State};
 pub use tool::{
     BoxFuture, Handler, Hints, Injected, IntoToolResult, Json, ObjectSchema, ToolDef, ToolHandler, ToolItem,
 };
+pub use uri_template::{TemplateError, UriTemplate};
 
-pub use mcp_macros::{main, method, tool};
+pub use mcp_macros::{main, method, prompt, resource, tool};
 
 /// The README's examples, compiled as doctests.
 #[cfg(doctest)]
@@ -62,7 +74,7 @@ pub struct ReadmeDoctests;
 #[doc(hidden)]
 pub mod __private {
     pub use crate::entry::run_main;
-    pub use crate::server::{MethodRegistration, ToolRegistration};
+    pub use crate::server::{MethodRegistration, PromptRegistration, ResourceRegistration, ToolRegistration};
     pub use crate::tool::{Arguments, HandlerResult};
     pub use inventory;
     pub use schemars;
@@ -79,6 +91,60 @@ pub mod __private {
     /// A custom method's parameter could not be read: -32602.
     pub fn invalid_method_argument(message: String) -> Result<serde_json::Value, crate::Error> {
         Err(crate::Error::invalid_params(message))
+    }
+
+    /// A completion function, as a function pointer (a function of another shape is an error at its name).
+    pub const fn completer(f: crate::Completer) -> crate::Completer {
+        f
+    }
+
+    /// A resource lister, as a function pointer (a function of another shape is an error at its name).
+    pub const fn lister(f: crate::Lister) -> crate::Lister {
+        f
+    }
+
+    /// Converts a prompt's return value.
+    #[inline]
+    pub fn prompt_result<T: crate::IntoPromptResult>(value: T) -> Result<crate::GetPromptResult, crate::Error> {
+        value.into_prompt_result()
+    }
+
+    /// Converts a resource's return value, for the URI being read.
+    #[inline]
+    pub fn resource_result<T: crate::IntoResourceResult>(
+        value: T,
+        ctx: &crate::Context,
+        mime_type: Option<&str>,
+    ) -> Result<crate::ReadResourceResult, crate::Error> {
+        let uri = ctx.meta().resource_uri.as_deref().unwrap_or_default();
+        value.into_resource_result(uri, mime_type)
+    }
+
+    /// A prompt argument or a template variable could not be read: -32602 naming it.
+    pub fn invalid_prompt_argument(message: String) -> Result<crate::GetPromptResult, crate::Error> {
+        Err(crate::Error::invalid_params(message))
+    }
+
+    /// A template variable could not be read: -32602 naming it.
+    pub fn invalid_resource_argument(message: String) -> Result<crate::ReadResourceResult, crate::Error> {
+        Err(crate::Error::invalid_params(message))
+    }
+
+    /// The glue for a string argument (of a prompt, or a template variable) of type `T`.
+    pub const fn string_arg<T: serde::de::DeserializeOwned>() -> StringArgGlue<T> {
+        StringArgGlue { read: crate::prompt::string_argument::<T>, required: required::<T> }
+    }
+
+    /// The glue for a string argument.
+    pub struct StringArgGlue<T> {
+        /// Reads it.
+        pub read: fn(&mut Arguments, &str) -> Result<T, String>,
+        /// Whether it must be given.
+        pub required: fn() -> bool,
+    }
+
+    fn required<T: serde::de::DeserializeOwned>() -> bool {
+        serde_json::from_value::<T>(serde_json::Value::Null).is_err()
     }
 
     /// Converts a custom method's return value.

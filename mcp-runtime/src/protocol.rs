@@ -171,6 +171,30 @@ pub enum ResourceContents {
     },
 }
 
+impl ResourceContents {
+    /// Text contents.
+    pub fn text(uri: impl Into<String>, mime_type: Option<&str>, text: impl Into<String>) -> ResourceContents {
+        ResourceContents::Text { uri: uri.into(), mime_type: mime_type.map(str::to_owned), text: text.into() }
+    }
+
+    /// Binary contents, base64-encoded here.
+    pub fn blob(uri: impl Into<String>, mime_type: Option<&str>, bytes: &[u8]) -> ResourceContents {
+        use base64::Engine;
+        ResourceContents::Blob {
+            uri: uri.into(),
+            mime_type: mime_type.map(str::to_owned),
+            blob: base64::engine::general_purpose::STANDARD.encode(bytes),
+        }
+    }
+
+    /// The URI.
+    pub fn uri(&self) -> &str {
+        match self {
+            ResourceContents::Text { uri, .. } | ResourceContents::Blob { uri, .. } => uri,
+        }
+    }
+}
+
 /// One block of content in a tool result (or, later, a prompt message).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -242,6 +266,34 @@ impl Content {
     /// An image, already base64-encoded.
     pub fn image(base64: impl Into<String>, mime_type: impl Into<String>) -> Content {
         Content::Image { data: base64.into(), mime_type: mime_type.into(), annotations: None }
+    }
+
+    /// A link to a resource.
+    pub fn resource_link(uri: impl Into<String>, name: impl Into<String>) -> Content {
+        Content::ResourceLink {
+            uri: uri.into(),
+            name: name.into(),
+            description: None,
+            mime_type: None,
+            annotations: None,
+        }
+    }
+
+    /// A resource embedded whole.
+    pub fn embedded(resource: ResourceContents) -> Content {
+        Content::Resource { resource, annotations: None }
+    }
+
+    /// The same content with annotations (audience, priority, last modified).
+    pub fn with_annotations(mut self, value: Annotations) -> Content {
+        match &mut self {
+            Content::Text { annotations, .. }
+            | Content::Image { annotations, .. }
+            | Content::Audio { annotations, .. }
+            | Content::ResourceLink { annotations, .. }
+            | Content::Resource { annotations, .. } => *annotations = Some(value),
+        }
+        self
     }
 
     /// Audio, already base64-encoded.
@@ -335,4 +387,220 @@ pub struct Tool {
     /// Behaviour hints.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub annotations: Option<ToolAnnotations>,
+    /// Icons.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub icons: Vec<Icon>,
+}
+
+/// An icon for a tool, prompt, resource or template.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct Icon {
+    /// A URI (https or data) of the image.
+    pub src: String,
+    /// Its MIME type.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mime_type: Option<String>,
+    /// Sizes it suits, such as `48x48` or `any`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sizes: Option<Vec<String>>,
+}
+
+impl Icon {
+    /// An icon at `src`.
+    pub fn new(src: impl Into<String>) -> Icon {
+        Icon { src: src.into(), ..Default::default() }
+    }
+}
+
+/// An argument of a prompt, as `prompts/list` describes it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct PromptArgument {
+    /// Its name.
+    pub name: String,
+    /// What it is for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Whether it must be given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub required: Option<bool>,
+}
+
+/// A prompt as `prompts/list` describes it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct Prompt {
+    /// Programmatic name.
+    pub name: String,
+    /// Display name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// What it is for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Its arguments.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub arguments: Vec<PromptArgument>,
+    /// Icons.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub icons: Vec<Icon>,
+}
+
+/// One message of a prompt.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct PromptMessage {
+    /// Who says it.
+    pub role: Role,
+    /// What is said.
+    pub content: Content,
+}
+
+impl PromptMessage {
+    /// A message from the user.
+    pub fn user(content: impl Into<Content>) -> PromptMessage {
+        PromptMessage { role: Role::User, content: content.into() }
+    }
+
+    /// A message from the assistant.
+    pub fn assistant(content: impl Into<Content>) -> PromptMessage {
+        PromptMessage { role: Role::Assistant, content: content.into() }
+    }
+}
+
+impl From<String> for Content {
+    fn from(text: String) -> Content {
+        Content::text(text)
+    }
+}
+
+impl From<&str> for Content {
+    fn from(text: &str) -> Content {
+        Content::text(text)
+    }
+}
+
+/// The result of `prompts/get`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct GetPromptResult {
+    /// A description of this rendering of the prompt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// The messages.
+    pub messages: Vec<PromptMessage>,
+    /// Metadata passed through untouched.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Map<String, Value>>,
+}
+
+impl GetPromptResult {
+    /// A result with these messages.
+    pub fn new(messages: Vec<PromptMessage>) -> GetPromptResult {
+        GetPromptResult { messages, ..Default::default() }
+    }
+
+    /// Adds a description.
+    pub fn with_description(mut self, description: impl Into<String>) -> GetPromptResult {
+        self.description = Some(description.into());
+        self
+    }
+}
+
+/// A resource as `resources/list` describes it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct Resource {
+    /// Its URI.
+    pub uri: String,
+    /// Programmatic name.
+    pub name: String,
+    /// Display name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// What it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Its MIME type.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mime_type: Option<String>,
+    /// Its size in bytes, if known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<u64>,
+    /// Hints for the client.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<Annotations>,
+    /// Icons.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub icons: Vec<Icon>,
+}
+
+impl Resource {
+    /// A resource with a URI and a name.
+    pub fn new(uri: impl Into<String>, name: impl Into<String>) -> Resource {
+        Resource { uri: uri.into(), name: name.into(), ..Default::default() }
+    }
+
+    /// Sets the MIME type.
+    pub fn with_mime_type(mut self, mime_type: impl Into<String>) -> Resource {
+        self.mime_type = Some(mime_type.into());
+        self
+    }
+
+    /// Sets the description.
+    pub fn with_description(mut self, description: impl Into<String>) -> Resource {
+        self.description = Some(description.into());
+        self
+    }
+}
+
+/// A resource template as `resources/templates/list` describes it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct ResourceTemplate {
+    /// The RFC 6570 URI template.
+    pub uri_template: String,
+    /// Programmatic name.
+    pub name: String,
+    /// Display name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// What it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// The MIME type of what it names.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mime_type: Option<String>,
+    /// Hints for the client.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<Annotations>,
+    /// Icons.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub icons: Vec<Icon>,
+}
+
+/// The result of `resources/read`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct ReadResourceResult {
+    /// The contents (one or more).
+    pub contents: Vec<ResourceContents>,
+    /// Metadata passed through untouched.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Map<String, Value>>,
+}
+
+impl ReadResourceResult {
+    /// A result with these contents.
+    pub fn new(contents: Vec<ResourceContents>) -> ReadResourceResult {
+        ReadResourceResult { contents, meta: None }
+    }
 }

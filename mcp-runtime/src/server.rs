@@ -1,18 +1,20 @@
-//! [`Server`]: the shared, immutable configuration — registries, capabilities, server info — built once.
+//! [`Server`]: the shared configuration (info, state, capabilities) and the registry of what it serves. The
+//! registry can change while the server runs; every change makes a new snapshot and tells every session.
 
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::Arc;
-
-use serde_json::value::RawValue;
-use serde_json::{json, Value};
-
 use std::future::Future;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::Duration;
 
+use serde_json::{json, Value};
+
 use crate::method::{MethodDef, MethodItem};
-use crate::protocol::{Implementation, Tool};
+use crate::prompt::{PromptDef, PromptItem};
+use crate::protocol::Implementation;
+use crate::registry::Registry;
+use crate::resource::{ResourceDef, ResourceItem};
+use crate::session::Session;
 use crate::state::StateMap;
 use crate::tool::{BoxFuture, Injected, ToolDef, ToolItem};
 
@@ -28,8 +30,20 @@ pub struct MethodRegistration(pub &'static MethodDef);
 
 inventory::collect!(MethodRegistration);
 
-/// A built server: the registries of what it serves, its info and instructions. Cheap to clone; shared by every
-/// session. Nothing in it changes per connection.
+/// A registration emitted by `#[mcp::prompt]` into the global registry.
+#[doc(hidden)]
+pub struct PromptRegistration(pub &'static PromptDef);
+
+inventory::collect!(PromptRegistration);
+
+/// A registration emitted by `#[mcp::resource]` into the global registry.
+#[doc(hidden)]
+pub struct ResourceRegistration(pub &'static ResourceDef);
+
+inventory::collect!(ResourceRegistration);
+
+/// A built server: what it serves, its info, instructions and state. Cheap to clone; shared by every session.
+/// Nothing in it belongs to one connection.
 #[derive(Clone)]
 pub struct Server {
     pub(crate) inner: Arc<ServerInner>,
@@ -38,9 +52,8 @@ pub struct Server {
 pub(crate) struct ServerInner {
     pub info: Implementation,
     pub instructions: Option<String>,
-    pub tools: HashMap<&'static str, ToolDef>,
-    /// The `tools/list` result, serialized once.
-    pub tools_list: Box<RawValue>,
+    /// The current snapshot of what is served; replaced whole on a change.
+    registry: RwLock<Arc<Registry>>,
     /// The `capabilities` object of `initialize`, built once.
     pub capabilities: Value,
     pub max_line_bytes: usize,
@@ -48,13 +61,20 @@ pub(crate) struct ServerInner {
     pub state: StateMap,
     pub shutdown_hooks: Mutex<Vec<BoxFuture<'static, ()>>>,
     pub shutdown_timeout: Duration,
+    /// Live sessions, for list-changed and resource-updated notifications.
+    sessions: Mutex<Vec<Weak<Session>>>,
 }
 
 impl fmt::Debug for Server {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut names: Vec<_> = self.inner.tools.keys().collect();
-        names.sort();
-        f.debug_struct("Server").field("info", &self.inner.info).field("tools", &names).finish()
+        let registry = self.registry();
+        f.debug_struct("Server")
+            .field("info", &self.inner.info)
+            .field("tools", &registry.tools.keys().collect::<Vec<_>>())
+            .field("prompts", &registry.prompts.keys().collect::<Vec<_>>())
+            .field("resources", &registry.resources.keys().collect::<Vec<_>>())
+            .field("templates", &registry.templates.keys().collect::<Vec<_>>())
+            .finish()
     }
 }
 
@@ -106,6 +126,29 @@ pub enum BuildError {
         /// The type.
         type_name: &'static str,
     },
+    /// Two prompts have the same name.
+    DuplicatePrompt {
+        /// The name.
+        name: String,
+        /// Where the first definition is.
+        first: String,
+        /// Where the second definition is.
+        second: String,
+    },
+    /// Two resources (or two templates) have the same URI.
+    DuplicateResource {
+        /// The URI or template.
+        uri: String,
+        /// Where the first definition is.
+        first: String,
+        /// Where the second definition is.
+        second: String,
+    },
+    /// A resource template is not one this crate can match.
+    BadTemplate {
+        /// Why.
+        message: String,
+    },
 }
 
 impl fmt::Display for BuildError {
@@ -126,6 +169,13 @@ impl fmt::Display for BuildError {
                 "{kind} `{handler}` (at {location}) takes `&State<{type_name}>`, but the server has no `{type_name}`: \
                  give it one with `Server::builder().state(...)`"
             ),
+            BuildError::DuplicatePrompt { name, first, second } => {
+                write!(f, "two prompts are named `{name}`: one at {first}, one at {second}")
+            }
+            BuildError::DuplicateResource { uri, first, second } => {
+                write!(f, "two resources have the URI `{uri}`: one at {first}, one at {second}")
+            }
+            BuildError::BadTemplate { message } => f.write_str(message),
             BuildError::DuplicateState { type_name } => {
                 write!(f, "the server was given two state values of type `{type_name}`; wrap one in a type of its own")
             }
@@ -153,7 +203,11 @@ pub struct ServerBuilder {
     info: Option<Implementation>,
     instructions: Option<String>,
     tools: Vec<ToolDef>,
+    prompts: Vec<PromptDef>,
+    resources: Vec<ResourceDef>,
     methods: Vec<MethodDef>,
+    page_size: Option<usize>,
+    on_start: Vec<Box<dyn FnOnce(Server) + Send>>,
     max_line_bytes: Option<usize>,
     state: StateMap,
     duplicate_state: Option<&'static str>,
@@ -229,9 +283,57 @@ impl ServerBuilder {
         self
     }
 
-    /// Adds everything linked into the program: tools and custom methods.
+    /// Adds a prompt defined with `#[mcp::prompt]`: `builder.prompt::<my_prompt>()`.
+    pub fn prompt<P: PromptItem>(self) -> Self {
+        self.prompt_def(*P::DEF)
+    }
+
+    /// Adds a prompt from its definition.
+    pub fn prompt_def(mut self, def: PromptDef) -> Self {
+        self.prompts.push(def);
+        self
+    }
+
+    /// Adds every prompt linked into the program with `#[mcp::prompt]`.
+    pub fn registered_prompts(mut self) -> Self {
+        self.prompts.extend(inventory::iter::<PromptRegistration>.into_iter().map(|r| *r.0));
+        self
+    }
+
+    /// Adds a resource or template defined with `#[mcp::resource]`: `builder.resource::<my_resource>()`.
+    pub fn resource<R: ResourceItem>(self) -> Self {
+        self.resource_def(*R::DEF)
+    }
+
+    /// Adds a resource or template from its definition.
+    pub fn resource_def(mut self, def: ResourceDef) -> Self {
+        self.resources.push(def);
+        self
+    }
+
+    /// Adds every resource and template linked into the program with `#[mcp::resource]`.
+    pub fn registered_resources(mut self) -> Self {
+        self.resources.extend(inventory::iter::<ResourceRegistration>.into_iter().map(|r| *r.0));
+        self
+    }
+
+    /// Adds everything linked into the program: tools, prompts, resources and custom methods.
     pub fn registered(self) -> Self {
-        self.registered_tools().registered_methods()
+        self.registered_tools().registered_prompts().registered_resources().registered_methods()
+    }
+
+    /// How many items each page of `tools/list`, `prompts/list`, `resources/list` and `resources/templates/list`
+    /// holds; a longer list is split with opaque cursors. Default [`DEFAULT_PAGE_SIZE`].
+    pub fn page_size(mut self, items: usize) -> Self {
+        self.page_size = Some(items);
+        self
+    }
+
+    /// Runs `f` with the built server before anything is served: the place to start a background task that holds a
+    /// [`Server`] handle (to announce resource updates or change what is listed).
+    pub fn on_start(mut self, f: impl FnOnce(Server) + Send + 'static) -> Self {
+        self.on_start.push(Box::new(f));
+        self
     }
 
     /// Gives the server a state value, which handlers borrow by declaring a `&State<T>` parameter (see
@@ -265,45 +367,20 @@ impl ServerBuilder {
 
     /// Builds the server: computes every schema and the list results once.
     pub fn build(self) -> Result<Server, BuildError> {
-        let mut tools: HashMap<&'static str, ToolDef> = HashMap::with_capacity(self.tools.len());
-        for def in self.tools {
-            if let Some(first) = tools.get(def.name) {
-                if first.location == def.location {
-                    continue; // the same definition added twice
-                }
-                let (a, b) = if first.location <= def.location {
-                    (first.location, def.location)
-                } else {
-                    (def.location, first.location)
-                };
-                return Err(BuildError::DuplicateTool {
-                    name: def.name.to_owned(),
-                    first: a.to_owned(),
-                    second: b.to_owned(),
-                });
-            }
-            tools.insert(def.name, def);
-        }
-        let mut listed: Vec<&ToolDef> = tools.values().collect();
-        listed.sort_by_key(|d| d.name);
-        let mut list = Vec::with_capacity(listed.len());
-        for def in listed {
-            let input_schema = (def.input_schema)();
-            if input_schema.get("type").and_then(Value::as_str) != Some("object") {
-                return Err(BuildError::BadInputSchema { name: def.name.to_owned() });
-            }
-            list.push(Tool {
-                name: def.name.to_owned(),
-                title: def.title.map(str::to_owned),
-                description: def.description.map(str::to_owned),
-                input_schema,
-                output_schema: (def.output_schema)(),
-                annotations: def.hints.to_annotations(None),
-            });
-        }
         if let Some(type_name) = self.duplicate_state {
             return Err(BuildError::DuplicateState { type_name });
         }
+        let mut registry = Registry::new(self.page_size.unwrap_or(DEFAULT_PAGE_SIZE));
+        for def in self.tools {
+            registry.insert_tool(def)?;
+        }
+        for def in self.prompts {
+            registry.insert_prompt(def)?;
+        }
+        for def in self.resources {
+            registry.insert_resource(def)?;
+        }
+        registry.paginate();
         let mut methods: HashMap<&'static str, MethodDef> = HashMap::with_capacity(self.methods.len());
         for def in self.methods {
             crate::method::check_name(def.name).map_err(|message| BuildError::ReservedMethod { message })?;
@@ -319,34 +396,53 @@ impl ServerBuilder {
             }
             methods.insert(def.name, def);
         }
-        let handlers = tools
+        let handlers = registry
+            .tools
             .values()
-            .map(|d| ("tool", d.name, d.location, d.injected))
+            .map(|l| ("tool", l.def.name, l.def.location, l.def.injected))
+            .chain(registry.prompts.values().map(|l| ("prompt", l.def.name, l.def.location, l.def.injected)))
+            .chain(registry.resources.values().map(|l| ("resource", l.def.name, l.def.location, l.def.injected)))
+            .chain(registry.templates.values().map(|(l, _)| ("resource", l.def.name, l.def.location, l.def.injected)))
             .chain(methods.values().map(|d| ("method", d.name, d.location, d.injected)));
         check_requirements(&self.state, handlers)?;
-        let tools_list =
-            serde_json::value::to_raw_value(&json!({ "tools": list })).expect("tool definitions serialize");
+
         let mut capabilities = json!({ "logging": {} });
-        if !tools.is_empty() {
-            capabilities["tools"] = json!({ "listChanged": false });
+        if !registry.tools.is_empty() {
+            capabilities["tools"] = json!({ "listChanged": true });
+        }
+        if !registry.prompts.is_empty() {
+            capabilities["prompts"] = json!({ "listChanged": true });
+        }
+        if !registry.resources.is_empty() || !registry.templates.is_empty() {
+            capabilities["resources"] = json!({ "subscribe": true, "listChanged": true });
+        }
+        if !registry.prompts.is_empty() || !registry.templates.is_empty() {
+            capabilities["completions"] = json!({});
         }
         let info = self.info.unwrap_or_else(|| Implementation::new("mcp-server", env!("CARGO_PKG_VERSION")));
-        Ok(Server {
+        let server = Server {
             inner: Arc::new(ServerInner {
                 info,
                 instructions: self.instructions,
-                tools,
-                tools_list,
+                registry: RwLock::new(Arc::new(registry)),
                 capabilities,
                 max_line_bytes: self.max_line_bytes.unwrap_or(DEFAULT_MAX_LINE_BYTES),
                 methods,
                 state: self.state,
                 shutdown_hooks: Mutex::new(self.shutdown_hooks),
                 shutdown_timeout: self.shutdown_timeout.unwrap_or(DEFAULT_SHUTDOWN_TIMEOUT),
+                sessions: Mutex::new(Vec::new()),
             }),
-        })
+        };
+        for f in self.on_start {
+            f(server.clone());
+        }
+        Ok(server)
     }
 }
+
+/// The default number of items on one page of a list result.
+pub const DEFAULT_PAGE_SIZE: usize = 100;
 
 /// The default bound on each step of shutdown: 5 s.
 pub const DEFAULT_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(5);
@@ -408,9 +504,137 @@ impl Server {
         }
     }
 
-    /// The `tools/list` result, as JSON.
+    /// The first page of the `tools/list` result, as JSON.
     pub fn tools_list(&self) -> Value {
-        serde_json::from_str(self.inner.tools_list.get()).unwrap_or(Value::Null)
+        let registry = self.registry();
+        let page = registry.page(crate::registry::ListKind::Tools, None).map(|p| p.get().to_owned());
+        page.ok().and_then(|p| serde_json::from_str(&p).ok()).unwrap_or(Value::Null)
+    }
+
+    /// The current snapshot of what is served.
+    pub(crate) fn registry(&self) -> Arc<Registry> {
+        self.inner.registry.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Applies a change to the registry, then tells every session that the list changed.
+    fn change<T>(
+        &self,
+        notification: &'static str,
+        apply: impl FnOnce(&mut Registry) -> Result<T, BuildError>,
+    ) -> Result<T, BuildError> {
+        let out = {
+            let mut guard = self.inner.registry.write().unwrap_or_else(|e| e.into_inner());
+            let mut next = Registry::clone(&guard);
+            let out = apply(&mut next)?;
+            next.paginate();
+            *guard = Arc::new(next);
+            out
+        };
+        self.broadcast(notification, &json!({}));
+        Ok(out)
+    }
+
+    fn check_injected(
+        &self,
+        kind: &'static str,
+        name: &str,
+        location: &str,
+        injected: Injected,
+    ) -> Result<(), BuildError> {
+        check_requirements(&self.inner.state, std::iter::once((kind, name, location, injected)))
+    }
+
+    /// Adds a tool while the server runs; every session gets `notifications/tools/list_changed`.
+    pub fn add_tool(&self, def: ToolDef) -> Result<(), BuildError> {
+        self.check_injected("tool", def.name, def.location, def.injected)?;
+        self.change("notifications/tools/list_changed", |r| r.insert_tool(def))
+    }
+
+    /// Removes a tool; `false` if there was none of that name.
+    pub fn remove_tool(&self, name: &str) -> bool {
+        self.change("notifications/tools/list_changed", |r| Ok(r.tools.remove(name).is_some())).unwrap_or(false)
+    }
+
+    /// Enables or disables a tool (a disabled tool is neither listed nor callable); `false` if there is none.
+    pub fn set_tool_enabled(&self, name: &str, enabled: bool) -> bool {
+        self.change("notifications/tools/list_changed", |r| {
+            Ok(r.tools.get_mut(name).map(|l| l.enabled = enabled).is_some())
+        })
+        .unwrap_or(false)
+    }
+
+    /// Adds a prompt while the server runs; every session gets `notifications/prompts/list_changed`.
+    pub fn add_prompt(&self, def: PromptDef) -> Result<(), BuildError> {
+        self.check_injected("prompt", def.name, def.location, def.injected)?;
+        self.change("notifications/prompts/list_changed", |r| r.insert_prompt(def))
+    }
+
+    /// Removes a prompt; `false` if there was none of that name.
+    pub fn remove_prompt(&self, name: &str) -> bool {
+        self.change("notifications/prompts/list_changed", |r| Ok(r.prompts.remove(name).is_some())).unwrap_or(false)
+    }
+
+    /// Enables or disables a prompt; `false` if there is none.
+    pub fn set_prompt_enabled(&self, name: &str, enabled: bool) -> bool {
+        self.change("notifications/prompts/list_changed", |r| {
+            Ok(r.prompts.get_mut(name).map(|l| l.enabled = enabled).is_some())
+        })
+        .unwrap_or(false)
+    }
+
+    /// Adds a resource or template while the server runs; every session gets
+    /// `notifications/resources/list_changed`.
+    pub fn add_resource(&self, def: ResourceDef) -> Result<(), BuildError> {
+        self.check_injected("resource", def.name, def.location, def.injected)?;
+        self.change("notifications/resources/list_changed", |r| r.insert_resource(def))
+    }
+
+    /// Removes the resource with this URI, or the template with this template; `false` if there was none.
+    pub fn remove_resource(&self, uri: &str) -> bool {
+        self.change("notifications/resources/list_changed", |r| {
+            Ok(r.resources.remove(uri).is_some() || r.templates.remove(uri).is_some())
+        })
+        .unwrap_or(false)
+    }
+
+    /// Enables or disables a resource or template; `false` if there is none.
+    pub fn set_resource_enabled(&self, uri: &str, enabled: bool) -> bool {
+        self.change("notifications/resources/list_changed", |r| {
+            let fixed = r.resources.get_mut(uri).map(|l| l.enabled = enabled).is_some();
+            Ok(fixed || r.templates.get_mut(uri).map(|(l, _)| l.enabled = enabled).is_some())
+        })
+        .unwrap_or(false)
+    }
+
+    /// Tells every session subscribed to `uri` that the resource changed (`notifications/resources/updated`).
+    /// Sessions that did not subscribe hear nothing.
+    pub fn notify_resource_updated(&self, uri: &str) {
+        let params = json!({ "uri": uri });
+        for session in self.live_sessions() {
+            if session.is_subscribed(uri) {
+                session.notify("notifications/resources/updated", &params);
+            }
+        }
+    }
+
+    pub(crate) fn register_session(&self, session: &Arc<Session>) {
+        let mut sessions = self.inner.sessions.lock().unwrap_or_else(|e| e.into_inner());
+        sessions.retain(|s| s.strong_count() > 0);
+        sessions.push(Arc::downgrade(session));
+    }
+
+    fn live_sessions(&self) -> Vec<Arc<Session>> {
+        let mut sessions = self.inner.sessions.lock().unwrap_or_else(|e| e.into_inner());
+        sessions.retain(|s| s.strong_count() > 0);
+        sessions.iter().filter_map(Weak::upgrade).collect()
+    }
+
+    fn broadcast(&self, method: &str, params: &Value) {
+        for session in self.live_sessions() {
+            if session.is_initialized() {
+                session.notify(method, params);
+            }
+        }
     }
 
     /// Serves this server over stdin and stdout until stdin closes, or Ctrl-C or SIGTERM arrives; then cancels what

@@ -2,7 +2,7 @@
 //! (client info, log level), and routes each request to the server's handlers.
 
 use std::any::Any;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
@@ -19,6 +19,7 @@ use crate::context::{ClientInfo, Context, RequestMeta, RequestState};
 use crate::error::{Error, ErrorCode};
 use crate::jsonrpc::{self, Incoming, RequestId};
 use crate::protocol::{InitializeParams, LogLevel, LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS};
+use crate::registry::ListKind;
 use crate::server::Server;
 use crate::tool::{Arguments, Handler};
 
@@ -36,6 +37,8 @@ pub(crate) struct Session {
     client: OnceLock<(Arc<str>, Arc<ClientInfo>)>,
     initialized: AtomicBool,
     log_level: AtomicU8,
+    /// URIs this session subscribed to with `resources/subscribe`.
+    subscriptions: Mutex<HashSet<String>>,
 }
 
 #[derive(Deserialize)]
@@ -48,14 +51,31 @@ struct CancelledParams {
 
 impl Session {
     pub(crate) fn new(server: Server, out: Outbound) -> Arc<Session> {
-        Arc::new(Session {
+        let session = Arc::new(Session {
             server,
             out,
             in_flight: Mutex::new(HashMap::new()),
             client: OnceLock::new(),
             initialized: AtomicBool::new(false),
             log_level: AtomicU8::new(LOG_LEVEL_UNSET),
-        })
+            subscriptions: Mutex::new(HashSet::new()),
+        });
+        session.server.register_session(&session);
+        session
+    }
+
+    /// Whether `initialize` was answered: only then does the session get list-changed notifications.
+    pub(crate) fn is_initialized(&self) -> bool {
+        self.client.get().is_some()
+    }
+
+    pub(crate) fn is_subscribed(&self, uri: &str) -> bool {
+        self.subscriptions.lock().unwrap_or_else(|e| e.into_inner()).contains(uri)
+    }
+
+    /// Sends a notification that belongs to no request.
+    pub(crate) fn notify(&self, method: &str, params: &Value) {
+        self.send(jsonrpc::encode_notification(method, params));
     }
 
     pub(crate) fn server(&self) -> &Server {
@@ -118,20 +138,60 @@ impl Session {
                 let result = self.set_level(params);
                 self.respond(&id, result);
             }
-            "tools/list" => {
-                let result = check_cursor(params).map(|()| self.server.inner.tools_list.as_ref());
-                self.respond(&id, result);
+            "tools/list" => self.list(&id, ListKind::Tools, params),
+            "prompts/list" => self.list(&id, ListKind::Prompts, params),
+            "resources/templates/list" => self.list(&id, ListKind::Templates, params),
+            "resources/list" => {
+                if self.server.registry().listers().is_empty() {
+                    self.list(&id, ListKind::Resources, params);
+                } else {
+                    // Templates list their resources at run time: a request like any other, cancellable.
+                    let started = jsonrpc::params_object(params).and_then(|mut params| {
+                        let meta = take_meta(&mut params);
+                        let handler = Handler::Blocking(list_resources);
+                        self.start(id.clone(), meta, handler, params, "resources/list", None)
+                    });
+                    if let Err(e) = started {
+                        self.respond(&id, Err::<(), _>(e));
+                    }
+                }
             }
             "tools/call" => {
                 if let Err(e) = self.call_tool(id.clone(), params) {
                     self.respond(&id, Err::<(), _>(e));
                 }
             }
+            "prompts/get" => {
+                if let Err(e) = self.get_prompt(id.clone(), params) {
+                    self.respond(&id, Err::<(), _>(e));
+                }
+            }
+            "resources/read" => {
+                if let Err(e) = self.read_resource(id.clone(), params) {
+                    self.respond(&id, Err::<(), _>(e));
+                }
+            }
+            "resources/subscribe" | "resources/unsubscribe" => {
+                let result = uri_param(params).map(|uri| {
+                    let mut subscriptions = self.subscriptions.lock().unwrap_or_else(|e| e.into_inner());
+                    if method == "resources/subscribe" {
+                        subscriptions.insert(uri);
+                    } else {
+                        subscriptions.remove(&uri);
+                    }
+                    json!({})
+                });
+                self.respond(&id, result);
+            }
+            "completion/complete" => {
+                let result = self.complete_argument(params);
+                self.respond(&id, result);
+            }
             _ => match self.server.inner.methods.get(method.as_str()).copied() {
                 Some(def) => {
                     let started = jsonrpc::params_object(params).and_then(|mut params| {
                         let meta = take_meta(&mut params);
-                        self.start(id.clone(), meta, def.handler, params, def.name)
+                        self.start(id.clone(), meta, def.handler, params, def.name, None)
                     });
                     if let Err(e) = started {
                         self.respond(&id, Err::<(), _>(e));
@@ -202,7 +262,7 @@ impl Session {
             .and_then(|m| m.get("progressToken"))
             .filter(|t| t.is_string() || t.is_i64() || t.is_u64())
             .cloned();
-        RequestMeta { protocol_version: version, client, meta, progress_token }
+        RequestMeta { protocol_version: version, client, meta, progress_token, resource_uri: None }
     }
 
     fn call_tool(self: &Arc<Self>, id: RequestId, params: Option<Value>) -> Result<(), Error> {
@@ -211,7 +271,7 @@ impl Session {
             Some(Value::String(n)) => n,
             _ => return Err(Error::invalid_params("`tools/call` needs a string `name`")),
         };
-        let Some(def) = self.server.inner.tools.get(name.as_str()).copied() else {
+        let Some(def) = self.server.registry().tool(name) else {
             return Err(Error::invalid_params(format!("unknown tool: {name}")));
         };
         let arguments = match params.remove("arguments") {
@@ -220,7 +280,60 @@ impl Session {
             Some(_) => return Err(Error::invalid_params("`arguments` must be an object")),
         };
         let meta = take_meta(&mut params);
-        self.start(id, meta, def.handler, arguments, def.name)
+        self.start(id, meta, def.handler, arguments, def.name, None)
+    }
+
+    fn list(&self, id: &RequestId, kind: ListKind, params: Option<Value>) {
+        let registry = self.server.registry();
+        let result = cursor_param(params).and_then(|cursor| registry.page(kind, cursor.as_deref()));
+        self.respond(id, result);
+    }
+
+    fn get_prompt(self: &Arc<Self>, id: RequestId, params: Option<Value>) -> Result<(), Error> {
+        let mut params = jsonrpc::params_object(params)?;
+        let name = match params.get("name") {
+            Some(Value::String(n)) => n,
+            _ => return Err(Error::invalid_params("`prompts/get` needs a string `name`")),
+        };
+        let Some(def) = self.server.registry().prompt(name) else {
+            return Err(Error::invalid_params(format!("unknown prompt: {name}")));
+        };
+        let arguments = match params.remove("arguments") {
+            None | Some(Value::Null) => Map::new(),
+            Some(Value::Object(m)) => m,
+            Some(_) => return Err(Error::invalid_params("`arguments` must be an object of strings")),
+        };
+        let meta = take_meta(&mut params);
+        self.start(id, meta, def.handler, arguments, def.name, None)
+    }
+
+    fn read_resource(self: &Arc<Self>, id: RequestId, params: Option<Value>) -> Result<(), Error> {
+        let mut params = jsonrpc::params_object(params)?;
+        let uri = match params.get("uri") {
+            Some(Value::String(u)) => u.clone(),
+            _ => return Err(Error::invalid_params("`resources/read` needs a string `uri`")),
+        };
+        let Some((def, bound)) = self.server.registry().resolve(&uri) else {
+            return Err(crate::resource::not_found(&uri));
+        };
+        let arguments: Map<String, Value> = bound.into_iter().map(|(k, v)| (k, Value::String(v))).collect();
+        let meta = take_meta(&mut params);
+        self.start(id, meta, def.handler, arguments, def.name, Some(uri.into()))
+    }
+
+    fn complete_argument(&self, params: Option<Value>) -> Result<Value, Error> {
+        let params = jsonrpc::params_object(params)?;
+        let reference = params.get("ref").ok_or_else(|| Error::invalid_params("`completion/complete` needs `ref`"))?;
+        let argument =
+            params.get("argument").ok_or_else(|| Error::invalid_params("`completion/complete` needs `argument`"))?;
+        let (Some(name), Some(value)) =
+            (argument.get("name").and_then(Value::as_str), argument.get("value").and_then(Value::as_str))
+        else {
+            return Err(Error::invalid_params("`argument` needs a string `name` and a string `value`"));
+        };
+        let completer = self.server.registry().completer(reference, name)?;
+        let values = completer.map(|f| f(value)).unwrap_or_default();
+        Ok(crate::registry::completion_result(values))
     }
 
     /// Registers a request in the in-flight table, then spawns its handler.
@@ -231,8 +344,11 @@ impl Session {
         handler: Handler<R>,
         arguments: Arguments,
         name: &'static str,
+        resource_uri: Option<Arc<str>>,
     ) -> Result<(), Error> {
-        let request = Arc::new(RequestState::new(id.clone(), self.request_meta(meta), self.clone()));
+        let mut request_meta = self.request_meta(meta);
+        request_meta.resource_uri = resource_uri;
+        let request = Arc::new(RequestState::new(id.clone(), request_meta, self.clone()));
         {
             let mut table = self.table();
             if table.contains_key(&id) {
@@ -292,12 +408,49 @@ fn take_meta(params: &mut Map<String, Value>) -> Option<Map<String, Value>> {
     }
 }
 
-fn check_cursor(params: Option<Value>) -> Result<(), Error> {
+/// The `cursor` of a list request, if any.
+fn cursor_param(params: Option<Value>) -> Result<Option<String>, Error> {
     let params = jsonrpc::params_object(params)?;
     match params.get("cursor") {
-        None | Some(Value::Null) => Ok(()),
-        Some(c) => Err(Error::invalid_params(format!("invalid cursor {c}: this list has one page"))),
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(c)) => Ok(Some(c.clone())),
+        Some(c) => Err(Error::invalid_params(format!("invalid cursor {c}: cursors are strings"))),
     }
+}
+
+/// The `uri` of a subscribe or unsubscribe request.
+fn uri_param(params: Option<Value>) -> Result<String, Error> {
+    match jsonrpc::params_object(params)?.remove("uri") {
+        Some(Value::String(uri)) => Ok(uri),
+        _ => Err(Error::invalid_params("a string `uri` is required")),
+    }
+}
+
+/// `resources/list` when templates list resources at run time: the fixed resources, then each lister's, paginated
+/// by offset.
+fn list_resources(ctx: &Context, mut args: Arguments) -> Result<Value, Error> {
+    let registry = ctx.server().registry();
+    let offset = match args.remove("cursor") {
+        None | Some(Value::Null) => 0,
+        Some(Value::String(c)) => crate::registry::decode_cursor(ListKind::Resources, &c)?,
+        Some(c) => return Err(Error::invalid_params(format!("invalid cursor {c}: cursors are strings"))),
+    };
+    let mut items = registry.fixed_resources();
+    for def in registry.listers() {
+        ctx.check_cancelled().map_err(|e| Error::internal(e.to_string()))?;
+        if let Some(list) = def.list {
+            items.extend(list(ctx).into_iter().filter_map(|r| serde_json::to_value(r).ok()));
+        }
+    }
+    if offset > items.len() || (offset == items.len() && offset > 0) {
+        return Err(Error::invalid_params("invalid cursor: no such page"));
+    }
+    let end = (offset + registry.page_size()).min(items.len());
+    let mut page = json!({ "resources": items[offset..end] });
+    if end < items.len() {
+        page["nextCursor"] = Value::String(crate::registry::encode_cursor(ListKind::Resources, end));
+    }
+    Ok(page)
 }
 
 /// Runs one handler to its end or its cancellation.

@@ -70,6 +70,8 @@ pub struct ToolDef {
     pub location: &'static str,
     /// What its injected parameters need from the server (state types); checked when the server is built.
     pub injected: Injected,
+    /// Icon URIs.
+    pub icons: &'static [&'static str],
 }
 
 impl ToolDef {
@@ -91,7 +93,14 @@ impl ToolDef {
             handler,
             location,
             injected: &[],
+            icons: &[],
         }
+    }
+
+    /// Sets the icons.
+    pub const fn icons(mut self, icons: &'static [&'static str]) -> ToolDef {
+        self.icons = icons;
+        self
     }
 
     /// Declares what the injected parameters need (generated code passes one function per parameter).

@@ -223,6 +223,9 @@ async fn main() -> Result<mcp::ServerBuilder, String> {
     if let Some(limit) = std::env::var("TESTBED_MAX_MESSAGE_BYTES").ok().and_then(|v| v.parse().ok()) {
         builder = builder.max_message_bytes(limit);
     }
+    if let Some(size) = std::env::var("TESTBED_PAGE_SIZE").ok().and_then(|v| v.parse().ok()) {
+        builder = builder.page_size(size);
+    }
     Ok(builder)
 }
 
@@ -251,4 +254,118 @@ fn whoami(ctx: &Context) -> mcp::Json<serde_json::Value> {
 #[mcp::tool]
 fn primes() -> mcp::Json<Vec<u32>> {
     mcp::Json(vec![2, 3, 5, 7])
+}
+
+// ---- prompts ----
+
+/// Greet someone, some number of times.
+#[mcp::prompt(title = "Greeting", icon = "https://example.com/wave.png", complete(name = complete_names))]
+fn greeting(
+    /// Who to greet.
+    name: String,
+    /// How many times (a number, sent as text).
+    times: Option<u32>,
+) -> String {
+    vec![format!("Hello, {name}!"); times.unwrap_or(1) as usize].join(" ")
+}
+
+fn complete_names(typed: &str) -> Vec<String> {
+    ["Ada", "Alan", "Grace"].into_iter().filter(|n| n.starts_with(typed)).map(String::from).collect()
+}
+
+/// A conversation with every kind of content.
+#[mcp::prompt]
+async fn conversation() -> mcp::GetPromptResult {
+    use mcp::{Annotations, PromptMessage, ResourceContents, Role};
+    let mut annotations = Annotations::default();
+    annotations.audience = Some(vec![Role::User]);
+    annotations.priority = Some(0.5);
+    mcp::GetPromptResult::new(vec![
+        PromptMessage::user(Content::text("look").with_annotations(annotations)),
+        PromptMessage::user(Content::image("aGVsbG8=", "image/png")),
+        PromptMessage::user(Content::audio("aGVsbG8=", "audio/wav")),
+        PromptMessage::assistant(Content::resource_link("test://static", "static")),
+        PromptMessage::assistant(Content::embedded(ResourceContents::text("test://static", Some("text/plain"), "hi"))),
+    ])
+    .with_description("every kind of content")
+}
+
+/// A prompt that fails.
+#[mcp::prompt]
+fn broken_prompt() -> Result<String, mcp::Error> {
+    Err(mcp::Error::internal("the prompt store is down"))
+}
+
+// ---- resources ----
+
+/// A fixed text resource.
+#[mcp::resource(uri = "test://static", mime_type = "text/plain", audience = "user", priority = 0.9, size = 5)]
+fn static_text() -> &'static str {
+    "hello"
+}
+
+/// A fixed binary resource.
+#[mcp::resource(uri = "test://bytes", mime_type = "application/octet-stream")]
+async fn bytes() -> Vec<u8> {
+    vec![0, 1, 2, 255]
+}
+
+/// One item, by number.
+#[mcp::resource(uri = "test://items/{id}", mime_type = "application/json", complete(id = complete_ids))]
+fn item(id: u32) -> String {
+    serde_json::json!({ "id": id }).to_string()
+}
+
+fn complete_ids(typed: &str) -> Vec<String> {
+    (0..150).map(|i| i.to_string()).filter(|i| i.starts_with(typed)).collect()
+}
+
+/// Files, by path; listed at run time.
+#[mcp::resource(uri = "files:///{+path}", mime_type = "text/plain", list = list_files)]
+fn file(path: String) -> Result<String, String> {
+    match path.as_str() {
+        "docs/a.txt" | "docs/b.txt" => Ok(format!("contents of {path}")),
+        _ => Err(format!("no file {path}")),
+    }
+}
+
+fn list_files(_: &Context) -> Vec<mcp::Resource> {
+    ["docs/a.txt", "docs/b.txt"]
+        .into_iter()
+        .map(|p| mcp::Resource::new(format!("files:///{p}"), p).with_mime_type("text/plain"))
+        .collect()
+}
+
+/// Announce that a resource changed.
+#[mcp::tool]
+fn touch(uri: String, ctx: &Context) {
+    ctx.notify_resource_updated(&uri);
+}
+
+/// Enable or disable a tool, prompt or resource (`kind`: tool, prompt or resource).
+#[mcp::tool]
+fn toggle(kind: String, name: String, enabled: bool, ctx: &Context) -> Result<String, String> {
+    let server = ctx.server();
+    let found = match kind.as_str() {
+        "tool" => server.set_tool_enabled(&name, enabled),
+        "prompt" => server.set_prompt_enabled(&name, enabled),
+        "resource" => server.set_resource_enabled(&name, enabled),
+        _ => return Err(format!("unknown kind {kind}")),
+    };
+    if found {
+        Ok("ok".into())
+    } else {
+        Err(format!("no {kind} {name}"))
+    }
+}
+
+/// Remove the `echo` tool and add it back.
+#[mcp::tool]
+fn reload_echo(ctx: &Context) -> Result<String, String> {
+    let server = ctx.server();
+    if !server.remove_tool("echo") {
+        return Err("echo was not there".into());
+    }
+    server.add_tool(*<echo as mcp::ToolItem>::DEF).map_err(|e| e.to_string())?;
+    Ok("reloaded".into())
 }

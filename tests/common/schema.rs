@@ -61,7 +61,13 @@ fn result_definition(method: &str) -> Option<&'static str> {
         "initialize" => "InitializeResult",
         "tools/list" => "ListToolsResult",
         "tools/call" => "CallToolResult",
-        "ping" | "logging/setLevel" => "EmptyResult",
+        "prompts/list" => "ListPromptsResult",
+        "prompts/get" => "GetPromptResult",
+        "resources/list" => "ListResourcesResult",
+        "resources/templates/list" => "ListResourceTemplatesResult",
+        "resources/read" => "ReadResourceResult",
+        "completion/complete" => "CompleteResult",
+        "ping" | "logging/setLevel" | "resources/subscribe" | "resources/unsubscribe" => "EmptyResult",
         _ => return None,
     })
 }

@@ -24,12 +24,34 @@ async def wait_until(what: str, predicate) -> None:
 
 
 async def main(bookshop: str) -> None:
-    async with Client(StdioServerParameters(command=bookshop), mode="auto") as client:
+    updates: list[str] = []
+
+    async def on_message(message) -> None:
+        root = getattr(message, "root", message)
+        if getattr(root, "method", None) == "notifications/resources/updated":
+            updates.append(str(root.params.uri))
+
+    async with Client(StdioServerParameters(command=bookshop), mode="auto", message_handler=on_message) as client:
         assert client.server_info.name == "bookshop", client.server_info
 
         tools = await client.list_tools()
         names = sorted(t.name for t in tools.tools)
         assert names == ["list_holds", "order_book", "rebuild_index", "search_status"], names
+
+        prompts = await client.list_prompts()
+        assert [p.name for p in prompts.prompts] == ["recommend"], prompts
+        prompt = await client.get_prompt("recommend", {"genre": "classic", "mood": "quiet"})
+        assert prompt.messages[0].role == "user", prompt
+        assert "classic" in prompt.messages[0].content.text, prompt
+        print("ok: prompt rendered")
+
+        resources = await client.list_resources()
+        assert [str(r.uri) for r in resources.resources] == ["bookshop://holds"], resources
+        templates = await client.list_resource_templates()
+        assert [t.uri_template for t in templates.resource_templates] == ["bookshop://books/{title}/pages/{page}"]
+        page = await client.read_resource("bookshop://books/Emma/pages/3")
+        assert page.contents[0].text.startswith("Emma, page 3"), page
+        print("ok: resources listed and read")
         order_book = next(t for t in tools.tools if t.name == "order_book")
         assert order_book.input_schema["required"] == ["title"], order_book.input_schema
         list_holds = next(t for t in tools.tools if t.name == "list_holds")
@@ -49,6 +71,17 @@ async def main(bookshop: str) -> None:
         assert all(p[1] == 2 for p in progress), progress
         print("ok: progress seen:", progress)
 
+        from mcp.types import ResourceTemplateReference
+
+        completion = await client.complete(
+            ResourceTemplateReference(type="ref/resource", uri="bookshop://books/{title}/pages/{page}"),
+            {"name": "title", "value": "m"},
+        )
+        assert completion.completion.values == ["Middlemarch", "Moby-Dick"], completion
+        print("ok: completion")
+
+        await client.subscribe_resource("bookshop://holds")
+
         async with anyio.create_task_group() as tg:
 
             async def order() -> None:
@@ -61,6 +94,11 @@ async def main(bookshop: str) -> None:
                 return await holds(client) == ["Middlemarch"]
 
             await wait_until("the order holds its book", held)
+
+            async def announced() -> bool:
+                return "bookshop://holds" in updates
+
+            await wait_until("the subscriber heard the holds change", announced)
             tg.cancel_scope.cancel()
 
         async def released() -> bool:

@@ -1,0 +1,152 @@
+//! `#[mcp::prompt]`: a function whose parameters are the prompt's arguments and whose return value its messages.
+
+use proc_macro2::TokenStream;
+use quote::{quote, quote_spanned};
+use syn::parse::{Parse, ParseStream};
+use syn::spanned::Spanned;
+use syn::{Ident, ItemFn, LitStr, Token};
+
+use crate::attr::{self, set, string_value};
+use crate::diagnostics::{self, Errors};
+use crate::handler::{self, Glue, Kind};
+use crate::params::{self, Param};
+use crate::{docs, paths};
+
+mod kw {
+    syn::custom_keyword!(name);
+    syn::custom_keyword!(title);
+    syn::custom_keyword!(description);
+    syn::custom_keyword!(icon);
+    syn::custom_keyword!(complete);
+}
+
+#[derive(Default)]
+struct Options {
+    name: Option<LitStr>,
+    title: Option<LitStr>,
+    description: Option<LitStr>,
+    icons: Vec<LitStr>,
+    completions: Option<Vec<(Ident, syn::Path)>>,
+    krate: Option<syn::Path>,
+}
+
+impl Parse for Options {
+    fn parse(input: ParseStream) -> syn::Result<Self> {
+        let mut o = Options::default();
+        while !input.is_empty() {
+            let lookahead = input.lookahead1();
+            let span = input.span();
+            if lookahead.peek(kw::name) {
+                input.parse::<kw::name>()?;
+                set(&mut o.name, string_value(input)?, span, "name")?;
+            } else if lookahead.peek(kw::title) {
+                input.parse::<kw::title>()?;
+                set(&mut o.title, string_value(input)?, span, "title")?;
+            } else if lookahead.peek(kw::description) {
+                input.parse::<kw::description>()?;
+                set(&mut o.description, string_value(input)?, span, "description")?;
+            } else if lookahead.peek(kw::icon) {
+                input.parse::<kw::icon>()?;
+                o.icons.push(string_value(input)?);
+            } else if lookahead.peek(kw::complete) {
+                input.parse::<kw::complete>()?;
+                set(&mut o.completions, attr::completions(input)?, span, "complete")?;
+            } else if lookahead.peek(Token![crate]) {
+                input.parse::<Token![crate]>()?;
+                let path: LitStr = string_value(input)?;
+                set(&mut o.krate, path.parse()?, span, "crate")?;
+            } else {
+                return Err(lookahead.error());
+            }
+            if !input.is_empty() {
+                input.parse::<Token![,]>()?;
+            }
+        }
+        Ok(o)
+    }
+}
+
+pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
+    let mut function: ItemFn = match syn::parse2(item.clone()) {
+        Ok(f) => f,
+        Err(e) => return diagnostics::with_item(item, e),
+    };
+    let mut errors = Errors::default();
+    let options: Options = syn::parse2(attr).unwrap_or_else(|e| {
+        errors.push(e);
+        Options::default()
+    });
+    if !function.sig.generics.params.is_empty() {
+        errors.push_spanned(&function.sig.generics, "prompt functions cannot be generic");
+    }
+    let params = params::classify(&mut function.sig, "prompt", &mut errors);
+    for (arg, _) in options.completions.iter().flatten() {
+        if !params.iter().any(|p| matches!(p, Param::Argument { name, .. } if arg == name.as_str())) {
+            errors.push_spanned(arg, format!("the prompt has no argument `{arg}` to complete"));
+        }
+    }
+    if let Err(e) = errors.finish() {
+        return diagnostics::with_item(quote!(#function), e);
+    }
+    let mcp = paths::runtime(options.krate.as_ref());
+    let private = quote!(#mcp::__private);
+    let allows = paths::allows();
+    let vis = &function.vis;
+    let ident = &function.sig.ident;
+    let name = options.name.as_ref().map(LitStr::value).unwrap_or_else(|| ident.to_string());
+    let description = options.description.as_ref().map(LitStr::value).or_else(|| docs::collect(&function.attrs));
+    let arguments = params.iter().filter_map(|p| match p {
+        Param::Argument { name, ty, doc } => {
+            let doc = match doc {
+                Some(d) => quote!(::core::option::Option::Some(#d)),
+                None => quote!(::core::option::Option::None),
+            };
+            Some(quote_spanned!(ty.span()=> #mcp::ArgDef::new(#name, #doc, #private::string_arg::<#ty>().required)))
+        }
+        Param::Injected { .. } => None,
+    });
+    let Glue { call_fn, handler, injects } = handler::glue(&Kind::Prompt, &mcp, &function, &params);
+    let mut builder = quote!(#injects);
+    if let Some(t) = &options.title {
+        builder.extend(quote!(.title(#t)));
+    }
+    if let Some(d) = &description {
+        builder.extend(quote!(.description(#d)));
+    }
+    if !options.icons.is_empty() {
+        let icons = &options.icons;
+        builder.extend(quote!(.icons(&[#(#icons),*])));
+    }
+    if let Some(c) = &options.completions {
+        let c = attr::completions_tokens(&mcp, c);
+        builder.extend(quote!(.completions(#c)));
+    }
+    let tokens = quote! {
+        #function
+
+        #[doc(hidden)]
+        #allows
+        #vis struct #ident {}
+
+        #[automatically_derived]
+        #allows
+        impl #mcp::PromptItem for #ident {
+            const DEF: &'static #mcp::PromptDef = &{
+                #call_fn
+                #mcp::PromptDef::new(
+                    #name,
+                    &[#(#arguments),*],
+                    #handler,
+                    ::core::concat!(::core::file!(), ":", ::core::line!()),
+                )
+                #builder
+            };
+        }
+
+        #private::inventory::submit! {
+            #private::PromptRegistration(<#ident as #mcp::PromptItem>::DEF)
+        }
+    };
+    diagnostics::debug_print(&ident.to_string(), &tokens);
+    tokens
+}

@@ -1,0 +1,292 @@
+//! `#[mcp::resource(uri = "...")]`: a resource at a fixed URI, or, when the URI has `{variables}`, a resource
+//! template whose variables bind to the function's parameters by name.
+
+use proc_macro2::TokenStream;
+use quote::{quote, quote_spanned};
+use syn::parse::{Parse, ParseStream};
+use syn::{Ident, ItemFn, LitFloat, LitInt, LitStr, Token};
+
+use crate::attr::{self, path_value, set, string_value};
+use crate::diagnostics::{self, Errors};
+use crate::handler::{self, Glue, Kind};
+use crate::params::{self, Param};
+use crate::{docs, paths};
+
+mod kw {
+    syn::custom_keyword!(uri);
+    syn::custom_keyword!(name);
+    syn::custom_keyword!(title);
+    syn::custom_keyword!(description);
+    syn::custom_keyword!(mime_type);
+    syn::custom_keyword!(size);
+    syn::custom_keyword!(audience);
+    syn::custom_keyword!(priority);
+    syn::custom_keyword!(icon);
+    syn::custom_keyword!(complete);
+    syn::custom_keyword!(list);
+}
+
+#[derive(Default)]
+struct Options {
+    uri: Option<LitStr>,
+    name: Option<LitStr>,
+    title: Option<LitStr>,
+    description: Option<LitStr>,
+    mime_type: Option<LitStr>,
+    size: Option<LitInt>,
+    audience: Option<LitStr>,
+    priority: Option<LitFloat>,
+    icons: Vec<LitStr>,
+    completions: Option<Vec<(Ident, syn::Path)>>,
+    list: Option<syn::Path>,
+    krate: Option<syn::Path>,
+}
+
+impl Parse for Options {
+    fn parse(input: ParseStream) -> syn::Result<Self> {
+        let mut o = Options::default();
+        while !input.is_empty() {
+            let lookahead = input.lookahead1();
+            let span = input.span();
+            if lookahead.peek(kw::uri) {
+                input.parse::<kw::uri>()?;
+                set(&mut o.uri, string_value(input)?, span, "uri")?;
+            } else if lookahead.peek(kw::name) {
+                input.parse::<kw::name>()?;
+                set(&mut o.name, string_value(input)?, span, "name")?;
+            } else if lookahead.peek(kw::title) {
+                input.parse::<kw::title>()?;
+                set(&mut o.title, string_value(input)?, span, "title")?;
+            } else if lookahead.peek(kw::description) {
+                input.parse::<kw::description>()?;
+                set(&mut o.description, string_value(input)?, span, "description")?;
+            } else if lookahead.peek(kw::mime_type) {
+                input.parse::<kw::mime_type>()?;
+                set(&mut o.mime_type, string_value(input)?, span, "mime_type")?;
+            } else if lookahead.peek(kw::size) {
+                input.parse::<kw::size>()?;
+                input.parse::<Token![=]>()?;
+                set(&mut o.size, input.parse()?, span, "size")?;
+            } else if lookahead.peek(kw::audience) {
+                input.parse::<kw::audience>()?;
+                set(&mut o.audience, string_value(input)?, span, "audience")?;
+            } else if lookahead.peek(kw::priority) {
+                input.parse::<kw::priority>()?;
+                input.parse::<Token![=]>()?;
+                set(&mut o.priority, input.parse()?, span, "priority")?;
+            } else if lookahead.peek(kw::icon) {
+                input.parse::<kw::icon>()?;
+                o.icons.push(string_value(input)?);
+            } else if lookahead.peek(kw::complete) {
+                input.parse::<kw::complete>()?;
+                set(&mut o.completions, attr::completions(input)?, span, "complete")?;
+            } else if lookahead.peek(kw::list) {
+                input.parse::<kw::list>()?;
+                set(&mut o.list, path_value(input)?, span, "list")?;
+            } else if lookahead.peek(Token![crate]) {
+                input.parse::<Token![crate]>()?;
+                let path: LitStr = string_value(input)?;
+                set(&mut o.krate, path.parse()?, span, "crate")?;
+            } else {
+                return Err(lookahead.error());
+            }
+            if !input.is_empty() {
+                input.parse::<Token![,]>()?;
+            }
+        }
+        Ok(o)
+    }
+}
+
+/// The variables of a URI template (`{name}` and `{+name}`), or why it cannot be matched. The runtime parses the same
+/// subset of RFC 6570 when the server is built.
+fn template_variables(template: &str) -> Result<Vec<String>, String> {
+    let mut vars = Vec::new();
+    let mut rest = template;
+    let mut previous_was_var = false;
+    while let Some(open) = rest.find('{') {
+        if open > 0 {
+            previous_was_var = false;
+        }
+        let close = rest[open..].find('}').map(|c| open + c).ok_or(format!("`{{` is never closed in `{template}`"))?;
+        let expr = &rest[open + 1..close];
+        let name = expr.strip_prefix('+').unwrap_or(expr);
+        if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            return Err(format!(
+                "`{{{expr}}}` is not supported in a URI template: write `{{name}}` (one segment) or `{{+name}}` (slashes too)"
+            ));
+        }
+        if previous_was_var {
+            return Err(format!("two variables in a row in `{template}` cannot be told apart; put text between them"));
+        }
+        if vars.iter().any(|v| v == name) {
+            return Err(format!("`{name}` appears twice in `{template}`"));
+        }
+        vars.push(name.to_owned());
+        previous_was_var = true;
+        rest = &rest[close + 1..];
+    }
+    if rest.contains('}') {
+        return Err(format!("`}}` without `{{` in `{template}`"));
+    }
+    Ok(vars)
+}
+
+pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
+    let mut function: ItemFn = match syn::parse2(item.clone()) {
+        Ok(f) => f,
+        Err(e) => return diagnostics::with_item(item, e),
+    };
+    let mut errors = Errors::default();
+    let attr_span = proc_macro2::Span::call_site();
+    let options: Options = syn::parse2(attr).unwrap_or_else(|e| {
+        errors.push(e);
+        Options::default()
+    });
+    if !function.sig.generics.params.is_empty() {
+        errors.push_spanned(&function.sig.generics, "resource functions cannot be generic");
+    }
+    let params = params::classify(&mut function.sig, "resource", &mut errors);
+    let arg_names: Vec<(String, proc_macro2::Span)> = params
+        .iter()
+        .filter_map(|p| match p {
+            Param::Argument { name, ty, .. } => Some((name.clone(), syn::spanned::Spanned::span(ty))),
+            Param::Injected { .. } => None,
+        })
+        .collect();
+    let mut template = false;
+    match &options.uri {
+        None => errors.push(syn::Error::new(attr_span, "#[mcp::resource] needs `uri = \"...\"`")),
+        Some(lit) => match template_variables(&lit.value()) {
+            Err(e) => errors.push_spanned(lit, e),
+            Ok(vars) => {
+                template = !vars.is_empty() || lit.value().contains('{');
+                for var in &vars {
+                    if !arg_names.iter().any(|(n, _)| n == var) {
+                        errors.push_spanned(lit, format!("template variable `{var}` has no parameter of that name"));
+                    }
+                }
+                for (name, span) in &arg_names {
+                    if !vars.contains(name) {
+                        errors.push(syn::Error::new(
+                            *span,
+                            if template {
+                                format!("parameter `{name}` is not a variable of the URI template")
+                            } else {
+                                format!(
+                                    "parameter `{name}` has nothing to bind to: a resource at a fixed URI takes only injected parameters (`&Context`, `&State<T>`); use `{{{name}}}` in the URI to make it a template"
+                                )
+                            },
+                        ));
+                    }
+                }
+            }
+        },
+    }
+    for (arg, _) in options.completions.iter().flatten() {
+        if !arg_names.iter().any(|(n, _)| arg == n.as_str()) {
+            errors.push_spanned(arg, format!("the template has no variable `{arg}` to complete"));
+        }
+    }
+    if let (Some(list), false) = (&options.list, template) {
+        errors.push_spanned(list, "`list` belongs on a resource template: a fixed resource is listed already");
+    }
+    let audience = match &options.audience {
+        None => Vec::new(),
+        Some(lit) => {
+            let mut roles = Vec::new();
+            for part in lit.value().split(',').map(str::trim) {
+                match part {
+                    "user" => roles.push(quote!(User)),
+                    "assistant" => roles.push(quote!(Assistant)),
+                    _ => errors.push_spanned(
+                        lit,
+                        format!("unknown audience `{part}`: write \"user\", \"assistant\" or \"user, assistant\""),
+                    ),
+                }
+            }
+            roles
+        }
+    };
+    if let Some(p) = &options.priority {
+        if !matches!(p.base10_parse::<f64>(), Ok(v) if (0.0..=1.0).contains(&v)) {
+            errors.push_spanned(p, "`priority` is a number from 0.0 to 1.0");
+        }
+    }
+    if let Err(e) = errors.finish() {
+        return diagnostics::with_item(quote!(#function), e);
+    }
+    let uri = options.uri.as_ref().expect("checked above");
+    let mcp = paths::runtime(options.krate.as_ref());
+    let private = quote!(#mcp::__private);
+    let allows = paths::allows();
+    let vis = &function.vis;
+    let ident = &function.sig.ident;
+    let name = options.name.as_ref().map(LitStr::value).unwrap_or_else(|| ident.to_string());
+    let description = options.description.as_ref().map(LitStr::value).or_else(|| docs::collect(&function.attrs));
+    let mime = match &options.mime_type {
+        Some(m) => quote!(::core::option::Option::Some(#m)),
+        None => quote!(::core::option::Option::None),
+    };
+    let Glue { call_fn, handler, injects } = handler::glue(&Kind::Resource(mime), &mcp, &function, &params);
+    let constructor = if template { quote!(template) } else { quote!(fixed) };
+    let mut builder = quote!(#injects);
+    if let Some(t) = &options.title {
+        builder.extend(quote!(.title(#t)));
+    }
+    if let Some(d) = &description {
+        builder.extend(quote!(.description(#d)));
+    }
+    if let Some(m) = &options.mime_type {
+        builder.extend(quote!(.mime_type(#m)));
+    }
+    if let Some(s) = &options.size {
+        builder.extend(quote!(.size(#s)));
+    }
+    if !audience.is_empty() {
+        builder.extend(quote!(.audience(&[#(#mcp::Role::#audience),*])));
+    }
+    if let Some(p) = &options.priority {
+        builder.extend(quote!(.priority(#p)));
+    }
+    if !options.icons.is_empty() {
+        let icons = &options.icons;
+        builder.extend(quote!(.icons(&[#(#icons),*])));
+    }
+    if let Some(c) = &options.completions {
+        let c = attr::completions_tokens(&mcp, c);
+        builder.extend(quote!(.completions(#c)));
+    }
+    if let Some(list) = &options.list {
+        let list = quote_spanned!(syn::spanned::Spanned::span(list)=> #mcp::__private::lister(#list));
+        builder.extend(quote!(.list(#list)));
+    }
+    let tokens = quote! {
+        #function
+
+        #[doc(hidden)]
+        #allows
+        #vis struct #ident {}
+
+        #[automatically_derived]
+        #allows
+        impl #mcp::ResourceItem for #ident {
+            const DEF: &'static #mcp::ResourceDef = &{
+                #call_fn
+                #mcp::ResourceDef::#constructor(
+                    #uri,
+                    #name,
+                    #handler,
+                    ::core::concat!(::core::file!(), ":", ::core::line!()),
+                )
+                #builder
+            };
+        }
+
+        #private::inventory::submit! {
+            #private::ResourceRegistration(<#ident as #mcp::ResourceItem>::DEF)
+        }
+    };
+    diagnostics::debug_print(&ident.to_string(), &tokens);
+    tokens
+}

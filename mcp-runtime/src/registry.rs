@@ -1,0 +1,278 @@
+//! The registry: what a server serves (tools, prompts, resources, templates), each with its descriptor computed once,
+//! and every list result paginated and serialized once. A change builds a new snapshot; readers hold an `Arc` to one.
+
+use std::collections::BTreeMap;
+
+use base64::Engine;
+use serde::Serialize;
+use serde_json::value::RawValue;
+use serde_json::{json, Value};
+
+use crate::error::Error;
+use crate::prompt::{Completer, PromptDef};
+use crate::protocol::Tool;
+use crate::resource::ResourceDef;
+use crate::server::BuildError;
+use crate::tool::ToolDef;
+use crate::uri_template::UriTemplate;
+
+/// A definition with its descriptor (the JSON that list results show), and whether it is listed and served.
+#[derive(Clone)]
+pub(crate) struct Listed<D> {
+    pub def: D,
+    pub descriptor: Value,
+    pub enabled: bool,
+}
+
+/// The list methods, each with its own pages and cursors.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ListKind {
+    Tools,
+    Prompts,
+    Resources,
+    Templates,
+}
+
+impl ListKind {
+    fn key(self) -> &'static str {
+        match self {
+            ListKind::Tools => "tools",
+            ListKind::Prompts => "prompts",
+            ListKind::Resources => "resources",
+            ListKind::Templates => "resourceTemplates",
+        }
+    }
+}
+
+/// One snapshot of everything served.
+#[derive(Clone, Default)]
+pub(crate) struct Registry {
+    pub tools: BTreeMap<String, Listed<ToolDef>>,
+    pub prompts: BTreeMap<String, Listed<PromptDef>>,
+    pub resources: BTreeMap<String, Listed<ResourceDef>>,
+    pub templates: BTreeMap<String, (Listed<ResourceDef>, UriTemplate)>,
+    pages: [Vec<Box<RawValue>>; 4],
+    page_size: usize,
+}
+
+fn location_pair(a: &'static str, b: &'static str) -> (String, String) {
+    if a <= b {
+        (a.to_owned(), b.to_owned())
+    } else {
+        (b.to_owned(), a.to_owned())
+    }
+}
+
+impl Registry {
+    pub(crate) fn new(page_size: usize) -> Registry {
+        Registry { page_size: page_size.max(1), ..Registry::default() }
+    }
+
+    pub(crate) fn insert_tool(&mut self, def: ToolDef) -> Result<(), BuildError> {
+        if let Some(first) = self.tools.get(def.name) {
+            if first.def.location == def.location {
+                return Ok(()); // the same definition twice
+            }
+            let (first, second) = location_pair(first.def.location, def.location);
+            return Err(BuildError::DuplicateTool { name: def.name.to_owned(), first, second });
+        }
+        let input_schema = (def.input_schema)();
+        if input_schema.get("type").and_then(Value::as_str) != Some("object") {
+            return Err(BuildError::BadInputSchema { name: def.name.to_owned() });
+        }
+        let tool = Tool {
+            name: def.name.to_owned(),
+            title: def.title.map(str::to_owned),
+            description: def.description.map(str::to_owned),
+            input_schema,
+            output_schema: (def.output_schema)(),
+            annotations: def.hints.to_annotations(None),
+            icons: def.icons.iter().map(|s| crate::protocol::Icon::new(*s)).collect(),
+        };
+        let descriptor = serde_json::to_value(tool).expect("a tool descriptor serializes");
+        self.tools.insert(def.name.to_owned(), Listed { def, descriptor, enabled: true });
+        Ok(())
+    }
+
+    pub(crate) fn insert_prompt(&mut self, def: PromptDef) -> Result<(), BuildError> {
+        if let Some(first) = self.prompts.get(def.name) {
+            if first.def.location == def.location {
+                return Ok(());
+            }
+            let (first, second) = location_pair(first.def.location, def.location);
+            return Err(BuildError::DuplicatePrompt { name: def.name.to_owned(), first, second });
+        }
+        let descriptor = serde_json::to_value(def.descriptor()).expect("a prompt descriptor serializes");
+        self.prompts.insert(def.name.to_owned(), Listed { def, descriptor, enabled: true });
+        Ok(())
+    }
+
+    pub(crate) fn insert_resource(&mut self, def: ResourceDef) -> Result<(), BuildError> {
+        let existing = if def.template {
+            self.templates.get(def.uri).map(|(l, _)| l.def.location)
+        } else {
+            self.resources.get(def.uri).map(|l| l.def.location)
+        };
+        if let Some(first) = existing {
+            if first == def.location {
+                return Ok(());
+            }
+            let (first, second) = location_pair(first, def.location);
+            return Err(BuildError::DuplicateResource { uri: def.uri.to_owned(), first, second });
+        }
+        if def.template {
+            let template =
+                UriTemplate::parse(def.uri).map_err(|e| BuildError::BadTemplate { message: e.to_string() })?;
+            let descriptor = serde_json::to_value(def.resource_template()).expect("a template serializes");
+            self.templates.insert(def.uri.to_owned(), (Listed { def, descriptor, enabled: true }, template));
+        } else {
+            let descriptor = serde_json::to_value(def.resource()).expect("a resource serializes");
+            self.resources.insert(def.uri.to_owned(), Listed { def, descriptor, enabled: true });
+        }
+        Ok(())
+    }
+
+    /// Recomputes every list's pages. Called once per snapshot.
+    pub(crate) fn paginate(&mut self) {
+        fn enabled<'a, D: 'a>(it: impl Iterator<Item = &'a Listed<D>>) -> Vec<&'a Value> {
+            it.filter(|l| l.enabled).map(|l| &l.descriptor).collect()
+        }
+        let lists = [
+            (ListKind::Tools, enabled(self.tools.values())),
+            (ListKind::Prompts, enabled(self.prompts.values())),
+            (ListKind::Resources, enabled(self.resources.values())),
+            (ListKind::Templates, enabled(self.templates.values().map(|(l, _)| l))),
+        ];
+        let mut pages: [Vec<Box<RawValue>>; 4] = Default::default();
+        for (kind, items) in lists {
+            pages[kind as usize] = paginate(kind, &items, self.page_size);
+        }
+        self.pages = pages;
+    }
+
+    /// The page a cursor names (the first without one), serialized.
+    pub(crate) fn page(&self, kind: ListKind, cursor: Option<&str>) -> Result<&RawValue, Error> {
+        let index = match cursor {
+            None => 0,
+            Some(c) => decode_cursor(kind, c)?,
+        };
+        self.pages[kind as usize]
+            .get(index)
+            .map(|p| &**p)
+            .ok_or_else(|| Error::invalid_params(format!("invalid cursor {cursor:?}: no such page")))
+    }
+
+    pub(crate) fn page_size(&self) -> usize {
+        self.page_size
+    }
+
+    pub(crate) fn tool(&self, name: &str) -> Option<ToolDef> {
+        self.tools.get(name).filter(|l| l.enabled).map(|l| l.def)
+    }
+
+    pub(crate) fn prompt(&self, name: &str) -> Option<PromptDef> {
+        self.prompts.get(name).filter(|l| l.enabled).map(|l| l.def)
+    }
+
+    /// What serves `uri`: a fixed resource, else the first template (in template order) that matches.
+    pub(crate) fn resolve(&self, uri: &str) -> Option<(ResourceDef, Vec<(String, String)>)> {
+        if let Some(l) = self.resources.get(uri).filter(|l| l.enabled) {
+            return Some((l.def, Vec::new()));
+        }
+        self.templates.values().filter(|(l, _)| l.enabled).find_map(|(l, t)| t.matches(uri).map(|bound| (l.def, bound)))
+    }
+
+    /// The templates that list their resources at run time.
+    pub(crate) fn listers(&self) -> Vec<ResourceDef> {
+        self.templates.values().filter(|(l, _)| l.enabled && l.def.list.is_some()).map(|(l, _)| l.def).collect()
+    }
+
+    /// The descriptors of the fixed resources, in order.
+    pub(crate) fn fixed_resources(&self) -> Vec<Value> {
+        self.resources.values().filter(|l| l.enabled).map(|l| l.descriptor.clone()).collect()
+    }
+
+    /// The completion function for an argument of a prompt or a variable of a template.
+    pub(crate) fn completer(&self, reference: &Value, argument: &str) -> Result<Option<Completer>, Error> {
+        let find =
+            |list: &'static [(&'static str, Completer)]| list.iter().find(|(n, _)| *n == argument).map(|(_, f)| *f);
+        match reference.get("type").and_then(Value::as_str) {
+            Some("ref/prompt") => {
+                let name = reference.get("name").and_then(Value::as_str).unwrap_or_default();
+                let prompt =
+                    self.prompt(name).ok_or_else(|| Error::invalid_params(format!("unknown prompt: {name}")))?;
+                if !prompt.arguments.iter().any(|a| a.name == argument) {
+                    return Err(Error::invalid_params(format!("prompt `{name}` has no argument `{argument}`")));
+                }
+                Ok(find(prompt.completions))
+            }
+            Some("ref/resource") => {
+                let uri = reference.get("uri").and_then(Value::as_str).unwrap_or_default();
+                let template = self
+                    .templates
+                    .get(uri)
+                    .filter(|(l, _)| l.enabled)
+                    .or_else(|| self.templates.values().find(|(l, t)| l.enabled && t.matches(uri).is_some()));
+                match template {
+                    Some((l, t)) => {
+                        if !t.variables().any(|v| v == argument) {
+                            return Err(Error::invalid_params(format!(
+                                "template `{uri}` has no variable `{argument}`"
+                            )));
+                        }
+                        Ok(find(l.def.completions))
+                    }
+                    None if self.resources.contains_key(uri) => Ok(None),
+                    None => Err(Error::invalid_params(format!("unknown resource template: {uri}"))),
+                }
+            }
+            _ => Err(Error::invalid_params("`ref.type` must be `ref/prompt` or `ref/resource`")),
+        }
+    }
+}
+
+fn paginate(kind: ListKind, items: &[&Value], page_size: usize) -> Vec<Box<RawValue>> {
+    #[derive(Serialize)]
+    struct Page<'a> {
+        #[serde(flatten)]
+        items: BTreeMap<&'static str, &'a [&'a Value]>,
+        #[serde(rename = "nextCursor", skip_serializing_if = "Option::is_none")]
+        next_cursor: Option<String>,
+    }
+    let chunks: Vec<&[&Value]> = if items.is_empty() { vec![&[][..]] } else { items.chunks(page_size).collect() };
+    let count = chunks.len();
+    chunks
+        .into_iter()
+        .enumerate()
+        .map(|(i, chunk)| {
+            let page = Page {
+                items: BTreeMap::from([(kind.key(), chunk)]),
+                next_cursor: (i + 1 < count).then(|| encode_cursor(kind, i + 1)),
+            };
+            serde_json::value::to_raw_value(&page).expect("a page serializes")
+        })
+        .collect()
+}
+
+/// An opaque cursor: the list and the page (or, for lists computed per request, the offset), base64url.
+pub(crate) fn encode_cursor(kind: ListKind, index: usize) -> String {
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(format!("{}:{index}", kind.key()))
+}
+
+pub(crate) fn decode_cursor(kind: ListKind, cursor: &str) -> Result<usize, Error> {
+    let bad = || Error::invalid_params(format!("invalid cursor {cursor:?}"));
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(cursor).map_err(|_| bad())?;
+    let text = String::from_utf8(bytes).map_err(|_| bad())?;
+    let (key, index) = text.split_once(':').ok_or_else(bad)?;
+    if key != kind.key() {
+        return Err(bad());
+    }
+    index.parse().map_err(|_| bad())
+}
+
+/// A `completion/complete` result: at most 100 values, with the total and whether there are more.
+pub(crate) fn completion_result(values: Vec<String>) -> Value {
+    let total = values.len();
+    let values: Vec<String> = values.into_iter().take(100).collect();
+    json!({ "completion": { "values": values, "total": total, "hasMore": total > 100 } })
+}

@@ -1,0 +1,260 @@
+//! Resources and resource templates: the static definition a `#[mcp::resource]` emits, and the conversion of
+//! return values into `resources/read` results.
+
+use std::fmt::Display;
+
+use crate::context::Context;
+use crate::error::Error;
+use crate::prompt::{error_of, Completer};
+use crate::protocol::{Annotations, Icon, ReadResourceResult, Resource, ResourceContents, ResourceTemplate, Role};
+use crate::tool::{Handler, Injected};
+
+/// How a resource is read.
+pub type ResourceHandler = Handler<ReadResourceResult>;
+
+/// Lists, at run time, the resources a template names (files, rows, documents).
+pub type Lister = fn(&Context) -> Vec<Resource>;
+
+/// Everything known about a resource or a resource template at compile time.
+#[derive(Clone, Copy)]
+#[non_exhaustive]
+pub struct ResourceDef {
+    /// The URI, or the RFC 6570 template when `template` is set.
+    pub uri: &'static str,
+    /// Whether `uri` is a template.
+    pub template: bool,
+    /// Programmatic name.
+    pub name: &'static str,
+    /// Display title.
+    pub title: Option<&'static str>,
+    /// What it is.
+    pub description: Option<&'static str>,
+    /// Its MIME type.
+    pub mime_type: Option<&'static str>,
+    /// Its size in bytes.
+    pub size: Option<u64>,
+    /// Who it is for.
+    pub audience: &'static [Role],
+    /// How important it is (0 to 1).
+    pub priority: Option<f64>,
+    /// Icon URIs.
+    pub icons: &'static [&'static str],
+    /// Completion functions, by template variable.
+    pub completions: &'static [(&'static str, Completer)],
+    /// Lists the resources a template names, for `resources/list`.
+    pub list: Option<Lister>,
+    /// Reads it.
+    pub handler: ResourceHandler,
+    /// Where it was defined (`file:line`).
+    pub location: &'static str,
+    /// What its injected parameters need from the server.
+    pub injected: Injected,
+}
+
+impl ResourceDef {
+    /// A resource at a fixed URI.
+    pub const fn fixed(
+        uri: &'static str,
+        name: &'static str,
+        handler: ResourceHandler,
+        location: &'static str,
+    ) -> Self {
+        ResourceDef::new(uri, false, name, handler, location)
+    }
+
+    /// A resource template.
+    pub const fn template(
+        template: &'static str,
+        name: &'static str,
+        handler: ResourceHandler,
+        location: &'static str,
+    ) -> Self {
+        ResourceDef::new(template, true, name, handler, location)
+    }
+
+    const fn new(
+        uri: &'static str,
+        template: bool,
+        name: &'static str,
+        handler: ResourceHandler,
+        location: &'static str,
+    ) -> Self {
+        ResourceDef {
+            uri,
+            template,
+            name,
+            title: None,
+            description: None,
+            mime_type: None,
+            size: None,
+            audience: &[],
+            priority: None,
+            icons: &[],
+            completions: &[],
+            list: None,
+            handler,
+            location,
+            injected: &[],
+        }
+    }
+
+    /// Sets the title.
+    pub const fn title(mut self, v: &'static str) -> Self {
+        self.title = Some(v);
+        self
+    }
+    /// Sets the description.
+    pub const fn description(mut self, v: &'static str) -> Self {
+        self.description = Some(v);
+        self
+    }
+    /// Sets the MIME type.
+    pub const fn mime_type(mut self, v: &'static str) -> Self {
+        self.mime_type = Some(v);
+        self
+    }
+    /// Sets the size.
+    pub const fn size(mut self, v: u64) -> Self {
+        self.size = Some(v);
+        self
+    }
+    /// Sets the audience.
+    pub const fn audience(mut self, v: &'static [Role]) -> Self {
+        self.audience = v;
+        self
+    }
+    /// Sets the priority.
+    pub const fn priority(mut self, v: f64) -> Self {
+        self.priority = Some(v);
+        self
+    }
+    /// Sets the icons.
+    pub const fn icons(mut self, v: &'static [&'static str]) -> Self {
+        self.icons = v;
+        self
+    }
+    /// Sets the completion functions.
+    pub const fn completions(mut self, v: &'static [(&'static str, Completer)]) -> Self {
+        self.completions = v;
+        self
+    }
+    /// Sets the lister.
+    pub const fn list(mut self, v: Lister) -> Self {
+        self.list = Some(v);
+        self
+    }
+    /// Declares what the injected parameters need.
+    pub const fn injects(mut self, injected: Injected) -> Self {
+        self.injected = injected;
+        self
+    }
+
+    fn annotations(&self) -> Option<Annotations> {
+        if self.audience.is_empty() && self.priority.is_none() {
+            return None;
+        }
+        Some(Annotations {
+            audience: (!self.audience.is_empty()).then(|| self.audience.to_vec()),
+            priority: self.priority,
+            last_modified: None,
+        })
+    }
+
+    fn icon_list(&self) -> Vec<Icon> {
+        self.icons.iter().map(|s| Icon::new(*s)).collect()
+    }
+
+    pub(crate) fn resource(&self) -> Resource {
+        Resource {
+            uri: self.uri.to_owned(),
+            name: self.name.to_owned(),
+            title: self.title.map(str::to_owned),
+            description: self.description.map(str::to_owned),
+            mime_type: self.mime_type.map(str::to_owned),
+            size: self.size,
+            annotations: self.annotations(),
+            icons: self.icon_list(),
+        }
+    }
+
+    pub(crate) fn resource_template(&self) -> ResourceTemplate {
+        ResourceTemplate {
+            uri_template: self.uri.to_owned(),
+            name: self.name.to_owned(),
+            title: self.title.map(str::to_owned),
+            description: self.description.map(str::to_owned),
+            mime_type: self.mime_type.map(str::to_owned),
+            annotations: self.annotations(),
+            icons: self.icon_list(),
+        }
+    }
+}
+
+/// A resource defined by `#[mcp::resource]`: `Server::builder().resource::<my_resource>()`.
+pub trait ResourceItem {
+    /// The resource's definition.
+    const DEF: &'static ResourceDef;
+}
+
+/// The values a resource function may return: a `String` (text), a `Vec<u8>` (bytes, sent as base64 `blob`),
+/// a [`ResourceContents`], a `Vec<ResourceContents>`, a [`ReadResourceResult`], or a `Result` of one of them.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be returned from an MCP resource",
+    note = "return a `String`, a `Vec<u8>`, an `mcp::protocol::ResourceContents`, a `Vec` of them, an `mcp::protocol::ReadResourceResult`, or a `Result` of one of them"
+)]
+pub trait IntoResourceResult {
+    /// Converts the value; `uri` is the URI that was read, `mime_type` the resource's.
+    fn into_resource_result(self, uri: &str, mime_type: Option<&str>) -> Result<ReadResourceResult, Error>;
+}
+
+fn one(contents: ResourceContents) -> Result<ReadResourceResult, Error> {
+    Ok(ReadResourceResult { contents: vec![contents], meta: None })
+}
+
+impl IntoResourceResult for String {
+    fn into_resource_result(self, uri: &str, mime_type: Option<&str>) -> Result<ReadResourceResult, Error> {
+        one(ResourceContents::text(uri, mime_type, self))
+    }
+}
+
+impl IntoResourceResult for &str {
+    fn into_resource_result(self, uri: &str, mime_type: Option<&str>) -> Result<ReadResourceResult, Error> {
+        one(ResourceContents::text(uri, mime_type, self))
+    }
+}
+
+impl IntoResourceResult for Vec<u8> {
+    fn into_resource_result(self, uri: &str, mime_type: Option<&str>) -> Result<ReadResourceResult, Error> {
+        one(ResourceContents::blob(uri, mime_type, &self))
+    }
+}
+
+impl IntoResourceResult for ResourceContents {
+    fn into_resource_result(self, _: &str, _: Option<&str>) -> Result<ReadResourceResult, Error> {
+        one(self)
+    }
+}
+
+impl IntoResourceResult for Vec<ResourceContents> {
+    fn into_resource_result(self, _: &str, _: Option<&str>) -> Result<ReadResourceResult, Error> {
+        Ok(ReadResourceResult { contents: self, meta: None })
+    }
+}
+
+impl IntoResourceResult for ReadResourceResult {
+    fn into_resource_result(self, _: &str, _: Option<&str>) -> Result<ReadResourceResult, Error> {
+        Ok(self)
+    }
+}
+
+impl<T: IntoResourceResult, E: Display + 'static> IntoResourceResult for Result<T, E> {
+    fn into_resource_result(self, uri: &str, mime_type: Option<&str>) -> Result<ReadResourceResult, Error> {
+        self.map_err(error_of).and_then(|v| v.into_resource_result(uri, mime_type))
+    }
+}
+
+/// The -32002 error for a URI nothing serves, with the URI in `data`.
+pub(crate) fn not_found(uri: &str) -> Error {
+    Error::new(crate::ErrorCode::RESOURCE_NOT_FOUND, format!("resource not found: {uri}"))
+        .with_data(serde_json::json!({ "uri": uri }))
+}

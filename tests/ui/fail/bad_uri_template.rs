@@ -1,0 +1,6 @@
+#[mcp::resource(uri = "users://{id,name}")]
+fn profile(id: String) -> String {
+    id
+}
+
+fn main() {}

@@ -1,0 +1,6 @@
+#[mcp::resource(uri = "books://catalog")]
+fn catalog(shelf: String) -> String {
+    shelf
+}
+
+fn main() {}

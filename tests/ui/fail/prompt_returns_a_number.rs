@@ -1,0 +1,6 @@
+#[mcp::prompt]
+fn review(title: String) -> u32 {
+    title.len() as u32
+}
+
+fn main() {}
