@@ -51,6 +51,8 @@ pub(crate) struct RequestState {
     slot: Mutex<Slot>,
     pub meta: RequestMeta,
     pub session: Arc<Session>,
+    /// Where this request's frames go.
+    pub out: crate::session::Sink,
 }
 
 #[derive(Default)]
@@ -60,7 +62,12 @@ struct Slot {
 }
 
 impl RequestState {
-    pub(crate) fn new(id: RequestId, meta: RequestMeta, session: Arc<Session>) -> RequestState {
+    pub(crate) fn new(
+        id: RequestId,
+        meta: RequestMeta,
+        session: Arc<Session>,
+        out: crate::session::Sink,
+    ) -> RequestState {
         RequestState {
             id,
             token: CancellationToken::new(),
@@ -68,6 +75,7 @@ impl RequestState {
             slot: Mutex::new(Slot::default()),
             meta,
             session,
+            out,
         }
     }
 
@@ -95,7 +103,18 @@ impl RequestState {
             return false;
         }
         slot.finished = true;
-        self.session.send(frame);
+        self.out.send(frame);
+        self.out.close();
+        true
+    }
+
+    /// Sends a frame on this request's route unless the request is over; `false` if it was not sent.
+    pub(crate) fn send_if_open(&self, frame: String) -> bool {
+        let slot = self.slot();
+        if slot.finished {
+            return false;
+        }
+        self.out.send(frame);
         true
     }
 
@@ -103,7 +122,7 @@ impl RequestState {
     fn notify(&self, frame: String) {
         let slot = self.slot();
         if !slot.finished {
-            self.session.send(frame);
+            self.out.send(frame);
         }
     }
 }
@@ -149,6 +168,10 @@ struct LogParams<'a, T: Serialize> {
 impl Context {
     pub(crate) fn new(request: Arc<RequestState>) -> Context {
         Context { request }
+    }
+
+    pub(crate) fn request_state(&self) -> &Arc<RequestState> {
+        &self.request
     }
 
     /// The id of the request.
@@ -222,7 +245,7 @@ impl Context {
             "notifications/progress",
             &ProgressParams { progress_token: token, progress, total, message },
         );
-        self.request.session.send(frame);
+        self.request.out.send(frame);
     }
 
     /// Sends a log message to the client (`notifications/message`) if `level` is at or above the level the client

@@ -180,3 +180,19 @@ pub(crate) fn params_object(params: Option<Value>) -> Result<Map<String, Value>,
         Some(_) => Err(Error::invalid_params("`params` must be an object")),
     }
 }
+
+#[derive(Serialize)]
+struct RequestFrame<'a, T: Serialize + ?Sized> {
+    jsonrpc: &'static str,
+    id: &'a RequestId,
+    method: &'a str,
+    params: &'a T,
+}
+
+/// Encodes a request (from the server to the client).
+pub(crate) fn encode_request<T: Serialize + ?Sized>(id: &RequestId, method: &str, params: &T) -> String {
+    serde_json::to_string(&RequestFrame { jsonrpc: "2.0", id, method, params }).unwrap_or_else(|e| {
+        tracing::error!(method, error = %e, "could not serialize a request");
+        String::new()
+    })
+}

@@ -26,6 +26,7 @@
 #![doc(test(attr(deny(warnings))))]
 
 mod cancel;
+mod client_requests;
 mod context;
 mod entry;
 mod error;
@@ -43,6 +44,9 @@ mod transport;
 mod uri_template;
 
 pub use cancel::{defer, Cancelled, Defer};
+pub use client_requests::{
+    ClientError, ElicitAction, ElicitResult, Elicitation, Root, SamplingMessage, SamplingRequest, SamplingResult,
+};
 pub use context::{ClientInfo, Context, FromContext, RequestMeta};
 pub use entry::MainOutput;
 pub use error::{Error, ErrorCode};

@@ -6,13 +6,13 @@ use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::task::{Context as TaskContext, Poll};
 
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 
 use crate::cancel::cleanup_tasks;
 use crate::context::{ClientInfo, Context, RequestMeta, RequestState};
@@ -23,15 +23,33 @@ use crate::registry::ListKind;
 use crate::server::Server;
 use crate::tool::{Arguments, Handler};
 
-/// Frames on their way to the transport's single writer.
-pub(crate) type Outbound = mpsc::UnboundedSender<String>;
+/// Where the frames of a session, or of one request, go: the transport's writer (stdio), or a request's own stream
+/// (HTTP). `close` ends a request's stream once its last frame was sent.
+pub(crate) trait FrameSink: Send + Sync {
+    fn send(&self, frame: String);
+    fn close(&self) {}
+}
+
+/// A shared sink.
+pub(crate) type Sink = Arc<dyn FrameSink>;
+
+/// The stdio sink: the single writer's queue.
+pub(crate) struct ChannelSink(pub mpsc::UnboundedSender<String>);
+
+impl FrameSink for ChannelSink {
+    fn send(&self, frame: String) {
+        // A closed writer means the peer is gone; the frame is dropped.
+        let _ = self.0.send(frame);
+    }
+}
 
 const LOG_LEVEL_UNSET: u8 = u8::MAX;
 
 /// One connection's state.
 pub(crate) struct Session {
     server: Server,
-    out: Outbound,
+    /// Frames that belong to no request (list changes, resource updates), and the default route.
+    out: Sink,
     in_flight: Mutex<HashMap<RequestId, Arc<RequestState>>>,
     /// Set once `initialize` has been answered.
     client: OnceLock<(Arc<str>, Arc<ClientInfo>)>,
@@ -39,6 +57,9 @@ pub(crate) struct Session {
     log_level: AtomicU8,
     /// URIs this session subscribed to with `resources/subscribe`.
     subscriptions: Mutex<HashSet<String>>,
+    /// Requests this server sent to the client, waiting for their responses.
+    outgoing: Mutex<HashMap<RequestId, oneshot::Sender<Result<Value, Value>>>>,
+    next_outgoing: AtomicI64,
 }
 
 #[derive(Deserialize)]
@@ -50,7 +71,7 @@ struct CancelledParams {
 }
 
 impl Session {
-    pub(crate) fn new(server: Server, out: Outbound) -> Arc<Session> {
+    pub(crate) fn new(server: Server, out: Sink) -> Arc<Session> {
         let session = Arc::new(Session {
             server,
             out,
@@ -59,6 +80,8 @@ impl Session {
             initialized: AtomicBool::new(false),
             log_level: AtomicU8::new(LOG_LEVEL_UNSET),
             subscriptions: Mutex::new(HashSet::new()),
+            outgoing: Mutex::new(HashMap::new()),
+            next_outgoing: AtomicI64::new(1),
         });
         session.server.register_session(&session);
         session
@@ -82,9 +105,22 @@ impl Session {
         &self.server
     }
 
-    /// Queues a frame for the writer. A closed writer means the peer is gone; the frame is dropped.
+    /// Registers a request to the client; the response (or error) arrives on the receiver.
+    pub(crate) fn register_outgoing(&self) -> (RequestId, oneshot::Receiver<Result<Value, Value>>) {
+        let id = RequestId::Number(self.next_outgoing.fetch_add(1, Ordering::Relaxed));
+        let (tx, rx) = oneshot::channel();
+        self.outgoing.lock().unwrap_or_else(|e| e.into_inner()).insert(id.clone(), tx);
+        (id, rx)
+    }
+
+    /// Forgets a request to the client (it was cancelled); `true` if it was still waiting.
+    pub(crate) fn forget_outgoing(&self, id: &RequestId) -> bool {
+        self.outgoing.lock().unwrap_or_else(|e| e.into_inner()).remove(id).is_some()
+    }
+
+    /// Sends a frame that belongs to no request.
     pub(crate) fn send(&self, frame: String) {
-        let _ = self.out.send(frame);
+        self.out.send(frame);
     }
 
     pub(crate) fn log_enabled(&self, level: LogLevel) -> bool {
@@ -98,11 +134,23 @@ impl Session {
 
     /// Handles one incoming message. Called in arrival order; never blocks: long work is spawned.
     pub(crate) fn handle(self: &Arc<Self>, message: Incoming) {
+        let sink = self.out.clone();
+        self.handle_routed(message, &sink)
+    }
+
+    /// Handles one incoming message whose replies (and, for a request, everything the request sends) go to `sink`.
+    pub(crate) fn handle_routed(self: &Arc<Self>, message: Incoming, sink: &Sink) {
         match message {
-            Incoming::Request { id, method, params } => self.handle_request(id, method, params),
+            Incoming::Request { id, method, params } => self.handle_request(id, method, params, sink),
             Incoming::Notification { method, params } => self.handle_notification(&method, params),
             Incoming::Response { id, outcome } => {
-                tracing::debug!(%id, ?outcome, "ignoring a response to a request this server did not send");
+                let waiting = self.outgoing.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
+                match waiting {
+                    Some(tx) => {
+                        let _ = tx.send(outcome);
+                    }
+                    None => tracing::debug!(%id, "ignoring a response to no request of ours (finished or cancelled)"),
+                }
             }
         }
     }
@@ -112,22 +160,15 @@ impl Session {
         self.send(jsonrpc::encode_error(id, error));
     }
 
-    fn respond(&self, id: &RequestId, result: Result<impl serde::Serialize, Error>) {
-        let frame = match result {
-            Ok(r) => jsonrpc::encode_result(id, &r),
-            Err(e) => jsonrpc::encode_error(Some(id), &e),
-        };
-        self.send(frame);
-    }
-
-    fn handle_request(self: &Arc<Self>, id: RequestId, method: String, params: Option<Value>) {
+    fn handle_request(self: &Arc<Self>, id: RequestId, method: String, params: Option<Value>, sink: &Sink) {
         match method.as_str() {
             "initialize" => {
                 let result = self.initialize(params);
-                self.respond(&id, result);
+                respond(sink, &id, result);
             }
-            "ping" => self.respond(&id, Ok(json!({}))),
-            _ if self.client.get().is_none() && method != "logging/setLevel" => self.respond(
+            "ping" => respond(sink, &id, Ok(json!({}))),
+            _ if self.client.get().is_none() && method != "logging/setLevel" => respond(
+                sink,
                 &id,
                 Err::<(), _>(Error::new(
                     ErrorCode::INVALID_REQUEST,
@@ -136,39 +177,44 @@ impl Session {
             ),
             "logging/setLevel" => {
                 let result = self.set_level(params);
-                self.respond(&id, result);
+                respond(sink, &id, result);
             }
-            "tools/list" => self.list(&id, ListKind::Tools, params),
-            "prompts/list" => self.list(&id, ListKind::Prompts, params),
-            "resources/templates/list" => self.list(&id, ListKind::Templates, params),
+            "tools/list" => self.list(sink, &id, ListKind::Tools, params),
+            "prompts/list" => self.list(sink, &id, ListKind::Prompts, params),
+            "resources/templates/list" => self.list(sink, &id, ListKind::Templates, params),
             "resources/list" => {
                 if self.server.registry().listers().is_empty() {
-                    self.list(&id, ListKind::Resources, params);
+                    self.list(sink, &id, ListKind::Resources, params);
                 } else {
                     // Templates list their resources at run time: a request like any other, cancellable.
                     let started = jsonrpc::params_object(params).and_then(|mut params| {
                         let meta = take_meta(&mut params);
                         let handler = Handler::Blocking(list_resources);
-                        self.start(id.clone(), meta, handler, params, "resources/list", None)
+                        self.start(
+                            id.clone(),
+                            meta,
+                            Call { name: "resources/list", handler, arguments: params, resource_uri: None },
+                            sink,
+                        )
                     });
                     if let Err(e) = started {
-                        self.respond(&id, Err::<(), _>(e));
+                        respond(sink, &id, Err::<(), _>(e));
                     }
                 }
             }
             "tools/call" => {
-                if let Err(e) = self.call_tool(id.clone(), params) {
-                    self.respond(&id, Err::<(), _>(e));
+                if let Err(e) = self.call_tool(id.clone(), params, sink) {
+                    respond(sink, &id, Err::<(), _>(e));
                 }
             }
             "prompts/get" => {
-                if let Err(e) = self.get_prompt(id.clone(), params) {
-                    self.respond(&id, Err::<(), _>(e));
+                if let Err(e) = self.get_prompt(id.clone(), params, sink) {
+                    respond(sink, &id, Err::<(), _>(e));
                 }
             }
             "resources/read" => {
-                if let Err(e) = self.read_resource(id.clone(), params) {
-                    self.respond(&id, Err::<(), _>(e));
+                if let Err(e) = self.read_resource(id.clone(), params, sink) {
+                    respond(sink, &id, Err::<(), _>(e));
                 }
             }
             "resources/subscribe" | "resources/unsubscribe" => {
@@ -181,23 +227,28 @@ impl Session {
                     }
                     json!({})
                 });
-                self.respond(&id, result);
+                respond(sink, &id, result);
             }
             "completion/complete" => {
                 let result = self.complete_argument(params);
-                self.respond(&id, result);
+                respond(sink, &id, result);
             }
             _ => match self.server.inner.methods.get(method.as_str()).copied() {
                 Some(def) => {
                     let started = jsonrpc::params_object(params).and_then(|mut params| {
                         let meta = take_meta(&mut params);
-                        self.start(id.clone(), meta, def.handler, params, def.name, None)
+                        self.start(
+                            id.clone(),
+                            meta,
+                            Call { name: def.name, handler: def.handler, arguments: params, resource_uri: None },
+                            sink,
+                        )
                     });
                     if let Err(e) = started {
-                        self.respond(&id, Err::<(), _>(e));
+                        respond(sink, &id, Err::<(), _>(e));
                     }
                 }
-                None => self.respond(&id, Err::<(), _>(Error::method_not_found(&method))),
+                None => respond(sink, &id, Err::<(), _>(Error::method_not_found(&method))),
             },
         }
     }
@@ -265,7 +316,7 @@ impl Session {
         RequestMeta { protocol_version: version, client, meta, progress_token, resource_uri: None }
     }
 
-    fn call_tool(self: &Arc<Self>, id: RequestId, params: Option<Value>) -> Result<(), Error> {
+    fn call_tool(self: &Arc<Self>, id: RequestId, params: Option<Value>, sink: &Sink) -> Result<(), Error> {
         let mut params = jsonrpc::params_object(params)?;
         let name = match params.get("name") {
             Some(Value::String(n)) => n,
@@ -280,16 +331,16 @@ impl Session {
             Some(_) => return Err(Error::invalid_params("`arguments` must be an object")),
         };
         let meta = take_meta(&mut params);
-        self.start(id, meta, def.handler, arguments, def.name, None)
+        self.start(id, meta, Call { name: def.name, handler: def.handler, arguments, resource_uri: None }, sink)
     }
 
-    fn list(&self, id: &RequestId, kind: ListKind, params: Option<Value>) {
+    fn list(&self, sink: &Sink, id: &RequestId, kind: ListKind, params: Option<Value>) {
         let registry = self.server.registry();
         let result = cursor_param(params).and_then(|cursor| registry.page(kind, cursor.as_deref()));
-        self.respond(id, result);
+        respond(sink, id, result);
     }
 
-    fn get_prompt(self: &Arc<Self>, id: RequestId, params: Option<Value>) -> Result<(), Error> {
+    fn get_prompt(self: &Arc<Self>, id: RequestId, params: Option<Value>, sink: &Sink) -> Result<(), Error> {
         let mut params = jsonrpc::params_object(params)?;
         let name = match params.get("name") {
             Some(Value::String(n)) => n,
@@ -304,10 +355,10 @@ impl Session {
             Some(_) => return Err(Error::invalid_params("`arguments` must be an object of strings")),
         };
         let meta = take_meta(&mut params);
-        self.start(id, meta, def.handler, arguments, def.name, None)
+        self.start(id, meta, Call { name: def.name, handler: def.handler, arguments, resource_uri: None }, sink)
     }
 
-    fn read_resource(self: &Arc<Self>, id: RequestId, params: Option<Value>) -> Result<(), Error> {
+    fn read_resource(self: &Arc<Self>, id: RequestId, params: Option<Value>, sink: &Sink) -> Result<(), Error> {
         let mut params = jsonrpc::params_object(params)?;
         let uri = match params.get("uri") {
             Some(Value::String(u)) => u.clone(),
@@ -318,7 +369,12 @@ impl Session {
         };
         let arguments: Map<String, Value> = bound.into_iter().map(|(k, v)| (k, Value::String(v))).collect();
         let meta = take_meta(&mut params);
-        self.start(id, meta, def.handler, arguments, def.name, Some(uri.into()))
+        self.start(
+            id,
+            meta,
+            Call { name: def.name, handler: def.handler, arguments, resource_uri: Some(uri.into()) },
+            sink,
+        )
     }
 
     fn complete_argument(&self, params: Option<Value>) -> Result<Value, Error> {
@@ -341,14 +397,13 @@ impl Session {
         self: &Arc<Self>,
         id: RequestId,
         meta: Option<Map<String, Value>>,
-        handler: Handler<R>,
-        arguments: Arguments,
-        name: &'static str,
-        resource_uri: Option<Arc<str>>,
+        call: Call<R>,
+        sink: &Sink,
     ) -> Result<(), Error> {
+        let Call { name, handler, arguments, resource_uri } = call;
         let mut request_meta = self.request_meta(meta);
         request_meta.resource_uri = resource_uri;
-        let request = Arc::new(RequestState::new(id.clone(), request_meta, self.clone()));
+        let request = Arc::new(RequestState::new(id.clone(), request_meta, self.clone(), sink.clone()));
         {
             let mut table = self.table();
             if table.contains_key(&id) {
@@ -406,6 +461,24 @@ fn take_meta(params: &mut Map<String, Value>) -> Option<Map<String, Value>> {
         Some(Value::Object(m)) => Some(m),
         _ => None,
     }
+}
+
+/// What a request runs.
+struct Call<R> {
+    name: &'static str,
+    handler: Handler<R>,
+    arguments: Arguments,
+    resource_uri: Option<Arc<str>>,
+}
+
+/// Sends a reply to a request that is answered inline.
+fn respond(sink: &Sink, id: &RequestId, result: Result<impl serde::Serialize, Error>) {
+    let frame = match result {
+        Ok(r) => jsonrpc::encode_result(id, &r),
+        Err(e) => jsonrpc::encode_error(Some(id), &e),
+    };
+    sink.send(frame);
+    sink.close();
 }
 
 /// The `cursor` of a list request, if any.
@@ -482,8 +555,12 @@ async fn run_handler<R: serde::Serialize + Send + 'static>(
             }
         }
     };
-    // `None`: cancelled. The handler's future has been dropped (async) or its result will be (blocking).
-    let Some(outcome) = outcome else { return };
+    // `None`: cancelled. The handler's future has been dropped (async) or its result will be (blocking); whatever
+    // its drop sent (cancels of its own requests to the client) went first, and the request's stream ends now.
+    let Some(outcome) = outcome else {
+        request.out.close();
+        return;
+    };
     let result = outcome.unwrap_or_else(|panic| {
         let message = panic_message(&*panic);
         tracing::error!(handler = name, %message, "handler panicked");

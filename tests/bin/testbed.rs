@@ -369,3 +369,65 @@ fn reload_echo(ctx: &Context) -> Result<String, String> {
     server.add_tool(*<echo as mcp::ToolItem>::DEF).map_err(|e| e.to_string())?;
     Ok("reloaded".into())
 }
+
+// ---- requests to the client ----
+
+/// Who the user is, as a form.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Person {
+    /// Your name.
+    name: String,
+    /// Your age, if you like.
+    age: Option<u32>,
+}
+
+/// Ask the user who they are (form elicitation).
+#[mcp::tool]
+async fn ask_name(ctx: &Context) -> Result<String, mcp::ClientError> {
+    Ok(match ctx.elicit::<Person>("Who are you?").await? {
+        mcp::Elicitation::Accept(p) => format!("Hello, {} ({:?})", p.name, p.age),
+        mcp::Elicitation::Decline => "declined".into(),
+        mcp::Elicitation::Cancel => "cancelled".into(),
+    })
+}
+
+/// Ask the user to open a URL (URL elicitation).
+#[mcp::tool]
+async fn ask_url(ctx: &Context) -> Result<String, mcp::ClientError> {
+    let action = ctx.elicit_url("Please sign in", "https://example.com/login", "login-1").await?;
+    Ok(format!("{action:?}"))
+}
+
+/// Ask the client's model to summarize.
+#[mcp::tool]
+async fn summarize(text: String, ctx: &Context) -> Result<String, mcp::ClientError> {
+    let request = mcp::SamplingRequest::new(vec![mcp::SamplingMessage::user(format!("Summarize: {text}"))], 100);
+    let answer = ctx.sample(request).await?;
+    Ok(format!("{} said: {}", answer.model, answer.text().unwrap_or("?")))
+}
+
+/// List the client's roots.
+#[mcp::tool]
+async fn roots(ctx: &Context) -> Result<String, mcp::ClientError> {
+    let roots = ctx.list_roots().await?;
+    Ok(roots.iter().map(|r| r.uri.as_str()).collect::<Vec<_>>().join(","))
+}
+
+/// Elicit, then keep waiting; prints `NESTED_ABORTED id` when dropped.
+#[mcp::tool]
+async fn nested(ctx: &Context) -> Result<String, mcp::ClientError> {
+    struct Aborted(String, bool);
+    impl Drop for Aborted {
+        fn drop(&mut self) {
+            if !self.1 {
+                eprintln!("NESTED_ABORTED {}", self.0);
+            }
+        }
+    }
+    let mut guard = Aborted(ctx.request_id().to_string(), false);
+    let first = ctx.elicit_with_schema("first", serde_json::json!({"type": "object", "properties": {}})).await?;
+    let _ = first;
+    tokio::time::sleep(Duration::from_secs(30)).await;
+    guard.1 = true;
+    Ok("done".into())
+}

@@ -161,6 +161,40 @@ impl Server {
         }
     }
 
+    /// Waits for the first message that `matches`, keeping the others for later.
+    pub fn wait_for(&mut self, what: &str, matches: impl Fn(&Value) -> bool) -> Value {
+        if let Some(pos) = self.pending.iter().position(&matches) {
+            return self.pending.remove(pos).unwrap();
+        }
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let m = self
+                .messages
+                .recv_timeout(left)
+                .unwrap_or_else(|_| panic!("no {what} within {WAIT:?}; stderr:\n{}", self.stderr_text()));
+            if matches(&m) {
+                return m;
+            }
+            self.pending.push_back(m);
+        }
+    }
+
+    /// Waits for a request from the server with this method.
+    pub fn server_request(&mut self, method: &str) -> Value {
+        self.wait_for(method, |m| m["method"] == method && m.get("id").is_some())
+    }
+
+    /// Runs the initialize handshake, declaring `capabilities`.
+    pub fn initialize_with(&mut self, capabilities: Value) -> Value {
+        let r = self.call(
+            "initialize",
+            json!({"protocolVersion": "2025-11-25", "capabilities": capabilities, "clientInfo": {"name": "tests", "version": "0"}}),
+        );
+        self.notify("notifications/initialized", json!({}));
+        r
+    }
+
     /// Sends a request and waits for its response.
     pub fn call(&mut self, method: &str, params: Value) -> Value {
         let id = self.request(method, params);

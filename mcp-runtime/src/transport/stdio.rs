@@ -11,7 +11,7 @@ use crate::cancel::cleanup_tasks;
 use crate::error::{Error, ErrorCode};
 use crate::jsonrpc::Incoming;
 use crate::server::Server;
-use crate::session::Session;
+use crate::session::{ChannelSink, Session};
 
 pub(crate) async fn serve<R, W>(
     server: Server,
@@ -26,7 +26,7 @@ where
     let limit = server.inner.max_line_bytes;
     let grace = server.inner.shutdown_timeout;
     let (tx, rx) = mpsc::unbounded_channel();
-    let session = Session::new(server, tx);
+    let session = Session::new(server, Arc::new(ChannelSink(tx)));
     let writer = tokio::spawn(write_frames(rx, writer));
     let mut reader = BufReader::with_capacity(64 * 1024, reader);
     let mut line = Vec::new();
