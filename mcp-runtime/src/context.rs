@@ -103,8 +103,7 @@ impl RequestState {
             return false;
         }
         slot.finished = true;
-        self.out.send(frame);
-        self.out.close();
+        self.out.finish(frame);
         true
     }
 

@@ -42,11 +42,15 @@ const USAGE: &str = "\
 USAGE:
     {bin} [OPTIONS]
 
-Serves this program's MCP tools over stdio (newline-delimited JSON-RPC on stdin and stdout).
+Serves this program's MCP tools, prompts and resources over stdio (newline-delimited JSON-RPC on stdin and
+stdout), or over Streamable HTTP with --http.
 
 OPTIONS:
-    --list-tools     Print the `tools/list` result (names, descriptions, generated JSON Schemas) and exit
-    --help           Print this help and exit
+    --http ADDR        Serve Streamable HTTP on ADDR (`127.0.0.1:8000`, or a port alone for 127.0.0.1) at /mcp
+    --json-response    With --http: answer each request with one JSON body instead of an SSE stream
+    --stateless        With --http: no sessions; every POST stands alone
+    --list-tools       Print the `tools/list` result (names, descriptions, generated JSON Schemas) and exit
+    --help             Print this help and exit
 
 ENVIRONMENT:
     RUST_LOG         Diagnostics to stderr, as a tracing filter (default: info). stdout carries only protocol messages.
@@ -54,21 +58,44 @@ ENVIRONMENT:
 
 enum Command {
     Serve,
+    Http(std::net::SocketAddr, crate::HttpOptions),
     ListTools,
     Help,
 }
 
-fn parse_args(args: impl Iterator<Item = String>) -> Result<Command, String> {
+fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Command, String> {
     let mut command = Command::Serve;
-    for arg in args {
+    let mut http: Option<std::net::SocketAddr> = None;
+    let mut options = crate::HttpOptions::new();
+    let mut http_only = None;
+    while let Some(arg) = args.next() {
         match arg.as_str() {
             "--help" | "-h" => return Ok(Command::Help),
             "--list-tools" => command = Command::ListTools,
-            "--http" => return Err("`--http` (Streamable HTTP) is not available yet: serve over stdio".into()),
+            "--http" => {
+                let addr = args.next().ok_or("`--http` needs an address, such as 127.0.0.1:8000")?;
+                let parsed = match addr.parse::<u16>() {
+                    Ok(port) => Ok(std::net::SocketAddr::from(([127, 0, 0, 1], port))),
+                    Err(_) => addr.parse(),
+                };
+                http = Some(parsed.map_err(|_| format!("`--http {addr}`: not an address like 127.0.0.1:8000"))?);
+            }
+            "--json-response" => {
+                options = options.json_response(true);
+                http_only = Some("--json-response");
+            }
+            "--stateless" => {
+                options = options.stateless(true);
+                http_only = Some("--stateless");
+            }
             other => return Err(format!("unknown option `{other}`; see --help")),
         }
     }
-    Ok(command)
+    match (http, http_only) {
+        (Some(addr), _) if matches!(command, Command::Serve) => Ok(Command::Http(addr, options)),
+        (None, Some(flag)) => Err(format!("`{flag}` goes with `--http`")),
+        _ => Ok(command),
+    }
 }
 
 fn init_tracing() {
@@ -131,6 +158,13 @@ where
                 println!("{}", serde_json::to_string_pretty(&list).unwrap_or_default());
                 ExitCode::SUCCESS
             }
+            Command::Http(addr, options) => match server.serve_http(addr, options).await {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("error: could not serve HTTP on {addr}: {e}");
+                    ExitCode::FAILURE
+                }
+            },
             _ => match server.serve_stdio().await {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {

@@ -62,6 +62,9 @@ pub use server::{
     BuildError, Server, ServerBuilder, DEFAULT_MAX_LINE_BYTES, DEFAULT_PAGE_SIZE, DEFAULT_SHUTDOWN_TIMEOUT,
 };
 pub use state::{Requirement, State};
+pub use transport::http::{
+    EventStore, EventStoreFactory, HttpOptions, MemoryEventStore, MemoryEventStoreFactory, SESSION_HEADER, VERSION_HEADER,
+};
 pub use tool::{
     BoxFuture, Handler, Hints, Injected, IntoToolResult, Json, ObjectSchema, ToolDef, ToolHandler, ToolItem,
 };
@@ -80,6 +83,7 @@ pub mod __private {
     pub use crate::entry::run_main;
     pub use crate::server::{MethodRegistration, PromptRegistration, ResourceRegistration, ToolRegistration};
     pub use crate::tool::{Arguments, HandlerResult};
+    pub use axum;
     pub use inventory;
     pub use schemars;
     pub use serde;

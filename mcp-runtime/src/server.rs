@@ -623,7 +623,7 @@ impl Server {
         sessions.push(Arc::downgrade(session));
     }
 
-    fn live_sessions(&self) -> Vec<Arc<Session>> {
+    pub(crate) fn live_sessions(&self) -> Vec<Arc<Session>> {
         let mut sessions = self.inner.sessions.lock().unwrap_or_else(|e| e.into_inner());
         sessions.retain(|s| s.strong_count() > 0);
         sessions.iter().filter_map(Weak::upgrade).collect()
@@ -658,7 +658,7 @@ impl Server {
 }
 
 /// Completes on Ctrl-C, or on SIGTERM where there is one.
-async fn stop_signal() {
+pub(crate) async fn stop_signal() {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{signal, SignalKind};

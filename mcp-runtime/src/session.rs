@@ -26,7 +26,14 @@ use crate::tool::{Arguments, Handler};
 /// Where the frames of a session, or of one request, go: the transport's writer (stdio), or a request's own stream
 /// (HTTP). `close` ends a request's stream once its last frame was sent.
 pub(crate) trait FrameSink: Send + Sync {
+    /// Sends a frame: a notification, or a request to the client.
     fn send(&self, frame: String);
+    /// Sends the final frame of a request (its response) and ends its stream.
+    fn finish(&self, frame: String) {
+        self.send(frame);
+        self.close();
+    }
+    /// Ends a request's stream without a response (it was cancelled).
     fn close(&self) {}
 }
 
@@ -85,6 +92,13 @@ impl Session {
         });
         session.server.register_session(&session);
         session
+    }
+
+    /// Marks a session as initialized without a handshake (stateless HTTP: every request is its own session).
+    pub(crate) fn preinitialize(&self, version: &str) {
+        let version = SUPPORTED_PROTOCOL_VERSIONS.iter().find(|v| **v == version).copied().unwrap_or(LATEST_PROTOCOL_VERSION);
+        let client = ClientInfo { info: crate::protocol::Implementation::new("unknown", "0"), capabilities: json!({}) };
+        let _ = self.client.set((version.into(), Arc::new(client)));
     }
 
     /// Whether `initialize` was answered: only then does the session get list-changed notifications.
@@ -477,8 +491,7 @@ fn respond(sink: &Sink, id: &RequestId, result: Result<impl serde::Serialize, Er
         Ok(r) => jsonrpc::encode_result(id, &r),
         Err(e) => jsonrpc::encode_error(Some(id), &e),
     };
-    sink.send(frame);
-    sink.close();
+    sink.finish(frame);
 }
 
 /// The `cursor` of a list request, if any.

@@ -1,0 +1,825 @@
+//! Streamable HTTP (MCP 2025-11-25): one endpoint; POST carries client messages, answered by an SSE stream (or, by
+//! configuration, one JSON body); GET opens the session's standalone stream; DELETE ends the session. Sessions have
+//! random ids; every stream's events are kept in an event store so a client whose stream dropped resumes with
+//! `Last-Event-ID` and loses nothing.
+
+use std::collections::{HashMap, VecDeque};
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::task::{Context as TaskContext, Poll};
+use std::time::{Duration, Instant};
+
+use axum::body::{Body, Bytes};
+use axum::extract::State as AxumState;
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::any;
+use axum::Router;
+use serde_json::Value;
+use tokio::sync::{mpsc, oneshot};
+
+use crate::error::{Error, ErrorCode};
+use crate::jsonrpc::{self, Incoming, RequestId};
+use crate::protocol::SUPPORTED_PROTOCOL_VERSIONS;
+use crate::server::Server;
+use crate::session::{FrameSink, Session, Sink};
+
+/// The header that carries the session id.
+pub const SESSION_HEADER: &str = "mcp-session-id";
+/// The header that carries the protocol version.
+pub const VERSION_HEADER: &str = "mcp-protocol-version";
+
+/// How the Streamable HTTP transport behaves.
+#[derive(Clone)]
+#[non_exhaustive]
+pub struct HttpOptions {
+    /// The endpoint's path. Default `/mcp`.
+    pub path: String,
+    /// Answer each request with one `application/json` body instead of an SSE stream. Notifications and requests
+    /// to the client that belong to the request then go to the session's standalone (GET) stream.
+    pub json_response: bool,
+    /// No sessions: every POST stands alone, GET and DELETE get 405, and a client that disconnects cancels its
+    /// request.
+    pub stateless: bool,
+    /// Whether DELETE may end a session (405 otherwise). Default true.
+    pub allow_delete: bool,
+    /// `Origin` values allowed besides loopback ones (`http://localhost:*`, `http://127.0.0.1:*`, `http://[::1]:*`).
+    pub allowed_origins: Vec<String>,
+    /// `Host` values allowed besides loopback ones.
+    pub allowed_hosts: Vec<String>,
+    /// Allow any `Origin` and `Host` (behind a proxy that checks them). Default false.
+    pub allow_any_origin: bool,
+    /// The largest request body, in bytes; larger ones get 413. Default 4 MiB.
+    pub max_body_bytes: usize,
+    /// A session unused this long is ended. Default 30 minutes.
+    pub session_idle_timeout: Duration,
+    /// The `retry:` hint sent on each stream. Default 1 s.
+    pub retry: Duration,
+    /// Where stream events are kept for resumption. Default: in memory, the last 1024 events of each session.
+    pub event_store: Option<Arc<dyn EventStoreFactory>>,
+}
+
+impl Default for HttpOptions {
+    fn default() -> Self {
+        HttpOptions {
+            path: "/mcp".into(),
+            json_response: false,
+            stateless: false,
+            allow_delete: true,
+            allowed_origins: Vec::new(),
+            allowed_hosts: Vec::new(),
+            allow_any_origin: false,
+            max_body_bytes: 4 << 20,
+            session_idle_timeout: Duration::from_secs(30 * 60),
+            retry: Duration::from_secs(1),
+            event_store: None,
+        }
+    }
+}
+
+impl HttpOptions {
+    /// Default options.
+    pub fn new() -> HttpOptions {
+        HttpOptions::default()
+    }
+    /// Sets the endpoint's path.
+    pub fn path(mut self, path: impl Into<String>) -> Self {
+        self.path = path.into();
+        self
+    }
+    /// Answers with JSON bodies instead of SSE streams.
+    pub fn json_response(mut self, on: bool) -> Self {
+        self.json_response = on;
+        self
+    }
+    /// Serves without sessions.
+    pub fn stateless(mut self, on: bool) -> Self {
+        self.stateless = on;
+        self
+    }
+    /// Allows or forbids DELETE.
+    pub fn allow_delete(mut self, on: bool) -> Self {
+        self.allow_delete = on;
+        self
+    }
+    /// Allows an `Origin` (such as `https://app.example.com`).
+    pub fn allow_origin(mut self, origin: impl Into<String>) -> Self {
+        self.allowed_origins.push(origin.into());
+        self
+    }
+    /// Allows a `Host` (such as `mcp.example.com`).
+    pub fn allow_host(mut self, host: impl Into<String>) -> Self {
+        self.allowed_hosts.push(host.into());
+        self
+    }
+    /// Allows every `Origin` and `Host`: only behind something that checks them.
+    pub fn allow_any_origin(mut self, on: bool) -> Self {
+        self.allow_any_origin = on;
+        self
+    }
+    /// Sets the body limit.
+    pub fn max_body_bytes(mut self, bytes: usize) -> Self {
+        self.max_body_bytes = bytes;
+        self
+    }
+    /// Sets the idle timeout of sessions.
+    pub fn session_idle_timeout(mut self, timeout: Duration) -> Self {
+        self.session_idle_timeout = timeout;
+        self
+    }
+    /// Sets the `retry:` hint.
+    pub fn retry(mut self, retry: Duration) -> Self {
+        self.retry = retry;
+        self
+    }
+    /// Uses another event store.
+    pub fn event_store(mut self, factory: Arc<dyn EventStoreFactory>) -> Self {
+        self.event_store = Some(factory);
+        self
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Event store
+
+/// Keeps the events of a session's streams so that a client can resume one after its connection dropped.
+pub trait EventStore: Send + Sync {
+    /// Stores an event of `stream` and returns its id (unique in the session).
+    fn store(&self, stream: &str, frame: &str) -> String;
+    /// The stream `last_event_id` belongs to, and the events stored after it on that stream, oldest first;
+    /// `None` if the id is unknown (or already evicted).
+    fn replay_after(&self, last_event_id: &str) -> Option<(String, Vec<(String, String)>)>;
+}
+
+/// Makes one event store per session.
+pub trait EventStoreFactory: Send + Sync {
+    /// A store for a new session.
+    fn create(&self) -> Arc<dyn EventStore>;
+}
+
+/// The default event store: the last `capacity` events of a session, in memory.
+pub struct MemoryEventStore {
+    capacity: usize,
+    next: AtomicU64,
+    events: Mutex<VecDeque<(u64, Arc<str>, Arc<str>)>>,
+}
+
+impl MemoryEventStore {
+    /// A store that keeps at most `capacity` events.
+    pub fn new(capacity: usize) -> MemoryEventStore {
+        MemoryEventStore { capacity: capacity.max(1), next: AtomicU64::new(1), events: Mutex::new(VecDeque::new()) }
+    }
+}
+
+impl EventStore for MemoryEventStore {
+    fn store(&self, stream: &str, frame: &str) -> String {
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        let mut events = self.events.lock().unwrap_or_else(|e| e.into_inner());
+        if events.len() == self.capacity {
+            events.pop_front();
+        }
+        events.push_back((id, stream.into(), frame.into()));
+        id.to_string()
+    }
+
+    fn replay_after(&self, last_event_id: &str) -> Option<(String, Vec<(String, String)>)> {
+        let last: u64 = last_event_id.parse().ok()?;
+        let events = self.events.lock().unwrap_or_else(|e| e.into_inner());
+        let (_, stream, _) = events.iter().find(|(id, _, _)| *id == last)?;
+        let stream = stream.clone();
+        let after = events
+            .iter()
+            .filter(|(id, s, _)| *id > last && *s == stream)
+            .map(|(id, _, f)| (id.to_string(), f.to_string()))
+            .collect();
+        Some((stream.to_string(), after))
+    }
+}
+
+/// Makes [`MemoryEventStore`]s.
+pub struct MemoryEventStoreFactory(pub usize);
+
+impl EventStoreFactory for MemoryEventStoreFactory {
+    fn create(&self) -> Arc<dyn EventStore> {
+        Arc::new(MemoryEventStore::new(self.0))
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Streams
+
+/// One SSE event on its way to a connection: its id and its data.
+type Event = (String, Arc<str>);
+
+/// A stream of a session: a request's (its notifications, requests to the client, then its response) or the
+/// standalone one. Every event is stored; a connection, when one is attached, gets it live.
+struct Route {
+    name: String,
+    store: Arc<dyn EventStore>,
+    inner: Mutex<RouteInner>,
+}
+
+struct RouteInner {
+    live: Option<mpsc::UnboundedSender<Event>>,
+    closed: bool,
+}
+
+impl Route {
+    fn new(name: String, store: Arc<dyn EventStore>) -> Arc<Route> {
+        Arc::new(Route { name, store, inner: Mutex::new(RouteInner { live: None, closed: false }) })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, RouteInner> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Attaches a connection, first replaying `missed` to it; under the same lock as `send`, so nothing falls in
+    /// between and nothing comes twice.
+    fn attach(&self, missed: Vec<(String, String)>) -> mpsc::UnboundedReceiver<Event> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let mut inner = self.lock();
+        for (id, frame) in missed.into_iter().filter(|(_, f)| !f.is_empty()) {
+            let _ = tx.send((id, frame.into()));
+        }
+        if !inner.closed {
+            inner.live = Some(tx);
+        }
+        rx
+    }
+
+    fn is_closed(&self) -> bool {
+        self.lock().closed
+    }
+}
+
+impl FrameSink for Route {
+    fn send(&self, frame: String) {
+        let mut inner = self.lock();
+        if inner.closed {
+            return;
+        }
+        let id = self.store.store(&self.name, &frame);
+        if let Some(live) = &inner.live {
+            if live.send((id, frame.into())).is_err() {
+                inner.live = None; // the connection is gone; the store keeps the rest for a resume
+            }
+        }
+    }
+
+    fn close(&self) {
+        let mut inner = self.lock();
+        inner.closed = true;
+        inner.live = None;
+    }
+}
+
+/// JSON-response mode: the response goes to the waiting POST; anything else to the standalone stream.
+struct JsonRoute {
+    response: Mutex<Option<oneshot::Sender<String>>>,
+    standalone: Sink,
+}
+
+impl FrameSink for JsonRoute {
+    fn send(&self, frame: String) {
+        self.standalone.send(frame);
+    }
+
+    fn finish(&self, frame: String) {
+        if let Some(tx) = self.response.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            let _ = tx.send(frame);
+        }
+    }
+
+    fn close(&self) {
+        self.response.lock().unwrap_or_else(|e| e.into_inner()).take();
+    }
+}
+
+/// An SSE body: a priming event (id and `retry:`), then the route's events until it closes. In stateless mode a
+/// client that goes away before the response cancels the request.
+struct SseBody {
+    priming: Option<Bytes>,
+    events: mpsc::UnboundedReceiver<Event>,
+    on_disconnect: Option<Box<dyn FnOnce() + Send>>,
+}
+
+impl futures_core::Stream for SseBody {
+    type Item = Result<Bytes, std::convert::Infallible>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Option<Self::Item>> {
+        if let Some(p) = self.priming.take() {
+            return Poll::Ready(Some(Ok(p)));
+        }
+        match self.events.poll_recv(cx) {
+            Poll::Ready(Some((id, data))) => Poll::Ready(Some(Ok(Bytes::from(format!("id: {id}\nevent: message\ndata: {data}\n\n"))))),
+            Poll::Ready(None) => {
+                self.on_disconnect = None; // ended normally
+                Poll::Ready(None)
+            }
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+impl Drop for SseBody {
+    fn drop(&mut self) {
+        if let Some(f) = self.on_disconnect.take() {
+            f();
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Sessions
+
+struct HttpSession {
+    session: Arc<Session>,
+    store: Arc<dyn EventStore>,
+    standalone: Arc<Route>,
+    /// Streams by name, for `Last-Event-ID` resumption.
+    routes: Mutex<HashMap<String, Weak<Route>>>,
+    next_stream: AtomicU64,
+    last_seen: Mutex<Instant>,
+}
+
+impl HttpSession {
+    fn touch(&self) {
+        *self.last_seen.lock().unwrap_or_else(|e| e.into_inner()) = Instant::now();
+    }
+
+    fn new_route(&self) -> Arc<Route> {
+        let name = format!("s{}", self.next_stream.fetch_add(1, Ordering::Relaxed));
+        let route = Route::new(name.clone(), self.store.clone());
+        let mut routes = self.routes.lock().unwrap_or_else(|e| e.into_inner());
+        routes.retain(|_, r| r.strong_count() > 0);
+        routes.insert(name, Arc::downgrade(&route));
+        route
+    }
+
+    fn route(&self, name: &str) -> Option<Arc<Route>> {
+        if name == self.standalone.name {
+            return Some(self.standalone.clone());
+        }
+        self.routes.lock().unwrap_or_else(|e| e.into_inner()).get(name).and_then(Weak::upgrade)
+    }
+}
+
+struct HttpState {
+    server: Server,
+    options: HttpOptions,
+    sessions: Mutex<HashMap<String, Arc<HttpSession>>>,
+    /// Stateless mode: which session serves a request id, so a `notifications/cancelled` can find it.
+    stateless_requests: Mutex<HashMap<RequestId, Weak<Session>>>,
+}
+
+impl HttpState {
+    fn session(&self, id: &str) -> Option<Arc<HttpSession>> {
+        self.sessions.lock().unwrap_or_else(|e| e.into_inner()).get(id).cloned()
+    }
+
+    fn new_store(&self) -> Arc<dyn EventStore> {
+        match &self.options.event_store {
+            Some(f) => f.create(),
+            None => Arc::new(MemoryEventStore::new(1024)),
+        }
+    }
+
+    fn end_idle_sessions(&self) {
+        let timeout = self.options.session_idle_timeout;
+        let ended: Vec<Arc<HttpSession>> = {
+            let mut sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
+            let idle: Vec<String> = sessions
+                .iter()
+                .filter(|(_, s)| s.last_seen.lock().unwrap_or_else(|e| e.into_inner()).elapsed() > timeout)
+                .map(|(k, _)| k.clone())
+                .collect();
+            idle.iter().filter_map(|k| sessions.remove(k)).collect()
+        };
+        for s in ended {
+            tracing::info!("ending an idle session");
+            s.session.cancel_all("the session expired");
+            s.standalone.close();
+        }
+    }
+}
+
+/// 128 random bits from the operating system's CSPRNG, as hex.
+fn new_session_id() -> String {
+    let mut bytes = [0u8; 16];
+    if let Err(e) = getrandom::fill(&mut bytes) {
+        // Without randomness there are no safe session ids: refuse to make one guessable.
+        panic!("the operating system's random number generator failed: {e}");
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// The service
+
+impl Server {
+    /// The Streamable HTTP endpoint as an axum `Router`, to serve alone or to merge into an application's router
+    /// (behind its own layers: auth, tracing, CORS).
+    ///
+    /// ```no_run
+    /// # async fn run(server: mcp::Server) -> std::io::Result<()> {
+    /// let app = axum::Router::new().merge(server.http_router(mcp::HttpOptions::new()));
+    /// let listener = tokio::net::TcpListener::bind("127.0.0.1:8000").await?;
+    /// axum::serve(listener, app).await
+    /// # }
+    /// ```
+    pub fn http_router(&self, options: HttpOptions) -> Router {
+        let path = options.path.clone();
+        let state = Arc::new(HttpState {
+            server: self.clone(),
+            options,
+            sessions: Mutex::new(HashMap::new()),
+            stateless_requests: Mutex::new(HashMap::new()),
+        });
+        if !state.options.stateless {
+            let weak = Arc::downgrade(&state);
+            let every = (state.options.session_idle_timeout / 4).clamp(Duration::from_millis(50), Duration::from_secs(60));
+            tokio::spawn(async move {
+                loop {
+                    tokio::time::sleep(every).await;
+                    match weak.upgrade() {
+                        Some(state) => state.end_idle_sessions(),
+                        None => return,
+                    }
+                }
+            });
+        }
+        Router::new().route(&path, any(endpoint)).with_state(state)
+    }
+
+    /// Serves Streamable HTTP on `addr` until Ctrl-C or SIGTERM; then cancels what is in flight, waits (bounded)
+    /// for cleanups, and runs the shutdown hooks.
+    pub async fn serve_http(self, addr: SocketAddr, options: HttpOptions) -> std::io::Result<()> {
+        let listener = tokio::net::TcpListener::bind(addr).await?;
+        tracing::info!(address = %listener.local_addr()?, path = %options.path, "serving Streamable HTTP");
+        self.serve_http_on(listener, options).await
+    }
+
+    /// Serves Streamable HTTP on a listener that is already bound (port 0 in tests).
+    pub async fn serve_http_on(self, listener: tokio::net::TcpListener, options: HttpOptions) -> std::io::Result<()> {
+        let router = self.http_router(options);
+        axum::serve(listener, router).with_graceful_shutdown(crate::server::stop_signal()).await?;
+        let tasks = crate::cancel::cleanup_tasks();
+        for session in self.live_sessions() {
+            session.cancel_all("the server is stopping");
+        }
+        tasks.close();
+        let _ = tokio::time::timeout(self.inner.shutdown_timeout, tasks.wait()).await;
+        tasks.reopen();
+        self.shutdown().await;
+        Ok(())
+    }
+}
+
+fn error_response(status: StatusCode, code: ErrorCode, message: impl Into<String>) -> Response {
+    let body = jsonrpc::encode_error(None, &Error::new(code, message));
+    (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
+}
+
+fn plain(status: StatusCode, message: &'static str) -> Response {
+    error_response(status, ErrorCode::INVALID_REQUEST, message)
+}
+
+fn is_loopback_host(host: &str) -> bool {
+    let host = host.trim();
+    let name = if let Some(rest) = host.strip_prefix('[') {
+        rest.split(']').next().unwrap_or_default()
+    } else {
+        host.rsplit_once(':').map(|(h, p)| if p.chars().all(|c| c.is_ascii_digit()) { h } else { host }).unwrap_or(host)
+    };
+    matches!(name, "localhost" | "127.0.0.1" | "::1") || name.starts_with("127.")
+}
+
+/// DNS-rebinding protection: `Host` and `Origin` must be loopback or allowed.
+fn check_origin(options: &HttpOptions, headers: &HeaderMap) -> Result<(), Response> {
+    if options.allow_any_origin {
+        return Ok(());
+    }
+    if let Some(host) = headers.get(header::HOST).and_then(|h| h.to_str().ok()) {
+        if !is_loopback_host(host) && !options.allowed_hosts.iter().any(|h| h == host) {
+            return Err(plain(StatusCode::FORBIDDEN, "forbidden: the Host header is not allowed"));
+        }
+    }
+    if let Some(origin) = headers.get(header::ORIGIN) {
+        let origin = origin.to_str().unwrap_or_default();
+        let host = origin.split_once("://").map(|(_, rest)| rest).unwrap_or(origin);
+        if !is_loopback_host(host) && !options.allowed_origins.iter().any(|o| o == origin) {
+            return Err(plain(StatusCode::FORBIDDEN, "forbidden: the Origin header is not allowed"));
+        }
+    }
+    Ok(())
+}
+
+/// The protocol version of a request: the header, or 2025-03-26 when it is missing; unsupported is 400.
+fn check_version(headers: &HeaderMap) -> Result<String, Response> {
+    match headers.get(VERSION_HEADER) {
+        None => Ok("2025-03-26".into()),
+        Some(v) => {
+            let v = v.to_str().unwrap_or_default();
+            if SUPPORTED_PROTOCOL_VERSIONS.contains(&v) {
+                Ok(v.to_owned())
+            } else {
+                Err(error_response(
+                    StatusCode::BAD_REQUEST,
+                    ErrorCode::INVALID_REQUEST,
+                    format!("unsupported MCP-Protocol-Version {v:?}; supported: {}", SUPPORTED_PROTOCOL_VERSIONS.join(", ")),
+                ))
+            }
+        }
+    }
+}
+
+fn accepts(headers: &HeaderMap, kind: &str) -> bool {
+    headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .any(|v| v.split(',').any(|t| {
+            let t = t.split(';').next().unwrap_or_default().trim();
+            t == kind || t == "*/*"
+        }))
+}
+
+async fn endpoint(AxumState(state): AxumState<Arc<HttpState>>, method: Method, headers: HeaderMap, body: Body) -> Response {
+    if let Err(r) = check_origin(&state.options, &headers) {
+        return r;
+    }
+    match method {
+        Method::POST => post(state, headers, body).await,
+        Method::GET => get(state, headers),
+        Method::DELETE => delete(state, headers),
+        _ => (StatusCode::METHOD_NOT_ALLOWED, [(header::ALLOW, "GET, POST, DELETE")]).into_response(),
+    }
+}
+
+fn session_of(state: &HttpState, headers: &HeaderMap) -> Result<Arc<HttpSession>, Response> {
+    let Some(id) = headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok()) else {
+        return Err(plain(StatusCode::BAD_REQUEST, "bad request: the Mcp-Session-Id header is missing"));
+    };
+    match state.session(id) {
+        Some(s) => {
+            s.touch();
+            Ok(s)
+        }
+        None => Err(error_response(StatusCode::NOT_FOUND, ErrorCode(-32001), "session not found: it ended or never existed")),
+    }
+}
+
+async fn post(state: Arc<HttpState>, headers: HeaderMap, body: Body) -> Response {
+    if !(accepts(&headers, "application/json") && accepts(&headers, "text/event-stream")) {
+        return plain(StatusCode::NOT_ACCEPTABLE, "not acceptable: the client must accept both application/json and text/event-stream");
+    }
+    let json_content = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.split(';').next().unwrap_or_default().trim() == "application/json");
+    if !json_content {
+        return plain(StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported media type: the body must be application/json");
+    }
+    let limit = state.options.max_body_bytes;
+    let bytes = match axum::body::to_bytes(body, limit).await {
+        Ok(b) => b,
+        Err(_) => {
+            return error_response(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                ErrorCode::INVALID_REQUEST,
+                format!("the request body is over the limit of {limit} bytes"),
+            )
+        }
+    };
+    let message = match Incoming::parse(&bytes) {
+        Ok(m) => m,
+        Err(rejected) => {
+            let body = jsonrpc::encode_error(rejected.id.as_ref(), &rejected.error);
+            return (StatusCode::BAD_REQUEST, [(header::CONTENT_TYPE, "application/json")], body).into_response();
+        }
+    };
+    let is_initialize = matches!(&message, Incoming::Request { method, .. } if method == "initialize");
+
+    if state.options.stateless {
+        return post_stateless(&state, &headers, message, is_initialize).await;
+    }
+
+    let (http_session, created) = if is_initialize && headers.get(SESSION_HEADER).is_none() {
+        let store = state.new_store();
+        let standalone = Route::new("standalone".into(), store.clone());
+        let session = Session::new(state.server.clone(), standalone.clone());
+        let http_session = Arc::new(HttpSession {
+            session,
+            store,
+            standalone,
+            routes: Mutex::new(HashMap::new()),
+            next_stream: AtomicU64::new(1),
+            last_seen: Mutex::new(Instant::now()),
+        });
+        (http_session, true)
+    } else {
+        let s = match session_of(&state, &headers) {
+            Ok(s) => s,
+            Err(r) => return r,
+        };
+        if let Err(r) = check_version(&headers) {
+            return r;
+        }
+        (s, false)
+    };
+
+    let mut response = match message {
+        Incoming::Request { .. } => answer_request(&state, &http_session, message).await,
+        other => {
+            http_session.session.handle(other);
+            StatusCode::ACCEPTED.into_response()
+        }
+    };
+    if created {
+        // Only a successful initialize makes a session.
+        if http_session.session.is_initialized() {
+            let id = new_session_id();
+            if let Ok(v) = HeaderValue::from_str(&id) {
+                response.headers_mut().insert(SESSION_HEADER, v);
+            }
+            state.sessions.lock().unwrap_or_else(|e| e.into_inner()).insert(id, http_session);
+        }
+    }
+    response
+}
+
+/// Sends a request to the session and answers with its stream (or its JSON response).
+async fn answer_request(state: &HttpState, http_session: &Arc<HttpSession>, message: Incoming) -> Response {
+    if state.options.json_response {
+        let (tx, rx) = oneshot::channel();
+        let sink: Sink = Arc::new(JsonRoute { response: Mutex::new(Some(tx)), standalone: http_session.standalone.clone() });
+        http_session.session.handle_routed(message, &sink);
+        drop(sink);
+        return match rx.await {
+            Ok(frame) => (StatusCode::OK, [(header::CONTENT_TYPE, "application/json")], frame).into_response(),
+            // Cancelled: there is no response to give.
+            Err(_) => StatusCode::ACCEPTED.into_response(),
+        };
+    }
+    let route = http_session.new_route();
+    // The priming event comes first, so resuming from it replays everything the request sends.
+    let priming = http_session.store.store(&route.name, "");
+    let events = route.attach(Vec::new());
+    let sink: Sink = route.clone();
+    http_session.session.handle_routed(message, &sink);
+    sse_response(state, priming, events, None)
+}
+
+fn sse_response(
+    state: &HttpState,
+    priming_id: String,
+    events: mpsc::UnboundedReceiver<Event>,
+    on_disconnect: Option<Box<dyn FnOnce() + Send>>,
+) -> Response {
+    let retry = state.options.retry.as_millis();
+    let priming = Bytes::from(format!("id: {priming_id}\nretry: {retry}\ndata: \n\n"));
+    let body = SseBody { priming: Some(priming), events, on_disconnect };
+    Response::builder()
+        .status(StatusCode::OK)
+        .header(header::CONTENT_TYPE, "text/event-stream")
+        .header(header::CACHE_CONTROL, "no-cache")
+        .body(Body::from_stream(body))
+        .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
+}
+
+async fn post_stateless(state: &Arc<HttpState>, headers: &HeaderMap, message: Incoming, is_initialize: bool) -> Response {
+    let version = match check_version(headers) {
+        Ok(v) => v,
+        Err(r) if !is_initialize => return r,
+        Err(_) => "2025-03-26".into(),
+    };
+    match message {
+        Incoming::Notification { method, params } => {
+            if method == "notifications/cancelled" {
+                let id = params.as_ref().and_then(|p| p.get("requestId")).cloned().and_then(|v| serde_json::from_value::<RequestId>(v).ok());
+                if let Some(id) = id {
+                    let session = state.stateless_requests.lock().unwrap_or_else(|e| e.into_inner()).get(&id).and_then(Weak::upgrade);
+                    if let Some(session) = session {
+                        let reason = params.as_ref().and_then(|p| p.get("reason")).and_then(Value::as_str).map(str::to_owned);
+                        session.cancel(&id, reason.as_deref());
+                    }
+                }
+            }
+            StatusCode::ACCEPTED.into_response()
+        }
+        Incoming::Response { .. } => StatusCode::ACCEPTED.into_response(),
+        Incoming::Request { ref id, .. } => {
+            let id = id.clone();
+            let store: Arc<dyn EventStore> = Arc::new(MemoryEventStore::new(64));
+            let session = Session::new(state.server.clone(), Arc::new(NoSink));
+            if !is_initialize {
+                session.preinitialize(&version);
+            }
+            state.stateless_requests.lock().unwrap_or_else(|e| e.into_inner()).insert(id.clone(), Arc::downgrade(&session));
+            if state.options.json_response {
+                let (tx, rx) = oneshot::channel();
+                let sink: Sink = Arc::new(JsonRoute { response: Mutex::new(Some(tx)), standalone: Arc::new(NoSink) });
+                session.handle_routed(message, &sink);
+                drop(sink);
+                // If the client goes away, axum drops this future, and the guard cancels the request.
+                let mut guard = StatelessGuard { state: state.clone(), session: session.clone(), id, done: false };
+                let answer = rx.await;
+                guard.done = true;
+                return match answer {
+                    Ok(frame) => (StatusCode::OK, [(header::CONTENT_TYPE, "application/json")], frame).into_response(),
+                    Err(_) => StatusCode::ACCEPTED.into_response(),
+                };
+            }
+            let route = Route::new("stateless".into(), store.clone());
+            let priming = store.store("stateless", "");
+            let events = route.attach(Vec::new());
+            let sink: Sink = route.clone();
+            session.handle_routed(message, &sink);
+            let state2 = state.clone();
+            let on_disconnect: Box<dyn FnOnce() + Send> = Box::new(move || {
+                state2.stateless_requests.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
+                if !route.is_closed() {
+                    session.cancel(&id, Some("the client disconnected"));
+                }
+            });
+            sse_response(state, priming, events, Some(on_disconnect))
+        }
+    }
+}
+
+fn get(state: Arc<HttpState>, headers: HeaderMap) -> Response {
+    if state.options.stateless {
+        return (StatusCode::METHOD_NOT_ALLOWED, [(header::ALLOW, "POST")]).into_response();
+    }
+    if !accepts(&headers, "text/event-stream") {
+        return plain(StatusCode::NOT_ACCEPTABLE, "not acceptable: the client must accept text/event-stream");
+    }
+    let http_session = match session_of(&state, &headers) {
+        Ok(s) => s,
+        Err(r) => return r,
+    };
+    if let Err(r) = check_version(&headers) {
+        return r;
+    }
+    let last = headers.get("last-event-id").and_then(|v| v.to_str().ok()).map(str::to_owned);
+    let (route, missed) = match last.and_then(|id| http_session.store.replay_after(&id)) {
+        Some((stream, missed)) => match http_session.route(&stream) {
+            Some(route) => (route, missed),
+            // The stream ended (its request was answered) and its route is gone: replay what is left, then end.
+            None => {
+                let (tx, rx) = mpsc::unbounded_channel();
+                for (id, frame) in missed.into_iter().filter(|(_, f)| !f.is_empty()) {
+                    let _ = tx.send((id, frame.into()));
+                }
+                drop(tx);
+                let priming = http_session.store.store(&stream, "");
+                return sse_response(&state, priming, rx, None);
+            }
+        },
+        None => (http_session.standalone.clone(), Vec::new()),
+    };
+    let events = route.attach(missed);
+    let priming = http_session.store.store(&route.name, "");
+    sse_response(&state, priming, events, None)
+}
+
+fn delete(state: Arc<HttpState>, headers: HeaderMap) -> Response {
+    if state.options.stateless || !state.options.allow_delete {
+        return (StatusCode::METHOD_NOT_ALLOWED, [(header::ALLOW, "GET, POST")]).into_response();
+    }
+    let http_session = match session_of(&state, &headers) {
+        Ok(s) => s,
+        Err(r) => return r,
+    };
+    let id = headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned();
+    state.sessions.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
+    http_session.session.cancel_all("the client ended the session");
+    http_session.standalone.close();
+    StatusCode::OK.into_response()
+}
+
+/// Stateless JSON mode: forgets the request when the POST ends, and cancels it if the client went away first.
+struct StatelessGuard {
+    state: Arc<HttpState>,
+    session: Arc<Session>,
+    id: RequestId,
+    done: bool,
+}
+
+impl Drop for StatelessGuard {
+    fn drop(&mut self) {
+        self.state.stateless_requests.lock().unwrap_or_else(|e| e.into_inner()).remove(&self.id);
+        if !self.done {
+            self.session.cancel(&self.id, Some("the client disconnected"));
+        }
+    }
+}
+
+/// A sink that drops everything (stateless sessions have no standalone stream).
+struct NoSink;
+
+impl FrameSink for NoSink {
+    fn send(&self, _: String) {}
+}
