@@ -62,7 +62,9 @@ fn test_multiple_content_types() -> Vec<Content> {
 /// Tests tool that emits log messages during execution
 #[mcp::tool]
 async fn test_tool_with_logging(ctx: &Context) -> &'static str {
-    for (i, message) in ["Tool execution started", "Tool processing data", "Tool execution completed"].iter().enumerate() {
+    for (i, message) in
+        ["Tool execution started", "Tool processing data", "Tool execution completed"].iter().enumerate()
+    {
         if i > 0 {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
@@ -237,13 +239,23 @@ fn no_output_schema() -> Option<Value> {
 // ---- resources ----
 
 /// A static text resource for testing
-#[mcp::resource(uri = "test://static-text", name = "static-text", title = "Static Text Resource", mime_type = "text/plain")]
+#[mcp::resource(
+    uri = "test://static-text",
+    name = "static-text",
+    title = "Static Text Resource",
+    mime_type = "text/plain"
+)]
 fn static_text() -> &'static str {
     "This is the content of the static text resource."
 }
 
 /// A static binary resource (image) for testing
-#[mcp::resource(uri = "test://static-binary", name = "static-binary", title = "Static Binary Resource", mime_type = "image/png")]
+#[mcp::resource(
+    uri = "test://static-binary",
+    name = "static-binary",
+    title = "Static Binary Resource",
+    mime_type = "image/png"
+)]
 fn static_binary() -> mcp::ReadResourceResult {
     mcp::ReadResourceResult::new(vec![ResourceContents::Blob {
         uri: "test://static-binary".into(),
@@ -253,13 +265,23 @@ fn static_binary() -> mcp::ReadResourceResult {
 }
 
 /// A resource template with parameter substitution
-#[mcp::resource(uri = "test://template/{id}/data", name = "template", title = "Resource Template", mime_type = "application/json")]
+#[mcp::resource(
+    uri = "test://template/{id}/data",
+    name = "template",
+    title = "Resource Template",
+    mime_type = "application/json"
+)]
 fn template(id: String) -> String {
     json!({ "id": id, "templateTest": true, "data": format!("Data for ID: {id}") }).to_string()
 }
 
 /// A resource that auto-updates every 3 seconds
-#[mcp::resource(uri = "test://watched-resource", name = "watched-resource", title = "Watched Resource", mime_type = "text/plain")]
+#[mcp::resource(
+    uri = "test://watched-resource",
+    name = "watched-resource",
+    title = "Watched Resource",
+    mime_type = "text/plain"
+)]
 fn watched_resource() -> &'static str {
     "Watched resource content"
 }
@@ -303,7 +325,10 @@ fn test_prompt_with_embedded_resource(
 /// A prompt that includes image content
 #[mcp::prompt(title = "Prompt With Image")]
 fn test_prompt_with_image() -> Vec<PromptMessage> {
-    vec![PromptMessage::user(Content::image(IMAGE, "image/png")), PromptMessage::user("Please analyze the image above.")]
+    vec![
+        PromptMessage::user(Content::image(IMAGE, "image/png")),
+        PromptMessage::user("Please analyze the image above."),
+    ]
 }
 
 #[mcp::main]

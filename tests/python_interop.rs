@@ -10,3 +10,18 @@ fn python_client_lists_calls_with_progress_and_cancels_on_the_bookshop() {
     // The cancel reached the server as notifications/cancelled.
     assert!(out.contains("request cancelled"), "{out}");
 }
+
+#[tokio::test]
+async fn python_client_over_http_sees_progress_per_session_logs_and_cancels() {
+    let server = common::http::HttpServer::start(&[]);
+    let url = server.url.clone();
+    let out = tokio::task::spawn_blocking(move || common::python::run_script("http_client.py", &[url.as_ref()]))
+        .await
+        .unwrap();
+    assert!(out.contains("all ok"), "{out}");
+    assert!(
+        server.wait_stderr("SLEEP_ABORTED", std::time::Duration::from_secs(3)).await,
+        "the cancelled call was dropped on the server: {}",
+        server.stderr_text()
+    );
+}

@@ -62,11 +62,12 @@ pub use server::{
     BuildError, Server, ServerBuilder, DEFAULT_MAX_LINE_BYTES, DEFAULT_PAGE_SIZE, DEFAULT_SHUTDOWN_TIMEOUT,
 };
 pub use state::{Requirement, State};
-pub use transport::http::{
-    EventStore, EventStoreFactory, HttpOptions, MemoryEventStore, MemoryEventStoreFactory, SESSION_HEADER, VERSION_HEADER,
-};
 pub use tool::{
     BoxFuture, Handler, Hints, Injected, IntoToolResult, Json, ObjectSchema, ToolDef, ToolHandler, ToolItem,
+};
+pub use transport::http::{
+    EventStore, EventStoreFactory, HttpOptions, MemoryEventStore, MemoryEventStoreFactory, SESSION_HEADER,
+    VERSION_HEADER,
 };
 pub use uri_template::{TemplateError, UriTemplate};
 

@@ -96,7 +96,8 @@ impl Session {
 
     /// Marks a session as initialized without a handshake (stateless HTTP: every request is its own session).
     pub(crate) fn preinitialize(&self, version: &str) {
-        let version = SUPPORTED_PROTOCOL_VERSIONS.iter().find(|v| **v == version).copied().unwrap_or(LATEST_PROTOCOL_VERSION);
+        let version =
+            SUPPORTED_PROTOCOL_VERSIONS.iter().find(|v| **v == version).copied().unwrap_or(LATEST_PROTOCOL_VERSION);
         let client = ClientInfo { info: crate::protocol::Implementation::new("unknown", "0"), capabilities: json!({}) };
         let _ = self.client.set((version.into(), Arc::new(client)));
     }

@@ -431,3 +431,13 @@ async fn nested(ctx: &Context) -> Result<String, mcp::ClientError> {
     guard.1 = true;
     Ok("done".into())
 }
+
+/// Log `step i` then sleep `ms`, `n` times; then answer.
+#[mcp::tool]
+async fn slow_steps(n: u32, ms: u64, ctx: &Context) -> String {
+    for i in 0..n {
+        ctx.info(format!("step {i}"));
+        tokio::time::sleep(Duration::from_millis(ms)).await;
+    }
+    format!("{n} steps")
+}

@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod http;
+pub mod node;
 pub mod python;
 pub mod schema;
 

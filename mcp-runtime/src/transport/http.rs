@@ -3,6 +3,9 @@
 //! random ids; every stream's events are kept in an event store so a client whose stream dropped resumes with
 //! `Last-Event-ID` and loses nothing.
 
+// Handlers return axum's `Response` as their error, as axum code does.
+#![allow(clippy::result_large_err)]
+
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
 use std::pin::Pin;
@@ -163,8 +166,11 @@ pub trait EventStoreFactory: Send + Sync {
 pub struct MemoryEventStore {
     capacity: usize,
     next: AtomicU64,
-    events: Mutex<VecDeque<(u64, Arc<str>, Arc<str>)>>,
+    events: Mutex<VecDeque<StoredEvent>>,
 }
+
+/// An event's number, stream and data.
+type StoredEvent = (u64, Arc<str>, Arc<str>);
 
 impl MemoryEventStore {
     /// A store that keeps at most `capacity` events.
@@ -313,7 +319,9 @@ impl futures_core::Stream for SseBody {
             return Poll::Ready(Some(Ok(p)));
         }
         match self.events.poll_recv(cx) {
-            Poll::Ready(Some((id, data))) => Poll::Ready(Some(Ok(Bytes::from(format!("id: {id}\nevent: message\ndata: {data}\n\n"))))),
+            Poll::Ready(Some((id, data))) => {
+                Poll::Ready(Some(Ok(Bytes::from(format!("id: {id}\nevent: message\ndata: {data}\n\n")))))
+            }
             Poll::Ready(None) => {
                 self.on_disconnect = None; // ended normally
                 Poll::Ready(None)
@@ -423,6 +431,7 @@ impl Server {
     /// (behind its own layers: auth, tracing, CORS).
     ///
     /// ```no_run
+    /// # #[allow(dead_code)]
     /// # async fn run(server: mcp::Server) -> std::io::Result<()> {
     /// let app = axum::Router::new().merge(server.http_router(mcp::HttpOptions::new()));
     /// let listener = tokio::net::TcpListener::bind("127.0.0.1:8000").await?;
@@ -439,7 +448,8 @@ impl Server {
         });
         if !state.options.stateless {
             let weak = Arc::downgrade(&state);
-            let every = (state.options.session_idle_timeout / 4).clamp(Duration::from_millis(50), Duration::from_secs(60));
+            let every =
+                (state.options.session_idle_timeout / 4).clamp(Duration::from_millis(50), Duration::from_secs(60));
             tokio::spawn(async move {
                 loop {
                     tokio::time::sleep(every).await;
@@ -528,7 +538,10 @@ fn check_version(headers: &HeaderMap) -> Result<String, Response> {
                 Err(error_response(
                     StatusCode::BAD_REQUEST,
                     ErrorCode::INVALID_REQUEST,
-                    format!("unsupported MCP-Protocol-Version {v:?}; supported: {}", SUPPORTED_PROTOCOL_VERSIONS.join(", ")),
+                    format!(
+                        "unsupported MCP-Protocol-Version {v:?}; supported: {}",
+                        SUPPORTED_PROTOCOL_VERSIONS.join(", ")
+                    ),
                 ))
             }
         }
@@ -536,17 +549,20 @@ fn check_version(headers: &HeaderMap) -> Result<String, Response> {
 }
 
 fn accepts(headers: &HeaderMap, kind: &str) -> bool {
-    headers
-        .get_all(header::ACCEPT)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .any(|v| v.split(',').any(|t| {
+    headers.get_all(header::ACCEPT).iter().filter_map(|v| v.to_str().ok()).any(|v| {
+        v.split(',').any(|t| {
             let t = t.split(';').next().unwrap_or_default().trim();
             t == kind || t == "*/*"
-        }))
+        })
+    })
 }
 
-async fn endpoint(AxumState(state): AxumState<Arc<HttpState>>, method: Method, headers: HeaderMap, body: Body) -> Response {
+async fn endpoint(
+    AxumState(state): AxumState<Arc<HttpState>>,
+    method: Method,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
     if let Err(r) = check_origin(&state.options, &headers) {
         return r;
     }
@@ -567,13 +583,20 @@ fn session_of(state: &HttpState, headers: &HeaderMap) -> Result<Arc<HttpSession>
             s.touch();
             Ok(s)
         }
-        None => Err(error_response(StatusCode::NOT_FOUND, ErrorCode(-32001), "session not found: it ended or never existed")),
+        None => Err(error_response(
+            StatusCode::NOT_FOUND,
+            ErrorCode(-32001),
+            "session not found: it ended or never existed",
+        )),
     }
 }
 
 async fn post(state: Arc<HttpState>, headers: HeaderMap, body: Body) -> Response {
     if !(accepts(&headers, "application/json") && accepts(&headers, "text/event-stream")) {
-        return plain(StatusCode::NOT_ACCEPTABLE, "not acceptable: the client must accept both application/json and text/event-stream");
+        return plain(
+            StatusCode::NOT_ACCEPTABLE,
+            "not acceptable: the client must accept both application/json and text/event-stream",
+        );
     }
     let json_content = headers
         .get(header::CONTENT_TYPE)
@@ -654,7 +677,8 @@ async fn post(state: Arc<HttpState>, headers: HeaderMap, body: Body) -> Response
 async fn answer_request(state: &HttpState, http_session: &Arc<HttpSession>, message: Incoming) -> Response {
     if state.options.json_response {
         let (tx, rx) = oneshot::channel();
-        let sink: Sink = Arc::new(JsonRoute { response: Mutex::new(Some(tx)), standalone: http_session.standalone.clone() });
+        let sink: Sink =
+            Arc::new(JsonRoute { response: Mutex::new(Some(tx)), standalone: http_session.standalone.clone() });
         http_session.session.handle_routed(message, &sink);
         drop(sink);
         return match rx.await {
@@ -689,7 +713,12 @@ fn sse_response(
         .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
 }
 
-async fn post_stateless(state: &Arc<HttpState>, headers: &HeaderMap, message: Incoming, is_initialize: bool) -> Response {
+async fn post_stateless(
+    state: &Arc<HttpState>,
+    headers: &HeaderMap,
+    message: Incoming,
+    is_initialize: bool,
+) -> Response {
     let version = match check_version(headers) {
         Ok(v) => v,
         Err(r) if !is_initialize => return r,
@@ -698,11 +727,21 @@ async fn post_stateless(state: &Arc<HttpState>, headers: &HeaderMap, message: In
     match message {
         Incoming::Notification { method, params } => {
             if method == "notifications/cancelled" {
-                let id = params.as_ref().and_then(|p| p.get("requestId")).cloned().and_then(|v| serde_json::from_value::<RequestId>(v).ok());
+                let id = params
+                    .as_ref()
+                    .and_then(|p| p.get("requestId"))
+                    .cloned()
+                    .and_then(|v| serde_json::from_value::<RequestId>(v).ok());
                 if let Some(id) = id {
-                    let session = state.stateless_requests.lock().unwrap_or_else(|e| e.into_inner()).get(&id).and_then(Weak::upgrade);
+                    let session = state
+                        .stateless_requests
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .get(&id)
+                        .and_then(Weak::upgrade);
                     if let Some(session) = session {
-                        let reason = params.as_ref().and_then(|p| p.get("reason")).and_then(Value::as_str).map(str::to_owned);
+                        let reason =
+                            params.as_ref().and_then(|p| p.get("reason")).and_then(Value::as_str).map(str::to_owned);
                         session.cancel(&id, reason.as_deref());
                     }
                 }
@@ -717,7 +756,11 @@ async fn post_stateless(state: &Arc<HttpState>, headers: &HeaderMap, message: In
             if !is_initialize {
                 session.preinitialize(&version);
             }
-            state.stateless_requests.lock().unwrap_or_else(|e| e.into_inner()).insert(id.clone(), Arc::downgrade(&session));
+            state
+                .stateless_requests
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(id.clone(), Arc::downgrade(&session));
             if state.options.json_response {
                 let (tx, rx) = oneshot::channel();
                 let sink: Sink = Arc::new(JsonRoute { response: Mutex::new(Some(tx)), standalone: Arc::new(NoSink) });

@@ -1,0 +1,315 @@
+//! Streamable HTTP against a real socket: sessions and status codes, SSE framing, the standalone stream, resumption,
+//! DNS-rebinding protection, the body limit, JSON mode, stateless mode, isolation of sessions, and cancellation in
+//! every mode, nested requests included.
+
+mod common;
+
+use std::time::Duration;
+
+use common::http::{notification, request, Body, HttpServer};
+use serde_json::{json, Value};
+
+const SHORT: Duration = Duration::from_millis(300);
+
+#[tokio::test]
+async fn session_lifecycle_and_status_codes() {
+    let server = HttpServer::start(&[]);
+    let mut client = server.client();
+    let init = client.initialize(json!({})).await;
+    assert_eq!(init["result"]["protocolVersion"], "2025-11-25");
+    let id = client.session.clone().expect("a session id");
+    assert_eq!(id.len(), 32, "128 random bits, hex");
+    assert!(id.chars().all(|c| c.is_ascii_hexdigit()));
+
+    let (ping, _) = client.call(1, "ping", json!({})).await;
+    assert_eq!(ping["result"], json!({}));
+
+    let mut anonymous = server.client();
+    assert_eq!(anonymous.send(&request(2, "ping", json!({}))).await.status(), 400, "no session id");
+    anonymous.session = Some("0123456789abcdef0123456789abcdef".into());
+    assert_eq!(anonymous.send(&request(2, "ping", json!({}))).await.status(), 404, "unknown session");
+
+    let no_accept = client
+        .http
+        .post(&client.url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json")
+        .header("mcp-session-id", &id)
+        .body(request(3, "ping", json!({})).to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(no_accept.status(), 406);
+    let wrong_type = client
+        .http
+        .post(&client.url)
+        .header("content-type", "text/plain")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-session-id", &id)
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(wrong_type.status(), 415);
+    let bad_version = client
+        .http
+        .post(&client.url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-session-id", &id)
+        .header("mcp-protocol-version", "1999-01-01")
+        .body(request(4, "ping", json!({})).to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(bad_version.status(), 400);
+    let old_version_by_default = client
+        .http
+        .post(&client.url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-session-id", &id)
+        .body(request(5, "ping", json!({})).to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(old_version_by_default.status(), 200, "a missing version header means 2025-03-26");
+    let bad_json = client
+        .http
+        .post(&client.url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-session-id", &id)
+        .body("{oops")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(bad_json.status(), 400);
+    assert_eq!(serde_json::from_str::<Value>(&bad_json.text().await.unwrap()).unwrap()["error"]["code"], -32700);
+
+    let delete = client.http.delete(&client.url).header("mcp-session-id", &id).send().await.unwrap();
+    assert_eq!(delete.status(), 200);
+    assert_eq!(client.send(&request(6, "ping", json!({}))).await.status(), 404, "the session ended");
+    let delete_again = client.http.delete(&client.url).header("mcp-session-id", &id).send().await.unwrap();
+    assert_eq!(delete_again.status(), 404);
+}
+
+#[tokio::test]
+async fn sse_streams_prime_then_carry_notifications_then_the_response() {
+    let server = HttpServer::start(&[]);
+    let mut client = server.client();
+    client.initialize(json!({})).await;
+    let response = client
+        .send(&request(7, "tools/call", json!({"name": "progress", "arguments": {}, "_meta": {"progressToken": "p"}})))
+        .await;
+    assert_eq!(response.headers()["content-type"], "text/event-stream");
+    let mut body = Body::of(response).await;
+    let priming = body.next_event(SHORT).await.unwrap();
+    assert!(priming.id.is_some() && priming.data.is_empty() && priming.retry.is_some(), "{priming:?}");
+    let answer = body.response(&json!(7), "tools/call").await;
+    assert_eq!(answer["result"]["content"][0]["text"], "reported");
+    let progress: Vec<f64> = body.seen.iter().map(|m| m["params"]["progress"].as_f64().unwrap()).collect();
+    assert_eq!(progress, [1.0, 2.0, 3.0]);
+    assert!(body.events.iter().all(|e| e.id.is_some()), "every event has an id");
+    assert!(body.ended(SHORT).await, "the stream ends after the response");
+}
+
+#[tokio::test]
+async fn the_standalone_stream_carries_what_belongs_to_no_request() {
+    let server = HttpServer::start(&[]);
+    let mut client = server.client();
+    client.initialize(json!({})).await;
+    let mut standalone = Body::of(client.get(None).await).await;
+    let (answer, on_post) = client
+        .call(
+            8,
+            "tools/call",
+            json!({"name": "toggle", "arguments": {"kind": "tool", "name": "greet", "enabled": false}}),
+        )
+        .await;
+    assert_eq!(answer["result"]["content"][0]["text"], "ok");
+    assert!(on_post.is_empty(), "the list change is not the request's: {on_post:?}");
+    let changed = standalone.next_message(Duration::from_secs(5)).await.expect("a list change on the GET stream");
+    assert_eq!(changed["method"], "notifications/tools/list_changed");
+}
+
+#[tokio::test]
+async fn a_dropped_stream_resumes_with_last_event_id_losing_and_repeating_nothing() {
+    let server = HttpServer::start(&[]);
+    let mut client = server.client();
+    client.initialize(json!({})).await;
+    let response =
+        client.send(&request(9, "tools/call", json!({"name": "slow_steps", "arguments": {"n": 6, "ms": 80}}))).await;
+    let mut body = Body::of(response).await;
+    let mut last_id = body.next_event(SHORT).await.unwrap().id.unwrap();
+    let first = body.next_message(Duration::from_secs(2)).await.unwrap();
+    assert_eq!(first["params"]["data"], "step 0");
+    last_id = body.events.last().unwrap().id.clone().unwrap_or(last_id);
+    drop(body); // the connection drops mid-request; in session mode the request keeps running
+
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let resumed = client.get(Some(&last_id)).await;
+    assert_eq!(resumed.status(), 200);
+    let mut body = Body::of(resumed).await;
+    let answer = body.response(&json!(9), "tools/call").await;
+    assert_eq!(answer["result"]["content"][0]["text"], "6 steps");
+    let steps: Vec<String> = body.seen.iter().map(|m| m["params"]["data"].as_str().unwrap().to_owned()).collect();
+    assert_eq!(steps, ["step 1", "step 2", "step 3", "step 4", "step 5"]);
+}
+
+#[tokio::test]
+async fn origin_and_host_are_checked_against_dns_rebinding() {
+    let server = HttpServer::start(&[]);
+    let client = server.client();
+    let init = request(
+        0,
+        "initialize",
+        json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "c", "version": "0"}}),
+    );
+    let evil_origin = client.post(&init).header("origin", "http://evil.example").send().await.unwrap();
+    assert_eq!(evil_origin.status(), 403);
+    let evil_host = client.post(&init).header("host", "evil.example").send().await.unwrap();
+    assert_eq!(evil_host.status(), 403);
+    let local_origin = client.post(&init).header("origin", "http://localhost:5173").send().await.unwrap();
+    assert_eq!(local_origin.status(), 200);
+}
+
+#[tokio::test]
+async fn bodies_over_the_limit_get_413() {
+    let server = HttpServer::start(&[]);
+    let mut client = server.client();
+    client.initialize(json!({})).await;
+    let big = request(10, "tools/call", json!({"name": "echo", "arguments": {"text": "x".repeat(5 << 20)}}));
+    assert_eq!(client.send(&big).await.status(), 413);
+}
+
+#[tokio::test]
+async fn json_mode_answers_with_one_body_and_cancels_too() {
+    let server = HttpServer::start(&["--json-response"]);
+    let mut client = server.client();
+    client.initialize(json!({})).await;
+    let response =
+        client.send(&request(11, "tools/call", json!({"name": "echo", "arguments": {"text": "json"}}))).await;
+    assert_eq!(response.headers()["content-type"], "application/json");
+    let value: Value = serde_json::from_str(&response.text().await.unwrap()).unwrap();
+    assert_eq!(value["result"]["content"][0]["text"], "json");
+
+    let waiting = {
+        let client = client.clone();
+        tokio::spawn(async move {
+            client.send(&request(12, "tools/call", json!({"name": "sleep", "arguments": {"ms": 10_000}}))).await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(client.send(&notification("notifications/cancelled", json!({"requestId": 12}))).await.status(), 202);
+    let cancelled = waiting.await.unwrap();
+    assert_eq!(cancelled.status(), 202, "a cancelled request has no response");
+    assert!(server.wait_stderr("SLEEP_ABORTED 12", Duration::from_secs(2)).await, "{}", server.stderr_text());
+}
+
+#[tokio::test]
+async fn sse_mode_cancels_and_the_stream_ends_without_a_response() {
+    let server = HttpServer::start(&[]);
+    let mut client = server.client();
+    client.initialize(json!({})).await;
+    let mut body =
+        Body::of(client.send(&request(13, "tools/call", json!({"name": "sleep", "arguments": {"ms": 10_000}}))).await)
+            .await;
+    body.next_event(SHORT).await.unwrap();
+    assert_eq!(
+        client
+            .send(&notification("notifications/cancelled", json!({"requestId": 13, "reason": "enough"})))
+            .await
+            .status(),
+        202
+    );
+    assert!(server.wait_stderr("SLEEP_ABORTED 13", Duration::from_secs(2)).await);
+    assert!(body.next_message(Duration::from_secs(2)).await.is_none(), "no response on a cancelled request");
+}
+
+#[tokio::test]
+async fn in_session_mode_a_dropped_connection_does_not_cancel() {
+    let server = HttpServer::start(&[]);
+    let mut client = server.client();
+    client.initialize(json!({})).await;
+    let mut body =
+        Body::of(client.send(&request(14, "tools/call", json!({"name": "sleep", "arguments": {"ms": 300}}))).await)
+            .await;
+    body.next_event(SHORT).await.unwrap();
+    drop(body);
+    assert!(server.wait_stderr("SLEEP_DONE 14", Duration::from_secs(3)).await, "{}", server.stderr_text());
+    assert!(!server.stderr_text().contains("SLEEP_ABORTED 14"));
+}
+
+#[tokio::test]
+async fn stateless_mode_serves_without_sessions_and_cancels_on_disconnect_or_notification() {
+    let server = HttpServer::start(&["--stateless"]);
+    let client = server.client();
+    let response =
+        client.send(&request(15, "tools/call", json!({"name": "echo", "arguments": {"text": "no session"}}))).await;
+    assert!(response.headers().get("mcp-session-id").is_none());
+    let answer = Body::of(response).await.response(&json!(15), "tools/call").await;
+    assert_eq!(answer["result"]["content"][0]["text"], "no session");
+    assert_eq!(client.get(None).await.status(), 405);
+
+    let mut body =
+        Body::of(client.send(&request(16, "tools/call", json!({"name": "sleep", "arguments": {"ms": 10_000}}))).await)
+            .await;
+    body.next_event(SHORT).await.unwrap();
+    drop(body);
+    assert!(
+        server.wait_stderr("SLEEP_ABORTED 16", Duration::from_secs(2)).await,
+        "disconnect cancels: {}",
+        server.stderr_text()
+    );
+
+    let mut body =
+        Body::of(client.send(&request(17, "tools/call", json!({"name": "sleep", "arguments": {"ms": 10_000}}))).await)
+            .await;
+    body.next_event(SHORT).await.unwrap();
+    client.send(&notification("notifications/cancelled", json!({"requestId": 17}))).await;
+    assert!(server.wait_stderr("SLEEP_ABORTED 17", Duration::from_secs(2)).await);
+    assert!(body.next_message(Duration::from_secs(2)).await.is_none());
+}
+
+#[tokio::test]
+async fn two_sessions_keep_their_own_log_levels_and_notifications() {
+    let server = HttpServer::start(&[]);
+    let mut quiet = server.client();
+    let mut loud = server.client();
+    quiet.initialize(json!({})).await;
+    loud.initialize(json!({})).await;
+    assert_ne!(quiet.session, loud.session);
+    quiet.call(20, "logging/setLevel", json!({"level": "emergency"})).await;
+    let (_, quiet_logs) = quiet.call(21, "tools/call", json!({"name": "log_all", "arguments": {}})).await;
+    let (_, loud_logs) = loud.call(21, "tools/call", json!({"name": "log_all", "arguments": {}})).await;
+    assert_eq!(quiet_logs.len(), 1, "{quiet_logs:?}");
+    assert_eq!(loud_logs.len(), 8);
+}
+
+#[tokio::test]
+async fn cancelling_a_request_cancels_its_requests_to_the_client_on_the_same_stream() {
+    let server = HttpServer::start(&[]);
+    let mut client = server.client();
+    client.initialize(json!({"elicitation": {}})).await;
+    let mut body =
+        Body::of(client.send(&request(30, "tools/call", json!({"name": "nested", "arguments": {}}))).await).await;
+    let elicitation = body.next_message(Duration::from_secs(5)).await.unwrap();
+    assert_eq!(elicitation["method"], "elicitation/create");
+    client.send(&notification("notifications/cancelled", json!({"requestId": 30}))).await;
+    let cancelled = body.next_message(Duration::from_secs(5)).await.expect("the nested cancel on the request's stream");
+    assert_eq!(cancelled["method"], "notifications/cancelled");
+    assert_eq!(cancelled["params"]["requestId"], elicitation["id"]);
+    assert!(body.next_message(SHORT).await.is_none(), "then the stream ends, with no response");
+    assert!(server.wait_stderr("NESTED_ABORTED 30", Duration::from_secs(2)).await);
+
+    // A nested request answered over POST completes the call.
+    let mut body =
+        Body::of(client.send(&request(31, "tools/call", json!({"name": "ask_name", "arguments": {}}))).await).await;
+    let elicitation = body.next_message(Duration::from_secs(5)).await.unwrap();
+    let reply =
+        json!({"jsonrpc": "2.0", "id": elicitation["id"], "result": {"action": "accept", "content": {"name": "Ada"}}});
+    assert_eq!(client.send(&reply).await.status(), 202);
+    let answer = body.response(&json!(31), "tools/call").await;
+    assert_eq!(answer["result"]["content"][0]["text"], "Hello, Ada (None)");
+}
