@@ -313,3 +313,20 @@ async fn cancelling_a_request_cancels_its_requests_to_the_client_on_the_same_str
     let answer = body.response(&json!(31), "tools/call").await;
     assert_eq!(answer["result"]["content"][0]["text"], "Hello, Ada (None)");
 }
+
+#[tokio::test]
+async fn idle_sessions_expire_and_the_router_mounts_in_an_app() {
+    let server = mcp::Server::builder().name("in-process").build().unwrap();
+    let options = mcp::HttpOptions::new().path("/api/mcp").session_idle_timeout(Duration::from_millis(300));
+    let app = axum::Router::new().merge(server.http_router(options));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let mut client =
+        common::http::Client { http: reqwest::Client::new(), url: format!("http://{addr}/api/mcp"), session: None };
+    client.initialize(json!({})).await;
+    let (ping, _) = client.call(1, "ping", json!({})).await;
+    assert_eq!(ping["result"], json!({}));
+    tokio::time::sleep(Duration::from_millis(900)).await;
+    assert_eq!(client.send(&request(2, "ping", json!({}))).await.status(), 404, "the idle session ended");
+}
