@@ -330,3 +330,39 @@ async fn idle_sessions_expire_and_the_router_mounts_in_an_app() {
     tokio::time::sleep(Duration::from_millis(900)).await;
     assert_eq!(client.send(&request(2, "ping", json!({}))).await.status(), 404, "the idle session ended");
 }
+
+/// Who is calling, as the auth layer said, and a header of the request.
+#[mcp::tool]
+fn whoami_http(ctx: &mcp::Context) -> String {
+    let http = ctx.meta().http.as_ref().expect("an HTTP request");
+    let subject = http.auth.as_ref().map(|a| a.subject.as_str()).unwrap_or("anonymous");
+    let agent = http.headers.get("x-trace").and_then(|v| v.to_str().ok()).unwrap_or("-");
+    format!("{subject} {agent}")
+}
+
+#[tokio::test]
+async fn handlers_see_the_http_headers_and_the_principal_an_auth_layer_set() {
+    async fn auth(mut request: axum::extract::Request, next: axum::middleware::Next) -> axum::response::Response {
+        if request.headers().get("authorization").is_some_and(|v| v == "Bearer good") {
+            request.extensions_mut().insert(mcp::AuthInfo::new("alice", vec!["books:read".into()]));
+        }
+        next.run(request).await
+    }
+    let server = mcp::Server::builder().tool::<whoami_http>().build().unwrap();
+    let app = server.http_router(mcp::HttpOptions::new()).layer(axum::middleware::from_fn(auth));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let mut client =
+        common::http::Client { http: reqwest::Client::new(), url: format!("http://{addr}/mcp"), session: None };
+    client.initialize(json!({})).await;
+    let call = request(1, "tools/call", json!({"name": "whoami_http", "arguments": {}}));
+    let response =
+        client.post(&call).header("authorization", "Bearer good").header("x-trace", "t-1").send().await.unwrap();
+    let answer = Body::of(response).await.response(&json!(1), "tools/call").await;
+    assert_eq!(answer["result"]["content"][0]["text"], "alice t-1");
+    let anonymous =
+        client.post(&request(2, "tools/call", json!({"name": "whoami_http", "arguments": {}}))).send().await.unwrap();
+    let answer = Body::of(anonymous).await.response(&json!(2), "tools/call").await;
+    assert_eq!(answer["result"]["content"][0]["text"], "anonymous -");
+}

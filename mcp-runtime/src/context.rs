@@ -30,6 +30,40 @@ pub struct RequestMeta {
     pub progress_token: Option<Value>,
     /// For `resources/read`: the URI being read.
     pub resource_uri: Option<Arc<str>>,
+    /// On HTTP: the request's headers, and who is calling if an auth layer said so.
+    pub http: Option<Arc<HttpRequest>>,
+}
+
+/// What a handler sees of the HTTP request that carried its message.
+#[derive(Clone, Debug, Default)]
+#[non_exhaustive]
+pub struct HttpRequest {
+    /// The request's headers.
+    pub headers: axum::http::HeaderMap,
+    /// The caller, when a layer in front of the endpoint authenticated it and put an [`AuthInfo`] in the
+    /// request's extensions.
+    pub auth: Option<AuthInfo>,
+}
+
+/// Who is calling, as an authentication layer established it. A tower/axum layer in front of the MCP endpoint
+/// inserts one into the HTTP request's extensions (`request.extensions_mut().insert(auth)`); handlers read it from
+/// `ctx.meta().http`.
+#[derive(Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
+pub struct AuthInfo {
+    /// The principal: a user or client id.
+    pub subject: String,
+    /// The scopes granted.
+    pub scopes: Vec<String>,
+    /// Anything else the layer knows (token claims).
+    pub claims: Value,
+}
+
+impl AuthInfo {
+    /// A principal with these scopes.
+    pub fn new(subject: impl Into<String>, scopes: Vec<String>) -> AuthInfo {
+        AuthInfo { subject: subject.into(), scopes, claims: Value::Null }
+    }
 }
 
 /// What a client said about itself.

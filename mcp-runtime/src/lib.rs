@@ -47,7 +47,7 @@ pub use cancel::{defer, Cancelled, Defer};
 pub use client_requests::{
     ClientError, ElicitAction, ElicitResult, Elicitation, Root, SamplingMessage, SamplingRequest, SamplingResult,
 };
-pub use context::{ClientInfo, Context, FromContext, RequestMeta};
+pub use context::{AuthInfo, ClientInfo, Context, FromContext, HttpRequest, RequestMeta};
 pub use entry::MainOutput;
 pub use error::{Error, ErrorCode};
 pub use jsonrpc::RequestId;

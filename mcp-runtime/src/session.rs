@@ -40,6 +40,24 @@ pub(crate) trait FrameSink: Send + Sync {
 /// A shared sink.
 pub(crate) type Sink = Arc<dyn FrameSink>;
 
+/// Where a message came from and where its replies go: the sink, and on HTTP the request's headers and caller.
+pub(crate) struct Origin {
+    pub sink: Sink,
+    pub http: Option<Arc<crate::context::HttpRequest>>,
+}
+
+impl FrameSink for Origin {
+    fn send(&self, frame: String) {
+        self.sink.send(frame)
+    }
+    fn finish(&self, frame: String) {
+        self.sink.finish(frame)
+    }
+    fn close(&self) {
+        self.sink.close()
+    }
+}
+
 /// The stdio sink: the single writer's queue.
 pub(crate) struct ChannelSink(pub mpsc::UnboundedSender<String>);
 
@@ -149,12 +167,12 @@ impl Session {
 
     /// Handles one incoming message. Called in arrival order; never blocks: long work is spawned.
     pub(crate) fn handle(self: &Arc<Self>, message: Incoming) {
-        let sink = self.out.clone();
-        self.handle_routed(message, &sink)
+        let origin = Origin { sink: self.out.clone(), http: None };
+        self.handle_routed(message, &origin)
     }
 
     /// Handles one incoming message whose replies (and, for a request, everything the request sends) go to `sink`.
-    pub(crate) fn handle_routed(self: &Arc<Self>, message: Incoming, sink: &Sink) {
+    pub(crate) fn handle_routed(self: &Arc<Self>, message: Incoming, sink: &Origin) {
         match message {
             Incoming::Request { id, method, params } => self.handle_request(id, method, params, sink),
             Incoming::Notification { method, params } => self.handle_notification(&method, params),
@@ -175,7 +193,7 @@ impl Session {
         self.send(jsonrpc::encode_error(id, error));
     }
 
-    fn handle_request(self: &Arc<Self>, id: RequestId, method: String, params: Option<Value>, sink: &Sink) {
+    fn handle_request(self: &Arc<Self>, id: RequestId, method: String, params: Option<Value>, sink: &Origin) {
         match method.as_str() {
             "initialize" => {
                 let result = self.initialize(params);
@@ -328,10 +346,10 @@ impl Session {
             .and_then(|m| m.get("progressToken"))
             .filter(|t| t.is_string() || t.is_i64() || t.is_u64())
             .cloned();
-        RequestMeta { protocol_version: version, client, meta, progress_token, resource_uri: None }
+        RequestMeta { protocol_version: version, client, meta, progress_token, resource_uri: None, http: None }
     }
 
-    fn call_tool(self: &Arc<Self>, id: RequestId, params: Option<Value>, sink: &Sink) -> Result<(), Error> {
+    fn call_tool(self: &Arc<Self>, id: RequestId, params: Option<Value>, sink: &Origin) -> Result<(), Error> {
         let mut params = jsonrpc::params_object(params)?;
         let name = match params.get("name") {
             Some(Value::String(n)) => n,
@@ -349,13 +367,13 @@ impl Session {
         self.start(id, meta, Call { name: def.name, handler: def.handler, arguments, resource_uri: None }, sink)
     }
 
-    fn list(&self, sink: &Sink, id: &RequestId, kind: ListKind, params: Option<Value>) {
+    fn list(&self, sink: &Origin, id: &RequestId, kind: ListKind, params: Option<Value>) {
         let registry = self.server.registry();
         let result = cursor_param(params).and_then(|cursor| registry.page(kind, cursor.as_deref()));
         respond(sink, id, result);
     }
 
-    fn get_prompt(self: &Arc<Self>, id: RequestId, params: Option<Value>, sink: &Sink) -> Result<(), Error> {
+    fn get_prompt(self: &Arc<Self>, id: RequestId, params: Option<Value>, sink: &Origin) -> Result<(), Error> {
         let mut params = jsonrpc::params_object(params)?;
         let name = match params.get("name") {
             Some(Value::String(n)) => n,
@@ -373,7 +391,7 @@ impl Session {
         self.start(id, meta, Call { name: def.name, handler: def.handler, arguments, resource_uri: None }, sink)
     }
 
-    fn read_resource(self: &Arc<Self>, id: RequestId, params: Option<Value>, sink: &Sink) -> Result<(), Error> {
+    fn read_resource(self: &Arc<Self>, id: RequestId, params: Option<Value>, sink: &Origin) -> Result<(), Error> {
         let mut params = jsonrpc::params_object(params)?;
         let uri = match params.get("uri") {
             Some(Value::String(u)) => u.clone(),
@@ -413,12 +431,13 @@ impl Session {
         id: RequestId,
         meta: Option<Map<String, Value>>,
         call: Call<R>,
-        sink: &Sink,
+        sink: &Origin,
     ) -> Result<(), Error> {
         let Call { name, handler, arguments, resource_uri } = call;
         let mut request_meta = self.request_meta(meta);
         request_meta.resource_uri = resource_uri;
-        let request = Arc::new(RequestState::new(id.clone(), request_meta, self.clone(), sink.clone()));
+        request_meta.http = sink.http.clone();
+        let request = Arc::new(RequestState::new(id.clone(), request_meta, self.clone(), sink.sink.clone()));
         {
             let mut table = self.table();
             if table.contains_key(&id) {
@@ -487,7 +506,7 @@ struct Call<R> {
 }
 
 /// Sends a reply to a request that is answered inline.
-fn respond(sink: &Sink, id: &RequestId, result: Result<impl serde::Serialize, Error>) {
+fn respond(sink: &Origin, id: &RequestId, result: Result<impl serde::Serialize, Error>) {
     let frame = match result {
         Ok(r) => jsonrpc::encode_result(id, &r),
         Err(e) => jsonrpc::encode_error(Some(id), &e),

@@ -23,11 +23,12 @@ use axum::Router;
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
+use crate::context::{AuthInfo, HttpRequest};
 use crate::error::{Error, ErrorCode};
 use crate::jsonrpc::{self, Incoming, RequestId};
 use crate::protocol::SUPPORTED_PROTOCOL_VERSIONS;
 use crate::server::Server;
-use crate::session::{FrameSink, Session, Sink};
+use crate::session::{FrameSink, Origin, Session, Sink};
 
 /// The header that carries the session id.
 pub const SESSION_HEADER: &str = "mcp-session-id";
@@ -557,17 +558,17 @@ fn accepts(headers: &HeaderMap, kind: &str) -> bool {
     })
 }
 
-async fn endpoint(
-    AxumState(state): AxumState<Arc<HttpState>>,
-    method: Method,
-    headers: HeaderMap,
-    body: Body,
-) -> Response {
+async fn endpoint(AxumState(state): AxumState<Arc<HttpState>>, request: axum::extract::Request) -> Response {
+    let (parts, body) = request.into_parts();
+    let (method, headers) = (parts.method, parts.headers);
     if let Err(r) = check_origin(&state.options, &headers) {
         return r;
     }
     match method {
-        Method::POST => post(state, headers, body).await,
+        Method::POST => {
+            let auth = parts.extensions.get::<AuthInfo>().cloned();
+            post(state, headers, body, auth).await
+        }
         Method::GET => get(state, headers),
         Method::DELETE => delete(state, headers),
         _ => (StatusCode::METHOD_NOT_ALLOWED, [(header::ALLOW, "GET, POST, DELETE")]).into_response(),
@@ -591,7 +592,7 @@ fn session_of(state: &HttpState, headers: &HeaderMap) -> Result<Arc<HttpSession>
     }
 }
 
-async fn post(state: Arc<HttpState>, headers: HeaderMap, body: Body) -> Response {
+async fn post(state: Arc<HttpState>, headers: HeaderMap, body: Body, auth: Option<AuthInfo>) -> Response {
     if !(accepts(&headers, "application/json") && accepts(&headers, "text/event-stream")) {
         return plain(
             StatusCode::NOT_ACCEPTABLE,
@@ -624,9 +625,10 @@ async fn post(state: Arc<HttpState>, headers: HeaderMap, body: Body) -> Response
         }
     };
     let is_initialize = matches!(&message, Incoming::Request { method, .. } if method == "initialize");
+    let http = Arc::new(HttpRequest { headers: headers.clone(), auth });
 
     if state.options.stateless {
-        return post_stateless(&state, &headers, message, is_initialize).await;
+        return post_stateless(&state, &headers, message, is_initialize, http).await;
     }
 
     let (http_session, created) = if is_initialize && headers.get(SESSION_HEADER).is_none() {
@@ -654,7 +656,7 @@ async fn post(state: Arc<HttpState>, headers: HeaderMap, body: Body) -> Response
     };
 
     let mut response = match message {
-        Incoming::Request { .. } => answer_request(&state, &http_session, message).await,
+        Incoming::Request { .. } => answer_request(&state, &http_session, message, http).await,
         other => {
             http_session.session.handle(other);
             StatusCode::ACCEPTED.into_response()
@@ -674,13 +676,17 @@ async fn post(state: Arc<HttpState>, headers: HeaderMap, body: Body) -> Response
 }
 
 /// Sends a request to the session and answers with its stream (or its JSON response).
-async fn answer_request(state: &HttpState, http_session: &Arc<HttpSession>, message: Incoming) -> Response {
+async fn answer_request(
+    state: &HttpState,
+    http_session: &Arc<HttpSession>,
+    message: Incoming,
+    http: Arc<HttpRequest>,
+) -> Response {
     if state.options.json_response {
         let (tx, rx) = oneshot::channel();
         let sink: Sink =
             Arc::new(JsonRoute { response: Mutex::new(Some(tx)), standalone: http_session.standalone.clone() });
-        http_session.session.handle_routed(message, &sink);
-        drop(sink);
+        http_session.session.handle_routed(message, &Origin { sink, http: Some(http) });
         return match rx.await {
             Ok(frame) => (StatusCode::OK, [(header::CONTENT_TYPE, "application/json")], frame).into_response(),
             // Cancelled: there is no response to give.
@@ -691,8 +697,7 @@ async fn answer_request(state: &HttpState, http_session: &Arc<HttpSession>, mess
     // The priming event comes first, so resuming from it replays everything the request sends.
     let priming = http_session.store.store(&route.name, "");
     let events = route.attach(Vec::new());
-    let sink: Sink = route.clone();
-    http_session.session.handle_routed(message, &sink);
+    http_session.session.handle_routed(message, &Origin { sink: route.clone(), http: Some(http) });
     sse_response(state, priming, events, None)
 }
 
@@ -718,6 +723,7 @@ async fn post_stateless(
     headers: &HeaderMap,
     message: Incoming,
     is_initialize: bool,
+    http: Arc<HttpRequest>,
 ) -> Response {
     let version = match check_version(headers) {
         Ok(v) => v,
@@ -764,8 +770,7 @@ async fn post_stateless(
             if state.options.json_response {
                 let (tx, rx) = oneshot::channel();
                 let sink: Sink = Arc::new(JsonRoute { response: Mutex::new(Some(tx)), standalone: Arc::new(NoSink) });
-                session.handle_routed(message, &sink);
-                drop(sink);
+                session.handle_routed(message, &Origin { sink, http: Some(http) });
                 // If the client goes away, axum drops this future, and the guard cancels the request.
                 let mut guard = StatelessGuard { state: state.clone(), session: session.clone(), id, done: false };
                 let answer = rx.await;
@@ -778,8 +783,7 @@ async fn post_stateless(
             let route = Route::new("stateless".into(), store.clone());
             let priming = store.store("stateless", "");
             let events = route.attach(Vec::new());
-            let sink: Sink = route.clone();
-            session.handle_routed(message, &sink);
+            session.handle_routed(message, &Origin { sink: route.clone(), http: Some(http) });
             let state2 = state.clone();
             let on_disconnect: Box<dyn FnOnce() + Send> = Box::new(move || {
                 state2.stateless_requests.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
