@@ -315,20 +315,41 @@ struct SseBody {
 impl futures_core::Stream for SseBody {
     type Item = Result<Bytes, std::convert::Infallible>;
 
+    /// Everything ready goes out as one chunk (priming event included), so a quick answer is one write.
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Option<Self::Item>> {
-        if let Some(p) = self.priming.take() {
-            return Poll::Ready(Some(Ok(p)));
-        }
-        match self.events.poll_recv(cx) {
-            Poll::Ready(Some((id, data))) => {
-                Poll::Ready(Some(Ok(Bytes::from(format!("id: {id}\nevent: message\ndata: {data}\n\n")))))
+        let mut chunk = match self.priming.take() {
+            Some(p) => String::from_utf8_lossy(&p).into_owned(),
+            None => String::new(),
+        };
+        let mut ended = false;
+        loop {
+            match self.events.poll_recv(cx) {
+                Poll::Ready(Some((id, data))) => {
+                    chunk.push_str("id: ");
+                    chunk.push_str(&id);
+                    chunk.push_str("\nevent: message\ndata: ");
+                    chunk.push_str(&data);
+                    chunk.push_str("\n\n");
+                }
+                Poll::Ready(None) => {
+                    ended = true;
+                    break;
+                }
+                Poll::Pending => break,
             }
-            Poll::Ready(None) => {
-                self.on_disconnect = None; // ended normally
-                Poll::Ready(None)
-            }
-            Poll::Pending => Poll::Pending,
         }
+        if !chunk.is_empty() {
+            if ended {
+                // The route closed: the next poll ends the body, and this was no disconnect.
+                self.on_disconnect = None;
+            }
+            return Poll::Ready(Some(Ok(Bytes::from(chunk))));
+        }
+        if ended {
+            self.on_disconnect = None;
+            return Poll::Ready(None);
+        }
+        Poll::Pending
     }
 }
 
@@ -429,7 +450,9 @@ fn new_session_id() -> String {
 
 impl Server {
     /// The Streamable HTTP endpoint as an axum `Router`, to serve alone or to merge into an application's router
-    /// (behind its own layers: auth, tracing, CORS).
+    /// (behind its own layers: auth, tracing, CORS). Serve it with `TCP_NODELAY` set on accepted connections, as
+    /// [`Server::serve_http`] does (`axum::serve::ListenerExt::tap_io`): SSE events are small writes, and Nagle's
+    /// algorithm would hold each for a delayed ACK (about 40 ms).
     ///
     /// ```no_run
     /// # #[allow(dead_code)]
@@ -474,7 +497,12 @@ impl Server {
 
     /// Serves Streamable HTTP on a listener that is already bound (port 0 in tests).
     pub async fn serve_http_on(self, listener: tokio::net::TcpListener, options: HttpOptions) -> std::io::Result<()> {
+        use axum::serve::ListenerExt;
         let router = self.http_router(options);
+        // Small SSE events must not wait for Nagle's algorithm.
+        let listener = listener.tap_io(|tcp| {
+            let _ = tcp.set_nodelay(true);
+        });
         axum::serve(listener, router).with_graceful_shutdown(crate::server::stop_signal()).await?;
         let tasks = crate::cancel::cleanup_tasks();
         for session in self.live_sessions() {
