@@ -366,3 +366,20 @@ async fn handlers_see_the_http_headers_and_the_principal_an_auth_layer_set() {
     let answer = Body::of(anonymous).await.response(&json!(2), "tools/call").await;
     assert_eq!(answer["result"]["content"][0]["text"], "anonymous -");
 }
+
+#[tokio::test]
+async fn delete_can_be_turned_off() {
+    let server = mcp::Server::builder().build().unwrap();
+    let app = server.http_router(mcp::HttpOptions::new().allow_delete(false));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let mut client =
+        common::http::Client { http: reqwest::Client::new(), url: format!("http://{addr}/mcp"), session: None };
+    client.initialize(json!({})).await;
+    let delete =
+        client.http.delete(&client.url).header("mcp-session-id", client.session.clone().unwrap()).send().await.unwrap();
+    assert_eq!(delete.status(), 405);
+    let (ping, _) = client.call(1, "ping", json!({})).await;
+    assert_eq!(ping["result"], json!({}), "the session lives on");
+}

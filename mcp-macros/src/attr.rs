@@ -2,9 +2,92 @@
 
 use proc_macro2::{Span, TokenStream};
 use quote::{quote, quote_spanned};
-use syn::parse::ParseStream;
+use syn::parse::{Lookahead1, ParseStream};
 use syn::spanned::Spanned;
-use syn::{Ident, LitStr, Token};
+use syn::{Ident, LitBool, LitStr, Token};
+
+mod kw {
+    syn::custom_keyword!(name);
+    syn::custom_keyword!(title);
+    syn::custom_keyword!(description);
+    syn::custom_keyword!(icon);
+}
+
+/// The options tools, prompts and resources share: `name`, `title`, `description`, `icon` (repeatable), `crate`.
+#[derive(Default)]
+pub(crate) struct Common {
+    pub name: Option<LitStr>,
+    pub title: Option<LitStr>,
+    pub description: Option<LitStr>,
+    pub icons: Vec<LitStr>,
+    pub krate: Option<syn::Path>,
+}
+
+impl Common {
+    /// Parses `key = value, ...`: the shared keys here, the macro's own through `extra`, which returns whether it
+    /// recognised the next key. An unknown key is "expected one of ..." listing every key either side peeked for.
+    pub(crate) fn parse_with(
+        input: ParseStream,
+        mut extra: impl FnMut(ParseStream, &Lookahead1, Span) -> syn::Result<bool>,
+    ) -> syn::Result<Common> {
+        let mut c = Common::default();
+        while !input.is_empty() {
+            let lookahead = input.lookahead1();
+            let span = input.span();
+            if lookahead.peek(kw::name) {
+                input.parse::<kw::name>()?;
+                set(&mut c.name, string_value(input)?, span, "name")?;
+            } else if lookahead.peek(kw::title) {
+                input.parse::<kw::title>()?;
+                set(&mut c.title, string_value(input)?, span, "title")?;
+            } else if lookahead.peek(kw::description) {
+                input.parse::<kw::description>()?;
+                set(&mut c.description, string_value(input)?, span, "description")?;
+            } else if lookahead.peek(kw::icon) {
+                input.parse::<kw::icon>()?;
+                c.icons.push(string_value(input)?);
+            } else if extra(input, &lookahead, span)? {
+            } else if lookahead.peek(Token![crate]) {
+                input.parse::<Token![crate]>()?;
+                let path: LitStr = string_value(input)?;
+                set(&mut c.krate, path.parse()?, span, "crate")?;
+            } else {
+                return Err(lookahead.error());
+            }
+            if !input.is_empty() {
+                input.parse::<Token![,]>()?;
+            }
+        }
+        Ok(c)
+    }
+
+    /// `.title(..)`, `.description(..)` and `.icons(..)` for a definition's builder; `description` falls back to
+    /// the doc comment.
+    pub(crate) fn builder(&self, doc: Option<String>) -> TokenStream {
+        let mut out = quote!();
+        if let Some(t) = &self.title {
+            out.extend(quote!(.title(#t)));
+        }
+        if let Some(d) = self.description.as_ref().map(LitStr::value).or(doc) {
+            out.extend(quote!(.description(#d)));
+        }
+        if !self.icons.is_empty() {
+            let icons = &self.icons;
+            out.extend(quote!(.icons(&[#(#icons),*])));
+        }
+        out
+    }
+}
+
+/// `key` alone (true) or `key = true|false`.
+pub(crate) fn flag_value(input: ParseStream, key_span: Span) -> syn::Result<LitBool> {
+    if input.peek(Token![=]) {
+        input.parse::<Token![=]>()?;
+        input.parse()
+    } else {
+        Ok(LitBool::new(true, key_span))
+    }
+}
 
 /// Stores `value` in `slot`, or fails with "duplicate option" at the key.
 pub(crate) fn set<T>(slot: &mut Option<T>, value: T, key_span: Span, key: &str) -> syn::Result<()> {

@@ -4,65 +4,37 @@ use proc_macro2::TokenStream;
 use quote::{quote, quote_spanned};
 use syn::parse::{Parse, ParseStream};
 use syn::spanned::Spanned;
-use syn::{Ident, ItemFn, LitStr, Token};
+use syn::{Ident, ItemFn, LitStr};
 
-use crate::attr::{self, set, string_value};
+use crate::attr::{self, set, Common};
 use crate::diagnostics::{self, Errors};
 use crate::handler::{self, Glue, Kind};
 use crate::params::{self, Param};
 use crate::{docs, paths};
 
 mod kw {
-    syn::custom_keyword!(name);
-    syn::custom_keyword!(title);
-    syn::custom_keyword!(description);
-    syn::custom_keyword!(icon);
     syn::custom_keyword!(complete);
 }
 
+/// The options of `#[mcp::prompt(...)]`: the shared ones and `complete(...)`.
 #[derive(Default)]
 struct Options {
-    name: Option<LitStr>,
-    title: Option<LitStr>,
-    description: Option<LitStr>,
-    icons: Vec<LitStr>,
+    common: Common,
     completions: Option<Vec<(Ident, syn::Path)>>,
-    krate: Option<syn::Path>,
 }
 
 impl Parse for Options {
     fn parse(input: ParseStream) -> syn::Result<Self> {
-        let mut o = Options::default();
-        while !input.is_empty() {
-            let lookahead = input.lookahead1();
-            let span = input.span();
-            if lookahead.peek(kw::name) {
-                input.parse::<kw::name>()?;
-                set(&mut o.name, string_value(input)?, span, "name")?;
-            } else if lookahead.peek(kw::title) {
-                input.parse::<kw::title>()?;
-                set(&mut o.title, string_value(input)?, span, "title")?;
-            } else if lookahead.peek(kw::description) {
-                input.parse::<kw::description>()?;
-                set(&mut o.description, string_value(input)?, span, "description")?;
-            } else if lookahead.peek(kw::icon) {
-                input.parse::<kw::icon>()?;
-                o.icons.push(string_value(input)?);
-            } else if lookahead.peek(kw::complete) {
-                input.parse::<kw::complete>()?;
-                set(&mut o.completions, attr::completions(input)?, span, "complete")?;
-            } else if lookahead.peek(Token![crate]) {
-                input.parse::<Token![crate]>()?;
-                let path: LitStr = string_value(input)?;
-                set(&mut o.krate, path.parse()?, span, "crate")?;
-            } else {
-                return Err(lookahead.error());
+        let mut completions = None;
+        let common = Common::parse_with(input, |input, lookahead, span| {
+            if !lookahead.peek(kw::complete) {
+                return Ok(false);
             }
-            if !input.is_empty() {
-                input.parse::<Token![,]>()?;
-            }
-        }
-        Ok(o)
+            input.parse::<kw::complete>()?;
+            set(&mut completions, attr::completions(input)?, span, "complete")?;
+            Ok(true)
+        })?;
+        Ok(Options { common, completions })
     }
 }
 
@@ -88,13 +60,12 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
     if let Err(e) = errors.finish() {
         return diagnostics::with_item(quote!(#function), e);
     }
-    let mcp = paths::runtime(options.krate.as_ref());
+    let mcp = paths::runtime(options.common.krate.as_ref());
     let private = quote!(#mcp::__private);
     let allows = paths::allows();
     let vis = &function.vis;
     let ident = &function.sig.ident;
-    let name = options.name.as_ref().map(LitStr::value).unwrap_or_else(|| ident.to_string());
-    let description = options.description.as_ref().map(LitStr::value).or_else(|| docs::collect(&function.attrs));
+    let name = options.common.name.as_ref().map(LitStr::value).unwrap_or_else(|| ident.to_string());
     let arguments = params.iter().filter_map(|p| match p {
         Param::Argument { name, ty, doc } => {
             let doc = match doc {
@@ -107,16 +78,7 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
     });
     let Glue { call_fn, handler, injects } = handler::glue(&Kind::Prompt, &mcp, &function, &params);
     let mut builder = quote!(#injects);
-    if let Some(t) = &options.title {
-        builder.extend(quote!(.title(#t)));
-    }
-    if let Some(d) = &description {
-        builder.extend(quote!(.description(#d)));
-    }
-    if !options.icons.is_empty() {
-        let icons = &options.icons;
-        builder.extend(quote!(.icons(&[#(#icons),*])));
-    }
+    builder.extend(options.common.builder(docs::collect(&function.attrs)));
     if let Some(c) = &options.completions {
         let c = attr::completions_tokens(&mcp, c);
         builder.extend(quote!(.completions(#c)));

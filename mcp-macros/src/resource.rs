@@ -6,7 +6,7 @@ use quote::{quote, quote_spanned};
 use syn::parse::{Parse, ParseStream};
 use syn::{Ident, ItemFn, LitFloat, LitInt, LitStr, Token};
 
-use crate::attr::{self, path_value, set, string_value};
+use crate::attr::{self, path_value, set, string_value, Common};
 use crate::diagnostics::{self, Errors};
 use crate::handler::{self, Glue, Kind};
 use crate::params::{self, Param};
@@ -14,52 +14,34 @@ use crate::{docs, paths};
 
 mod kw {
     syn::custom_keyword!(uri);
-    syn::custom_keyword!(name);
-    syn::custom_keyword!(title);
-    syn::custom_keyword!(description);
     syn::custom_keyword!(mime_type);
     syn::custom_keyword!(size);
     syn::custom_keyword!(audience);
     syn::custom_keyword!(priority);
-    syn::custom_keyword!(icon);
     syn::custom_keyword!(complete);
     syn::custom_keyword!(list);
 }
 
+/// The options of `#[mcp::resource(...)]`: the shared ones and the resource's own.
 #[derive(Default)]
 struct Options {
+    common: Common,
     uri: Option<LitStr>,
-    name: Option<LitStr>,
-    title: Option<LitStr>,
-    description: Option<LitStr>,
     mime_type: Option<LitStr>,
     size: Option<LitInt>,
     audience: Option<LitStr>,
     priority: Option<LitFloat>,
-    icons: Vec<LitStr>,
     completions: Option<Vec<(Ident, syn::Path)>>,
     list: Option<syn::Path>,
-    krate: Option<syn::Path>,
 }
 
 impl Parse for Options {
     fn parse(input: ParseStream) -> syn::Result<Self> {
         let mut o = Options::default();
-        while !input.is_empty() {
-            let lookahead = input.lookahead1();
-            let span = input.span();
+        o.common = Common::parse_with(input, |input, lookahead, span| {
             if lookahead.peek(kw::uri) {
                 input.parse::<kw::uri>()?;
                 set(&mut o.uri, string_value(input)?, span, "uri")?;
-            } else if lookahead.peek(kw::name) {
-                input.parse::<kw::name>()?;
-                set(&mut o.name, string_value(input)?, span, "name")?;
-            } else if lookahead.peek(kw::title) {
-                input.parse::<kw::title>()?;
-                set(&mut o.title, string_value(input)?, span, "title")?;
-            } else if lookahead.peek(kw::description) {
-                input.parse::<kw::description>()?;
-                set(&mut o.description, string_value(input)?, span, "description")?;
             } else if lookahead.peek(kw::mime_type) {
                 input.parse::<kw::mime_type>()?;
                 set(&mut o.mime_type, string_value(input)?, span, "mime_type")?;
@@ -74,26 +56,17 @@ impl Parse for Options {
                 input.parse::<kw::priority>()?;
                 input.parse::<Token![=]>()?;
                 set(&mut o.priority, input.parse()?, span, "priority")?;
-            } else if lookahead.peek(kw::icon) {
-                input.parse::<kw::icon>()?;
-                o.icons.push(string_value(input)?);
             } else if lookahead.peek(kw::complete) {
                 input.parse::<kw::complete>()?;
                 set(&mut o.completions, attr::completions(input)?, span, "complete")?;
             } else if lookahead.peek(kw::list) {
                 input.parse::<kw::list>()?;
                 set(&mut o.list, path_value(input)?, span, "list")?;
-            } else if lookahead.peek(Token![crate]) {
-                input.parse::<Token![crate]>()?;
-                let path: LitStr = string_value(input)?;
-                set(&mut o.krate, path.parse()?, span, "crate")?;
             } else {
-                return Err(lookahead.error());
+                return Ok(false);
             }
-            if !input.is_empty() {
-                input.parse::<Token![,]>()?;
-            }
-        }
+            Ok(true)
+        })?;
         Ok(o)
     }
 }
@@ -217,13 +190,12 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
         return diagnostics::with_item(quote!(#function), e);
     }
     let uri = options.uri.as_ref().expect("checked above");
-    let mcp = paths::runtime(options.krate.as_ref());
+    let mcp = paths::runtime(options.common.krate.as_ref());
     let private = quote!(#mcp::__private);
     let allows = paths::allows();
     let vis = &function.vis;
     let ident = &function.sig.ident;
-    let name = options.name.as_ref().map(LitStr::value).unwrap_or_else(|| ident.to_string());
-    let description = options.description.as_ref().map(LitStr::value).or_else(|| docs::collect(&function.attrs));
+    let name = options.common.name.as_ref().map(LitStr::value).unwrap_or_else(|| ident.to_string());
     let mime = match &options.mime_type {
         Some(m) => quote!(::core::option::Option::Some(#m)),
         None => quote!(::core::option::Option::None),
@@ -231,12 +203,7 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
     let Glue { call_fn, handler, injects } = handler::glue(&Kind::Resource(mime), &mcp, &function, &params);
     let constructor = if template { quote!(template) } else { quote!(fixed) };
     let mut builder = quote!(#injects);
-    if let Some(t) = &options.title {
-        builder.extend(quote!(.title(#t)));
-    }
-    if let Some(d) = &description {
-        builder.extend(quote!(.description(#d)));
-    }
+    builder.extend(options.common.builder(docs::collect(&function.attrs)));
     if let Some(m) = &options.mime_type {
         builder.extend(quote!(.mime_type(#m)));
     }
@@ -248,10 +215,6 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
     }
     if let Some(p) = &options.priority {
         builder.extend(quote!(.priority(#p)));
-    }
-    if !options.icons.is_empty() {
-        let icons = &options.icons;
-        builder.extend(quote!(.icons(&[#(#icons),*])));
     }
     if let Some(c) = &options.completions {
         let c = attr::completions_tokens(&mcp, c);

@@ -1,107 +1,58 @@
 //! `#[mcp::tool]`: parse the options, validate the function, emit the glue beside it.
 
-use proc_macro2::{Span, TokenStream};
+use proc_macro2::TokenStream;
 use quote::{format_ident, quote, quote_spanned};
 
 use crate::handler::{self, Glue, Kind};
 use syn::parse::{Parse, ParseStream};
 use syn::spanned::Spanned;
-use syn::{ItemFn, LitBool, LitStr, Token};
+use syn::{ItemFn, LitBool};
+
+use crate::attr::{flag_value, set, Common};
 
 use crate::diagnostics::{self, Errors};
 use crate::params::{self, Param};
 use crate::{docs, paths};
 
 mod kw {
-    syn::custom_keyword!(name);
-    syn::custom_keyword!(title);
-    syn::custom_keyword!(description);
     syn::custom_keyword!(read_only);
     syn::custom_keyword!(destructive);
     syn::custom_keyword!(idempotent);
     syn::custom_keyword!(open_world);
-    syn::custom_keyword!(icon);
 }
 
-/// The options of `#[mcp::tool(...)]`.
+/// The options of `#[mcp::tool(...)]`: the shared ones and the behaviour hints.
 #[derive(Default)]
 struct Options {
-    name: Option<LitStr>,
-    title: Option<LitStr>,
-    description: Option<LitStr>,
+    common: Common,
     read_only: Option<LitBool>,
     destructive: Option<LitBool>,
     idempotent: Option<LitBool>,
     open_world: Option<LitBool>,
-    icons: Vec<LitStr>,
-    krate: Option<syn::Path>,
-}
-
-fn set<T>(slot: &mut Option<T>, value: T, key_span: Span, key: &str) -> syn::Result<()> {
-    if slot.is_some() {
-        return Err(syn::Error::new(key_span, format!("duplicate option `{key}`")));
-    }
-    *slot = Some(value);
-    Ok(())
-}
-
-/// `key = "string"`.
-fn string_value(input: ParseStream) -> syn::Result<LitStr> {
-    input.parse::<Token![=]>()?;
-    input.parse()
-}
-
-/// `key` alone (true) or `key = true|false`.
-fn flag_value(input: ParseStream, key_span: Span) -> syn::Result<LitBool> {
-    if input.peek(Token![=]) {
-        input.parse::<Token![=]>()?;
-        input.parse()
-    } else {
-        Ok(LitBool::new(true, key_span))
-    }
 }
 
 impl Parse for Options {
     fn parse(input: ParseStream) -> syn::Result<Self> {
         let mut o = Options::default();
-        while !input.is_empty() {
-            let lookahead = input.lookahead1();
-            let span = input.span();
-            if lookahead.peek(kw::name) {
-                input.parse::<kw::name>()?;
-                set(&mut o.name, string_value(input)?, span, "name")?;
-            } else if lookahead.peek(kw::title) {
-                input.parse::<kw::title>()?;
-                set(&mut o.title, string_value(input)?, span, "title")?;
-            } else if lookahead.peek(kw::description) {
-                input.parse::<kw::description>()?;
-                set(&mut o.description, string_value(input)?, span, "description")?;
-            } else if lookahead.peek(kw::read_only) {
+        o.common = Common::parse_with(input, |input, lookahead, span| {
+            let (slot, key) = if lookahead.peek(kw::read_only) {
                 input.parse::<kw::read_only>()?;
-                set(&mut o.read_only, flag_value(input, span)?, span, "read_only")?;
+                (&mut o.read_only, "read_only")
             } else if lookahead.peek(kw::destructive) {
                 input.parse::<kw::destructive>()?;
-                set(&mut o.destructive, flag_value(input, span)?, span, "destructive")?;
+                (&mut o.destructive, "destructive")
             } else if lookahead.peek(kw::idempotent) {
                 input.parse::<kw::idempotent>()?;
-                set(&mut o.idempotent, flag_value(input, span)?, span, "idempotent")?;
+                (&mut o.idempotent, "idempotent")
             } else if lookahead.peek(kw::open_world) {
                 input.parse::<kw::open_world>()?;
-                set(&mut o.open_world, flag_value(input, span)?, span, "open_world")?;
-            } else if lookahead.peek(kw::icon) {
-                input.parse::<kw::icon>()?;
-                o.icons.push(string_value(input)?);
-            } else if lookahead.peek(Token![crate]) {
-                input.parse::<Token![crate]>()?;
-                let path: LitStr = string_value(input)?;
-                set(&mut o.krate, path.parse()?, span, "crate")?;
+                (&mut o.open_world, "open_world")
             } else {
-                return Err(lookahead.error());
-            }
-            if !input.is_empty() {
-                input.parse::<Token![,]>()?;
-            }
-        }
+                return Ok(false);
+            };
+            set(slot, flag_value(input, span)?, span, key)?;
+            Ok(true)
+        })?;
         Ok(o)
     }
 }
@@ -111,7 +62,8 @@ struct Tool {
     options: Options,
     function: ItemFn,
     name: String,
-    description: Option<String>,
+    /// The function's doc comment (the description unless the option gives one).
+    doc: Option<String>,
     params: Vec<Param>,
 }
 
@@ -143,7 +95,7 @@ fn validate(options: Options, mut function: ItemFn) -> Result<Tool, Box<(ItemFn,
             errors.push_spanned(ty, "a tool cannot return `impl Trait`: name the return type");
         }
     }
-    let name = match &options.name {
+    let name = match &options.common.name {
         Some(lit) => {
             let n = lit.value();
             if let Err(e) = check_name(&n) {
@@ -153,10 +105,10 @@ fn validate(options: Options, mut function: ItemFn) -> Result<Tool, Box<(ItemFn,
         }
         None => function.sig.ident.to_string().trim_start_matches("r#").to_owned(),
     };
-    let description = options.description.as_ref().map(LitStr::value).or_else(|| docs::collect(&function.attrs));
+    let doc = docs::collect(&function.attrs);
     let params = params::classify(&mut function.sig, "tool", &mut errors);
     match errors.finish() {
-        Ok(()) => Ok(Tool { options, function, name, description, params }),
+        Ok(()) => Ok(Tool { options, function, name, doc, params }),
         Err(e) => Err(Box::new((function, e))),
     }
 }
@@ -209,7 +161,7 @@ fn strip_param_docs(mut function: ItemFn) -> TokenStream {
 }
 
 fn emit(tool: &Tool) -> TokenStream {
-    let mcp = paths::runtime(tool.options.krate.as_ref());
+    let mcp = paths::runtime(tool.options.common.krate.as_ref());
     let private = quote!(#mcp::__private);
     let allows = paths::allows();
     let function = &tool.function;
@@ -239,13 +191,7 @@ fn emit(tool: &Tool) -> TokenStream {
     let output_schema = quote_spanned!(ret_span=> #private::returns::<#ret_ty>().output_schema);
     let Glue { call_fn, handler, injects } = handler::glue(&Kind::Tool, &mcp, function, &tool.params);
 
-    let mut builder = quote!();
-    if let Some(t) = &tool.options.title {
-        builder.extend(quote!(.title(#t)));
-    }
-    if let Some(d) = &tool.description {
-        builder.extend(quote!(.description(#d)));
-    }
+    let mut builder = tool.options.common.builder(tool.doc.clone());
     let hints: Vec<_> = [
         ("read_only", &tool.options.read_only),
         ("destructive", &tool.options.destructive),
@@ -256,10 +202,6 @@ fn emit(tool: &Tool) -> TokenStream {
     .filter_map(|(m, v)| v.as_ref().map(|v| (format_ident!("{}", m), v)))
     .map(|(m, v)| quote!(.#m(#v)))
     .collect();
-    if !tool.options.icons.is_empty() {
-        let icons = &tool.options.icons;
-        builder.extend(quote!(.icons(&[#(#icons),*])));
-    }
     if !hints.is_empty() {
         builder.extend(quote!(.hints(#mcp::Hints::NONE #(#hints)*)));
     }

@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod http;
+pub mod install;
 pub mod node;
 pub mod python;
 pub mod schema;
@@ -20,7 +21,7 @@ use serde_json::{json, Value};
 /// The path of an example binary, next to the test binary's own directory (`target/debug/examples/NAME`).
 pub fn example(name: &str) -> PathBuf {
     let exe = std::env::current_exe().expect("test binary path");
-    let dir = exe.parent().and_then(|d| d.parent()).expect("target dir");
+    let dir = exe.parent().and_then(|d| d.parent()).expect("profile dir");
     let path = dir.join("examples").join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
     assert!(path.exists(), "{} is missing: `cargo test` builds the examples first", path.display());
     path
@@ -143,26 +144,6 @@ impl Server {
         self.notify("notifications/cancelled", json!({"requestId": id, "reason": reason}));
     }
 
-    /// Waits for the response to `id`, keeping other messages for later.
-    pub fn response(&mut self, id: &Value) -> Value {
-        let is_it = |m: &Value| m.get("id") == Some(id) && m.get("method").is_none();
-        if let Some(pos) = self.pending.iter().position(is_it) {
-            return self.pending.remove(pos).unwrap();
-        }
-        let deadline = Instant::now() + WAIT;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let m = self
-                .messages
-                .recv_timeout(left)
-                .unwrap_or_else(|_| panic!("no response to id {id} within {WAIT:?}; stderr:\n{}", self.stderr_text()));
-            if is_it(&m) {
-                return m;
-            }
-            self.pending.push_back(m);
-        }
-    }
-
     /// Waits for the first message that `matches`, keeping the others for later.
     pub fn wait_for(&mut self, what: &str, matches: impl Fn(&Value) -> bool) -> Value {
         if let Some(pos) = self.pending.iter().position(&matches) {
@@ -195,6 +176,11 @@ impl Server {
         );
         self.notify("notifications/initialized", json!({}));
         r
+    }
+
+    /// Waits for the response to `id`, keeping other messages for later.
+    pub fn response(&mut self, id: &Value) -> Value {
+        self.wait_for(&format!("response to id {id}"), |m| m.get("id") == Some(id) && m.get("method").is_none())
     }
 
     /// Sends a request and waits for its response.

@@ -3,41 +3,15 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::{Duration, Instant};
 
-fn target_dir() -> PathBuf {
-    let exe = std::env::current_exe().expect("test binary path");
-    exe.ancestors().nth(3).expect("target dir").to_path_buf()
-}
+use super::install;
 
 /// The `node_modules/.bin` folder holding `node` (22) and `conformance`.
 pub fn tools() -> PathBuf {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let manifest = std::fs::read_to_string(root.join("tests/node/package.json")).expect("tests/node/package.json");
-    let dir = target_dir().join("node-tools");
-    let bin = dir.join("node_modules/.bin");
-    let stamp = dir.join("package.installed");
-    let ready = || std::fs::read_to_string(&stamp).ok().as_deref() == Some(manifest.as_str());
-    if ready() {
-        return bin;
-    }
-    let lock = target_dir().join("node-tools.lock");
-    let deadline = Instant::now() + Duration::from_secs(600);
-    while std::fs::create_dir(&lock).is_err() {
-        assert!(Instant::now() < deadline, "waited too long for {} (remove it if stale)", lock.display());
-        std::thread::sleep(Duration::from_millis(200));
-        if ready() {
-            return bin;
-        }
-    }
-    struct Unlock(PathBuf);
-    impl Drop for Unlock {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir(&self.0);
-        }
-    }
-    let _unlock = Unlock(lock);
-    if !ready() {
+    let dir = install::target_dir().join("node-tools");
+    install::once(&install::target_dir().join("node-tools.installed"), &manifest, || {
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join("package.json"), &manifest).unwrap();
         let out = Command::new("npm")
@@ -51,9 +25,8 @@ pub fn tools() -> PathBuf {
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         );
-        std::fs::write(&stamp, &manifest).unwrap();
-    }
-    bin
+    });
+    dir.join("node_modules/.bin")
 }
 
 /// `PATH` with the tools first, so `#!/usr/bin/env node` finds Node 22.

@@ -3,13 +3,8 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::time::{Duration, Instant};
 
-fn target_dir() -> PathBuf {
-    // target/debug/deps/<test binary>
-    let exe = std::env::current_exe().expect("test binary path");
-    exe.ancestors().nth(3).expect("target dir").to_path_buf()
-}
+use super::install;
 
 fn run(command: &mut Command) -> Output {
     let out = command.output().unwrap_or_else(|e| panic!("could not run {command:?}: {e}"));
@@ -27,38 +22,16 @@ pub fn python() -> PathBuf {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let requirements = root.join("tests/python/requirements.txt");
     let wanted = std::fs::read_to_string(&requirements).expect("requirements.txt");
-    let venv = target_dir().join("py-venv");
+    let venv = install::target_dir().join("py-venv");
     let python = venv.join("bin/python");
-    let stamp = venv.join("requirements.installed");
-    if std::fs::read_to_string(&stamp).ok().as_deref() == Some(wanted.as_str()) {
-        return python;
-    }
-    // One installer at a time, across test binaries: a lock directory.
-    let lock = target_dir().join("py-venv.lock");
-    let deadline = Instant::now() + Duration::from_secs(600);
-    while std::fs::create_dir(&lock).is_err() {
-        assert!(Instant::now() < deadline, "waited too long for {} (remove it if stale)", lock.display());
-        std::thread::sleep(Duration::from_millis(200));
-        if std::fs::read_to_string(&stamp).ok().as_deref() == Some(wanted.as_str()) {
-            return python;
-        }
-    }
-    struct Unlock(PathBuf);
-    impl Drop for Unlock {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir(&self.0);
-        }
-    }
-    let _unlock = Unlock(lock);
-    if std::fs::read_to_string(&stamp).ok().as_deref() != Some(wanted.as_str()) {
+    install::once(&install::target_dir().join("py-venv.installed"), &wanted, || {
         let _ = std::fs::remove_dir_all(&venv);
         let system_python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".into());
         run(Command::new(system_python).arg("-m").arg("venv").arg(&venv));
         run(Command::new(&python)
             .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "-r"])
             .arg(&requirements));
-        std::fs::write(&stamp, &wanted).expect("write the venv stamp");
-    }
+    });
     python
 }
 
