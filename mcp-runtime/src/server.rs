@@ -640,8 +640,10 @@ impl Server {
     /// Serves this server over stdin and stdout until stdin closes, or Ctrl-C or SIGTERM arrives; then cancels what
     /// is in flight, waits (bounded) for cleanups, and runs the shutdown hooks.
     pub async fn serve_stdio(self) -> std::io::Result<()> {
+        let stdin = crate::transport::ThreadStdin::spawn();
+        let (stdout, written) = crate::transport::spawn_stdout();
         let result =
-            crate::transport::stdio::serve(self.clone(), tokio::io::stdin(), tokio::io::stdout(), stop_signal()).await;
+            crate::transport::stdio::serve_with(self.clone(), stdin, Arc::new(stdout), written, stop_signal()).await;
         self.shutdown().await;
         result
     }

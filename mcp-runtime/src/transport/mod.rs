@@ -1,4 +1,6 @@
 //! Transports: bytes to JSON-RPC messages and back. No MCP semantics live here.
 
 pub(crate) mod http;
+mod std_io;
 pub(crate) mod stdio;
+pub(crate) use std_io::{spawn_stdout, ThreadStdin};

@@ -13,6 +13,7 @@ use crate::jsonrpc::Incoming;
 use crate::server::Server;
 use crate::session::{ChannelSink, Session};
 
+/// Serves one session over an async reader and writer; a writer task puts the frames on the writer.
 pub(crate) async fn serve<R, W>(
     server: Server,
     reader: R,
@@ -23,11 +24,32 @@ where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let writer = tokio::spawn(write_frames(rx, writer));
+    let written = async move {
+        match writer.await {
+            Ok(result) => result,
+            Err(e) => Err(io::Error::other(e)),
+        }
+    };
+    serve_with(server, reader, Arc::new(ChannelSink(tx)), written, stop).await
+}
+
+/// Serves one session: frames go to `sink`; `written` completes once every frame was written (after the last sink
+/// is dropped).
+pub(crate) async fn serve_with<R>(
+    server: Server,
+    reader: R,
+    sink: crate::session::Sink,
+    written: impl std::future::Future<Output = io::Result<()>>,
+    stop: impl std::future::Future<Output = ()>,
+) -> io::Result<()>
+where
+    R: AsyncRead + Unpin + Send + 'static,
+{
     let limit = server.inner.max_line_bytes;
     let grace = server.inner.shutdown_timeout;
-    let (tx, rx) = mpsc::unbounded_channel();
-    let session = Session::new(server, Arc::new(ChannelSink(tx)));
-    let writer = tokio::spawn(write_frames(rx, writer));
+    let session = Session::new(server, sink);
     let mut reader = BufReader::with_capacity(64 * 1024, reader);
     let mut line = Vec::new();
     tokio::pin!(stop);
@@ -50,8 +72,8 @@ where
     shutdown(&session, grace).await;
     drop(session);
     // Every sender is gone once the request tasks are; the writer then drains its queue and ends.
-    match tokio::time::timeout(grace, writer).await {
-        Ok(Ok(Err(e))) if e.kind() != io::ErrorKind::BrokenPipe => return Err(e),
+    match tokio::time::timeout(grace, written).await {
+        Ok(Err(e)) if e.kind() != io::ErrorKind::BrokenPipe => return Err(e),
         _ => {}
     }
     read_result
@@ -130,7 +152,8 @@ async fn write_frames<W: AsyncWrite + Unpin>(mut rx: mpsc::UnboundedReceiver<Str
         }
         writer.flush().await?;
     }
-    writer.flush().await
+    // Flushes, and lets a writer that works in the background finish.
+    writer.shutdown().await
 }
 
 async fn write_frame<W: AsyncWrite + Unpin>(writer: &mut W, frame: &str) -> io::Result<()> {
