@@ -35,3 +35,14 @@ pub fn path_with_tools(bin: &Path) -> std::ffi::OsString {
     paths.extend(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()));
     std::env::join_paths(paths).unwrap()
 }
+
+/// A script of `tests/node`, copied next to the installed packages (ES modules resolve packages from the script's
+/// own folder, not from `NODE_PATH`).
+pub fn script(name: &str) -> PathBuf {
+    let bin = tools();
+    let dir = bin.parent().and_then(Path::parent).expect("node-tools").to_path_buf();
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/node").join(name);
+    let target = dir.join(name);
+    std::fs::copy(&source, &target).unwrap_or_else(|e| panic!("copy {}: {e}", source.display()));
+    target
+}
