@@ -117,14 +117,7 @@ async fn test_elicitation(
         "properties": { "response": { "type": "string", "description": "User's response" } },
         "required": ["response"],
     });
-    match ctx.elicit_with_schema(&message, schema).await {
-        Ok(answer) => format!(
-            "User response: action={}, content={}",
-            action_name(answer.action),
-            Value::Object(answer.content.unwrap_or_default())
-        ),
-        Err(e) => format!("Elicitation not supported or error: {e}"),
-    }
+    elicit_and_report(ctx, "User response", &message, schema).await
 }
 
 fn action_name(action: mcp::ElicitAction) -> &'static str {
@@ -135,10 +128,11 @@ fn action_name(action: mcp::ElicitAction) -> &'static str {
     }
 }
 
-async fn elicit_and_report(ctx: &Context, message: &str, schema: Value) -> String {
+/// Elicits, and says what came back: `{label}: action=..., content=...`.
+async fn elicit_and_report(ctx: &Context, label: &str, message: &str, schema: Value) -> String {
     match ctx.elicit_with_schema(message, schema).await {
         Ok(answer) => format!(
-            "Elicitation completed: action={}, content={}",
+            "{label}: action={}, content={}",
             action_name(answer.action),
             Value::Object(answer.content.unwrap_or_default())
         ),
@@ -160,7 +154,8 @@ async fn test_elicitation_sep1034_defaults(ctx: &Context) -> String {
         },
         "required": [],
     });
-    elicit_and_report(ctx, "Please review and update the form fields with defaults", schema).await
+    elicit_and_report(ctx, "Elicitation completed", "Please review and update the form fields with defaults", schema)
+        .await
 }
 
 /// Tests elicitation with enum schema improvements per SEP-1330
@@ -208,7 +203,7 @@ async fn test_elicitation_sep1330_enums(ctx: &Context) -> String {
         },
         "required": [],
     });
-    elicit_and_report(ctx, "Please select options from the enum fields", schema).await
+    elicit_and_report(ctx, "Elicitation completed", "Please select options from the enum fields", schema).await
 }
 
 /// A tool whose input schema is written by hand in JSON Schema 2020-12 (`$schema`, `$defs`,

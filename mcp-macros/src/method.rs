@@ -113,32 +113,13 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
         return diagnostics::with_item(quote!(#function), e);
     }
     let mcp = paths::runtime(options.krate.as_ref());
-    let private = quote!(#mcp::__private);
-    let allows = paths::allows();
-    let vis = &function.vis;
     let ident = &function.sig.ident;
     let Glue { call_fn, handler, injects } = handler::glue(&Kind::Method, &mcp, &function, &params);
-    let tokens = quote! {
-        #function
-
-        #[doc(hidden)]
-        #allows
-        #vis struct #ident {}
-
-        #[automatically_derived]
-        #allows
-        impl #mcp::MethodItem for #ident {
-            const DEF: &'static #mcp::MethodDef = &{
-                #call_fn
-                #mcp::MethodDef::new(#name, #handler, ::core::concat!(::core::file!(), ":", ::core::line!()))
-                #injects
-            };
-        }
-
-        #private::inventory::submit! {
-            #private::MethodRegistration(<#ident as #mcp::MethodItem>::DEF)
-        }
+    let def = quote! {
+        #mcp::MethodDef::new(#name, #handler, ::core::concat!(::core::file!(), ":", ::core::line!()))
+        #injects
     };
+    let tokens = paths::item(&mcp, &function, "Method", call_fn, def);
     diagnostics::debug_print(&ident.to_string(), &tokens);
     tokens
 }

@@ -15,3 +15,41 @@ pub(crate) fn runtime(krate: Option<&syn::Path>) -> TokenStream {
 pub(crate) fn allows() -> TokenStream {
     quote!(#[allow(non_camel_case_types, non_snake_case, dead_code, unused_mut, unused_variables, clippy::all)])
 }
+
+/// The glue every attribute emits beside the user's function: a hidden item of the same name (a braced struct
+/// lives only in the type namespace, so it does not clash with the function), its `<Kind>Item` impl whose `DEF` is
+/// `def` (evaluated in a block that may hold helper functions), and the `inventory` registration.
+pub(crate) fn item(
+    mcp: &TokenStream,
+    function: &syn::ItemFn,
+    kind: &str,
+    body: TokenStream,
+    def: TokenStream,
+) -> TokenStream {
+    let allows = allows();
+    let vis = &function.vis;
+    let ident = &function.sig.ident;
+    let item_trait = quote::format_ident!("{kind}Item");
+    let def_type = quote::format_ident!("{kind}Def");
+    let registration = quote::format_ident!("{kind}Registration");
+    quote! {
+        #function
+
+        #[doc(hidden)]
+        #allows
+        #vis struct #ident {}
+
+        #[automatically_derived]
+        #allows
+        impl #mcp::#item_trait for #ident {
+            const DEF: &'static #mcp::#def_type = &{
+                #body
+                #def
+            };
+        }
+
+        #mcp::__private::inventory::submit! {
+            #mcp::__private::#registration(<#ident as #mcp::#item_trait>::DEF)
+        }
+    }
+}

@@ -62,8 +62,6 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
     }
     let mcp = paths::runtime(options.common.krate.as_ref());
     let private = quote!(#mcp::__private);
-    let allows = paths::allows();
-    let vis = &function.vis;
     let ident = &function.sig.ident;
     let name = options.common.name.as_ref().map(LitStr::value).unwrap_or_else(|| ident.to_string());
     let arguments = params.iter().filter_map(|p| match p {
@@ -83,32 +81,16 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
         let c = attr::completions_tokens(&mcp, c);
         builder.extend(quote!(.completions(#c)));
     }
-    let tokens = quote! {
-        #function
-
-        #[doc(hidden)]
-        #allows
-        #vis struct #ident {}
-
-        #[automatically_derived]
-        #allows
-        impl #mcp::PromptItem for #ident {
-            const DEF: &'static #mcp::PromptDef = &{
-                #call_fn
-                #mcp::PromptDef::new(
-                    #name,
-                    &[#(#arguments),*],
-                    #handler,
-                    ::core::concat!(::core::file!(), ":", ::core::line!()),
-                )
-                #builder
-            };
-        }
-
-        #private::inventory::submit! {
-            #private::PromptRegistration(<#ident as #mcp::PromptItem>::DEF)
-        }
+    let def = quote! {
+        #mcp::PromptDef::new(
+            #name,
+            &[#(#arguments),*],
+            #handler,
+            ::core::concat!(::core::file!(), ":", ::core::line!()),
+        )
+        #builder
     };
+    let tokens = paths::item(&mcp, &function, "Prompt", call_fn, def);
     diagnostics::debug_print(&ident.to_string(), &tokens);
     tokens
 }

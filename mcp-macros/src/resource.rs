@@ -191,9 +191,6 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
     }
     let uri = options.uri.as_ref().expect("checked above");
     let mcp = paths::runtime(options.common.krate.as_ref());
-    let private = quote!(#mcp::__private);
-    let allows = paths::allows();
-    let vis = &function.vis;
     let ident = &function.sig.ident;
     let name = options.common.name.as_ref().map(LitStr::value).unwrap_or_else(|| ident.to_string());
     let mime = match &options.mime_type {
@@ -224,32 +221,16 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
         let list = quote_spanned!(syn::spanned::Spanned::span(list)=> #mcp::__private::lister(#list));
         builder.extend(quote!(.list(#list)));
     }
-    let tokens = quote! {
-        #function
-
-        #[doc(hidden)]
-        #allows
-        #vis struct #ident {}
-
-        #[automatically_derived]
-        #allows
-        impl #mcp::ResourceItem for #ident {
-            const DEF: &'static #mcp::ResourceDef = &{
-                #call_fn
-                #mcp::ResourceDef::#constructor(
-                    #uri,
-                    #name,
-                    #handler,
-                    ::core::concat!(::core::file!(), ":", ::core::line!()),
-                )
-                #builder
-            };
-        }
-
-        #private::inventory::submit! {
-            #private::ResourceRegistration(<#ident as #mcp::ResourceItem>::DEF)
-        }
+    let def = quote! {
+        #mcp::ResourceDef::#constructor(
+            #uri,
+            #name,
+            #handler,
+            ::core::concat!(::core::file!(), ":", ::core::line!()),
+        )
+        #builder
     };
+    let tokens = paths::item(&mcp, &function, "Resource", call_fn, def);
     diagnostics::debug_print(&ident.to_string(), &tokens);
     tokens
 }

@@ -163,10 +163,7 @@ fn strip_param_docs(mut function: ItemFn) -> TokenStream {
 fn emit(tool: &Tool) -> TokenStream {
     let mcp = paths::runtime(tool.options.common.krate.as_ref());
     let private = quote!(#mcp::__private);
-    let allows = paths::allows();
     let function = &tool.function;
-    let vis = &function.vis;
-    let ident = &function.sig.ident;
     let name = &tool.name;
     let ret_ty = match &function.sig.output {
         syn::ReturnType::Default => quote!(()),
@@ -206,37 +203,24 @@ fn emit(tool: &Tool) -> TokenStream {
         builder.extend(quote!(.hints(#mcp::Hints::NONE #(#hints)*)));
     }
 
-    quote! {
-        #function
-
-        #[doc(hidden)]
-        #allows
-        #vis struct #ident {}
-
-        #[automatically_derived]
-        #allows
-        impl #mcp::ToolItem for #ident {
-            const DEF: &'static #mcp::ToolDef = &{
-                fn __mcp_input_schema() -> #private::serde_json::Value {
-                    let mut __mcp_schema = #mcp::ObjectSchema::new();
-                    #(#properties)*
-                    __mcp_schema.finish()
-                }
-                #call_fn
-                #mcp::ToolDef::new(
-                    #name,
-                    __mcp_input_schema,
-                    #output_schema,
-                    #handler,
-                    ::core::concat!(::core::file!(), ":", ::core::line!()),
-                )
-                #builder
-                #injects
-            };
+    let body = quote! {
+        fn __mcp_input_schema() -> #private::serde_json::Value {
+            let mut __mcp_schema = #mcp::ObjectSchema::new();
+            #(#properties)*
+            __mcp_schema.finish()
         }
-
-        #private::inventory::submit! {
-            #private::ToolRegistration(<#ident as #mcp::ToolItem>::DEF)
-        }
-    }
+        #call_fn
+    };
+    let def = quote! {
+        #mcp::ToolDef::new(
+            #name,
+            __mcp_input_schema,
+            #output_schema,
+            #handler,
+            ::core::concat!(::core::file!(), ":", ::core::line!()),
+        )
+        #builder
+        #injects
+    };
+    paths::item(&mcp, function, "Tool", body, def)
 }

@@ -75,7 +75,8 @@ pub enum LogLevel {
 }
 
 impl LogLevel {
-    pub(crate) const ALL: [LogLevel; 8] = [
+    /// Every level, from least to most severe.
+    pub const ALL: [LogLevel; 8] = [
         LogLevel::Debug,
         LogLevel::Info,
         LogLevel::Notice,

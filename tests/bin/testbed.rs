@@ -144,16 +144,7 @@ fn panic_blocking() -> String {
 /// Log one message at every level.
 #[mcp::tool]
 fn log_all(ctx: &Context) {
-    for level in [
-        LogLevel::Debug,
-        LogLevel::Info,
-        LogLevel::Notice,
-        LogLevel::Warning,
-        LogLevel::Error,
-        LogLevel::Critical,
-        LogLevel::Alert,
-        LogLevel::Emergency,
-    ] {
+    for level in LogLevel::ALL {
         ctx.log_to(level, Some("testbed"), format!("a {level} message"));
     }
 }
