@@ -200,7 +200,7 @@ async fn json_mode_answers_with_one_body_and_cancels_too() {
             client.send(&request(12, "tools/call", json!({"name": "sleep", "arguments": {"ms": 10_000}}))).await
         })
     };
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(server.wait_stderr("SLEEP_START 12", Duration::from_secs(5)).await, "the call started");
     assert_eq!(client.send(&notification("notifications/cancelled", json!({"requestId": 12}))).await.status(), 202);
     let cancelled = waiting.await.unwrap();
     assert_eq!(cancelled.status(), 202, "a cancelled request has no response");

@@ -83,7 +83,8 @@ fn greet(
     format!("{}, {name}!", greeting.as_deref().unwrap_or("Hello"))
 }
 
-/// Sleep for `ms` milliseconds, then answer; prints `SLEEP_DONE id` or `SLEEP_ABORTED id` on stderr.
+/// Sleep for `ms` milliseconds, then answer; prints `SLEEP_START id`, then `SLEEP_DONE id` or `SLEEP_ABORTED id`
+/// on stderr.
 #[mcp::tool]
 async fn sleep(ms: u64, ctx: &Context) -> String {
     struct Dropped(String, bool);
@@ -95,6 +96,7 @@ async fn sleep(ms: u64, ctx: &Context) -> String {
         }
     }
     let mut guard = Dropped(ctx.request_id().to_string(), false);
+    eprintln!("SLEEP_START {}", guard.0);
     let _cleanup = mcp::defer(Duration::from_secs(2), {
         let id = ctx.request_id().to_string();
         async move {
