@@ -216,6 +216,7 @@ async fn sse_mode_cancels_and_the_stream_ends_without_a_response() {
         Body::of(client.send(&request(13, "tools/call", json!({"name": "sleep", "arguments": {"ms": 10_000}}))).await)
             .await;
     body.next_event(SHORT).await.unwrap();
+    assert!(server.wait_stderr("SLEEP_START 13", Duration::from_secs(5)).await, "the call started");
     assert_eq!(
         client
             .send(&notification("notifications/cancelled", json!({"requestId": 13, "reason": "enough"})))
@@ -256,6 +257,7 @@ async fn stateless_mode_serves_without_sessions_and_cancels_on_disconnect_or_not
         Body::of(client.send(&request(16, "tools/call", json!({"name": "sleep", "arguments": {"ms": 10_000}}))).await)
             .await;
     body.next_event(SHORT).await.unwrap();
+    assert!(server.wait_stderr("SLEEP_START 16", Duration::from_secs(5)).await, "the call started");
     drop(body);
     assert!(
         server.wait_stderr("SLEEP_ABORTED 16", Duration::from_secs(2)).await,
@@ -267,6 +269,7 @@ async fn stateless_mode_serves_without_sessions_and_cancels_on_disconnect_or_not
         Body::of(client.send(&request(17, "tools/call", json!({"name": "sleep", "arguments": {"ms": 10_000}}))).await)
             .await;
     body.next_event(SHORT).await.unwrap();
+    assert!(server.wait_stderr("SLEEP_START 17", Duration::from_secs(5)).await, "the call started");
     client.send(&notification("notifications/cancelled", json!({"requestId": 17}))).await;
     assert!(server.wait_stderr("SLEEP_ABORTED 17", Duration::from_secs(2)).await);
     assert!(body.next_message(Duration::from_secs(2)).await.is_none());

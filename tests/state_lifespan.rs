@@ -48,7 +48,7 @@ fn markers(s: &Server, markers: &[&str]) -> Vec<String> {
 fn eof_cancels_in_flight_calls_runs_their_cleanup_then_the_shutdown_hook() {
     let mut s = ready();
     let id = s.request("tools/call", json!({"name": "sleep", "arguments": {"ms": 30_000}}));
-    std::thread::sleep(Duration::from_millis(100));
+    assert!(s.wait_stderr(&format!("SLEEP_START {id}"), Duration::from_secs(5)));
     let started = Instant::now();
     let status = s.close(Duration::from_secs(10));
     assert!(status.success(), "{status:?}: {}", s.stderr_text());
@@ -66,9 +66,9 @@ fn eof_cancels_in_flight_calls_runs_their_cleanup_then_the_shutdown_hook() {
 #[test]
 fn sigterm_cancels_in_flight_calls_runs_their_cleanup_then_the_shutdown_hook() {
     let mut s = ready();
-    s.request("tools/call", json!({"name": "sleep", "arguments": {"ms": 30_000}}));
+    let id = s.request("tools/call", json!({"name": "sleep", "arguments": {"ms": 30_000}}));
     s.request("tools/call", json!({"name": "spin", "arguments": {}}));
-    std::thread::sleep(Duration::from_millis(100));
+    assert!(s.wait_stderr(&format!("SLEEP_START {id}"), Duration::from_secs(5)));
     let term = Command::new("kill").args(["-TERM", &s.pid().to_string()]).status().unwrap();
     assert!(term.success());
     let status = s.wait_exit(Duration::from_secs(10));
@@ -109,7 +109,7 @@ fn a_custom_method_reads_typed_params_and_answers() {
 fn a_custom_method_is_cancelled_like_a_tool() {
     let mut s = ready();
     let id = s.request("testbed/wait", json!({"ms": 30_000}));
-    std::thread::sleep(Duration::from_millis(100));
+    assert!(s.wait_stderr(&format!("WAIT_START {id}"), Duration::from_secs(5)));
     s.cancel(&id, "no longer needed");
     assert!(s.wait_stderr(&format!("WAIT_ABORTED {id}"), Duration::from_secs(3)), "{}", s.stderr_text());
     assert_eq!(s.call("ping", json!({}))["result"], json!({}));

@@ -90,7 +90,7 @@ fn async_tool_is_dropped_at_its_next_await_and_deferred_cleanup_runs() {
     let mut s = Server::spawn(testbed());
     s.initialize();
     let id = s.request("tools/call", json!({"name": "sleep", "arguments": {"ms": 10_000}}));
-    std::thread::sleep(Duration::from_millis(100));
+    assert!(s.wait_stderr(&format!("SLEEP_START {id}"), Duration::from_secs(5)));
     s.cancel(&id, "too slow");
     assert!(s.wait_stderr(&format!("SLEEP_ABORTED {id}"), Duration::from_secs(2)));
     assert!(s.wait_stderr(&format!("CLEANUP_DONE {id}"), Duration::from_secs(2)));
@@ -126,7 +126,7 @@ fn unknown_finished_and_repeated_cancels_are_ignored_silently() {
     s.cancel(&done, "late");
     // Twice.
     let id = s.request("tools/call", json!({"name": "sleep", "arguments": {"ms": 10_000}}));
-    std::thread::sleep(Duration::from_millis(50));
+    assert!(s.wait_stderr(&format!("SLEEP_START {id}"), Duration::from_secs(5)));
     s.cancel(&id, "first");
     s.cancel(&id, "second");
     let ping = s.call("ping", json!({}));

@@ -55,6 +55,7 @@ async fn wait(ms: u64, counter: &State<Counter>, ctx: &Context) -> mcp::Json<ser
         }
     }
     let mut guard = Aborted(ctx.request_id().to_string(), false);
+    eprintln!("WAIT_START {}", guard.0);
     tokio::time::sleep(Duration::from_millis(ms)).await;
     guard.1 = true;
     mcp::Json(serde_json::json!({ "waited": ms, "count": counter.0.load(Ordering::SeqCst) }))

@@ -37,7 +37,10 @@ async function waitUntil(what, predicate) {
     { onprogress: (p) => progress.push(p.progress) },
   );
   assert.equal(result.content[0].text, "Indexed 2 books.");
-  assert.deepEqual(progress, [0, 1, 2]);
+  // The server sends progress 2 just before the response, in that order; the TypeScript client sometimes handles the
+  // response first and drops the last progress. What it does see must be the start of the sequence.
+  assert.deepEqual(progress.slice(0, 2), [0, 1]);
+  assert.ok(progress.length <= 3 && (progress.length < 3 || progress[2] === 2), `progress ${progress}`);
   console.log("ok: progress over stdio", progress);
 
   const holds = async () => (await client.callTool({ name: "list_holds", arguments: {} })).structuredContent.holds;
@@ -67,7 +70,8 @@ async function waitUntil(what, predicate) {
     onprogress: (p) => progress.push(p.progress),
   });
   assert.equal(reported.content[0].text, "reported");
-  assert.deepEqual(progress, [1, 2, 3]);
+  // As above: the last progress can lose the race with the response inside the client.
+  assert.ok(progress.length >= 1 && progress.every((p, i) => p === i + 1), `progress ${progress}`);
   console.log("ok: progress over HTTP");
 
   const item = await client.readResource({ uri: "test://items/7" });
