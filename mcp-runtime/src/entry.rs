@@ -49,7 +49,7 @@ OPTIONS:
     --http ADDR        Serve Streamable HTTP on ADDR (`127.0.0.1:8000`, or a port alone for 127.0.0.1) at /mcp
     --json-response    With --http: answer each request with one JSON body instead of an SSE stream
     --stateless        With --http: no sessions; every POST stands alone
-    --list-tools       Print the `tools/list` result (names, descriptions, generated JSON Schemas) and exit
+    --list-tools       Print every tool as `tools/list` describes it (names, descriptions, JSON Schemas) and exit
     --help             Print this help and exit
 
 ENVIRONMENT:

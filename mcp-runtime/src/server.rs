@@ -504,11 +504,11 @@ impl Server {
         }
     }
 
-    /// The first page of the `tools/list` result, as JSON.
+    /// Every tool as `tools/list` describes it, all pages together: `{"tools": [...]}`.
     pub fn tools_list(&self) -> Value {
         let registry = self.registry();
-        let page = registry.page(crate::registry::ListKind::Tools, None).map(|p| p.get().to_owned());
-        page.ok().and_then(|p| serde_json::from_str(&p).ok()).unwrap_or(Value::Null)
+        let tools: Vec<Value> = registry.tools.values().filter(|l| l.enabled).map(|l| l.descriptor.clone()).collect();
+        json!({ "tools": tools })
     }
 
     /// The current snapshot of what is served.
