@@ -6,7 +6,7 @@ use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::task::{Context as TaskContext, Poll};
 
@@ -78,7 +78,6 @@ pub(crate) struct Session {
     in_flight: Mutex<HashMap<RequestId, Arc<RequestState>>>,
     /// Set once `initialize` has been answered.
     client: OnceLock<(Arc<str>, Arc<ClientInfo>)>,
-    initialized: AtomicBool,
     log_level: AtomicU8,
     /// URIs this session subscribed to with `resources/subscribe`.
     subscriptions: Mutex<HashSet<String>>,
@@ -102,7 +101,6 @@ impl Session {
             out,
             in_flight: Mutex::new(HashMap::new()),
             client: OnceLock::new(),
-            initialized: AtomicBool::new(false),
             log_level: AtomicU8::new(LOG_LEVEL_UNSET),
             subscriptions: Mutex::new(HashSet::new()),
             outgoing: Mutex::new(HashMap::new()),
@@ -296,7 +294,8 @@ impl Session {
                 let Some(id) = p.request_id else { return };
                 self.cancel(&id, p.reason.as_deref());
             }
-            "notifications/initialized" => self.initialized.store(true, Ordering::Relaxed),
+            // Requests are served from the `initialize` response on; the notification changes nothing here.
+            "notifications/initialized" => {}
             _ => tracing::debug!(method, "ignoring notification"),
         }
     }
