@@ -29,61 +29,18 @@ async fn session_lifecycle_and_status_codes() {
     anonymous.session = Some("0123456789abcdef0123456789abcdef".into());
     assert_eq!(anonymous.send(&request(2, "ping", json!({}))).await.status(), 404, "unknown session");
 
-    let no_accept = client
-        .http
-        .post(&client.url)
-        .header("content-type", "application/json")
-        .header("accept", "application/json")
-        .header("mcp-session-id", &id)
-        .body(request(3, "ping", json!({})).to_string())
-        .send()
-        .await
-        .unwrap();
+    const JSON: (&str, &str) = ("content-type", "application/json");
+    const ACCEPT_BOTH: (&str, &str) = ("accept", "application/json, text/event-stream");
+    let ping = |id: i64| request(id, "ping", json!({})).to_string();
+    let no_accept = client.raw_post(&[JSON, ("accept", "application/json")], ping(3)).await;
     assert_eq!(no_accept.status(), 406);
-    let wrong_type = client
-        .http
-        .post(&client.url)
-        .header("content-type", "text/plain")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-session-id", &id)
-        .body("{}")
-        .send()
-        .await
-        .unwrap();
+    let wrong_type = client.raw_post(&[("content-type", "text/plain"), ACCEPT_BOTH], "{}").await;
     assert_eq!(wrong_type.status(), 415);
-    let bad_version = client
-        .http
-        .post(&client.url)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-session-id", &id)
-        .header("mcp-protocol-version", "1999-01-01")
-        .body(request(4, "ping", json!({})).to_string())
-        .send()
-        .await
-        .unwrap();
+    let bad_version = client.raw_post(&[JSON, ACCEPT_BOTH, ("mcp-protocol-version", "1999-01-01")], ping(4)).await;
     assert_eq!(bad_version.status(), 400);
-    let old_version_by_default = client
-        .http
-        .post(&client.url)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-session-id", &id)
-        .body(request(5, "ping", json!({})).to_string())
-        .send()
-        .await
-        .unwrap();
+    let old_version_by_default = client.raw_post(&[JSON, ACCEPT_BOTH], ping(5)).await;
     assert_eq!(old_version_by_default.status(), 200, "a missing version header means 2025-03-26");
-    let bad_json = client
-        .http
-        .post(&client.url)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-session-id", &id)
-        .body("{oops")
-        .send()
-        .await
-        .unwrap();
+    let bad_json = client.raw_post(&[JSON, ACCEPT_BOTH], "{oops").await;
     assert_eq!(bad_json.status(), 400);
     assert_eq!(serde_json::from_str::<Value>(&bad_json.text().await.unwrap()).unwrap()["error"]["code"], -32700);
 

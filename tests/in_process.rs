@@ -205,3 +205,29 @@ async fn updates_reach_only_subscribed_sessions_and_list_changes_reach_every_ses
     }
     assert!(!server.set_tool_enabled("no-such-tool", true));
 }
+
+/// A prompt added and removed while the server runs.
+#[mcp::prompt]
+fn late_prompt() -> &'static str {
+    "late"
+}
+
+#[test]
+fn on_start_gets_the_server_and_prompts_and_resources_come_and_go_while_it_runs() {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let server = Server::builder().resource::<news>().on_start(move |server| tx.send(server).unwrap()).build().unwrap();
+    let handle = rx.try_recv().expect("on_start ran during build");
+    let registry_uris = |s: &Server| format!("{s:?}");
+
+    assert!(handle.remove_resource("test://news"));
+    assert!(!registry_uris(&server).contains("test://news"), "the change is visible through every handle");
+    assert!(!handle.remove_resource("test://news"));
+    server.add_resource(*<news as mcp::ResourceItem>::DEF).unwrap();
+    assert!(registry_uris(&server).contains("test://news"));
+
+    server.add_prompt(*<late_prompt as mcp::PromptItem>::DEF).unwrap();
+    assert!(registry_uris(&server).contains("late_prompt"));
+    assert!(server.set_prompt_enabled("late_prompt", false));
+    assert!(server.remove_prompt("late_prompt"));
+    assert!(!server.remove_prompt("late_prompt"));
+}

@@ -86,7 +86,7 @@ impl Registry {
             description: def.description.map(str::to_owned),
             input_schema,
             output_schema: (def.output_schema)(),
-            annotations: def.hints.to_annotations(None),
+            annotations: def.hints.to_annotations(),
             icons: def.icons.iter().map(|s| crate::protocol::Icon::new(*s)).collect(),
         };
         let descriptor = serde_json::to_value(tool).expect("a tool descriptor serializes");

@@ -167,9 +167,9 @@ impl Hints {
         self
     }
 
-    pub(crate) fn to_annotations(self, title: Option<&str>) -> Option<ToolAnnotations> {
+    pub(crate) fn to_annotations(self) -> Option<ToolAnnotations> {
         let a = ToolAnnotations {
-            title: title.map(str::to_owned),
+            title: None,
             read_only_hint: self.read_only,
             destructive_hint: self.destructive,
             idempotent_hint: self.idempotent,

@@ -109,6 +109,19 @@ impl Client {
         r
     }
 
+    /// A POST with exactly these headers (plus the session id) and this body, for requests a conforming client
+    /// would not send.
+    pub async fn raw_post(&self, headers: &[(&str, &str)], body: impl Into<reqwest::Body>) -> reqwest::Response {
+        let mut r = self.http.post(&self.url).body(body);
+        for (name, value) in headers {
+            r = r.header(*name, *value);
+        }
+        if let Some(s) = &self.session {
+            r = r.header("mcp-session-id", s);
+        }
+        r.send().await.expect("POST")
+    }
+
     pub async fn send(&self, body: &Value) -> reqwest::Response {
         self.post(body).send().await.expect("POST")
     }

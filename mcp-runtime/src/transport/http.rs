@@ -150,8 +150,9 @@ impl HttpOptions {
 
 /// Keeps the events of a session's streams so that a client can resume one after its connection dropped.
 pub trait EventStore: Send + Sync {
-    /// Stores an event of `stream` and returns its id (unique in the session).
-    fn store(&self, stream: &str, frame: &str) -> String;
+    /// Stores an event of `stream` and returns its id (unique in the session). An empty `frame` is a priming event:
+    /// it marks a position in the stream and is never replayed.
+    fn store(&self, stream: &str, frame: &Arc<str>) -> String;
     /// The stream `last_event_id` belongs to, and the events stored after it on that stream, oldest first;
     /// `None` if the id is unknown (or already evicted).
     fn replay_after(&self, last_event_id: &str) -> Option<(String, Vec<(String, String)>)>;
@@ -181,13 +182,13 @@ impl MemoryEventStore {
 }
 
 impl EventStore for MemoryEventStore {
-    fn store(&self, stream: &str, frame: &str) -> String {
+    fn store(&self, stream: &str, frame: &Arc<str>) -> String {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         let mut events = self.events.lock().unwrap_or_else(|e| e.into_inner());
         if events.len() == self.capacity {
             events.pop_front();
         }
-        events.push_back((id, stream.into(), frame.into()));
+        events.push_back((id, stream.into(), frame.clone()));
         id.to_string()
     }
 
@@ -267,9 +268,11 @@ impl FrameSink for Route {
         if inner.closed {
             return;
         }
+        // One allocation shared by the store and the live connection.
+        let frame: Arc<str> = frame.into();
         let id = self.store.store(&self.name, &frame);
         if let Some(live) = &inner.live {
-            if live.send((id, frame.into())).is_err() {
+            if live.send((id, frame)).is_err() {
                 inner.live = None; // the connection is gone; the store keeps the rest for a resume
             }
         }
@@ -307,7 +310,7 @@ impl FrameSink for JsonRoute {
 /// An SSE body: a priming event (id and `retry:`), then the route's events until it closes. In stateless mode a
 /// client that goes away before the response cancels the request.
 struct SseBody {
-    priming: Option<Bytes>,
+    priming: Option<String>,
     events: mpsc::UnboundedReceiver<Event>,
     on_disconnect: Option<Box<dyn FnOnce() + Send>>,
 }
@@ -317,10 +320,7 @@ impl futures_core::Stream for SseBody {
 
     /// Everything ready goes out as one chunk (priming event included), so a quick answer is one write.
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Option<Self::Item>> {
-        let mut chunk = match self.priming.take() {
-            Some(p) => String::from_utf8_lossy(&p).into_owned(),
-            None => String::new(),
-        };
+        let mut chunk = self.priming.take().unwrap_or_default();
         let mut ended = false;
         loop {
             match self.events.poll_recv(cx) {
@@ -723,7 +723,7 @@ async fn answer_request(
     }
     let route = http_session.new_route();
     // The priming event comes first, so resuming from it replays everything the request sends.
-    let priming = http_session.store.store(&route.name, "");
+    let priming = http_session.store.store(&route.name, &Arc::from(""));
     let events = route.attach(Vec::new());
     http_session.session.handle_routed(message, &Origin { sink: route.clone(), http: Some(http) });
     sse_response(state, priming, events, None)
@@ -736,7 +736,7 @@ fn sse_response(
     on_disconnect: Option<Box<dyn FnOnce() + Send>>,
 ) -> Response {
     let retry = state.options.retry.as_millis();
-    let priming = Bytes::from(format!("id: {priming_id}\nretry: {retry}\ndata: \n\n"));
+    let priming = format!("id: {priming_id}\nretry: {retry}\ndata: \n\n");
     let body = SseBody { priming: Some(priming), events, on_disconnect };
     Response::builder()
         .status(StatusCode::OK)
@@ -809,7 +809,7 @@ async fn post_stateless(
                 };
             }
             let route = Route::new("stateless".into(), store.clone());
-            let priming = store.store("stateless", "");
+            let priming = store.store("stateless", &Arc::from(""));
             let events = route.attach(Vec::new());
             session.handle_routed(message, &Origin { sink: route.clone(), http: Some(http) });
             let state2 = state.clone();
@@ -849,14 +849,14 @@ fn get(state: Arc<HttpState>, headers: HeaderMap) -> Response {
                     let _ = tx.send((id, frame.into()));
                 }
                 drop(tx);
-                let priming = http_session.store.store(&stream, "");
+                let priming = http_session.store.store(&stream, &Arc::from(""));
                 return sse_response(&state, priming, rx, None);
             }
         },
         None => (http_session.standalone.clone(), Vec::new()),
     };
     let events = route.attach(missed);
-    let priming = http_session.store.store(&route.name, "");
+    let priming = http_session.store.store(&route.name, &Arc::from(""));
     sse_response(&state, priming, events, None)
 }
 
@@ -897,4 +897,24 @@ struct NoSink;
 
 impl FrameSink for NoSink {
     fn send(&self, _: String) {}
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_memory_store_replays_one_stream_after_an_id_and_forgets_the_oldest() {
+        let store = MemoryEventStore::new(4);
+        let ids: Vec<String> = [("a", "1"), ("b", "x"), ("a", "2"), ("a", "3")]
+            .iter()
+            .map(|(s, f)| store.store(s, &Arc::from(*f)))
+            .collect();
+        let (stream, after) = store.replay_after(&ids[0]).unwrap();
+        assert_eq!(stream, "a");
+        assert_eq!(after, vec![(ids[2].clone(), "2".to_owned()), (ids[3].clone(), "3".to_owned())]);
+        store.store("a", &Arc::from("4")); // evicts the first event
+        assert!(store.replay_after(&ids[0]).is_none(), "an evicted id cannot be resumed from");
+        assert!(store.replay_after("not-a-number").is_none());
+    }
 }
