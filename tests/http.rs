@@ -129,6 +129,26 @@ async fn origin_and_host_are_checked_against_dns_rebinding() {
     assert_eq!(evil_host.status(), 403);
     let local_origin = client.post(&init).header("origin", "http://localhost:5173").send().await.unwrap();
     assert_eq!(local_origin.status(), 200);
+
+    // Names that only look like loopback are resolved by DNS: an attacker's page can own them.
+    for host in ["127.evil.com", "127.0.0.1.attacker.example", "localhost.attacker.example"] {
+        let response = client.post(&init).header("host", host).send().await.unwrap();
+        assert_eq!(response.status(), 403, "Host: {host}");
+        let origin = format!("http://{host}");
+        let response = client.post(&init).header("origin", &origin).send().await.unwrap();
+        assert_eq!(response.status(), 403, "Origin: {origin}");
+    }
+    for origin in ["null", "http://127.0.0.1@evil.com", "http://localhost.evil.com:80"] {
+        let response = client.post(&init).header("origin", origin).send().await.unwrap();
+        assert_eq!(response.status(), 403, "Origin: {origin}");
+    }
+    // Host names compare without regard to case; real loopback addresses pass.
+    for host in ["LOCALHOST", "LocalHost:3000", "127.0.0.2:8080", "[::1]:8080"] {
+        let response = client.post(&init).header("host", host).send().await.unwrap();
+        assert_eq!(response.status(), 200, "Host: {host}");
+    }
+    let response = client.post(&init).header("origin", "HTTP://LOCALHOST:5173").send().await.unwrap();
+    assert_eq!(response.status(), 200);
 }
 
 #[tokio::test]

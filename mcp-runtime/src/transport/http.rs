@@ -525,14 +525,24 @@ fn plain(status: StatusCode, message: &'static str) -> Response {
     error_response(status, ErrorCode::INVALID_REQUEST, message)
 }
 
-fn is_loopback_host(host: &str) -> bool {
-    let host = host.trim();
-    let name = if let Some(rest) = host.strip_prefix('[') {
-        rest.split(']').next().unwrap_or_default()
-    } else {
-        host.rsplit_once(':').map(|(h, p)| if p.chars().all(|c| c.is_ascii_digit()) { h } else { host }).unwrap_or(host)
-    };
-    matches!(name, "localhost" | "127.0.0.1" | "::1") || name.starts_with("127.")
+/// The host name of a `Host` header value or of an origin's authority: without its port, and without the brackets of
+/// an IPv6 literal.
+fn host_name(authority: &str) -> &str {
+    let authority = authority.trim();
+    if let Some(rest) = authority.strip_prefix('[') {
+        return rest.split(']').next().unwrap_or_default();
+    }
+    match authority.rsplit_once(':') {
+        Some((h, p)) if p.chars().all(|c| c.is_ascii_digit()) => h,
+        _ => authority,
+    }
+}
+
+/// Whether a `Host` value (or an origin's authority) names this machine: `localhost` (in any case) or a loopback IP
+/// address. A name that merely starts with `127.` (`127.evil.example`) is a name, resolved by DNS, and not loopback.
+fn is_loopback_host(authority: &str) -> bool {
+    let name = host_name(authority);
+    name.eq_ignore_ascii_case("localhost") || name.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
 }
 
 /// DNS-rebinding protection: `Host` and `Origin` must be loopback or allowed.
@@ -541,14 +551,20 @@ fn check_origin(options: &HttpOptions, headers: &HeaderMap) -> Result<(), Respon
         return Ok(());
     }
     if let Some(host) = headers.get(header::HOST).and_then(|h| h.to_str().ok()) {
-        if !is_loopback_host(host) && !options.allowed_hosts.iter().any(|h| h == host) {
+        if !is_loopback_host(host) && !options.allowed_hosts.iter().any(|h| h.trim().eq_ignore_ascii_case(host.trim()))
+        {
             return Err(plain(StatusCode::FORBIDDEN, "forbidden: the Host header is not allowed"));
         }
     }
     if let Some(origin) = headers.get(header::ORIGIN) {
         let origin = origin.to_str().unwrap_or_default();
-        let host = origin.split_once("://").map(|(_, rest)| rest).unwrap_or(origin);
-        if !is_loopback_host(host) && !options.allowed_origins.iter().any(|o| o == origin) {
+        // `scheme://host[:port]`; anything else (`null`, a path) is not a loopback origin.
+        let loopback = origin.split_once("://").is_some_and(|(scheme, authority)| {
+            (scheme.eq_ignore_ascii_case("http") || scheme.eq_ignore_ascii_case("https"))
+                && !authority.contains(['/', '@', '?', '#'])
+                && is_loopback_host(authority)
+        });
+        if !loopback && !options.allowed_origins.iter().any(|o| o.trim().eq_ignore_ascii_case(origin.trim())) {
             return Err(plain(StatusCode::FORBIDDEN, "forbidden: the Origin header is not allowed"));
         }
     }
@@ -902,6 +918,35 @@ impl FrameSink for NoSink {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_real_loopback_names_and_addresses_are_loopback() {
+        for host in [
+            "localhost",
+            "LOCALHOST",
+            "LocalHost:8080",
+            "127.0.0.1",
+            "127.0.0.1:3000",
+            "127.1.2.3:80",
+            "[::1]",
+            "[::1]:8000",
+        ] {
+            assert!(is_loopback_host(host), "{host} is loopback");
+        }
+        for host in [
+            "127.evil.com",
+            "127.0.0.1.attacker.example",
+            "127.0.0.1.attacker.example:80",
+            "localhost.evil.com",
+            "evil.com",
+            "[::2]:80",
+            "0.0.0.0",
+            "",
+            "127.0.0.1@evil.com",
+        ] {
+            assert!(!is_loopback_host(host), "{host} is not loopback");
+        }
+    }
 
     #[test]
     fn the_memory_store_replays_one_stream_after_an_id_and_forgets_the_oldest() {
