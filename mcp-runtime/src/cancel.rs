@@ -58,7 +58,7 @@ where
 
 /// The guard returned by [`defer`]. Dropping it starts the cleanup; [`Defer::cancel`] disarms it.
 pub struct Defer {
-    pending: Option<(Duration, crate::tool::BoxFuture<'static, ()>)>,
+    pending: Option<(Duration, crate::handler::tool::BoxFuture<'static, ()>)>,
     handle: Option<tokio::runtime::Handle>,
 }
 

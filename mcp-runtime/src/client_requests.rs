@@ -11,9 +11,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
 use crate::context::{Context, RequestState};
-use crate::error::Error;
-use crate::jsonrpc::{self, RequestId};
-use crate::protocol::Role;
+use crate::wire::error::Error;
+use crate::wire::jsonrpc::{self, RequestId};
+use crate::wire::protocol::Role;
 
 /// Why a request to the client did not produce a result.
 #[derive(Debug, Clone, PartialEq)]

@@ -9,9 +9,9 @@ use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
 use crate::cancel::Cancelled;
-use crate::jsonrpc::{self, RequestId};
-use crate::protocol::{Implementation, LogLevel};
 use crate::session::Session;
+use crate::wire::jsonrpc::{self, RequestId};
+use crate::wire::protocol::{Implementation, LogLevel};
 
 /// The metadata of one request, as the handler sees it.
 ///
@@ -222,7 +222,7 @@ impl Context {
         self.server_state().get::<T>().map(|s| &**s)
     }
 
-    pub(crate) fn server_state(&self) -> &crate::state::StateMap {
+    pub(crate) fn server_state(&self) -> &crate::server::state::StateMap {
         &self.request.session.server().inner.state
     }
 
@@ -336,7 +336,7 @@ pub trait FromContext {
     fn from_context(ctx: &Context) -> Result<&Self, crate::Error>;
 
     /// What the server must provide for this to succeed, checked once when the server is built.
-    fn requirement() -> Option<crate::state::Requirement> {
+    fn requirement() -> Option<crate::server::state::Requirement> {
         None
     }
 }

@@ -6,8 +6,8 @@ use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use crate::protocol::Implementation;
 use crate::server::{Server, ServerBuilder};
+use crate::wire::protocol::Implementation;
 
 /// What the body of an `#[mcp::main]` function may return: nothing (serve everything registered), a
 /// [`ServerBuilder`] to serve, or a `Result` of either whose `Err` stops the program before anything is served.

@@ -29,19 +29,11 @@ mod cancel;
 mod client_requests;
 mod context;
 mod entry;
-mod error;
-mod jsonrpc;
-mod method;
-mod prompt;
-pub mod protocol;
-mod registry;
-mod resource;
+mod handler;
 mod server;
 mod session;
-mod state;
-mod tool;
 mod transport;
-mod uri_template;
+mod wire;
 
 pub use cancel::{defer, Cancelled, Defer};
 pub use client_requests::{
@@ -49,27 +41,28 @@ pub use client_requests::{
 };
 pub use context::{AuthInfo, ClientInfo, Context, FromContext, HttpRequest, RequestMeta};
 pub use entry::MainOutput;
-pub use error::{Error, ErrorCode};
-pub use jsonrpc::RequestId;
-pub use method::{IntoMethodResult, IntoRpcError, MethodDef, MethodHandler, MethodItem};
-pub use prompt::{ArgDef, Completer, IntoPromptResult, PromptDef, PromptHandler, PromptItem};
+pub use handler::method::{IntoMethodResult, IntoRpcError, MethodDef, MethodHandler, MethodItem};
+pub use handler::prompt::{ArgDef, Completer, IntoPromptResult, PromptDef, PromptHandler, PromptItem};
+pub use handler::resource::{IntoResourceResult, Lister, ResourceDef, ResourceHandler, ResourceItem};
+pub use handler::tool::{
+    BoxFuture, Handler, Hints, Injected, IntoToolResult, Json, ObjectSchema, ToolDef, ToolHandler, ToolItem,
+};
+pub use handler::uri_template::{TemplateError, UriTemplate};
 pub use protocol::{
     Annotations, CallToolResult, Content, GetPromptResult, Icon, Implementation, LogLevel, PromptMessage,
     ReadResourceResult, Resource, ResourceContents, Role,
 };
-pub use resource::{IntoResourceResult, Lister, ResourceDef, ResourceHandler, ResourceItem};
+pub use server::state::{Requirement, State};
 pub use server::{
     BuildError, Server, ServerBuilder, DEFAULT_MAX_LINE_BYTES, DEFAULT_PAGE_SIZE, DEFAULT_SHUTDOWN_TIMEOUT,
-};
-pub use state::{Requirement, State};
-pub use tool::{
-    BoxFuture, Handler, Hints, Injected, IntoToolResult, Json, ObjectSchema, ToolDef, ToolHandler, ToolItem,
 };
 pub use transport::http::{
     EventStore, EventStoreFactory, HttpOptions, MemoryEventStore, MemoryEventStoreFactory, SESSION_HEADER,
     VERSION_HEADER,
 };
-pub use uri_template::{TemplateError, UriTemplate};
+pub use wire::error::{Error, ErrorCode};
+pub use wire::jsonrpc::RequestId;
+pub use wire::protocol;
 
 pub use mcp_macros::{main, method, prompt, resource, tool};
 
@@ -82,8 +75,8 @@ pub struct ReadmeDoctests;
 #[doc(hidden)]
 pub mod __private {
     pub use crate::entry::run_main;
+    pub use crate::handler::tool::{Arguments, HandlerResult};
     pub use crate::server::{MethodRegistration, PromptRegistration, ResourceRegistration, ToolRegistration};
-    pub use crate::tool::{Arguments, HandlerResult};
     pub use axum;
     pub use inventory;
     pub use schemars;
@@ -141,7 +134,7 @@ pub mod __private {
 
     /// The glue for a string argument (of a prompt, or a template variable) of type `T`.
     pub const fn string_arg<T: serde::de::DeserializeOwned>() -> StringArgGlue<T> {
-        StringArgGlue { read: crate::prompt::string_argument::<T>, required: required::<T> }
+        StringArgGlue { read: crate::handler::prompt::string_argument::<T>, required: required::<T> }
     }
 
     /// The glue for a string argument.
@@ -190,7 +183,7 @@ pub mod __private {
 
     /// The glue for an argument of type `T`.
     pub const fn arg<T: schemars::JsonSchema + serde::de::DeserializeOwned>() -> ArgGlue<T> {
-        ArgGlue { read: crate::tool::argument::<T>, describe: crate::ObjectSchema::property::<T> }
+        ArgGlue { read: crate::handler::tool::argument::<T>, describe: crate::ObjectSchema::property::<T> }
     }
 
     /// Asserts that a handler's future can move between threads, with a message that says why it must.

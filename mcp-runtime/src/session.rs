@@ -16,12 +16,12 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::cancel::cleanup_tasks;
 use crate::context::{ClientInfo, Context, RequestMeta, RequestState};
-use crate::error::{Error, ErrorCode};
-use crate::jsonrpc::{self, Incoming, RequestId};
-use crate::protocol::{InitializeParams, LogLevel, LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS};
-use crate::registry::ListKind;
+use crate::handler::tool::{Arguments, Handler};
+use crate::server::registry::ListKind;
 use crate::server::Server;
-use crate::tool::{Arguments, Handler};
+use crate::wire::error::{Error, ErrorCode};
+use crate::wire::jsonrpc::{self, Incoming, RequestId};
+use crate::wire::protocol::{InitializeParams, LogLevel, LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS};
 
 /// Where the frames of a session, or of one request, go: the transport's writer (stdio), or a request's own stream
 /// (HTTP). `close` ends a request's stream once its last frame was sent.
@@ -114,7 +114,8 @@ impl Session {
     pub(crate) fn preinitialize(&self, version: &str) {
         let version =
             SUPPORTED_PROTOCOL_VERSIONS.iter().find(|v| **v == version).copied().unwrap_or(LATEST_PROTOCOL_VERSION);
-        let client = ClientInfo { info: crate::protocol::Implementation::new("unknown", "0"), capabilities: json!({}) };
+        let client =
+            ClientInfo { info: crate::wire::protocol::Implementation::new("unknown", "0"), capabilities: json!({}) };
         let _ = self.client.set((version.into(), Arc::new(client)));
     }
 
@@ -397,7 +398,7 @@ impl Session {
             _ => return Err(Error::invalid_params("`resources/read` needs a string `uri`")),
         };
         let Some((def, bound)) = self.server.registry().resolve(&uri) else {
-            return Err(crate::resource::not_found(&uri));
+            return Err(crate::handler::resource::not_found(&uri));
         };
         let arguments: Map<String, Value> = bound.into_iter().map(|(k, v)| (k, Value::String(v))).collect();
         let meta = take_meta(&mut params);
@@ -421,7 +422,7 @@ impl Session {
         };
         let completer = self.server.registry().completer(reference, name)?;
         let values = completer.map(|f| f(value)).unwrap_or_default();
-        Ok(crate::registry::completion_result(values))
+        Ok(crate::server::registry::completion_result(values))
     }
 
     /// Registers a request in the in-flight table, then spawns its handler.
@@ -537,7 +538,7 @@ fn list_resources(ctx: &Context, mut args: Arguments) -> Result<Value, Error> {
     let registry = ctx.server().registry();
     let offset = match args.remove("cursor") {
         None | Some(Value::Null) => 0,
-        Some(Value::String(c)) => crate::registry::decode_cursor(ListKind::Resources, &c)?,
+        Some(Value::String(c)) => crate::server::registry::decode_cursor(ListKind::Resources, &c)?,
         Some(c) => return Err(Error::invalid_params(format!("invalid cursor {c}: cursors are strings"))),
     };
     let mut items = registry.fixed_resources();
@@ -553,7 +554,7 @@ fn list_resources(ctx: &Context, mut args: Arguments) -> Result<Value, Error> {
     let end = (offset + registry.page_size()).min(items.len());
     let mut page = json!({ "resources": items[offset..end] });
     if end < items.len() {
-        page["nextCursor"] = Value::String(crate::registry::encode_cursor(ListKind::Resources, end));
+        page["nextCursor"] = Value::String(crate::server::registry::encode_cursor(ListKind::Resources, end));
     }
     Ok(page)
 }

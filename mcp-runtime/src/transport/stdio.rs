@@ -8,10 +8,10 @@ use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWrite
 use tokio::sync::mpsc;
 
 use crate::cancel::cleanup_tasks;
-use crate::error::{Error, ErrorCode};
-use crate::jsonrpc::Incoming;
 use crate::server::Server;
 use crate::session::{ChannelSink, Session};
+use crate::wire::error::{Error, ErrorCode};
+use crate::wire::jsonrpc::Incoming;
 
 /// Serves one session over an async reader and writer; a writer task puts the frames on the writer.
 pub(crate) async fn serve<R, W>(

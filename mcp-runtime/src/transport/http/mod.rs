@@ -24,11 +24,11 @@ use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::context::{AuthInfo, HttpRequest};
-use crate::error::{Error, ErrorCode};
-use crate::jsonrpc::{self, Incoming, RequestId};
-use crate::protocol::SUPPORTED_PROTOCOL_VERSIONS;
 use crate::server::Server;
 use crate::session::{FrameSink, Origin, Session, Sink};
+use crate::wire::error::{Error, ErrorCode};
+use crate::wire::jsonrpc::{self, Incoming, RequestId};
+use crate::wire::protocol::SUPPORTED_PROTOCOL_VERSIONS;
 
 /// The header that carries the session id.
 pub const SESSION_HEADER: &str = "mcp-session-id";

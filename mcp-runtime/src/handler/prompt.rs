@@ -5,9 +5,9 @@ use std::fmt::Display;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::error::Error;
-use crate::protocol::{Content, GetPromptResult, Icon, Prompt, PromptArgument, PromptMessage};
-use crate::tool::{Arguments, Handler, Injected};
+use crate::handler::tool::{Arguments, Handler, Injected};
+use crate::wire::error::Error;
+use crate::wire::protocol::{Content, GetPromptResult, Icon, Prompt, PromptArgument, PromptMessage};
 
 /// How a prompt runs.
 pub type PromptHandler = Handler<GetPromptResult>;

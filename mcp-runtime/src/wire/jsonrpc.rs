@@ -8,7 +8,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::error::{Error, ErrorCode};
+use crate::wire::error::{Error, ErrorCode};
 
 /// A JSON-RPC request id: a string or an integer, echoed back exactly as received.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -4,8 +4,8 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::cancel::Cancelled;
-use crate::error::{Error, ErrorCode};
-use crate::tool::{Handler, Injected, Json};
+use crate::handler::tool::{Handler, Injected, Json};
+use crate::wire::error::{Error, ErrorCode};
 
 /// How a custom method runs.
 pub type MethodHandler = Handler<Value>;

@@ -4,10 +4,12 @@
 use std::fmt::Display;
 
 use crate::context::Context;
-use crate::error::Error;
-use crate::prompt::{error_of, Completer};
-use crate::protocol::{Annotations, Icon, ReadResourceResult, Resource, ResourceContents, ResourceTemplate, Role};
-use crate::tool::{Handler, Injected};
+use crate::handler::prompt::{error_of, Completer};
+use crate::handler::tool::{Handler, Injected};
+use crate::wire::error::Error;
+use crate::wire::protocol::{
+    Annotations, Icon, ReadResourceResult, Resource, ResourceContents, ResourceTemplate, Role,
+};
 
 /// How a resource is read.
 pub type ResourceHandler = Handler<ReadResourceResult>;

@@ -13,8 +13,8 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::context::Context;
-use crate::error::Error;
-use crate::protocol::{CallToolResult, Content, ToolAnnotations};
+use crate::wire::error::Error;
+use crate::wire::protocol::{CallToolResult, Content, ToolAnnotations};
 
 /// A boxed, `Send` future, as async handlers return.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -45,7 +45,7 @@ impl<R> Copy for Handler<R> {}
 pub type ToolHandler = Handler<CallToolResult>;
 
 /// What a handler needs from the server, one function per injected parameter (called once, at build time).
-pub type Injected = &'static [fn() -> Option<crate::state::Requirement>];
+pub type Injected = &'static [fn() -> Option<crate::server::state::Requirement>];
 
 /// Everything known about a tool at compile time. `#[mcp::tool]` emits one as a `static`; it can also be written by
 /// hand for tools defined at run time.

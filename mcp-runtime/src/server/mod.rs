@@ -1,6 +1,9 @@
 //! [`Server`]: the shared configuration (info, state, capabilities) and the registry of what it serves. The
 //! registry can change while the server runs; every change makes a new snapshot and tells every session.
 
+pub(crate) mod registry;
+pub(crate) mod state;
+
 use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;
@@ -9,14 +12,14 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::method::{MethodDef, MethodItem};
-use crate::prompt::{PromptDef, PromptItem};
-use crate::protocol::Implementation;
-use crate::registry::Registry;
-use crate::resource::{ResourceDef, ResourceItem};
+use crate::handler::method::{MethodDef, MethodItem};
+use crate::handler::prompt::{PromptDef, PromptItem};
+use crate::handler::resource::{ResourceDef, ResourceItem};
+use crate::handler::tool::{BoxFuture, Injected, ToolDef, ToolItem};
+use crate::server::registry::Registry;
+use crate::server::state::StateMap;
 use crate::session::Session;
-use crate::state::StateMap;
-use crate::tool::{BoxFuture, Injected, ToolDef, ToolItem};
+use crate::wire::protocol::Implementation;
 
 /// A registration emitted by `#[mcp::tool]` into the global registry.
 #[doc(hidden)]
@@ -383,7 +386,7 @@ impl ServerBuilder {
         registry.paginate();
         let mut methods: HashMap<&'static str, MethodDef> = HashMap::with_capacity(self.methods.len());
         for def in self.methods {
-            crate::method::check_name(def.name).map_err(|message| BuildError::ReservedMethod { message })?;
+            crate::handler::method::check_name(def.name).map_err(|message| BuildError::ReservedMethod { message })?;
             if let Some(first) = methods.get(def.name) {
                 if first.location == def.location {
                     continue;

@@ -8,13 +8,13 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
-use crate::error::Error;
-use crate::prompt::{Completer, PromptDef};
-use crate::protocol::Tool;
-use crate::resource::ResourceDef;
+use crate::handler::prompt::{Completer, PromptDef};
+use crate::handler::resource::ResourceDef;
+use crate::handler::tool::ToolDef;
+use crate::handler::uri_template::UriTemplate;
 use crate::server::BuildError;
-use crate::tool::ToolDef;
-use crate::uri_template::UriTemplate;
+use crate::wire::error::Error;
+use crate::wire::protocol::Tool;
 
 /// A definition with its descriptor (the JSON that list results show), and whether it is listed and served.
 #[derive(Clone)]
@@ -87,7 +87,7 @@ impl Registry {
             input_schema,
             output_schema: (def.output_schema)(),
             annotations: def.hints.to_annotations(),
-            icons: def.icons.iter().map(|s| crate::protocol::Icon::new(*s)).collect(),
+            icons: def.icons.iter().map(|s| crate::wire::protocol::Icon::new(*s)).collect(),
         };
         let descriptor = serde_json::to_value(tool).expect("a tool descriptor serializes");
         self.tools.insert(def.name.to_owned(), Listed { def, descriptor, enabled: true });

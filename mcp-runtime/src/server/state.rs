@@ -6,7 +6,7 @@ use std::fmt;
 use std::ops::Deref;
 
 use crate::context::{Context, FromContext};
-use crate::error::Error;
+use crate::wire::error::Error;
 
 /// A value of type `T` that the server was built with, borrowed by a handler that declares `name: &State<T>`.
 ///

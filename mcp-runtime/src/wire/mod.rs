@@ -1,0 +1,5 @@
+//! What travels on the wire: the JSON-RPC envelope, MCP's data types, and errors with their codes.
+
+pub(crate) mod error;
+pub(crate) mod jsonrpc;
+pub mod protocol;
