@@ -1,5 +1,6 @@
-//! The bookshop: an MCP server over stdio whose tools show cancellation, shielded cleanup, progress, logging and
-//! shared state.
+//! The bookshop: an MCP server over stdio (or `--http ADDR`) whose tools show cancellation, shielded cleanup,
+//! progress, logging, shared state and questions to the customer. It serves clients of both protocol eras,
+//! 2025-11-25 and 2026-07-28, from the same binary and the same handlers.
 //!
 //! Run it with `cargo run --example bookshop`, then speak JSON-RPC on stdin, or point an MCP client at that command.
 //!
@@ -8,6 +9,8 @@
 //! - `rebuild_index(titles)` is a plain `fn`: it takes search offline, indexes one book a second, reports progress,
 //!   stops between books when cancelled, and puts search back online on every exit.
 //! - The holds and the search status live in server state (`&State<Shop>`), not in globals.
+//! - `cancel_hold(title)` asks the customer to confirm (elicitation) before it releases a hold: a request to the
+//!   client in the 2025 era, an `input_required` result in the 2026 era; the same code serves both.
 //! - Resources: `bookshop://holds` (JSON, announced to subscribers whenever it changes) and the template
 //!   `bookshop://books/{title}/pages/{page}`, whose titles complete. A prompt, `recommend`, asks for a book.
 
@@ -63,6 +66,39 @@ async fn order_book(
     ctx.info(format!("holding {title:?} until payment arrives"));
     tokio::time::sleep(Duration::from_secs(30)).await; // waiting for payment
     format!("Ordered {title:?}.")
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Confirm {
+    /// Release the hold?
+    confirm: bool,
+}
+
+/// Release the hold on a book, once the customer confirms.
+///
+/// In the 2025 era the confirmation is an `elicitation/create` request to the client; in the 2026 era it is an
+/// `input_required` result, and the client's retry runs this function again with the answer.
+#[mcp::tool(destructive)]
+async fn cancel_hold(
+    /// The book's title.
+    title: String,
+    shop: &State<Shop>,
+    ctx: &Context,
+) -> String {
+    let question = format!("Release the hold on {title:?}?");
+    match ctx.ask("confirm").elicit::<Confirm>(&question).await {
+        Ok(mcp::Elicitation::Accept(Confirm { confirm: true })) => {
+            let released = shop.holds().remove(&title);
+            if released {
+                ctx.notify_resource_updated(HOLDS_URI);
+                format!("Released the hold on {title:?}.")
+            } else {
+                format!("Released nothing: {title:?} was not on hold.")
+            }
+        }
+        Ok(_) => format!("Kept the hold on {title:?}."),
+        Err(e) => format!("Kept the hold on {title:?}: {e}."),
+    }
 }
 
 /// Puts search back online when dropped: on return, on `?`, on panic.

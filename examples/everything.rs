@@ -1,9 +1,12 @@
-//! A server with every fixture the official MCP conformance suite calls: tools of each content kind, logging,
-//! progress, errors, sampling and elicitation; static, binary and templated resources; prompts with arguments,
-//! images and embedded resources; completion.
+//! A server with every fixture the official MCP conformance suite calls, for both protocol eras from one endpoint:
+//! tools of each content kind, logging, progress, errors, sampling and elicitation; static, binary and templated
+//! resources; prompts with arguments, images and embedded resources; completion; and for 2026-07-28 the
+//! input-required (multi round-trip) tools and prompt, a capability check, list-change triggers for
+//! `subscriptions/listen`, and a parameter mirrored in an `Mcp-Param-Region` header.
 //!
 //! `cargo run --example everything -- --http 127.0.0.1:3001` serves it at `http://127.0.0.1:3001/mcp` for
-//! `npx @modelcontextprotocol/conformance server --url http://127.0.0.1:3001/mcp`.
+//! `npx @modelcontextprotocol/conformance@0.2.0-alpha.12 server --url http://127.0.0.1:3001/mcp --requirements
+//! 2026-07-28` (or `2025-11-25`).
 
 use std::time::Duration;
 
@@ -206,6 +209,195 @@ async fn test_elicitation_sep1330_enums(ctx: &Context) -> String {
     elicit_and_report(ctx, "Elicitation completed", "Please select options from the enum fields", schema).await
 }
 
+// ---- 2026-07-28: stateless requests, input-required results, subscriptions ----
+
+/// Needs the client's sampling capability: without it the request fails with -32021 (2026-07-28)
+#[mcp::tool]
+async fn test_missing_capability(ctx: &Context) -> String {
+    let request = mcp::SamplingRequest::new(vec![mcp::SamplingMessage::user("Say something")], 10);
+    match ctx.sample(request).await {
+        Ok(answer) => format!("Success: {}", answer.text().unwrap_or_default()),
+        Err(e) => format!("Sampling not supported: {e}"),
+    }
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Proceed {
+    /// Whether to go on.
+    proceed: bool,
+}
+
+/// Asks the user through elicitation, which in 2026-07-28 is an input_required result, never a request on the stream
+#[mcp::tool]
+async fn test_streaming_elicitation(ctx: &Context) -> String {
+    match ctx.ask("proceed").elicit::<Proceed>("Continue streaming?").await {
+        Ok(mcp::Elicitation::Accept(Proceed { proceed: true })) => "Streaming complete".into(),
+        Ok(_) => "Streaming stopped".into(),
+        Err(e) => format!("Elicitation not supported: {e}"),
+    }
+}
+
+/// Logs at info and debug; a 2026-07-28 request sees the logs only if its _meta asks for a log level
+#[mcp::tool]
+fn test_logging_tool(ctx: &Context) -> &'static str {
+    ctx.info("the logging tool runs");
+    ctx.debug("a detail");
+    "Logging evaluated"
+}
+
+/// Announces a change of the tool list (to 2025 sessions and to 2026 listeners that asked for it)
+#[mcp::tool]
+fn test_trigger_tool_change(ctx: &Context) -> &'static str {
+    ctx.server().set_tool_enabled("test_simple_text", true);
+    "Mutation triggered"
+}
+
+/// Announces a change of the prompt list
+#[mcp::tool]
+fn test_trigger_prompt_change(ctx: &Context) -> &'static str {
+    ctx.server().set_prompt_enabled("test_simple_prompt", true);
+    "Mutation triggered"
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Name {
+    /// Your name.
+    name: String,
+}
+
+/// Asks for the user's name (key `user_name`), then greets them
+#[mcp::tool]
+async fn test_input_required_result_elicitation(ctx: &Context) -> String {
+    match ctx.ask("user_name").elicit::<Name>("What is your name?").await {
+        Ok(mcp::Elicitation::Accept(Name { name })) => format!("Hello, {name}!"),
+        Ok(_) => "No name given.".into(),
+        Err(e) => format!("Elicitation not supported: {e}"),
+    }
+}
+
+/// Asks the client's model a question (key `capital_question`)
+#[mcp::tool]
+async fn test_input_required_result_sampling(ctx: &Context) -> String {
+    let question = mcp::SamplingMessage::user("What is the capital of France?");
+    match ctx.ask("capital_question").sample(mcp::SamplingRequest::new(vec![question], 100)).await {
+        Ok(answer) => format!("The model said: {}", answer.text().unwrap_or_default()),
+        Err(e) => format!("Sampling not supported: {e}"),
+    }
+}
+
+/// Asks for the client's roots (key `client_roots`)
+#[mcp::tool]
+async fn test_input_required_result_list_roots(ctx: &Context) -> String {
+    match ctx.ask("client_roots").list_roots().await {
+        Ok(roots) => format!("Roots: {}", roots.iter().map(|r| r.uri.as_str()).collect::<Vec<_>>().join(", ")),
+        Err(e) => format!("Roots not supported: {e}"),
+    }
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Confirmation {
+    /// Whether it is confirmed.
+    ok: bool,
+}
+
+/// Carries its own state across rounds in requestState: the answer says `state-ok` when it came back intact
+#[mcp::tool]
+async fn test_input_required_result_request_state(ctx: &Context) -> String {
+    let carried: Option<String> = ctx.round_state();
+    ctx.set_round_state(&"state-ok");
+    match ctx.ask("confirm").elicit::<Confirmation>("Please confirm").await {
+        Ok(mcp::Elicitation::Accept(Confirmation { ok })) => {
+            format!("confirmed={ok}, {}", carried.as_deref().unwrap_or("state-missing"))
+        }
+        Ok(_) => "not confirmed".into(),
+        Err(e) => format!("Elicitation not supported: {e}"),
+    }
+}
+
+/// Asks three questions in one round: an elicitation, a sampling request and the roots
+#[mcp::tool]
+async fn test_input_required_result_multiple_inputs(ctx: &Context) -> String {
+    let greeting = mcp::SamplingRequest::new(vec![mcp::SamplingMessage::user("Generate a greeting")], 50);
+    let (name, greeting, roots) = tokio::join!(
+        ctx.ask("user_name").elicit::<Name>("What is your name?"),
+        ctx.ask("greeting").sample(greeting),
+        ctx.ask("client_roots").list_roots(),
+    );
+    let name = match name {
+        Ok(mcp::Elicitation::Accept(Name { name })) => name,
+        _ => "someone".into(),
+    };
+    let greeting = greeting.ok().and_then(|g| g.text().map(str::to_owned)).unwrap_or_default();
+    let roots = roots.map(|r| r.len()).unwrap_or_default();
+    format!("{greeting} {name} ({roots} roots)")
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Color {
+    /// Your favourite colour.
+    color: String,
+}
+
+/// Two rounds: the name first, then the favourite colour
+#[mcp::tool]
+async fn test_input_required_result_multi_round(ctx: &Context) -> String {
+    let Ok(mcp::Elicitation::Accept(Name { name })) =
+        ctx.ask("step1").elicit::<Name>("Step 1: What is your name?").await
+    else {
+        return "No name given.".into();
+    };
+    let Ok(mcp::Elicitation::Accept(Color { color })) =
+        ctx.ask("step2").elicit::<Color>("Step 2: What is your favorite color?").await
+    else {
+        return format!("{name} kept their colour to themselves.");
+    };
+    format!("{name} likes {color}.")
+}
+
+/// Its requestState is sealed: a changed one is refused with -32602
+#[mcp::tool]
+async fn test_input_required_result_tampered_state(ctx: &Context) -> String {
+    match ctx.ask("confirm").elicit::<Confirmation>("Please confirm").await {
+        Ok(mcp::Elicitation::Accept(Confirmation { ok })) => format!("confirmed={ok}"),
+        Ok(_) => "not confirmed".into(),
+        Err(e) => format!("Elicitation not supported: {e}"),
+    }
+}
+
+/// Asks only what the request's capabilities allow: elicitation, else sampling, else roots
+#[mcp::tool]
+async fn test_input_required_result_capabilities(ctx: &Context) -> String {
+    if ctx.client_supports(&["elicitation"]) {
+        return match ctx.ask("user_name").elicit::<Name>("What is your name?").await {
+            Ok(mcp::Elicitation::Accept(Name { name })) => format!("Hello, {name}!"),
+            _ => "No name given.".into(),
+        };
+    }
+    if ctx.client_supports(&["sampling"]) {
+        let question = mcp::SamplingMessage::user("Suggest a name");
+        return match ctx.ask("name_suggestion").sample(mcp::SamplingRequest::new(vec![question], 20)).await {
+            Ok(answer) => format!("Hello, {}!", answer.text().unwrap_or("stranger")),
+            Err(e) => format!("Sampling failed: {e}"),
+        };
+    }
+    match ctx.ask("client_roots").list_roots().await {
+        Ok(roots) => format!("{} roots", roots.len()),
+        Err(_) => "The client can be asked nothing.".into(),
+    }
+}
+
+/// Echoes a region that 2026-07-28 HTTP clients also send in the Mcp-Param-Region header
+#[mcp::tool]
+fn test_header_param(
+    /// Where to run
+    #[mcp(header = "Region")]
+    region: String,
+    /// What to run
+    query: Option<String>,
+) -> String {
+    format!("region={region} query={}", query.unwrap_or_default())
+}
+
 /// A tool whose input schema is written by hand in JSON Schema 2020-12 (`$schema`, `$defs`,
 /// `additionalProperties`), kept as written.
 fn json_schema_2020_12_input() -> Value {
@@ -213,9 +405,23 @@ fn json_schema_2020_12_input() -> Value {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "type": "object",
         "$defs": {
-            "address": { "type": "object", "properties": { "street": { "type": "string" }, "city": { "type": "string" } } },
+            "address": {
+                "$anchor": "addressDef",
+                "type": "object",
+                "properties": { "street": { "type": "string" }, "city": { "type": "string" } },
+            },
         },
-        "properties": { "name": { "type": "string" }, "address": { "$ref": "#/$defs/address" } },
+        "properties": {
+            "name": { "type": "string" },
+            "address": { "$ref": "#/$defs/address" },
+            "contactMethod": { "type": "string", "enum": ["phone", "email"] },
+            "phone": { "type": "string" },
+            "email": { "type": "string" },
+        },
+        "allOf": [{ "anyOf": [{ "required": ["phone"] }, { "required": ["email"] }] }],
+        "if": { "properties": { "contactMethod": { "const": "phone" } }, "required": ["contactMethod"] },
+        "then": { "required": ["phone"] },
+        "else": { "required": ["email"] },
         "additionalProperties": false,
     })
 }
@@ -315,6 +521,22 @@ fn test_prompt_with_embedded_resource(
         ))),
         PromptMessage::user("Please process the embedded resource above."),
     ]
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct PromptContext {
+    /// The context to use.
+    context: String,
+}
+
+/// A prompt that asks the user for its context first (key `user_context`)
+#[mcp::prompt(title = "Prompt With An Input-Required Result")]
+async fn test_input_required_result_prompt(ctx: &Context) -> Result<String, mcp::Error> {
+    match ctx.ask("user_context").elicit::<PromptContext>("What context should the prompt use?").await {
+        Ok(mcp::Elicitation::Accept(PromptContext { context })) => Ok(format!("Use this context: {context}")),
+        Ok(_) => Ok("Use no particular context.".into()),
+        Err(e) => Err(mcp::Error::invalid_params(e.to_string())),
+    }
 }
 
 /// A prompt that includes image content

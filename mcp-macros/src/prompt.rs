@@ -65,7 +65,7 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
     let ident = &function.sig.ident;
     let name = options.common.name.as_ref().map(LitStr::value).unwrap_or_else(|| ident.to_string());
     let arguments = params.iter().filter_map(|p| match p {
-        Param::Argument { name, ty, doc } => {
+        Param::Argument { name, ty, doc, .. } => {
             let doc = match doc {
                 Some(d) => quote!(::core::option::Option::Some(#d)),
                 None => quote!(::core::option::Option::None),

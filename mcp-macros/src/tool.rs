@@ -176,12 +176,15 @@ fn emit(tool: &Tool) -> TokenStream {
 
     // Schema: one property per argument.
     let properties = tool.params.iter().filter_map(|p| match p {
-        Param::Argument { name, ty, doc } => {
+        Param::Argument { name, ty, doc, header } => {
             let doc = match doc {
                 Some(d) => quote!(::core::option::Option::Some(#d)),
                 None => quote!(::core::option::Option::None),
             };
-            Some(quote_spanned!(ty.span()=> (#private::arg::<#ty>().describe)(&mut __mcp_schema, #name, #doc);))
+            let mirror = header
+                .as_ref()
+                .map(|h| quote_spanned!(ty.span()=> (#private::header_arg::<#ty>())(&mut __mcp_schema, #name, #h);));
+            Some(quote_spanned!(ty.span()=> (#private::arg::<#ty>().describe)(&mut __mcp_schema, #name, #doc); #mirror))
         }
         Param::Injected { .. } => None,
     });

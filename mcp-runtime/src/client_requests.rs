@@ -1,6 +1,10 @@
-//! Requests from the server to the client, made through a handler's [`Context`]: elicitation (form and URL mode),
-//! sampling and roots. Each is checked against the capabilities the client declared before anything is sent, and
-//! each is cancelled with the request that made it: the client gets a `notifications/cancelled` for it.
+//! Questions from the server to the client, asked through a handler's [`Context`]: elicitation (form and URL mode),
+//! sampling and roots. Each is checked against the capabilities the client declared before anything is sent.
+//!
+//! In the 2025 era a question is a request to the client, cancelled with the request that made it (the client gets a
+//! `notifications/cancelled` for it). In the 2026 era it is an entry of an `input_required` result: the handler stops,
+//! and runs again when the client retries with the answers; a capability the request did not declare ends it with
+//! -32021.
 
 use std::fmt;
 use std::sync::Arc;
@@ -10,7 +14,8 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
-use crate::context::{Context, RequestState};
+use crate::context::{Context, EraState, RequestState};
+use crate::era::v2026::Round;
 use crate::wire::error::Error;
 use crate::wire::jsonrpc::{self, RequestId};
 use crate::wire::protocol::Role;
@@ -32,6 +37,10 @@ pub enum ClientError {
     InvalidResponse(String),
     /// The connection ended before an answer came.
     Disconnected,
+    /// 2026 era: the question went to the client in an `input_required` result. The handler is stopped (an async
+    /// one never sees this; a blocking one returns it with `?`) and runs again when the client retries with the
+    /// answer.
+    InputRequired,
 }
 
 impl fmt::Display for ClientError {
@@ -44,6 +53,9 @@ impl fmt::Display for ClientError {
             ClientError::Rejected(e) => write!(f, "the client answered with an error: {}", e.message),
             ClientError::InvalidResponse(why) => write!(f, "the client's answer could not be read: {why}"),
             ClientError::Disconnected => f.write_str("the client disconnected before answering"),
+            ClientError::InputRequired => {
+                f.write_str("the question was sent to the client in an input_required result; the handler runs again with the answer")
+            }
         }
     }
 }
@@ -197,7 +209,7 @@ struct Pending {
 impl Drop for Pending {
     fn drop(&mut self) {
         let Some(id) = self.id.take() else { return };
-        if self.request.session.forget_outgoing(&id) {
+        if self.request.conn.forget_outgoing(&id) {
             let frame = jsonrpc::encode_notification(
                 "notifications/cancelled",
                 &json!({ "requestId": id, "reason": "the server request that needed it was cancelled" }),
@@ -209,25 +221,62 @@ impl Drop for Pending {
     }
 }
 
+/// A question to the client: its method, its params, and the capability it needs.
+struct Question {
+    method: &'static str,
+    params: Value,
+    capability: &'static [&'static str],
+}
+
+/// Questions to the client under a key the handler chooses: `ctx.ask("user_name").elicit::<Name>(..)`.
+///
+/// In the 2026 era the key names the question in the `input_required` result's `inputRequests` and the answer in
+/// the client's `inputResponses`; without one, questions are numbered in the order the handler asks them
+/// (`input-1`, `input-2`, ...). In the 2025 era the key is not sent anywhere.
+#[derive(Clone, Copy)]
+pub struct Ask<'a> {
+    ctx: &'a Context,
+    key: Option<&'a str>,
+}
+
 impl Context {
-    fn capability(&self, path: &[&str]) -> bool {
-        let Some(client) = &self.meta().client else { return false };
-        let mut v = &client.capabilities;
-        for key in path {
-            match v.get(key) {
-                Some(next) if !next.is_null() => v = next,
-                _ => return false,
-            }
-        }
-        true
+    /// Whether the client declared a capability (`&["sampling", "tools"]`): in the 2025 era at `initialize`, in the
+    /// 2026 era on this request.
+    pub fn client_supports(&self, capability: &[&str]) -> bool {
+        self.meta().client_supports(capability)
     }
 
-    /// Sends a request to the client and waits for its result. Fails with [`ClientError::Cancelled`] (and tells the
-    /// client) when this handler's request is cancelled; if the waiting future is dropped, the client is told too.
+    /// Questions to the client under the key `key` (see [`Ask`]).
+    pub fn ask<'a>(&'a self, key: &'a str) -> Ask<'a> {
+        Ask { ctx: self, key: Some(key) }
+    }
+
+    fn unkeyed(&self) -> Ask<'_> {
+        Ask { ctx: self, key: None }
+    }
+
+    /// Sends a request to the client and waits for its result (2025 era). Fails with [`ClientError::Cancelled`]
+    /// (and tells the client) when this handler's request is cancelled; if the waiting future is dropped, the client
+    /// is told too. In the 2026 era servers send no requests: `elicitation/create`, `sampling/createMessage` and
+    /// `roots/list` become questions of an `input_required` result, anything else is
+    /// [`ClientError::Unsupported`].
     pub async fn request_client(&self, method: &str, params: Value) -> Result<Value, ClientError> {
+        if self.round().is_some() {
+            let (method, capability): (&'static str, &'static [&'static str]) = match method {
+                "elicitation/create" => ("elicitation/create", &["elicitation"]),
+                "sampling/createMessage" => ("sampling/createMessage", &["sampling"]),
+                "roots/list" => ("roots/list", &["roots"]),
+                _ => return Err(ClientError::Unsupported { capability: "requests to the client (2026-07-28)" }),
+            };
+            return self.unkeyed().run(Question { method, params, capability }, Ok).await;
+        }
+        self.send_request(method, params).await
+    }
+
+    async fn send_request(&self, method: &str, params: Value) -> Result<Value, ClientError> {
         self.check_cancelled()?;
         let request = self.request_state();
-        let (id, answer) = request.session.register_outgoing();
+        let (id, answer) = request.conn.register_outgoing();
         let mut pending = Pending { request: request.clone(), id: Some(id.clone()) };
         if !request.send_if_open(jsonrpc::encode_request(&id, method, &params)) {
             return Err(ClientError::Cancelled);
@@ -248,35 +297,49 @@ impl Context {
         }
     }
 
+    fn round(&self) -> Option<&Round> {
+        match &self.request_state().era {
+            EraState::V2026(round) => Some(round),
+            EraState::V2025 { .. } => None,
+        }
+    }
+
+    /// The handler's own state, as the previous round of this request left it (2026 era: carried, sealed, in
+    /// `requestState`). `None` in the first round, in the 2025 era, or if it does not deserialize as `T`.
+    pub fn round_state<T: DeserializeOwned>(&self) -> Option<T> {
+        self.round()?.carried().and_then(|v| T::deserialize(v).ok())
+    }
+
+    /// Sets the state the next round of this request starts with (see [`Context::round_state`]). It travels sealed
+    /// in `requestState`, so keep it small. Does nothing in the 2025 era, where the handler simply keeps running.
+    pub fn set_round_state<T: Serialize>(&self, value: &T) {
+        if let (Some(round), Ok(value)) = (self.round(), serde_json::to_value(value)) {
+            round.carry(value);
+        }
+    }
+
     /// Asks the user to fill in a form whose fields are `T`'s (form-mode elicitation). `T`'s JSON Schema must be a
     /// flat object of strings, numbers, booleans and enums, as the protocol requires; doc comments become field
     /// descriptions and `#[serde(default)]` values become defaults.
+    ///
+    /// In the 2026 era the question goes back as an `input_required` result and the handler stops here; the
+    /// client's retry runs it again, and this time the call returns the answer. Code before it runs twice.
     pub async fn elicit<T: DeserializeOwned + JsonSchema>(&self, message: &str) -> Result<Elicitation<T>, ClientError> {
-        let schema = elicitation_schema::<T>();
-        let answer = self.elicit_with_schema(message, schema).await?;
-        match answer.action {
-            ElicitAction::Accept => {
-                let content = Value::Object(answer.content.unwrap_or_default());
-                serde_json::from_value(content)
-                    .map(Elicitation::Accept)
-                    .map_err(|e| ClientError::InvalidResponse(format!("the submitted form does not fit: {e}")))
-            }
-            ElicitAction::Decline => Ok(Elicitation::Decline),
-            ElicitAction::Cancel => Ok(Elicitation::Cancel),
-        }
+        self.unkeyed().elicit(message).await
+    }
+
+    /// [`Context::elicit`] for a plain `fn` handler: blocks its thread until the answer comes (2025) or returns
+    /// [`ClientError::InputRequired`] at once (2026), which the handler returns with `?`.
+    pub fn elicit_blocking<T: DeserializeOwned + JsonSchema>(
+        &self,
+        message: &str,
+    ) -> Result<Elicitation<T>, ClientError> {
+        self.unkeyed().elicit_blocking(message)
     }
 
     /// Form-mode elicitation with a schema written by hand (`requestedSchema`).
     pub async fn elicit_with_schema(&self, message: &str, schema: Value) -> Result<ElicitResult, ClientError> {
-        if !self.capability(&["elicitation"]) {
-            return Err(ClientError::Unsupported { capability: "elicitation" });
-        }
-        let mut params = json!({ "message": message, "requestedSchema": schema });
-        if &*self.meta().protocol_version >= "2025-11-25" {
-            params["mode"] = "form".into();
-        }
-        let result = self.request_client("elicitation/create", params).await?;
-        serde_json::from_value(result).map_err(|e| ClientError::InvalidResponse(e.to_string()))
+        self.unkeyed().elicit_with_schema(message, schema).await
     }
 
     /// URL-mode elicitation: asks the user to visit `url` (for credentials or payment that must not pass through the
@@ -287,42 +350,201 @@ impl Context {
         url: &str,
         elicitation_id: &str,
     ) -> Result<ElicitAction, ClientError> {
-        if !self.capability(&["elicitation", "url"]) {
-            return Err(ClientError::Unsupported { capability: "elicitation.url" });
-        }
-        let params = json!({ "mode": "url", "message": message, "url": url, "elicitationId": elicitation_id });
-        let result = self.request_client("elicitation/create", params).await?;
-        let answer: ElicitResult =
-            serde_json::from_value(result).map_err(|e| ClientError::InvalidResponse(e.to_string()))?;
-        Ok(answer.action)
+        self.unkeyed().elicit_url(message, url, elicitation_id).await
     }
 
     /// Asks the client's model for a completion (`sampling/createMessage`). Offering tools needs `sampling.tools`.
     pub async fn sample(&self, request: SamplingRequest) -> Result<SamplingResult, ClientError> {
-        if !self.capability(&["sampling"]) {
-            return Err(ClientError::Unsupported { capability: "sampling" });
-        }
-        if request.tools.is_some() && !self.capability(&["sampling", "tools"]) {
-            return Err(ClientError::Unsupported { capability: "sampling.tools" });
-        }
-        let params = serde_json::to_value(&request).map_err(|e| ClientError::InvalidResponse(e.to_string()))?;
-        let result = self.request_client("sampling/createMessage", params).await?;
-        serde_json::from_value(result).map_err(|e| ClientError::InvalidResponse(e.to_string()))
+        self.unkeyed().sample(request).await
+    }
+
+    /// [`Context::sample`] for a plain `fn` handler.
+    pub fn sample_blocking(&self, request: SamplingRequest) -> Result<SamplingResult, ClientError> {
+        self.unkeyed().sample_blocking(request)
     }
 
     /// The client's roots (`roots/list`).
     pub async fn list_roots(&self) -> Result<Vec<Root>, ClientError> {
-        if !self.capability(&["roots"]) {
-            return Err(ClientError::Unsupported { capability: "roots" });
+        self.unkeyed().list_roots().await
+    }
+
+    /// [`Context::list_roots`] for a plain `fn` handler.
+    pub fn list_roots_blocking(&self) -> Result<Vec<Root>, ClientError> {
+        self.unkeyed().list_roots_blocking()
+    }
+}
+
+impl Ask<'_> {
+    /// 2026 era: the answer now, or the question recorded and the handler interrupted.
+    fn modern<T>(
+        &self,
+        round: &Round,
+        question: Question,
+        parse: impl FnOnce(Value) -> Result<T, String>,
+    ) -> Result<T, ClientError> {
+        if !self.ctx.client_supports(question.capability) {
+            round.fail(crate::era::v2026::missing_capability(question.capability));
+            return Err(ClientError::Unsupported { capability: capability_name(question.capability) });
         }
-        let result = self.request_client("roots/list", json!({})).await?;
-        #[derive(Deserialize)]
-        struct Roots {
-            roots: Vec<Root>,
+        let key = round.key(self.key);
+        let Some(answer) = round.ask(&key, question.method, question.params) else {
+            return Err(ClientError::InputRequired);
+        };
+        parse(answer).map_err(|why| {
+            round.fail(Error::invalid_params(format!(
+                "inputResponses[{key:?}] is not an answer to `{}`: {why}",
+                question.method
+            )));
+            ClientError::InvalidResponse(why)
+        })
+    }
+
+    /// 2025 era: a request to the client.
+    async fn legacy<T>(
+        &self,
+        question: Question,
+        parse: impl FnOnce(Value) -> Result<T, String>,
+    ) -> Result<T, ClientError> {
+        if !self.ctx.client_supports(question.capability) {
+            return Err(ClientError::Unsupported { capability: capability_name(question.capability) });
         }
-        serde_json::from_value::<Roots>(result)
-            .map(|r| r.roots)
-            .map_err(|e| ClientError::InvalidResponse(e.to_string()))
+        let answer = self.ctx.send_request(question.method, question.params).await?;
+        parse(answer).map_err(ClientError::InvalidResponse)
+    }
+
+    async fn run<T>(
+        &self,
+        question: Question,
+        parse: impl FnOnce(Value) -> Result<T, String>,
+    ) -> Result<T, ClientError> {
+        if let Some(round) = self.ctx.round() {
+            let answer = self.modern(round, question, parse);
+            if answer.is_err() {
+                // The dispatcher answers for this handler now (its questions, or the error): it stops here.
+                std::future::pending::<()>().await;
+            }
+            return answer;
+        }
+        self.legacy(question, parse).await
+    }
+
+    fn run_blocking<T>(
+        &self,
+        question: Question,
+        parse: impl FnOnce(Value) -> Result<T, String>,
+    ) -> Result<T, ClientError> {
+        if let Some(round) = self.ctx.round() {
+            return self.modern(round, question, parse);
+        }
+        let runtime = tokio::runtime::Handle::try_current().map_err(|_| ClientError::Disconnected)?;
+        runtime.block_on(self.legacy(question, parse))
+    }
+
+    fn form(&self, message: &str, schema: Value) -> Question {
+        let mut params = json!({ "message": message, "requestedSchema": schema });
+        let version = &*self.ctx.meta().protocol_version;
+        if self.ctx.round().is_none() && version >= "2025-11-25" {
+            params["mode"] = "form".into();
+        }
+        Question { method: "elicitation/create", params, capability: &["elicitation"] }
+    }
+
+    /// See [`Context::elicit`].
+    pub async fn elicit<T: DeserializeOwned + JsonSchema>(self, message: &str) -> Result<Elicitation<T>, ClientError> {
+        self.run(self.form(message, elicitation_schema::<T>()), typed_elicitation::<T>).await
+    }
+
+    /// See [`Context::elicit_blocking`].
+    pub fn elicit_blocking<T: DeserializeOwned + JsonSchema>(
+        self,
+        message: &str,
+    ) -> Result<Elicitation<T>, ClientError> {
+        self.run_blocking(self.form(message, elicitation_schema::<T>()), typed_elicitation::<T>)
+    }
+
+    /// See [`Context::elicit_with_schema`].
+    pub async fn elicit_with_schema(self, message: &str, schema: Value) -> Result<ElicitResult, ClientError> {
+        self.run(self.form(message, schema), parse::<ElicitResult>).await
+    }
+
+    /// See [`Context::elicit_url`]. The 2026 era has no elicitation ids: `elicitation_id` is sent in the 2025 era
+    /// only.
+    pub async fn elicit_url(self, message: &str, url: &str, elicitation_id: &str) -> Result<ElicitAction, ClientError> {
+        let mut params = json!({ "mode": "url", "message": message, "url": url });
+        if self.ctx.round().is_none() {
+            params["elicitationId"] = elicitation_id.into();
+        }
+        let question = Question { method: "elicitation/create", params, capability: &["elicitation", "url"] };
+        self.run(question, |v| parse::<ElicitResult>(v).map(|a| a.action)).await
+    }
+
+    fn sampling(&self, request: &SamplingRequest) -> Result<Question, ClientError> {
+        let params = serde_json::to_value(request).map_err(|e| ClientError::InvalidResponse(e.to_string()))?;
+        let capability: &'static [&'static str] =
+            if request.tools.is_some() { &["sampling", "tools"] } else { &["sampling"] };
+        Ok(Question { method: "sampling/createMessage", params, capability })
+    }
+
+    /// See [`Context::sample`].
+    pub async fn sample(self, request: SamplingRequest) -> Result<SamplingResult, ClientError> {
+        self.run(self.sampling(&request)?, parse::<SamplingResult>).await
+    }
+
+    /// See [`Context::sample_blocking`].
+    pub fn sample_blocking(self, request: SamplingRequest) -> Result<SamplingResult, ClientError> {
+        self.run_blocking(self.sampling(&request)?, parse::<SamplingResult>)
+    }
+
+    fn roots(&self) -> Question {
+        let params = if self.ctx.round().is_some() { Value::Null } else { json!({}) };
+        Question { method: "roots/list", params, capability: &["roots"] }
+    }
+
+    /// See [`Context::list_roots`].
+    pub async fn list_roots(self) -> Result<Vec<Root>, ClientError> {
+        self.run(self.roots(), parse_roots).await
+    }
+
+    /// See [`Context::list_roots_blocking`].
+    pub fn list_roots_blocking(self) -> Result<Vec<Root>, ClientError> {
+        self.run_blocking(self.roots(), parse_roots)
+    }
+}
+
+fn capability_name(path: &[&str]) -> &'static str {
+    match path {
+        ["elicitation"] => "elicitation",
+        ["elicitation", "url"] => "elicitation.url",
+        ["sampling"] => "sampling",
+        ["sampling", "tools"] => "sampling.tools",
+        ["roots"] => "roots",
+        _ => "a client capability",
+    }
+}
+
+fn parse<T: DeserializeOwned>(value: Value) -> Result<T, String> {
+    serde_json::from_value(value).map_err(|e| e.to_string())
+}
+
+fn parse_roots(value: Value) -> Result<Vec<Root>, String> {
+    #[derive(Deserialize)]
+    struct Roots {
+        roots: Vec<Root>,
+    }
+    parse::<Roots>(value).map(|r| r.roots)
+}
+
+fn typed_elicitation<T: DeserializeOwned>(value: Value) -> Result<Elicitation<T>, String> {
+    let answer: ElicitResult = parse(value)?;
+    match answer.action {
+        ElicitAction::Accept => {
+            let content = Value::Object(answer.content.unwrap_or_default());
+            serde_json::from_value(content)
+                .map(Elicitation::Accept)
+                .map_err(|e| format!("the submitted form does not fit: {e}"))
+        }
+        ElicitAction::Decline => Ok(Elicitation::Decline),
+        ElicitAction::Cancel => Ok(Elicitation::Cancel),
     }
 }
 

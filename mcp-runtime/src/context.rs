@@ -1,7 +1,7 @@
 //! [`Context`]: what a handler sees of its request — cancellation, progress, logging and the request's metadata.
 
 use std::fmt;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 
 use serde::Serialize;
@@ -9,17 +9,20 @@ use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
 use crate::cancel::Cancelled;
-use crate::session::Session;
+use crate::dispatch::{Connection, Sink};
+use crate::era::v2026::Round;
 use crate::wire::jsonrpc::{self, RequestId};
 use crate::wire::protocol::{Implementation, LogLevel};
 
 /// The metadata of one request, as the handler sees it.
 ///
-/// In the 2025 eras the session fills it in from the `initialize` handshake; a stateless request fills it in from its
+/// In the 2025 era the session fills it in from the `initialize` handshake; a 2026-07-28 request fills it in from its
 /// own `_meta`. A handler reads the same value either way.
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub struct RequestMeta {
+    /// The era of the request: a 2025-11-25 session, or a stateless 2026-07-28 request.
+    pub era: Era,
     /// The protocol version in force for this request.
     pub protocol_version: Arc<str>,
     /// The client's name, version and capabilities, if it said them.
@@ -32,6 +35,61 @@ pub struct RequestMeta {
     pub resource_uri: Option<Arc<str>>,
     /// On HTTP: the request's headers, and who is calling if an auth layer said so.
     pub http: Option<Arc<HttpRequest>>,
+    /// 2026 era: the log level the request asked for (`io.modelcontextprotocol/logLevel`); no logs without one.
+    pub log_level: Option<LogLevel>,
+    /// For `resources/read` of a resource with its own caching hints.
+    pub(crate) cache: Option<crate::handler::resource::CacheHint>,
+}
+
+impl RequestMeta {
+    pub(crate) fn new(era: Era, protocol_version: Arc<str>, client: Option<Arc<ClientInfo>>) -> RequestMeta {
+        RequestMeta {
+            era,
+            protocol_version,
+            client,
+            meta: None,
+            progress_token: None,
+            resource_uri: None,
+            http: None,
+            log_level: None,
+            cache: None,
+        }
+    }
+
+    /// Keeps the request's `_meta`, and reads its progress token.
+    pub(crate) fn with_meta(mut self, meta: Option<Map<String, Value>>) -> RequestMeta {
+        self.progress_token = meta
+            .as_ref()
+            .and_then(|m| m.get("progressToken"))
+            .filter(|t| t.is_string() || t.is_i64() || t.is_u64())
+            .cloned();
+        self.meta = meta;
+        self
+    }
+
+    /// Whether the client declared a capability, given as a path (`["sampling", "tools"]`).
+    pub fn client_supports(&self, path: &[&str]) -> bool {
+        let Some(client) = &self.client else { return false };
+        let mut v = &client.capabilities;
+        for key in path {
+            match v.get(key) {
+                Some(next) if !next.is_null() => v = next,
+                _ => return false,
+            }
+        }
+        true
+    }
+}
+
+/// Which protocol era serves a request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Era {
+    /// 2025-11-25 (and 2025-06-18, 2025-03-26): `initialize`, a session, requests from the server to the client.
+    V2025,
+    /// 2026-07-28: stateless; each request carries its version and the client's capabilities in `_meta`, and
+    /// questions to the client are `input_required` results.
+    V2026,
 }
 
 /// What a handler sees of the HTTP request that carried its message.
@@ -84,9 +142,47 @@ pub(crate) struct RequestState {
     /// `finished` is set by whichever comes first, the response or the cancel; only the first one acts.
     slot: Mutex<Slot>,
     pub meta: RequestMeta,
-    pub session: Arc<Session>,
+    pub conn: Arc<Connection>,
     /// Where this request's frames go.
-    pub out: crate::session::Sink,
+    pub out: Sink,
+    /// What the request's era adds: the 2025 session's log level, or the 2026 request's round of questions.
+    pub era: EraState,
+}
+
+/// The part of a request that depends on its era.
+pub(crate) enum EraState {
+    /// The session's log level (set by `logging/setLevel`, read at each log call).
+    V2025 { log_level: Arc<AtomicU8> },
+    /// The questions asked and answered in this round.
+    V2026(Box<Round>),
+}
+
+/// The session's log level before any `logging/setLevel`: everything is sent.
+pub(crate) const LOG_LEVEL_UNSET: u8 = u8::MAX;
+
+impl EraState {
+    pub(crate) fn is_modern(&self) -> bool {
+        matches!(self, EraState::V2026(_))
+    }
+
+    /// Completes when a 2026 handler asked the client something (or needs a capability it was not given); never in
+    /// the 2025 era, where questions are requests to the client.
+    pub(crate) async fn interrupted(&self) {
+        match self {
+            EraState::V2025 { .. } => std::future::pending().await,
+            EraState::V2026(round) => round.interrupted().await,
+        }
+    }
+
+    fn log_enabled(&self, level: LogLevel) -> bool {
+        match self {
+            EraState::V2025 { log_level } => {
+                let min = log_level.load(Ordering::Relaxed);
+                min == LOG_LEVEL_UNSET || level as u8 >= min
+            }
+            EraState::V2026(round) => round.log_level.is_some_and(|min| level >= min),
+        }
+    }
 }
 
 #[derive(Default)]
@@ -99,8 +195,9 @@ impl RequestState {
     pub(crate) fn new(
         id: RequestId,
         meta: RequestMeta,
-        session: Arc<Session>,
-        out: crate::session::Sink,
+        conn: Arc<Connection>,
+        out: Sink,
+        era: EraState,
     ) -> RequestState {
         RequestState {
             id,
@@ -108,9 +205,17 @@ impl RequestState {
             cancelled: AtomicBool::new(false),
             slot: Mutex::new(Slot::default()),
             meta,
-            session,
+            conn,
             out,
+            era,
         }
+    }
+
+    /// Stops the handler without ending the request: a blocking handler sees its flag, a task waiting on the token
+    /// wakes. The response (an `input_required` result) is still to be sent.
+    pub(crate) fn stop_quietly(&self) {
+        self.cancelled.store(true, Ordering::Release);
+        self.token.cancel();
     }
 
     fn slot(&self) -> std::sync::MutexGuard<'_, Slot> {
@@ -223,12 +328,12 @@ impl Context {
     }
 
     pub(crate) fn server_state(&self) -> &crate::server::state::StateMap {
-        &self.request.session.server().inner.state
+        &self.request.conn.server().inner.state
     }
 
     /// The server this request is served by: to announce resource updates, or to change what is listed.
     pub fn server(&self) -> &crate::Server {
-        self.request.session.server()
+        self.request.conn.server()
     }
 
     /// Tells the sessions subscribed to `uri` that the resource changed.
@@ -282,14 +387,15 @@ impl Context {
     }
 
     /// Sends a log message to the client (`notifications/message`) if `level` is at or above the level the client
-    /// set with `logging/setLevel`. Before any `setLevel`, every level is sent.
+    /// asked for: in the 2025 era with `logging/setLevel` (before any, every level is sent); in the 2026 era with
+    /// the request's `io.modelcontextprotocol/logLevel` (without one, nothing is sent).
     pub fn log(&self, level: LogLevel, data: impl Serialize) {
         self.log_to(level, None, data)
     }
 
     /// Like [`Context::log`], naming the logger.
     pub fn log_to(&self, level: LogLevel, logger: Option<&str>, data: impl Serialize) {
-        if !self.request.session.log_enabled(level) {
+        if !self.request.era.log_enabled(level) {
             return;
         }
         let frame = jsonrpc::encode_notification("notifications/message", &LogParams { level, logger, data });

@@ -28,24 +28,32 @@
 mod cancel;
 mod client_requests;
 mod context;
+mod dispatch;
 mod entry;
+mod era;
 mod handler;
 mod server;
-mod session;
 mod transport;
 mod wire;
 
 pub use cancel::{defer, Cancelled, Defer};
 pub use client_requests::{
-    ClientError, ElicitAction, ElicitResult, Elicitation, Root, SamplingMessage, SamplingRequest, SamplingResult,
+    Ask, ClientError, ElicitAction, ElicitResult, Elicitation, Root, SamplingMessage, SamplingRequest, SamplingResult,
 };
-pub use context::{AuthInfo, ClientInfo, Context, FromContext, HttpRequest, RequestMeta};
+pub use context::{AuthInfo, ClientInfo, Context, Era, FromContext, HttpRequest, RequestMeta};
 pub use entry::MainOutput;
+pub use era::seal::KEY_ENV as REQUEST_STATE_KEY_ENV;
+pub use era::v2026::{
+    HEADER_MISMATCH, MISSING_CAPABILITY, PROTOCOL_VERSION as STATELESS_PROTOCOL_VERSION, UNSUPPORTED_VERSION,
+};
 pub use handler::method::{IntoMethodResult, IntoRpcError, MethodDef, MethodHandler, MethodItem};
 pub use handler::prompt::{ArgDef, Completer, IntoPromptResult, PromptDef, PromptHandler, PromptItem};
-pub use handler::resource::{IntoResourceResult, Lister, ResourceDef, ResourceHandler, ResourceItem};
+pub use handler::resource::{
+    CacheHint, CacheScope, IntoResourceResult, Lister, ResourceDef, ResourceHandler, ResourceItem,
+};
 pub use handler::tool::{
-    BoxFuture, Handler, Hints, Injected, IntoToolResult, Json, ObjectSchema, ToolDef, ToolHandler, ToolItem,
+    BoxFuture, Handler, HeaderParam, Hints, Injected, IntoToolResult, Json, ObjectSchema, ToolDef, ToolHandler,
+    ToolItem,
 };
 pub use handler::uri_template::{TemplateError, UriTemplate};
 pub use protocol::{
@@ -184,6 +192,11 @@ pub mod __private {
     /// The glue for an argument of type `T`.
     pub const fn arg<T: schemars::JsonSchema + serde::de::DeserializeOwned>() -> ArgGlue<T> {
         ArgGlue { read: crate::handler::tool::argument::<T>, describe: crate::ObjectSchema::property::<T> }
+    }
+
+    /// Marks an argument of type `T` as mirrored in an HTTP header; `T` must be a string, integer or boolean.
+    pub const fn header_arg<T: crate::handler::tool::HeaderParam>() -> fn(&mut crate::ObjectSchema, &str, &str) {
+        crate::ObjectSchema::mirror_in_header
     }
 
     /// Asserts that a handler's future can move between threads, with a message that says why it must.

@@ -28,7 +28,7 @@ async function waitUntil(what, predicate) {
   const client = new Client({ name: "ts-tests", version: "1.0.0" });
   await client.connect(new StdioClientTransport({ command: bookshop, stderr: "ignore" }));
   const { tools } = await client.listTools();
-  assert.deepEqual(tools.map((t) => t.name).sort(), ["list_holds", "order_book", "rebuild_index", "search_status"]);
+  assert.deepEqual(tools.map((t) => t.name).sort(), ["cancel_hold", "list_holds", "order_book", "rebuild_index", "search_status"]);
 
   const progress = [];
   const result = await client.callTool(

@@ -1,4 +1,4 @@
-"""The official Python SDK as a client of the bookshop example, over stdio.
+"""The official Python SDK as a 2025-11-25 (`mode="legacy"`) client of the bookshop example, over stdio.
 
 Usage: python bookshop_client.py PATH_TO_BOOKSHOP
 Lists the tools, rebuilds the index with a progress callback, cancels an order by cancelling its task, and checks
@@ -31,12 +31,12 @@ async def main(bookshop: str) -> None:
         if getattr(root, "method", None) == "notifications/resources/updated":
             updates.append(str(root.params.uri))
 
-    async with Client(StdioServerParameters(command=bookshop), mode="auto", message_handler=on_message) as client:
+    async with Client(StdioServerParameters(command=bookshop), mode="legacy", message_handler=on_message) as client:
         assert client.server_info.name == "bookshop", client.server_info
 
         tools = await client.list_tools()
         names = sorted(t.name for t in tools.tools)
-        assert names == ["list_holds", "order_book", "rebuild_index", "search_status"], names
+        assert names == ["cancel_hold", "list_holds", "order_book", "rebuild_index", "search_status"], names
 
         prompts = await client.list_prompts()
         assert [p.name for p in prompts.prompts] == ["recommend"], prompts

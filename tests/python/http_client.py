@@ -1,4 +1,4 @@
-"""The official Python SDK as a client of the testbed over Streamable HTTP.
+"""The official Python SDK as a 2025-11-25 (`mode="legacy"`) client of the testbed over Streamable HTTP.
 
 Usage: python http_client.py URL
 Calls with progress, checks that log levels are per session, and cancels a call by cancelling its task.
@@ -16,7 +16,7 @@ async def main(url: str) -> None:
     async def on_progress(value: float, total: float | None, message: str | None) -> None:
         progress.append(value)
 
-    async with Client(url) as client:
+    async with Client(url, mode="legacy") as client:
         result = await client.call_tool("progress", {}, progress_callback=on_progress)
         assert result.content[0].text == "reported", result
         assert progress == [1, 2, 3], progress
@@ -31,7 +31,7 @@ async def main(url: str) -> None:
     async def loud_log(params) -> None:
         loud_logs.append(params.level)
 
-    async with Client(url, logging_callback=quiet_log) as quiet, Client(url, logging_callback=loud_log) as loud:
+    async with Client(url, mode="legacy", logging_callback=quiet_log) as quiet, Client(url, mode="legacy", logging_callback=loud_log) as loud:
         await quiet.set_logging_level("error")
         await quiet.call_tool("log_all", {})
         await loud.call_tool("log_all", {})
@@ -40,7 +40,7 @@ async def main(url: str) -> None:
         assert len(loud_logs) == 8, loud_logs
         print("ok: log levels are per session")
 
-    async with Client(url) as client:
+    async with Client(url, mode="legacy") as client:
         async with anyio.create_task_group() as tg:
 
             async def slow() -> None:

@@ -51,6 +51,54 @@ pub struct ResourceDef {
     pub location: &'static str,
     /// What its injected parameters need from the server.
     pub injected: Injected,
+    /// Its caching hints in the 2026 era (`ttlMs`, `cacheScope` of `resources/read`); the server's defaults if
+    /// `None`.
+    pub cache: Option<CacheHint>,
+}
+
+/// Caching hints of a 2026-era result: how long a client may reuse it, and with whom.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CacheHint {
+    /// `ttlMs`: milliseconds the result stays fresh (0: immediately stale).
+    pub ttl_ms: u64,
+    /// `cacheScope`.
+    pub scope: CacheScope,
+}
+
+impl CacheHint {
+    /// No reuse: `ttlMs: 0`, `cacheScope: "private"` (the default).
+    pub const NONE: CacheHint = CacheHint { ttl_ms: 0, scope: CacheScope::Private };
+
+    /// Fresh for `ttl_ms` milliseconds, shared as `scope` says.
+    pub const fn new(ttl_ms: u64, scope: CacheScope) -> CacheHint {
+        CacheHint { ttl_ms, scope }
+    }
+}
+
+impl Default for CacheHint {
+    fn default() -> Self {
+        CacheHint::NONE
+    }
+}
+
+/// Who may reuse a cached result.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CacheScope {
+    /// Any client or shared cache, for anyone: the result holds nothing user-specific.
+    Public,
+    /// Only within the same authorization context.
+    Private,
+}
+
+impl CacheScope {
+    /// The value on the wire.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            CacheScope::Public => "public",
+            CacheScope::Private => "private",
+        }
+    }
 }
 
 impl ResourceDef {
@@ -97,6 +145,7 @@ impl ResourceDef {
             handler,
             location,
             injected: &[],
+            cache: None,
         }
     }
 
@@ -148,6 +197,11 @@ impl ResourceDef {
     /// Declares what the injected parameters need.
     pub const fn injects(mut self, injected: Injected) -> Self {
         self.injected = injected;
+        self
+    }
+    /// Sets its caching hints for the 2026 era.
+    pub const fn cache(mut self, ttl_ms: u64, scope: CacheScope) -> Self {
+        self.cache = Some(CacheHint { ttl_ms, scope });
         self
     }
 
@@ -256,7 +310,11 @@ impl<T: IntoResourceResult, E: Display + 'static> IntoResourceResult for Result<
 }
 
 /// The -32002 error for a URI nothing serves, with the URI in `data`.
-pub(crate) fn not_found(uri: &str) -> Error {
-    Error::new(crate::ErrorCode::RESOURCE_NOT_FOUND, format!("resource not found: {uri}"))
-        .with_data(serde_json::json!({ "uri": uri }))
+/// A resource that does not exist: -32002 in the 2025 era, -32602 in the 2026 era (SEP-2164), both naming it.
+pub(crate) fn not_found(uri: &str, era: crate::context::Era) -> Error {
+    let code = match era {
+        crate::context::Era::V2025 => crate::ErrorCode::RESOURCE_NOT_FOUND,
+        crate::context::Era::V2026 => crate::ErrorCode::INVALID_PARAMS,
+    };
+    Error::new(code, format!("resource not found: {uri}")).with_data(serde_json::json!({ "uri": uri }))
 }

@@ -368,6 +368,13 @@ impl ObjectSchema {
         }
     }
 
+    /// Marks the property `name` as mirrored in the HTTP header `Mcp-Param-{header}` (`x-mcp-header`).
+    pub fn mirror_in_header(&mut self, name: &str, header: &str) {
+        if let Some(Value::Object(property)) = self.properties.get_mut(name) {
+            property.insert("x-mcp-header".into(), Value::String(header.to_owned()));
+        }
+    }
+
     /// The finished schema: `{"type":"object","properties":…,"required":…,"$defs":…}`.
     pub fn finish(mut self) -> Value {
         let mut o = Map::new();
@@ -391,3 +398,38 @@ pub(crate) fn argument<T: DeserializeOwned>(args: &mut Arguments, name: &str) ->
         None => serde_json::from_value(Value::Null).map_err(|_| format!("missing required argument `{name}`")),
     }
 }
+
+/// Checks a header name for `x-mcp-header`: not empty, HTTP token characters only (RFC 9110 `tchar`).
+pub(crate) fn check_header_name(name: &str) -> Result<(), String> {
+    let tchar = |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c);
+    if name.is_empty() {
+        return Err("an `x-mcp-header` name must not be empty".into());
+    }
+    if let Some(bad) = name.chars().find(|c| !tchar(*c)) {
+        return Err(format!("the header name {name:?} holds {bad:?}, which is not an HTTP token character"));
+    }
+    Ok(())
+}
+
+/// Types a tool argument mirrored in an HTTP header (`#[mcp(header = "...")]`) can have: the 2026-07-28 protocol
+/// mirrors strings, integers and booleans only.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be mirrored in an HTTP header",
+    label = "`#[mcp(header = ...)]` needs a string, integer or boolean argument",
+    note = "the 2026-07-28 protocol mirrors `string`, `integer` and `boolean` parameters in `Mcp-Param-*` headers only (not numbers with fractions, arrays or objects)"
+)]
+pub trait HeaderParam {}
+
+impl HeaderParam for String {}
+impl HeaderParam for bool {}
+impl HeaderParam for i8 {}
+impl HeaderParam for i16 {}
+impl HeaderParam for i32 {}
+impl HeaderParam for i64 {}
+impl HeaderParam for isize {}
+impl HeaderParam for u8 {}
+impl HeaderParam for u16 {}
+impl HeaderParam for u32 {}
+impl HeaderParam for u64 {}
+impl HeaderParam for usize {}
+impl<T: HeaderParam> HeaderParam for Option<T> {}

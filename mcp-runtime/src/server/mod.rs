@@ -12,13 +12,15 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
+use crate::era::v2025::Session;
+use crate::era::v2026::{Listener, Listeners};
 use crate::handler::method::{MethodDef, MethodItem};
 use crate::handler::prompt::{PromptDef, PromptItem};
+use crate::handler::resource::CacheHint;
 use crate::handler::resource::{ResourceDef, ResourceItem};
 use crate::handler::tool::{BoxFuture, Injected, ToolDef, ToolItem};
 use crate::server::registry::Registry;
 use crate::server::state::StateMap;
-use crate::session::Session;
 use crate::wire::protocol::Implementation;
 
 /// A registration emitted by `#[mcp::tool]` into the global registry.
@@ -66,6 +68,18 @@ pub(crate) struct ServerInner {
     pub shutdown_timeout: Duration,
     /// Live sessions, for list-changed and resource-updated notifications.
     sessions: Mutex<Vec<Weak<Session>>>,
+    /// Open 2026 `subscriptions/listen` streams, for the same notifications.
+    listeners: Listeners,
+    /// The `serverInfo`, as JSON (2026 results carry it in `_meta`).
+    pub info_value: Value,
+    /// The result of `server/discover`, built once.
+    pub discover: Value,
+    /// The caching hints of 2026 lists, `server/discover` and resource reads without their own.
+    pub cache: CacheHint,
+    /// Seals the `requestState` of input-required results.
+    pub sealer: crate::era::seal::Sealer,
+    /// How long a `requestState` stays valid.
+    pub request_state_ttl: Duration,
 }
 
 impl fmt::Debug for Server {
@@ -152,6 +166,18 @@ pub enum BuildError {
         /// Why.
         message: String,
     },
+    /// A tool's `x-mcp-header` annotation breaks the protocol's rules.
+    BadHeader {
+        /// The tool.
+        tool: String,
+        /// Why.
+        message: String,
+    },
+    /// The `requestState` sealing key could not be had.
+    BadStateKey {
+        /// Why.
+        message: String,
+    },
 }
 
 impl fmt::Display for BuildError {
@@ -179,6 +205,8 @@ impl fmt::Display for BuildError {
                 write!(f, "two resources have the URI `{uri}`: one at {first}, one at {second}")
             }
             BuildError::BadTemplate { message } => f.write_str(message),
+            BuildError::BadHeader { tool, message } => write!(f, "tool `{tool}`: {message}"),
+            BuildError::BadStateKey { message } => f.write_str(message),
             BuildError::DuplicateState { type_name } => {
                 write!(f, "the server was given two state values of type `{type_name}`; wrap one in a type of its own")
             }
@@ -216,6 +244,9 @@ pub struct ServerBuilder {
     duplicate_state: Option<&'static str>,
     shutdown_hooks: Vec<BoxFuture<'static, ()>>,
     shutdown_timeout: Option<Duration>,
+    cache: Option<CacheHint>,
+    state_key: Option<[u8; 32]>,
+    request_state_ttl: Option<Duration>,
 }
 
 /// The default limit on one incoming stdio line: 4 MiB.
@@ -368,12 +399,49 @@ impl ServerBuilder {
         self
     }
 
+    /// The caching hints (`ttlMs`, `cacheScope`) of 2026-era lists, `server/discover` and resource reads that do not
+    /// set their own (`#[mcp::resource(ttl_ms = ..., cache_scope = "public")]`). Default [`CacheHint::NONE`]: no
+    /// reuse. Clients of the 2025 era see no hints.
+    pub fn cache(mut self, hint: CacheHint) -> Self {
+        self.cache = Some(hint);
+        self
+    }
+
+    /// The key that seals the `requestState` of 2026 `input_required` results (XChaCha20-Poly1305). Give every
+    /// instance behind one endpoint the same key, so that any of them can take a retry. Without one, the key comes
+    /// from `MCP_REQUEST_STATE_KEY` (64 hex digits), else it is random for this process.
+    pub fn request_state_key(mut self, key: [u8; 32]) -> Self {
+        self.state_key = Some(key);
+        self
+    }
+
+    /// How long a `requestState` stays valid. Default 10 minutes.
+    pub fn request_state_ttl(mut self, ttl: Duration) -> Self {
+        self.request_state_ttl = Some(ttl);
+        self
+    }
+
     /// Builds the server: computes every schema and the list results once.
     pub fn build(self) -> Result<Server, BuildError> {
         if let Some(type_name) = self.duplicate_state {
             return Err(BuildError::DuplicateState { type_name });
         }
-        let mut registry = Registry::new(self.page_size.unwrap_or(DEFAULT_PAGE_SIZE));
+        let info = self.info.unwrap_or_else(|| Implementation::new("mcp-server", env!("CARGO_PKG_VERSION")));
+        let info_value = serde_json::to_value(&info).expect("server info serializes");
+        let cache = self.cache.unwrap_or_default();
+        let sealer = crate::era::seal::Sealer::from_config(self.state_key)
+            .map_err(|message| BuildError::BadStateKey { message })?;
+        let modern_extra = json!({
+            "resultType": "complete",
+            "ttlMs": cache.ttl_ms,
+            "cacheScope": cache.scope.as_str(),
+            "_meta": { crate::era::v2026::META_SERVER_INFO: info_value },
+        });
+        let modern_extra = match modern_extra {
+            Value::Object(m) => m,
+            _ => unreachable!("an object"),
+        };
+        let mut registry = Registry::new(self.page_size.unwrap_or(DEFAULT_PAGE_SIZE), modern_extra);
         for def in self.tools {
             registry.insert_tool(def)?;
         }
@@ -422,7 +490,7 @@ impl ServerBuilder {
         if !registry.prompts.is_empty() || !registry.templates.is_empty() {
             capabilities["completions"] = json!({});
         }
-        let info = self.info.unwrap_or_else(|| Implementation::new("mcp-server", env!("CARGO_PKG_VERSION")));
+        let discover = crate::era::v2026::discover_result(&info, &capabilities, self.instructions.as_deref(), cache);
         let server = Server {
             inner: Arc::new(ServerInner {
                 info,
@@ -435,6 +503,12 @@ impl ServerBuilder {
                 shutdown_hooks: Mutex::new(self.shutdown_hooks),
                 shutdown_timeout: self.shutdown_timeout.unwrap_or(DEFAULT_SHUTDOWN_TIMEOUT),
                 sessions: Mutex::new(Vec::new()),
+                listeners: Mutex::new(Vec::new()),
+                info_value,
+                discover,
+                cache,
+                sealer,
+                request_state_ttl: self.request_state_ttl.unwrap_or(crate::era::v2026::DEFAULT_REQUEST_STATE_TTL),
             }),
         };
         for f in self.on_start {
@@ -618,6 +692,31 @@ impl Server {
                 session.notify("notifications/resources/updated", &params);
             }
         }
+        for listener in self.live_listeners() {
+            listener.resource_updated(uri);
+        }
+    }
+
+    pub(crate) fn add_listener(&self, listener: &Arc<Listener>) {
+        let mut listeners = self.inner.listeners.lock().unwrap_or_else(|e| e.into_inner());
+        listeners.retain(|l| l.strong_count() > 0);
+        listeners.push(Arc::downgrade(listener));
+    }
+
+    fn live_listeners(&self) -> Vec<Arc<Listener>> {
+        let mut listeners = self.inner.listeners.lock().unwrap_or_else(|e| e.into_inner());
+        listeners.retain(|l| l.strong_count() > 0);
+        listeners.iter().filter_map(Weak::upgrade).collect()
+    }
+
+    /// Ends every `subscriptions/listen` stream cleanly (the server is stopping): each gets its result.
+    /// Ends the `subscriptions/listen` streams of one connection, or of all.
+    pub(crate) fn end_listeners(&self, conn: Option<&Arc<crate::dispatch::Connection>>) {
+        for listener in self.live_listeners() {
+            if conn.is_none_or(|c| listener.is_on(c)) {
+                listener.end();
+            }
+        }
     }
 
     pub(crate) fn register_session(&self, session: &Arc<Session>) {
@@ -637,6 +736,9 @@ impl Server {
             if session.is_initialized() {
                 session.notify(method, params);
             }
+        }
+        for listener in self.live_listeners() {
+            listener.list_changed(method);
         }
     }
 

@@ -2,11 +2,12 @@
 //! and every list result paginated and serialized once. A change builds a new snapshot; readers hold an `Arc` to one.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use base64::Engine;
 use serde::Serialize;
 use serde_json::value::RawValue;
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
 use crate::handler::prompt::{Completer, PromptDef};
 use crate::handler::resource::ResourceDef;
@@ -51,8 +52,22 @@ pub(crate) struct Registry {
     pub prompts: BTreeMap<String, Listed<PromptDef>>,
     pub resources: BTreeMap<String, Listed<ResourceDef>>,
     pub templates: BTreeMap<String, (Listed<ResourceDef>, UriTemplate)>,
-    pages: [Vec<Box<RawValue>>; 4],
+    /// Each list's pages: the 2025 form, then the 2026 form (with `resultType`, caching hints, server info).
+    pages: [Vec<Arc<RawValue>>; 8],
     page_size: usize,
+    /// What 2026 list results carry besides their items.
+    modern_extra: Map<String, Value>,
+    /// Each tool's parameters mirrored in `Mcp-Param-*` headers.
+    headers: BTreeMap<String, Vec<ParamHeader>>,
+}
+
+/// A tool parameter mirrored in an HTTP header (`x-mcp-header` in its schema).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct ParamHeader {
+    /// The property path in `arguments`.
+    pub path: Vec<String>,
+    /// The header's name after `Mcp-Param-`, lowercase.
+    pub header: String,
 }
 
 fn location_pair(a: &'static str, b: &'static str) -> (String, String) {
@@ -64,8 +79,14 @@ fn location_pair(a: &'static str, b: &'static str) -> (String, String) {
 }
 
 impl Registry {
-    pub(crate) fn new(page_size: usize) -> Registry {
-        Registry { page_size: page_size.max(1), ..Registry::default() }
+    /// An empty registry; 2026 list pages carry `modern_extra` (result type, caching hints, server info).
+    pub(crate) fn new(page_size: usize, modern_extra: Map<String, Value>) -> Registry {
+        Registry { page_size: page_size.max(1), modern_extra, ..Registry::default() }
+    }
+
+    /// The parameters of a tool that are mirrored in `Mcp-Param-*` headers.
+    pub(crate) fn tool_headers(&self, name: &str) -> Option<&[ParamHeader]> {
+        self.headers.get(name).map(Vec::as_slice).filter(|h| !h.is_empty())
     }
 
     pub(crate) fn insert_tool(&mut self, def: ToolDef) -> Result<(), BuildError> {
@@ -80,6 +101,9 @@ impl Registry {
         if input_schema.get("type").and_then(Value::as_str) != Some("object") {
             return Err(BuildError::BadInputSchema { name: def.name.to_owned() });
         }
+        let headers = param_headers(&input_schema)
+            .map_err(|why| BuildError::BadHeader { tool: def.name.to_owned(), message: why })?;
+        self.headers.insert(def.name.to_owned(), headers);
         let tool = Tool {
             name: def.name.to_owned(),
             title: def.title.map(str::to_owned),
@@ -143,22 +167,23 @@ impl Registry {
             (ListKind::Resources, enabled(self.resources.values())),
             (ListKind::Templates, enabled(self.templates.values().map(|(l, _)| l))),
         ];
-        let mut pages: [Vec<Box<RawValue>>; 4] = Default::default();
+        let mut pages: [Vec<Arc<RawValue>>; 8] = Default::default();
         for (kind, items) in lists {
-            pages[kind as usize] = paginate(kind, &items, self.page_size);
+            pages[kind as usize] = paginate(kind, &items, self.page_size, None);
+            pages[4 + kind as usize] = paginate(kind, &items, self.page_size, Some(&self.modern_extra));
         }
         self.pages = pages;
     }
 
-    /// The page a cursor names (the first without one), serialized.
-    pub(crate) fn page(&self, kind: ListKind, cursor: Option<&str>) -> Result<&RawValue, Error> {
+    /// The page a cursor names (the first without one), serialized in the 2025 or the 2026 form.
+    pub(crate) fn page(&self, kind: ListKind, cursor: Option<&str>, modern: bool) -> Result<Arc<RawValue>, Error> {
         let index = match cursor {
             None => 0,
             Some(c) => decode_cursor(kind, c)?,
         };
-        self.pages[kind as usize]
+        self.pages[kind as usize + if modern { 4 } else { 0 }]
             .get(index)
-            .map(|p| &**p)
+            .cloned()
             .ok_or_else(|| Error::invalid_params(format!("invalid cursor {cursor:?}: no such page")))
     }
 
@@ -231,13 +256,20 @@ impl Registry {
     }
 }
 
-fn paginate(kind: ListKind, items: &[&Value], page_size: usize) -> Vec<Box<RawValue>> {
+fn paginate(
+    kind: ListKind,
+    items: &[&Value],
+    page_size: usize,
+    extra: Option<&Map<String, Value>>,
+) -> Vec<Arc<RawValue>> {
     #[derive(Serialize)]
     struct Page<'a> {
         #[serde(flatten)]
         items: BTreeMap<&'static str, &'a [&'a Value]>,
         #[serde(rename = "nextCursor", skip_serializing_if = "Option::is_none")]
         next_cursor: Option<String>,
+        #[serde(flatten, skip_serializing_if = "Option::is_none")]
+        extra: Option<&'a Map<String, Value>>,
     }
     let chunks: Vec<&[&Value]> = if items.is_empty() { vec![&[][..]] } else { items.chunks(page_size).collect() };
     let count = chunks.len();
@@ -248,8 +280,9 @@ fn paginate(kind: ListKind, items: &[&Value], page_size: usize) -> Vec<Box<RawVa
             let page = Page {
                 items: BTreeMap::from([(kind.key(), chunk)]),
                 next_cursor: (i + 1 < count).then(|| encode_cursor(kind, i + 1)),
+                extra,
             };
-            serde_json::value::to_raw_value(&page).expect("a page serializes")
+            Arc::from(serde_json::value::to_raw_value(&page).expect("a page serializes"))
         })
         .collect()
 }
@@ -275,4 +308,44 @@ pub(crate) fn completion_result(values: Vec<String>) -> Value {
     let total = values.len();
     let values: Vec<String> = values.into_iter().take(100).collect();
     json!({ "completion": { "values": values, "total": total, "hasMore": total > 100 } })
+}
+
+/// The `x-mcp-header` annotations of an input schema, checked as the 2026-07-28 protocol requires: each on a
+/// `string`, `integer` or `boolean` property reached from the root through `properties` alone, named with HTTP token
+/// characters, unique without regard to case.
+pub(crate) fn param_headers(schema: &Value) -> Result<Vec<ParamHeader>, String> {
+    fn walk(schema: &Value, path: &mut Vec<String>, out: &mut Vec<ParamHeader>) -> Result<(), String> {
+        let Some(properties) = schema.get("properties").and_then(Value::as_object) else { return Ok(()) };
+        for (name, property) in properties {
+            path.push(name.clone());
+            if let Some(header) = property.get("x-mcp-header") {
+                let header = header
+                    .as_str()
+                    .ok_or_else(|| format!("`x-mcp-header` of `{}` must be a string", path.join(".")))?;
+                crate::handler::tool::check_header_name(header)?;
+                let types: Vec<&str> = match property.get("type") {
+                    Some(Value::String(t)) => vec![t.as_str()],
+                    Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).filter(|t| *t != "null").collect(),
+                    _ => Vec::new(),
+                };
+                if !matches!(types.as_slice(), ["string"] | ["integer"] | ["boolean"]) {
+                    return Err(format!(
+                        "`x-mcp-header` on `{}`: only string, integer and boolean parameters can be mirrored in a header",
+                        path.join(".")
+                    ));
+                }
+                let lower = header.to_ascii_lowercase();
+                if out.iter().any(|h| h.header == lower) {
+                    return Err(format!("two parameters are mirrored in the header Mcp-Param-{header}"));
+                }
+                out.push(ParamHeader { path: path.clone(), header: lower });
+            }
+            walk(property, path, out)?;
+            path.pop();
+        }
+        Ok(())
+    }
+    let mut out = Vec::new();
+    walk(schema, &mut Vec::new(), &mut out)?;
+    Ok(out)
 }

@@ -13,7 +13,7 @@ use std::task::{Context, Poll};
 use tokio::io::{AsyncRead, ReadBuf};
 use tokio::sync::mpsc;
 
-use crate::session::FrameSink;
+use crate::dispatch::FrameSink;
 
 /// stdin, read by a thread in chunks of up to 64 KiB.
 pub(crate) struct ThreadStdin {

@@ -8,8 +8,9 @@ use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWrite
 use tokio::sync::mpsc;
 
 use crate::cancel::cleanup_tasks;
+use crate::dispatch::ChannelSink;
+use crate::era::v2025::Session;
 use crate::server::Server;
-use crate::session::{ChannelSink, Session};
 use crate::wire::error::{Error, ErrorCode};
 use crate::wire::jsonrpc::Incoming;
 
@@ -40,7 +41,7 @@ where
 pub(crate) async fn serve_with<R>(
     server: Server,
     reader: R,
-    sink: crate::session::Sink,
+    sink: crate::dispatch::Sink,
     written: impl std::future::Future<Output = io::Result<()>>,
     stop: impl std::future::Future<Output = ()>,
 ) -> io::Result<()>
@@ -92,6 +93,8 @@ fn dispatch(session: &Arc<Session>, line: &[u8]) {
 
 /// Cancels everything in flight, then waits (bounded) for the handlers to stop and for their cleanups.
 pub(crate) async fn shutdown(session: &Arc<Session>, grace: Duration) {
+    // Open `subscriptions/listen` streams end cleanly, with their result; everything else is cancelled.
+    session.connection().server().end_listeners(Some(session.connection()));
     session.cancel_all("the session is ending");
     let tasks = cleanup_tasks();
     tasks.close();

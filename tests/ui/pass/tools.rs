@@ -65,8 +65,20 @@ fn through_a_renamed_path() -> String {
     String::new()
 }
 
+/// Arguments mirrored in `Mcp-Param-*` headers: strings, integers, booleans, optional or not.
+#[mcp::tool]
+fn mirrored(
+    #[mcp(header = "Region")] region: String,
+    #[mcp(header = "Shard-Id")] shard: u32,
+    #[mcp(header = "dry_run")] dry_run: Option<bool>,
+    query: String,
+) -> String {
+    format!("{region} {shard} {dry_run:?} {query}")
+}
+
 fn main() {
     let server = mcp::Server::builder()
+        .tool::<mirrored>()
         .tool::<order>()
         .tool::<nothing>()
         .tool::<content>()

@@ -6,6 +6,8 @@
 // Handlers return axum's `Response` as their error, as axum code does.
 #![allow(clippy::result_large_err)]
 
+mod modern;
+
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
 use std::pin::Pin;
@@ -24,8 +26,9 @@ use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::context::{AuthInfo, HttpRequest};
+use crate::dispatch::{FrameSink, NoSink, Origin, Sink};
+use crate::era::v2025::Session;
 use crate::server::Server;
-use crate::session::{FrameSink, Origin, Session, Sink};
 use crate::wire::error::{Error, ErrorCode};
 use crate::wire::jsonrpc::{self, Incoming, RequestId};
 use crate::wire::protocol::SUPPORTED_PROTOCOL_VERSIONS;
@@ -503,7 +506,21 @@ impl Server {
         let listener = listener.tap_io(|tcp| {
             let _ = tcp.set_nodelay(true);
         });
-        axum::serve(listener, router).with_graceful_shutdown(crate::server::stop_signal()).await?;
+        let server = self.clone();
+        let stop = async move {
+            crate::server::stop_signal().await;
+            // Open `subscriptions/listen` streams end with their result, so that their connections can close.
+            server.end_listeners(None);
+        };
+        if self.inner.sealer.random {
+            tracing::warn!(
+                "the requestState of input_required results is sealed with a random key for this process: a retry \
+                 that reaches another instance, or this one after a restart, fails; set {} (64 hex digits) or \
+                 ServerBuilder::request_state_key",
+                crate::era::seal::KEY_ENV
+            );
+        }
+        axum::serve(listener, router).with_graceful_shutdown(stop).await?;
         let tasks = crate::cancel::cleanup_tasks();
         for session in self.live_sessions() {
             session.cancel_all("the server is stopping");
@@ -668,8 +685,11 @@ async fn post(state: Arc<HttpState>, headers: HeaderMap, body: Body, auth: Optio
             return (StatusCode::BAD_REQUEST, [(header::CONTENT_TYPE, "application/json")], body).into_response();
         }
     };
-    let is_initialize = matches!(&message, Incoming::Request { method, .. } if method == "initialize");
     let http = Arc::new(HttpRequest { headers: headers.clone(), auth });
+    if modern::is_modern(&headers, &message) {
+        return modern::post(&state, &headers, message, http).await;
+    }
+    let is_initialize = matches!(&message, Incoming::Request { method, .. } if method == "initialize");
 
     if state.options.stateless {
         return post_stateless(&state, &headers, message, is_initialize, http).await;
@@ -841,7 +861,8 @@ async fn post_stateless(
 }
 
 fn get(state: Arc<HttpState>, headers: HeaderMap) -> Response {
-    if state.options.stateless {
+    // The 2026 era has no standalone stream: change notifications come through `subscriptions/listen`.
+    if state.options.stateless || modern::is_modern_version(&headers) {
         return (StatusCode::METHOD_NOT_ALLOWED, [(header::ALLOW, "POST")]).into_response();
     }
     if !accepts(&headers, "text/event-stream") {
@@ -877,7 +898,7 @@ fn get(state: Arc<HttpState>, headers: HeaderMap) -> Response {
 }
 
 fn delete(state: Arc<HttpState>, headers: HeaderMap) -> Response {
-    if state.options.stateless || !state.options.allow_delete {
+    if state.options.stateless || !state.options.allow_delete || modern::is_modern_version(&headers) {
         return (StatusCode::METHOD_NOT_ALLOWED, [(header::ALLOW, "GET, POST")]).into_response();
     }
     let http_session = match session_of(&state, &headers) {
@@ -906,13 +927,6 @@ impl Drop for StatelessGuard {
             self.session.cancel(&self.id, Some("the client disconnected"));
         }
     }
-}
-
-/// A sink that drops everything (stateless sessions have no standalone stream).
-struct NoSink;
-
-impl FrameSink for NoSink {
-    fn send(&self, _: String) {}
 }
 
 #[cfg(test)]

@@ -1,0 +1,533 @@
+//! The dispatcher: what both protocol eras share. A [`Connection`] owns the in-flight table (request id to its
+//! state, for cancellation) and the requests this server sent to the client; [`dispatch`] serves the methods both
+//! eras have (`tools/*`, `prompts/*`, `resources/list|read|templates/list`, `completion/complete`, custom methods)
+//! from the server's handlers, once an era front has turned the request into a [`Request`] with its metadata.
+//!
+//! The rule that a cancelled request never gets a response lives here: the response path and the cancel path race
+//! for the request's slot, and only the first one acts.
+
+use std::any::Any;
+use std::collections::HashMap;
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context as TaskContext, Poll};
+
+use serde_json::{json, Map, Value};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::cancel::cleanup_tasks;
+use crate::context::{Context, EraState, RequestMeta, RequestState};
+use crate::handler::tool::{Arguments, Handler};
+use crate::server::registry::ListKind;
+use crate::server::Server;
+use crate::wire::error::{Error, ErrorCode};
+use crate::wire::jsonrpc::{self, RequestId};
+
+/// Where the frames of a connection, or of one request, go: the transport's writer (stdio), or a request's own
+/// stream (HTTP). `close` ends a request's stream once its last frame was sent.
+pub(crate) trait FrameSink: Send + Sync {
+    /// Sends a frame: a notification, or a request to the client.
+    fn send(&self, frame: String);
+    /// Sends the final frame of a request (its response) and ends its stream.
+    fn finish(&self, frame: String) {
+        self.send(frame);
+        self.close();
+    }
+    /// Ends a request's stream without a response (it was cancelled).
+    fn close(&self) {}
+}
+
+/// A shared sink.
+pub(crate) type Sink = Arc<dyn FrameSink>;
+
+/// Where a message came from and where its replies go: the sink, and on HTTP the request's headers and caller.
+pub(crate) struct Origin {
+    pub sink: Sink,
+    pub http: Option<Arc<crate::context::HttpRequest>>,
+}
+
+impl FrameSink for Origin {
+    fn send(&self, frame: String) {
+        self.sink.send(frame)
+    }
+    fn finish(&self, frame: String) {
+        self.sink.finish(frame)
+    }
+    fn close(&self) {
+        self.sink.close()
+    }
+}
+
+/// The stdio sink: the single writer's queue.
+pub(crate) struct ChannelSink(pub mpsc::UnboundedSender<String>);
+
+impl FrameSink for ChannelSink {
+    fn send(&self, frame: String) {
+        // A closed writer means the peer is gone; the frame is dropped.
+        let _ = self.0.send(frame);
+    }
+}
+
+/// A sink that drops everything (a stateless request has no stream besides its own).
+pub(crate) struct NoSink;
+
+impl FrameSink for NoSink {
+    fn send(&self, _: String) {}
+}
+
+/// One connection as the dispatcher sees it, whatever its era: a stdio process, a 2025 HTTP session, or a single
+/// 2026 HTTP request.
+pub(crate) struct Connection {
+    server: Server,
+    /// Frames that belong to no request, and the default route.
+    out: Sink,
+    in_flight: Mutex<HashMap<RequestId, Arc<RequestState>>>,
+    /// Requests this server sent to the client (2025 era), waiting for their responses.
+    outgoing: Mutex<HashMap<RequestId, oneshot::Sender<Result<Value, Value>>>>,
+    next_outgoing: AtomicI64,
+}
+
+/// A request an era front has checked and described, ready for the dispatcher.
+pub(crate) struct Request {
+    pub id: RequestId,
+    pub method: String,
+    pub params: Map<String, Value>,
+    pub meta: RequestMeta,
+    pub era: EraState,
+}
+
+impl Connection {
+    pub(crate) fn new(server: Server, out: Sink) -> Arc<Connection> {
+        Arc::new(Connection {
+            server,
+            out,
+            in_flight: Mutex::new(HashMap::new()),
+            outgoing: Mutex::new(HashMap::new()),
+            next_outgoing: AtomicI64::new(1),
+        })
+    }
+
+    pub(crate) fn server(&self) -> &Server {
+        &self.server
+    }
+
+    /// Sends a frame that belongs to no request.
+    pub(crate) fn send(&self, frame: String) {
+        self.out.send(frame);
+    }
+
+    /// The default route.
+    pub(crate) fn sink(&self) -> &Sink {
+        &self.out
+    }
+
+    fn table(&self) -> std::sync::MutexGuard<'_, HashMap<RequestId, Arc<RequestState>>> {
+        self.in_flight.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Registers a request to the client; the response (or error) arrives on the receiver.
+    pub(crate) fn register_outgoing(&self) -> (RequestId, oneshot::Receiver<Result<Value, Value>>) {
+        let id = RequestId::Number(self.next_outgoing.fetch_add(1, Ordering::Relaxed));
+        let (tx, rx) = oneshot::channel();
+        self.outgoing.lock().unwrap_or_else(|e| e.into_inner()).insert(id.clone(), tx);
+        (id, rx)
+    }
+
+    /// Forgets a request to the client (it was cancelled); `true` if it was still waiting.
+    pub(crate) fn forget_outgoing(&self, id: &RequestId) -> bool {
+        self.outgoing.lock().unwrap_or_else(|e| e.into_inner()).remove(id).is_some()
+    }
+
+    /// Routes the client's answer to a request of ours.
+    pub(crate) fn answer_outgoing(&self, id: &RequestId, outcome: Result<Value, Value>) {
+        let waiting = self.outgoing.lock().unwrap_or_else(|e| e.into_inner()).remove(id);
+        match waiting {
+            Some(tx) => {
+                let _ = tx.send(outcome);
+            }
+            None => tracing::debug!(%id, "ignoring a response to no request of ours (finished or cancelled)"),
+        }
+    }
+
+    /// Answers a message that could not be parsed, or was not a JSON-RPC message.
+    pub(crate) fn reject(&self, id: Option<&RequestId>, error: &Error) {
+        self.send(jsonrpc::encode_error(id, error));
+    }
+
+    /// Registers a request in the in-flight table, then spawns its handler.
+    pub(crate) fn start<R: serde::Serialize + Send + 'static>(
+        self: &Arc<Self>,
+        request: Arc<RequestState>,
+        call: Call<R>,
+    ) -> Result<(), Error> {
+        self.register(&request)?;
+        cleanup_tasks().spawn(run_handler(call, request));
+        Ok(())
+    }
+
+    /// Puts a request in the in-flight table, so that a cancel that follows it on the wire finds it.
+    pub(crate) fn register(&self, request: &Arc<RequestState>) -> Result<(), Error> {
+        let mut table = self.table();
+        if table.contains_key(&request.id) {
+            return Err(Error::new(
+                ErrorCode::INVALID_REQUEST,
+                format!("request id {} is already in flight", request.id),
+            ));
+        }
+        table.insert(request.id.clone(), request.clone());
+        Ok(())
+    }
+
+    /// Cancels an in-flight request. Unknown, finished and already cancelled ids are ignored.
+    pub(crate) fn cancel(&self, id: &RequestId, reason: Option<&str>) {
+        let Some(request) = self.table().remove(id) else {
+            tracing::debug!(%id, reason, "cancel for a request that is not in flight: ignored");
+            return;
+        };
+        if request.cancel() {
+            tracing::info!(%id, reason, "request cancelled");
+        }
+    }
+
+    /// Cancels everything in flight: the peer is gone or the server is stopping.
+    pub(crate) fn cancel_all(&self, reason: &str) {
+        let requests: Vec<_> = self.table().drain().map(|(_, r)| r).collect();
+        for r in requests {
+            if r.cancel() {
+                tracing::info!(id = %r.id, reason, "request cancelled");
+            }
+        }
+    }
+
+    /// Takes a finished request out of the table (if it is still there, and still this one).
+    pub(crate) fn forget(&self, request: &Arc<RequestState>) {
+        let mut table = self.table();
+        if table.get(&request.id).is_some_and(|r| Arc::ptr_eq(r, request)) {
+            table.remove(&request.id);
+        }
+    }
+}
+
+/// What a request runs.
+pub(crate) struct Call<R> {
+    pub name: &'static str,
+    pub handler: Handler<R>,
+    pub arguments: Arguments,
+    /// How the result is written in the request's era (2026 results carry `resultType` and server info).
+    pub kind: ResultKind,
+}
+
+/// What kind of result a call produces, for the era's decoration of it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ResultKind {
+    /// A tool, a prompt or a custom method: `resultType` and server info in the 2026 era.
+    Plain,
+    /// `resources/read`: cacheable, so caching hints too.
+    Read,
+    /// A list: cacheable.
+    List,
+}
+
+/// Serves a method both eras share. `None` if the method is not one of them (the front answers it).
+pub(crate) fn dispatch(conn: &Arc<Connection>, request: Request, origin: &Origin) -> Option<()> {
+    let server = conn.server().clone();
+    let Request { id, method, mut params, mut meta, era } = request;
+    meta.http = origin.http.clone();
+    let state = |id: RequestId, meta: RequestMeta, era: EraState| {
+        Arc::new(RequestState::new(id, meta, conn.clone(), origin.sink.clone(), era))
+    };
+    let started = match method.as_str() {
+        "tools/list" => Ok(list(&server, ListKind::Tools, &params, &era).map(|r| finish_inline(origin, &id, r))),
+        "prompts/list" => Ok(list(&server, ListKind::Prompts, &params, &era).map(|r| finish_inline(origin, &id, r))),
+        "resources/templates/list" => {
+            Ok(list(&server, ListKind::Templates, &params, &era).map(|r| finish_inline(origin, &id, r)))
+        }
+        "resources/list" if server.registry().listers().is_empty() => {
+            Ok(list(&server, ListKind::Resources, &params, &era).map(|r| finish_inline(origin, &id, r)))
+        }
+        "resources/list" => {
+            // Templates list their resources at run time: a request like any other, cancellable.
+            let call = Call {
+                name: "resources/list",
+                handler: Handler::Blocking(list_resources),
+                arguments: params,
+                kind: ResultKind::List,
+            };
+            Err(conn.start(state(id.clone(), meta, era), call))
+        }
+        "tools/call" => {
+            Err(call_tool(&server, &mut params).and_then(|call| conn.start(state(id.clone(), meta, era), call)))
+        }
+        "prompts/get" => {
+            Err(get_prompt(&server, &mut params).and_then(|call| conn.start(state(id.clone(), meta, era), call)))
+        }
+        "resources/read" => {
+            Err(read_resource(&server, &params, &mut meta)
+                .and_then(|call| conn.start(state(id.clone(), meta, era), call)))
+        }
+        "completion/complete" => {
+            let result = complete_argument(&server, &params).map(|r| decorate(&server, &era, r, ResultKind::Plain));
+            Ok(result.map(|r| finish_inline(origin, &id, r)))
+        }
+        _ => match server.inner.methods.get(method.as_str()).copied() {
+            Some(def) => {
+                let call = Call { name: def.name, handler: def.handler, arguments: params, kind: ResultKind::Plain };
+                Err(conn.start(state(id.clone(), meta, era), call))
+            }
+            None => return None,
+        },
+    };
+    // `Ok`: answered inline (or an error to answer); `Err`: started (or failed to start).
+    match started {
+        Ok(Ok(())) | Err(Ok(())) => {}
+        Ok(Err(e)) | Err(Err(e)) => respond(origin, &id, Err::<(), _>(e)),
+    }
+    Some(())
+}
+
+fn finish_inline(origin: &Origin, id: &RequestId, result: ListResult) {
+    let frame = match result {
+        ListResult::Raw(raw) => jsonrpc::encode_result(id, &raw),
+        ListResult::Value(v) => jsonrpc::encode_result(id, &v),
+    };
+    origin.finish(frame);
+}
+
+/// A list page: stored bytes, or a value made for this request.
+pub(crate) enum ListResult {
+    Raw(Arc<serde_json::value::RawValue>),
+    Value(Value),
+}
+
+fn list(server: &Server, kind: ListKind, params: &Map<String, Value>, era: &EraState) -> Result<ListResult, Error> {
+    let cursor = match params.get("cursor") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(c)) => Some(c.as_str()),
+        Some(c) => return Err(Error::invalid_params(format!("invalid cursor {c}: cursors are strings"))),
+    };
+    server.registry().page(kind, cursor, era.is_modern()).map(ListResult::Raw)
+}
+
+/// Adds what the request's era asks of every result: nothing in the 2025 era; `resultType`, the server's info and,
+/// on cacheable results, the caching hints in the 2026 era.
+pub(crate) fn decorate(server: &Server, era: &EraState, result: Value, kind: ResultKind) -> ListResult {
+    if !era.is_modern() {
+        return ListResult::Value(result);
+    }
+    ListResult::Value(crate::era::v2026::decorate(server, result, kind, None))
+}
+
+/// Sends a reply to a request that is answered inline.
+pub(crate) fn respond(sink: &dyn FrameSink, id: &RequestId, result: Result<impl serde::Serialize, Error>) {
+    let frame = match result {
+        Ok(r) => jsonrpc::encode_result(id, &r),
+        Err(e) => jsonrpc::encode_error(Some(id), &e),
+    };
+    sink.finish(frame);
+}
+
+/// `arguments` of a call: an object, or nothing.
+fn arguments(params: &mut Map<String, Value>, what: &str) -> Result<Arguments, Error> {
+    match params.remove("arguments") {
+        None | Some(Value::Null) => Ok(Map::new()),
+        Some(Value::Object(m)) => Ok(m),
+        Some(_) => Err(Error::invalid_params(format!("`arguments` must be {what}"))),
+    }
+}
+
+fn call_tool(server: &Server, params: &mut Map<String, Value>) -> Result<Call<crate::CallToolResult>, Error> {
+    let name = match params.get("name") {
+        Some(Value::String(n)) => n,
+        _ => return Err(Error::invalid_params("`tools/call` needs a string `name`")),
+    };
+    let Some(def) = server.registry().tool(name) else {
+        return Err(Error::invalid_params(format!("unknown tool: {name}")));
+    };
+    let arguments = arguments(params, "an object")?;
+    Ok(Call { name: def.name, handler: def.handler, arguments, kind: ResultKind::Plain })
+}
+
+fn get_prompt(server: &Server, params: &mut Map<String, Value>) -> Result<Call<crate::GetPromptResult>, Error> {
+    let name = match params.get("name") {
+        Some(Value::String(n)) => n,
+        _ => return Err(Error::invalid_params("`prompts/get` needs a string `name`")),
+    };
+    let Some(def) = server.registry().prompt(name) else {
+        return Err(Error::invalid_params(format!("unknown prompt: {name}")));
+    };
+    let arguments = arguments(params, "an object of strings")?;
+    Ok(Call { name: def.name, handler: def.handler, arguments, kind: ResultKind::Plain })
+}
+
+fn read_resource(
+    server: &Server,
+    params: &Map<String, Value>,
+    meta: &mut RequestMeta,
+) -> Result<Call<crate::ReadResourceResult>, Error> {
+    let uri = match params.get("uri") {
+        Some(Value::String(u)) => u.clone(),
+        _ => return Err(Error::invalid_params("`resources/read` needs a string `uri`")),
+    };
+    let Some((def, bound)) = server.registry().resolve(&uri) else {
+        return Err(crate::handler::resource::not_found(&uri, meta.era));
+    };
+    let arguments: Map<String, Value> = bound.into_iter().map(|(k, v)| (k, Value::String(v))).collect();
+    meta.resource_uri = Some(uri.into());
+    meta.cache = def.cache;
+    Ok(Call { name: def.name, handler: def.handler, arguments, kind: ResultKind::Read })
+}
+
+fn complete_argument(server: &Server, params: &Map<String, Value>) -> Result<Value, Error> {
+    let reference = params.get("ref").ok_or_else(|| Error::invalid_params("`completion/complete` needs `ref`"))?;
+    let argument =
+        params.get("argument").ok_or_else(|| Error::invalid_params("`completion/complete` needs `argument`"))?;
+    let (Some(name), Some(value)) =
+        (argument.get("name").and_then(Value::as_str), argument.get("value").and_then(Value::as_str))
+    else {
+        return Err(Error::invalid_params("`argument` needs a string `name` and a string `value`"));
+    };
+    let completer = server.registry().completer(reference, name)?;
+    let values = completer.map(|f| f(value)).unwrap_or_default();
+    Ok(crate::server::registry::completion_result(values))
+}
+
+/// `resources/list` when templates list resources at run time: the fixed resources, then each lister's, paginated
+/// by offset.
+fn list_resources(ctx: &Context, mut args: Arguments) -> Result<Value, Error> {
+    let registry = ctx.server().registry();
+    let offset = match args.remove("cursor") {
+        None | Some(Value::Null) => 0,
+        Some(Value::String(c)) => crate::server::registry::decode_cursor(ListKind::Resources, &c)?,
+        Some(c) => return Err(Error::invalid_params(format!("invalid cursor {c}: cursors are strings"))),
+    };
+    let mut items = registry.fixed_resources();
+    for def in registry.listers() {
+        ctx.check_cancelled().map_err(|e| Error::internal(e.to_string()))?;
+        if let Some(list) = def.list {
+            items.extend(list(ctx).into_iter().filter_map(|r| serde_json::to_value(r).ok()));
+        }
+    }
+    if offset > items.len() || (offset == items.len() && offset > 0) {
+        return Err(Error::invalid_params("invalid cursor: no such page"));
+    }
+    let end = (offset + registry.page_size()).min(items.len());
+    let mut page = json!({ "resources": items[offset..end] });
+    if end < items.len() {
+        page["nextCursor"] = Value::String(crate::server::registry::encode_cursor(ListKind::Resources, end));
+    }
+    Ok(page)
+}
+
+/// How a handler's run ended.
+enum Outcome<R> {
+    /// It returned (or panicked: an `Err`).
+    Done(Result<R, Error>),
+    /// The request was cancelled: nothing is sent.
+    Cancelled,
+    /// 2026 era: it asked the client something, or needs a capability the request did not declare.
+    Interrupted,
+}
+
+/// Runs one handler to its end, its cancellation or (2026 era) its question to the client.
+async fn run_handler<R: serde::Serialize + Send + 'static>(call: Call<R>, request: Arc<RequestState>) {
+    let Call { name, handler, arguments, kind } = call;
+    let ctx = Context::new(request.clone());
+    let interrupted = request.era.interrupted();
+    let outcome = match handler {
+        Handler::Async(f) => {
+            let call = CatchUnwind(f(&ctx, arguments));
+            tokio::select! {
+                biased;
+                () = request.token.cancelled() => Outcome::Cancelled,
+                () = interrupted => Outcome::Interrupted,
+                r = call => Outcome::Done(r.unwrap_or_else(|panic| Err(panicked(name, &*panic)))),
+            }
+        }
+        Handler::Blocking(f) => {
+            let thread_ctx = ctx.clone();
+            let call = cleanup_tasks()
+                .spawn_blocking(move || std::panic::catch_unwind(AssertUnwindSafe(|| f(&thread_ctx, arguments))));
+            tokio::select! {
+                biased;
+                () = request.token.cancelled() => Outcome::Cancelled,
+                () = interrupted => Outcome::Interrupted,
+                r = call => Outcome::Done(match r {
+                    Ok(Ok(result)) => result,
+                    Ok(Err(panic)) => Err(panicked(name, &*panic)),
+                    Err(e) => Err(Error::internal(format!("`{name}` failed: {e}"))),
+                }),
+            }
+        }
+    };
+    match outcome {
+        // The handler's future has been dropped (async) or its result will be (blocking); whatever its drop sent
+        // (cancels of its own requests to the client) went first, and the request's stream ends now.
+        Outcome::Cancelled => request.out.close(),
+        Outcome::Interrupted => {
+            // The handler stops here; a blocking one sees its flag (its question already returned an error).
+            request.stop_quietly();
+            let result = crate::era::v2026::interrupted_result(&request);
+            complete(&request, result.map(ListResult::Value));
+        }
+        Outcome::Done(result) => {
+            let result = result.and_then(|r| {
+                if !request.era.is_modern() {
+                    // The 2025 era writes the value as it is.
+                    return serde_json::to_value(r).map(ListResult::Value).map_err(|e| Error::internal(e.to_string()));
+                }
+                let value = serde_json::to_value(r).map_err(|e| Error::internal(e.to_string()))?;
+                Ok(ListResult::Value(crate::era::v2026::decorate(
+                    request.conn.server(),
+                    value,
+                    kind,
+                    request.meta.cache,
+                )))
+            });
+            complete(&request, result);
+        }
+    }
+}
+
+/// Sends a finished request's response, unless a cancel went first.
+fn complete(request: &Arc<RequestState>, result: Result<ListResult, Error>) {
+    request.conn.forget(request);
+    let frame = match result {
+        Ok(ListResult::Value(r)) => jsonrpc::encode_result(&request.id, &r),
+        Ok(ListResult::Raw(r)) => jsonrpc::encode_result(&request.id, &r),
+        Err(e) => jsonrpc::encode_error(Some(&request.id), &e),
+    };
+    if !request.finish(frame) {
+        tracing::debug!(id = %request.id, "response dropped: the request was cancelled first");
+    }
+}
+
+fn panicked(name: &str, panic: &(dyn Any + Send)) -> Error {
+    let message = if let Some(s) = panic.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = panic.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "unknown panic".to_owned()
+    };
+    tracing::error!(handler = name, %message, "handler panicked");
+    Error::internal(format!("`{name}` panicked: {message}"))
+}
+
+/// Polls a boxed future, turning a panic into an `Err` with its payload.
+struct CatchUnwind<F>(F);
+
+impl<F: Future + Unpin> Future for CatchUnwind<F> {
+    type Output = Result<F::Output, Box<dyn Any + Send>>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Self::Output> {
+        let inner = &mut self.0;
+        match std::panic::catch_unwind(AssertUnwindSafe(|| Pin::new(inner).poll(cx))) {
+            Ok(Poll::Pending) => Poll::Pending,
+            Ok(Poll::Ready(v)) => Poll::Ready(Ok(v)),
+            Err(panic) => Poll::Ready(Err(panic)),
+        }
+    }
+}

@@ -1,0 +1,228 @@
+//! The 2025-11-25 front: `initialize` starts a session, which holds what the client said about itself, its log
+//! level and its resource subscriptions. Requests are served from the `initialize` response on (before it, only
+//! `ping` and `logging/setLevel`); methods both eras share go to the dispatcher with metadata from the session.
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+
+use crate::context::{ClientInfo, Era, EraState, RequestMeta, LOG_LEVEL_UNSET};
+use crate::dispatch::{self, respond, Connection, Origin, Request, Sink};
+use crate::server::Server;
+use crate::wire::error::{Error, ErrorCode};
+use crate::wire::jsonrpc::{self, Incoming, RequestId};
+use crate::wire::protocol::{InitializeParams, LogLevel, LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS};
+
+/// One 2025 session: a stdio process, or an HTTP session id. Its connection serves 2026-era requests too.
+pub(crate) struct Session {
+    conn: Arc<Connection>,
+    /// Set once `initialize` has been answered.
+    client: OnceLock<(Arc<str>, Arc<ClientInfo>)>,
+    log_level: Arc<AtomicU8>,
+    /// URIs this session subscribed to with `resources/subscribe`.
+    subscriptions: Mutex<HashSet<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct CancelledParams {
+    request_id: Option<RequestId>,
+    #[serde(default)]
+    reason: Option<String>,
+}
+
+impl Session {
+    pub(crate) fn new(server: Server, out: Sink) -> Arc<Session> {
+        let session = Arc::new(Session {
+            conn: Connection::new(server, out),
+            client: OnceLock::new(),
+            log_level: Arc::new(AtomicU8::new(LOG_LEVEL_UNSET)),
+            subscriptions: Mutex::new(HashSet::new()),
+        });
+        session.conn.server().register_session(&session);
+        session
+    }
+
+    /// Marks a session as initialized without a handshake (stateless 2025 HTTP: every request is its own session).
+    pub(crate) fn preinitialize(&self, version: &str) {
+        let version =
+            SUPPORTED_PROTOCOL_VERSIONS.iter().find(|v| **v == version).copied().unwrap_or(LATEST_PROTOCOL_VERSION);
+        let client =
+            ClientInfo { info: crate::wire::protocol::Implementation::new("unknown", "0"), capabilities: json!({}) };
+        let _ = self.client.set((version.into(), Arc::new(client)));
+    }
+
+    pub(crate) fn connection(&self) -> &Arc<Connection> {
+        &self.conn
+    }
+
+    /// Whether `initialize` was answered: only then does the session get list-changed notifications.
+    pub(crate) fn is_initialized(&self) -> bool {
+        self.client.get().is_some()
+    }
+
+    pub(crate) fn is_subscribed(&self, uri: &str) -> bool {
+        self.subscriptions.lock().unwrap_or_else(|e| e.into_inner()).contains(uri)
+    }
+
+    /// Sends a notification that belongs to no request.
+    pub(crate) fn notify(&self, method: &str, params: &Value) {
+        self.conn.send(jsonrpc::encode_notification(method, params));
+    }
+
+    /// Cancels everything in flight.
+    pub(crate) fn cancel_all(&self, reason: &str) {
+        self.conn.cancel_all(reason)
+    }
+
+    /// Cancels one request.
+    pub(crate) fn cancel(&self, id: &RequestId, reason: Option<&str>) {
+        self.conn.cancel(id, reason)
+    }
+
+    /// Answers a message that could not be parsed.
+    pub(crate) fn reject(&self, id: Option<&RequestId>, error: &Error) {
+        self.conn.reject(id, error)
+    }
+
+    /// Handles one incoming message. Called in arrival order; never blocks: long work is spawned.
+    pub(crate) fn handle(self: &Arc<Self>, message: Incoming) {
+        let origin = Origin { sink: self.conn.sink().clone(), http: None };
+        self.handle_routed(message, &origin)
+    }
+
+    /// Handles one incoming message whose replies (and, for a request, everything the request sends) go to `origin`.
+    pub(crate) fn handle_routed(self: &Arc<Self>, message: Incoming, origin: &Origin) {
+        match message {
+            Incoming::Request { id, method, params } => {
+                if crate::era::v2026::is_modern(&method, params.as_ref()) {
+                    crate::era::v2026::handle(&self.conn, id, method, params, origin);
+                } else {
+                    self.handle_request(id, method, params, origin);
+                }
+            }
+            Incoming::Notification { method, params } => self.handle_notification(&method, params),
+            Incoming::Response { id, outcome } => self.conn.answer_outgoing(&id, outcome),
+        }
+    }
+
+    fn handle_request(self: &Arc<Self>, id: RequestId, method: String, params: Option<Value>, origin: &Origin) {
+        match method.as_str() {
+            "initialize" => respond(origin, &id, self.initialize(params)),
+            "ping" => respond(origin, &id, Ok(json!({}))),
+            _ if self.client.get().is_none() && method != "logging/setLevel" => respond(
+                origin,
+                &id,
+                Err::<(), _>(Error::new(
+                    ErrorCode::INVALID_REQUEST,
+                    format!("`{method}` before `initialize`: the client must initialize the session first"),
+                )),
+            ),
+            "logging/setLevel" => respond(origin, &id, self.set_level(params)),
+            "resources/subscribe" | "resources/unsubscribe" => {
+                let result = uri_param(params).map(|uri| {
+                    let mut subscriptions = self.subscriptions.lock().unwrap_or_else(|e| e.into_inner());
+                    if method == "resources/subscribe" {
+                        subscriptions.insert(uri);
+                    } else {
+                        subscriptions.remove(&uri);
+                    }
+                    json!({})
+                });
+                respond(origin, &id, result);
+            }
+            _ => {
+                let mut params = match jsonrpc::params_object(params) {
+                    Ok(p) => p,
+                    Err(e) => return respond(origin, &id, Err::<(), _>(e)),
+                };
+                let meta = self.request_meta(take_meta(&mut params));
+                let era = EraState::V2025 { log_level: self.log_level.clone() };
+                let request = Request { id: id.clone(), method, params, meta, era };
+                let method_name = request.method.clone();
+                if dispatch::dispatch(&self.conn, request, origin).is_none() {
+                    respond(origin, &id, Err::<(), _>(Error::method_not_found(&method_name)));
+                }
+            }
+        }
+    }
+
+    fn handle_notification(&self, method: &str, params: Option<Value>) {
+        match method {
+            "notifications/cancelled" => {
+                let Some(p) = params.and_then(|p| CancelledParams::deserialize(p).ok()) else {
+                    tracing::debug!("ignoring a malformed notifications/cancelled");
+                    return;
+                };
+                let Some(id) = p.request_id else { return };
+                self.conn.cancel(&id, p.reason.as_deref());
+            }
+            // Requests are served from the `initialize` response on; the notification changes nothing here.
+            "notifications/initialized" => {}
+            _ => tracing::debug!(method, "ignoring notification"),
+        }
+    }
+
+    fn initialize(&self, params: Option<Value>) -> Result<Value, Error> {
+        let params: InitializeParams = serde_json::from_value(params.unwrap_or(Value::Null))
+            .map_err(|e| Error::invalid_params(format!("invalid `initialize` params: {e}")))?;
+        // A 2025 handshake is answered with a 2025 version, whatever newer one the client asked for.
+        let version = SUPPORTED_PROTOCOL_VERSIONS
+            .iter()
+            .find(|v| **v == params.protocol_version)
+            .copied()
+            .unwrap_or(LATEST_PROTOCOL_VERSION);
+        let client = ClientInfo { info: params.client_info, capabilities: params.capabilities };
+        if self.client.set((version.into(), Arc::new(client))).is_err() {
+            return Err(Error::new(ErrorCode::INVALID_REQUEST, "the session is already initialized"));
+        }
+        let inner = &self.conn.server().inner;
+        let mut result = json!({
+            "protocolVersion": version,
+            "capabilities": inner.capabilities,
+            "serverInfo": inner.info,
+        });
+        if let Some(instructions) = &inner.instructions {
+            result["instructions"] = Value::String(instructions.clone());
+        }
+        Ok(result)
+    }
+
+    fn set_level(&self, params: Option<Value>) -> Result<Value, Error> {
+        let params = jsonrpc::params_object(params)?;
+        let level = params
+            .get("level")
+            .and_then(Value::as_str)
+            .ok_or_else(|| Error::invalid_params("`logging/setLevel` needs a `level`"))?;
+        let level: LogLevel = level.parse().map_err(Error::invalid_params)?;
+        self.log_level.store(level as u8, Ordering::Relaxed);
+        Ok(json!({}))
+    }
+
+    fn request_meta(&self, meta: Option<Map<String, Value>>) -> RequestMeta {
+        let (version, client) = match self.client.get() {
+            Some((v, c)) => (v.clone(), Some(c.clone())),
+            None => (LATEST_PROTOCOL_VERSION.into(), None),
+        };
+        RequestMeta::new(Era::V2025, version, client).with_meta(meta)
+    }
+}
+
+/// Takes `_meta` out of a request's params.
+pub(crate) fn take_meta(params: &mut Map<String, Value>) -> Option<Map<String, Value>> {
+    match params.remove("_meta") {
+        Some(Value::Object(m)) => Some(m),
+        _ => None,
+    }
+}
+
+/// The `uri` of a subscribe or unsubscribe request.
+fn uri_param(params: Option<Value>) -> Result<String, Error> {
+    match jsonrpc::params_object(params)?.remove("uri") {
+        Some(Value::String(uri)) => Ok(uri),
+        _ => Err(Error::invalid_params("a string `uri` is required")),
+    }
+}

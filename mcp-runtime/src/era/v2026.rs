@@ -1,0 +1,725 @@
+//! The 2026-07-28 front: stateless requests. Each carries its protocol version and the client's capabilities in
+//! `params._meta`; nothing is remembered between requests except what the client brings back (`requestState`).
+//!
+//! - The envelope is checked (missing keys: -32602; an unsupported version: -32022 with `supported` and
+//!   `requested`), then the request is described as a [`RequestMeta`] and handed to the dispatcher.
+//! - `server/discover` and `subscriptions/listen` are answered here; the methods the 2026 era removed
+//!   (`initialize`, `ping`, `logging/setLevel`, `resources/subscribe|unsubscribe`) are unknown methods.
+//! - A handler's questions to the client (`ctx.elicit`, `ctx.sample`, `ctx.list_roots`) become an `input_required`
+//!   result: the questions in `inputRequests`, and the answers so far, the handler's own round state and what the
+//!   state is bound to (method, target, a digest of the arguments, an expiry, the caller) sealed in
+//!   `requestState`. The client's retry runs the handler again, and this time the questions have answers.
+//! - Results carry `resultType` and the server's info; cacheable ones carry `ttlMs` and `cacheScope`.
+//! - On HTTP the standard headers (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`, `Mcp-Param-*`) must agree
+//!   with the body: -32020 otherwise.
+
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use base64::Engine;
+use serde_json::{json, Map, Value};
+use sha2::{Digest, Sha256};
+use tokio_util::sync::CancellationToken;
+
+use crate::context::{ClientInfo, Era, EraState, RequestMeta, RequestState};
+use crate::dispatch::{self, respond, Connection, Origin, Request, ResultKind};
+use crate::server::Server;
+use crate::wire::error::{Error, ErrorCode};
+use crate::wire::jsonrpc::{self, RequestId};
+use crate::wire::protocol::{Implementation, LogLevel};
+
+/// The protocol version of this era.
+pub const PROTOCOL_VERSION: &str = "2026-07-28";
+
+/// The versions a request's `_meta` may name (older versions are served through `initialize`).
+pub(crate) const STATELESS_VERSIONS: &[&str] = &[PROTOCOL_VERSION];
+
+/// `_meta` keys of the 2026 envelope.
+pub(crate) const META_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+pub(crate) const META_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+pub(crate) const META_CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
+pub(crate) const META_LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
+pub(crate) const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
+pub(crate) const META_SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
+
+/// -32020: an HTTP header disagrees with the body, or a required one is missing.
+pub const HEADER_MISMATCH: ErrorCode = ErrorCode(-32020);
+/// -32021: the request needs a client capability it did not declare.
+pub const MISSING_CAPABILITY: ErrorCode = ErrorCode(-32021);
+/// -32022: the request names a protocol version the server does not serve statelessly.
+pub const UNSUPPORTED_VERSION: ErrorCode = ErrorCode(-32022);
+
+/// Whether a request belongs to the 2026 era: its `_meta` names a protocol version, or its method exists only in
+/// this era.
+pub(crate) fn is_modern(method: &str, params: Option<&Value>) -> bool {
+    matches!(method, "server/discover" | "subscriptions/listen")
+        || params.and_then(|p| p.get("_meta")).and_then(|m| m.get(META_VERSION)).is_some()
+}
+
+/// What the envelope of a request said.
+struct Envelope {
+    version: String,
+    client: Arc<ClientInfo>,
+    log_level: Option<LogLevel>,
+    meta: Map<String, Value>,
+}
+
+/// The `_meta` of a request, or -32602 naming what is missing.
+fn meta_of(params: Option<&Value>) -> Result<&Map<String, Value>, Error> {
+    static EMPTY: std::sync::OnceLock<Map<String, Value>> = std::sync::OnceLock::new();
+    let meta = match params {
+        None | Some(Value::Null) => EMPTY.get_or_init(Map::new),
+        Some(Value::Object(p)) => match p.get("_meta") {
+            None => EMPTY.get_or_init(Map::new),
+            Some(Value::Object(m)) => m,
+            Some(_) => return Err(Error::invalid_params("`params._meta` must be an object")),
+        },
+        Some(_) => return Err(Error::invalid_params("`params` must be an object")),
+    };
+    let missing: Vec<&str> = [META_VERSION, META_CAPABILITIES].into_iter().filter(|k| !meta.contains_key(*k)).collect();
+    if !missing.is_empty() {
+        return Err(Error::invalid_params(format!(
+            "invalid params: a 2026-07-28 request carries its envelope in `params._meta`; missing: {}",
+            missing.join(", ")
+        ))
+        .with_data(json!({ "missing": missing })));
+    }
+    Ok(meta)
+}
+
+/// -32022 for a version this server does not serve statelessly.
+fn unsupported_version(requested: &str) -> Error {
+    Error::new(UNSUPPORTED_VERSION, format!("unsupported protocol version {requested:?}"))
+        .with_data(json!({ "supported": STATELESS_VERSIONS, "requested": requested }))
+}
+
+fn envelope(params: Option<&Value>) -> Result<Envelope, Error> {
+    let meta = meta_of(params)?;
+    let version = match meta.get(META_VERSION) {
+        Some(Value::String(v)) => v.clone(),
+        _ => return Err(Error::invalid_params(format!("`_meta[\"{META_VERSION}\"]` must be a string"))),
+    };
+    if !STATELESS_VERSIONS.contains(&version.as_str()) {
+        return Err(unsupported_version(&version));
+    }
+    let capabilities = match meta.get(META_CAPABILITIES) {
+        Some(c @ Value::Object(_)) => c.clone(),
+        _ => return Err(Error::invalid_params(format!("`_meta[\"{META_CAPABILITIES}\"]` must be an object"))),
+    };
+    let info = match meta.get(META_CLIENT_INFO) {
+        None | Some(Value::Null) => Implementation::new("unknown", "0"),
+        Some(v) => serde_json::from_value(v.clone())
+            .map_err(|e| Error::invalid_params(format!("`_meta[\"{META_CLIENT_INFO}\"]`: {e}")))?,
+    };
+    let log_level = match meta.get(META_LOG_LEVEL) {
+        None | Some(Value::Null) => None,
+        Some(Value::String(l)) => Some(l.parse::<LogLevel>().map_err(Error::invalid_params)?),
+        Some(other) => return Err(Error::invalid_params(format!("invalid log level {other}"))),
+    };
+    Ok(Envelope { version, client: Arc::new(ClientInfo { info, capabilities }), log_level, meta: meta.clone() })
+}
+
+/// Serves one 2026-era request on a connection (the stdio process's, or one made for an HTTP request).
+pub(crate) fn handle(conn: &Arc<Connection>, id: RequestId, method: String, params: Option<Value>, origin: &Origin) {
+    if let Err(e) = serve(conn, id.clone(), method, params, origin) {
+        respond(origin, &id, Err::<(), _>(e));
+    }
+}
+
+fn serve(
+    conn: &Arc<Connection>,
+    id: RequestId,
+    method: String,
+    params: Option<Value>,
+    origin: &Origin,
+) -> Result<(), Error> {
+    let envelope = envelope(params.as_ref())?;
+    let server = conn.server();
+    let mut params = match params {
+        Some(Value::Object(p)) => p,
+        _ => Map::new(),
+    };
+    params.remove("_meta");
+    let mut meta =
+        RequestMeta::new(Era::V2026, envelope.version.into(), Some(envelope.client)).with_meta(Some(envelope.meta));
+    meta.log_level = envelope.log_level;
+    meta.http = origin.http.clone();
+    match method.as_str() {
+        "server/discover" => {
+            respond(origin, &id, Ok(&server.inner.discover));
+            Ok(())
+        }
+        "subscriptions/listen" => listen(conn, id, &params, meta, origin),
+        // The 2026 era removed these; and nothing else is served beyond what both eras share.
+        "initialize" | "ping" | "logging/setLevel" | "resources/subscribe" | "resources/unsubscribe" => {
+            Err(Error::method_not_found(&method))
+        }
+        _ => {
+            let round = Round::for_request(server, &method, &mut params, &meta, envelope.log_level)?;
+            let request = Request { id, method: method.clone(), params, meta, era: EraState::V2026(Box::new(round)) };
+            match dispatch::dispatch(conn, request, origin) {
+                Some(()) => Ok(()),
+                None => Err(Error::method_not_found(&method)),
+            }
+        }
+    }
+}
+
+/// The result of `server/discover`, computed once per server.
+pub(crate) fn discover_result(
+    info: &Implementation,
+    capabilities: &Value,
+    instructions: Option<&str>,
+    cache: crate::handler::resource::CacheHint,
+) -> Value {
+    let mut versions: Vec<&str> = STATELESS_VERSIONS.to_vec();
+    versions.extend(crate::wire::protocol::SUPPORTED_PROTOCOL_VERSIONS);
+    let mut result = json!({
+        "resultType": "complete",
+        "supportedVersions": versions,
+        "capabilities": capabilities,
+        "ttlMs": cache.ttl_ms,
+        "cacheScope": cache.scope.as_str(),
+        "_meta": { META_SERVER_INFO: info },
+    });
+    if let Some(instructions) = instructions {
+        result["instructions"] = Value::String(instructions.to_owned());
+    }
+    result
+}
+
+/// What 2026 results carry besides their own fields: `resultType`, the server's info, and on cacheable results the
+/// caching hints (the resource's own, or the server's defaults).
+pub(crate) fn decorate(
+    server: &Server,
+    mut result: Value,
+    kind: ResultKind,
+    cache: Option<crate::handler::resource::CacheHint>,
+) -> Value {
+    if let Value::Object(map) = &mut result {
+        map.insert("resultType".into(), Value::String("complete".into()));
+        stamp_server_info(server, map);
+        if kind != ResultKind::Plain {
+            let cache = cache.unwrap_or(server.inner.cache);
+            map.insert("ttlMs".into(), cache.ttl_ms.into());
+            map.insert("cacheScope".into(), cache.scope.as_str().into());
+        }
+    }
+    result
+}
+
+fn stamp_server_info(server: &Server, map: &mut Map<String, Value>) {
+    let meta = map.entry("_meta").or_insert_with(|| Value::Object(Map::new()));
+    if let Value::Object(meta) = meta {
+        meta.insert(META_SERVER_INFO.into(), server.inner.info_value.clone());
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Input-required results
+
+/// What a sealed `requestState` is bound to: the request it belongs to.
+#[derive(Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+struct Binding {
+    /// The method.
+    m: String,
+    /// Its target: the tool or prompt name, or the URI.
+    t: String,
+    /// SHA-256 of the arguments, base64url.
+    d: String,
+    /// The authenticated caller, when there is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    p: Option<String>,
+}
+
+/// The contents of a sealed `requestState`.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct SealedState {
+    #[serde(flatten)]
+    binding: Binding,
+    /// Expiry, seconds since the Unix epoch.
+    e: u64,
+    /// The answers given in earlier rounds, by question key.
+    a: Map<String, Value>,
+    /// The handler's own state, carried across rounds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    s: Option<Value>,
+}
+
+/// One run of a 2026 handler: the answers it can use, and the questions it asked that have none yet.
+pub(crate) struct Round {
+    pub log_level: Option<LogLevel>,
+    /// `None` where questions are not allowed (lists, completion, custom methods).
+    binding: Option<Binding>,
+    answers: Map<String, Value>,
+    carried: Option<Value>,
+    inner: Mutex<RoundInner>,
+    interrupt: CancellationToken,
+}
+
+#[derive(Default)]
+struct RoundInner {
+    next: u32,
+    /// Questions that had an answer: only those answers are carried to the next round.
+    used: Vec<String>,
+    asked: Map<String, Value>,
+    failure: Option<Error>,
+    carry: Option<Value>,
+}
+
+fn now_secs() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or_default()
+}
+
+fn digest(value: &Value) -> String {
+    let bytes = serde_json::to_vec(value).unwrap_or_default();
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(Sha256::digest(&bytes))
+}
+
+impl Round {
+    /// A round that cannot ask anything.
+    fn plain(log_level: Option<LogLevel>) -> Round {
+        Round {
+            log_level,
+            binding: None,
+            answers: Map::new(),
+            carried: None,
+            inner: Mutex::new(RoundInner::default()),
+            interrupt: CancellationToken::new(),
+        }
+    }
+
+    /// Reads `inputResponses` and `requestState` from a request that may ask questions (`tools/call`,
+    /// `prompts/get`, `resources/read`): a state that does not open, belongs to another request or has expired is
+    /// -32602.
+    fn for_request(
+        server: &Server,
+        method: &str,
+        params: &mut Map<String, Value>,
+        meta: &RequestMeta,
+        log_level: Option<LogLevel>,
+    ) -> Result<Round, Error> {
+        let responses = params.remove("inputResponses");
+        let state = params.remove("requestState");
+        let target = match method {
+            "tools/call" | "prompts/get" => params.get("name"),
+            "resources/read" => params.get("uri"),
+            _ => return Ok(Round::plain(log_level)),
+        };
+        let target = target.and_then(Value::as_str).unwrap_or_default().to_owned();
+        let arguments = params.get("arguments").cloned().unwrap_or(Value::Null);
+        let principal = meta.http.as_ref().and_then(|h| h.auth.as_ref()).map(|a| a.subject.clone());
+        let binding = Binding { m: method.to_owned(), t: target, d: digest(&arguments), p: principal };
+        let mut answers = Map::new();
+        let mut carried = None;
+        match state {
+            None | Some(Value::Null) => {}
+            Some(Value::String(sealed)) => {
+                let opened =
+                    server.inner.sealer.open(&sealed).and_then(|b| serde_json::from_slice::<SealedState>(&b).ok());
+                let Some(opened) = opened else {
+                    return Err(Error::invalid_params("invalid requestState: it failed its integrity check"));
+                };
+                if opened.binding != binding {
+                    return Err(Error::invalid_params(
+                        "invalid requestState: it belongs to another request (method, target, arguments or caller differ)",
+                    ));
+                }
+                if opened.e < now_secs() {
+                    return Err(Error::invalid_params("invalid requestState: it has expired; call again without it"));
+                }
+                answers = opened.a;
+                carried = opened.s;
+            }
+            Some(_) => return Err(Error::invalid_params("`requestState` must be a string")),
+        }
+        match responses {
+            None => {}
+            Some(Value::Object(given)) => answers.extend(given),
+            Some(_) => return Err(Error::invalid_params("`inputResponses` must be an object of answers by key")),
+        }
+        Ok(Round {
+            log_level,
+            binding: Some(binding),
+            answers,
+            carried,
+            inner: Mutex::new(RoundInner::default()),
+            interrupt: CancellationToken::new(),
+        })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, RoundInner> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(crate) async fn interrupted(&self) {
+        self.interrupt.cancelled().await
+    }
+
+    /// The key of the next question: the one given, or `input-N` in the order the handler asks.
+    pub(crate) fn key(&self, given: Option<&str>) -> String {
+        let mut inner = self.lock();
+        inner.next += 1;
+        match given {
+            Some(k) => k.to_owned(),
+            None => format!("input-{}", inner.next),
+        }
+    }
+
+    /// The answer to question `key`, or (no answer yet) the question is recorded and the handler interrupted.
+    pub(crate) fn ask(&self, key: &str, method: &str, params: Value) -> Option<Value> {
+        if self.binding.is_none() {
+            self.fail(Error::internal(format!(
+                "a handler asked the client (`{method}`) where the 2026-07-28 protocol allows no questions: only \
+                 tools/call, prompts/get and resources/read can return input_required results"
+            )));
+            return None;
+        }
+        if let Some(answer) = self.answers.get(key) {
+            self.lock().used.push(key.to_owned());
+            return Some(answer.clone());
+        }
+        let mut request = json!({ "method": method });
+        if !params.is_null() {
+            request["params"] = params;
+        }
+        self.lock().asked.insert(key.to_owned(), request);
+        self.interrupt.cancel();
+        None
+    }
+
+    /// Ends the round with an error instead of questions (a capability the request did not declare, an answer
+    /// that does not fit).
+    pub(crate) fn fail(&self, error: Error) {
+        self.lock().failure.get_or_insert(error);
+        self.interrupt.cancel();
+    }
+
+    /// The handler's own state, as the previous round left it.
+    pub(crate) fn carried(&self) -> Option<&Value> {
+        self.carried.as_ref()
+    }
+
+    /// Sets the handler's own state for the next round.
+    pub(crate) fn carry(&self, value: Value) {
+        self.lock().carry = Some(value);
+    }
+}
+
+/// The response of an interrupted 2026 handler: its error, or an `input_required` result.
+pub(crate) fn interrupted_result(request: &RequestState) -> Result<Value, Error> {
+    let EraState::V2026(round) = &request.era else {
+        return Err(Error::internal("interrupted outside the 2026 era"));
+    };
+    let mut inner = round.lock();
+    if let Some(failure) = inner.failure.take() {
+        return Err(failure);
+    }
+    let Some(binding) = round.binding.clone() else {
+        return Err(Error::internal("a question where none is allowed"));
+    };
+    let server = request.conn.server();
+    // Only answers the handler used are carried: not the client's extra keys, not what is asked again.
+    let answers: Map<String, Value> = round
+        .answers
+        .iter()
+        .filter(|(k, _)| inner.used.contains(k) && !inner.asked.contains_key(*k))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let state = SealedState {
+        binding,
+        e: now_secs() + server.inner.request_state_ttl.as_secs(),
+        a: answers,
+        s: inner.carry.take().or_else(|| round.carried.clone()),
+    };
+    let sealed = server.inner.sealer.seal(&serde_json::to_vec(&state).map_err(|e| Error::internal(e.to_string()))?);
+    let mut result = Map::new();
+    result.insert("resultType".into(), "input_required".into());
+    result.insert("inputRequests".into(), Value::Object(std::mem::take(&mut inner.asked)));
+    result.insert("requestState".into(), Value::String(sealed));
+    stamp_server_info(server, &mut result);
+    Ok(Value::Object(result))
+}
+
+/// -32021 for a capability the request did not declare, with the capability as a `ClientCapabilities` object.
+pub(crate) fn missing_capability(path: &[&str]) -> Error {
+    let mut required = json!({});
+    for key in path.iter().rev() {
+        required = json!({ *key: required });
+    }
+    Error::new(
+        MISSING_CAPABILITY,
+        format!("this request needs the client capability `{}`, which it did not declare", path.join(".")),
+    )
+    .with_data(json!({ "requiredCapabilities": required }))
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// subscriptions/listen
+
+/// What a listen stream asked for, as far as the server honours it.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Filter {
+    tools: bool,
+    prompts: bool,
+    resources: bool,
+    uris: Vec<String>,
+}
+
+impl Filter {
+    fn to_value(&self) -> Value {
+        let mut out = Map::new();
+        if self.tools {
+            out.insert("toolsListChanged".into(), true.into());
+        }
+        if self.prompts {
+            out.insert("promptsListChanged".into(), true.into());
+        }
+        if self.resources {
+            out.insert("resourcesListChanged".into(), true.into());
+        }
+        if !self.uris.is_empty() {
+            out.insert("resourceSubscriptions".into(), self.uris.clone().into());
+        }
+        Value::Object(out)
+    }
+}
+
+/// An open `subscriptions/listen` stream.
+pub(crate) struct Listener {
+    request: Arc<RequestState>,
+    filter: Filter,
+}
+
+impl Listener {
+    fn tagged(&self, method: &str, mut params: Map<String, Value>) -> String {
+        params.insert("_meta".into(), json!({ META_SUBSCRIPTION_ID: self.request.id }));
+        jsonrpc::encode_notification(method, &Value::Object(params))
+    }
+
+    /// Sends a list change if this stream asked for it.
+    pub(crate) fn list_changed(&self, method: &str) {
+        let wanted = match method {
+            "notifications/tools/list_changed" => self.filter.tools,
+            "notifications/prompts/list_changed" => self.filter.prompts,
+            "notifications/resources/list_changed" => self.filter.resources,
+            _ => false,
+        };
+        if wanted {
+            self.request.send_if_open(self.tagged(method, Map::new()));
+        }
+    }
+
+    /// Sends a resource update if this stream watches the URI (or a resource it is part of).
+    pub(crate) fn resource_updated(&self, uri: &str) {
+        let watched = self.filter.uris.iter().any(|w| {
+            uri == w || uri.strip_prefix(w.as_str()).is_some_and(|rest| w.ends_with('/') || rest.starts_with('/'))
+        });
+        if watched {
+            let mut params = Map::new();
+            params.insert("uri".into(), uri.into());
+            self.request.send_if_open(self.tagged("notifications/resources/updated", params));
+        }
+    }
+
+    /// Whether the stream belongs to this connection.
+    pub(crate) fn is_on(&self, conn: &Arc<Connection>) -> bool {
+        Arc::ptr_eq(&self.request.conn, conn)
+    }
+
+    /// Ends the stream from the server's side: the listen request gets its result.
+    pub(crate) fn end(&self) {
+        let server = self.request.conn.server();
+        let mut result = Map::new();
+        result.insert("resultType".into(), "complete".into());
+        stamp_server_info(server, &mut result);
+        if let Some(Value::Object(meta)) = result.get_mut("_meta") {
+            meta.insert(META_SUBSCRIPTION_ID.into(), serde_json::to_value(&self.request.id).unwrap_or_default());
+        }
+        self.request.conn.forget(&self.request);
+        self.request.finish(jsonrpc::encode_result(&self.request.id, &result));
+        self.request.stop_quietly();
+    }
+}
+
+fn listen(
+    conn: &Arc<Connection>,
+    id: RequestId,
+    params: &Map<String, Value>,
+    meta: RequestMeta,
+    origin: &Origin,
+) -> Result<(), Error> {
+    let Some(Value::Object(asked)) = params.get("notifications") else {
+        return Err(Error::invalid_params("`subscriptions/listen` needs a `notifications` filter object"));
+    };
+    let server = conn.server();
+    let capabilities = &server.inner.capabilities;
+    let flag = |key: &str| asked.get(key).and_then(Value::as_bool).unwrap_or(false);
+    let uris: Vec<String> = match asked.get("resourceSubscriptions") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(uris)) => uris.iter().filter_map(|u| u.as_str().map(str::to_owned)).collect(),
+        Some(_) => return Err(Error::invalid_params("`resourceSubscriptions` must be an array of URIs")),
+    };
+    let filter = Filter {
+        tools: flag("toolsListChanged") && capabilities.get("tools").is_some(),
+        prompts: flag("promptsListChanged") && capabilities.get("prompts").is_some(),
+        resources: flag("resourcesListChanged") && capabilities.get("resources").is_some(),
+        uris: if capabilities.get("resources").is_some() { uris } else { Vec::new() },
+    };
+    let log_level = meta.log_level;
+    let request = Arc::new(RequestState::new(
+        id,
+        meta,
+        conn.clone(),
+        origin.sink.clone(),
+        EraState::V2026(Box::new(Round::plain(log_level))),
+    ));
+    conn.register(&request)?;
+    let listener = Arc::new(Listener { request: request.clone(), filter });
+    // The acknowledgement comes first: the listener is registered only once it has been sent.
+    let mut ack = Map::new();
+    ack.insert("notifications".into(), listener.filter.to_value());
+    request.send_if_open(listener.tagged("notifications/subscriptions/acknowledged", ack));
+    server.add_listener(&listener);
+    crate::cancel::cleanup_tasks().spawn(async move {
+        listener.request.token.cancelled().await;
+        drop(listener);
+    });
+    Ok(())
+}
+
+/// Live listeners, for the server's broadcasts.
+pub(crate) type Listeners = Mutex<Vec<Weak<Listener>>>;
+
+// ---------------------------------------------------------------------------------------------------------------
+// HTTP headers
+
+/// Checks a 2026 request's HTTP headers against its body, in the order the protocol's reference implementations
+/// use: the version header present (-32020), the envelope complete (-32602), the version header equal to the
+/// body's (-32020), the version served (-32022), then `Mcp-Method`, `Mcp-Name` and `Mcp-Param-*` (-32020).
+pub(crate) fn check_http_headers(
+    headers: &axum::http::HeaderMap,
+    method: &str,
+    params: Option<&Value>,
+    server: &Server,
+) -> Result<(), Error> {
+    let header = |name: &str| -> Result<Option<&str>, Error> {
+        match headers.get(name) {
+            None => Ok(None),
+            Some(v) => v
+                .to_str()
+                .map(|s| Some(s.trim_matches([' ', '\t'])))
+                .map_err(|_| mismatch(format!("the {name} header holds characters that are not visible ASCII"))),
+        }
+    };
+    let Some(version) = header("mcp-protocol-version")? else {
+        return Err(mismatch("the MCP-Protocol-Version header is missing"));
+    };
+    let meta = meta_of(params)?;
+    let body_version = meta.get(META_VERSION).and_then(Value::as_str).unwrap_or_default();
+    if version != body_version {
+        return Err(mismatch(format!(
+            "the MCP-Protocol-Version header ({version:?}) does not match _meta.{META_VERSION} ({body_version:?})"
+        )));
+    }
+    if !STATELESS_VERSIONS.contains(&version) {
+        return Err(unsupported_version(version));
+    }
+    match header("mcp-method")? {
+        None => return Err(mismatch("the Mcp-Method header is missing")),
+        Some(m) if m != method => {
+            return Err(mismatch(format!("the Mcp-Method header ({m:?}) does not match the method ({method:?})")))
+        }
+        Some(_) => {}
+    }
+    let name_key = match method {
+        "tools/call" | "prompts/get" => Some("name"),
+        "resources/read" => Some("uri"),
+        _ => None,
+    };
+    if let Some(key) = name_key {
+        let body = params.and_then(|p| p.get(key)).and_then(Value::as_str).unwrap_or_default();
+        let Some(raw) = header("mcp-name")? else {
+            return Err(mismatch("the Mcp-Name header is missing"));
+        };
+        let given = decode_header_value(raw).map_err(|e| mismatch(format!("the Mcp-Name header: {e}")))?;
+        if given != body {
+            return Err(mismatch(format!("the Mcp-Name header ({given:?}) does not match the body ({body:?})")));
+        }
+    }
+    if method == "tools/call" {
+        check_param_headers(headers, params, server)?;
+    }
+    Ok(())
+}
+
+fn mismatch(message: impl Into<String>) -> Error {
+    Error::new(HEADER_MISMATCH, message)
+}
+
+/// A header value, with the `=?base64?…?=` form decoded (strict RFC 4648 with padding).
+pub(crate) fn decode_header_value(raw: &str) -> Result<String, String> {
+    let Some(encoded) = raw.strip_prefix("=?base64?").and_then(|r| r.strip_suffix("?=")) else {
+        return Ok(raw.to_owned());
+    };
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(encoded)
+        .map_err(|e| format!("invalid Base64 in {raw:?}: {e}"))?;
+    String::from_utf8(bytes).map_err(|_| format!("{raw:?} decodes to bytes that are not UTF-8"))
+}
+
+/// `Mcp-Param-*` headers of a tool call against the arguments they mirror.
+fn check_param_headers(headers: &axum::http::HeaderMap, params: Option<&Value>, server: &Server) -> Result<(), Error> {
+    let Some(name) = params.and_then(|p| p.get("name")).and_then(Value::as_str) else { return Ok(()) };
+    let registry = server.registry();
+    let Some(mirrored) = registry.tool_headers(name) else { return Ok(()) };
+    let arguments = params.and_then(|p| p.get("arguments"));
+    for param in mirrored {
+        let value = param.path.iter().try_fold(arguments, |v, key| Some(v?.get(key))).flatten();
+        let header_name = format!("mcp-param-{}", param.header);
+        let header = headers.get(header_name.as_str());
+        let value = match value {
+            None | Some(Value::Null) => continue, // nothing to mirror; a header, if any, is not expected
+            Some(v) => v,
+        };
+        let Some(header) = header else {
+            return Err(mismatch(format!(
+                "the Mcp-Param-{} header is missing; it must mirror the argument `{}`",
+                param.header,
+                param.path.join(".")
+            )));
+        };
+        let raw = header
+            .to_str()
+            .map_err(|_| mismatch(format!("the Mcp-Param-{} header holds invalid characters", param.header)))?
+            .trim_matches([' ', '\t']);
+        let given =
+            decode_header_value(raw).map_err(|e| mismatch(format!("the Mcp-Param-{} header: {e}", param.header)))?;
+        let agrees = match value {
+            Value::String(s) => given == *s,
+            Value::Bool(b) => given == if *b { "true" } else { "false" },
+            Value::Number(n) => given.parse::<f64>().ok().zip(n.as_f64()).is_some_and(|(g, n)| g == n),
+            _ => false,
+        };
+        if !agrees {
+            return Err(mismatch(format!(
+                "the Mcp-Param-{} header ({given:?}) does not match the argument `{}` ({value})",
+                param.header,
+                param.path.join(".")
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The HTTP status of a 2026 error response.
+pub(crate) fn http_status(code: ErrorCode) -> u16 {
+    match code.0 {
+        -32601 => 404,
+        -32700 | -32600 | -32602 | -32020 | -32021 | -32022 => 400,
+        _ => 200,
+    }
+}
+
+/// How long a `requestState` stays valid by default.
+pub const DEFAULT_REQUEST_STATE_TTL: Duration = Duration::from_secs(10 * 60);

@@ -1,0 +1,219 @@
+//! 2026-07-28 requests on the Streamable HTTP endpoint. Every POST stands alone: no session id is minted or read,
+//! GET and DELETE are 405. A request's headers are checked against its body first (-32020, -32602, -32022 with
+//! HTTP 400). Its answer is one `application/json` body when the response is ready before anything else was sent
+//! (so the status can say what the error says: 400, or 404 for an unknown method); once a notification comes first
+//! (progress, a log, a listen stream's acknowledgement) it is an SSE stream instead. The client closing either one
+//! cancels the request, as `notifications/cancelled` does on stdio.
+
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context as TaskContext, Poll};
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+use super::HttpState;
+use crate::context::HttpRequest;
+use crate::dispatch::{Connection, FrameSink, NoSink, Origin};
+use crate::era::v2026;
+use crate::wire::error::Error;
+use crate::wire::jsonrpc::{self, Incoming, RequestId};
+
+/// How often an idle SSE stream (a `subscriptions/listen`) gets a keep-alive comment.
+const KEEP_ALIVE: Duration = Duration::from_secs(15);
+
+/// Whether an HTTP message belongs to the 2026 era: its envelope says so, or its version header names a version
+/// that no `initialize` could have agreed on.
+pub(super) fn is_modern(headers: &HeaderMap, message: &Incoming) -> bool {
+    let (method, params) = match message {
+        Incoming::Request { method, params, .. } | Incoming::Notification { method, params } => (method, params),
+        Incoming::Response { .. } => return is_modern_version(headers),
+    };
+    v2026::is_modern(method, params.as_ref()) || is_modern_version(headers)
+}
+
+/// Whether the `MCP-Protocol-Version` header is there and is not a 2025-era version.
+pub(super) fn is_modern_version(headers: &HeaderMap) -> bool {
+    headers
+        .get(super::VERSION_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| !crate::wire::protocol::SUPPORTED_PROTOCOL_VERSIONS.contains(&v.trim()))
+}
+
+/// A frame on its way to the POST's answer.
+enum Out {
+    /// A notification: the answer becomes an SSE stream.
+    Event(String),
+    /// The response: the last frame.
+    Final(String),
+}
+
+/// A 2026 request's route: frames go to the waiting POST.
+struct ModernRoute {
+    tx: Mutex<Option<mpsc::UnboundedSender<Out>>>,
+    /// JSON-response mode: notifications are dropped, the response is the body.
+    json_only: bool,
+}
+
+impl FrameSink for ModernRoute {
+    fn send(&self, frame: String) {
+        if self.json_only {
+            return;
+        }
+        if let Some(tx) = &*self.tx.lock().unwrap_or_else(|e| e.into_inner()) {
+            let _ = tx.send(Out::Event(frame));
+        }
+    }
+
+    fn finish(&self, frame: String) {
+        if let Some(tx) = self.tx.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            let _ = tx.send(Out::Final(frame));
+        }
+    }
+
+    fn close(&self) {
+        self.tx.lock().unwrap_or_else(|e| e.into_inner()).take();
+    }
+}
+
+/// Cancels the request if the client goes away before its response was handed over.
+struct CancelOnDrop {
+    conn: Arc<Connection>,
+    id: RequestId,
+    armed: bool,
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        if self.armed {
+            self.conn.cancel(&self.id, Some("the client closed the request's stream"));
+        }
+    }
+}
+
+pub(super) async fn post(
+    state: &Arc<HttpState>,
+    headers: &HeaderMap,
+    message: Incoming,
+    http: Arc<HttpRequest>,
+) -> Response {
+    let Incoming::Request { id, method, params } = message else {
+        // The 2026 era defines no notification a client sends over HTTP (a cancel is closing the stream), and
+        // clients send no responses: accepted, and nothing to do.
+        return StatusCode::ACCEPTED.into_response();
+    };
+    if let Err(e) = v2026::check_http_headers(headers, &method, params.as_ref(), &state.server) {
+        return json_answer(jsonrpc::encode_error(Some(&id), &e));
+    }
+    let conn = Connection::new(state.server.clone(), Arc::new(NoSink));
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let json_only = state.options.json_response && method != "subscriptions/listen";
+    let route = Arc::new(ModernRoute { tx: Mutex::new(Some(tx)), json_only });
+    v2026::handle(&conn, id.clone(), method, params, &Origin { sink: route, http: Some(http) });
+    // If the client goes away while this waits, axum drops the future and the guard cancels the request.
+    let mut guard = CancelOnDrop { conn, id, armed: true };
+    match rx.recv().await {
+        Some(Out::Final(frame)) => {
+            guard.armed = false;
+            json_answer(frame)
+        }
+        Some(Out::Event(frame)) => {
+            let body = ModernSse {
+                pending: Some(frame),
+                events: rx,
+                guard,
+                keep_alive: tokio::time::interval_at(tokio::time::Instant::now() + KEEP_ALIVE, KEEP_ALIVE),
+                done: false,
+            };
+            Response::builder()
+                .status(StatusCode::OK)
+                .header(header::CONTENT_TYPE, "text/event-stream")
+                .header(header::CACHE_CONTROL, "no-cache")
+                .header("x-accel-buffering", "no")
+                .body(Body::from_stream(body))
+                .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
+        }
+        // Ended without a response (cancelled on the server's side): nothing to say.
+        None => {
+            guard.armed = false;
+            StatusCode::ACCEPTED.into_response()
+        }
+    }
+}
+
+/// A response as one JSON body, with the status its error (if it is one) calls for.
+fn json_answer(frame: String) -> Response {
+    let status = if frame.contains(r#""error":{"#) {
+        serde_json::from_str::<Value>(&frame)
+            .ok()
+            .and_then(|v| serde_json::from_value::<Error>(v.get("error")?.clone()).ok())
+            .map(|e| v2026::http_status(e.code))
+            .unwrap_or(200)
+    } else {
+        200
+    };
+    let status = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
+    (status, [(header::CONTENT_TYPE, "application/json")], frame).into_response()
+}
+
+/// The SSE answer of a 2026 request: its notifications, then its response; keep-alive comments while idle.
+struct ModernSse {
+    pending: Option<String>,
+    events: mpsc::UnboundedReceiver<Out>,
+    guard: CancelOnDrop,
+    keep_alive: tokio::time::Interval,
+    done: bool,
+}
+
+fn push_event(chunk: &mut String, frame: &str) {
+    chunk.push_str("event: message\ndata: ");
+    chunk.push_str(frame);
+    chunk.push_str("\n\n");
+}
+
+impl futures_core::Stream for ModernSse {
+    type Item = Result<Bytes, std::convert::Infallible>;
+
+    /// Everything ready goes out as one chunk.
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Option<Self::Item>> {
+        if self.done {
+            return Poll::Ready(None);
+        }
+        let mut chunk = String::new();
+        if let Some(first) = self.pending.take() {
+            push_event(&mut chunk, &first);
+        }
+        loop {
+            match self.events.poll_recv(cx) {
+                Poll::Ready(Some(Out::Event(frame))) => push_event(&mut chunk, &frame),
+                Poll::Ready(Some(Out::Final(frame))) => {
+                    push_event(&mut chunk, &frame);
+                    self.done = true;
+                    self.guard.armed = false;
+                    break;
+                }
+                Poll::Ready(None) => {
+                    // The request ended without a response (cancelled): end the stream.
+                    self.done = true;
+                    self.guard.armed = false;
+                    break;
+                }
+                Poll::Pending => break,
+            }
+        }
+        if !chunk.is_empty() {
+            return Poll::Ready(Some(Ok(Bytes::from(chunk))));
+        }
+        if self.done {
+            return Poll::Ready(None);
+        }
+        if self.keep_alive.poll_tick(cx).is_ready() {
+            return Poll::Ready(Some(Ok(Bytes::from_static(b":\n\n"))));
+        }
+        Poll::Pending
+    }
+}

@@ -1,0 +1,6 @@
+#[mcp::tool]
+fn query(#[mcp(header = "Regions")] regions: Vec<String>) -> String {
+    regions.join(",")
+}
+
+fn main() {}
