@@ -169,7 +169,9 @@ fn holds_resource(shop: &State<Shop>) -> String {
 #[mcp::resource(
     uri = "bookshop://books/{title}/pages/{page}",
     mime_type = "text/plain",
-    complete(title = complete_title)
+    complete(title = complete_title),
+    ttl_ms = 3_600_000,
+    cache_scope = "public"
 )]
 fn book_page(
     /// The book's title.

@@ -42,7 +42,14 @@ use proc_macro::TokenStream;
 /// - `title = "..."`: a display title.
 /// - `description = "..."`: overrides the doc comment.
 /// - `read_only`, `destructive`, `idempotent`, `open_world`: behaviour hints, alone (true) or `= false`.
+/// - `icon = "https://..."` (repeatable): icons for the tool.
 /// - `crate = "..."`: the path of the runtime crate, if it was renamed.
+///
+/// # Parameter options
+/// - `#[mcp(header = "Region")]` on a string, integer or boolean parameter: 2026-07-28 HTTP clients mirror the
+///   argument in an `Mcp-Param-Region` header (the schema says `"x-mcp-header": "Region"`), so that gateways can
+///   route on it; the server checks the header against the body (-32020 when they disagree). Names are HTTP tokens,
+///   unique without regard to case.
 ///
 /// # Cancellation
 /// An `async fn` is dropped at its next `.await` when its request is cancelled, and no response is sent. A plain
@@ -185,6 +192,8 @@ pub fn prompt(attr: TokenStream, item: TokenStream) -> TokenStream {
 /// - `complete(var = function, ...)`: completion for a template variable (`fn(&str) -> Vec<String>`).
 /// - `list = function`: on a template, a `fn(&mcp::Context) -> Vec<mcp::Resource>` that lists, at run time, the
 ///   resources it names (files, rows), so `resources/list` shows them.
+/// - `ttl_ms = 60000`, `cache_scope = "public"` (or `"private"`): the caching hints of its `resources/read` results
+///   in the 2026-07-28 era, instead of the server's defaults (`ServerBuilder::cache`).
 /// - `crate = "..."`.
 ///
 /// # Example

@@ -20,6 +20,8 @@ mod kw {
     syn::custom_keyword!(priority);
     syn::custom_keyword!(complete);
     syn::custom_keyword!(list);
+    syn::custom_keyword!(ttl_ms);
+    syn::custom_keyword!(cache_scope);
 }
 
 /// The options of `#[mcp::resource(...)]`: the shared ones and the resource's own.
@@ -33,6 +35,8 @@ struct Options {
     priority: Option<LitFloat>,
     completions: Option<Vec<(Ident, syn::Path)>>,
     list: Option<syn::Path>,
+    ttl_ms: Option<LitInt>,
+    cache_scope: Option<LitStr>,
 }
 
 impl Parse for Options {
@@ -62,6 +66,13 @@ impl Parse for Options {
             } else if lookahead.peek(kw::list) {
                 input.parse::<kw::list>()?;
                 set(&mut o.list, path_value(input)?, span, "list")?;
+            } else if lookahead.peek(kw::ttl_ms) {
+                input.parse::<kw::ttl_ms>()?;
+                input.parse::<Token![=]>()?;
+                set(&mut o.ttl_ms, input.parse()?, span, "ttl_ms")?;
+            } else if lookahead.peek(kw::cache_scope) {
+                input.parse::<kw::cache_scope>()?;
+                set(&mut o.cache_scope, string_value(input)?, span, "cache_scope")?;
             } else {
                 return Ok(false);
             }
@@ -186,6 +197,22 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
             errors.push_spanned(p, "`priority` is a number from 0.0 to 1.0");
         }
     }
+    let scope = match &options.cache_scope {
+        None => None,
+        Some(lit) => match lit.value().as_str() {
+            "public" => Some(quote!(Public)),
+            "private" => Some(quote!(Private)),
+            other => {
+                errors.push_spanned(lit, format!("unknown cache scope `{other}`: write \"public\" or \"private\""));
+                None
+            }
+        },
+    };
+    if let Some(t) = &options.ttl_ms {
+        if t.base10_parse::<u64>().is_err() {
+            errors.push_spanned(t, "`ttl_ms` is a whole number of milliseconds");
+        }
+    }
     if let Err(e) = errors.finish() {
         return diagnostics::with_item(quote!(#function), e);
     }
@@ -220,6 +247,11 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
     if let Some(list) = &options.list {
         let list = quote_spanned!(syn::spanned::Spanned::span(list)=> #mcp::__private::lister(#list));
         builder.extend(quote!(.list(#list)));
+    }
+    if options.ttl_ms.is_some() || scope.is_some() {
+        let ttl = options.ttl_ms.as_ref().map(|t| quote!(#t)).unwrap_or(quote!(0));
+        let scope = scope.unwrap_or(quote!(Private));
+        builder.extend(quote!(.cache(#ttl, #mcp::CacheScope::#scope)));
     }
     let def = quote! {
         #mcp::ResourceDef::#constructor(

@@ -723,3 +723,44 @@ pub(crate) fn http_status(code: ErrorCode) -> u16 {
 
 /// How long a `requestState` stays valid by default.
 pub const DEFAULT_REQUEST_STATE_TTL: Duration = Duration::from_secs(10 * 60);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_values_decode_the_base64_form_strictly_and_take_lookalikes_literally() {
+        assert_eq!(decode_header_value("=?base64?SGVsbG8=?=").as_deref(), Ok("Hello"));
+        assert_eq!(decode_header_value("=?base64?SGVsbG8sIOS4lueVjA==?=").as_deref(), Ok("Hello, 世界"));
+        assert!(decode_header_value("=?base64?SGVsbG8?=").is_err(), "missing padding");
+        assert!(decode_header_value("=?base64?SGVs!!!bG8=?=").is_err(), "not the alphabet");
+        assert!(decode_header_value("=?base64?/w==?=").is_err(), "not UTF-8");
+        for literal in ["SGVsbG8=", "=?base64?SGVsbG8=", "=?BASE64?SGVsbG8=?=", "plain"] {
+            assert_eq!(decode_header_value(literal).as_deref(), Ok(literal));
+        }
+    }
+
+    #[test]
+    fn missing_capability_names_it_as_a_capabilities_object() {
+        let e = missing_capability(&["sampling", "tools"]);
+        assert_eq!(e.code, MISSING_CAPABILITY);
+        assert_eq!(e.data, Some(json!({ "requiredCapabilities": { "sampling": { "tools": {} } } })));
+    }
+
+    #[test]
+    fn the_envelope_needs_version_and_capabilities_and_a_served_version() {
+        let meta = |m: Value| Some(json!({ "_meta": m }));
+        let missing = envelope(meta(json!({ META_VERSION: "2026-07-28" })).as_ref()).err().unwrap();
+        assert_eq!(missing.code, ErrorCode::INVALID_PARAMS);
+        assert!(missing.message.contains(META_CAPABILITIES), "{}", missing.message);
+        let old = envelope(meta(json!({ META_VERSION: "2025-11-25", META_CAPABILITIES: {} })).as_ref()).err().unwrap();
+        assert_eq!(old.code, UNSUPPORTED_VERSION);
+        assert_eq!(old.data.unwrap()["requested"], "2025-11-25");
+        let bad_level = envelope(
+            meta(json!({ META_VERSION: "2026-07-28", META_CAPABILITIES: {}, META_LOG_LEVEL: "loud" })).as_ref(),
+        );
+        assert_eq!(bad_level.err().unwrap().code, ErrorCode::INVALID_PARAMS);
+        let ok = envelope(meta(json!({ META_VERSION: "2026-07-28", META_CAPABILITIES: {"roots": {}} })).as_ref()).ok();
+        assert!(ok.is_some_and(|e| e.log_level.is_none() && e.client.capabilities["roots"] == json!({})));
+    }
+}

@@ -349,3 +349,31 @@ pub(crate) fn param_headers(schema: &Value) -> Result<Vec<ParamHeader>, String> 
     walk(schema, &mut Vec::new(), &mut out)?;
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn x_mcp_header_is_read_through_properties_and_checked() {
+        let schema = json!({"type": "object", "properties": {
+            "region": {"type": "string", "x-mcp-header": "Region"},
+            "config": {"type": "object", "properties": {"shard": {"type": ["integer", "null"], "x-mcp-header": "Shard"}}},
+            "query": {"type": "string"},
+        }});
+        let headers = param_headers(&schema).unwrap();
+        assert_eq!(headers.len(), 2);
+        assert!(headers.contains(&ParamHeader { path: vec!["region".into()], header: "region".into() }));
+        assert!(headers.contains(&ParamHeader { path: vec!["config".into(), "shard".into()], header: "shard".into() }));
+        let refused = [
+            json!({"properties": {"a": {"type": "number", "x-mcp-header": "A"}}}),
+            json!({"properties": {"a": {"type": "array", "x-mcp-header": "A"}}}),
+            json!({"properties": {"a": {"type": "string", "x-mcp-header": "A B"}}}),
+            json!({"properties": {"a": {"type": "string", "x-mcp-header": ""}}}),
+            json!({"properties": {"a": {"type": "string", "x-mcp-header": "A"}, "b": {"type": "string", "x-mcp-header": "a"}}}),
+        ];
+        for schema in refused {
+            assert!(param_headers(&schema).is_err(), "{schema}");
+        }
+    }
+}
