@@ -1,5 +1,6 @@
 //! Round trips of `tools/call` over stdio against the testbed's `echo` tool: sequential (one call at a time) and
-//! pipelined (K calls in flight). Prints calls/s and p50/p99 latency for each.
+//! pipelined (K calls in flight), in a 2025-11-25 session and as stateless 2026-07-28 requests (each with its
+//! `_meta` envelope). Prints calls/s and p50/p99 latency for each.
 //!
 //! Run with `cargo bench --bench stdio` (optionally `-- --calls N --pipeline K`). A benchmark, not a test: the
 //! figures depend on the machine; compare runs from one sitting.
@@ -35,13 +36,23 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
 }
 
-fn report(phase: &str, calls: usize, elapsed: Duration, mut latencies: Vec<Duration>) {
+/// The server's CPU time so far (user + system), from `/proc/PID/stat` (Linux; clock ticks of 10 ms).
+fn server_cpu(pid: u32) -> Option<Duration> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    Some(Duration::from_millis(ticks * 10))
+}
+
+fn report(phase: &str, calls: usize, elapsed: Duration, mut latencies: Vec<Duration>, cpu: Option<Duration>) {
     latencies.sort();
+    let cpu = cpu.map(|c| format!("  server CPU {:>5.1} us/call", c.as_secs_f64() * 1e6 / calls as f64));
     println!(
-        "{phase:<10} {calls:>7} calls  {:>9.0} calls/s  p50 {:>8.1} us  p99 {:>8.1} us",
+        "{phase:<16} {calls:>7} calls  {:>9.0} calls/s  p50 {:>8.1} us  p99 {:>8.1} us{}",
         calls as f64 / elapsed.as_secs_f64(),
         percentile(&latencies, 0.50).as_secs_f64() * 1e6,
         percentile(&latencies, 0.99).as_secs_f64() * 1e6,
+        cpu.unwrap_or_default(),
     );
 }
 
@@ -54,6 +65,7 @@ fn main() {
         .stderr(Stdio::null())
         .spawn()
         .expect("spawn the testbed server");
+    let pid = child.id();
     let mut stdin = std::io::BufWriter::new(child.stdin.take().unwrap());
     let mut stdout = BufReader::new(child.stdout.take().unwrap());
     let mut line = String::new();
@@ -68,51 +80,63 @@ fn main() {
     stdin.flush().unwrap();
     assert!(read(&mut stdout)["result"].is_object());
 
-    let call = |id: usize| {
+    let call_2025 = |id: usize| {
         format!(
             r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"echo","arguments":{{"text":"hello"}}}}}}"#
         )
     };
+    let call_2026 = |id: usize| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"echo","arguments":{{"text":"hello"}},"_meta":{{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{{}},"io.modelcontextprotocol/clientInfo":{{"name":"bench","version":"0"}}}}}}}}"#
+        )
+    };
     let mut id = 1;
-
-    // Sequential: one request, wait for its response.
-    let mut latencies = Vec::with_capacity(args.calls);
-    let mut started = Instant::now();
-    for i in 0..args.warmup + args.calls {
-        if i == args.warmup {
-            started = Instant::now();
-        }
-        let t = Instant::now();
-        writeln!(stdin, "{}", call(id)).unwrap();
-        stdin.flush().unwrap();
-        let r = read(&mut stdout);
-        assert_eq!(r["id"], id, "{r}");
-        id += 1;
-        if i >= args.warmup {
-            latencies.push(t.elapsed());
-        }
-    }
-    report("sequential", args.calls, started.elapsed(), latencies);
-
-    // Pipelined: K requests in one write, then K responses.
-    let k = args.pipeline.max(1);
-    let rounds = args.calls.div_ceil(k);
-    let mut latencies = Vec::with_capacity(rounds * k);
-    let started = Instant::now();
-    for _ in 0..rounds {
-        let t = Instant::now();
-        for _ in 0..k {
+    let calls: [(&str, &dyn Fn(usize) -> String); 2] = [("2025", &call_2025), ("2026", &call_2026)];
+    for (era, call) in calls {
+        // Sequential: one request, wait for its response.
+        let mut latencies = Vec::with_capacity(args.calls);
+        let mut started = Instant::now();
+        let mut cpu_before = None;
+        for i in 0..args.warmup + args.calls {
+            if i == args.warmup {
+                started = Instant::now();
+                cpu_before = server_cpu(pid);
+            }
+            let t = Instant::now();
             writeln!(stdin, "{}", call(id)).unwrap();
-            id += 1;
-        }
-        stdin.flush().unwrap();
-        for _ in 0..k {
+            stdin.flush().unwrap();
             let r = read(&mut stdout);
-            assert!(r["result"].is_object(), "{r}");
-            latencies.push(t.elapsed());
+            assert_eq!(r["id"], id, "{r}");
+            id += 1;
+            if i >= args.warmup {
+                latencies.push(t.elapsed());
+            }
         }
+        let cpu = server_cpu(pid).zip(cpu_before).map(|(after, before)| after.saturating_sub(before));
+        report(&format!("{era} sequential"), args.calls, started.elapsed(), latencies, cpu);
+
+        // Pipelined: K requests in one write, then K responses.
+        let k = args.pipeline.max(1);
+        let rounds = args.calls.div_ceil(k);
+        let mut latencies = Vec::with_capacity(rounds * k);
+        let started = Instant::now();
+        let cpu_before = server_cpu(pid);
+        for _ in 0..rounds {
+            let t = Instant::now();
+            for _ in 0..k {
+                writeln!(stdin, "{}", call(id)).unwrap();
+                id += 1;
+            }
+            stdin.flush().unwrap();
+            for _ in 0..k {
+                let r = read(&mut stdout);
+                assert!(r["result"].is_object(), "{r}");
+                latencies.push(t.elapsed());
+            }
+        }
+        let cpu = server_cpu(pid).zip(cpu_before).map(|(after, before)| after.saturating_sub(before));
+        report(&format!("{era} pipeline{k}"), rounds * k, started.elapsed(), latencies, cpu);
     }
-    report(&format!("pipeline{k}"), rounds * k, started.elapsed(), latencies);
 
     drop(stdin);
     let _ = child.wait();

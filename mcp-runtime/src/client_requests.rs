@@ -382,7 +382,7 @@ impl Ask<'_> {
         question: Question,
         parse: impl FnOnce(Value) -> Result<T, String>,
     ) -> Result<T, ClientError> {
-        if !self.ctx.client_supports(question.capability) {
+        if !supports(self.ctx, question.capability) {
             round.fail(crate::era::v2026::missing_capability(question.capability));
             return Err(ClientError::Unsupported { capability: capability_name(question.capability) });
         }
@@ -405,7 +405,7 @@ impl Ask<'_> {
         question: Question,
         parse: impl FnOnce(Value) -> Result<T, String>,
     ) -> Result<T, ClientError> {
-        if !self.ctx.client_supports(question.capability) {
+        if !supports(self.ctx, question.capability) {
             return Err(ClientError::Unsupported { capability: capability_name(question.capability) });
         }
         let answer = self.ctx.send_request(question.method, question.params).await?;
@@ -446,7 +446,7 @@ impl Ask<'_> {
         if self.ctx.round().is_none() && version >= "2025-11-25" {
             params["mode"] = "form".into();
         }
-        Question { method: "elicitation/create", params, capability: &["elicitation"] }
+        Question { method: "elicitation/create", params, capability: &["elicitation", "form"] }
     }
 
     /// See [`Context::elicit`].
@@ -511,9 +511,26 @@ impl Ask<'_> {
     }
 }
 
+/// Whether the client declared what a question needs. Form elicitation is `elicitation: {}` (form by default) or
+/// `elicitation.form`: a client that declared only `elicitation.url` cannot be asked a form.
+fn supports(ctx: &Context, capability: &[&str]) -> bool {
+    match capability {
+        ["elicitation", "form"] => {
+            let declared = ctx.meta().client.as_ref().and_then(|c| c.capabilities.get("elicitation").cloned());
+            match declared {
+                Some(Value::Object(modes)) => {
+                    modes.is_empty() || modes.get("form").is_some_and(|f| !f.is_null()) || !modes.contains_key("url")
+                }
+                _ => false,
+            }
+        }
+        _ => ctx.client_supports(capability),
+    }
+}
+
 fn capability_name(path: &[&str]) -> &'static str {
     match path {
-        ["elicitation"] => "elicitation",
+        ["elicitation"] | ["elicitation", "form"] => "elicitation",
         ["elicitation", "url"] => "elicitation.url",
         ["sampling"] => "sampling",
         ["sampling", "tools"] => "sampling.tools",

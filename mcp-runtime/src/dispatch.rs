@@ -473,32 +473,32 @@ async fn run_handler<R: serde::Serialize + Send + 'static>(call: Call<R>, reques
             complete(&request, result.map(ListResult::Value));
         }
         Outcome::Done(result) => {
-            let result = result.and_then(|r| {
-                if !request.era.is_modern() {
-                    // The 2025 era writes the value as it is.
-                    return serde_json::to_value(r).map(ListResult::Value).map_err(|e| Error::internal(e.to_string()));
+            let frame = match result {
+                Err(e) => jsonrpc::encode_error(Some(&request.id), &e),
+                // The 2025 era writes the value as it is.
+                Ok(r) if !request.era.is_modern() => jsonrpc::encode_result(&request.id, &r),
+                Ok(r) => {
+                    crate::era::v2026::encode_complete(request.conn.server(), &request.id, &r, kind, request.meta.cache)
                 }
-                let value = serde_json::to_value(r).map_err(|e| Error::internal(e.to_string()))?;
-                Ok(ListResult::Value(crate::era::v2026::decorate(
-                    request.conn.server(),
-                    value,
-                    kind,
-                    request.meta.cache,
-                )))
-            });
-            complete(&request, result);
+            };
+            finish(&request, frame);
         }
     }
 }
 
 /// Sends a finished request's response, unless a cancel went first.
 fn complete(request: &Arc<RequestState>, result: Result<ListResult, Error>) {
-    request.conn.forget(request);
     let frame = match result {
         Ok(ListResult::Value(r)) => jsonrpc::encode_result(&request.id, &r),
         Ok(ListResult::Raw(r)) => jsonrpc::encode_result(&request.id, &r),
         Err(e) => jsonrpc::encode_error(Some(&request.id), &e),
     };
+    finish(request, frame);
+}
+
+/// Sends a finished request's final frame, unless a cancel went first.
+fn finish(request: &Arc<RequestState>, frame: String) {
+    request.conn.forget(request);
     if !request.finish(frame) {
         tracing::debug!(id = %request.id, "response dropped: the request was cancelled first");
     }

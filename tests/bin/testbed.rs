@@ -435,3 +435,103 @@ async fn slow_steps(n: u32, ms: u64, ctx: &Context) -> String {
     }
     format!("{n} steps")
 }
+
+// ---- the 2026-07-28 era ----
+
+/// Ask the user who they are, from a plain function (blocking form elicitation: in the 2026 era the question goes
+/// back in an input_required result).
+#[mcp::tool]
+fn ask_name_blocking(ctx: &Context) -> Result<String, mcp::ClientError> {
+    Ok(match ctx.elicit_blocking::<Person>("Who are you?")? {
+        mcp::Elicitation::Accept(p) => format!("Hello, {} ({:?}), from a thread", p.name, p.age),
+        mcp::Elicitation::Decline => "declined".into(),
+        mcp::Elicitation::Cancel => "cancelled".into(),
+    })
+}
+
+/// A favourite colour, as a form.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Colour {
+    /// Your favourite colour.
+    colour: String,
+}
+
+/// Two questions in two rounds (keys `name`, then `colour`); counts the rounds before the last in its round state.
+#[mcp::tool]
+async fn interview(topic: String, ctx: &Context) -> Result<String, mcp::ClientError> {
+    let rounds: u32 = ctx.round_state().unwrap_or(0);
+    ctx.set_round_state(&(rounds + 1));
+    let name = match ctx.ask("name").elicit::<Person>("Who are you?").await? {
+        mcp::Elicitation::Accept(p) => p.name,
+        _ => "someone".into(),
+    };
+    let colour = match ctx.ask("colour").elicit::<Colour>(&format!("{name}, your favourite colour?")).await? {
+        mcp::Elicitation::Accept(c) => c.colour,
+        _ => "no colour".into(),
+    };
+    Ok(format!("{name} likes {colour} ({topic}); earlier rounds: {rounds}"))
+}
+
+/// Run somewhere: 2026-07-28 HTTP clients mirror the arguments in `Mcp-Param-Region`, `Mcp-Param-Shard` and
+/// `Mcp-Param-Dry-Run`.
+#[mcp::tool]
+fn regional(
+    /// Where to run.
+    #[mcp(header = "Region")]
+    region: String,
+    /// On which shard.
+    #[mcp(header = "Shard")]
+    shard: Option<i64>,
+    /// Whether to pretend only.
+    #[mcp(header = "Dry-Run")]
+    dry_run: Option<bool>,
+) -> String {
+    format!("region={region} shard={shard:?} dry_run={dry_run:?}")
+}
+
+/// Report progress once, then sleep `ms` milliseconds; prints `STREAM_SLEEP_START id`, then `STREAM_SLEEP_DONE id`
+/// or `STREAM_SLEEP_ABORTED id` on stderr.
+#[mcp::tool]
+async fn progress_then_sleep(ms: u64, ctx: &Context) -> String {
+    struct Dropped(String, bool);
+    impl Drop for Dropped {
+        fn drop(&mut self) {
+            if !self.1 {
+                eprintln!("STREAM_SLEEP_ABORTED {}", self.0);
+            }
+        }
+    }
+    let mut guard = Dropped(ctx.request_id().to_string(), false);
+    ctx.report_progress(1.0, None, Some("started"));
+    eprintln!("STREAM_SLEEP_START {}", guard.0);
+    tokio::time::sleep(Duration::from_millis(ms)).await;
+    guard.1 = true;
+    eprintln!("STREAM_SLEEP_DONE {}", guard.0);
+    format!("slept {ms} ms")
+}
+
+/// Introduce the user, once they said who they are (asks with the key `who`).
+#[mcp::prompt]
+async fn introduction(ctx: &Context) -> Result<String, mcp::ClientError> {
+    Ok(match ctx.ask("who").elicit::<Person>("Who are you?").await? {
+        mcp::Elicitation::Accept(p) => format!("Please welcome {}.", p.name),
+        _ => "Please welcome our guest.".into(),
+    })
+}
+
+/// A yes or no, as a form.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Confirm {
+    /// Whether to go ahead.
+    ok: bool,
+}
+
+/// A note, readable once the user confirms (asks with the key `confirm`).
+#[mcp::resource(uri = "test://guarded/{name}", mime_type = "text/plain")]
+async fn guarded(name: String, ctx: &Context) -> Result<String, String> {
+    match ctx.ask("confirm").elicit::<Confirm>(&format!("Read the note {name}?")).await {
+        Ok(mcp::Elicitation::Accept(Confirm { ok: true })) => Ok(format!("the note {name}")),
+        Ok(_) => Err(format!("not confirmed: {name} stays closed")),
+        Err(e) => Err(e.to_string()),
+    }
+}

@@ -1,5 +1,6 @@
 //! A testbed served over Streamable HTTP, and a small client that speaks the transport by hand (headers, SSE
-//! events), checking every message the server sends against the 2025-11-25 schema.
+//! events), checking every message the server sends against the schema of its era (2025-11-25, or 2026-07-28 for
+//! the `modern_*` helpers).
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
@@ -24,10 +25,20 @@ impl HttpServer {
 
     /// Starts another server binary that takes `--http ADDR`.
     pub fn start_binary(binary: std::path::PathBuf, flags: &[&str]) -> HttpServer {
+        HttpServer::spawn(binary, flags, &[])
+    }
+
+    /// Starts the testbed with these environment variables set (such as `MCP_REQUEST_STATE_KEY`).
+    pub fn start_with_env(flags: &[&str], env: &[(&str, &str)]) -> HttpServer {
+        HttpServer::spawn(super::testbed(), flags, env)
+    }
+
+    fn spawn(binary: std::path::PathBuf, flags: &[&str], env: &[(&str, &str)]) -> HttpServer {
         let mut child = Command::new(binary)
             .args(["--http", "127.0.0.1:0"])
             .args(flags)
             .env("RUST_LOG", "info")
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -63,6 +74,28 @@ impl HttpServer {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
         false
+    }
+
+    /// Waits until one stderr line contains every one of `needles`.
+    pub async fn wait_stderr_line(&self, needles: &[&str], timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        while Instant::now() < deadline {
+            if self.stderr.lock().unwrap().iter().any(|l| needles.iter().all(|n| l.contains(n))) {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        false
+    }
+
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// The `host:port` the server listens on.
+    pub fn authority(&self) -> &str {
+        self.url.trim_start_matches("http://").trim_end_matches("/mcp")
     }
 
     pub fn client(&self) -> Client {
@@ -266,4 +299,190 @@ impl Body {
         while self.next_event(timeout).await.is_some() {}
         self.response.is_none()
     }
+}
+
+// ---- 2026-07-28 ----
+
+/// The standard headers a conforming 2026-07-28 client sends with `body`: the media types, `MCP-Protocol-Version`
+/// from `_meta` (when the body has one), `Mcp-Method` for a request, and `Mcp-Name` for `tools/call`, `prompts/get`
+/// (`params.name`) and `resources/read` (`params.uri`).
+pub fn modern_headers(body: &Value) -> Vec<(String, String)> {
+    let mut headers = vec![
+        ("Content-Type".to_owned(), "application/json".to_owned()),
+        ("Accept".to_owned(), "application/json, text/event-stream".to_owned()),
+    ];
+    let version = body["params"]["_meta"][super::modern::META_VERSION].as_str().unwrap_or(super::modern::VERSION);
+    headers.push(("MCP-Protocol-Version".to_owned(), version.to_owned()));
+    if let (Some(method), Some(_)) = (body["method"].as_str(), body.get("id")) {
+        headers.push(("Mcp-Method".to_owned(), method.to_owned()));
+        let name = match method {
+            "tools/call" | "prompts/get" => body["params"]["name"].as_str(),
+            "resources/read" => body["params"]["uri"].as_str(),
+            _ => None,
+        };
+        if let Some(name) = name {
+            headers.push(("Mcp-Name".to_owned(), name.to_owned()));
+        }
+    }
+    headers
+}
+
+/// The standard headers with `overrides` applied (names compared without case): `Some(value)` sets a header,
+/// `None` removes it.
+pub fn modern_headers_with(body: &Value, overrides: &[(&str, Option<&str>)]) -> Vec<(String, String)> {
+    let mut headers = modern_headers(body);
+    for (name, value) in overrides {
+        headers.retain(|(n, _)| !n.eq_ignore_ascii_case(name));
+        if let Some(v) = value {
+            headers.push(((*name).to_owned(), (*v).to_owned()));
+        }
+    }
+    headers
+}
+
+impl Client {
+    /// A 2026-07-28 POST: the standard headers of [`modern_headers`], never a session id.
+    pub fn modern_post(&self, body: &Value) -> reqwest::RequestBuilder {
+        self.modern_post_with(body, &[])
+    }
+
+    /// A 2026-07-28 POST with some standard headers changed or removed (see [`modern_headers_with`]).
+    pub fn modern_post_with(&self, body: &Value, overrides: &[(&str, Option<&str>)]) -> reqwest::RequestBuilder {
+        let mut r = self.http.post(&self.url).body(body.to_string());
+        for (name, value) in modern_headers_with(body, overrides) {
+            r = r.header(name, value);
+        }
+        r
+    }
+
+    pub async fn modern_send(&self, body: &Value) -> reqwest::Response {
+        self.modern_post(body).send().await.expect("POST")
+    }
+
+    pub async fn modern_send_with(&self, body: &Value, overrides: &[(&str, Option<&str>)]) -> reqwest::Response {
+        self.modern_post_with(body, overrides).send().await.expect("POST")
+    }
+
+    /// Sends a 2026 request declaring `capabilities`; returns the HTTP status, the response and the notifications
+    /// that came before it on the response's stream. Every message is checked against the 2026-07-28 schema, and no
+    /// session id may come back.
+    pub async fn modern_exchange(
+        &self,
+        id: impl Into<Value>,
+        method: &str,
+        params: Value,
+        capabilities: Value,
+    ) -> (u16, Value, Vec<Value>) {
+        let id = id.into();
+        let body = super::modern::request(id.clone(), method, params, capabilities);
+        let response = self.modern_send(&body).await;
+        let status = response.status().as_u16();
+        assert!(response.headers().get("mcp-session-id").is_none(), "a 2026 response carries no session id");
+        let mut body = Body::of(response).await;
+        let answer = body.modern_response(&id, method).await;
+        (status, answer, body.seen)
+    }
+
+    /// A 2026 request that must succeed with HTTP 200: its response (result or error) and its stream's notifications.
+    pub async fn modern_call(&self, id: impl Into<Value>, method: &str, params: Value) -> (Value, Vec<Value>) {
+        let (status, answer, seen) = self.modern_exchange(id, method, params, json!({})).await;
+        assert_eq!(status, 200, "{method}: {answer}");
+        (answer, seen)
+    }
+}
+
+impl Body {
+    /// The next JSON-RPC message of a 2026 response to a `method` request, skipping SSE comments (keep-alives),
+    /// checked against the 2026-07-28 schema.
+    pub async fn next_modern_message(&mut self, timeout: Duration, method: &str) -> Option<Value> {
+        if let Some(v) = self.json.take() {
+            super::schema::check_modern_message(&v, Some(method)).unwrap();
+            return Some(v);
+        }
+        loop {
+            let event = self.next_event(timeout).await?;
+            if event.data.is_empty() {
+                assert!(event.id.is_none(), "2026 streams have no event ids (no resumability): {event:?}");
+                continue;
+            }
+            assert!(event.id.is_none(), "2026 streams have no event ids (no resumability): {event:?}");
+            let value: Value = serde_json::from_str(&event.data).unwrap();
+            super::schema::check_modern_message(&value, Some(method)).unwrap();
+            return Some(value);
+        }
+    }
+
+    /// Reads a 2026 response until the response to `id`, keeping the notifications before it in `seen`.
+    pub async fn modern_response(&mut self, id: &Value, method: &str) -> Value {
+        loop {
+            let m = self
+                .next_modern_message(Duration::from_secs(10), method)
+                .await
+                .unwrap_or_else(|| panic!("no response to {method}"));
+            if m.get("id") == Some(id) && m.get("method").is_none() {
+                return m;
+            }
+            assert!(m.get("id").is_none(), "only notifications come before the response: {m}");
+            self.seen.push(m);
+        }
+    }
+}
+
+/// A response read off a raw socket.
+#[derive(Debug)]
+pub struct RawResponse {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+}
+
+impl RawResponse {
+    /// A header, by name without case.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+    }
+
+    /// The body as JSON.
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("not JSON ({e}): {self:?}"))
+    }
+}
+
+/// One HTTP/1.1 request written byte for byte on a fresh connection (header names exactly as given, values with their
+/// whitespace): what an HTTP client library would normalise away. The connection is closed after the response.
+pub fn raw_http(authority: &str, method: &str, headers: &[(&str, &str)], body: &str) -> RawResponse {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(authority).expect("connect");
+    stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut request = format!("{method} /mcp HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n");
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request.push_str(&format!("Content-Length: {}\r\n\r\n{body}", body.len()));
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).expect("read the response");
+    let raw = String::from_utf8_lossy(&raw).into_owned();
+    let (head, rest) = raw.split_once("\r\n\r\n").unwrap_or_else(|| panic!("no end of headers: {raw}"));
+    let mut lines = head.split("\r\n");
+    let status = lines.next().and_then(|l| l.split(' ').nth(1)).and_then(|s| s.parse().ok()).expect("a status line");
+    let headers: Vec<(String, String)> =
+        lines.filter_map(|l| l.split_once(':')).map(|(n, v)| (n.trim().to_owned(), v.trim().to_owned())).collect();
+    let chunked =
+        headers.iter().any(|(n, v)| n.eq_ignore_ascii_case("transfer-encoding") && v.eq_ignore_ascii_case("chunked"));
+    let body = if chunked { dechunk(rest) } else { rest.to_owned() };
+    RawResponse { status, headers, body }
+}
+
+fn dechunk(mut rest: &str) -> String {
+    let mut out = String::new();
+    while let Some((size, after)) = rest.split_once("\r\n") {
+        let size = usize::from_str_radix(size.split(';').next().unwrap_or_default().trim(), 16).unwrap_or(0);
+        if size == 0 || after.len() < size {
+            break;
+        }
+        out.push_str(&after[..size]);
+        rest = after[size..].trim_start_matches("\r\n");
+    }
+    out
 }

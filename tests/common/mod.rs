@@ -1,15 +1,17 @@
 //! Test harness: a server as a child process spoken to in raw JSON-RPC lines over its stdio, with every message it
-//! writes validated against the official JSON Schema of MCP 2025-11-25.
+//! writes validated against the official JSON Schema of its era: MCP 2025-11-25, or 2026-07-28 for what answers (or
+//! belongs to) a request carrying the 2026 envelope.
 
 #![allow(dead_code)]
 
 pub mod http;
 pub mod install;
+pub mod modern;
 pub mod node;
 pub mod python;
 pub mod schema;
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
@@ -46,6 +48,82 @@ pub struct Server {
     stderr_reader: Option<std::thread::JoinHandle<()>>,
     /// Messages of this server that broke the schema.
     schema_failures: Arc<Mutex<Vec<String>>>,
+    /// Which requests we sent belong to which protocol era, so each message is checked against its era's schema.
+    eras: Arc<Mutex<Eras>>,
+}
+
+/// What the harness knows of the eras of the requests it sent.
+#[derive(Default)]
+struct Eras {
+    /// Ids of 2026-07-28 requests.
+    modern_ids: HashSet<String>,
+    /// Progress tokens of 2026 requests, and of 2025 requests.
+    modern_tokens: HashSet<String>,
+    legacy_tokens: HashSet<String>,
+    any_modern: bool,
+    any_legacy: bool,
+}
+
+impl Eras {
+    /// Notes a request we send: 2026-07-28 if its `_meta` names a protocol version or its method exists only in that
+    /// era (the rule the server's stdio transport applies).
+    fn record(&mut self, message: &Value) {
+        let (Some(id), Some(method)) = (message.get("id"), message.get("method").and_then(Value::as_str)) else {
+            return;
+        };
+        let meta = &message["params"]["_meta"];
+        let modern = modern::is_modern_request(method, &message["params"]);
+        let token = meta.get("progressToken").map(Value::to_string);
+        if modern {
+            self.any_modern = true;
+            self.modern_ids.insert(id.to_string());
+            self.modern_tokens.extend(token);
+        } else {
+            self.any_legacy = true;
+            self.legacy_tokens.extend(token);
+        }
+    }
+
+    /// Checks a message the server wrote against the schema of its era. Responses go by the request they answer.
+    /// Notifications: tagged with a subscription id, 2026; progress, by its token; others by the eras this process
+    /// has seen (valid in either when both).
+    fn check(&self, message: &Value, method: Option<&str>) -> Result<(), String> {
+        let is_response = message.get("method").is_none();
+        if is_response {
+            let modern = message.get("id").is_some_and(|id| self.modern_ids.contains(&id.to_string()));
+            return if modern {
+                schema::check_modern_message(message, method)
+            } else {
+                schema::check_server_message(message, method)
+            };
+        }
+        let params = &message["params"];
+        let modern = if params["_meta"].get("io.modelcontextprotocol/subscriptionId").is_some() {
+            Some(true)
+        } else if let Some(token) = params.get("progressToken").map(Value::to_string) {
+            if self.modern_tokens.contains(&token) {
+                Some(true)
+            } else if self.legacy_tokens.contains(&token) {
+                Some(false)
+            } else {
+                None
+            }
+        } else {
+            None
+        };
+        let modern = modern.or(match (self.any_modern, self.any_legacy) {
+            (true, false) => Some(true),
+            (false, _) => Some(false),
+            (true, true) => None,
+        });
+        match modern {
+            Some(true) => schema::check_modern_message(message, method),
+            Some(false) => schema::check_server_message(message, method),
+            None => schema::check_modern_message(message, method).or_else(|modern| {
+                schema::check_server_message(message, method).map_err(|legacy| format!("{modern}\n{legacy}"))
+            }),
+        }
+    }
 }
 
 pub const WAIT: Duration = Duration::from_secs(10);
@@ -70,6 +148,8 @@ impl Server {
         let methods_r = methods.clone();
         let schema_failures: Arc<Mutex<Vec<String>>> = Arc::default();
         let failures = schema_failures.clone();
+        let eras: Arc<Mutex<Eras>> = Arc::default();
+        let eras_r = eras.clone();
         std::thread::spawn(move || {
             for line in BufReader::new(stdout).lines() {
                 let Ok(line) = line else { break };
@@ -78,7 +158,7 @@ impl Server {
                 let method = value.get("id").and_then(|id| methods_r.lock().unwrap().get(&id.to_string()).cloned());
                 // Panicking here would only end this thread; record the failure where the test sees it, before the
                 // test can see the message itself.
-                if let Err(e) = schema::check_server_message(&value, method.as_deref()) {
+                if let Err(e) = eras_r.lock().unwrap().check(&value, method.as_deref()) {
                     failures.lock().unwrap().push(e);
                 }
                 if tx.send(value).is_err() {
@@ -105,6 +185,7 @@ impl Server {
             next_id: 1000,
             stderr_reader: Some(stderr_reader),
             schema_failures,
+            eras,
         }
     }
 
@@ -120,6 +201,7 @@ impl Server {
         if let (Some(id), Some(method)) = (message.get("id"), message.get("method").and_then(Value::as_str)) {
             self.methods.lock().unwrap().insert(id.to_string(), method.to_owned());
         }
+        self.eras.lock().unwrap().record(&message);
         self.send_raw(&message.to_string());
     }
 

@@ -1,4 +1,6 @@
-//! Validation of what a server writes against `../shared/spec/2025-11-25/schema.json`.
+//! Validation of what a server writes against the official JSON Schema of its era:
+//! `../shared/spec/2025-11-25/schema.json` for messages of the 2025 era, `../shared/spec/2026-07-28/schema.json` for
+//! messages of the 2026 era.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -33,7 +35,10 @@ fn validators() -> &'static Validators {
 
 /// Validates `instance` against the definition `name` of the 2025-11-25 schema.
 pub fn validate(name: &str, instance: &Value) -> Result<(), String> {
-    let v = validators();
+    validate_in(validators(), name, instance)
+}
+
+fn validate_in(v: &'static Validators, name: &str, instance: &Value) -> Result<(), String> {
     let validator = {
         let mut compiled = v.compiled.lock().unwrap();
         *compiled.entry(name.to_owned()).or_insert_with(|| {
@@ -88,4 +93,117 @@ pub fn check_server_message(message: &Value, method: Option<&str>) -> Result<(),
         Some(def) => validate(def, &message["result"]),
         None => Ok(()),
     }
+}
+
+// ---- 2026-07-28 ----
+
+fn modern_validators() -> &'static Validators {
+    static V: OnceLock<Validators> = OnceLock::new();
+    V.get_or_init(|| {
+        let path = schema_path("2026-07-28");
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        Validators { document: serde_json::from_str(&text).unwrap(), compiled: Mutex::default() }
+    })
+}
+
+/// Validates `instance` against the definition `name` of the 2026-07-28 schema.
+pub fn validate_2026(name: &str, instance: &Value) -> Result<(), String> {
+    validate_in(modern_validators(), name, instance)
+}
+
+/// The 2026 result definition for a request method, and whether the method may answer `input_required`
+/// (only `tools/call`, `prompts/get` and `resources/read` may).
+fn modern_result_definition(method: &str) -> (&'static str, bool) {
+    match method {
+        "server/discover" => ("DiscoverResult", false),
+        "tools/list" => ("ListToolsResult", false),
+        "tools/call" => ("CallToolResult", true),
+        "prompts/list" => ("ListPromptsResult", false),
+        "prompts/get" => ("GetPromptResult", true),
+        "resources/list" => ("ListResourcesResult", false),
+        "resources/templates/list" => ("ListResourceTemplatesResult", false),
+        "resources/read" => ("ReadResourceResult", true),
+        "completion/complete" => ("CompleteResult", false),
+        "subscriptions/listen" => ("SubscriptionsListenResult", false),
+        _ => ("Result", false),
+    }
+}
+
+/// The definition of a server notification of the 2026 schema, by method (`notifications/progress` →
+/// `ProgressNotification`).
+fn modern_notification_definition(method: &str) -> Option<&'static str> {
+    static BY_METHOD: OnceLock<HashMap<String, &'static str>> = OnceLock::new();
+    let by_method = BY_METHOD.get_or_init(|| {
+        let defs = modern_validators().document["$defs"].as_object().expect("$defs");
+        let mut map = HashMap::new();
+        for (name, def) in defs {
+            if let (true, Some(m)) = (name.ends_with("Notification"), def["properties"]["method"]["const"].as_str()) {
+                map.insert(m.to_owned(), &*Box::leak(name.clone().into_boxed_str()));
+            }
+        }
+        map
+    });
+    by_method.get(method).copied()
+}
+
+/// Validates one message a server wrote for a 2026-07-28 request (its response, or a notification of it); `method`
+/// is the method of the request it answers, if known. Beyond the schema it checks what the schema cannot say: the
+/// server sends no requests, `resultType` is `complete` or `input_required` (the latter only where allowed, with
+/// `inputRequests` or `requestState`, bare requests, and no caching hints), retired and undefined reserved error codes
+/// are not used, and a `subscriptions/listen` result names its own id.
+pub fn check_modern_message(message: &Value, method: Option<&str>) -> Result<(), String> {
+    if let Some(m) = message.get("method") {
+        if message.get("id").is_some() {
+            return Err(format!("a server request in the 2026-07-28 era, which forbids them: {message}"));
+        }
+        let m = m.as_str().unwrap_or_default();
+        let def = modern_notification_definition(m)
+            .ok_or_else(|| format!("{m} is not a notification of the 2026-07-28 schema: {message}"))?;
+        return validate_2026("ServerNotification", message).and(validate_2026(def, message));
+    }
+    if let Some(error) = message.get("error") {
+        let code = error.get("code").and_then(Value::as_i64);
+        if matches!(code, Some(-32002 | -32042)) {
+            return Err(format!("a retired error code (the 2026-07-28 era must not emit it): {message}"));
+        }
+        if code.is_some_and(|c| (-32099..=-32023).contains(&c)) {
+            return Err(format!("a code the MCP spec reserves and has not defined: {message}"));
+        }
+        let def = match code {
+            Some(-32020) => "HeaderMismatchError",
+            Some(-32021) => "MissingRequiredClientCapabilityError",
+            Some(-32022) => "UnsupportedProtocolVersionError",
+            _ => "JSONRPCErrorResponse",
+        };
+        return validate_2026("JSONRPCErrorResponse", message).and(validate_2026(def, message));
+    }
+    validate_2026("JSONRPCResultResponse", message)?;
+    let result = &message["result"];
+    let (def, may_ask) = method.map(modern_result_definition).unwrap_or(("Result", true));
+    match result.get("resultType").and_then(Value::as_str) {
+        Some("input_required") => {
+            if !may_ask {
+                return Err(format!("an input_required result to {method:?}, which may not ask: {message}"));
+            }
+            validate_2026("InputRequiredResult", result)?;
+            if result.get("inputRequests").is_none() && result.get("requestState").is_none() {
+                return Err(format!("an input_required result with neither inputRequests nor requestState: {message}"));
+            }
+            if result.get("ttlMs").is_some() || result.get("cacheScope").is_some() {
+                return Err(format!("an input_required result with caching hints: {message}"));
+            }
+            let questions = result.get("inputRequests").and_then(Value::as_object);
+            if questions.is_some_and(|q| q.values().any(|r| r.get("id").is_some() || r.get("jsonrpc").is_some())) {
+                return Err(format!("inputRequests are bare requests, without id or jsonrpc: {message}"));
+            }
+        }
+        Some("complete") => validate_2026(def, result)?,
+        _ => return Err(format!("resultType must be \"complete\" or \"input_required\": {message}")),
+    }
+    if method == Some("subscriptions/listen")
+        && result["_meta"]["io.modelcontextprotocol/subscriptionId"] != message["id"]
+    {
+        return Err(format!("a subscriptions/listen result must name its own id as subscriptionId: {message}"));
+    }
+    Ok(())
 }

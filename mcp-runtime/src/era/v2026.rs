@@ -93,8 +93,15 @@ fn unsupported_version(requested: &str) -> Error {
         .with_data(json!({ "supported": STATELESS_VERSIONS, "requested": requested }))
 }
 
-fn envelope(params: Option<&Value>) -> Result<Envelope, Error> {
-    let meta = meta_of(params)?;
+fn envelope(meta: Map<String, Value>) -> Result<Envelope, Error> {
+    let missing: Vec<&str> = [META_VERSION, META_CAPABILITIES].into_iter().filter(|k| !meta.contains_key(*k)).collect();
+    if !missing.is_empty() {
+        return Err(Error::invalid_params(format!(
+            "invalid params: a 2026-07-28 request carries its envelope in `params._meta`; missing: {}",
+            missing.join(", ")
+        ))
+        .with_data(json!({ "missing": missing })));
+    }
     let version = match meta.get(META_VERSION) {
         Some(Value::String(v)) => v.clone(),
         _ => return Err(Error::invalid_params(format!("`_meta[\"{META_VERSION}\"]` must be a string"))),
@@ -108,7 +115,7 @@ fn envelope(params: Option<&Value>) -> Result<Envelope, Error> {
     };
     let info = match meta.get(META_CLIENT_INFO) {
         None | Some(Value::Null) => Implementation::new("unknown", "0"),
-        Some(v) => serde_json::from_value(v.clone())
+        Some(v) => <Implementation as serde::Deserialize>::deserialize(v)
             .map_err(|e| Error::invalid_params(format!("`_meta[\"{META_CLIENT_INFO}\"]`: {e}")))?,
     };
     let log_level = match meta.get(META_LOG_LEVEL) {
@@ -116,7 +123,7 @@ fn envelope(params: Option<&Value>) -> Result<Envelope, Error> {
         Some(Value::String(l)) => Some(l.parse::<LogLevel>().map_err(Error::invalid_params)?),
         Some(other) => return Err(Error::invalid_params(format!("invalid log level {other}"))),
     };
-    Ok(Envelope { version, client: Arc::new(ClientInfo { info, capabilities }), log_level, meta: meta.clone() })
+    Ok(Envelope { version, client: Arc::new(ClientInfo { info, capabilities }), log_level, meta })
 }
 
 /// Serves one 2026-era request on a connection (the stdio process's, or one made for an HTTP request).
@@ -133,13 +140,18 @@ fn serve(
     params: Option<Value>,
     origin: &Origin,
 ) -> Result<(), Error> {
-    let envelope = envelope(params.as_ref())?;
-    let server = conn.server();
     let mut params = match params {
+        None | Some(Value::Null) => Map::new(),
         Some(Value::Object(p)) => p,
-        _ => Map::new(),
+        Some(_) => return Err(Error::invalid_params("`params` must be an object")),
     };
-    params.remove("_meta");
+    let meta = match params.remove("_meta") {
+        None | Some(Value::Null) => Map::new(),
+        Some(Value::Object(m)) => m,
+        Some(_) => return Err(Error::invalid_params("`params._meta` must be an object")),
+    };
+    let envelope = envelope(meta)?;
+    let server = conn.server();
     let mut meta =
         RequestMeta::new(Era::V2026, envelope.version.into(), Some(envelope.client)).with_meta(Some(envelope.meta));
     meta.log_level = envelope.log_level;
@@ -208,6 +220,55 @@ pub(crate) fn decorate(
     result
 }
 
+/// The fields every 2026 result starts with, as JSON members: `"resultType":"complete","_meta":{serverInfo}`.
+pub(crate) fn result_prefix(info: &Value) -> String {
+    format!(r#""resultType":"complete","_meta":{{"{META_SERVER_INFO}":{info}}}"#)
+}
+
+/// A handler's 2026 response: its result serialized once, with `resultType`, the server's info and (for cacheable
+/// results) the caching hints spliced in front of its fields; through a `Value` only when the result has a `_meta`
+/// (or a `resultType`) of its own to merge with.
+pub(crate) fn encode_complete<T: serde::Serialize>(
+    server: &Server,
+    id: &RequestId,
+    result: &T,
+    kind: ResultKind,
+    cache: Option<crate::handler::resource::CacheHint>,
+) -> String {
+    let body = match serde_json::to_string(result) {
+        Ok(b) => b,
+        Err(e) => {
+            return jsonrpc::encode_error(Some(id), &Error::internal(format!("could not serialize the result: {e}")))
+        }
+    };
+    let spliceable = body.len() >= 2
+        && body.starts_with('{')
+        && body.ends_with('}')
+        && !body.contains(r#""_meta""#)
+        && !body.contains(r#""resultType""#);
+    if !spliceable {
+        return match serde_json::from_str::<Value>(&body) {
+            Ok(value) => jsonrpc::encode_result(id, &decorate(server, value, kind, cache)),
+            Err(e) => jsonrpc::encode_error(Some(id), &Error::internal(e.to_string())),
+        };
+    }
+    let prefix = &server.inner.result_prefix;
+    let mut out = String::with_capacity(body.len() + prefix.len() + 48);
+    out.push('{');
+    out.push_str(prefix);
+    if kind != ResultKind::Plain {
+        let cache = cache.unwrap_or(server.inner.cache);
+        out.push_str(&format!(r#","ttlMs":{},"cacheScope":"{}""#, cache.ttl_ms, cache.scope.as_str()));
+    }
+    let fields = &body[1..body.len() - 1];
+    if !fields.trim().is_empty() {
+        out.push(',');
+        out.push_str(fields);
+    }
+    out.push('}');
+    jsonrpc::encode_raw_result(id, &out)
+}
+
 fn stamp_server_info(server: &Server, map: &mut Map<String, Value>) {
     let meta = map.entry("_meta").or_insert_with(|| Value::Object(Map::new()));
     if let Value::Object(meta) = meta {
@@ -249,8 +310,9 @@ struct SealedState {
 /// One run of a 2026 handler: the answers it can use, and the questions it asked that have none yet.
 pub(crate) struct Round {
     pub log_level: Option<LogLevel>,
-    /// `None` where questions are not allowed (lists, completion, custom methods).
-    binding: Option<Binding>,
+    /// What a sealed state of this request is bound to; `None` where questions are not allowed (lists,
+    /// completion, custom methods).
+    target: Option<Target>,
     answers: Map<String, Value>,
     carried: Option<Value>,
     inner: Mutex<RoundInner>,
@@ -271,6 +333,25 @@ fn now_secs() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or_default()
 }
 
+/// The request a round belongs to; its digest is computed only when a state is opened or sealed.
+struct Target {
+    method: String,
+    target: String,
+    arguments: Value,
+    principal: Option<String>,
+}
+
+impl Target {
+    fn binding(&self) -> Binding {
+        Binding {
+            m: self.method.clone(),
+            t: self.target.clone(),
+            d: digest(&self.arguments),
+            p: self.principal.clone(),
+        }
+    }
+}
+
 fn digest(value: &Value) -> String {
     let bytes = serde_json::to_vec(value).unwrap_or_default();
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(Sha256::digest(&bytes))
@@ -281,7 +362,7 @@ impl Round {
     fn plain(log_level: Option<LogLevel>) -> Round {
         Round {
             log_level,
-            binding: None,
+            target: None,
             answers: Map::new(),
             carried: None,
             inner: Mutex::new(RoundInner::default()),
@@ -309,7 +390,7 @@ impl Round {
         let target = target.and_then(Value::as_str).unwrap_or_default().to_owned();
         let arguments = params.get("arguments").cloned().unwrap_or(Value::Null);
         let principal = meta.http.as_ref().and_then(|h| h.auth.as_ref()).map(|a| a.subject.clone());
-        let binding = Binding { m: method.to_owned(), t: target, d: digest(&arguments), p: principal };
+        let target = Target { method: method.to_owned(), target, arguments, principal };
         let mut answers = Map::new();
         let mut carried = None;
         match state {
@@ -320,7 +401,7 @@ impl Round {
                 let Some(opened) = opened else {
                     return Err(Error::invalid_params("invalid requestState: it failed its integrity check"));
                 };
-                if opened.binding != binding {
+                if opened.binding != target.binding() {
                     return Err(Error::invalid_params(
                         "invalid requestState: it belongs to another request (method, target, arguments or caller differ)",
                     ));
@@ -340,7 +421,7 @@ impl Round {
         }
         Ok(Round {
             log_level,
-            binding: Some(binding),
+            target: Some(target),
             answers,
             carried,
             inner: Mutex::new(RoundInner::default()),
@@ -368,7 +449,7 @@ impl Round {
 
     /// The answer to question `key`, or (no answer yet) the question is recorded and the handler interrupted.
     pub(crate) fn ask(&self, key: &str, method: &str, params: Value) -> Option<Value> {
-        if self.binding.is_none() {
+        if self.target.is_none() {
             self.fail(Error::internal(format!(
                 "a handler asked the client (`{method}`) where the 2026-07-28 protocol allows no questions: only \
                  tools/call, prompts/get and resources/read can return input_required results"
@@ -415,7 +496,7 @@ pub(crate) fn interrupted_result(request: &RequestState) -> Result<Value, Error>
     if let Some(failure) = inner.failure.take() {
         return Err(failure);
     }
-    let Some(binding) = round.binding.clone() else {
+    let Some(binding) = round.target.as_ref().map(Target::binding) else {
         return Err(Error::internal("a question where none is allowed"));
     };
     let server = request.conn.server();
@@ -443,6 +524,8 @@ pub(crate) fn interrupted_result(request: &RequestState) -> Result<Value, Error>
 
 /// -32021 for a capability the request did not declare, with the capability as a `ClientCapabilities` object.
 pub(crate) fn missing_capability(path: &[&str]) -> Error {
+    // `elicitation: {}` is how a client declares form mode.
+    let path = if path == ["elicitation", "form"] { &path[..1] } else { path };
     let mut required = json!({});
     for key in path.iter().rev() {
         required = json!({ *key: required });
@@ -678,6 +761,10 @@ fn check_param_headers(headers: &axum::http::HeaderMap, params: Option<&Value>, 
         let value = param.path.iter().try_fold(arguments, |v, key| Some(v?.get(key))).flatten();
         let header_name = format!("mcp-param-{}", param.header);
         let header = headers.get(header_name.as_str());
+        // A header this tool recognises must hold visible ASCII, whether or not its argument is there.
+        if header.is_some_and(|h| h.to_str().is_err()) {
+            return Err(mismatch(format!("the Mcp-Param-{} header holds invalid characters", param.header)));
+        }
         let value = match value {
             None | Some(Value::Null) => continue, // nothing to mirror; a header, if any, is not expected
             Some(v) => v,
@@ -749,18 +836,20 @@ mod tests {
 
     #[test]
     fn the_envelope_needs_version_and_capabilities_and_a_served_version() {
-        let meta = |m: Value| Some(json!({ "_meta": m }));
-        let missing = envelope(meta(json!({ META_VERSION: "2026-07-28" })).as_ref()).err().unwrap();
+        let meta = |m: Value| match m {
+            Value::Object(m) => m,
+            _ => unreachable!(),
+        };
+        let missing = envelope(meta(json!({ META_VERSION: "2026-07-28" }))).err().unwrap();
         assert_eq!(missing.code, ErrorCode::INVALID_PARAMS);
         assert!(missing.message.contains(META_CAPABILITIES), "{}", missing.message);
-        let old = envelope(meta(json!({ META_VERSION: "2025-11-25", META_CAPABILITIES: {} })).as_ref()).err().unwrap();
+        let old = envelope(meta(json!({ META_VERSION: "2025-11-25", META_CAPABILITIES: {} }))).err().unwrap();
         assert_eq!(old.code, UNSUPPORTED_VERSION);
         assert_eq!(old.data.unwrap()["requested"], "2025-11-25");
-        let bad_level = envelope(
-            meta(json!({ META_VERSION: "2026-07-28", META_CAPABILITIES: {}, META_LOG_LEVEL: "loud" })).as_ref(),
-        );
+        let bad_level =
+            envelope(meta(json!({ META_VERSION: "2026-07-28", META_CAPABILITIES: {}, META_LOG_LEVEL: "loud" })));
         assert_eq!(bad_level.err().unwrap().code, ErrorCode::INVALID_PARAMS);
-        let ok = envelope(meta(json!({ META_VERSION: "2026-07-28", META_CAPABILITIES: {"roots": {}} })).as_ref()).ok();
+        let ok = envelope(meta(json!({ META_VERSION: "2026-07-28", META_CAPABILITIES: {"roots": {}} }))).ok();
         assert!(ok.is_some_and(|e| e.log_level.is_none() && e.client.capabilities["roots"] == json!({})));
     }
 }

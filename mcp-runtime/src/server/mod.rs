@@ -72,6 +72,8 @@ pub(crate) struct ServerInner {
     listeners: Listeners,
     /// The `serverInfo`, as JSON (2026 results carry it in `_meta`).
     pub info_value: Value,
+    /// What every 2026 result starts with (`resultType`, `_meta` with the server's info), serialized once.
+    pub result_prefix: String,
     /// The result of `server/discover`, built once.
     pub discover: Value,
     /// The caching hints of 2026 lists, `server/discover` and resource reads without their own.
@@ -504,6 +506,7 @@ impl ServerBuilder {
                 shutdown_timeout: self.shutdown_timeout.unwrap_or(DEFAULT_SHUTDOWN_TIMEOUT),
                 sessions: Mutex::new(Vec::new()),
                 listeners: Mutex::new(Vec::new()),
+                result_prefix: crate::era::v2026::result_prefix(&info_value),
                 info_value,
                 discover,
                 cache,

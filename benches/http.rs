@@ -1,0 +1,166 @@
+//! `tools/call` round trips over Streamable HTTP against the testbed's `echo` tool, with C concurrent clients in a
+//! closed loop: 2025-11-25 sessions (SSE answers) and stateless 2026-07-28 requests (JSON answers). Prints calls/s,
+//! p50/p99 latency and the server's CPU time per call for each era.
+//!
+//! Run with `cargo bench --bench http` (optionally `-- --clients C --seconds S`). A benchmark, not a test: the
+//! figures depend on the machine; compare runs from one sitting.
+
+use std::net::TcpListener;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+struct Args {
+    clients: usize,
+    seconds: u64,
+}
+
+fn parse_args() -> Args {
+    let mut args = Args { clients: 4, seconds: 3 };
+    let mut it = std::env::args().skip(1);
+    while let Some(a) = it.next() {
+        let mut value = || it.next().and_then(|v| v.parse().ok()).expect("a number after the option");
+        match a.as_str() {
+            "--clients" => args.clients = value() as usize,
+            "--seconds" => args.seconds = value(),
+            _ => {} // cargo bench passes `--bench`
+        }
+    }
+    args
+}
+
+/// The server's CPU time so far (user + system), from `/proc/PID/stat` (Linux; clock ticks of 10 ms).
+fn server_cpu(pid: u32) -> Option<Duration> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    Some(Duration::from_millis(ticks * 10))
+}
+
+const ENVELOPE: &str = r#"{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"bench","version":"0"}}"#;
+
+/// One client's loop: calls until the deadline, returning each call's latency.
+async fn client(http: reqwest::Client, url: String, modern: bool, deadline: Instant) -> Vec<Duration> {
+    let accept = "application/json, text/event-stream";
+    let mut session = None;
+    if !modern {
+        let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}});
+        let r = http
+            .post(&url)
+            .header("accept", accept)
+            .header("content-type", "application/json")
+            .body(init.to_string())
+            .send()
+            .await
+            .expect("initialize");
+        session = r.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()).map(str::to_owned);
+        let _ = r.text().await;
+        let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        let mut post = http
+            .post(&url)
+            .header("accept", accept)
+            .header("content-type", "application/json")
+            .header("mcp-protocol-version", "2025-11-25");
+        if let Some(s) = &session {
+            post = post.header("mcp-session-id", s);
+        }
+        let _ = post.body(initialized.to_string()).send().await.expect("initialized");
+    }
+    let mut latencies = Vec::new();
+    let mut id = 1u64;
+    while Instant::now() < deadline {
+        let body = if modern {
+            format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"echo","arguments":{{"text":"hello"}},"_meta":{ENVELOPE}}}}}"#
+            )
+        } else {
+            format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"echo","arguments":{{"text":"hello"}}}}}}"#
+            )
+        };
+        let t = Instant::now();
+        let mut post = http.post(&url).header("accept", accept).header("content-type", "application/json");
+        if modern {
+            post = post
+                .header("mcp-protocol-version", "2026-07-28")
+                .header("mcp-method", "tools/call")
+                .header("mcp-name", "echo");
+        } else {
+            post = post.header("mcp-protocol-version", "2025-11-25");
+            if let Some(s) = &session {
+                post = post.header("mcp-session-id", s);
+            }
+        }
+        let text = post.body(body).send().await.expect("a response").text().await.expect("a body");
+        assert!(text.contains(r#""result""#), "{text}");
+        latencies.push(t.elapsed());
+        id += 1;
+    }
+    latencies
+}
+
+fn main() {
+    let args = parse_args();
+    let port = TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free port").port();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_testbed"))
+        .args(["--http", &format!("127.0.0.1:{port}")])
+        .env("RUST_LOG", "warn")
+        .env("MCP_REQUEST_STATE_KEY", "00".repeat(32))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn the testbed server");
+    let pid = child.id();
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    runtime.block_on(async {
+        let started = Instant::now();
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(started.elapsed() < Duration::from_secs(10), "the server did not listen");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let http = reqwest::Client::builder().pool_max_idle_per_host(64).build().unwrap();
+        let url = Arc::new(url);
+        for (era, modern) in
+            [("2025 sse", false), ("2026 stateless", true), ("2025 sse", false), ("2026 stateless", true)]
+        {
+            // A short warm-up, then the measured run.
+            let warmup = Instant::now() + Duration::from_millis(300);
+            let tasks: Vec<_> = (0..args.clients)
+                .map(|_| tokio::spawn(client(http.clone(), url.to_string(), modern, warmup)))
+                .collect();
+            for t in tasks {
+                t.await.unwrap();
+            }
+            let cpu_before = server_cpu(pid);
+            let began = Instant::now();
+            let deadline = began + Duration::from_secs(args.seconds);
+            let tasks: Vec<_> = (0..args.clients)
+                .map(|_| tokio::spawn(client(http.clone(), url.to_string(), modern, deadline)))
+                .collect();
+            let mut latencies: Vec<Duration> = Vec::new();
+            for t in tasks {
+                latencies.extend(t.await.unwrap());
+            }
+            let elapsed = began.elapsed();
+            let cpu = server_cpu(pid).zip(cpu_before).map(|(a, b)| a.saturating_sub(b));
+            latencies.sort();
+            let calls = latencies.len();
+            let pct = |p: f64| latencies[((calls as f64 - 1.0) * p).round() as usize].as_secs_f64() * 1e6;
+            println!(
+                "{era:<15} c={} {calls:>7} calls  {:>8.0} calls/s  p50 {:>7.1} us  p99 {:>7.1} us{}",
+                args.clients,
+                calls as f64 / elapsed.as_secs_f64(),
+                pct(0.50),
+                pct(0.99),
+                cpu.map(|c| format!("  server CPU {:>5.1} us/call", c.as_secs_f64() * 1e6 / calls as f64))
+                    .unwrap_or_default(),
+            );
+        }
+    });
+    let _ = child.kill();
+    let _ = child.wait();
+}
