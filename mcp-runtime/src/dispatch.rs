@@ -202,6 +202,11 @@ impl Connection {
         }
     }
 
+    /// Whether anything is in flight.
+    pub(crate) fn is_busy(&self) -> bool {
+        !self.table().is_empty()
+    }
+
     /// Takes a finished request out of the table (if it is still there, and still this one).
     pub(crate) fn forget(&self, request: &Arc<RequestState>) {
         let mut table = self.table();

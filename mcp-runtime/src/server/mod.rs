@@ -388,7 +388,8 @@ impl ServerBuilder {
         self
     }
 
-    /// How long shutdown waits for cancelled handlers and cleanups, and then for the shutdown hooks. Default 5 s.
+    /// How long shutdown may take, all of it: waiting for cancelled handlers and their cleanups, writing the last
+    /// frames, then the shutdown hooks, which get what is left. Default 5 s.
     pub fn shutdown_timeout(mut self, timeout: Duration) -> Self {
         self.shutdown_timeout = Some(timeout);
         self
@@ -570,6 +571,11 @@ impl Server {
 
     /// Runs the shutdown hooks (once; later calls do nothing), bounded by the shutdown timeout.
     pub async fn shutdown(&self) {
+        self.shutdown_by(tokio::time::Instant::now() + self.inner.shutdown_timeout).await
+    }
+
+    /// Runs the shutdown hooks, giving up at `deadline` (what is left of the shutdown's one deadline).
+    pub(crate) async fn shutdown_by(&self, deadline: tokio::time::Instant) {
         let hooks = std::mem::take(&mut *self.inner.shutdown_hooks.lock().unwrap_or_else(|e| e.into_inner()));
         if hooks.is_empty() {
             return;
@@ -579,8 +585,8 @@ impl Server {
                 hook.await;
             }
         };
-        if tokio::time::timeout(self.inner.shutdown_timeout, run).await.is_err() {
-            tracing::warn!(timeout = ?self.inner.shutdown_timeout, "shutdown hooks did not finish in time");
+        if tokio::time::timeout_at(deadline, run).await.is_err() {
+            tracing::warn!(timeout = ?self.inner.shutdown_timeout, "shutdown hooks did not finish by the shutdown deadline");
         }
     }
 
@@ -750,9 +756,9 @@ impl Server {
     pub async fn serve_stdio(self) -> std::io::Result<()> {
         let stdin = crate::transport::ThreadStdin::spawn();
         let (stdout, written) = crate::transport::spawn_stdout();
-        let result =
+        let (result, deadline) =
             crate::transport::stdio::serve_with(self.clone(), stdin, Arc::new(stdout), written, stop_signal()).await;
-        self.shutdown().await;
+        self.shutdown_by(deadline).await;
         result
     }
 

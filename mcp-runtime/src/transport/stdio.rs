@@ -2,7 +2,6 @@
 
 use std::io;
 use std::sync::Arc;
-use std::time::Duration;
 
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, BufWriter};
 use tokio::sync::mpsc;
@@ -33,18 +32,18 @@ where
             Err(e) => Err(io::Error::other(e)),
         }
     };
-    serve_with(server, reader, Arc::new(ChannelSink(tx)), written, stop).await
+    serve_with(server, reader, Arc::new(ChannelSink(tx)), written, stop).await.0
 }
 
 /// Serves one session: frames go to `sink`; `written` completes once every frame was written (after the last sink
-/// is dropped).
+/// is dropped). Returns how it ended and the shutdown deadline it kept (the hooks that follow get what is left).
 pub(crate) async fn serve_with<R>(
     server: Server,
     reader: R,
     sink: crate::dispatch::Sink,
     written: impl std::future::Future<Output = io::Result<()>>,
     stop: impl std::future::Future<Output = ()>,
-) -> io::Result<()>
+) -> (io::Result<()>, tokio::time::Instant)
 where
     R: AsyncRead + Unpin + Send + 'static,
 {
@@ -70,14 +69,17 @@ where
         }
     };
     tracing::debug!("input closed; cancelling what is in flight");
-    shutdown(&session, grace).await;
+    // One deadline for all of shutdown: handlers and cleanups, the writer's last frames, the hooks after.
+    let deadline = tokio::time::Instant::now() + grace;
+    shutdown(&session, deadline).await;
     drop(session);
-    // Every sender is gone once the request tasks are; the writer then drains its queue and ends.
-    match tokio::time::timeout(grace, written).await {
-        Ok(Err(e)) if e.kind() != io::ErrorKind::BrokenPipe => return Err(e),
+    // Every sender is gone once the request tasks are; the writer then drains its queue and ends. A blocking
+    // handler that ignores its cancel flag still holds its sender: the deadline ends the wait.
+    match tokio::time::timeout_at(deadline, written).await {
+        Ok(Err(e)) if e.kind() != io::ErrorKind::BrokenPipe => return (Err(e), deadline),
         _ => {}
     }
-    read_result
+    (read_result, deadline)
 }
 
 fn dispatch(session: &Arc<Session>, line: &[u8]) {
@@ -92,14 +94,14 @@ fn dispatch(session: &Arc<Session>, line: &[u8]) {
 }
 
 /// Cancels everything in flight, then waits (bounded) for the handlers to stop and for their cleanups.
-pub(crate) async fn shutdown(session: &Arc<Session>, grace: Duration) {
+pub(crate) async fn shutdown(session: &Arc<Session>, deadline: tokio::time::Instant) {
     // Open `subscriptions/listen` streams end cleanly, with their result; everything else is cancelled.
     session.connection().server().end_listeners(Some(session.connection()));
     session.cancel_all("the session is ending");
     let tasks = cleanup_tasks();
     tasks.close();
-    if tokio::time::timeout(grace, tasks.wait()).await.is_err() {
-        tracing::warn!(?grace, "handlers or cleanups still running at shutdown were abandoned");
+    if tokio::time::timeout_at(deadline, tasks.wait()).await.is_err() {
+        tracing::warn!("handlers or cleanups still running at the shutdown deadline were abandoned");
     }
     tasks.reopen();
 }

@@ -316,6 +316,26 @@ struct SseBody {
     priming: Option<String>,
     events: mpsc::UnboundedReceiver<Event>,
     on_disconnect: Option<Box<dyn FnOnce() + Send>>,
+    /// Counts this stream among its session's open streams while it lives.
+    _open: Option<OpenStream>,
+}
+
+/// One open stream of a session: an open stream keeps the session from expiring.
+struct OpenStream(Arc<HttpSession>);
+
+impl OpenStream {
+    fn new(session: &Arc<HttpSession>) -> OpenStream {
+        session.open_streams.fetch_add(1, Ordering::Relaxed);
+        OpenStream(session.clone())
+    }
+}
+
+impl Drop for OpenStream {
+    fn drop(&mut self) {
+        self.0.open_streams.fetch_sub(1, Ordering::Relaxed);
+        // The idle time counts from the end of the last stream.
+        self.0.touch();
+    }
 }
 
 impl futures_core::Stream for SseBody {
@@ -375,6 +395,8 @@ struct HttpSession {
     routes: Mutex<HashMap<String, Weak<Route>>>,
     next_stream: AtomicU64,
     last_seen: Mutex<Instant>,
+    /// Streams (request streams and the standalone one) a client is reading.
+    open_streams: AtomicU64,
 }
 
 impl HttpSession {
@@ -403,8 +425,10 @@ struct HttpState {
     server: Server,
     options: HttpOptions,
     sessions: Mutex<HashMap<String, Arc<HttpSession>>>,
-    /// Stateless mode: which session serves a request id, so a `notifications/cancelled` can find it.
-    stateless_requests: Mutex<HashMap<RequestId, Weak<Session>>>,
+    /// Stateless mode: which session serves a request, by caller and id, so that a `notifications/cancelled` finds
+    /// the request of the client that sent it and no other. Entries leave when their POST ends.
+    stateless_requests: Mutex<StatelessTable>,
+    next_stateless: AtomicU64,
 }
 
 impl HttpState {
@@ -419,13 +443,30 @@ impl HttpState {
         }
     }
 
+    /// Ends every session (the server is stopping): their requests are cancelled and their streams end.
+    fn end_all_sessions(&self, reason: &str) {
+        let ended: Vec<Arc<HttpSession>> =
+            self.sessions.lock().unwrap_or_else(|e| e.into_inner()).drain().map(|(_, s)| s).collect();
+        for s in ended {
+            s.session.cancel_all(reason);
+            s.standalone.close();
+        }
+    }
+
     fn end_idle_sessions(&self) {
         let timeout = self.options.session_idle_timeout;
         let ended: Vec<Arc<HttpSession>> = {
             let mut sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
             let idle: Vec<String> = sessions
                 .iter()
-                .filter(|(_, s)| s.last_seen.lock().unwrap_or_else(|e| e.into_inner()).elapsed() > timeout)
+                .filter(|(_, s)| {
+                    // Work in flight and open streams keep a session alive; its idle time starts when they end.
+                    if s.open_streams.load(Ordering::Relaxed) > 0 || s.session.connection().is_busy() {
+                        s.touch();
+                        return false;
+                    }
+                    s.last_seen.lock().unwrap_or_else(|e| e.into_inner()).elapsed() > timeout
+                })
                 .map(|(k, _)| k.clone())
                 .collect();
             idle.iter().filter_map(|k| sessions.remove(k)).collect()
@@ -466,12 +507,17 @@ impl Server {
     /// # }
     /// ```
     pub fn http_router(&self, options: HttpOptions) -> Router {
+        self.http_router_and_state(options).0
+    }
+
+    fn http_router_and_state(&self, options: HttpOptions) -> (Router, Arc<HttpState>) {
         let path = options.path.clone();
         let state = Arc::new(HttpState {
             server: self.clone(),
             options,
             sessions: Mutex::new(HashMap::new()),
             stateless_requests: Mutex::new(HashMap::new()),
+            next_stateless: AtomicU64::new(1),
         });
         if !state.options.stateless {
             let weak = Arc::downgrade(&state);
@@ -487,7 +533,7 @@ impl Server {
                 }
             });
         }
-        Router::new().route(&path, any(endpoint)).with_state(state)
+        (Router::new().route(&path, any(endpoint)).with_state(state.clone()), state)
     }
 
     /// Serves Streamable HTTP on `addr` until Ctrl-C or SIGTERM; then cancels what is in flight, waits (bounded)
@@ -501,17 +547,11 @@ impl Server {
     /// Serves Streamable HTTP on a listener that is already bound (port 0 in tests).
     pub async fn serve_http_on(self, listener: tokio::net::TcpListener, options: HttpOptions) -> std::io::Result<()> {
         use axum::serve::ListenerExt;
-        let router = self.http_router(options);
+        let (router, state) = self.http_router_and_state(options);
         // Small SSE events must not wait for Nagle's algorithm.
         let listener = listener.tap_io(|tcp| {
             let _ = tcp.set_nodelay(true);
         });
-        let server = self.clone();
-        let stop = async move {
-            crate::server::stop_signal().await;
-            // Open `subscriptions/listen` streams end with their result, so that their connections can close.
-            server.end_listeners(None);
-        };
         if self.inner.sealer.random {
             tracing::warn!(
                 "the requestState of input_required results is sealed with a random key for this process: a retry \
@@ -520,15 +560,42 @@ impl Server {
                 crate::era::seal::KEY_ENV
             );
         }
-        axum::serve(listener, router).with_graceful_shutdown(stop).await?;
+        let (stopping_tx, stopping_rx) = tokio::sync::oneshot::channel::<tokio::time::Instant>();
+        let server = self.clone();
+        let stop = async move {
+            crate::server::stop_signal().await;
+            // One deadline for all of shutdown, from the signal on.
+            let _ = stopping_tx.send(tokio::time::Instant::now() + server.inner.shutdown_timeout);
+            // Every stream ends now, so that the connections can close: listen streams with their result, 2025
+            // sessions (and their standalone streams) by cancelling what is in flight.
+            server.end_listeners(None);
+            state.end_all_sessions("the server is stopping");
+        };
+        // The peer's address reaches handlers of stateless requests, to match a cancel to its caller.
+        let app = router.into_make_service_with_connect_info::<SocketAddr>();
+        let serving = std::future::IntoFuture::into_future(axum::serve(listener, app).with_graceful_shutdown(stop));
+        tokio::pin!(serving);
+        let mut stopping = std::pin::pin!(stopping_rx);
+        let deadline = tokio::select! {
+            result = &mut serving => {
+                result?;
+                tokio::time::Instant::now() + self.inner.shutdown_timeout
+            }
+            deadline = &mut stopping => {
+                let deadline = deadline.unwrap_or_else(|_| tokio::time::Instant::now() + self.inner.shutdown_timeout);
+                // Connections that do not close by the deadline are dropped with the server.
+                let _ = tokio::time::timeout_at(deadline, &mut serving).await;
+                deadline
+            }
+        };
         let tasks = crate::cancel::cleanup_tasks();
         for session in self.live_sessions() {
             session.cancel_all("the server is stopping");
         }
         tasks.close();
-        let _ = tokio::time::timeout(self.inner.shutdown_timeout, tasks.wait()).await;
+        let _ = tokio::time::timeout_at(deadline, tasks.wait()).await;
         tasks.reopen();
-        self.shutdown().await;
+        self.shutdown_by(deadline).await;
         Ok(())
     }
 }
@@ -614,7 +681,7 @@ fn accepts(headers: &HeaderMap, kind: &str) -> bool {
     headers.get_all(header::ACCEPT).iter().filter_map(|v| v.to_str().ok()).any(|v| {
         v.split(',').any(|t| {
             let t = t.split(';').next().unwrap_or_default().trim();
-            t == kind || t == "*/*"
+            t.eq_ignore_ascii_case(kind) || t == "*/*"
         })
     })
 }
@@ -628,7 +695,8 @@ async fn endpoint(AxumState(state): AxumState<Arc<HttpState>>, request: axum::ex
     match method {
         Method::POST => {
             let auth = parts.extensions.get::<AuthInfo>().cloned();
-            post(state, headers, body, auth).await
+            let peer = parts.extensions.get::<axum::extract::ConnectInfo<SocketAddr>>().map(|c| c.0.ip());
+            post(state, headers, body, auth, peer).await
         }
         Method::GET => get(state, headers),
         Method::DELETE => delete(state, headers),
@@ -653,7 +721,13 @@ fn session_of(state: &HttpState, headers: &HeaderMap) -> Result<Arc<HttpSession>
     }
 }
 
-async fn post(state: Arc<HttpState>, headers: HeaderMap, body: Body, auth: Option<AuthInfo>) -> Response {
+async fn post(
+    state: Arc<HttpState>,
+    headers: HeaderMap,
+    body: Body,
+    auth: Option<AuthInfo>,
+    peer: Option<std::net::IpAddr>,
+) -> Response {
     if !(accepts(&headers, "application/json") && accepts(&headers, "text/event-stream")) {
         return plain(
             StatusCode::NOT_ACCEPTABLE,
@@ -663,11 +737,23 @@ async fn post(state: Arc<HttpState>, headers: HeaderMap, body: Body, auth: Optio
     let json_content = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.split(';').next().unwrap_or_default().trim() == "application/json");
+        .is_some_and(|v| v.split(';').next().unwrap_or_default().trim().eq_ignore_ascii_case("application/json"));
     if !json_content {
         return plain(StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported media type: the body must be application/json");
     }
     let limit = state.options.max_body_bytes;
+    // A client that waits for `100 Continue` before sending a declared length over the limit is refused at once,
+    // before it uploads anything. (One that sends without waiting is read up to the limit, so it sees the answer.)
+    let declared =
+        headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
+    let waits = headers.get(header::EXPECT).is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue"));
+    if waits && declared.is_some_and(|n| n > limit as u64) {
+        return error_response(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            ErrorCode::INVALID_REQUEST,
+            format!("the request body is over the limit of {limit} bytes"),
+        );
+    }
     let bytes = match axum::body::to_bytes(body, limit).await {
         Ok(b) => b,
         Err(_) => {
@@ -692,7 +778,8 @@ async fn post(state: Arc<HttpState>, headers: HeaderMap, body: Body, auth: Optio
     let is_initialize = matches!(&message, Incoming::Request { method, .. } if method == "initialize");
 
     if state.options.stateless {
-        return post_stateless(&state, &headers, message, is_initialize, http).await;
+        let caller = caller_key(http.auth.as_ref(), peer);
+        return post_stateless(&state, &headers, message, is_initialize, http, caller).await;
     }
 
     let (http_session, created) = if is_initialize && headers.get(SESSION_HEADER).is_none() {
@@ -706,6 +793,7 @@ async fn post(state: Arc<HttpState>, headers: HeaderMap, body: Body, auth: Optio
             routes: Mutex::new(HashMap::new()),
             next_stream: AtomicU64::new(1),
             last_seen: Mutex::new(Instant::now()),
+            open_streams: AtomicU64::new(0),
         });
         (http_session, true)
     } else {
@@ -762,7 +850,7 @@ async fn answer_request(
     let priming = http_session.store.store(&route.name, &Arc::from(""));
     let events = route.attach(Vec::new());
     http_session.session.handle_routed(message, &Origin { sink: route.clone(), http: Some(http) });
-    sse_response(state, priming, events, None)
+    sse_response(state, priming, events, None, Some(http_session))
 }
 
 fn sse_response(
@@ -770,10 +858,11 @@ fn sse_response(
     priming_id: String,
     events: mpsc::UnboundedReceiver<Event>,
     on_disconnect: Option<Box<dyn FnOnce() + Send>>,
+    session: Option<&Arc<HttpSession>>,
 ) -> Response {
     let retry = state.options.retry.as_millis();
     let priming = format!("id: {priming_id}\nretry: {retry}\ndata: \n\n");
-    let body = SseBody { priming: Some(priming), events, on_disconnect };
+    let body = SseBody { priming: Some(priming), events, on_disconnect, _open: session.map(OpenStream::new) };
     Response::builder()
         .status(StatusCode::OK)
         .header(header::CONTENT_TYPE, "text/event-stream")
@@ -788,6 +877,7 @@ async fn post_stateless(
     message: Incoming,
     is_initialize: bool,
     http: Arc<HttpRequest>,
+    caller: String,
 ) -> Response {
     let version = match check_version(headers) {
         Ok(v) => v,
@@ -803,12 +893,18 @@ async fn post_stateless(
                     .cloned()
                     .and_then(|v| serde_json::from_value::<RequestId>(v).ok());
                 if let Some(id) = id {
-                    let session = state
-                        .stateless_requests
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .get(&id)
-                        .and_then(Weak::upgrade);
+                    let session = {
+                        let requests = state.stateless_requests.lock().unwrap_or_else(|e| e.into_inner());
+                        match requests.get(&(caller.clone(), id.clone())).map(Vec::as_slice) {
+                            // Exactly one request of this caller has that id: it is the one meant.
+                            Some([(_, only)]) => only.upgrade(),
+                            Some(several) => {
+                                tracing::info!(%id, in_flight = several.len(), "cancel is ambiguous: ignored");
+                                None
+                            }
+                            None => None,
+                        }
+                    };
                     if let Some(session) = session {
                         let reason =
                             params.as_ref().and_then(|p| p.get("reason")).and_then(Value::as_str).map(str::to_owned);
@@ -826,17 +922,13 @@ async fn post_stateless(
             if !is_initialize {
                 session.preinitialize(&version);
             }
-            state
-                .stateless_requests
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .insert(id.clone(), Arc::downgrade(&session));
+            let entry = StatelessEntry::register(state, caller, id.clone(), &session);
             if state.options.json_response {
                 let (tx, rx) = oneshot::channel();
                 let sink: Sink = Arc::new(JsonRoute { response: Mutex::new(Some(tx)), standalone: Arc::new(NoSink) });
                 session.handle_routed(message, &Origin { sink, http: Some(http) });
                 // If the client goes away, axum drops this future, and the guard cancels the request.
-                let mut guard = StatelessGuard { state: state.clone(), session: session.clone(), id, done: false };
+                let mut guard = StatelessGuard { _entry: entry, session: session.clone(), id, done: false };
                 let answer = rx.await;
                 guard.done = true;
                 return match answer {
@@ -848,14 +940,14 @@ async fn post_stateless(
             let priming = store.store("stateless", &Arc::from(""));
             let events = route.attach(Vec::new());
             session.handle_routed(message, &Origin { sink: route.clone(), http: Some(http) });
-            let state2 = state.clone();
+            // The entry leaves with the body, however the stream ends; a client gone before the response cancels.
             let on_disconnect: Box<dyn FnOnce() + Send> = Box::new(move || {
-                state2.stateless_requests.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
+                let _entry = entry;
                 if !route.is_closed() {
                     session.cancel(&id, Some("the client disconnected"));
                 }
             });
-            sse_response(state, priming, events, Some(on_disconnect))
+            sse_response(state, priming, events, Some(on_disconnect), None)
         }
     }
 }
@@ -887,14 +979,14 @@ fn get(state: Arc<HttpState>, headers: HeaderMap) -> Response {
                 }
                 drop(tx);
                 let priming = http_session.store.store(&stream, &Arc::from(""));
-                return sse_response(&state, priming, rx, None);
+                return sse_response(&state, priming, rx, None, Some(&http_session));
             }
         },
         None => (http_session.standalone.clone(), Vec::new()),
     };
     let events = route.attach(missed);
     let priming = http_session.store.store(&route.name, &Arc::from(""));
-    sse_response(&state, priming, events, None)
+    sse_response(&state, priming, events, None, Some(&http_session))
 }
 
 fn delete(state: Arc<HttpState>, headers: HeaderMap) -> Response {
@@ -912,9 +1004,58 @@ fn delete(state: Arc<HttpState>, headers: HeaderMap) -> Response {
     StatusCode::OK.into_response()
 }
 
+/// A stateless request by its caller and its id.
+type CallerId = (String, RequestId);
+
+/// The stateless requests in flight: by caller and id, each entry's number and session.
+type StatelessTable = HashMap<CallerId, Vec<(u64, Weak<Session>)>>;
+
+/// Who sent a stateless request, for matching its cancel: the authenticated subject, else the peer's address.
+fn caller_key(auth: Option<&AuthInfo>, peer: Option<std::net::IpAddr>) -> String {
+    match (auth, peer) {
+        (Some(a), _) => format!("subject:{}", a.subject),
+        (None, Some(ip)) => format!("address:{ip}"),
+        (None, None) => String::new(),
+    }
+}
+
+/// A stateless request's entry in the table of requests a cancel can find; removed when dropped.
+struct StatelessEntry {
+    state: Arc<HttpState>,
+    key: (String, RequestId),
+    entry: u64,
+}
+
+impl StatelessEntry {
+    fn register(state: &Arc<HttpState>, caller: String, id: RequestId, session: &Arc<Session>) -> StatelessEntry {
+        let entry = state.next_stateless.fetch_add(1, Ordering::Relaxed);
+        let key = (caller, id);
+        state
+            .stateless_requests
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(key.clone())
+            .or_default()
+            .push((entry, Arc::downgrade(session)));
+        StatelessEntry { state: state.clone(), key, entry }
+    }
+}
+
+impl Drop for StatelessEntry {
+    fn drop(&mut self) {
+        let mut requests = self.state.stateless_requests.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(entries) = requests.get_mut(&self.key) {
+            entries.retain(|(e, _)| *e != self.entry);
+            if entries.is_empty() {
+                requests.remove(&self.key);
+            }
+        }
+    }
+}
+
 /// Stateless JSON mode: forgets the request when the POST ends, and cancels it if the client went away first.
 struct StatelessGuard {
-    state: Arc<HttpState>,
+    _entry: StatelessEntry,
     session: Arc<Session>,
     id: RequestId,
     done: bool,
@@ -922,7 +1063,6 @@ struct StatelessGuard {
 
 impl Drop for StatelessGuard {
     fn drop(&mut self) {
-        self.state.stateless_requests.lock().unwrap_or_else(|e| e.into_inner()).remove(&self.id);
         if !self.done {
             self.session.cancel(&self.id, Some("the client disconnected"));
         }

@@ -1,0 +1,184 @@
+//! Regression tests for defects found by trying the server as an attacker and as a careless client would (issue 12):
+//! each fails on the code before its fix, on a real binary or a real socket.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::time::{Duration, Instant};
+
+use common::http::{request, HttpServer};
+use common::{testbed, Server};
+use serde_json::{json, Value};
+
+/// Defect 8: shutdown keeps one deadline. A blocking tool that ignores its cancel flag used to hold the process
+/// for the tracker's 5 s, then the writer's 5 s more (11 s in all); now the whole shutdown fits in its 5 s.
+#[test]
+fn stdin_eof_exits_within_the_shutdown_deadline_despite_a_stubborn_blocking_tool() {
+    let mut s = Server::spawn(testbed());
+    s.initialize();
+    s.request("tools/call", json!({"name": "stubborn", "arguments": {"ms": 30_000}}));
+    std::thread::sleep(Duration::from_millis(200)); // let it start
+    let closed = Instant::now();
+    let status = s.close(Duration::from_secs(20));
+    let took = closed.elapsed();
+    assert!(status.success(), "{status:?}");
+    // The bound is 5 s (the default shutdown timeout); the old code took about 11 s.
+    assert!(took < Duration::from_secs(8), "shutdown took {took:?}; its deadline is 5 s");
+    assert!(!s.has_stderr("STUBBORN_DONE"), "the stubborn tool was abandoned, not waited for");
+}
+
+/// Defect 9: media types compare without regard to case (RFC 9110), as `Accept` and `Content-Type` values do.
+#[tokio::test]
+async fn media_types_are_matched_without_regard_to_case() {
+    let server = HttpServer::start(&[]);
+    let client = server.client();
+    let init = request(
+        0,
+        "initialize",
+        json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "c", "version": "0"}}),
+    );
+    let response = client
+        .raw_post(
+            &[("content-type", "APPLICATION/JSON; charset=UTF-8"), ("accept", "Application/Json, TEXT/EVENT-STREAM")],
+            init.to_string(),
+        )
+        .await;
+    assert_eq!(response.status(), 200);
+}
+
+/// Defect 9: a declared body over the limit is refused at once: no `100 Continue`, no reading the upload.
+#[test]
+fn a_declared_length_over_the_limit_is_413_before_the_body_is_sent() {
+    let server = HttpServer::start(&[]);
+    let authority = server.url.trim_start_matches("http://").split('/').next().unwrap().to_owned();
+    let mut tcp = std::net::TcpStream::connect(&authority).unwrap();
+    tcp.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {authority}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nExpect: 100-continue\r\nContent-Length: 100000000\r\n\r\n"
+    );
+    tcp.write_all(head.as_bytes()).unwrap();
+    let mut answer = [0u8; 512];
+    let n = tcp.read(&mut answer).expect("an answer without the body being sent");
+    let answer = String::from_utf8_lossy(&answer[..n]);
+    assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
+}
+
+/// Defect 6: a session that is working is not idle. A call longer than the idle timeout gets its response, and the
+/// session lives on; a session whose only activity is an open GET stream lives on too.
+#[tokio::test]
+async fn idle_expiry_spares_sessions_with_work_in_flight_or_an_open_stream() {
+    /// Wait, then answer.
+    #[mcp::tool]
+    async fn slow(ms: u64) -> String {
+        tokio::time::sleep(Duration::from_millis(ms)).await;
+        "done".into()
+    }
+    let server = mcp::Server::builder().name("idle").tool::<slow>().build().unwrap();
+    let options = mcp::HttpOptions::new().session_idle_timeout(Duration::from_millis(400));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, server.http_router(options)).await });
+    let url = format!("http://{addr}/mcp");
+
+    let mut client = common::http::Client { http: reqwest::Client::new(), url: url.clone(), session: None };
+    client.initialize(json!({})).await;
+    let (answer, _) = client.call(1, "tools/call", json!({"name": "slow", "arguments": {"ms": 1500}})).await;
+    assert_eq!(answer["result"]["content"][0]["text"], "done", "the working session kept its response: {answer}");
+    let (ping, _) = client.call(2, "ping", json!({})).await;
+    assert_eq!(ping["result"], json!({}), "and is still there");
+
+    let mut reader = common::http::Client { http: reqwest::Client::new(), url, session: None };
+    reader.initialize(json!({})).await;
+    let stream = reader.get(None).await;
+    assert_eq!(stream.status(), 200);
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let (ping, _) = reader.call(3, "ping", json!({})).await;
+    assert_eq!(ping["result"], json!({}), "an open GET stream kept the session alive");
+    drop(stream);
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(reader.send(&request(4, "ping", json!({}))).await.status(), 404, "idle once the stream closed");
+}
+
+/// Defect 5: in stateless mode a cancel reaches only the request of the client that sent it. Two clients with the
+/// same id in flight: a cancel that cannot tell them apart cancels neither (it used to cancel the later one).
+#[tokio::test]
+async fn stateless_cancels_never_reach_another_clients_request() {
+    let server = HttpServer::start(&["--stateless", "--json-response"]);
+    let call = |marker: &str| {
+        request(1, "tools/call", json!({"name": "sleep", "arguments": {"ms": 1500}, "_meta": {"marker": marker}}))
+    };
+    let a = server.client();
+    let b = server.client();
+    let first = tokio::spawn({
+        let a = common::http::Client { http: a.http.clone(), url: a.url.clone(), session: None };
+        let body = call("a");
+        async move { a.send(&body).await.text().await.unwrap() }
+    });
+    let second = tokio::spawn({
+        let b = common::http::Client { http: b.http.clone(), url: b.url.clone(), session: None };
+        let body = call("b");
+        async move { b.send(&body).await.text().await.unwrap() }
+    });
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}});
+    assert_eq!(a.send(&cancel).await.status(), 202);
+    for answer in [first.await.unwrap(), second.await.unwrap()] {
+        let answer: Value = serde_json::from_str(&answer).unwrap_or_else(|e| panic!("{e}: {answer:?}"));
+        assert!(answer["result"].is_object(), "neither request was cancelled by an ambiguous cancel: {answer}");
+    }
+
+    // One client alone: its cancel finds its request.
+    let lone = tokio::spawn({
+        let a = common::http::Client { http: a.http.clone(), url: a.url.clone(), session: None };
+        let body = request(9, "tools/call", json!({"name": "sleep", "arguments": {"ms": 20_000}}));
+        async move { a.send(&body).await.status() }
+    });
+    assert!(server.wait_stderr("SLEEP_START 9", Duration::from_secs(10)).await, "{}", server.stderr_text());
+    let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 9}});
+    assert_eq!(a.send(&cancel).await.status(), 202);
+    assert_eq!(
+        lone.await.unwrap(),
+        202,
+        "the cancelled request's POST ends with no response: {}",
+        server.stderr_text()
+    );
+}
+
+/// The server's resident memory, from `/proc`.
+fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// Defect 4: stateless SSE mode forgets each request once it is answered (it used to keep an entry per request
+/// forever, about 380 bytes each).
+#[tokio::test]
+async fn stateless_sse_mode_keeps_nothing_per_answered_request() {
+    let server = HttpServer::start(&["--stateless"]);
+    let client = server.client();
+    let burst = |from: i64, count: i64| {
+        let client = common::http::Client { http: client.http.clone(), url: client.url.clone(), session: None };
+        async move {
+            for id in from..from + count {
+                let body = request(id, "tools/call", json!({"name": "echo", "arguments": {"text": "x"}}));
+                let text = client.send(&body).await.text().await.unwrap();
+                assert!(text.contains("\"result\""), "{text}");
+            }
+        }
+    };
+    // Warm up the allocator and the connection pool, then measure a burst of distinct ids.
+    burst(0, 2_000).await;
+    let before = rss_kib(server.pid());
+    let bursts: Vec<_> = (0..4).map(|i| tokio::spawn(burst(10_000 + i * 5_000, 5_000))).collect();
+    for b in bursts {
+        b.await.unwrap();
+    }
+    let after = rss_kib(server.pid());
+    // 20 000 leaked entries would be about 7.5 MiB.
+    assert!(after < before + 3 * 1024, "resident memory grew from {before} KiB to {after} KiB over 20 000 requests");
+}
