@@ -27,7 +27,9 @@ pub struct RequestMeta {
     pub protocol_version: Arc<str>,
     /// The client's name, version and capabilities, if it said them.
     pub client: Option<Arc<ClientInfo>>,
-    /// The request's `params._meta`, untouched.
+    /// The request's `params._meta`: untouched in the 2025 era; in the 2026 era without the envelope's keys
+    /// (`io.modelcontextprotocol/protocolVersion`, `clientCapabilities`, `clientInfo`, `logLevel`), which the other
+    /// fields hold. `None` when nothing is left.
     pub meta: Option<Map<String, Value>>,
     /// The request's progress token, if it asked for progress.
     pub progress_token: Option<Value>,

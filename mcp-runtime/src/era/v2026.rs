@@ -19,7 +19,6 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use base64::Engine;
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
-use tokio_util::sync::CancellationToken;
 
 use crate::context::{ClientInfo, Era, EraState, RequestMeta, RequestState};
 use crate::dispatch::{self, respond, Connection, Origin, Request, ResultKind};
@@ -93,7 +92,9 @@ fn unsupported_version(requested: &str) -> Error {
         .with_data(json!({ "supported": STATELESS_VERSIONS, "requested": requested }))
 }
 
-fn envelope(meta: Map<String, Value>) -> Result<Envelope, Error> {
+/// Reads the envelope out of `_meta`: its keys go into their own fields, and what is left is the request's own
+/// `_meta` (a progress token, trace context, ...).
+fn envelope(mut meta: Map<String, Value>) -> Result<Envelope, Error> {
     let missing: Vec<&str> = [META_VERSION, META_CAPABILITIES].into_iter().filter(|k| !meta.contains_key(*k)).collect();
     if !missing.is_empty() {
         return Err(Error::invalid_params(format!(
@@ -102,23 +103,23 @@ fn envelope(meta: Map<String, Value>) -> Result<Envelope, Error> {
         ))
         .with_data(json!({ "missing": missing })));
     }
-    let version = match meta.get(META_VERSION) {
-        Some(Value::String(v)) => v.clone(),
+    let version = match meta.remove(META_VERSION) {
+        Some(Value::String(v)) => v,
         _ => return Err(Error::invalid_params(format!("`_meta[\"{META_VERSION}\"]` must be a string"))),
     };
     if !STATELESS_VERSIONS.contains(&version.as_str()) {
         return Err(unsupported_version(&version));
     }
-    let capabilities = match meta.get(META_CAPABILITIES) {
-        Some(c @ Value::Object(_)) => c.clone(),
+    let capabilities = match meta.remove(META_CAPABILITIES) {
+        Some(c @ Value::Object(_)) => c,
         _ => return Err(Error::invalid_params(format!("`_meta[\"{META_CAPABILITIES}\"]` must be an object"))),
     };
-    let info = match meta.get(META_CLIENT_INFO) {
+    let info = match meta.remove(META_CLIENT_INFO) {
         None | Some(Value::Null) => Implementation::new("unknown", "0"),
-        Some(v) => <Implementation as serde::Deserialize>::deserialize(v)
+        Some(v) => serde_json::from_value(v)
             .map_err(|e| Error::invalid_params(format!("`_meta[\"{META_CLIENT_INFO}\"]`: {e}")))?,
     };
-    let log_level = match meta.get(META_LOG_LEVEL) {
+    let log_level = match meta.remove(META_LOG_LEVEL) {
         None | Some(Value::Null) => None,
         Some(Value::String(l)) => Some(l.parse::<LogLevel>().map_err(Error::invalid_params)?),
         Some(other) => return Err(Error::invalid_params(format!("invalid log level {other}"))),
@@ -152,8 +153,8 @@ fn serve(
     };
     let envelope = envelope(meta)?;
     let server = conn.server();
-    let mut meta =
-        RequestMeta::new(Era::V2026, envelope.version.into(), Some(envelope.client)).with_meta(Some(envelope.meta));
+    let own_meta = (!envelope.meta.is_empty()).then_some(envelope.meta);
+    let mut meta = RequestMeta::new(Era::V2026, envelope.version.into(), Some(envelope.client)).with_meta(own_meta);
     meta.log_level = envelope.log_level;
     meta.http = origin.http.clone();
     match method.as_str() {
@@ -253,8 +254,11 @@ pub(crate) fn encode_complete<T: serde::Serialize>(
         };
     }
     let prefix = &server.inner.result_prefix;
-    let mut out = String::with_capacity(body.len() + prefix.len() + 48);
-    out.push('{');
+    let id = serde_json::to_string(id).unwrap_or_else(|_| "null".into());
+    let mut out = String::with_capacity(body.len() + prefix.len() + id.len() + 80);
+    out.push_str(r#"{"jsonrpc":"2.0","id":"#);
+    out.push_str(&id);
+    out.push_str(r#","result":{"#);
     out.push_str(prefix);
     if kind != ResultKind::Plain {
         let cache = cache.unwrap_or(server.inner.cache);
@@ -265,8 +269,8 @@ pub(crate) fn encode_complete<T: serde::Serialize>(
         out.push(',');
         out.push_str(fields);
     }
-    out.push('}');
-    jsonrpc::encode_raw_result(id, &out)
+    out.push_str("}}");
+    out
 }
 
 fn stamp_server_info(server: &Server, map: &mut Map<String, Value>) {
@@ -316,7 +320,8 @@ pub(crate) struct Round {
     answers: Map<String, Value>,
     carried: Option<Value>,
     inner: Mutex<RoundInner>,
-    interrupt: CancellationToken,
+    /// Wakes the dispatcher when the handler asked something (a stored permit if it is not waiting yet).
+    interrupt: tokio::sync::Notify,
 }
 
 #[derive(Default)]
@@ -366,7 +371,7 @@ impl Round {
             answers: Map::new(),
             carried: None,
             inner: Mutex::new(RoundInner::default()),
-            interrupt: CancellationToken::new(),
+            interrupt: tokio::sync::Notify::new(),
         }
     }
 
@@ -425,7 +430,7 @@ impl Round {
             answers,
             carried,
             inner: Mutex::new(RoundInner::default()),
-            interrupt: CancellationToken::new(),
+            interrupt: tokio::sync::Notify::new(),
         })
     }
 
@@ -434,7 +439,7 @@ impl Round {
     }
 
     pub(crate) async fn interrupted(&self) {
-        self.interrupt.cancelled().await
+        self.interrupt.notified().await
     }
 
     /// The key of the next question: the one given, or `input-N` in the order the handler asks.
@@ -465,7 +470,7 @@ impl Round {
             request["params"] = params;
         }
         self.lock().asked.insert(key.to_owned(), request);
-        self.interrupt.cancel();
+        self.interrupt.notify_one();
         None
     }
 
@@ -473,7 +478,7 @@ impl Round {
     /// that does not fit).
     pub(crate) fn fail(&self, error: Error) {
         self.lock().failure.get_or_insert(error);
-        self.interrupt.cancel();
+        self.interrupt.notify_one();
     }
 
     /// The handler's own state, as the previous round left it.

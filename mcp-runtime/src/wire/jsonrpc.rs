@@ -158,18 +158,6 @@ pub(crate) fn encode_result<T: Serialize + ?Sized>(id: &RequestId, result: &T) -
     }
 }
 
-/// Encodes a response whose result is already serialized JSON.
-pub(crate) fn encode_raw_result(id: &RequestId, result: &str) -> String {
-    let id = serde_json::to_string(id).unwrap_or_else(|_| "null".into());
-    let mut frame = String::with_capacity(32 + id.len() + result.len());
-    frame.push_str(r#"{"jsonrpc":"2.0","id":"#);
-    frame.push_str(&id);
-    frame.push_str(r#","result":"#);
-    frame.push_str(result);
-    frame.push('}');
-    frame
-}
-
 /// Encodes an error response; `id` is `None` only when the request's id could not be read.
 pub(crate) fn encode_error(id: Option<&RequestId>, error: &Error) -> String {
     serde_json::to_string(&ErrorFrame { jsonrpc: "2.0", id, error })
