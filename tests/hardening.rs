@@ -182,3 +182,76 @@ async fn stateless_sse_mode_keeps_nothing_per_answered_request() {
     // 20 000 leaked entries would be about 7.5 MiB.
     assert!(after < before + 3 * 1024, "resident memory grew from {before} KiB to {after} KiB over 20 000 requests");
 }
+
+/// Serves `server` on a fresh port with `options`, in this process; returns the endpoint's URL.
+async fn serve_in_process(server: mcp::Server, options: mcp::HttpOptions) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, server.http_router(options)).await });
+    format!("http://{addr}/mcp")
+}
+
+/// Defect 7: the event store is bounded by bytes, per session and across sessions; a `Last-Event-ID` whose events
+/// are gone gets a 400 that says so (it used to attach silently, skipping what was lost).
+#[tokio::test]
+async fn the_event_store_is_bounded_by_bytes_and_says_when_a_resume_point_is_gone() {
+    /// A large answer.
+    #[mcp::tool]
+    fn big() -> String {
+        "x".repeat(100_000)
+    }
+    let server = mcp::Server::builder().name("big").tool::<big>().build().unwrap();
+    let store = std::sync::Arc::new(mcp::MemoryEventStoreFactory::new(1_000, 1 << 20, 2 << 20));
+    let url = serve_in_process(server, mcp::HttpOptions::new().event_store(store.clone())).await;
+    let mut client = common::http::Client { http: reqwest::Client::new(), url, session: None };
+    client.initialize(json!({})).await;
+    let first = client.send(&request(1, "tools/call", json!({"name": "big", "arguments": {}}))).await;
+    let mut body = common::http::Body::of(first).await;
+    let first_id = body.next_event(Duration::from_secs(5)).await.expect("the priming event").id.expect("an id");
+    for id in 2..40 {
+        let (answer, _) = client.call(id, "tools/call", json!({"name": "big", "arguments": {}})).await;
+        assert_eq!(answer["result"]["content"][0]["text"].as_str().map(str::len), Some(100_000));
+    }
+    // 39 answers of 100 kB were sent; the session keeps at most 1 MiB of them.
+    assert!(store.total_bytes() <= 1 << 20, "kept {} bytes", store.total_bytes());
+    let resumed = client.get(Some(&first_id)).await;
+    assert_eq!(resumed.status(), 400, "the events after {first_id} are gone");
+    let text = resumed.text().await.unwrap();
+    assert!(text.contains("Last-Event-ID"), "{text}");
+}
+
+/// Limits with generous defaults: requests in flight on one connection, and sessions at once.
+#[tokio::test]
+async fn in_flight_requests_and_sessions_are_limited_with_a_clear_error() {
+    let mut s = Server::spawn_with({
+        let mut command = std::process::Command::new(testbed());
+        command.env("TESTBED_MAX_IN_FLIGHT", "3");
+        command
+    });
+    s.initialize();
+    let ids: Vec<Value> =
+        (0..3).map(|_| s.request("tools/call", json!({"name": "sleep", "arguments": {"ms": 20_000}}))).collect();
+    let refused = s.call("tools/call", json!({"name": "echo", "arguments": {"text": "one too many"}}));
+    assert_eq!(refused["error"]["code"], -31000, "{refused}");
+    assert!(refused["error"]["message"].as_str().unwrap().contains("in flight"), "{refused}");
+    s.cancel(&ids[0], "make room");
+    assert!(s.wait_stderr(&format!("SLEEP_ABORTED {}", ids[0]), Duration::from_secs(10)), "{}", s.stderr_text());
+    let echoed = s.call("tools/call", json!({"name": "echo", "arguments": {"text": "room again"}}));
+    assert!(echoed["result"].is_object(), "{echoed}");
+
+    let server = mcp::Server::builder().name("few").build().unwrap();
+    let url = serve_in_process(server, mcp::HttpOptions::new().max_sessions(2)).await;
+    for _ in 0..2 {
+        let mut client = common::http::Client { http: reqwest::Client::new(), url: url.clone(), session: None };
+        client.initialize(json!({})).await;
+    }
+    let third = common::http::Client { http: reqwest::Client::new(), url, session: None };
+    let init = request(
+        0,
+        "initialize",
+        json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "c", "version": "0"}}),
+    );
+    let refused = third.send(&init).await;
+    assert_eq!(refused.status(), 503);
+    assert_eq!(refused.headers().get("retry-after").and_then(|v| v.to_str().ok()), Some("1"));
+}

@@ -171,6 +171,13 @@ impl Connection {
     /// Puts a request in the in-flight table, so that a cancel that follows it on the wire finds it.
     pub(crate) fn register(&self, request: &Arc<RequestState>) -> Result<(), Error> {
         let mut table = self.table();
+        let limit = self.server.inner.max_in_flight;
+        if table.len() >= limit {
+            return Err(Error::new(
+                ErrorCode::OVERLOADED,
+                format!("too many requests in flight on this connection (the limit is {limit}); try again later"),
+            ));
+        }
         if table.contains_key(&request.id) {
             return Err(Error::new(
                 ErrorCode::INVALID_REQUEST,

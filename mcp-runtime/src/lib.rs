@@ -62,11 +62,12 @@ pub use protocol::{
 };
 pub use server::state::{Requirement, State};
 pub use server::{
-    BuildError, Server, ServerBuilder, DEFAULT_MAX_LINE_BYTES, DEFAULT_PAGE_SIZE, DEFAULT_SHUTDOWN_TIMEOUT,
+    BuildError, Server, ServerBuilder, DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_LINE_BYTES, DEFAULT_PAGE_SIZE,
+    DEFAULT_SHUTDOWN_TIMEOUT,
 };
 pub use transport::http::{
-    EventStore, EventStoreFactory, HttpOptions, MemoryEventStore, MemoryEventStoreFactory, SESSION_HEADER,
-    VERSION_HEADER,
+    EventStore, EventStoreFactory, HttpOptions, MemoryEventStore, MemoryEventStoreFactory, DEFAULT_EVENT_STORE_BYTES,
+    DEFAULT_EVENT_STORE_EVENTS, DEFAULT_EVENT_STORE_TOTAL_BYTES, SESSION_HEADER, VERSION_HEADER,
 };
 pub use wire::error::{Error, ErrorCode};
 pub use wire::jsonrpc::RequestId;

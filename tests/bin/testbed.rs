@@ -220,6 +220,9 @@ async fn main() -> Result<mcp::ServerBuilder, String> {
     if let Some(size) = std::env::var("TESTBED_PAGE_SIZE").ok().and_then(|v| v.parse().ok()) {
         builder = builder.page_size(size);
     }
+    if let Some(limit) = std::env::var("TESTBED_MAX_IN_FLIGHT").ok().and_then(|v| v.parse().ok()) {
+        builder = builder.max_in_flight(limit);
+    }
     Ok(builder)
 }
 

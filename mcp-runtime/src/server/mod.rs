@@ -62,6 +62,8 @@ pub(crate) struct ServerInner {
     /// The `capabilities` object of `initialize`, built once.
     pub capabilities: Value,
     pub max_line_bytes: usize,
+    /// The most requests in flight on one connection.
+    pub max_in_flight: usize,
     pub methods: HashMap<&'static str, MethodDef>,
     pub state: StateMap,
     pub shutdown_hooks: Mutex<Vec<BoxFuture<'static, ()>>>,
@@ -247,6 +249,7 @@ pub struct ServerBuilder {
     shutdown_hooks: Vec<BoxFuture<'static, ()>>,
     shutdown_timeout: Option<Duration>,
     cache: Option<CacheHint>,
+    max_in_flight: Option<usize>,
     state_key: Option<[u8; 32]>,
     request_state_ttl: Option<Duration>,
 }
@@ -410,6 +413,13 @@ impl ServerBuilder {
         self
     }
 
+    /// The most requests in flight on one connection (a stdio process, a 2025 session); one more is refused with
+    /// [`ErrorCode::OVERLOADED`](crate::ErrorCode::OVERLOADED). Default [`DEFAULT_MAX_IN_FLIGHT`].
+    pub fn max_in_flight(mut self, requests: usize) -> Self {
+        self.max_in_flight = Some(requests);
+        self
+    }
+
     /// The key that seals the `requestState` of 2026 `input_required` results (XChaCha20-Poly1305). Give every
     /// instance behind one endpoint the same key, so that any of them can take a retry. Without one, the key comes
     /// from `MCP_REQUEST_STATE_KEY` (64 hex digits), else it is random for this process.
@@ -501,6 +511,7 @@ impl ServerBuilder {
                 registry: RwLock::new(Arc::new(registry)),
                 capabilities,
                 max_line_bytes: self.max_line_bytes.unwrap_or(DEFAULT_MAX_LINE_BYTES),
+                max_in_flight: self.max_in_flight.unwrap_or(DEFAULT_MAX_IN_FLIGHT),
                 methods,
                 state: self.state,
                 shutdown_hooks: Mutex::new(self.shutdown_hooks),
@@ -521,6 +532,9 @@ impl ServerBuilder {
         Ok(server)
     }
 }
+
+/// The default limit on requests in flight on one connection: 10 000.
+pub const DEFAULT_MAX_IN_FLIGHT: usize = 10_000;
 
 /// The default number of items on one page of a list result.
 pub const DEFAULT_PAGE_SIZE: usize = 100;

@@ -23,6 +23,9 @@ impl ErrorCode {
     pub const INTERNAL_ERROR: ErrorCode = ErrorCode(-32603);
     /// A resource was not found (MCP 2025-11-25).
     pub const RESOURCE_NOT_FOUND: ErrorCode = ErrorCode(-32002);
+    /// The server is at one of its limits (requests in flight on a connection, sessions): try again later. An
+    /// application code, outside the ranges JSON-RPC and MCP reserve.
+    pub const OVERLOADED: ErrorCode = ErrorCode(-31000);
 }
 
 /// An error answered to a request: a JSON-RPC error object with a code, a readable message and optional data.

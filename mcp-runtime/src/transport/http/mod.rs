@@ -6,9 +6,15 @@
 // Handlers return axum's `Response` as their error, as axum code does.
 #![allow(clippy::result_large_err)]
 
+mod event_store;
 mod modern;
 
-use std::collections::{HashMap, VecDeque};
+pub use event_store::{
+    EventStore, EventStoreFactory, MemoryEventStore, MemoryEventStoreFactory, DEFAULT_EVENT_STORE_BYTES,
+    DEFAULT_EVENT_STORE_EVENTS, DEFAULT_EVENT_STORE_TOTAL_BYTES,
+};
+
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -64,7 +70,10 @@ pub struct HttpOptions {
     pub session_idle_timeout: Duration,
     /// The `retry:` hint sent on each stream. Default 1 s.
     pub retry: Duration,
-    /// Where stream events are kept for resumption. Default: in memory, the last 1024 events of each session.
+    /// The most sessions at once; an `initialize` beyond it gets 503 with `Retry-After`. Default 10 000.
+    pub max_sessions: usize,
+    /// Where stream events are kept for resumption. Default: in memory, the newest 1024 events and 4 MiB of each
+    /// session, 256 MiB for all sessions together ([`MemoryEventStoreFactory::default`]).
     pub event_store: Option<Arc<dyn EventStoreFactory>>,
 }
 
@@ -81,6 +90,7 @@ impl Default for HttpOptions {
             max_body_bytes: 4 << 20,
             session_idle_timeout: Duration::from_secs(30 * 60),
             retry: Duration::from_secs(1),
+            max_sessions: 10_000,
             event_store: None,
         }
     }
@@ -141,80 +151,15 @@ impl HttpOptions {
         self.retry = retry;
         self
     }
+    /// Sets the most sessions at once.
+    pub fn max_sessions(mut self, sessions: usize) -> Self {
+        self.max_sessions = sessions;
+        self
+    }
     /// Uses another event store.
     pub fn event_store(mut self, factory: Arc<dyn EventStoreFactory>) -> Self {
         self.event_store = Some(factory);
         self
-    }
-}
-
-// ---------------------------------------------------------------------------------------------------------------
-// Event store
-
-/// Keeps the events of a session's streams so that a client can resume one after its connection dropped.
-pub trait EventStore: Send + Sync {
-    /// Stores an event of `stream` and returns its id (unique in the session). An empty `frame` is a priming event:
-    /// it marks a position in the stream and is never replayed.
-    fn store(&self, stream: &str, frame: &Arc<str>) -> String;
-    /// The stream `last_event_id` belongs to, and the events stored after it on that stream, oldest first;
-    /// `None` if the id is unknown (or already evicted).
-    fn replay_after(&self, last_event_id: &str) -> Option<(String, Vec<(String, String)>)>;
-}
-
-/// Makes one event store per session.
-pub trait EventStoreFactory: Send + Sync {
-    /// A store for a new session.
-    fn create(&self) -> Arc<dyn EventStore>;
-}
-
-/// The default event store: the last `capacity` events of a session, in memory.
-pub struct MemoryEventStore {
-    capacity: usize,
-    next: AtomicU64,
-    events: Mutex<VecDeque<StoredEvent>>,
-}
-
-/// An event's number, stream and data.
-type StoredEvent = (u64, Arc<str>, Arc<str>);
-
-impl MemoryEventStore {
-    /// A store that keeps at most `capacity` events.
-    pub fn new(capacity: usize) -> MemoryEventStore {
-        MemoryEventStore { capacity: capacity.max(1), next: AtomicU64::new(1), events: Mutex::new(VecDeque::new()) }
-    }
-}
-
-impl EventStore for MemoryEventStore {
-    fn store(&self, stream: &str, frame: &Arc<str>) -> String {
-        let id = self.next.fetch_add(1, Ordering::Relaxed);
-        let mut events = self.events.lock().unwrap_or_else(|e| e.into_inner());
-        if events.len() == self.capacity {
-            events.pop_front();
-        }
-        events.push_back((id, stream.into(), frame.clone()));
-        id.to_string()
-    }
-
-    fn replay_after(&self, last_event_id: &str) -> Option<(String, Vec<(String, String)>)> {
-        let last: u64 = last_event_id.parse().ok()?;
-        let events = self.events.lock().unwrap_or_else(|e| e.into_inner());
-        let (_, stream, _) = events.iter().find(|(id, _, _)| *id == last)?;
-        let stream = stream.clone();
-        let after = events
-            .iter()
-            .filter(|(id, s, _)| *id > last && *s == stream)
-            .map(|(id, _, f)| (id.to_string(), f.to_string()))
-            .collect();
-        Some((stream.to_string(), after))
-    }
-}
-
-/// Makes [`MemoryEventStore`]s.
-pub struct MemoryEventStoreFactory(pub usize);
-
-impl EventStoreFactory for MemoryEventStoreFactory {
-    fn create(&self) -> Arc<dyn EventStore> {
-        Arc::new(MemoryEventStore::new(self.0))
     }
 }
 
@@ -429,6 +374,8 @@ struct HttpState {
     /// the request of the client that sent it and no other. Entries leave when their POST ends.
     stateless_requests: Mutex<StatelessTable>,
     next_stateless: AtomicU64,
+    /// Makes each session's event store (sharing one total by default).
+    event_stores: Arc<dyn EventStoreFactory>,
 }
 
 impl HttpState {
@@ -437,10 +384,7 @@ impl HttpState {
     }
 
     fn new_store(&self) -> Arc<dyn EventStore> {
-        match &self.options.event_store {
-            Some(f) => f.create(),
-            None => Arc::new(MemoryEventStore::new(1024)),
-        }
+        self.event_stores.create()
     }
 
     /// Ends every session (the server is stopping): their requests are cancelled and their streams end.
@@ -512,12 +456,14 @@ impl Server {
 
     fn http_router_and_state(&self, options: HttpOptions) -> (Router, Arc<HttpState>) {
         let path = options.path.clone();
+        let options_store = options.event_store.clone().unwrap_or_else(|| Arc::new(MemoryEventStoreFactory::default()));
         let state = Arc::new(HttpState {
             server: self.clone(),
             options,
             sessions: Mutex::new(HashMap::new()),
             stateless_requests: Mutex::new(HashMap::new()),
             next_stateless: AtomicU64::new(1),
+            event_stores: options_store,
         });
         if !state.options.stateless {
             let weak = Arc::downgrade(&state);
@@ -783,6 +729,16 @@ async fn post(
     }
 
     let (http_session, created) = if is_initialize && headers.get(SESSION_HEADER).is_none() {
+        let count = state.sessions.lock().unwrap_or_else(|e| e.into_inner()).len();
+        if count >= state.options.max_sessions {
+            let mut response = error_response(
+                StatusCode::SERVICE_UNAVAILABLE,
+                crate::ErrorCode::OVERLOADED,
+                format!("the server has its most sessions ({count}); try again later"),
+            );
+            response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+            return response;
+        }
         let store = state.new_store();
         let standalone = Route::new("standalone".into(), store.clone());
         let session = Session::new(state.server.clone(), standalone.clone());
@@ -968,7 +924,24 @@ fn get(state: Arc<HttpState>, headers: HeaderMap) -> Response {
         return r;
     }
     let last = headers.get("last-event-id").and_then(|v| v.to_str().ok()).map(str::to_owned);
-    let (route, missed) = match last.and_then(|id| http_session.store.replay_after(&id)) {
+    let replay = match &last {
+        None => None,
+        Some(id) => match http_session.store.replay_after(id) {
+            Some(replay) => Some(replay),
+            // Evicted (the store is bounded) or never sent: resuming would silently skip events, so say so.
+            None => {
+                return error_response(
+                    StatusCode::BAD_REQUEST,
+                    ErrorCode::INVALID_REQUEST,
+                    format!(
+                        "Last-Event-ID {id:?} is not kept (too old, or unknown): the events after it cannot be \
+                         replayed; open the stream again without Last-Event-ID"
+                    ),
+                )
+            }
+        },
+    };
+    let (route, missed) = match replay {
         Some((stream, missed)) => match http_session.route(&stream) {
             Some(route) => (route, missed),
             // The stream ended (its request was answered) and its route is gone: replay what is left, then end.
@@ -1100,20 +1073,5 @@ mod tests {
         ] {
             assert!(!is_loopback_host(host), "{host} is not loopback");
         }
-    }
-
-    #[test]
-    fn the_memory_store_replays_one_stream_after_an_id_and_forgets_the_oldest() {
-        let store = MemoryEventStore::new(4);
-        let ids: Vec<String> = [("a", "1"), ("b", "x"), ("a", "2"), ("a", "3")]
-            .iter()
-            .map(|(s, f)| store.store(s, &Arc::from(*f)))
-            .collect();
-        let (stream, after) = store.replay_after(&ids[0]).unwrap();
-        assert_eq!(stream, "a");
-        assert_eq!(after, vec![(ids[2].clone(), "2".to_owned()), (ids[3].clone(), "3".to_owned())]);
-        store.store("a", &Arc::from("4")); // evicts the first event
-        assert!(store.replay_after(&ids[0]).is_none(), "an evicted id cannot be resumed from");
-        assert!(store.replay_after("not-a-number").is_none());
     }
 }

@@ -1,0 +1,214 @@
+//! The event store of 2025 sessions: every SSE event a session sends is kept (bounded) so that a client whose stream
+//! dropped can resume it with `Last-Event-ID`. The default keeps the newest events of each session in memory,
+//! bounded by count and by bytes per session, and by bytes across all sessions of the endpoint; the oldest go first.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// Keeps the events of a session's streams so that a client can resume one after its connection dropped.
+pub trait EventStore: Send + Sync {
+    /// Stores an event of `stream` and returns its id (unique in the session). An empty `frame` is a priming event:
+    /// it marks a position in the stream and is never replayed.
+    fn store(&self, stream: &str, frame: &Arc<str>) -> String;
+    /// The stream `last_event_id` belongs to, and the events stored after it on that stream, oldest first;
+    /// `None` if the id is unknown (or already evicted).
+    fn replay_after(&self, last_event_id: &str) -> Option<(String, Vec<(String, String)>)>;
+}
+
+/// Makes one event store per session.
+pub trait EventStoreFactory: Send + Sync {
+    /// A store for a new session.
+    fn create(&self) -> Arc<dyn EventStore>;
+}
+
+/// The default number of events a session keeps: 1024.
+pub const DEFAULT_EVENT_STORE_EVENTS: usize = 1024;
+/// The default number of bytes of events a session keeps: 4 MiB.
+pub const DEFAULT_EVENT_STORE_BYTES: usize = 4 << 20;
+/// The default number of bytes of events all sessions of an endpoint keep together: 256 MiB.
+pub const DEFAULT_EVENT_STORE_TOTAL_BYTES: usize = 256 << 20;
+
+/// Bytes shared by the stores of one factory.
+struct Budget {
+    limit: usize,
+    used: AtomicUsize,
+}
+
+/// The default event store: the newest events of a session, in memory, at most `max_events` of them and
+/// `max_bytes` of their data (and, made by a [`MemoryEventStoreFactory`], within the factory's total). An event
+/// larger than what may be kept is still delivered live; it just cannot be replayed.
+pub struct MemoryEventStore {
+    max_events: usize,
+    max_bytes: usize,
+    budget: Option<Arc<Budget>>,
+    next: AtomicU64,
+    kept: Mutex<Kept>,
+}
+
+#[derive(Default)]
+struct Kept {
+    events: VecDeque<StoredEvent>,
+    bytes: usize,
+}
+
+/// An event's number, stream and data.
+type StoredEvent = (u64, Arc<str>, Arc<str>);
+
+impl MemoryEventStore {
+    /// A store that keeps at most `max_events` events (and [`DEFAULT_EVENT_STORE_BYTES`] of them).
+    pub fn new(max_events: usize) -> MemoryEventStore {
+        MemoryEventStore::with_limits(max_events, DEFAULT_EVENT_STORE_BYTES)
+    }
+
+    /// A store that keeps at most `max_events` events and `max_bytes` bytes of them.
+    pub fn with_limits(max_events: usize, max_bytes: usize) -> MemoryEventStore {
+        MemoryEventStore {
+            max_events: max_events.max(1),
+            max_bytes,
+            budget: None,
+            next: AtomicU64::new(1),
+            kept: Mutex::new(Kept::default()),
+        }
+    }
+
+    /// The bytes of event data it keeps.
+    pub fn bytes(&self) -> usize {
+        self.kept.lock().unwrap_or_else(|e| e.into_inner()).bytes
+    }
+
+    fn over(&self, kept: &Kept) -> bool {
+        kept.events.len() > self.max_events
+            || kept.bytes > self.max_bytes
+            || self.budget.as_ref().is_some_and(|b| b.used.load(Ordering::Relaxed) > b.limit)
+    }
+}
+
+impl EventStore for MemoryEventStore {
+    fn store(&self, stream: &str, frame: &Arc<str>) -> String {
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        let mut kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
+        kept.events.push_back((id, stream.into(), frame.clone()));
+        kept.bytes += frame.len();
+        if let Some(b) = &self.budget {
+            b.used.fetch_add(frame.len(), Ordering::Relaxed);
+        }
+        // The oldest go first, this session's own: the total stays bounded whatever the other sessions hold.
+        while self.over(&kept) {
+            let Some((_, _, old)) = kept.events.pop_front() else { break };
+            kept.bytes -= old.len();
+            if let Some(b) = &self.budget {
+                b.used.fetch_sub(old.len(), Ordering::Relaxed);
+            }
+        }
+        id.to_string()
+    }
+
+    fn replay_after(&self, last_event_id: &str) -> Option<(String, Vec<(String, String)>)> {
+        let last: u64 = last_event_id.parse().ok()?;
+        let kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
+        let (_, stream, _) = kept.events.iter().find(|(id, _, _)| *id == last)?;
+        let stream = stream.clone();
+        let after = kept
+            .events
+            .iter()
+            .filter(|(id, s, _)| *id > last && *s == stream)
+            .map(|(id, _, f)| (id.to_string(), f.to_string()))
+            .collect();
+        Some((stream.to_string(), after))
+    }
+}
+
+impl Drop for MemoryEventStore {
+    fn drop(&mut self) {
+        if let Some(b) = &self.budget {
+            let bytes = self.kept.get_mut().map(|k| k.bytes).unwrap_or_else(|e| e.into_inner().bytes);
+            b.used.fetch_sub(bytes, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Makes [`MemoryEventStore`]s, one per session, that share one total.
+pub struct MemoryEventStoreFactory {
+    max_events: usize,
+    max_bytes: usize,
+    budget: Arc<Budget>,
+}
+
+impl MemoryEventStoreFactory {
+    /// Stores of at most `max_events` events and `max_bytes` bytes each, `total_bytes` together.
+    pub fn new(max_events: usize, max_bytes: usize, total_bytes: usize) -> MemoryEventStoreFactory {
+        MemoryEventStoreFactory {
+            max_events,
+            max_bytes,
+            budget: Arc::new(Budget { limit: total_bytes, used: AtomicUsize::new(0) }),
+        }
+    }
+
+    /// The bytes all its stores keep together.
+    pub fn total_bytes(&self) -> usize {
+        self.budget.used.load(Ordering::Relaxed)
+    }
+}
+
+impl Default for MemoryEventStoreFactory {
+    fn default() -> Self {
+        MemoryEventStoreFactory::new(
+            DEFAULT_EVENT_STORE_EVENTS,
+            DEFAULT_EVENT_STORE_BYTES,
+            DEFAULT_EVENT_STORE_TOTAL_BYTES,
+        )
+    }
+}
+
+impl EventStoreFactory for MemoryEventStoreFactory {
+    fn create(&self) -> Arc<dyn EventStore> {
+        let mut store = MemoryEventStore::with_limits(self.max_events, self.max_bytes);
+        store.budget = Some(self.budget.clone());
+        Arc::new(store)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_memory_store_replays_one_stream_after_an_id_and_forgets_the_oldest() {
+        let store = MemoryEventStore::new(4);
+        let ids: Vec<String> = [("a", "1"), ("b", "x"), ("a", "2"), ("a", "3")]
+            .iter()
+            .map(|(s, f)| store.store(s, &Arc::from(*f)))
+            .collect();
+        let (stream, after) = store.replay_after(&ids[0]).unwrap();
+        assert_eq!(stream, "a");
+        assert_eq!(after, vec![(ids[2].clone(), "2".to_owned()), (ids[3].clone(), "3".to_owned())]);
+        store.store("a", &Arc::from("4")); // evicts the first event
+        assert!(store.replay_after(&ids[0]).is_none(), "an evicted id cannot be resumed from");
+        assert!(store.replay_after("not-a-number").is_none());
+    }
+
+    #[test]
+    fn stores_are_bounded_by_bytes_each_and_together() {
+        let factory = MemoryEventStoreFactory::new(1000, 10_000, 25_000);
+        let big: Arc<str> = Arc::from("x".repeat(4_000));
+        let a = factory.create();
+        for _ in 0..10 {
+            a.store("s", &big);
+        }
+        assert!(factory.total_bytes() <= 10_000, "one session keeps at most its own bound");
+        let (b, c) = (factory.create(), factory.create());
+        for _ in 0..10 {
+            b.store("s", &big);
+            c.store("s", &big);
+        }
+        assert!(factory.total_bytes() <= 25_000, "all sessions keep at most the total: {}", factory.total_bytes());
+        drop((a, b, c));
+        assert_eq!(factory.total_bytes(), 0, "a session's bytes are returned when it ends");
+        let huge: Arc<str> = Arc::from("x".repeat(20_000));
+        let d = factory.create();
+        let id = d.store("s", &huge);
+        assert!(d.replay_after(&id).is_none(), "an event over the bound is not kept");
+        assert_eq!(factory.total_bytes(), 0);
+    }
+}
