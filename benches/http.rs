@@ -3,7 +3,8 @@
 //! p50/p99 latency and the server's CPU time per call for each era.
 //!
 //! Run with `cargo bench --bench http` (optionally `-- --clients C --seconds S`). A benchmark, not a test: the
-//! figures depend on the machine; compare runs from one sitting.
+//! figures depend on the machine; compare runs from one sitting. `MCP_BENCH_SERVER=path` measures another build of
+//! the testbed (an A/B of a change).
 
 use std::net::TcpListener;
 use std::process::{Command, Stdio};
@@ -104,15 +105,16 @@ async fn client(http: reqwest::Client, url: String, modern: bool, deadline: Inst
 fn main() {
     let args = parse_args();
     let port = TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free port").port();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_testbed"))
-        .args(["--http", &format!("127.0.0.1:{port}")])
-        .env("RUST_LOG", "warn")
-        .env("MCP_REQUEST_STATE_KEY", "00".repeat(32))
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn the testbed server");
+    let mut child =
+        Command::new(std::env::var_os("MCP_BENCH_SERVER").unwrap_or_else(|| env!("CARGO_BIN_EXE_testbed").into()))
+            .args(["--http", &format!("127.0.0.1:{port}")])
+            .env("RUST_LOG", "warn")
+            .env("MCP_REQUEST_STATE_KEY", "00".repeat(32))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn the testbed server");
     let pid = child.id();
     let url = format!("http://127.0.0.1:{port}/mcp");
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();

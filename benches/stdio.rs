@@ -3,7 +3,8 @@
 //! `_meta` envelope). Prints calls/s and p50/p99 latency for each.
 //!
 //! Run with `cargo bench --bench stdio` (optionally `-- --calls N --pipeline K`). A benchmark, not a test: the
-//! figures depend on the machine; compare runs from one sitting.
+//! figures depend on the machine; compare runs from one sitting. `MCP_BENCH_SERVER=path` measures another build of
+//! the testbed (an A/B of a change).
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
@@ -58,13 +59,14 @@ fn report(phase: &str, calls: usize, elapsed: Duration, mut latencies: Vec<Durat
 
 fn main() {
     let args = parse_args();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_testbed"))
-        .env("RUST_LOG", "warn")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn the testbed server");
+    let mut child =
+        Command::new(std::env::var_os("MCP_BENCH_SERVER").unwrap_or_else(|| env!("CARGO_BIN_EXE_testbed").into()))
+            .env("RUST_LOG", "warn")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn the testbed server");
     let pid = child.id();
     let mut stdin = std::io::BufWriter::new(child.stdin.take().unwrap());
     let mut stdout = BufReader::new(child.stdout.take().unwrap());

@@ -255,3 +255,76 @@ async fn in_flight_requests_and_sessions_are_limited_with_a_clear_error() {
     assert_eq!(refused.status(), 503);
     assert_eq!(refused.headers().get("retry-after").and_then(|v| v.to_str().ok()), Some("1"));
 }
+
+/// Reads from a raw connection until it closes or `within` passes; returns what came and whether it closed.
+fn read_until_closed(tcp: &mut std::net::TcpStream, within: Duration) -> (String, bool) {
+    tcp.set_read_timeout(Some(Duration::from_millis(100))).unwrap();
+    let deadline = Instant::now() + within;
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 1024];
+    while Instant::now() < deadline {
+        match tcp.read(&mut buf) {
+            Ok(0) => return (String::from_utf8_lossy(&seen).into_owned(), true),
+            Ok(n) => seen.extend_from_slice(&buf[..n]),
+            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {}
+            Err(_) => return (String::from_utf8_lossy(&seen).into_owned(), true),
+        }
+    }
+    (String::from_utf8_lossy(&seen).into_owned(), false)
+}
+
+/// Defect 3: connections are timed out (idle, dripped headers, a body that never comes) and limited in number.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slow_and_idle_connections_are_timed_out_and_connections_are_limited() {
+    let server = mcp::Server::builder().name("timeouts").build().unwrap();
+    let options = mcp::HttpOptions::new()
+        .header_read_timeout(Duration::from_millis(800))
+        .body_read_timeout(Duration::from_millis(800))
+        .max_connections(3);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(server.serve_http_on(listener, options));
+
+    tokio::task::spawn_blocking(move || {
+        // An idle connection is closed.
+        let mut idle = std::net::TcpStream::connect(addr).unwrap();
+        let (_, closed) = read_until_closed(&mut idle, Duration::from_secs(5));
+        assert!(closed, "an idle connection stays open");
+
+        // Headers dripped a byte at a time never finish: the connection is closed.
+        let mut drip = std::net::TcpStream::connect(addr).unwrap();
+        let started = Instant::now();
+        let mut closed = false;
+        for byte in b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ".iter().cycle() {
+            if started.elapsed() > Duration::from_secs(5) {
+                break;
+            }
+            if drip.write_all(&[*byte]).is_err() {
+                closed = true; // the server closed it (its reset makes writes fail)
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        assert!(closed, "dripped headers kept the connection open for 5 s");
+
+        // Headers, then no body: 408.
+        let mut no_body = std::net::TcpStream::connect(addr).unwrap();
+        let head = format!(
+            "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+             Accept: application/json, text/event-stream\r\nContent-Length: 100\r\n\r\n{{"
+        );
+        no_body.write_all(head.as_bytes()).unwrap();
+        let (answer, _) = read_until_closed(&mut no_body, Duration::from_secs(5));
+        assert!(answer.starts_with("HTTP/1.1 408"), "{answer:?}");
+
+        // Three connections are the limit: a fourth gets 503 at once.
+        let held: Vec<_> = (0..3).map(|_| std::net::TcpStream::connect(addr).unwrap()).collect();
+        std::thread::sleep(Duration::from_millis(100));
+        let mut fourth = std::net::TcpStream::connect(addr).unwrap();
+        let (answer, _) = read_until_closed(&mut fourth, Duration::from_secs(2));
+        assert!(answer.starts_with("HTTP/1.1 503"), "{answer:?}");
+        drop(held);
+    })
+    .await
+    .unwrap();
+}

@@ -58,7 +58,7 @@ ENVIRONMENT:
 
 enum Command {
     Serve,
-    Http(std::net::SocketAddr, crate::HttpOptions),
+    Http(std::net::SocketAddr, Box<crate::HttpOptions>),
     ListTools,
     Help,
 }
@@ -92,7 +92,7 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Command, String>
         }
     }
     match (http, http_only) {
-        (Some(addr), _) if matches!(command, Command::Serve) => Ok(Command::Http(addr, options)),
+        (Some(addr), _) if matches!(command, Command::Serve) => Ok(Command::Http(addr, Box::new(options))),
         (None, Some(flag)) => Err(format!("`{flag}` goes with `--http`")),
         _ => Ok(command),
     }
@@ -158,7 +158,7 @@ where
                 println!("{}", serde_json::to_string_pretty(&list).unwrap_or_default());
                 ExitCode::SUCCESS
             }
-            Command::Http(addr, options) => match server.serve_http(addr, options).await {
+            Command::Http(addr, options) => match server.serve_http(addr, *options).await {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
                     eprintln!("error: could not serve HTTP on {addr}: {e}");

@@ -80,6 +80,128 @@ pub use mcp_macros::{main, method, prompt, resource, tool};
 #[doc = include_str!("../../README.md")]
 pub struct ReadmeDoctests;
 
+/// Thin wrappers around crate-private parsers, for the fuzz targets in `fuzz/` (the `fuzzing` feature). Not a
+/// public API: it changes without notice.
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod __fuzz {
+    use serde_json::Value;
+
+    use crate::{Error, RequestId};
+
+    /// An incoming message as the JSON-RPC layer classifies it.
+    #[derive(Debug)]
+    pub enum Incoming {
+        /// A request.
+        Request {
+            /// Its id.
+            id: RequestId,
+            /// Its method.
+            method: String,
+            /// Its params, as sent.
+            params: Option<Value>,
+        },
+        /// A notification.
+        Notification {
+            /// Its method.
+            method: String,
+            /// Its params, as sent.
+            params: Option<Value>,
+        },
+        /// A response to a request of the server's.
+        Response {
+            /// The id it answers.
+            id: RequestId,
+            /// Its `result`, or its `error`.
+            outcome: Result<Value, Value>,
+        },
+    }
+
+    /// Parses and classifies one frame; on failure, the id if one was legible and the error to answer.
+    pub fn parse_message(bytes: &[u8]) -> Result<Incoming, (Option<RequestId>, Error)> {
+        use crate::wire::jsonrpc::Incoming as Parsed;
+        match Parsed::parse(bytes) {
+            Ok(Parsed::Request { id, method, params }) => Ok(Incoming::Request { id, method, params }),
+            Ok(Parsed::Notification { method, params }) => Ok(Incoming::Notification { method, params }),
+            Ok(Parsed::Response { id, outcome }) => Ok(Incoming::Response { id, outcome }),
+            Err(rejected) => Err((rejected.id, rejected.error)),
+        }
+    }
+
+    /// An HTTP header value of the 2026 era, with the `=?base64?…?=` form decoded.
+    pub fn decode_header_value(raw: &str) -> Result<String, String> {
+        crate::era::v2026::decode_header_value(raw)
+    }
+
+    /// Checks a 2026 request's HTTP headers against its body.
+    pub fn check_http_headers(
+        headers: &axum::http::HeaderMap,
+        method: &str,
+        params: Option<&Value>,
+        server: &crate::Server,
+    ) -> Result<(), Error> {
+        crate::era::v2026::check_http_headers(headers, method, params, server)
+    }
+
+    /// The lists whose pages cursors name.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum ListKind {
+        /// `tools/list`.
+        Tools,
+        /// `prompts/list`.
+        Prompts,
+        /// `resources/list`.
+        Resources,
+        /// `resources/templates/list`.
+        Templates,
+    }
+
+    impl ListKind {
+        /// Every list.
+        pub const ALL: [ListKind; 4] = [ListKind::Tools, ListKind::Prompts, ListKind::Resources, ListKind::Templates];
+
+        fn inner(self) -> crate::server::registry::ListKind {
+            use crate::server::registry::ListKind as Kind;
+            match self {
+                ListKind::Tools => Kind::Tools,
+                ListKind::Prompts => Kind::Prompts,
+                ListKind::Resources => Kind::Resources,
+                ListKind::Templates => Kind::Templates,
+            }
+        }
+    }
+
+    /// The cursor of page (or offset) `index` of a list.
+    pub fn encode_cursor(kind: ListKind, index: usize) -> String {
+        crate::server::registry::encode_cursor(kind.inner(), index)
+    }
+
+    /// The page (or offset) a cursor of a list names.
+    pub fn decode_cursor(kind: ListKind, cursor: &str) -> Result<usize, Error> {
+        crate::server::registry::decode_cursor(kind.inner(), cursor)
+    }
+
+    /// Seals and opens `requestState`s with one key.
+    pub struct Sealer(crate::era::seal::Sealer);
+
+    impl Sealer {
+        /// A sealer with this key.
+        pub fn new(key: [u8; 32]) -> Sealer {
+            Sealer(crate::era::seal::Sealer::new(key, false))
+        }
+
+        /// Seals `plaintext`.
+        pub fn seal(&self, plaintext: &[u8]) -> String {
+            self.0.seal(plaintext)
+        }
+
+        /// Opens a sealed string; `None` if it was not sealed with this key or was changed.
+        pub fn open(&self, sealed: &str) -> Option<Vec<u8>> {
+            self.0.open(sealed)
+        }
+    }
+}
+
 /// What generated code touches. Not a public API: it changes without notice.
 #[doc(hidden)]
 pub mod __private {

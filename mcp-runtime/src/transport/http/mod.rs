@@ -72,6 +72,13 @@ pub struct HttpOptions {
     pub retry: Duration,
     /// The most sessions at once; an `initialize` beyond it gets 503 with `Retry-After`. Default 10 000.
     pub max_sessions: usize,
+    /// How long a connection may take to send a request's headers, and how long it may stay idle between requests
+    /// (`serve_http` only). Default 30 s.
+    pub header_read_timeout: Duration,
+    /// How long a request's body may take to arrive; a slower one gets 408. Default 30 s.
+    pub body_read_timeout: Duration,
+    /// The most connections at once (`serve_http` only); one more gets 503 and is closed. Default 1 000.
+    pub max_connections: usize,
     /// Where stream events are kept for resumption. Default: in memory, the newest 1024 events and 4 MiB of each
     /// session, 256 MiB for all sessions together ([`MemoryEventStoreFactory::default`]).
     pub event_store: Option<Arc<dyn EventStoreFactory>>,
@@ -91,6 +98,9 @@ impl Default for HttpOptions {
             session_idle_timeout: Duration::from_secs(30 * 60),
             retry: Duration::from_secs(1),
             max_sessions: 10_000,
+            header_read_timeout: Duration::from_secs(30),
+            body_read_timeout: Duration::from_secs(30),
+            max_connections: 1_000,
             event_store: None,
         }
     }
@@ -149,6 +159,21 @@ impl HttpOptions {
     /// Sets the `retry:` hint.
     pub fn retry(mut self, retry: Duration) -> Self {
         self.retry = retry;
+        self
+    }
+    /// Sets the header read and idle timeout of connections.
+    pub fn header_read_timeout(mut self, timeout: Duration) -> Self {
+        self.header_read_timeout = timeout;
+        self
+    }
+    /// Sets the body read timeout.
+    pub fn body_read_timeout(mut self, timeout: Duration) -> Self {
+        self.body_read_timeout = timeout;
+        self
+    }
+    /// Sets the most connections at once.
+    pub fn max_connections(mut self, connections: usize) -> Self {
+        self.max_connections = connections;
         self
     }
     /// Sets the most sessions at once.
@@ -492,12 +517,9 @@ impl Server {
 
     /// Serves Streamable HTTP on a listener that is already bound (port 0 in tests).
     pub async fn serve_http_on(self, listener: tokio::net::TcpListener, options: HttpOptions) -> std::io::Result<()> {
-        use axum::serve::ListenerExt;
+        let header_read_timeout = options.header_read_timeout;
+        let max_connections = options.max_connections;
         let (router, state) = self.http_router_and_state(options);
-        // Small SSE events must not wait for Nagle's algorithm.
-        let listener = listener.tap_io(|tcp| {
-            let _ = tcp.set_nodelay(true);
-        });
         if self.inner.sealer.random {
             tracing::warn!(
                 "the requestState of input_required results is sealed with a random key for this process: a retry \
@@ -506,34 +528,55 @@ impl Server {
                 crate::era::seal::KEY_ENV
             );
         }
-        let (stopping_tx, stopping_rx) = tokio::sync::oneshot::channel::<tokio::time::Instant>();
-        let server = self.clone();
-        let stop = async move {
-            crate::server::stop_signal().await;
-            // One deadline for all of shutdown, from the signal on.
-            let _ = stopping_tx.send(tokio::time::Instant::now() + server.inner.shutdown_timeout);
-            // Every stream ends now, so that the connections can close: listen streams with their result, 2025
-            // sessions (and their standalone streams) by cancelling what is in flight.
-            server.end_listeners(None);
-            state.end_all_sessions("the server is stopping");
-        };
-        // The peer's address reaches handlers of stateless requests, to match a cancel to its caller.
-        let app = router.into_make_service_with_connect_info::<SocketAddr>();
-        let serving = std::future::IntoFuture::into_future(axum::serve(listener, app).with_graceful_shutdown(stop));
-        tokio::pin!(serving);
-        let mut stopping = std::pin::pin!(stopping_rx);
-        let deadline = tokio::select! {
-            result = &mut serving => {
-                result?;
-                tokio::time::Instant::now() + self.inner.shutdown_timeout
-            }
-            deadline = &mut stopping => {
-                let deadline = deadline.unwrap_or_else(|_| tokio::time::Instant::now() + self.inner.shutdown_timeout);
-                // Connections that do not close by the deadline are dropped with the server.
-                let _ = tokio::time::timeout_at(deadline, &mut serving).await;
-                deadline
-            }
-        };
+        // hyper's header timer runs whenever a connection waits for a request head, so it also ends idle
+        // keep-alive connections and ones that drip their headers.
+        let mut http1 = hyper::server::conn::http1::Builder::new();
+        http1.timer(hyper_util::rt::TokioTimer::new()).header_read_timeout(header_read_timeout).keep_alive(true);
+        let connections = Arc::new(tokio::sync::Semaphore::new(max_connections));
+        let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+        let mut stop = std::pin::pin!(crate::server::stop_signal());
+        loop {
+            let (tcp, peer) = tokio::select! {
+                accepted = listener.accept() => match accepted {
+                    Ok(accepted) => accepted,
+                    Err(e) => {
+                        // Out of file descriptors, say: wait a moment instead of spinning.
+                        tracing::warn!(error = %e, "accepting a connection failed");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        continue;
+                    }
+                },
+                () = &mut stop => break,
+            };
+            let Ok(permit) = connections.clone().try_acquire_owned() else {
+                tracing::warn!(%peer, max_connections, "refusing a connection: the server has its most connections");
+                tokio::spawn(refuse_connection(tcp));
+                continue;
+            };
+            // Small SSE events must not wait for Nagle's algorithm.
+            let _ = tcp.set_nodelay(true);
+            let router = router.clone();
+            let service = hyper::service::service_fn(move |mut request: hyper::Request<hyper::body::Incoming>| {
+                // The peer's address reaches stateless requests, to match a cancel to its caller.
+                request.extensions_mut().insert(axum::extract::ConnectInfo(peer));
+                tower::ServiceExt::oneshot(router.clone(), request)
+            });
+            let connection = graceful.watch(http1.serve_connection(hyper_util::rt::TokioIo::new(tcp), service));
+            tokio::spawn(async move {
+                if let Err(e) = connection.await {
+                    tracing::debug!(%peer, error = %e, "connection ended");
+                }
+                drop(permit);
+            });
+        }
+        // One deadline for all of shutdown, from the signal on. Every stream ends now, so that connections can
+        // close: listen streams with their result, 2025 sessions (and their standalone streams) by cancelling what
+        // is in flight. Connections still open at the deadline are dropped.
+        let deadline = tokio::time::Instant::now() + self.inner.shutdown_timeout;
+        drop(listener);
+        self.end_listeners(None);
+        state.end_all_sessions("the server is stopping");
+        let _ = tokio::time::timeout_at(deadline, graceful.shutdown()).await;
         let tasks = crate::cancel::cleanup_tasks();
         for session in self.live_sessions() {
             session.cancel_all("the server is stopping");
@@ -544,6 +587,14 @@ impl Server {
         self.shutdown_by(deadline).await;
         Ok(())
     }
+}
+
+/// Answers a connection over the limit with 503 and closes it.
+async fn refuse_connection(mut tcp: tokio::net::TcpStream) {
+    use tokio::io::AsyncWriteExt;
+    let answer =
+        b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+    let _ = tokio::time::timeout(Duration::from_secs(1), tcp.write_all(answer)).await;
 }
 
 fn error_response(status: StatusCode, code: ErrorCode, message: impl Into<String>) -> Response {
@@ -700,9 +751,17 @@ async fn post(
             format!("the request body is over the limit of {limit} bytes"),
         );
     }
-    let bytes = match axum::body::to_bytes(body, limit).await {
-        Ok(b) => b,
+    let read = tokio::time::timeout(state.options.body_read_timeout, axum::body::to_bytes(body, limit)).await;
+    let bytes = match read {
         Err(_) => {
+            return error_response(
+                StatusCode::REQUEST_TIMEOUT,
+                ErrorCode::INVALID_REQUEST,
+                format!("the request body did not arrive within {:?}", state.options.body_read_timeout),
+            )
+        }
+        Ok(Ok(b)) => b,
+        Ok(Err(_)) => {
             return error_response(
                 StatusCode::PAYLOAD_TOO_LARGE,
                 ErrorCode::INVALID_REQUEST,
