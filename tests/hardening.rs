@@ -328,3 +328,101 @@ async fn slow_and_idle_connections_are_timed_out_and_connections_are_limited() {
     .await
     .unwrap();
 }
+
+/// Defect 2, stdio: a client that stops reading does not grow the server's memory. Logs past the soft bound are
+/// dropped; the response still comes once the client reads again.
+#[test]
+fn a_stdio_client_that_stops_reading_costs_bounded_memory() {
+    use std::io::BufRead;
+    let mut child = std::process::Command::new(testbed())
+        .env("RUST_LOG", "warn")
+        .env("TESTBED_OUTBOUND", "262144,1048576")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let mut stdin = child.stdin.take().unwrap();
+    let init = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#;
+    writeln!(stdin, "{init}").unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let before = rss_kib(pid);
+    // 50 MB of logs, and nobody reads stdout.
+    let flood = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"log_flood","arguments":{"count":50000,"size":1000}}}"#;
+    writeln!(stdin, "{flood}").unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let done = rx.iter().take_while(|l| !l.contains("FLOOD_DONE")).count();
+    let grown = rss_kib(pid).saturating_sub(before);
+    assert!(grown < 16 * 1024, "the server grew by {grown} KiB while its client did not read ({done} lines)");
+    // The client reads again: the response is there.
+    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    let answer = loop {
+        line.clear();
+        assert!(stdout.read_line(&mut line).unwrap() > 0, "stdout ended before the response");
+        let message: Value = serde_json::from_str(&line).unwrap();
+        if message["id"] == 1 {
+            break message;
+        }
+    };
+    assert_eq!(answer["result"]["content"][0]["text"], "logged 50000", "{answer}");
+    drop(stdin);
+    let _ = child.wait();
+}
+
+/// Defect 2, stdio: a client that stays stuck past the hard bound is disconnected: its session ends and the server
+/// exits, as at the end of input.
+#[test]
+fn a_stdio_client_stuck_past_the_hard_bound_is_disconnected() {
+    let mut child = std::process::Command::new(testbed())
+        .env("RUST_LOG", "warn")
+        .env("TESTBED_OUTBOUND", "65536,262144")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let init = r#"{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#;
+    writeln!(stdin, "{init}").unwrap();
+    let text = "y".repeat(100_000);
+    // Responses cannot be dropped: 40 of 100 kB, unread, are past the hard bound.
+    for id in 0..40 {
+        let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": text}}});
+        if writeln!(stdin, "{call}").is_err() {
+            break;
+        }
+    }
+    let started = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            assert!(status.success(), "{status:?}");
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(20), "the stuck client's session did not end");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Defect 2, HTTP: a client that holds a request's SSE stream without reading it does not grow the server's memory.
+#[tokio::test]
+async fn an_http_client_that_stops_reading_costs_bounded_memory() {
+    let server = HttpServer::start_with_env(&[], &[("TESTBED_OUTBOUND", "262144,4194304")]);
+    let mut client = server.client();
+    client.initialize(json!({})).await;
+    let before = rss_kib(server.pid());
+    let flood = request(1, "tools/call", json!({"name": "log_flood", "arguments": {"count": 50000, "size": 1000}}));
+    let response = client.send(&flood).await; // the headers came; the body is never read
+    assert_eq!(response.status(), 200);
+    assert!(server.wait_stderr("FLOOD_DONE", Duration::from_secs(30)).await, "{}", server.stderr_text());
+    let grown = rss_kib(server.pid()).saturating_sub(before);
+    assert!(grown < 24 * 1024, "the server grew by {grown} KiB while its client did not read");
+    drop(response);
+}

@@ -262,7 +262,7 @@ impl RequestState {
     fn notify(&self, frame: String) {
         let slot = self.slot();
         if !slot.finished {
-            self.out.send(frame);
+            self.out.send_droppable(frame);
         }
     }
 }
@@ -385,7 +385,7 @@ impl Context {
             "notifications/progress",
             &ProgressParams { progress_token: token, progress, total, message },
         );
-        self.request.out.send(frame);
+        self.request.out.send_droppable(frame);
     }
 
     /// Sends a log message to the client (`notifications/message`) if `level` is at or above the level the client

@@ -31,6 +31,10 @@ use crate::wire::jsonrpc::{self, RequestId};
 pub(crate) trait FrameSink: Send + Sync {
     /// Sends a frame: a notification, or a request to the client.
     fn send(&self, frame: String);
+    /// Sends a frame that may be dropped when the client is not keeping up (progress and log notifications).
+    fn send_droppable(&self, frame: String) {
+        self.send(frame)
+    }
     /// Sends the final frame of a request (its response) and ends its stream.
     fn finish(&self, frame: String) {
         self.send(frame);
@@ -53,6 +57,9 @@ impl FrameSink for Origin {
     fn send(&self, frame: String) {
         self.sink.send(frame)
     }
+    fn send_droppable(&self, frame: String) {
+        self.sink.send_droppable(frame)
+    }
     fn finish(&self, frame: String) {
         self.sink.finish(frame)
     }
@@ -61,13 +68,33 @@ impl FrameSink for Origin {
     }
 }
 
-/// The stdio sink: the single writer's queue.
-pub(crate) struct ChannelSink(pub mpsc::UnboundedSender<String>);
+/// The sink of a stream transport (`serve_streams`): the single writer's queue, bounded by bytes.
+pub(crate) struct ChannelSink {
+    pub tx: mpsc::UnboundedSender<String>,
+    pub backlog: Arc<crate::transport::backlog::Backlog>,
+    /// Cancelled when the peer stops reading: the session ends.
+    pub stuck: tokio_util::sync::CancellationToken,
+}
+
+impl ChannelSink {
+    fn push(&self, frame: String, droppable: bool) {
+        match self.backlog.admit(frame.len(), droppable) {
+            // A closed writer means the peer is gone; the frame is dropped.
+            crate::transport::backlog::Admit::Send => {
+                let _ = self.tx.send(frame);
+            }
+            crate::transport::backlog::Admit::Drop => {}
+            crate::transport::backlog::Admit::Stuck => self.stuck.cancel(),
+        }
+    }
+}
 
 impl FrameSink for ChannelSink {
     fn send(&self, frame: String) {
-        // A closed writer means the peer is gone; the frame is dropped.
-        let _ = self.0.send(frame);
+        self.push(frame, false)
+    }
+    fn send_droppable(&self, frame: String) {
+        self.push(frame, true)
     }
 }
 

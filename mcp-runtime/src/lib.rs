@@ -65,6 +65,7 @@ pub use server::{
     BuildError, Server, ServerBuilder, DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_LINE_BYTES, DEFAULT_PAGE_SIZE,
     DEFAULT_SHUTDOWN_TIMEOUT,
 };
+pub use transport::backlog::OutboundLimits;
 pub use transport::http::{
     EventStore, EventStoreFactory, HttpOptions, MemoryEventStore, MemoryEventStoreFactory, DEFAULT_EVENT_STORE_BYTES,
     DEFAULT_EVENT_STORE_EVENTS, DEFAULT_EVENT_STORE_TOTAL_BYTES, SESSION_HEADER, VERSION_HEADER,

@@ -223,6 +223,12 @@ async fn main() -> Result<mcp::ServerBuilder, String> {
     if let Some(limit) = std::env::var("TESTBED_MAX_IN_FLIGHT").ok().and_then(|v| v.parse().ok()) {
         builder = builder.max_in_flight(limit);
     }
+    if let Some((soft, hard)) = std::env::var("TESTBED_OUTBOUND").ok().and_then(|v| {
+        let (soft, hard) = v.split_once(',')?;
+        Some((soft.parse().ok()?, hard.parse().ok()?))
+    }) {
+        builder = builder.outbound_limits(mcp::OutboundLimits::new(soft, hard));
+    }
     Ok(builder)
 }
 
@@ -537,4 +543,18 @@ async fn guarded(name: String, ctx: &Context) -> Result<String, String> {
         Ok(_) => Err(format!("not confirmed: {name} stays closed")),
         Err(e) => Err(e.to_string()),
     }
+}
+
+/// Log `count` messages of `size` bytes each, as fast as it can, then print `FLOOD_DONE`.
+#[mcp::tool]
+async fn log_flood(count: u32, size: usize, ctx: &Context) -> String {
+    let line = "x".repeat(size);
+    for i in 0..count {
+        ctx.info(&line);
+        if i % 256 == 0 {
+            tokio::task::yield_now().await;
+        }
+    }
+    eprintln!("FLOOD_DONE");
+    format!("logged {count}")
 }

@@ -64,6 +64,8 @@ pub(crate) struct ServerInner {
     pub max_line_bytes: usize,
     /// The most requests in flight on one connection.
     pub max_in_flight: usize,
+    /// The bounds of every outbound queue.
+    pub outbound: crate::transport::backlog::OutboundLimits,
     pub methods: HashMap<&'static str, MethodDef>,
     pub state: StateMap,
     pub shutdown_hooks: Mutex<Vec<BoxFuture<'static, ()>>>,
@@ -250,6 +252,7 @@ pub struct ServerBuilder {
     shutdown_timeout: Option<Duration>,
     cache: Option<CacheHint>,
     max_in_flight: Option<usize>,
+    outbound: Option<crate::transport::backlog::OutboundLimits>,
     state_key: Option<[u8; 32]>,
     request_state_ttl: Option<Duration>,
 }
@@ -420,6 +423,14 @@ impl ServerBuilder {
         self
     }
 
+    /// The bounds of every outbound queue (stdout, each SSE stream, each 2026 answer), for clients that stop
+    /// reading: above the soft limit progress and log notifications are dropped; a frame past the hard limit
+    /// disconnects the client and cancels what it asked for. Default 4 MiB and 16 MiB.
+    pub fn outbound_limits(mut self, limits: crate::transport::backlog::OutboundLimits) -> Self {
+        self.outbound = Some(limits);
+        self
+    }
+
     /// The key that seals the `requestState` of 2026 `input_required` results (XChaCha20-Poly1305). Give every
     /// instance behind one endpoint the same key, so that any of them can take a retry. Without one, the key comes
     /// from `MCP_REQUEST_STATE_KEY` (64 hex digits), else it is random for this process.
@@ -512,6 +523,7 @@ impl ServerBuilder {
                 capabilities,
                 max_line_bytes: self.max_line_bytes.unwrap_or(DEFAULT_MAX_LINE_BYTES),
                 max_in_flight: self.max_in_flight.unwrap_or(DEFAULT_MAX_IN_FLIGHT),
+                outbound: self.outbound.unwrap_or_default(),
                 methods,
                 state: self.state,
                 shutdown_hooks: Mutex::new(self.shutdown_hooks),
@@ -769,9 +781,11 @@ impl Server {
     /// is in flight, waits (bounded) for cleanups, and runs the shutdown hooks.
     pub async fn serve_stdio(self) -> std::io::Result<()> {
         let stdin = crate::transport::ThreadStdin::spawn();
-        let (stdout, written) = crate::transport::spawn_stdout();
+        let stuck = tokio_util::sync::CancellationToken::new();
+        let (stdout, written) = crate::transport::spawn_stdout(self.inner.outbound, stuck.clone());
         let (result, deadline) =
-            crate::transport::stdio::serve_with(self.clone(), stdin, Arc::new(stdout), written, stop_signal()).await;
+            crate::transport::stdio::serve_with(self.clone(), stdin, Arc::new(stdout), written, stop_signal(), stuck)
+                .await;
         self.shutdown_by(deadline).await;
         result
     }

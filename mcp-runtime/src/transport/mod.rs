@@ -1,5 +1,6 @@
 //! Transports: bytes to JSON-RPC messages and back. No MCP semantics live here.
 
+pub(crate) mod backlog;
 pub(crate) mod http;
 mod std_io;
 pub(crate) mod stdio;

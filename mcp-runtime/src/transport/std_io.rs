@@ -13,7 +13,12 @@ use std::task::{Context, Poll};
 use tokio::io::{AsyncRead, ReadBuf};
 use tokio::sync::mpsc;
 
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+
 use crate::dispatch::FrameSink;
+use crate::transport::backlog::{Admit, Backlog, OutboundLimits};
 
 /// stdin, read by a thread in chunks of up to 64 KiB.
 pub(crate) struct ThreadStdin {
@@ -74,24 +79,47 @@ impl AsyncRead for ThreadStdin {
 
 /// stdout, written by a thread that flushes whenever its queue runs dry. Frames go straight from the request that
 /// produced them into the thread's queue: no writer task in between.
-pub(crate) struct StdoutSink(mpsc::UnboundedSender<Vec<u8>>);
+pub(crate) struct StdoutSink {
+    tx: mpsc::UnboundedSender<Vec<u8>>,
+    backlog: Arc<Backlog>,
+    stuck: CancellationToken,
+}
 
-impl FrameSink for StdoutSink {
-    fn send(&self, frame: String) {
+impl StdoutSink {
+    fn push(&self, frame: String, droppable: bool) {
         if frame.is_empty() {
             return;
         }
-        let mut bytes = frame.into_bytes();
-        bytes.push(b'\n');
-        // A closed queue means stdout is gone; the frame is dropped.
-        let _ = self.0.send(bytes);
+        match self.backlog.admit(frame.len() + 1, droppable) {
+            Admit::Send => {
+                let mut bytes = frame.into_bytes();
+                bytes.push(b'\n');
+                let _ = self.tx.send(bytes);
+            }
+            Admit::Drop => {}
+            Admit::Stuck => self.stuck.cancel(),
+        }
     }
 }
 
-/// Starts the stdout thread: the sink, and a future that completes once the thread has written and flushed
-/// everything (after the last sink is dropped).
-pub(crate) fn spawn_stdout() -> (StdoutSink, impl Future<Output = io::Result<()>>) {
+impl FrameSink for StdoutSink {
+    fn send(&self, frame: String) {
+        self.push(frame, false)
+    }
+    fn send_droppable(&self, frame: String) {
+        self.push(frame, true)
+    }
+}
+
+/// The stdout writer thread, and its sink: frames wait in a queue bounded by `limits`; `stuck` is cancelled when the
+/// peer stops reading.
+pub(crate) fn spawn_stdout(
+    limits: OutboundLimits,
+    stuck: CancellationToken,
+) -> (StdoutSink, impl Future<Output = io::Result<()>>) {
     let (tx, mut rx) = mpsc::unbounded_channel::<Vec<u8>>();
+    let backlog = Arc::new(Backlog::new(limits));
+    let written = backlog.clone();
     let (done_tx, done_rx) = tokio::sync::oneshot::channel::<io::Result<()>>();
     let spawned = std::thread::Builder::new().name("mcp-stdout".into()).spawn(move || {
         let mut stdout = io::stdout().lock();
@@ -101,11 +129,13 @@ pub(crate) fn spawn_stdout() -> (StdoutSink, impl Future<Output = io::Result<()>
                 result = Err(e);
                 break;
             }
+            written.sent(bytes.len());
             while let Ok(more) = rx.try_recv() {
                 if let Err(e) = stdout.write_all(&more) {
                     result = Err(e);
                     break 'outer;
                 }
+                written.sent(more.len());
             }
             if let Err(e) = stdout.flush() {
                 result = Err(e);
@@ -119,5 +149,5 @@ pub(crate) fn spawn_stdout() -> (StdoutSink, impl Future<Output = io::Result<()>
         tracing::error!("could not start the stdout thread: {e}");
     }
     let done = async move { done_rx.await.unwrap_or(Ok(())) };
-    (StdoutSink(tx), done)
+    (StdoutSink { tx, backlog, stuck }, done)
 }

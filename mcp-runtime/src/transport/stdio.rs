@@ -7,9 +7,12 @@ use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWrite
 use tokio::sync::mpsc;
 
 use crate::cancel::cleanup_tasks;
+use tokio_util::sync::CancellationToken;
+
 use crate::dispatch::ChannelSink;
 use crate::era::v2025::Session;
 use crate::server::Server;
+use crate::transport::backlog::Backlog;
 use crate::wire::error::{Error, ErrorCode};
 use crate::wire::jsonrpc::Incoming;
 
@@ -25,14 +28,17 @@ where
     W: AsyncWrite + Unpin + Send + 'static,
 {
     let (tx, rx) = mpsc::unbounded_channel();
-    let writer = tokio::spawn(write_frames(rx, writer));
+    let backlog = Arc::new(Backlog::new(server.inner.outbound));
+    let stuck = CancellationToken::new();
+    let writer = tokio::spawn(write_frames(rx, writer, backlog.clone()));
     let written = async move {
         match writer.await {
             Ok(result) => result,
             Err(e) => Err(io::Error::other(e)),
         }
     };
-    serve_with(server, reader, Arc::new(ChannelSink(tx)), written, stop).await.0
+    let sink = Arc::new(ChannelSink { tx, backlog, stuck: stuck.clone() });
+    serve_with(server, reader, sink, written, stop, stuck).await.0
 }
 
 /// Serves one session: frames go to `sink`; `written` completes once every frame was written (after the last sink
@@ -43,6 +49,7 @@ pub(crate) async fn serve_with<R>(
     sink: crate::dispatch::Sink,
     written: impl std::future::Future<Output = io::Result<()>>,
     stop: impl std::future::Future<Output = ()>,
+    stuck: CancellationToken,
 ) -> (io::Result<()>, tokio::time::Instant)
 where
     R: AsyncRead + Unpin + Send + 'static,
@@ -57,6 +64,8 @@ where
         let frame = tokio::select! {
             frame = read_frame(&mut reader, &mut line, limit) => frame,
             () = &mut stop => break Ok(()),
+            // The peer stopped reading: what it asked for is cancelled and the session ends, as at end of input.
+            () = stuck.cancelled() => break Ok(()),
         };
         match frame {
             Ok(Frame::Eof) => break Ok(()),
@@ -148,12 +157,18 @@ async fn read_frame<R: AsyncBufRead + Unpin>(reader: &mut R, buf: &mut Vec<u8>, 
 }
 
 /// The single writer: one frame per line, flushed whenever the queue runs dry.
-async fn write_frames<W: AsyncWrite + Unpin>(mut rx: mpsc::UnboundedReceiver<String>, writer: W) -> io::Result<()> {
+async fn write_frames<W: AsyncWrite + Unpin>(
+    mut rx: mpsc::UnboundedReceiver<String>,
+    writer: W,
+    backlog: Arc<Backlog>,
+) -> io::Result<()> {
     let mut writer = BufWriter::with_capacity(64 * 1024, writer);
     while let Some(frame) = rx.recv().await {
         write_frame(&mut writer, &frame).await?;
+        backlog.sent(frame.len());
         while let Ok(frame) = rx.try_recv() {
             write_frame(&mut writer, &frame).await?;
+            backlog.sent(frame.len());
         }
         writer.flush().await?;
     }

@@ -15,6 +15,7 @@ pub use event_store::{
 };
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -35,6 +36,7 @@ use crate::context::{AuthInfo, HttpRequest};
 use crate::dispatch::{FrameSink, NoSink, Origin, Sink};
 use crate::era::v2025::Session;
 use crate::server::Server;
+use crate::transport::backlog::{Admit, Backlog, OutboundLimits};
 use crate::wire::error::{Error, ErrorCode};
 use crate::wire::jsonrpc::{self, Incoming, RequestId};
 use crate::wire::protocol::SUPPORTED_PROTOCOL_VERSIONS;
@@ -77,6 +79,9 @@ pub struct HttpOptions {
     pub header_read_timeout: Duration,
     /// How long a request's body may take to arrive; a slower one gets 408. Default 30 s.
     pub body_read_timeout: Duration,
+    /// How long a client may take no byte while the server has something to write to it; then its connection is
+    /// closed (`serve_http` only). Default 30 s.
+    pub write_timeout: Duration,
     /// The most connections at once (`serve_http` only); one more gets 503 and is closed. Default 1 000.
     pub max_connections: usize,
     /// Where stream events are kept for resumption. Default: in memory, the newest 1024 events and 4 MiB of each
@@ -100,6 +105,7 @@ impl Default for HttpOptions {
             max_sessions: 10_000,
             header_read_timeout: Duration::from_secs(30),
             body_read_timeout: Duration::from_secs(30),
+            write_timeout: Duration::from_secs(30),
             max_connections: 1_000,
             event_store: None,
         }
@@ -171,6 +177,11 @@ impl HttpOptions {
         self.body_read_timeout = timeout;
         self
     }
+    /// Sets the write timeout of connections.
+    pub fn write_timeout(mut self, timeout: Duration) -> Self {
+        self.write_timeout = timeout;
+        self
+    }
     /// Sets the most connections at once.
     pub fn max_connections(mut self, connections: usize) -> Self {
         self.max_connections = connections;
@@ -199,17 +210,59 @@ type Event = (String, Arc<str>);
 struct Route {
     name: String,
     store: Arc<dyn EventStore>,
+    limits: OutboundLimits,
     inner: Mutex<RouteInner>,
 }
 
 struct RouteInner {
-    live: Option<mpsc::UnboundedSender<Event>>,
+    /// The connection reading the stream now, and the bytes waiting for it.
+    live: Option<(mpsc::UnboundedSender<Event>, Arc<Backlog>)>,
     closed: bool,
+    /// What to cancel if the reader stops reading (a request's stream: that request).
+    on_stuck: Option<Box<dyn FnOnce() + Send>>,
 }
 
 impl Route {
-    fn new(name: String, store: Arc<dyn EventStore>) -> Arc<Route> {
-        Arc::new(Route { name, store, inner: Mutex::new(RouteInner { live: None, closed: false }) })
+    fn new(name: String, store: Arc<dyn EventStore>, limits: OutboundLimits) -> Arc<Route> {
+        Arc::new(Route {
+            name,
+            store,
+            limits,
+            inner: Mutex::new(RouteInner { live: None, closed: false, on_stuck: None }),
+        })
+    }
+
+    /// Sets what a reader that stops reading cancels.
+    fn on_stuck(&self, cancel: impl FnOnce() + Send + 'static) {
+        self.lock().on_stuck = Some(Box::new(cancel));
+    }
+
+    fn push(&self, frame: String, droppable: bool) {
+        let mut inner = self.lock();
+        if inner.closed {
+            return;
+        }
+        // One allocation shared by the store and the live connection.
+        let frame: Arc<str> = frame.into();
+        let id = self.store.store(&self.name, &frame);
+        let Some((live, backlog)) = &inner.live else { return };
+        match backlog.admit(frame.len(), droppable) {
+            Admit::Send => {
+                if live.send((id, frame)).is_err() {
+                    inner.live = None; // the connection is gone; the store keeps the rest for a resume
+                }
+            }
+            Admit::Drop => {}
+            Admit::Stuck => {
+                // The reader stopped reading: it is detached (what is queued for it stays bounded, and the
+                // connection's write timeout closes it), and what the stream was for is cancelled.
+                inner.live = None;
+                if let Some(cancel) = inner.on_stuck.take() {
+                    drop(inner);
+                    cancel();
+                }
+            }
+        }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, RouteInner> {
@@ -218,16 +271,19 @@ impl Route {
 
     /// Attaches a connection, first replaying `missed` to it; under the same lock as `send`, so nothing falls in
     /// between and nothing comes twice.
-    fn attach(&self, missed: Vec<(String, String)>) -> mpsc::UnboundedReceiver<Event> {
+    fn attach(&self, missed: Vec<(String, String)>) -> (mpsc::UnboundedReceiver<Event>, Arc<Backlog>) {
         let (tx, rx) = mpsc::unbounded_channel();
+        let backlog = Arc::new(Backlog::new(self.limits));
         let mut inner = self.lock();
         for (id, frame) in missed.into_iter().filter(|(_, f)| !f.is_empty()) {
-            let _ = tx.send((id, frame.into()));
+            if backlog.admit(frame.len(), false) == Admit::Send {
+                let _ = tx.send((id, frame.into()));
+            }
         }
         if !inner.closed {
-            inner.live = Some(tx);
+            inner.live = Some((tx, backlog.clone()));
         }
-        rx
+        (rx, backlog)
     }
 
     fn is_closed(&self) -> bool {
@@ -237,18 +293,11 @@ impl Route {
 
 impl FrameSink for Route {
     fn send(&self, frame: String) {
-        let mut inner = self.lock();
-        if inner.closed {
-            return;
-        }
-        // One allocation shared by the store and the live connection.
-        let frame: Arc<str> = frame.into();
-        let id = self.store.store(&self.name, &frame);
-        if let Some(live) = &inner.live {
-            if live.send((id, frame)).is_err() {
-                inner.live = None; // the connection is gone; the store keeps the rest for a resume
-            }
-        }
+        self.push(frame, false)
+    }
+
+    fn send_droppable(&self, frame: String) {
+        self.push(frame, true)
     }
 
     fn close(&self) {
@@ -269,6 +318,10 @@ impl FrameSink for JsonRoute {
         self.standalone.send(frame);
     }
 
+    fn send_droppable(&self, frame: String) {
+        self.standalone.send_droppable(frame);
+    }
+
     fn finish(&self, frame: String) {
         if let Some(tx) = self.response.lock().unwrap_or_else(|e| e.into_inner()).take() {
             let _ = tx.send(frame);
@@ -285,6 +338,8 @@ impl FrameSink for JsonRoute {
 struct SseBody {
     priming: Option<String>,
     events: mpsc::UnboundedReceiver<Event>,
+    /// The bytes waiting for this connection; each event taken leaves it.
+    backlog: Option<Arc<Backlog>>,
     on_disconnect: Option<Box<dyn FnOnce() + Send>>,
     /// Counts this stream among its session's open streams while it lives.
     _open: Option<OpenStream>,
@@ -318,6 +373,9 @@ impl futures_core::Stream for SseBody {
         loop {
             match self.events.poll_recv(cx) {
                 Poll::Ready(Some((id, data))) => {
+                    if let Some(backlog) = &self.backlog {
+                        backlog.sent(data.len());
+                    }
                     chunk.push_str("id: ");
                     chunk.push_str(&id);
                     chunk.push_str("\nevent: message\ndata: ");
@@ -376,7 +434,7 @@ impl HttpSession {
 
     fn new_route(&self) -> Arc<Route> {
         let name = format!("s{}", self.next_stream.fetch_add(1, Ordering::Relaxed));
-        let route = Route::new(name.clone(), self.store.clone());
+        let route = Route::new(name.clone(), self.store.clone(), self.session.connection().server().inner.outbound);
         let mut routes = self.routes.lock().unwrap_or_else(|e| e.into_inner());
         routes.retain(|_, r| r.strong_count() > 0);
         routes.insert(name, Arc::downgrade(&route));
@@ -518,6 +576,7 @@ impl Server {
     /// Serves Streamable HTTP on a listener that is already bound (port 0 in tests).
     pub async fn serve_http_on(self, listener: tokio::net::TcpListener, options: HttpOptions) -> std::io::Result<()> {
         let header_read_timeout = options.header_read_timeout;
+        let write_timeout = options.write_timeout;
         let max_connections = options.max_connections;
         let (router, state) = self.http_router_and_state(options);
         if self.inner.sealer.random {
@@ -561,6 +620,7 @@ impl Server {
                 request.extensions_mut().insert(axum::extract::ConnectInfo(peer));
                 tower::ServiceExt::oneshot(router.clone(), request)
             });
+            let tcp = WriteTimeout { inner: tcp, timeout: write_timeout, stalled: None };
             let connection = graceful.watch(http1.serve_connection(hyper_util::rt::TokioIo::new(tcp), service));
             tokio::spawn(async move {
                 if let Err(e) = connection.await {
@@ -586,6 +646,71 @@ impl Server {
         tasks.reopen();
         self.shutdown_by(deadline).await;
         Ok(())
+    }
+}
+
+/// A connection whose peer takes no byte for `timeout` while there is something to write is ended: a client that
+/// stopped reading does not hold its connection (and what is queued for it) forever.
+struct WriteTimeout<T> {
+    inner: T,
+    timeout: Duration,
+    stalled: Option<Pin<Box<tokio::time::Sleep>>>,
+}
+
+impl<T> WriteTimeout<T> {
+    fn watch<R>(&mut self, cx: &mut TaskContext<'_>, polled: Poll<std::io::Result<R>>) -> Poll<std::io::Result<R>> {
+        if polled.is_ready() {
+            self.stalled = None;
+            return polled;
+        }
+        let timeout = self.timeout;
+        let stalled = self.stalled.get_or_insert_with(|| Box::pin(tokio::time::sleep(timeout)));
+        match stalled.as_mut().poll(cx) {
+            Poll::Ready(()) => Poll::Ready(Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                "the client took nothing for the write timeout",
+            ))),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+impl<T: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for WriteTimeout<T> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut TaskContext<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_read(cx, buf)
+    }
+}
+
+impl<T: tokio::io::AsyncWrite + Unpin> tokio::io::AsyncWrite for WriteTimeout<T> {
+    fn poll_write(mut self: Pin<&mut Self>, cx: &mut TaskContext<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
+        let polled = Pin::new(&mut self.inner).poll_write(cx, buf);
+        self.watch(cx, polled)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut TaskContext<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        let polled = Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
+        self.watch(cx, polled)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<std::io::Result<()>> {
+        let polled = Pin::new(&mut self.inner).poll_flush(cx);
+        self.watch(cx, polled)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
     }
 }
 
@@ -799,7 +924,7 @@ async fn post(
             return response;
         }
         let store = state.new_store();
-        let standalone = Route::new("standalone".into(), store.clone());
+        let standalone = Route::new("standalone".into(), store.clone(), state.server.inner.outbound);
         let session = Session::new(state.server.clone(), standalone.clone());
         let http_session = Arc::new(HttpSession {
             session,
@@ -863,21 +988,30 @@ async fn answer_request(
     let route = http_session.new_route();
     // The priming event comes first, so resuming from it replays everything the request sends.
     let priming = http_session.store.store(&route.name, &Arc::from(""));
-    let events = route.attach(Vec::new());
+    let (events, backlog) = route.attach(Vec::new());
+    if let Incoming::Request { id, .. } = &message {
+        // A reader that stops reading the request's stream cancels the request.
+        let (session, id) = (Arc::downgrade(&http_session.session), id.clone());
+        route.on_stuck(move || {
+            if let Some(session) = session.upgrade() {
+                session.cancel(&id, Some("the client stopped reading the request's stream"));
+            }
+        });
+    }
     http_session.session.handle_routed(message, &Origin { sink: route.clone(), http: Some(http) });
-    sse_response(state, priming, events, None, Some(http_session))
+    sse_response(state, priming, (events, Some(backlog)), None, Some(http_session))
 }
 
 fn sse_response(
     state: &HttpState,
     priming_id: String,
-    events: mpsc::UnboundedReceiver<Event>,
+    (events, backlog): (mpsc::UnboundedReceiver<Event>, Option<Arc<Backlog>>),
     on_disconnect: Option<Box<dyn FnOnce() + Send>>,
     session: Option<&Arc<HttpSession>>,
 ) -> Response {
     let retry = state.options.retry.as_millis();
     let priming = format!("id: {priming_id}\nretry: {retry}\ndata: \n\n");
-    let body = SseBody { priming: Some(priming), events, on_disconnect, _open: session.map(OpenStream::new) };
+    let body = SseBody { priming: Some(priming), events, backlog, on_disconnect, _open: session.map(OpenStream::new) };
     Response::builder()
         .status(StatusCode::OK)
         .header(header::CONTENT_TYPE, "text/event-stream")
@@ -951,9 +1085,9 @@ async fn post_stateless(
                     Err(_) => StatusCode::ACCEPTED.into_response(),
                 };
             }
-            let route = Route::new("stateless".into(), store.clone());
+            let route = Route::new("stateless".into(), store.clone(), state.server.inner.outbound);
             let priming = store.store("stateless", &Arc::from(""));
-            let events = route.attach(Vec::new());
+            let (events, backlog) = route.attach(Vec::new());
             session.handle_routed(message, &Origin { sink: route.clone(), http: Some(http) });
             // The entry leaves with the body, however the stream ends; a client gone before the response cancels.
             let on_disconnect: Box<dyn FnOnce() + Send> = Box::new(move || {
@@ -962,7 +1096,7 @@ async fn post_stateless(
                     session.cancel(&id, Some("the client disconnected"));
                 }
             });
-            sse_response(state, priming, events, Some(on_disconnect), None)
+            sse_response(state, priming, (events, Some(backlog)), Some(on_disconnect), None)
         }
     }
 }
@@ -1011,14 +1145,14 @@ fn get(state: Arc<HttpState>, headers: HeaderMap) -> Response {
                 }
                 drop(tx);
                 let priming = http_session.store.store(&stream, &Arc::from(""));
-                return sse_response(&state, priming, rx, None, Some(&http_session));
+                return sse_response(&state, priming, (rx, None), None, Some(&http_session));
             }
         },
         None => (http_session.standalone.clone(), Vec::new()),
     };
-    let events = route.attach(missed);
+    let (events, backlog) = route.attach(missed);
     let priming = http_session.store.store(&route.name, &Arc::from(""));
-    sse_response(&state, priming, events, None, Some(&http_session))
+    sse_response(&state, priming, (events, Some(backlog)), None, Some(&http_session))
 }
 
 fn delete(state: Arc<HttpState>, headers: HeaderMap) -> Response {

@@ -20,6 +20,7 @@ use super::HttpState;
 use crate::context::HttpRequest;
 use crate::dispatch::{Connection, FrameSink, NoSink, Origin};
 use crate::era::v2026;
+use crate::transport::backlog::{Admit, Backlog};
 use crate::wire::error::Error;
 use crate::wire::jsonrpc::{self, Incoming, RequestId};
 
@@ -52,21 +53,44 @@ enum Out {
     Final(String),
 }
 
-/// A 2026 request's route: frames go to the waiting POST.
+/// A 2026 request's route: frames go to the waiting POST, within the outbound bounds.
 struct ModernRoute {
     tx: Mutex<Option<mpsc::UnboundedSender<Out>>>,
+    backlog: Arc<Backlog>,
+    /// What a reader that stops reading cancels: this request.
+    conn: Arc<Connection>,
+    id: RequestId,
     /// JSON-response mode: notifications are dropped, the response is the body.
     json_only: bool,
 }
 
-impl FrameSink for ModernRoute {
-    fn send(&self, frame: String) {
+impl ModernRoute {
+    fn push(&self, frame: String, droppable: bool) {
         if self.json_only {
             return;
         }
-        if let Some(tx) = &*self.tx.lock().unwrap_or_else(|e| e.into_inner()) {
-            let _ = tx.send(Out::Event(frame));
+        match self.backlog.admit(frame.len(), droppable) {
+            Admit::Send => {
+                if let Some(tx) = &*self.tx.lock().unwrap_or_else(|e| e.into_inner()) {
+                    let _ = tx.send(Out::Event(frame));
+                }
+            }
+            Admit::Drop => {}
+            Admit::Stuck => {
+                self.tx.lock().unwrap_or_else(|e| e.into_inner()).take();
+                self.conn.cancel(&self.id, Some("the client stopped reading the request's stream"));
+            }
         }
+    }
+}
+
+impl FrameSink for ModernRoute {
+    fn send(&self, frame: String) {
+        self.push(frame, false)
+    }
+
+    fn send_droppable(&self, frame: String) {
+        self.push(frame, true)
     }
 
     fn finish(&self, frame: String) {
@@ -112,7 +136,14 @@ pub(super) async fn post(
     let conn = Connection::new(state.server.clone(), Arc::new(NoSink));
     let (tx, mut rx) = mpsc::unbounded_channel();
     let json_only = state.options.json_response && method != "subscriptions/listen";
-    let route = Arc::new(ModernRoute { tx: Mutex::new(Some(tx)), json_only });
+    let backlog = Arc::new(Backlog::new(state.server.inner.outbound));
+    let route = Arc::new(ModernRoute {
+        tx: Mutex::new(Some(tx)),
+        backlog: backlog.clone(),
+        conn: conn.clone(),
+        id: id.clone(),
+        json_only,
+    });
     v2026::handle(&conn, id.clone(), method, params, &Origin { sink: route, http: Some(http) });
     // If the client goes away while this waits, axum drops the future and the guard cancels the request.
     let mut guard = CancelOnDrop { conn, id, armed: true };
@@ -125,6 +156,7 @@ pub(super) async fn post(
             let body = ModernSse {
                 pending: Some(frame),
                 events: rx,
+                backlog,
                 guard,
                 keep_alive: tokio::time::interval_at(tokio::time::Instant::now() + KEEP_ALIVE, KEEP_ALIVE),
                 done: false,
@@ -164,6 +196,8 @@ fn json_answer(frame: String) -> Response {
 struct ModernSse {
     pending: Option<String>,
     events: mpsc::UnboundedReceiver<Out>,
+    /// The bytes waiting for this connection; each event taken leaves it.
+    backlog: Arc<Backlog>,
     guard: CancelOnDrop,
     keep_alive: tokio::time::Interval,
     done: bool,
@@ -185,11 +219,15 @@ impl futures_core::Stream for ModernSse {
         }
         let mut chunk = String::new();
         if let Some(first) = self.pending.take() {
+            self.backlog.sent(first.len());
             push_event(&mut chunk, &first);
         }
         loop {
             match self.events.poll_recv(cx) {
-                Poll::Ready(Some(Out::Event(frame))) => push_event(&mut chunk, &frame),
+                Poll::Ready(Some(Out::Event(frame))) => {
+                    self.backlog.sent(frame.len());
+                    push_event(&mut chunk, &frame)
+                }
                 Poll::Ready(Some(Out::Final(frame))) => {
                     push_event(&mut chunk, &frame);
                     self.done = true;

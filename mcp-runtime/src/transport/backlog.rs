@@ -1,0 +1,104 @@
+//! Bounds on outbound queues. Every queue of frames waiting for a client (stdout, an SSE stream, a 2026 answer)
+//! counts its bytes in a [`Backlog`]: above the soft limit, frames that may be dropped (progress and log
+//! notifications) are dropped; a frame that would take the queue past the hard limit means the client has stopped
+//! reading, and it is disconnected (its stream ends, its requests are cancelled). Each client has its own queues, so
+//! one that stops reading slows no other.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+
+/// The limits of an outbound queue, in bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct OutboundLimits {
+    /// Above this, progress and log notifications are dropped. Default 4 MiB.
+    pub soft_bytes: usize,
+    /// A frame that would go past this disconnects the client. Default 16 MiB.
+    pub hard_bytes: usize,
+}
+
+impl OutboundLimits {
+    /// Limits of `soft_bytes` and `hard_bytes` (at least the soft one). With both equal, nothing is dropped: a client
+    /// that stops reading is disconnected instead.
+    pub const fn new(soft_bytes: usize, hard_bytes: usize) -> OutboundLimits {
+        let hard_bytes = if hard_bytes < soft_bytes { soft_bytes } else { hard_bytes };
+        OutboundLimits { soft_bytes, hard_bytes }
+    }
+}
+
+impl Default for OutboundLimits {
+    fn default() -> Self {
+        OutboundLimits::new(4 << 20, 16 << 20)
+    }
+}
+
+/// What to do with a frame.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Admit {
+    /// Queue it.
+    Send,
+    /// Drop it (a notification that may be dropped, over the soft limit).
+    Drop,
+    /// The client stopped reading: disconnect it.
+    Stuck,
+}
+
+/// The bytes waiting in one outbound queue.
+pub(crate) struct Backlog {
+    limits: OutboundLimits,
+    queued: AtomicUsize,
+    dropped: AtomicU64,
+    stuck: AtomicBool,
+}
+
+impl Backlog {
+    pub(crate) fn new(limits: OutboundLimits) -> Backlog {
+        Backlog { limits, queued: AtomicUsize::new(0), dropped: AtomicU64::new(0), stuck: AtomicBool::new(false) }
+    }
+
+    /// Decides on a frame of `len` bytes; counts it as queued when it is to be sent.
+    pub(crate) fn admit(&self, len: usize, droppable: bool) -> Admit {
+        if self.stuck.load(Ordering::Relaxed) {
+            return Admit::Stuck;
+        }
+        let queued = self.queued.load(Ordering::Relaxed);
+        if droppable && queued + len > self.limits.soft_bytes {
+            let dropped = self.dropped.fetch_add(1, Ordering::Relaxed) + 1;
+            if dropped.is_power_of_two() {
+                tracing::warn!(dropped, queued, "a client is not reading: dropping its progress and log notifications");
+            }
+            return Admit::Drop;
+        }
+        if queued + len > self.limits.hard_bytes {
+            self.stuck.store(true, Ordering::Relaxed);
+            tracing::warn!(queued, limit = self.limits.hard_bytes, "a client stopped reading: disconnecting it");
+            return Admit::Stuck;
+        }
+        self.queued.fetch_add(len, Ordering::Relaxed);
+        Admit::Send
+    }
+
+    /// A frame of `len` bytes left the queue (written, or handed to the connection).
+    pub(crate) fn sent(&self, len: usize) {
+        self.queued.fetch_sub(len, Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn notifications_are_dropped_over_the_soft_limit_and_a_stuck_client_is_found_at_the_hard_one() {
+        let backlog = Backlog::new(OutboundLimits::new(100, 200));
+        assert_eq!(backlog.admit(80, true), Admit::Send);
+        assert_eq!(backlog.admit(40, true), Admit::Drop, "a notification over the soft limit");
+        assert_eq!(backlog.admit(100, false), Admit::Send, "a response still goes, up to the hard limit");
+        assert_eq!(backlog.admit(30, false), Admit::Stuck);
+        assert_eq!(backlog.admit(1, false), Admit::Stuck, "once stuck, always stuck");
+        let reading = Backlog::new(OutboundLimits::new(100, 200));
+        for _ in 0..1000 {
+            assert_eq!(reading.admit(90, true), Admit::Send);
+            reading.sent(90);
+        }
+    }
+}
