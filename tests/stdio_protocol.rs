@@ -275,6 +275,33 @@ fn list_tools_flag_prints_the_schemas_and_exits() {
 }
 
 #[test]
+fn schema_and_version_flags_print_what_is_served_and_exit() {
+    let out = Command::new(testbed()).arg("--schema").output().unwrap();
+    assert!(out.status.success());
+    let schema: Value = serde_json::from_slice(&out.stdout).unwrap();
+    for tool in schema["tools"].as_array().unwrap() {
+        common::schema::validate("Tool", tool).unwrap();
+    }
+    for prompt in schema["prompts"].as_array().unwrap() {
+        common::schema::validate("Prompt", prompt).unwrap();
+    }
+    for resource in schema["resources"].as_array().unwrap() {
+        common::schema::validate("Resource", resource).unwrap();
+    }
+    for template in schema["resourceTemplates"].as_array().unwrap() {
+        common::schema::validate("ResourceTemplate", template).unwrap();
+    }
+    assert!(schema["methods"].as_array().unwrap().iter().any(|m| m == "testbed/sum"), "{}", schema["methods"]);
+    assert_eq!(schema["serverInfo"]["name"], "testbed");
+    let again = Command::new(testbed()).arg("--schema").output().unwrap();
+    assert_eq!(out.stdout, again.stdout, "the dump is stable, so CI can diff it");
+
+    let version = Command::new(testbed()).arg("--version").output().unwrap();
+    assert!(version.status.success());
+    assert_eq!(String::from_utf8_lossy(&version.stdout).trim(), format!("testbed {}", env!("CARGO_PKG_VERSION")));
+}
+
+#[test]
 fn the_schema_check_itself_rejects_bad_messages() {
     use common::schema::{check_server_message, validate};
     assert!(validate("CallToolResult", &json!({"content": "not a list"})).is_err());

@@ -50,6 +50,9 @@ OPTIONS:
     --json-response    With --http: answer each request with one JSON body instead of an SSE stream
     --stateless        With --http: no sessions; every POST stands alone
     --list-tools       Print every tool as `tools/list` describes it (names, descriptions, JSON Schemas) and exit
+    --schema           Print everything served (server info, capabilities, tools, prompts, resources, templates,
+                       custom methods, with their schemas) as one JSON document, and exit
+    --version          Print the program's name and version and exit
     --help             Print this help and exit
 
 ENVIRONMENT:
@@ -60,6 +63,8 @@ enum Command {
     Serve,
     Http(std::net::SocketAddr, Box<crate::HttpOptions>),
     ListTools,
+    Schema,
+    Version,
     Help,
 }
 
@@ -72,6 +77,8 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Command, String>
         match arg.as_str() {
             "--help" | "-h" => return Ok(Command::Help),
             "--list-tools" => command = Command::ListTools,
+            "--schema" => command = Command::Schema,
+            "--version" | "-V" => return Ok(Command::Version),
             "--http" => {
                 let addr = args.next().ok_or("`--http` needs an address, such as 127.0.0.1:8000")?;
                 let parsed = match addr.parse::<u16>() {
@@ -127,6 +134,10 @@ where
         print!("{}", USAGE.replace("{bin}", &bin));
         return ExitCode::SUCCESS;
     }
+    if let Command::Version = command {
+        println!("{name} {version}");
+        return ExitCode::SUCCESS;
+    }
     init_tracing();
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
@@ -156,6 +167,10 @@ where
             Command::ListTools => {
                 let list = server.tools_list();
                 println!("{}", serde_json::to_string_pretty(&list).unwrap_or_default());
+                ExitCode::SUCCESS
+            }
+            Command::Schema => {
+                println!("{}", serde_json::to_string_pretty(&server.schema()).unwrap_or_default());
                 ExitCode::SUCCESS
             }
             Command::Http(addr, options) => match server.serve_http(addr, *options).await {

@@ -623,6 +623,28 @@ impl Server {
         json!({ "tools": tools })
     }
 
+    /// Everything the server serves, in a stable order, as one JSON document that CI can diff: its info,
+    /// capabilities and instructions, every tool, prompt, resource and resource template as the list methods describe
+    /// them (with their schemas), and the custom methods' names.
+    pub fn schema(&self) -> Value {
+        let registry = self.registry();
+        fn enabled<'a, D: 'a>(it: impl Iterator<Item = &'a crate::server::registry::Listed<D>>) -> Vec<Value> {
+            it.filter(|l| l.enabled).map(|l| l.descriptor.clone()).collect()
+        }
+        let mut methods: Vec<&str> = self.inner.methods.keys().copied().collect();
+        methods.sort_unstable();
+        json!({
+            "serverInfo": self.inner.info,
+            "capabilities": self.inner.capabilities,
+            "instructions": self.inner.instructions,
+            "tools": enabled(registry.tools.values()),
+            "prompts": enabled(registry.prompts.values()),
+            "resources": enabled(registry.resources.values()),
+            "resourceTemplates": enabled(registry.templates.values().map(|(l, _)| l)),
+            "methods": methods,
+        })
+    }
+
     /// The current snapshot of what is served.
     pub(crate) fn registry(&self) -> Arc<Registry> {
         self.inner.registry.read().unwrap_or_else(|e| e.into_inner()).clone()
