@@ -1,20 +1,31 @@
-//! A soak harness: drives the testbed server over stdio and Streamable HTTP, in the 2025-11-25 era (a session) and
-//! the 2026-07-28 era (stateless requests), with a mix of calls, pipelined bursts, cancels, slow readers, clients
-//! that disconnect mid-stream and panicking tools, and checks that every request that was not cancelled is answered
-//! exactly once, that no cancelled request is answered (nor runs on to its end), and that the server's resident
-//! memory stays within a bound.
+//! A soak harness: drives the testbed server over stdio and Streamable HTTP, in the 2025-11-25 era (sessions) and
+//! the 2026-07-28 era (stateless requests), with a mix of plain calls, pipelined bursts, cancels, slow readers,
+//! clients that disconnect mid-stream and panicking tools, and checks that every request that was not cancelled is
+//! answered exactly once, that no cancelled request is answered (nor runs on to its end), and that the server's
+//! resident memory stays within a bound.
 //!
-//! Run with `cargo bench --bench soak` (options after `--`: `--seconds N` per run, default 60; `--transport
-//! stdio|http|both`; `--era 2025|2026|both`; `--concurrency C`, default 4; `--max-rss-growth-kib K`, default 16384;
-//! `--warmup S`, default 3; `--seed X`). One run per transport × era, each against its own server process, then one
-//! summary line per run and a verdict; the exit status is 1 on any lost, duplicated or after-cancel response, any
-//! wrong answer, or RSS growth (end minus the end of the warm-up) past the bound. A check, not a benchmark: it
-//! reports no timings. All traffic goes to 127.0.0.1; every wait is bounded, and the harness stops by itself.
+//! Run with `cargo bench --bench soak`; options after `--`: `--seconds N` per run (default 60), `--warmup S` (3),
+//! `--transport stdio|http|both`, `--era 2025|2026|both`, `--concurrency C` (4 clients), `--max-rss-growth-kib K`
+//! (8192), `--seed X`, `--every S` (a progress line every S seconds), `--only OP,...` (keep some operations of the
+//! mix, for a reproduction: echo, burst, cancel, spin, race, slow, disconnect, panic). `MCP_BENCH_SERVER=path` drives
+//! another build of the testbed. One run per transport × era, each against its own server process; one summary line
+//! per run, then a verdict. The exit status is 1 on any lost, duplicated or after-cancel response, any wrong answer,
+//! a server that does not exit cleanly, or RSS growth (from the end of the warm-up to the end) past the bound. A
+//! check, not a benchmark: it reports no timings. All traffic goes to 127.0.0.1; every wait is bounded.
 //!
-//! Per request it knows: sent, answered (once, with the right content), duplicated (a second response), answered
-//! after its cancel (on the wire, or the handler ran to its end: the testbed's `SLEEP_DONE` marker on stderr),
-//! unhonoured (a cancel whose handler neither stopped nor finished, or whose stream stayed open), and lost (no
-//! answer within 30 s for a request that was not cancelled).
+//! Per request it counts: sent; answered (once, with the right content); duplicated (a second response); answered
+//! after its cancel (on the wire); ran on (a cancelled handler that finished anyway: the testbed's `SLEEP_DONE`
+//! marker on stderr, the only evidence when a 2026 HTTP client cancels by closing its connection); unhonoured (a
+//! cancel whose handler did not stop within 8 s, or whose 2025 stream stayed open); lost (no answer within 30 s).
+//!
+//! The mix: echo calls; on stdio, bursts of up to 48 requests in one write, and requests cancelled in the same
+//! write (an answer or none, never two); sleeps cancelled just after they start (`notifications/cancelled` on stdio
+//! and on a 2025 session, a dropped POST in 2026) and, but in 2026 HTTP, blocking `spin`s; slow readers (a progress
+//! stream and a 256 KiB answer read with pauses; on stdio the one reader dawdles); disconnects (stdio: a separate
+//! process whose client closes its pipes with a request in flight, which must exit cleanly and drop the request;
+//! 2025 HTTP: a stream dropped after its first event and resumed with `Last-Event-ID`, which must deliver the
+//! response once, or abandoned; 2026 HTTP: a stream dropped after its first event, which cancels); panicking async
+//! and blocking tools, each answered with an error; and on 2025 HTTP a new session every 40 operations.
 
 use std::collections::{HashMap, VecDeque};
 use std::process::Stdio;
@@ -32,9 +43,9 @@ const CALL_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long a sleep may take to start (its `SLEEP_START` marker) before it counts as lost.
 const START_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a cancelled handler may take to stop (or a cancelled stream to end).
-const SETTLE: Duration = Duration::from_secs(5);
+const SETTLE: Duration = Duration::from_secs(8);
 /// How long a cancelled sleep would run: well past any cancel, well inside [`SETTLE`].
-const CANCELLED_SLEEP_MS: u64 = 3_000;
+const CANCELLED_SLEEP_MS: u64 = 5_000;
 /// The size of the text of a slow reader's big echo.
 const BIG_ECHO: usize = 256 * 1024;
 /// A 2025 session is ended and a new one made after this many operations of its client.
@@ -87,13 +98,17 @@ struct Args {
     concurrency: usize,
     max_rss_growth_kib: u64,
     seed: u64,
+    /// `--only`: the operations to keep from each mix (all when empty).
+    only: Vec<Op>,
+    /// `--every S`: a progress line every S seconds (none when 0).
+    every: u64,
 }
 
 fn usage(problem: &str) -> ! {
     eprintln!("soak: {problem}");
     eprintln!(
         "usage: cargo bench --bench soak -- [--seconds N] [--warmup S] [--transport stdio|http|both] \
-         [--era 2025|2026|both] [--concurrency C] [--max-rss-growth-kib K] [--seed X]"
+         [--era 2025|2026|both] [--concurrency C] [--max-rss-growth-kib K] [--seed X] [--only OP,OP...] [--every S]"
     );
     std::process::exit(2)
 }
@@ -106,8 +121,10 @@ fn parse_args() -> Args {
         transports: vec![Transport::Stdio, Transport::Http],
         eras: vec![Era::V2025, Era::V2026],
         concurrency: 4,
-        max_rss_growth_kib: 16 * 1024,
+        max_rss_growth_kib: 8 * 1024,
         seed: seed.unwrap_or(1),
+        only: Vec::new(),
+        every: 0,
     };
     let mut it = std::env::args().skip(1);
     while let Some(option) = it.next() {
@@ -119,6 +136,7 @@ fn parse_args() -> Args {
             "--concurrency" => args.concurrency = number(value()).max(1) as usize,
             "--max-rss-growth-kib" => args.max_rss_growth_kib = number(value()),
             "--seed" => args.seed = number(value()),
+            "--every" => args.every = number(value()),
             "--transport" => {
                 args.transports = match value().as_str() {
                     "stdio" => vec![Transport::Stdio],
@@ -133,6 +151,14 @@ fn parse_args() -> Args {
                     "2026" => vec![Era::V2026],
                     "both" => vec![Era::V2025, Era::V2026],
                     other => usage(&format!("--era {other}: 2025, 2026 or both")),
+                }
+            }
+            "--only" => {
+                for name in value().split(',') {
+                    match OPS.iter().find(|(_, n)| *n == name) {
+                        Some((op, _)) => args.only.push(*op),
+                        None => usage(&format!("--only {name}: one of {}", OPS.map(|(_, n)| n).join(", "))),
+                    }
                 }
             }
             "--bench" => {} // cargo bench passes it
@@ -196,8 +222,8 @@ const OPS: [(Op, &str); 9] = [
 
 /// The mix of a transport × era, by weight. Bursts and racing cancels need one ordered pipe (stdio); a 2026 HTTP
 /// request cannot be seen to have started until it answers, so a `spin` (no start marker) is not cancelled there.
-fn mix(transport: Transport, era: Era) -> &'static [(Op, u64)] {
-    match (transport, era) {
+fn mix(transport: Transport, era: Era, only: &[Op]) -> Vec<(Op, u64)> {
+    let all: &[(Op, u64)] = match (transport, era) {
         (Transport::Stdio, _) => &[
             (Op::Echo, 40),
             (Op::Burst, 12),
@@ -214,7 +240,8 @@ fn mix(transport: Transport, era: Era) -> &'static [(Op, u64)] {
         (Transport::Http, Era::V2026) => {
             &[(Op::Echo, 55), (Op::Cancel, 15), (Op::Slow, 5), (Op::Disconnect, 8), (Op::Panic, 10)]
         }
-    }
+    };
+    all.iter().filter(|(op, _)| only.is_empty() || only.contains(op)).copied().collect()
 }
 
 fn pick(rng: &mut Rng, mix: &[(Op, u64)]) -> Op {
@@ -250,6 +277,8 @@ struct Stats {
     /// Stdio: requests cancelled in the same write, answered or not (either is right; twice is not).
     raced_answered: AtomicU64,
     raced_silent: AtomicU64,
+    /// 2025 HTTP: requests whose client went away mid-stream and never resumed.
+    abandoned: AtomicU64,
     ops: [AtomicU64; OPS.len()],
     problems: Mutex<Vec<String>>,
 }
@@ -318,18 +347,22 @@ impl Markers {
         self.seen.lock().unwrap().get(&id).copied().unwrap_or(0)
     }
 
-    /// Notes a stderr line if it is a marker; says whether it was one.
+    /// Notes a stderr line if it holds a marker (anywhere: other output may precede it on its line); says whether
+    /// it did. (`SLEEP_START` also finds `STREAM_SLEEP_START`, which means the same.)
     fn note(&self, line: &str) -> bool {
-        let Some((kind, rest)) = line.split_once(' ') else { return false };
-        let flag = match kind {
-            "SLEEP_START" | "STREAM_SLEEP_START" => START,
-            "SLEEP_DONE" | "STREAM_SLEEP_DONE" => DONE,
-            "SLEEP_ABORTED" | "STREAM_SLEEP_ABORTED" => ABORTED,
-            "SPIN_CANCELLED" => SPIN_CANCELLED,
-            "CLEANUP_DONE" => return true,
-            _ => return false,
+        const KINDS: [(&str, u8); 5] = [
+            ("SLEEP_START ", START),
+            ("SLEEP_DONE ", DONE),
+            ("SLEEP_ABORTED ", ABORTED),
+            ("SPIN_CANCELLED ", SPIN_CANCELLED),
+            ("CLEANUP_DONE ", 0),
+        ];
+        let Some((at, kind, flag)) = KINDS.iter().find_map(|(k, f)| line.find(k).map(|at| (at, k, *f))) else {
+            return false;
         };
-        if let Ok(id) = rest.trim().parse::<u64>() {
+        let rest = &line[at + kind.len()..];
+        let digits = &rest[..rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len())];
+        if let (Ok(id), true) = (digits.parse::<u64>(), flag != 0) {
             if let Some(flags) = self.seen.lock().unwrap().get_mut(&id) {
                 *flags |= flag;
             }
@@ -360,8 +393,8 @@ impl Markers {
 // A run: one server process, one transport, one era
 
 struct Run {
-    transport: Transport,
     era: Era,
+    mix: Vec<(Op, u64)>,
     stats: Stats,
     markers: Markers,
     next_id: AtomicU64,
@@ -370,6 +403,10 @@ struct Run {
     stopped: AtomicBool,
     /// Stdio disconnects start a process each: at most one every two seconds.
     last_disconnect: Mutex<Option<Instant>>,
+    /// Shared by operations that wait for markers, exclusive for panicking calls: the standard panic hook writes
+    /// its report to stderr in pieces without the lock `eprintln!` takes, so a marker printed meanwhile can be
+    /// split and missed.
+    quiet: tokio::sync::RwLock<()>,
 }
 
 impl Run {
@@ -381,10 +418,13 @@ impl Run {
         Instant::now() < self.deadline && !self.stopped.load(Ordering::Relaxed)
     }
 
-    /// A cancelled request's handler must stop (`want`: its abort marker) and never finish.
-    async fn settle(&self, id: u64, want: u8, already_unhonoured: bool) {
+    /// A cancelled request's handler must stop (`want`: its abort marker) and never finish. `before`: the markers
+    /// seen before the cancel was sent.
+    async fn settle(&self, id: u64, want: u8, before: u8, already_unhonoured: bool) {
         let flags = self.markers.wait(id, want | DONE, SETTLE).await;
-        if flags & DONE != 0 {
+        if before & DONE != 0 {
+            // It finished before its cancel went out (it started late, and that was counted).
+        } else if flags & DONE != 0 {
             self.stats.problem(&self.stats.ran_on, format!("cancelled request {id} ran to its end anyway"));
         } else if flags & want == 0 && !already_unhonoured {
             self.stats
@@ -483,9 +523,12 @@ struct ServerProcess {
     tail: Arc<Mutex<VecDeque<String>>>,
 }
 
+/// The testbed (or, with `MCP_BENCH_SERVER=path`, another build of it).
 fn testbed() -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_testbed"));
-    command.env("RUST_LOG", "info").kill_on_drop(true);
+    let mut command =
+        Command::new(std::env::var_os("MCP_BENCH_SERVER").unwrap_or_else(|| env!("CARGO_BIN_EXE_testbed").into()));
+    // No backtraces: a panic's report is written to stderr piece by piece, without the lock `eprintln!` takes.
+    command.env("RUST_LOG", "info").env("RUST_BACKTRACE", "0").kill_on_drop(true);
     command
 }
 
@@ -740,7 +783,7 @@ async fn stdio_call(run: &Run, conn: &StdioConn, tool: &str, arguments: Value, p
 }
 
 async fn stdio_worker(run: Arc<Run>, conn: Arc<StdioConn>, mut rng: Rng) {
-    let mix = mix(run.transport, run.era);
+    let mix = &run.mix;
     while run.going() {
         let mut op = pick(&mut rng, mix);
         if op == Op::Disconnect {
@@ -779,6 +822,7 @@ async fn stdio_worker(run: Arc<Run>, conn: Arc<StdioConn>, mut rng: Rng) {
                 }
             }
             Op::Cancel | Op::Spin => {
+                let _quiet = run.quiet.read().await;
                 let id = run.id();
                 run.markers.watch(id);
                 conn.mark(id, SENT);
@@ -801,11 +845,12 @@ async fn stdio_worker(run: Arc<Run>, conn: Arc<StdioConn>, mut rng: Rng) {
                 } else {
                     tokio::time::sleep(rng.millis(10, 60)).await;
                 }
+                let before = run.markers.flags(id);
                 if let Err(e) = conn.cancel(id).await {
                     run.stats.problem(&run.stats.bad, format!("cancelling {id}: {e}"));
                 }
                 Stats::add(&run.stats.cancelled, 1);
-                run.settle(id, if op == Op::Cancel { ABORTED } else { SPIN_CANCELLED }, false).await;
+                run.settle(id, if op == Op::Cancel { ABORTED } else { SPIN_CANCELLED }, before, false).await;
             }
             Op::Race => {
                 // A request and its cancel in one write: an answer or none, never two.
@@ -834,6 +879,7 @@ async fn stdio_worker(run: Arc<Run>, conn: Arc<StdioConn>, mut rng: Rng) {
             }
             Op::Disconnect => stdio_disconnect(&run).await,
             Op::Panic => {
+                let _quiet = run.quiet.write().await;
                 let tool = if rng.below(2) == 0 { "panic_async" } else { "panic_blocking" };
                 stdio_call(&run, &conn, tool, json!({}), false, Expect::Error).await;
             }
@@ -962,6 +1008,7 @@ struct Answer {
     answer: Option<Value>,
     duplicates: Vec<Value>,
     strays: Vec<Value>,
+    notifications: u64,
     /// Why it stopped short: a timeout, a broken stream, a stream left open after its response.
     error: Option<String>,
 }
@@ -1003,7 +1050,7 @@ async fn read_answer(mut response: reqwest::Response, id: u64, deadline: Instant
     let mut until = deadline;
     loop {
         match sse.next(until, pace).await {
-            Ok(Some(m)) if m.get("method").is_some() => {}
+            Ok(Some(m)) if m.get("method").is_some() => out.notifications += 1,
             Ok(Some(m)) if is_response_to(&m, id) && out.answer.is_none() => {
                 out.answer = Some(m);
                 // The response is the stream's last event.
@@ -1025,6 +1072,7 @@ async fn read_answer(mut response: reqwest::Response, id: u64, deadline: Instant
 }
 
 fn judge_http(run: &Run, id: u64, got: Answer, expect: &Expect) {
+    Stats::add(&run.stats.notifications, got.notifications);
     for d in &got.duplicates {
         run.stats.problem(&run.stats.duplicated, format!("request {id} answered twice: {}", shorten(&d.to_string())));
     }
@@ -1143,6 +1191,7 @@ impl HttpClient {
     /// 2025: a sleep (or a spin) cancelled with `notifications/cancelled` on the session while its stream is open;
     /// the stream must end with no response. 2026: a sleep whose POST is dropped once it started.
     async fn cancel(&self, run: &Run, rng: &mut Rng, spin: bool) {
+        let _quiet = run.quiet.read().await;
         let id = run.id();
         run.markers.watch(id);
         let (tool, arguments) = if spin { ("spin", json!({})) } else { ("sleep", json!({"ms": CANCELLED_SLEEP_MS})) };
@@ -1158,9 +1207,10 @@ impl HttpClient {
             if pending.is_finished() {
                 run.stats.problem(&run.stats.bad, format!("sleep {id} ended its POST before its cancel"));
             }
+            let before = run.markers.flags(id);
             pending.abort();
             Stats::add(&run.stats.cancelled, 1);
-            return run.settle(id, ABORTED, false).await;
+            return run.settle(id, ABORTED, before, false).await;
         }
         let response = match self.send(&body, deadline).await {
             Ok(r) if r.status() == 200 && is_sse(&r) => r,
@@ -1183,6 +1233,7 @@ impl HttpClient {
             }
             tokio::time::sleep(rng.millis(0, 50)).await;
         }
+        let before = run.markers.flags(id);
         match self.send(&cancel_body(id), deadline).await {
             Ok(r) if r.status() == 202 => {}
             Ok(r) => run.stats.problem(&run.stats.bad, format!("cancel of {id}: HTTP {}", r.status())),
@@ -1208,7 +1259,7 @@ impl HttpClient {
                 }
             }
         }
-        run.settle(id, if spin { SPIN_CANCELLED } else { ABORTED }, unhonoured).await;
+        run.settle(id, if spin { SPIN_CANCELLED } else { ABORTED }, before, unhonoured).await;
     }
 
     /// A slow reader: a progress stream and a big answer, each read with pauses.
@@ -1222,13 +1273,21 @@ impl HttpClient {
     /// A client that drops its stream after the first event. 2025: the request goes on, and resuming the stream
     /// with `Last-Event-ID` must deliver its response exactly once. 2026: closing the stream cancels the request.
     async fn disconnect(&self, run: &Run, rng: &mut Rng) {
+        let _quiet = if self.era == Era::V2026 { Some(run.quiet.read().await) } else { None };
         let id = run.id();
-        let ms = if self.era == Era::V2025 { rng.below(20) } else { CANCELLED_SLEEP_MS };
+        // 2025: mostly a response due within a millisecond or two, so that it races the resuming GET.
+        let ms = match self.era {
+            Era::V2025 if rng.below(4) > 0 => rng.below(3),
+            Era::V2025 => rng.below(20),
+            Era::V2026 => CANCELLED_SLEEP_MS,
+        };
         if self.era == Era::V2026 {
             run.markers.watch(id);
         }
+        // 2025: one client in four goes away for good (its response is kept for a resume that never comes).
+        let abandon = self.era == Era::V2025 && rng.below(4) == 0;
         let body = call_body(self.era, id, "progress_then_sleep", json!({"ms": ms}), true);
-        Stats::add(&run.stats.sent, 1);
+        Stats::add(if abandon { &run.stats.abandoned } else { &run.stats.sent }, 1);
         let deadline = Instant::now() + CALL_TIMEOUT;
         let mut stream = match self.send(&body, deadline).await {
             Ok(r) if r.status() == 200 && is_sse(&r) => Sse::new(r),
@@ -1250,10 +1309,14 @@ impl HttpClient {
             }
         }
         let last_id = stream.last_id.take();
+        let before = run.markers.flags(id);
         drop(stream);
         if self.era == Era::V2026 {
             Stats::add(&run.stats.cancelled, 1);
-            return run.settle(id, ABORTED, false).await;
+            return run.settle(id, ABORTED, before, false).await;
+        }
+        if abandon {
+            return;
         }
         let (Some(last_id), Some(session)) = (last_id, &self.session) else {
             return run.stats.problem(&run.stats.bad, format!("request {id}: a 2025 event without an id"));
@@ -1285,7 +1348,7 @@ impl HttpClient {
 async fn http_worker(run: Arc<Run>, url: Arc<str>, mut rng: Rng) {
     let http = reqwest::Client::builder().pool_max_idle_per_host(8).build().expect("an HTTP client");
     let mut client = HttpClient { http, url, era: run.era, session: None };
-    let mix = mix(run.transport, run.era);
+    let mix = &run.mix;
     let mut ops_in_session = 0;
     while run.going() {
         if run.era == Era::V2025 && (client.session.is_none() || ops_in_session >= SESSION_OPS) {
@@ -1311,6 +1374,7 @@ async fn http_worker(run: Arc<Run>, url: Arc<str>, mut rng: Rng) {
             Op::Slow => client.slow(&run, &mut rng).await,
             Op::Disconnect => client.disconnect(&run, &mut rng).await,
             Op::Panic => {
+                let _quiet = run.quiet.write().await;
                 let tool = if rng.below(2) == 0 { "panic_async" } else { "panic_blocking" };
                 client.call(&run, tool, json!({}), false, Expect::Error, Duration::ZERO).await;
             }
@@ -1335,17 +1399,23 @@ struct Report {
 
 async fn run_one(transport: Transport, era: Era, args: &Args, seed: u64) -> Report {
     let label = format!("{} {}", transport.name(), era.name());
+    let mix = mix(transport, era, &args.only);
+    if mix.is_empty() {
+        println!("{label:<10} skipped: no operation of --only applies");
+        return Report { label, failures: Vec::new() };
+    }
     let started = Instant::now();
     let warm_end = started + Duration::from_secs(args.warmup);
     let run = Arc::new(Run {
-        transport,
         era,
+        mix,
         stats: Stats::default(),
         markers: Markers::default(),
         next_id: AtomicU64::new(1),
         deadline: warm_end + Duration::from_secs(args.seconds),
         stopped: AtomicBool::new(false),
         last_disconnect: Mutex::new(None),
+        quiet: tokio::sync::RwLock::new(()),
     });
     let (mut server, stdin, stdout, url) = start_server(&run, transport == Transport::Http).await;
     let mut workers = Vec::new();
@@ -1387,13 +1457,35 @@ async fn run_one(transport: Transport, era: Era, args: &Args, seed: u64) -> Repo
     let pid = server.pid;
     let sampling = Arc::new(AtomicBool::new(true));
     let sampler = tokio::spawn({
-        let sampling = sampling.clone();
+        let (sampling, run, label, every) = (sampling.clone(), run.clone(), label.clone(), args.every);
         async move {
-            tokio::time::sleep_until(at(warm_end)).await;
-            let start = rss_kib(pid);
-            let mut peak = start.unwrap_or(0);
+            let mut start = None;
+            let mut peak = 0;
+            let mut next_line = warm_end + Duration::from_secs(every);
             while sampling.load(Ordering::Relaxed) {
-                peak = peak.max(rss_kib(pid).unwrap_or(0));
+                let Some(now) = rss_kib(pid) else {
+                    // The server is gone: stop the workers rather than let them fail in a loop.
+                    run.stopped.store(true, Ordering::Relaxed);
+                    break;
+                };
+                if Instant::now() < warm_end {
+                    tokio::time::sleep(Duration::from_millis(250)).await;
+                    continue;
+                }
+                peak = peak.max(now).max(*start.get_or_insert(now));
+                if every > 0 && Instant::now() >= next_line {
+                    next_line += Duration::from_secs(every);
+                    let s = &run.stats;
+                    let problems = [&s.lost, &s.duplicated, &s.after_cancel, &s.ran_on, &s.unhonoured, &s.bad];
+                    println!(
+                        "  {label} at {:>5} s: sent {}, answered {}, cancelled {}, problems {}, RSS {now} KiB",
+                        warm_end.elapsed().as_secs(),
+                        Stats::get(&s.sent),
+                        Stats::get(&s.answered),
+                        Stats::get(&s.cancelled),
+                        problems.iter().map(|c| Stats::get(c)).sum::<u64>(),
+                    );
+                }
                 tokio::time::sleep(Duration::from_millis(250)).await;
             }
             (start, peak)
@@ -1413,7 +1505,8 @@ async fn run_one(transport: Transport, era: Era, args: &Args, seed: u64) -> Repo
         c.stdin.lock().await.take();
         wait_exit(&mut server.child, Duration::from_secs(10)).await
     } else {
-        let _ = std::process::Command::new("kill").args(["-TERM", &pid.to_string()]).status();
+        // The shell's own `kill`: there may be no kill(1) binary.
+        let _ = std::process::Command::new("sh").args(["-c", "kill -TERM \"$1\"", "sh", &pid.to_string()]).status();
         wait_exit(&mut server.child, Duration::from_secs(10)).await
     };
     if let Some(c) = &conn {
@@ -1442,6 +1535,8 @@ async fn run_one(transport: Transport, era: Era, args: &Args, seed: u64) -> Repo
         .collect();
     let raced = if transport == Transport::Stdio {
         format!(", raced {} ({} answered once)", g(&s.raced_answered) + g(&s.raced_silent), g(&s.raced_answered))
+    } else if era == Era::V2025 {
+        format!(", abandoned {}", g(&s.abandoned))
     } else {
         String::new()
     };

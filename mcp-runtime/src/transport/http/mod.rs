@@ -269,12 +269,27 @@ impl Route {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Attaches a connection, first replaying `missed` to it; under the same lock as `send`, so nothing falls in
-    /// between and nothing comes twice.
+    /// Attaches a connection that resumes after `last_event_id`: the events stored after it are read under the
+    /// same lock as `send`, so nothing falls in between and nothing comes twice.
+    fn resume(&self, last_event_id: &str) -> (mpsc::UnboundedReceiver<Event>, Arc<Backlog>) {
+        let inner = self.lock();
+        let missed = self.store.replay_after(last_event_id).map(|(_, m)| m).unwrap_or_default();
+        self.attach_locked(inner, missed)
+    }
+
+    /// Attaches a connection, first replaying `missed` to it; under the same lock as `send`.
     fn attach(&self, missed: Vec<(String, String)>) -> (mpsc::UnboundedReceiver<Event>, Arc<Backlog>) {
+        let inner = self.lock();
+        self.attach_locked(inner, missed)
+    }
+
+    fn attach_locked(
+        &self,
+        mut inner: std::sync::MutexGuard<'_, RouteInner>,
+        missed: Vec<(String, String)>,
+    ) -> (mpsc::UnboundedReceiver<Event>, Arc<Backlog>) {
         let (tx, rx) = mpsc::unbounded_channel();
         let backlog = Arc::new(Backlog::new(self.limits));
-        let mut inner = self.lock();
         for (id, frame) in missed.into_iter().filter(|(_, f)| !f.is_empty()) {
             if backlog.admit(frame.len(), false) == Admit::Send {
                 let _ = tx.send((id, frame.into()));
@@ -1134,11 +1149,19 @@ fn get(state: Arc<HttpState>, headers: HeaderMap) -> Response {
             }
         },
     };
-    let (route, missed) = match replay {
-        Some((stream, missed)) => match http_session.route(&stream) {
-            Some(route) => (route, missed),
-            // The stream ended (its request was answered) and its route is gone: replay what is left, then end.
+    let (route, missed) = match (replay, last.as_deref()) {
+        (Some((stream, _)), Some(last)) => match http_session.route(&stream) {
+            // What to replay is read again under the route's lock, the one `send` stores under, so an event stored
+            // meanwhile (the response, often) is replayed or sent live, never neither.
+            Some(route) => {
+                let (events, backlog) = route.resume(last);
+                let priming = http_session.store.store(&route.name, &Arc::from(""));
+                return sse_response(&state, priming, (events, Some(backlog)), None, Some(&http_session));
+            }
+            // The stream ended (its request was answered) and its route is gone: everything it sent is stored now,
+            // so the replay is read again; then the stream ends.
             None => {
+                let missed = http_session.store.replay_after(last).map(|(_, m)| m).unwrap_or_default();
                 let (tx, rx) = mpsc::unbounded_channel();
                 for (id, frame) in missed.into_iter().filter(|(_, f)| !f.is_empty()) {
                     let _ = tx.send((id, frame.into()));
@@ -1148,7 +1171,7 @@ fn get(state: Arc<HttpState>, headers: HeaderMap) -> Response {
                 return sse_response(&state, priming, (rx, None), None, Some(&http_session));
             }
         },
-        None => (http_session.standalone.clone(), Vec::new()),
+        _ => (http_session.standalone.clone(), Vec::new()),
     };
     let (events, backlog) = route.attach(missed);
     let priming = http_session.store.store(&route.name, &Arc::from(""));
