@@ -35,6 +35,9 @@ impl UriTemplate {
         let mut parts = Vec::new();
         let mut rest = source;
         while let Some(open) = rest.find('{') {
+            if rest[..open].contains('}') {
+                return Err(TemplateError(format!("URI template `{source}`: `}}` without `{{`")));
+            }
             if open > 0 {
                 parts.push(Part::Literal(rest[..open].to_owned()));
             }
@@ -119,10 +122,12 @@ fn percent_decode(s: &str) -> String {
     let bytes = s.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
+    let hex = |b: u8| char::from(b).to_digit(16);
     while i < bytes.len() {
-        if bytes[i] == b'%' && i + 2 < bytes.len() {
-            if let Ok(b) = u8::from_str_radix(&s[i + 1..i + 3], 16) {
-                out.push(b);
+        // Bytes, not `&str` slices: the two after a `%` may be part of a multi-byte character.
+        if let [b'%', high, low, ..] = bytes[i..] {
+            if let (Some(high), Some(low)) = (hex(high), hex(low)) {
+                out.push((high << 4 | low) as u8);
                 i += 3;
                 continue;
             }
@@ -155,6 +160,20 @@ mod tests {
     }
 
     #[test]
+    fn percent_decoding_reads_two_hex_digits_and_never_splits_a_character() {
+        let t = UriTemplate::parse("test://template/{id}/data").unwrap();
+        let id = |uri: &str| t.matches(uri).map(|mut bound| bound.remove(0).1);
+        // Found by fuzzing: a `%` before a multi-byte character panicked (slicing inside it), which ended a stdio
+        // server on one `resources/read`.
+        assert_eq!(id("test://template/%aé/data").as_deref(), Some("%aé"));
+        assert_eq!(id("test://template/%é1/data").as_deref(), Some("%é1"));
+        assert_eq!(id("test://template/x%a/data").as_deref(), Some("x%a"));
+        // A sign is not a hex digit (`u8::from_str_radix` takes one).
+        assert_eq!(id("test://template/%+1/data").as_deref(), Some("%+1"));
+        assert_eq!(id("test://template/%C3%a9%2F%25/data").as_deref(), Some("é/%"));
+    }
+
+    #[test]
     fn rejects_what_it_cannot_match() {
         assert!(UriTemplate::parse("a://{x").is_err());
         assert!(UriTemplate::parse("a://{x}{y}").is_err());
@@ -162,5 +181,6 @@ mod tests {
         assert!(UriTemplate::parse("a://{?q}").is_err());
         assert!(UriTemplate::parse("a://{x}/{x}").is_err());
         assert!(UriTemplate::parse("a://x}").is_err());
+        assert!(UriTemplate::parse("a://x}/{id}").is_err(), "a stray `}}` before a variable too");
     }
 }
