@@ -642,3 +642,27 @@ async fn next_result(stream: &mut Body) -> Value {
         }
     }
 }
+
+#[tokio::test]
+async fn a_standard_or_mirrored_header_sent_twice_is_refused() {
+    let server = HttpServer::start(&[]);
+    let client = server.client();
+    // Two `Mcp-Method` values: a gateway could route on either.
+    let body = call(70, "echo", json!({"text": "x"}));
+    let twice = client.modern_post(&body).header("mcp-method", "prompts/get").send().await.unwrap();
+    assert_eq!(twice.status(), 400);
+    let answer: Value = serde_json::from_str(&twice.text().await.unwrap()).unwrap();
+    assert_eq!(error_code(&answer), -32020, "{answer}");
+    // Two values of a mirrored argument's header.
+    let body = call(71, "regional", json!({"region": "eu"}));
+    let twice = client
+        .modern_post(&body)
+        .header("mcp-param-region", "eu")
+        .header("mcp-param-region", "us")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(twice.status(), 400);
+    let answer: Value = serde_json::from_str(&twice.text().await.unwrap()).unwrap();
+    assert_eq!(error_code(&answer), -32020, "{answer}");
+}

@@ -692,6 +692,10 @@ pub(crate) fn check_http_headers(
     server: &Server,
 ) -> Result<(), Error> {
     let header = |name: &str| -> Result<Option<&str>, Error> {
+        // One value only: with two, a gateway could route on one and the server check the other.
+        if headers.get_all(name).iter().nth(1).is_some() {
+            return Err(mismatch(format!("the {name} header appears more than once")));
+        }
         match headers.get(name) {
             None => Ok(None),
             Some(v) => v
@@ -765,6 +769,9 @@ fn check_param_headers(headers: &axum::http::HeaderMap, params: Option<&Value>, 
     for param in mirrored {
         let value = param.path.iter().try_fold(arguments, |v, key| Some(v?.get(key))).flatten();
         let header_name = format!("mcp-param-{}", param.header);
+        if headers.get_all(header_name.as_str()).iter().nth(1).is_some() {
+            return Err(mismatch(format!("the Mcp-Param-{} header appears more than once", param.header)));
+        }
         let header = headers.get(header_name.as_str());
         // A header this tool recognises must hold visible ASCII, whether or not its argument is there.
         if header.is_some_and(|h| h.to_str().is_err()) {
