@@ -75,15 +75,21 @@ fn meta_of(params: Option<&Value>) -> Result<&Map<String, Value>, Error> {
         },
         Some(_) => return Err(Error::invalid_params("`params` must be an object")),
     };
-    let missing: Vec<&str> = [META_VERSION, META_CAPABILITIES].into_iter().filter(|k| !meta.contains_key(*k)).collect();
-    if !missing.is_empty() {
-        return Err(Error::invalid_params(format!(
-            "invalid params: a 2026-07-28 request carries its envelope in `params._meta`; missing: {}",
-            missing.join(", ")
-        ))
-        .with_data(json!({ "missing": missing })));
-    }
+    require_envelope_keys(meta)?;
     Ok(meta)
+}
+
+/// -32602 naming the required envelope keys `_meta` lacks.
+fn require_envelope_keys(meta: &Map<String, Value>) -> Result<(), Error> {
+    let missing: Vec<&str> = [META_VERSION, META_CAPABILITIES].into_iter().filter(|k| !meta.contains_key(*k)).collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    Err(Error::invalid_params(format!(
+        "invalid params: a 2026-07-28 request carries its envelope in `params._meta`; missing: {}",
+        missing.join(", ")
+    ))
+    .with_data(json!({ "missing": missing })))
 }
 
 /// -32022 for a version this server does not serve statelessly.
@@ -95,14 +101,7 @@ fn unsupported_version(requested: &str) -> Error {
 /// Reads the envelope out of `_meta`: its keys go into their own fields, and what is left is the request's own
 /// `_meta` (a progress token, trace context, ...).
 fn envelope(mut meta: Map<String, Value>) -> Result<Envelope, Error> {
-    let missing: Vec<&str> = [META_VERSION, META_CAPABILITIES].into_iter().filter(|k| !meta.contains_key(*k)).collect();
-    if !missing.is_empty() {
-        return Err(Error::invalid_params(format!(
-            "invalid params: a 2026-07-28 request carries its envelope in `params._meta`; missing: {}",
-            missing.join(", ")
-        ))
-        .with_data(json!({ "missing": missing })));
-    }
+    require_envelope_keys(&meta)?;
     let version = match meta.remove(META_VERSION) {
         Some(Value::String(v)) => v,
         _ => return Err(Error::invalid_params(format!("`_meta[\"{META_VERSION}\"]` must be a string"))),
