@@ -118,8 +118,10 @@ impl Drop for SearchOffline<'_> {
     }
 }
 
-/// Take search offline and rebuild its index, one book at a time.
-#[mcp::tool]
+/// Take search offline and rebuild its index, one book at a time. Runs as a task when the client asks for one
+/// (2025-11-25: `task` in the call; 2026-07-28: the Tasks extension declared): the call returns at once, and the
+/// client polls the task, sees its progress, or cancels it.
+#[mcp::tool(task = "optional")]
 fn rebuild_index(
     /// The titles to index.
     titles: Vec<String>,

@@ -2,7 +2,9 @@
 //! tools of each content kind, logging, progress, errors, sampling and elicitation; static, binary and templated
 //! resources; prompts with arguments, images and embedded resources; completion; and for 2026-07-28 the
 //! input-required (multi round-trip) tools and prompt, a capability check, list-change triggers for
-//! `subscriptions/listen`, and a parameter mirrored in an `Mcp-Param-Region` header.
+//! `subscriptions/listen`, a parameter mirrored in an `Mcp-Param-Region` header, and the task fixtures of the Tasks
+//! extension (`greet`, `slow_compute`, `failing_job`, `protocol_error_job`, `confirm_delete`, `multi_input`,
+//! `test_tool_with_task`), which run as 2025-11-25 tasks too.
 //!
 //! `cargo run --example everything -- --http 127.0.0.1:3001` serves it at `http://127.0.0.1:3001/mcp` for
 //! `npx @modelcontextprotocol/conformance@0.2.0-alpha.12 server --url http://127.0.0.1:3001/mcp --requirements
@@ -10,7 +12,9 @@
 
 use std::time::Duration;
 
-use mcp::{CallToolResult, Content, Context, PromptMessage, ResourceContents, ToolDef, ToolHandler};
+use mcp::{
+    CallToolResult, Content, Context, PromptMessage, ResourceContents, TaskOptions, TaskSupport, ToolDef, ToolHandler,
+};
 use serde_json::{json, Map, Value};
 
 /// A 1x1 red PNG.
@@ -433,6 +437,10 @@ fn json_schema_2020_12_call(_: &Context, args: Map<String, Value>) -> Result<Cal
     ))]))
 }
 
+fn empty_input() -> Value {
+    json!({ "type": "object", "properties": {} })
+}
+
 fn no_output_schema() -> Option<Value> {
     None
 }
@@ -548,6 +556,115 @@ fn test_prompt_with_image() -> Vec<PromptMessage> {
     ]
 }
 
+// ---- tasks ----
+
+/// Says what this server is. (It also sorts first in `tools/list`, where the header-validation scenario takes the
+/// first tool and calls it with no arguments and no capabilities: a task tool there would answer -32021.)
+#[mcp::tool(read_only)]
+fn about() -> &'static str {
+    "The MCP conformance fixtures, served by the mcp Rust framework."
+}
+
+/// Greets someone, at once (never a task)
+#[mcp::tool]
+fn greet(
+    /// Who to greet.
+    name: String,
+) -> String {
+    format!("Hello, {name}!")
+}
+
+/// Computes for a while: a task when the client can take one
+#[mcp::tool(task = "optional", task_poll_ms = 200)]
+async fn slow_compute(
+    /// How long to compute, in seconds.
+    seconds: u64,
+    /// A label for the result.
+    label: Option<String>,
+    ctx: &Context,
+) -> String {
+    for second in 0..seconds {
+        ctx.report_progress(second as f64, Some(seconds as f64), None);
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    format!("Computed {} in {seconds}s", label.as_deref().unwrap_or("something"))
+}
+
+/// Fails with a tool error after a second (always a task)
+#[mcp::tool(task = "required", task_poll_ms = 200)]
+async fn failing_job() -> Result<String, String> {
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    Err("job failed".into())
+}
+
+/// Fails with a protocol error (a task that ends `failed`)
+fn protocol_error_job(_: &Context, _: Map<String, Value>) -> Result<CallToolResult, mcp::Error> {
+    std::thread::sleep(Duration::from_millis(300));
+    Err(mcp::Error::internal("protocol_error_job failed on purpose"))
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct DeleteConfirmation {
+    /// Whether to delete it.
+    confirm: bool,
+}
+
+/// Asks for confirmation, as a task, before deleting a file
+#[mcp::tool(task = "required", task_poll_ms = 200)]
+async fn confirm_delete(
+    /// The file to delete.
+    filename: String,
+    ctx: &Context,
+) -> String {
+    match ctx.elicit::<DeleteConfirmation>(&format!("Delete {filename}?")).await {
+        Ok(mcp::Elicitation::Accept(DeleteConfirmation { confirm: true })) => format!("Deleted {filename}"),
+        Ok(_) => format!("Kept {filename}"),
+        Err(e) => format!("Could not ask: {e}"),
+    }
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Part {
+    /// A name for this part.
+    #[serde(default)]
+    name: Option<String>,
+    /// Whether to go ahead.
+    #[serde(default)]
+    confirm: Option<bool>,
+}
+
+/// Asks two questions at once, as a task
+#[mcp::tool(task = "required", task_poll_ms = 200)]
+async fn multi_input(ctx: &Context) -> String {
+    let (first, second) = tokio::join!(ctx.elicit::<Part>("First part?"), ctx.elicit::<Part>("Second part?"));
+    let name = |part: Result<mcp::Elicitation<Part>, mcp::ClientError>| match part {
+        Ok(mcp::Elicitation::Accept(Part { name, confirm })) => {
+            format!(
+                "{} ({})",
+                name.unwrap_or_default(),
+                if confirm == Some(true) { "confirmed" } else { "unconfirmed" }
+            )
+        }
+        _ => "none".into(),
+    };
+    format!("Got {} and {}", name(first), name(second))
+}
+
+/// Asks for the user's name first (input-required rounds, key `user_name`), then works on it as a task
+#[mcp::tool(task = "required", defer_task, task_poll_ms = 200)]
+async fn test_tool_with_task(ctx: &Context) -> String {
+    let name = match ctx.ask("user_name").elicit::<Name>("What is your name?").await {
+        Ok(mcp::Elicitation::Accept(Name { name })) => name,
+        Ok(_) => "nobody".into(),
+        Err(e) => return format!("Elicitation not supported: {e}"),
+    };
+    if let Err(e) = ctx.start_task().await {
+        return format!("Could not start the task: {e}");
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    format!("Hello, {name}! (from task {})", ctx.task_id().unwrap_or("-"))
+}
+
 #[mcp::main]
 async fn main() -> mcp::ServerBuilder {
     let json_schema_tool = ToolDef::new(
@@ -558,8 +675,18 @@ async fn main() -> mcp::ServerBuilder {
         concat!(file!(), ":", line!()),
     )
     .description("Tool with JSON Schema 2020-12 features for conformance testing (SEP-1613)");
+    let protocol_error_tool = ToolDef::new(
+        "protocol_error_job",
+        empty_input,
+        no_output_schema,
+        ToolHandler::Blocking(protocol_error_job),
+        concat!(file!(), ":", line!()),
+    )
+    .description("Fails with a protocol error (a task that ends `failed`)")
+    .task(TaskOptions::new(TaskSupport::Required).poll_interval_ms(200));
     mcp::Server::builder()
         .info(mcp::Implementation::new("mcp-conformance-test-server", "1.0.0"))
         .registered()
         .tool_def(json_schema_tool)
+        .tool_def(protocol_error_tool)
 }

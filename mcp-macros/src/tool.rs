@@ -6,9 +6,9 @@ use quote::{format_ident, quote, quote_spanned};
 use crate::handler::{self, Glue, Kind};
 use syn::parse::{Parse, ParseStream};
 use syn::spanned::Spanned;
-use syn::{ItemFn, LitBool};
+use syn::{ItemFn, LitBool, LitInt, LitStr, Token};
 
-use crate::attr::{flag_value, set, Common};
+use crate::attr::{flag_value, set, string_value, Common};
 
 use crate::diagnostics::{self, Errors};
 use crate::params::{self, Param};
@@ -19,6 +19,10 @@ mod kw {
     syn::custom_keyword!(destructive);
     syn::custom_keyword!(idempotent);
     syn::custom_keyword!(open_world);
+    syn::custom_keyword!(task);
+    syn::custom_keyword!(defer_task);
+    syn::custom_keyword!(task_ttl_ms);
+    syn::custom_keyword!(task_poll_ms);
 }
 
 /// The options of `#[mcp::tool(...)]`: the shared ones and the behaviour hints.
@@ -29,6 +33,11 @@ struct Options {
     destructive: Option<LitBool>,
     idempotent: Option<LitBool>,
     open_world: Option<LitBool>,
+    /// `task = "optional" | "required" | "forbidden"`.
+    task: Option<LitStr>,
+    defer_task: Option<LitBool>,
+    task_ttl_ms: Option<LitInt>,
+    task_poll_ms: Option<LitInt>,
 }
 
 impl Parse for Options {
@@ -47,6 +56,38 @@ impl Parse for Options {
             } else if lookahead.peek(kw::open_world) {
                 input.parse::<kw::open_world>()?;
                 (&mut o.open_world, "open_world")
+            } else if lookahead.peek(kw::task) {
+                input.parse::<kw::task>()?;
+                let value = string_value(input)?;
+                if !matches!(value.value().as_str(), "optional" | "required" | "forbidden") {
+                    return Err(syn::Error::new(
+                        value.span(),
+                        "`task` is \"optional\" (a task when the client asks for one), \"required\" (always a task) or \"forbidden\"",
+                    ));
+                }
+                set(&mut o.task, value, span, "task")?;
+                return Ok(true);
+            } else if lookahead.peek(kw::task_ttl_ms) {
+                input.parse::<kw::task_ttl_ms>()?;
+                input.parse::<Token![=]>()?;
+                let value: LitInt = input.parse()?;
+                if value.base10_parse::<u64>().map_or(true, |v| v == 0) {
+                    return Err(syn::Error::new(value.span(), "`task_ttl_ms` is a number of milliseconds above 0"));
+                }
+                set(&mut o.task_ttl_ms, value, span, "task_ttl_ms")?;
+                return Ok(true);
+            } else if lookahead.peek(kw::task_poll_ms) {
+                input.parse::<kw::task_poll_ms>()?;
+                input.parse::<Token![=]>()?;
+                let value: LitInt = input.parse()?;
+                if value.base10_parse::<u64>().map_or(true, |v| v == 0) {
+                    return Err(syn::Error::new(value.span(), "`task_poll_ms` is a number of milliseconds above 0"));
+                }
+                set(&mut o.task_poll_ms, value, span, "task_poll_ms")?;
+                return Ok(true);
+            } else if lookahead.peek(kw::defer_task) {
+                input.parse::<kw::defer_task>()?;
+                (&mut o.defer_task, "defer_task")
             } else {
                 return Ok(false);
             };
@@ -105,6 +146,22 @@ fn validate(options: Options, mut function: ItemFn) -> Result<Tool, Box<(ItemFn,
         }
         None => function.sig.ident.to_string().trim_start_matches("r#").to_owned(),
     };
+    let runs_as_task = options.task.as_ref().is_some_and(|t| t.value() != "forbidden");
+    if !runs_as_task {
+        let companions: [(&str, Option<proc_macro2::Span>); 3] = [
+            ("defer_task", options.defer_task.as_ref().map(|v| v.span())),
+            ("task_ttl_ms", options.task_ttl_ms.as_ref().map(|v| v.span())),
+            ("task_poll_ms", options.task_poll_ms.as_ref().map(|v| v.span())),
+        ];
+        for (key, span) in companions {
+            if let Some(span) = span {
+                errors.push(syn::Error::new(
+                    span,
+                    format!("`{key}` applies to a tool that runs as a task: add `task = \"optional\"` or `task = \"required\"`"),
+                ));
+            }
+        }
+    }
     let doc = docs::collect(&function.attrs);
     let params = params::classify(&mut function.sig, "tool", &mut errors);
     match errors.finish() {
@@ -204,6 +261,24 @@ fn emit(tool: &Tool) -> TokenStream {
     .collect();
     if !hints.is_empty() {
         builder.extend(quote!(.hints(#mcp::Hints::NONE #(#hints)*)));
+    }
+    if let Some(task) = &tool.options.task {
+        let support = match task.value().as_str() {
+            "optional" => quote!(Optional),
+            "required" => quote!(Required),
+            _ => quote!(Forbidden),
+        };
+        let mut options = quote!(#mcp::TaskOptions::new(#mcp::TaskSupport::#support));
+        if let Some(deferred) = &tool.options.defer_task {
+            options.extend(quote!(.deferred(#deferred)));
+        }
+        if let Some(ttl) = &tool.options.task_ttl_ms {
+            options.extend(quote!(.ttl_ms(#ttl)));
+        }
+        if let Some(poll) = &tool.options.task_poll_ms {
+            options.extend(quote!(.poll_interval_ms(#poll)));
+        }
+        builder.extend(quote!(.task(#options)));
     }
 
     let body = quote! {

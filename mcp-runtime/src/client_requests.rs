@@ -412,11 +412,47 @@ impl Ask<'_> {
         parse(answer).map_err(ClientError::InvalidResponse)
     }
 
+    /// Inside a task: the 2025 era asks the client with the task's id in `_meta` while the task is
+    /// `input_required`; the 2026 era puts the question in the task's `inputRequests` until `tasks/update` answers.
+    async fn in_task<T>(
+        &self,
+        task: &Arc<crate::task::TaskRun>,
+        mut question: Question,
+        parse: impl FnOnce(Value) -> Result<T, String>,
+    ) -> Result<T, ClientError> {
+        if !supports(self.ctx, question.capability) {
+            return Err(ClientError::Unsupported { capability: capability_name(question.capability) });
+        }
+        self.ctx.check_cancelled()?;
+        if task.era == crate::context::Era::V2025 {
+            if let Value::Object(params) = &mut question.params {
+                params.insert("_meta".into(), crate::task::related_meta(&task.id));
+            }
+            task.set_status(crate::task::TaskStatus::InputRequired).await;
+            let answer = self.ctx.send_request(question.method, question.params).await;
+            task.set_status(crate::task::TaskStatus::Working).await;
+            return parse(answer?).map_err(ClientError::InvalidResponse);
+        }
+        let mut request = json!({ "method": question.method });
+        if !question.params.is_null() {
+            request["params"] = question.params;
+        }
+        let answer = tokio::select! {
+            biased;
+            () = self.ctx.cancelled() => return Err(ClientError::Cancelled),
+            answer = task.ask(self.key, request) => answer.ok_or(ClientError::Cancelled)?,
+        };
+        parse(answer).map_err(ClientError::InvalidResponse)
+    }
+
     async fn run<T>(
         &self,
         question: Question,
         parse: impl FnOnce(Value) -> Result<T, String>,
     ) -> Result<T, ClientError> {
+        if let Some(task) = self.ctx.request_state().task.get() {
+            return self.in_task(task, question, parse).await;
+        }
         if let Some(round) = self.ctx.round() {
             let answer = self.modern(round, question, parse);
             if answer.is_err() {
@@ -433,10 +469,13 @@ impl Ask<'_> {
         question: Question,
         parse: impl FnOnce(Value) -> Result<T, String>,
     ) -> Result<T, ClientError> {
+        let runtime = tokio::runtime::Handle::try_current().map_err(|_| ClientError::Disconnected)?;
+        if let Some(task) = self.ctx.request_state().task.get() {
+            return runtime.block_on(self.in_task(task, question, parse));
+        }
         if let Some(round) = self.ctx.round() {
             return self.modern(round, question, parse);
         }
-        let runtime = tokio::runtime::Handle::try_current().map_err(|_| ClientError::Disconnected)?;
         runtime.block_on(self.legacy(question, parse))
     }
 

@@ -2,7 +2,7 @@
 
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -149,6 +149,10 @@ pub(crate) struct RequestState {
     pub out: Sink,
     /// What the request's era adds: the 2025 session's log level, or the 2026 request's round of questions.
     pub era: EraState,
+    /// A `tools/call` whose tool may run as a task here: how.
+    pub task_plan: OnceLock<crate::task::TaskPlan>,
+    /// Once the request became a task: the task. Its frames then go where the task's go.
+    pub task: OnceLock<Arc<crate::task::TaskRun>>,
 }
 
 /// The part of a request that depends on its era.
@@ -210,6 +214,8 @@ impl RequestState {
             conn,
             out,
             era,
+            task_plan: OnceLock::new(),
+            task: OnceLock::new(),
         }
     }
 
@@ -248,8 +254,13 @@ impl RequestState {
         true
     }
 
-    /// Sends a frame on this request's route unless the request is over; `false` if it was not sent.
+    /// Sends a frame on this request's route unless the request is over; `false` if it was not sent. A task's
+    /// frames go where the task's go.
     pub(crate) fn send_if_open(&self, frame: String) -> bool {
+        if let Some(task) = self.task.get() {
+            task.send(frame, false);
+            return !self.cancelled.load(Ordering::Acquire);
+        }
         let slot = self.slot();
         if slot.finished {
             return false;
@@ -260,6 +271,9 @@ impl RequestState {
 
     /// Sends a notification that belongs to this request, unless the request is over.
     fn notify(&self, frame: String) {
+        if let Some(task) = self.task.get() {
+            return task.send(frame, true);
+        }
         let slot = self.slot();
         if !slot.finished {
             self.out.send_droppable(frame);
@@ -295,6 +309,9 @@ struct ProgressParams<'a> {
     total: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     message: Option<&'a str>,
+    /// A task's id (2025 era).
+    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
+    meta: Option<Value>,
 }
 
 #[derive(Serialize)]
@@ -303,6 +320,9 @@ struct LogParams<'a, T: Serialize> {
     #[serde(skip_serializing_if = "Option::is_none")]
     logger: Option<&'a str>,
     data: T,
+    /// A task's id (2025 era).
+    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
+    meta: Option<Value>,
 }
 
 impl Context {
@@ -368,6 +388,49 @@ impl Context {
         self.request.token.clone()
     }
 
+    /// Makes this call a task now, for a tool with `task = "optional"` or `"required"` and `defer_task`: the client
+    /// gets the task at once, and this handler goes on running as it. Questions asked before it are ordinary
+    /// questions of the request (in the 2026-07-28 era, `input_required` results, the handler running again with
+    /// the answers); questions after it are the task's. A call that is already a task, or that cannot become one
+    /// (its tool does not run as a task, or the client cannot take a task), goes on as it is.
+    ///
+    /// Fails when the task cannot be stored (the store is full or unreachable); the call then still answers in its
+    /// request.
+    ///
+    /// ```
+    /// # use mcp::{Context, Elicitation};
+    /// #[derive(serde::Deserialize, schemars::JsonSchema)]
+    /// struct Scope {
+    ///     /// The directory to index.
+    ///     path: String,
+    /// }
+    ///
+    /// /// Indexes a directory the user chooses, in the background.
+    /// #[mcp::tool(task = "required", defer_task)]
+    /// async fn index(ctx: &Context) -> Result<String, mcp::ClientError> {
+    ///     let Elicitation::Accept(scope) = ctx.elicit::<Scope>("What should be indexed?").await? else {
+    ///         return Ok("nothing to do".into());
+    ///     };
+    ///     let _ = ctx.start_task().await; // the client gets its task id here
+    ///     Ok(format!("indexed {}", scope.path))
+    /// }
+    /// ```
+    pub async fn start_task(&self) -> Result<(), crate::Error> {
+        crate::task::begin(&self.request).await.map(|_| ())
+    }
+
+    /// [`Context::start_task`] for a plain `fn` handler.
+    pub fn start_task_blocking(&self) -> Result<(), crate::Error> {
+        let runtime = tokio::runtime::Handle::try_current()
+            .map_err(|_| crate::Error::internal("start_task_blocking needs the server's runtime"))?;
+        runtime.block_on(self.start_task())
+    }
+
+    /// The id of the task this call runs as, once it is one.
+    pub fn task_id(&self) -> Option<&str> {
+        self.request.task.get().map(|t| t.id.as_str())
+    }
+
     /// Reports progress to the client.
     ///
     /// Does nothing when the request carried no `progressToken`, when `progress` is not greater than the last value
@@ -376,16 +439,26 @@ impl Context {
         let Some(token) = &self.request.meta.progress_token else {
             return;
         };
+        let task = self.request.task.get();
         let mut slot = self.request.slot();
-        if slot.finished || slot.last_progress.is_some_and(|last| progress <= last) || !progress.is_finite() {
+        let over = slot.finished && task.is_none();
+        if over || slot.last_progress.is_some_and(|last| progress <= last) || !progress.is_finite() {
             return;
         }
         slot.last_progress = Some(progress);
+        let meta = task.map(|t| crate::task::related_meta(&t.id));
         let frame = jsonrpc::encode_notification(
             "notifications/progress",
-            &ProgressParams { progress_token: token, progress, total, message },
+            &ProgressParams { progress_token: token, progress, total, message, meta },
         );
-        self.request.out.send_droppable(frame);
+        match task {
+            Some(task) => {
+                drop(slot);
+                task.send(frame, true)
+            }
+            // Under the slot's lock, so that it cannot follow the response.
+            None => self.request.out.send_droppable(frame),
+        }
     }
 
     /// Sends a log message to the client (`notifications/message`) if `level` is at or above the level the client
@@ -400,7 +473,8 @@ impl Context {
         if !self.request.era.log_enabled(level) {
             return;
         }
-        let frame = jsonrpc::encode_notification("notifications/message", &LogParams { level, logger, data });
+        let meta = self.request.task.get().map(|t| crate::task::related_meta(&t.id));
+        let frame = jsonrpc::encode_notification("notifications/message", &LogParams { level, logger, data, meta });
         self.request.notify(frame);
     }
 

@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context as TaskContext, Poll};
 
@@ -19,10 +19,11 @@ use serde_json::{json, Map, Value};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::cancel::cleanup_tasks;
-use crate::context::{Context, EraState, RequestMeta, RequestState};
+use crate::context::{Context, Era, EraState, RequestMeta, RequestState};
 use crate::handler::tool::{Arguments, Handler};
 use crate::server::registry::ListKind;
 use crate::server::Server;
+use crate::task::TaskPlan;
 use crate::wire::error::{Error, ErrorCode};
 use crate::wire::jsonrpc::{self, RequestId};
 
@@ -115,7 +116,14 @@ pub(crate) struct Connection {
     /// Requests this server sent to the client (2025 era), waiting for their responses.
     outgoing: Mutex<HashMap<RequestId, oneshot::Sender<Result<Value, Value>>>>,
     next_outgoing: AtomicI64,
+    /// Unique in the process: names the 2025 session its tasks belong to.
+    number: u64,
+    /// A stateless 2025 "session" (one per HTTP request): its tasks belong to no session.
+    sessionless: AtomicBool,
 }
+
+/// Numbers connections.
+static CONNECTIONS: AtomicU64 = AtomicU64::new(1);
 
 /// A request an era front has checked and described, ready for the dispatcher.
 pub(crate) struct Request {
@@ -134,7 +142,19 @@ impl Connection {
             in_flight: Mutex::new(HashMap::new()),
             outgoing: Mutex::new(HashMap::new()),
             next_outgoing: AtomicI64::new(1),
+            number: CONNECTIONS.fetch_add(1, Ordering::Relaxed),
+            sessionless: AtomicBool::new(false),
         })
+    }
+
+    /// Marks a stateless 2025 connection: it is no session its tasks could belong to.
+    pub(crate) fn set_sessionless(&self) {
+        self.sessionless.store(true, Ordering::Relaxed);
+    }
+
+    /// The session this connection is, for the tasks it creates (2025 era); `None` when stateless.
+    pub(crate) fn session_key(&self) -> Option<String> {
+        (!self.sessionless.load(Ordering::Relaxed)).then(|| format!("session:{}", self.number))
     }
 
     pub(crate) fn server(&self) -> &Server {
@@ -227,7 +247,9 @@ impl Connection {
     }
 
     /// Cancels everything in flight: the peer is gone or the server is stopping.
+    /// Its running tasks end too: no one could reach them any more.
     pub(crate) fn cancel_all(&self, reason: &str) {
+        self.server.tasks().cancel_on(self, reason);
         let requests: Vec<_> = self.table().drain().map(|(_, r)| r).collect();
         for r in requests {
             if r.cancel() {
@@ -297,9 +319,13 @@ pub(crate) fn dispatch(conn: &Arc<Connection>, request: Request, origin: &Origin
             };
             Err(conn.start(state(id.clone(), meta, era), call))
         }
-        "tools/call" => {
-            Err(call_tool(&server, &mut params).and_then(|call| conn.start(state(id.clone(), meta, era), call)))
-        }
+        "tools/call" => Err(call_tool(&server, &mut params, &meta).and_then(|(call, plan)| {
+            let request = state(id.clone(), meta, era);
+            if let Some(plan) = plan {
+                let _ = request.task_plan.set(plan);
+            }
+            conn.start(request, call)
+        })),
         "prompts/get" => {
             Err(get_prompt(&server, &mut params).and_then(|call| conn.start(state(id.clone(), meta, era), call)))
         }
@@ -311,6 +337,13 @@ pub(crate) fn dispatch(conn: &Arc<Connection>, request: Request, origin: &Origin
             let result = complete_argument(&server, &params).map(|r| decorate(&server, &era, r, ResultKind::Plain));
             Ok(result.map(|r| finish_inline(origin, &id, r)))
         }
+        m if m.starts_with("tasks/") && server.inner.tasks_enabled => match crate::task::methods::handler(m) {
+            Some((name, handler)) => {
+                let call = Call { name, handler: Handler::Async(handler), arguments: params, kind: ResultKind::Plain };
+                Err(conn.start(state(id.clone(), meta, era), call))
+            }
+            None => return None,
+        },
         _ => match server.inner.methods.get(method.as_str()).copied() {
             Some(def) => {
                 let call = Call { name: def.name, handler: def.handler, arguments: params, kind: ResultKind::Plain };
@@ -377,7 +410,11 @@ fn arguments(params: &mut Map<String, Value>, what: &str) -> Result<Arguments, E
     }
 }
 
-fn call_tool(server: &Server, params: &mut Map<String, Value>) -> Result<Call<crate::CallToolResult>, Error> {
+fn call_tool(
+    server: &Server,
+    params: &mut Map<String, Value>,
+    meta: &RequestMeta,
+) -> Result<(Call<crate::CallToolResult>, Option<TaskPlan>), Error> {
     let name = match params.get("name") {
         Some(Value::String(n)) => n,
         _ => return Err(Error::invalid_params("`tools/call` needs a string `name`")),
@@ -385,8 +422,53 @@ fn call_tool(server: &Server, params: &mut Map<String, Value>) -> Result<Call<cr
     let Some(def) = server.registry().tool(name) else {
         return Err(Error::invalid_params(format!("unknown tool: {name}")));
     };
+    let plan = task_plan(server, &def, params, meta)?;
     let arguments = arguments(params, "an object")?;
-    Ok(Call { name: def.name, handler: def.handler, arguments, kind: ResultKind::Plain })
+    Ok((Call { name: def.name, handler: def.handler, arguments, kind: ResultKind::Plain }, plan))
+}
+
+/// Whether a call runs as a task: in the 2025 era when it asks (`task`) and the tool allows it; in the 2026 era when
+/// the tool can and the request declared the Tasks extension (the server decides; a `task` field is ignored).
+fn task_plan(
+    server: &Server,
+    def: &crate::ToolDef,
+    params: &Map<String, Value>,
+    meta: &RequestMeta,
+) -> Result<Option<TaskPlan>, Error> {
+    use crate::task::TaskSupport;
+    let support = def.task.support;
+    let plan = |requested_ttl, deferred| {
+        Some(TaskPlan { tool: def.name, options: def.task.deferred(deferred), requested_ttl })
+    };
+    match meta.era {
+        // A server that runs no tool as a task did not declare the capability: `task` is ignored.
+        Era::V2025 if !server.inner.tasks_enabled => Ok(None),
+        Era::V2025 => match (params.get("task"), support) {
+            (Some(Value::Object(_)), TaskSupport::Forbidden) => Err(Error::new(
+                ErrorCode::METHOD_NOT_FOUND,
+                format!("tool {:?} does not run as a task (its execution.taskSupport is \"forbidden\"): call it without `task`", def.name),
+            )),
+            (Some(Value::Object(task)), _) => {
+                let ttl = task.get("ttl").and_then(Value::as_u64);
+                Ok(plan(ttl, false))
+            }
+            (Some(_), _) => Err(Error::invalid_params("`task` must be an object (`{\"ttl\": milliseconds}`)")),
+            (None, TaskSupport::Required) => Err(Error::new(
+                ErrorCode::METHOD_NOT_FOUND,
+                format!("tool {:?} runs only as a task (its execution.taskSupport is \"required\"): call it with `task`", def.name),
+            )),
+            (None, _) => Ok(None),
+        },
+        Era::V2026 => {
+            let declared = meta.client_supports(&["extensions", crate::task::EXTENSION]);
+            match support {
+                TaskSupport::Forbidden => Ok(None),
+                _ if declared => Ok(plan(None, def.task.deferred)),
+                TaskSupport::Required => Err(crate::task::methods::extension_required()),
+                _ => Ok(None),
+            }
+        }
+    }
 }
 
 fn get_prompt(server: &Server, params: &mut Map<String, Value>) -> Result<Call<crate::GetPromptResult>, Error> {
@@ -473,6 +555,12 @@ enum Outcome<R> {
 /// Runs one handler to its end, its cancellation or (2026 era) its question to the client.
 async fn run_handler<R: serde::Serialize + Send + 'static>(call: Call<R>, request: Arc<RequestState>) {
     let Call { name, handler, arguments, kind } = call;
+    // A task that starts at once is stored, and the client told, before the handler runs.
+    if request.task_plan.get().is_some_and(|plan| !plan.options.deferred) {
+        if let Err(e) = crate::task::begin(&request).await {
+            return finish(&request, jsonrpc::encode_error(Some(&request.id), &e));
+        }
+    }
     let ctx = Context::new(request.clone());
     let interrupted = request.era.interrupted();
     let outcome = match handler {
@@ -501,6 +589,18 @@ async fn run_handler<R: serde::Serialize + Send + 'static>(call: Call<R>, reques
             }
         }
     };
+    if let Some(task) = request.task.get().cloned() {
+        // A task: its record takes the outcome; its request was answered when it began.
+        return match outcome {
+            Outcome::Done(result) => {
+                let result = result.and_then(|r| {
+                    serde_json::to_value(r).map_err(|e| Error::internal(format!("could not serialize the result: {e}")))
+                });
+                task.complete(result).await
+            }
+            Outcome::Cancelled | Outcome::Interrupted => task.stopped().await,
+        };
+    }
     match outcome {
         // The handler's future has been dropped (async) or its result will be (blocking); whatever its drop sent
         // (cancels of its own requests to the client) went first, and the request's stream ends now.

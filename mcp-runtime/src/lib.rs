@@ -33,6 +33,7 @@ mod entry;
 mod era;
 mod handler;
 mod server;
+mod task;
 mod transport;
 mod wire;
 
@@ -64,6 +65,11 @@ pub use server::state::{Requirement, State};
 pub use server::{
     BuildError, Server, ServerBuilder, DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_LINE_BYTES, DEFAULT_PAGE_SIZE,
     DEFAULT_SHUTDOWN_TIMEOUT,
+};
+pub use task::{
+    MemoryTaskStore, StoreError, TaskOptions, TaskPage, TaskRecord, TaskStatus, TaskStore, TaskSupport,
+    DEFAULT_MAX_RUNNING_TASKS, DEFAULT_MAX_TASKS, DEFAULT_MAX_TASK_TTL, DEFAULT_POLL_INTERVAL, DEFAULT_TASK_TTL,
+    EXTENSION as TASKS_EXTENSION,
 };
 pub use transport::backlog::OutboundLimits;
 pub use transport::http::{

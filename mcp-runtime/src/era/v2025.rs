@@ -53,6 +53,7 @@ impl Session {
         let client =
             ClientInfo { info: crate::wire::protocol::Implementation::new("unknown", "0"), capabilities: json!({}) };
         let _ = self.client.set((version.into(), Arc::new(client)));
+        self.conn.set_sessionless();
     }
 
     pub(crate) fn connection(&self) -> &Arc<Connection> {

@@ -272,7 +272,7 @@ pub(crate) fn encode_complete<T: serde::Serialize>(
     out
 }
 
-fn stamp_server_info(server: &Server, map: &mut Map<String, Value>) {
+pub(crate) fn stamp_server_info(server: &Server, map: &mut Map<String, Value>) {
     let meta = map.entry("_meta").or_insert_with(|| Value::Object(Map::new()));
     if let Value::Object(meta) = meta {
         meta.insert(META_SERVER_INFO.into(), server.inner.info_value.clone());
@@ -384,13 +384,12 @@ impl Round {
         meta: &RequestMeta,
         log_level: Option<LogLevel>,
     ) -> Result<Round, Error> {
+        if !matches!(method, "tools/call" | "prompts/get" | "resources/read") {
+            return Ok(Round::plain(log_level));
+        }
         let responses = params.remove("inputResponses");
         let state = params.remove("requestState");
-        let target = match method {
-            "tools/call" | "prompts/get" => params.get("name"),
-            "resources/read" => params.get("uri"),
-            _ => return Ok(Round::plain(log_level)),
-        };
+        let target = if method == "resources/read" { params.get("uri") } else { params.get("name") };
         let target = target.and_then(Value::as_str).unwrap_or_default().to_owned();
         let arguments = params.get("arguments").cloned().unwrap_or(Value::Null);
         let principal = meta.http.as_ref().and_then(|h| h.auth.as_ref()).map(|a| a.subject.clone());
@@ -551,6 +550,8 @@ pub(crate) struct Filter {
     prompts: bool,
     resources: bool,
     uris: Vec<String>,
+    /// Tasks whose changes this stream follows (the Tasks extension).
+    task_ids: Vec<String>,
 }
 
 impl Filter {
@@ -567,6 +568,9 @@ impl Filter {
         }
         if !self.uris.is_empty() {
             out.insert("resourceSubscriptions".into(), self.uris.clone().into());
+        }
+        if !self.task_ids.is_empty() {
+            out.insert("taskIds".into(), self.task_ids.clone().into());
         }
         Value::Object(out)
     }
@@ -609,6 +613,19 @@ impl Listener {
         }
     }
 
+    /// Sends a task's new state if this stream follows the task (and, for a task with an owner, is its owner).
+    pub(crate) fn task_changed(&self, record: &crate::task::TaskRecord, task: &Value) {
+        if !self.filter.task_ids.contains(&record.id) {
+            return;
+        }
+        let subject = self.request.meta.http.as_ref().and_then(|h| h.auth.as_ref()).map(|a| a.subject.as_str());
+        if record.subject.is_some() && record.subject.as_deref() != subject {
+            return;
+        }
+        let Value::Object(params) = task.clone() else { return };
+        self.request.send_if_open(self.tagged("notifications/tasks", params));
+    }
+
     /// Whether the stream belongs to this connection.
     pub(crate) fn is_on(&self, conn: &Arc<Connection>) -> bool {
         Arc::ptr_eq(&self.request.conn, conn)
@@ -647,7 +664,17 @@ fn listen(
         Some(Value::Array(uris)) => uris.iter().filter_map(|u| u.as_str().map(str::to_owned)).collect(),
         Some(_) => return Err(Error::invalid_params("`resourceSubscriptions` must be an array of URIs")),
     };
+    let task_ids: Vec<String> = match asked.get("taskIds") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(ids)) => ids.iter().filter_map(|u| u.as_str().map(str::to_owned)).collect(),
+        Some(_) => return Err(Error::invalid_params("`taskIds` must be an array of task ids")),
+    };
+    if asked.contains_key("taskIds") && !meta.client_supports(&["extensions", crate::task::EXTENSION]) {
+        return Err(crate::task::methods::extension_required());
+    }
+    let task_ids = if server.inner.tasks_enabled { task_ids } else { Vec::new() };
     let filter = Filter {
+        task_ids,
         tools: flag("toolsListChanged") && capabilities.get("tools").is_some(),
         prompts: flag("promptsListChanged") && capabilities.get("prompts").is_some(),
         resources: flag("resourcesListChanged") && capabilities.get("resources").is_some(),
@@ -726,6 +753,8 @@ pub(crate) fn check_http_headers(
     let name_key = match method {
         "tools/call" | "prompts/get" => Some("name"),
         "resources/read" => Some("uri"),
+        // The Tasks extension routes its methods by task id.
+        "tasks/get" | "tasks/update" | "tasks/cancel" if server.inner.tasks_enabled => Some("taskId"),
         _ => None,
     };
     if let Some(key) = name_key {

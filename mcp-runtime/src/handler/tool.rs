@@ -72,6 +72,8 @@ pub struct ToolDef {
     pub injected: Injected,
     /// Icon URIs.
     pub icons: &'static [&'static str],
+    /// Whether (and how) it runs as a task.
+    pub task: crate::task::TaskOptions,
 }
 
 impl ToolDef {
@@ -94,7 +96,14 @@ impl ToolDef {
             location,
             injected: &[],
             icons: &[],
+            task: crate::task::TaskOptions::NONE,
         }
+    }
+
+    /// Lets it run as a task (`#[mcp::tool(task = "optional")]`).
+    pub const fn task(mut self, task: crate::task::TaskOptions) -> ToolDef {
+        self.task = task;
+        self
     }
 
     /// Sets the icons.

@@ -86,6 +86,11 @@ pub(crate) struct ServerInner {
     pub sealer: crate::era::seal::Sealer,
     /// How long a `requestState` stays valid.
     pub request_state_ttl: Duration,
+    /// Whether any tool runs as a task: then the `tasks/*` methods are served (and the 2025 capability and the
+    /// 2026 extension declared).
+    pub tasks_enabled: bool,
+    /// The task engine.
+    pub tasks: crate::task::TaskEngine,
 }
 
 impl fmt::Debug for Server {
@@ -255,6 +260,8 @@ pub struct ServerBuilder {
     outbound: Option<crate::transport::backlog::OutboundLimits>,
     state_key: Option<[u8; 32]>,
     request_state_ttl: Option<Duration>,
+    task_store: Option<Arc<dyn crate::task::TaskStore>>,
+    task_config: crate::task::TaskConfig,
 }
 
 /// The default limit on one incoming stdio line: 4 MiB.
@@ -514,7 +521,15 @@ impl ServerBuilder {
         if !registry.prompts.is_empty() || !registry.templates.is_empty() {
             capabilities["completions"] = json!({});
         }
-        let discover = crate::era::v2026::discover_result(&info, &capabilities, self.instructions.as_deref(), cache);
+        let tasks_enabled = registry.tools.values().any(|t| t.def.task.support != crate::task::TaskSupport::Forbidden);
+        // The 2026-07-28 era declares tasks as an extension, and must not show the 2025 capability.
+        let mut modern_capabilities = capabilities.clone();
+        if tasks_enabled {
+            capabilities["tasks"] = json!({ "list": {}, "cancel": {}, "requests": { "tools": { "call": {} } } });
+            modern_capabilities["extensions"] = json!({ crate::task::EXTENSION: {} });
+        }
+        let discover =
+            crate::era::v2026::discover_result(&info, &modern_capabilities, self.instructions.as_deref(), cache);
         let server = Server {
             inner: Arc::new(ServerInner {
                 info,
@@ -536,6 +551,11 @@ impl ServerBuilder {
                 cache,
                 sealer,
                 request_state_ttl: self.request_state_ttl.unwrap_or(crate::era::v2026::DEFAULT_REQUEST_STATE_TTL),
+                tasks_enabled,
+                tasks: crate::task::TaskEngine::new(
+                    self.task_store.unwrap_or_else(|| Arc::new(crate::task::MemoryTaskStore::default())),
+                    self.task_config,
+                ),
             }),
         };
         for f in self.on_start {
@@ -751,6 +771,23 @@ impl Server {
         }
         for listener in self.live_listeners() {
             listener.resource_updated(uri);
+        }
+    }
+
+    /// The task engine.
+    pub(crate) fn tasks(&self) -> &crate::task::TaskEngine {
+        &self.inner.tasks
+    }
+
+    /// Tells the 2026 listen streams that follow a task that it changed (`notifications/tasks`).
+    pub(crate) fn notify_task(&self, record: &crate::task::TaskRecord) {
+        let listeners = self.live_listeners();
+        if listeners.is_empty() {
+            return;
+        }
+        let task = crate::task::methods::detailed_2026(record);
+        for listener in listeners {
+            listener.task_changed(record, &task);
         }
     }
 

@@ -22,6 +22,8 @@ use crate::wire::protocol::Tool;
 pub(crate) struct Listed<D> {
     pub def: D,
     pub descriptor: Value,
+    /// Where the 2025-11-25 form differs (a tool's `execution.taskSupport`): that form.
+    pub legacy: Option<Value>,
     pub enabled: bool,
 }
 
@@ -114,7 +116,13 @@ impl Registry {
             icons: def.icons.iter().map(|s| crate::wire::protocol::Icon::new(*s)).collect(),
         };
         let descriptor = serde_json::to_value(tool).expect("a tool descriptor serializes");
-        self.tools.insert(def.name.to_owned(), Listed { def, descriptor, enabled: true });
+        // `execution` is a 2025-11-25 field: the 2026-07-28 Tasks extension decides per request instead.
+        let legacy = (def.task.support != crate::task::TaskSupport::Forbidden).then(|| {
+            let mut legacy = descriptor.clone();
+            legacy["execution"] = json!({ "taskSupport": def.task.support.as_str() });
+            legacy
+        });
+        self.tools.insert(def.name.to_owned(), Listed { def, descriptor, legacy, enabled: true });
         Ok(())
     }
 
@@ -127,7 +135,7 @@ impl Registry {
             return Err(BuildError::DuplicatePrompt { name: def.name.to_owned(), first, second });
         }
         let descriptor = serde_json::to_value(def.descriptor()).expect("a prompt descriptor serializes");
-        self.prompts.insert(def.name.to_owned(), Listed { def, descriptor, enabled: true });
+        self.prompts.insert(def.name.to_owned(), Listed { def, descriptor, legacy: None, enabled: true });
         Ok(())
     }
 
@@ -148,18 +156,20 @@ impl Registry {
             let template =
                 UriTemplate::parse(def.uri).map_err(|e| BuildError::BadTemplate { message: e.to_string() })?;
             let descriptor = serde_json::to_value(def.resource_template()).expect("a template serializes");
-            self.templates.insert(def.uri.to_owned(), (Listed { def, descriptor, enabled: true }, template));
+            self.templates
+                .insert(def.uri.to_owned(), (Listed { def, descriptor, legacy: None, enabled: true }, template));
         } else {
             let descriptor = serde_json::to_value(def.resource()).expect("a resource serializes");
-            self.resources.insert(def.uri.to_owned(), Listed { def, descriptor, enabled: true });
+            self.resources.insert(def.uri.to_owned(), Listed { def, descriptor, legacy: None, enabled: true });
         }
         Ok(())
     }
 
     /// Recomputes every list's pages. Called once per snapshot.
     pub(crate) fn paginate(&mut self) {
-        fn enabled<'a, D: 'a>(it: impl Iterator<Item = &'a Listed<D>>) -> Vec<&'a Value> {
-            it.filter(|l| l.enabled).map(|l| &l.descriptor).collect()
+        fn enabled<'a, D: 'a>(it: impl Iterator<Item = &'a Listed<D>> + Clone) -> [Vec<&'a Value>; 2] {
+            let legacy = it.clone().filter(|l| l.enabled).map(|l| l.legacy.as_ref().unwrap_or(&l.descriptor)).collect();
+            [legacy, it.filter(|l| l.enabled).map(|l| &l.descriptor).collect()]
         }
         let lists = [
             (ListKind::Tools, enabled(self.tools.values())),
@@ -168,9 +178,9 @@ impl Registry {
             (ListKind::Templates, enabled(self.templates.values().map(|(l, _)| l))),
         ];
         let mut pages: [Vec<Arc<RawValue>>; 8] = Default::default();
-        for (kind, items) in lists {
-            pages[kind as usize] = paginate(kind, &items, self.page_size, None);
-            pages[4 + kind as usize] = paginate(kind, &items, self.page_size, Some(&self.modern_extra));
+        for (kind, [legacy, modern]) in lists {
+            pages[kind as usize] = paginate(kind, &legacy, self.page_size, None);
+            pages[4 + kind as usize] = paginate(kind, &modern, self.page_size, Some(&self.modern_extra));
         }
         self.pages = pages;
     }

@@ -650,6 +650,7 @@ impl Server {
         let deadline = tokio::time::Instant::now() + self.inner.shutdown_timeout;
         drop(listener);
         self.end_listeners(None);
+        self.tasks().cancel_all("the server is stopping");
         state.end_all_sessions("the server is stopping");
         let _ = tokio::time::timeout_at(deadline, graceful.shutdown()).await;
         let tasks = crate::cancel::cleanup_tasks();

@@ -1,0 +1,291 @@
+//! The two fronts of the task engine: the `tasks/*` methods as each era defines them, and the task as each era
+//! writes it.
+//!
+//! | method        | 2025-11-25                                   | 2026-07-28 (Tasks extension)                 |
+//! |---------------|----------------------------------------------|----------------------------------------------|
+//! | `tasks/get`   | the task (`ttl`, `pollInterval`)             | the detailed task (`ttlMs`, `pollIntervalMs`, `inputRequests`, `result` or `error`) |
+//! | `tasks/result`| waits for the end; the call's result or error| removed (-32601)                             |
+//! | `tasks/list`  | the session's tasks, paginated               | removed (-32601)                             |
+//! | `tasks/cancel`| the cancelled task; -32602 once terminal     | an empty ack, also once terminal             |
+//! | `tasks/update`| (none: questions are requests to the client) | `inputResponses` for the task's questions    |
+//!
+//! In the 2026 era every method needs the extension declared on the request (-32021 first, before the task is looked
+//! up).
+
+use serde_json::{json, Map, Value};
+
+use super::{Owner, TaskRecord, TaskStatus, EXTENSION, RELATED_TASK};
+use crate::context::{Context, Era};
+use crate::handler::tool::{Arguments, BoxFuture};
+use crate::server::Server;
+use crate::wire::error::{Error, ErrorCode};
+use crate::wire::jsonrpc::{self, RequestId};
+
+/// The handler of a `tasks/*` method.
+#[allow(clippy::type_complexity)]
+pub(crate) fn handler(
+    method: &str,
+) -> Option<(&'static str, for<'a> fn(&'a Context, Arguments) -> BoxFuture<'a, Result<Value, Error>>)> {
+    fn boxed_get(ctx: &Context, args: Arguments) -> BoxFuture<'_, Result<Value, Error>> {
+        Box::pin(get(ctx, args))
+    }
+    fn boxed_result(ctx: &Context, args: Arguments) -> BoxFuture<'_, Result<Value, Error>> {
+        Box::pin(result(ctx, args))
+    }
+    fn boxed_list(ctx: &Context, args: Arguments) -> BoxFuture<'_, Result<Value, Error>> {
+        Box::pin(list(ctx, args))
+    }
+    fn boxed_cancel(ctx: &Context, args: Arguments) -> BoxFuture<'_, Result<Value, Error>> {
+        Box::pin(cancel(ctx, args))
+    }
+    fn boxed_update(ctx: &Context, args: Arguments) -> BoxFuture<'_, Result<Value, Error>> {
+        Box::pin(update(ctx, args))
+    }
+    Some(match method {
+        "tasks/get" => ("tasks/get", boxed_get as _),
+        "tasks/result" => ("tasks/result", boxed_result as _),
+        "tasks/list" => ("tasks/list", boxed_list as _),
+        "tasks/cancel" => ("tasks/cancel", boxed_cancel as _),
+        "tasks/update" => ("tasks/update", boxed_update as _),
+        _ => return None,
+    })
+}
+
+/// -32021 naming the Tasks extension.
+pub(crate) fn extension_required() -> Error {
+    Error::new(
+        crate::era::v2026::MISSING_CAPABILITY,
+        format!("this needs the {EXTENSION} extension, which the request did not declare in its client capabilities"),
+    )
+    .with_data(json!({ "requiredCapabilities": { "extensions": { EXTENSION: {} } } }))
+}
+
+/// Whether a 2026 request declared the Tasks extension.
+pub(crate) fn declares_extension(ctx: &Context) -> bool {
+    ctx.meta().client_supports(&["extensions", EXTENSION])
+}
+
+/// The common start of every method: the era's gate, the task id, the caller.
+fn begin(ctx: &Context, args: &Arguments, method: &str) -> Result<(String, Owner, Era), Error> {
+    let era = ctx.meta().era;
+    if era == Era::V2026 {
+        if matches!(method, "tasks/result" | "tasks/list") {
+            return Err(Error::method_not_found(method));
+        }
+        if !declares_extension(ctx) {
+            return Err(extension_required());
+        }
+    } else if method == "tasks/update" {
+        return Err(Error::method_not_found(method));
+    }
+    let owner = Owner::of(ctx.request_state());
+    if method == "tasks/list" {
+        return Ok((String::new(), owner, era));
+    }
+    match args.get("taskId") {
+        Some(Value::String(id)) => Ok((id.clone(), owner, era)),
+        _ => Err(Error::invalid_params(format!("`{method}` needs a string `taskId`"))),
+    }
+}
+
+async fn get(ctx: &Context, args: Arguments) -> Result<Value, Error> {
+    let (id, owner, era) = begin(ctx, &args, "tasks/get")?;
+    let record = ctx.server().tasks().find(&id, &owner, era).await?;
+    Ok(match era {
+        Era::V2025 => task_2025(&record),
+        Era::V2026 => detailed_2026(&record),
+    })
+}
+
+async fn result(ctx: &Context, args: Arguments) -> Result<Value, Error> {
+    let (id, owner, era) = begin(ctx, &args, "tasks/result")?;
+    let engine = ctx.server().tasks();
+    let mut record = engine.find(&id, &owner, era).await?;
+    if !record.status.is_terminal() {
+        if let Some(run) = engine.running(&id) {
+            // While this waits, the task's messages (its questions, progress) come on this request's stream.
+            run.attach(ctx.request_state().out.clone());
+            let _detach = Detach(&run);
+            run.wait_done().await;
+        }
+        // Run by another instance (or just finished here): its record says when it is over.
+        loop {
+            record = engine.find(&id, &owner, era).await?;
+            if record.status.is_terminal() {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(record.poll_interval_ms.clamp(10, 5000))).await;
+        }
+    }
+    match record.outcome {
+        Some(Ok(Value::Object(mut result))) => {
+            let meta = result.entry("_meta").or_insert_with(|| Value::Object(Map::new()));
+            if let Value::Object(meta) = meta {
+                meta.insert(RELATED_TASK.into(), json!({ "taskId": id }));
+            }
+            Ok(Value::Object(result))
+        }
+        Some(Ok(other)) => Ok(other),
+        Some(Err(error)) => Err(error),
+        None => Err(Error::internal(format!(
+            "task {id} was {}: {}",
+            record.status,
+            record.status_message.as_deref().unwrap_or("it has no result")
+        ))),
+    }
+}
+
+/// Stops routing a task's messages onto a `tasks/result` stream when that request ends (or is cancelled).
+struct Detach<'a>(&'a super::TaskRun);
+
+impl Drop for Detach<'_> {
+    fn drop(&mut self) {
+        self.0.detach();
+    }
+}
+
+async fn list(ctx: &Context, args: Arguments) -> Result<Value, Error> {
+    let (_, owner, _) = begin(ctx, &args, "tasks/list")?;
+    let cursor = match args.get("cursor") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(c)) => Some(c.as_str()),
+        Some(_) => return Err(Error::invalid_params("invalid cursor: cursors are strings")),
+    };
+    let Some(session) = owner.session else {
+        // A stateless caller with no principal: no task can be told to be its own.
+        return Ok(json!({ "tasks": [] }));
+    };
+    let engine = ctx.server().tasks();
+    let page_size = ctx.server().registry().page_size();
+    let page = engine
+        .store
+        .list(&session, cursor, page_size)
+        .await
+        .map_err(super::store_error)?
+        .ok_or_else(|| Error::invalid_params("invalid cursor: no such page"))?;
+    let mut out = json!({ "tasks": page.tasks.iter().map(task_2025).collect::<Vec<_>>() });
+    if let Some(next) = page.next_cursor {
+        out["nextCursor"] = next.into();
+    }
+    Ok(out)
+}
+
+async fn cancel(ctx: &Context, args: Arguments) -> Result<Value, Error> {
+    let (id, owner, era) = begin(ctx, &args, "tasks/cancel")?;
+    let engine = ctx.server().tasks();
+    let record = engine.find(&id, &owner, era).await?;
+    let terminal = |status: TaskStatus| {
+        Error::invalid_params(format!("cannot cancel task {id}: it is already in the terminal status '{status}'"))
+    };
+    if record.status.is_terminal() {
+        return match era {
+            Era::V2025 => Err(terminal(record.status)),
+            Era::V2026 => Ok(json!({})),
+        };
+    }
+    let cancelled = match engine.running(&id) {
+        Some(run) => run.cancel("cancelled by the client").await,
+        None => {
+            // Run by another instance: the cancel is written to the store, where that instance finds it.
+            let mut record = record.clone();
+            record.status = TaskStatus::Cancelled;
+            record.status_message = Some("cancelled by the client".into());
+            record.input_requests.clear();
+            record.seq += 1;
+            record.updated_at_ms = super::now_ms();
+            engine.store.update(record).await.map_err(super::store_error)?
+        }
+    };
+    let after = engine.find(&id, &owner, era).await?;
+    match era {
+        Era::V2026 => Ok(json!({})),
+        Era::V2025 if cancelled || after.status == TaskStatus::Cancelled => Ok(task_2025(&after)),
+        Era::V2025 => Err(terminal(after.status)),
+    }
+}
+
+async fn update(ctx: &Context, mut args: Arguments) -> Result<Value, Error> {
+    let (id, owner, era) = begin(ctx, &args, "tasks/update")?;
+    let responses = match args.remove("inputResponses") {
+        Some(Value::Object(r)) => r,
+        _ => return Err(Error::invalid_params("`tasks/update` needs an `inputResponses` object of answers by key")),
+    };
+    let engine = ctx.server().tasks();
+    engine.find(&id, &owner, era).await?;
+    if let Some(run) = engine.running(&id) {
+        run.answer(responses).await;
+    }
+    Ok(json!({}))
+}
+
+/// A task as the 2025-11-25 protocol writes it (`Task`).
+pub(crate) fn task_2025(record: &TaskRecord) -> Value {
+    let mut task = common(record);
+    task.insert("ttl".into(), record.ttl_ms.map_or(Value::Null, Value::from));
+    task.insert("pollInterval".into(), record.poll_interval_ms.into());
+    Value::Object(task)
+}
+
+fn common(record: &TaskRecord) -> Map<String, Value> {
+    let mut task = Map::new();
+    task.insert("taskId".into(), record.id.clone().into());
+    task.insert("status".into(), record.status.as_str().into());
+    if let Some(message) = &record.status_message {
+        task.insert("statusMessage".into(), message.clone().into());
+    }
+    task.insert("createdAt".into(), super::timestamp(record.created_at_ms).into());
+    task.insert("lastUpdatedAt".into(), super::timestamp(record.updated_at_ms).into());
+    task
+}
+
+/// A task as the Tasks extension writes it (`Task`).
+fn task_2026(record: &TaskRecord) -> Map<String, Value> {
+    let mut task = common(record);
+    task.insert("ttlMs".into(), record.ttl_ms.map_or(Value::Null, Value::from));
+    task.insert("pollIntervalMs".into(), record.poll_interval_ms.into());
+    task
+}
+
+/// The detailed task of the Tasks extension: with its questions, result or error as its status says.
+pub(crate) fn detailed_2026(record: &TaskRecord) -> Value {
+    let mut task = task_2026(record);
+    match record.status {
+        TaskStatus::InputRequired => {
+            task.insert("inputRequests".into(), Value::Object(record.input_requests.clone()));
+        }
+        TaskStatus::Completed => {
+            let mut result = match &record.outcome {
+                Some(Ok(Value::Object(r))) => r.clone(),
+                _ => Map::new(),
+            };
+            result.insert("resultType".into(), "complete".into());
+            task.insert("result".into(), Value::Object(result));
+        }
+        TaskStatus::Failed => {
+            let error = match &record.outcome {
+                Some(Err(e)) => e.clone(),
+                _ => Error::new(
+                    ErrorCode::INTERNAL_ERROR,
+                    record.status_message.clone().unwrap_or_else(|| "the task failed".into()),
+                ),
+            };
+            task.insert("error".into(), serde_json::to_value(error).unwrap_or_default());
+        }
+        TaskStatus::Working | TaskStatus::Cancelled => {}
+    }
+    Value::Object(task)
+}
+
+/// The response that creates a task: `{task}` in the 2025 era, a flat task with `resultType: "task"` in 2026.
+pub(crate) fn create_result(server: &Server, id: &RequestId, record: &TaskRecord, era: Era) -> String {
+    match era {
+        Era::V2025 => jsonrpc::encode_result(id, &json!({ "task": task_2025(record) })),
+        Era::V2026 => {
+            let mut result = Map::new();
+            result.insert("resultType".into(), "task".into());
+            result.extend(task_2026(record));
+            crate::era::v2026::stamp_server_info(server, &mut result);
+            jsonrpc::encode_result(id, &Value::Object(result))
+        }
+    }
+}

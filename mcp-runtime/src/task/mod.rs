@@ -1,0 +1,631 @@
+//! Tasks: tool calls that outlive their request. One engine serves both protocol eras; the eras differ only in their
+//! fronts (`methods.rs`): the 2025-11-25 `tasks/*` methods, and the 2026-07-28 Tasks extension
+//! (`io.modelcontextprotocol/tasks`).
+//!
+//! A task is a request whose handler keeps running after its response: the response is the task (its id, status,
+//! TTL and poll interval), written once the task is in the [`TaskStore`]. From then on the handler's [`Context`]
+//! routes through the task: progress and logs go to the 2025 session (with the task's id in `_meta`), questions put
+//! the task in `input_required` until the client answers (a request to the client in 2025, an entry of
+//! `inputRequests` answered by `tasks/update` in 2026), and `tasks/cancel` stops the handler the way any cancel
+//! does. Its result (or error) lands in the record, which the store keeps until the TTL ends.
+//!
+//! [`Context`]: crate::Context
+
+pub(crate) mod methods;
+mod store;
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde_json::{json, Map, Value};
+use tokio::sync::{oneshot, watch};
+use tokio_util::sync::CancellationToken;
+
+pub use store::{MemoryTaskStore, StoreError, TaskPage, TaskRecord, TaskStatus, TaskStore, DEFAULT_MAX_TASKS};
+
+use crate::context::{Era, RequestState};
+use crate::dispatch::Sink;
+use crate::server::Server;
+use crate::wire::error::{Error, ErrorCode};
+use crate::wire::jsonrpc;
+
+/// The identifier of the Tasks extension of the 2026-07-28 protocol.
+pub const EXTENSION: &str = "io.modelcontextprotocol/tasks";
+
+/// The `_meta` key that ties a 2025-11-25 message to its task.
+pub(crate) const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
+
+/// The default time a task and its result are kept: one hour from its creation.
+pub const DEFAULT_TASK_TTL: Duration = Duration::from_secs(3600);
+
+/// The longest TTL a client may ask for (2025 era) or a tool may set: one day.
+pub const DEFAULT_MAX_TASK_TTL: Duration = Duration::from_secs(24 * 3600);
+
+/// The default poll interval suggested to clients: 500 ms.
+pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_millis(500);
+
+/// The default number of tasks one session (or principal) may have running at once: 100.
+pub const DEFAULT_MAX_RUNNING_TASKS: usize = 100;
+
+/// Whether a tool can run as a task.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum TaskSupport {
+    /// Never: the tool always answers in its request.
+    #[default]
+    Forbidden,
+    /// When the client asks for it (2025-11-25: `task` in the call; 2026-07-28: the client declared the Tasks
+    /// extension on the request). Otherwise it answers in its request.
+    Optional,
+    /// Always: a client that cannot take a task gets an error (2025: -32601; 2026: -32021 naming the extension).
+    Required,
+}
+
+impl TaskSupport {
+    /// The 2025-11-25 spelling (`execution.taskSupport`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaskSupport::Forbidden => "forbidden",
+            TaskSupport::Optional => "optional",
+            TaskSupport::Required => "required",
+        }
+    }
+}
+
+/// A tool's task settings, as `const` data: `#[mcp::tool(task = "optional")]` and its companions write one.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct TaskOptions {
+    /// Whether it runs as a task.
+    pub support: TaskSupport,
+    /// The handler starts the task itself, with [`Context::start_task`](crate::Context::start_task), once it has
+    /// what it needs from the client: until then a 2026-07-28 call is an ordinary request (its questions are
+    /// `input_required` results). In the 2025-11-25 era a call that asks for a task gets it at once.
+    pub deferred: bool,
+    /// How long its tasks are kept (the server's default when `None`).
+    pub ttl_ms: Option<u64>,
+    /// The poll interval suggested for its tasks (the server's default when `None`).
+    pub poll_interval_ms: Option<u64>,
+}
+
+impl TaskOptions {
+    /// Not a task.
+    pub const NONE: TaskOptions =
+        TaskOptions { support: TaskSupport::Forbidden, deferred: false, ttl_ms: None, poll_interval_ms: None };
+
+    /// Runs as a task with this support.
+    pub const fn new(support: TaskSupport) -> TaskOptions {
+        TaskOptions { support, ..TaskOptions::NONE }
+    }
+
+    /// Sets [`TaskOptions::deferred`].
+    pub const fn deferred(mut self, deferred: bool) -> TaskOptions {
+        self.deferred = deferred;
+        self
+    }
+
+    /// Sets the TTL of its tasks.
+    pub const fn ttl_ms(mut self, ttl_ms: u64) -> TaskOptions {
+        self.ttl_ms = Some(ttl_ms);
+        self
+    }
+
+    /// Sets the poll interval suggested for its tasks.
+    pub const fn poll_interval_ms(mut self, ms: u64) -> TaskOptions {
+        self.poll_interval_ms = Some(ms);
+        self
+    }
+}
+
+/// The server's task settings (see `ServerBuilder::task_*`).
+pub(crate) struct TaskConfig {
+    pub ttl: Duration,
+    pub max_ttl: Duration,
+    pub poll_interval: Duration,
+    pub max_running: usize,
+}
+
+impl Default for TaskConfig {
+    fn default() -> TaskConfig {
+        TaskConfig {
+            ttl: DEFAULT_TASK_TTL,
+            max_ttl: DEFAULT_MAX_TASK_TTL,
+            poll_interval: DEFAULT_POLL_INTERVAL,
+            max_running: DEFAULT_MAX_RUNNING_TASKS,
+        }
+    }
+}
+
+/// Milliseconds since the Unix epoch.
+pub(crate) fn now_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or_default()
+}
+
+/// An RFC 3339 timestamp (UTC, milliseconds) for milliseconds since the Unix epoch.
+pub(crate) fn timestamp(ms: u64) -> String {
+    humantime::format_rfc3339_millis(UNIX_EPOCH + Duration::from_millis(ms)).to_string()
+}
+
+/// 128 random bits, hex.
+fn new_task_id() -> Result<String, Error> {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes)
+        .map_err(|e| Error::internal(format!("the operating system's random number generator failed: {e}")))?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// What a request may become: set by the dispatcher on a `tools/call` whose tool runs as a task here.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct TaskPlan {
+    /// The tool.
+    pub tool: &'static str,
+    pub options: TaskOptions,
+    /// 2025 era: the TTL the client asked for.
+    pub requested_ttl: Option<u64>,
+}
+
+/// Who may see a task: the key its session lists it under, and the authenticated principal.
+pub(crate) struct Owner {
+    pub session: Option<String>,
+    pub subject: Option<String>,
+}
+
+impl Owner {
+    pub(crate) fn of(request: &RequestState) -> Owner {
+        let subject = request.meta.http.as_ref().and_then(|h| h.auth.as_ref()).map(|a| a.subject.clone());
+        let session = match request.meta.era {
+            Era::V2025 => request.conn.session_key().or_else(|| subject.as_ref().map(|s| format!("principal:{s}"))),
+            Era::V2026 => None,
+        };
+        Owner { session, subject }
+    }
+
+    /// Whether this caller may see (and change) the task: the same principal where it had one, and in the 2025 era
+    /// the same session where it had one.
+    pub(crate) fn may_see(&self, record: &TaskRecord, era: Era) -> bool {
+        if record.subject.is_some() && record.subject != self.subject {
+            return false;
+        }
+        match era {
+            Era::V2025 => record.session.is_none() || record.session == self.session,
+            Era::V2026 => record.session.is_none(),
+        }
+    }
+}
+
+/// The task engine of a server: the store, and the tasks this instance runs.
+pub(crate) struct TaskEngine {
+    pub store: Arc<dyn TaskStore>,
+    pub config: TaskConfig,
+    running: Mutex<HashMap<String, Arc<TaskRun>>>,
+}
+
+impl TaskEngine {
+    pub(crate) fn new(store: Arc<dyn TaskStore>, config: TaskConfig) -> TaskEngine {
+        TaskEngine { store, config, running: Mutex::new(HashMap::new()) }
+    }
+
+    fn table(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<TaskRun>>> {
+        self.running.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A task this instance runs.
+    pub(crate) fn running(&self, id: &str) -> Option<Arc<TaskRun>> {
+        self.table().get(id).cloned()
+    }
+
+    /// A task's record, if the caller may see it: unknown, expired and other callers' tasks alike are -32602.
+    pub(crate) async fn find(&self, id: &str, owner: &Owner, era: Era) -> Result<TaskRecord, Error> {
+        let record = self.store.get(id).await.map_err(store_error)?;
+        match record {
+            Some(r) if owner.may_see(&r, era) => Ok(r),
+            _ => Err(Error::invalid_params(format!(
+                "no task {id:?}: it is unknown, has expired, or belongs to another client"
+            ))),
+        }
+    }
+
+    /// Cancels the tasks running on a connection that is going away (its 2025 session ended, or stdio closed).
+    pub(crate) fn cancel_on(&self, conn: &crate::dispatch::Connection, reason: &str) {
+        let runs: Vec<_> = self.table().values().filter(|r| r.is_on(conn)).cloned().collect();
+        for run in runs {
+            run.stop(reason);
+        }
+    }
+
+    /// Cancels every running task (the server is stopping).
+    pub(crate) fn cancel_all(&self, reason: &str) {
+        let runs: Vec<_> = self.table().values().cloned().collect();
+        for run in runs {
+            run.stop(reason);
+        }
+    }
+
+    fn running_for(&self, owner: &Owner) -> usize {
+        self.table()
+            .values()
+            .filter(|r| {
+                let rec = r.lock();
+                (owner.session.is_some() && rec.session == owner.session)
+                    || (owner.subject.is_some() && rec.subject == owner.subject)
+            })
+            .count()
+    }
+}
+
+pub(crate) fn store_error(e: StoreError) -> Error {
+    match e {
+        StoreError::Full { .. } => Error::new(ErrorCode::OVERLOADED, e.to_string()),
+        StoreError::Unavailable(_) => Error::internal(e.to_string()),
+    }
+}
+
+/// A task this instance runs: its record as this instance last wrote it, the questions waiting for answers, and the
+/// way back to the handler.
+pub(crate) struct TaskRun {
+    pub id: String,
+    pub era: Era,
+    server: Server,
+    request: Weak<RequestState>,
+    record: Mutex<TaskRecord>,
+    /// 2026 era: the handler's questions waiting for `tasks/update`, by key.
+    waiters: Mutex<HashMap<String, oneshot::Sender<Value>>>,
+    /// 2026 era: every key used, so none is used twice in the task's life.
+    keys: Mutex<HashSet<String>>,
+    next_key: AtomicU32,
+    /// 2025 era: a `tasks/result` request waiting on this task; its stream carries the task's messages.
+    route: Mutex<Option<Sink>>,
+    /// 2025 era: the session's own route (stdio, or the standalone GET stream).
+    session_sink: Sink,
+    /// Becomes `true` once the task is over and its record written.
+    done: watch::Sender<bool>,
+    /// Cancelled once the task is over (stops its TTL timer).
+    over: CancellationToken,
+}
+
+impl TaskRun {
+    fn lock(&self) -> std::sync::MutexGuard<'_, TaskRecord> {
+        self.record.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn is_on(&self, conn: &crate::dispatch::Connection) -> bool {
+        self.request.upgrade().is_some_and(|r| std::ptr::eq(Arc::as_ptr(&r.conn), conn))
+    }
+
+    /// Applies a change to a live record (none once it is terminal) and returns the record to store.
+    fn change(&self, f: impl FnOnce(&mut TaskRecord)) -> Option<TaskRecord> {
+        let mut record = self.lock();
+        if record.status.is_terminal() {
+            return None;
+        }
+        f(&mut record);
+        record.seq += 1;
+        record.updated_at_ms = now_ms();
+        Some(record.clone())
+    }
+
+    /// Writes a changed record to the store and tells whoever watches the task. If the store holds a terminal
+    /// record already (another instance cancelled it), the handler stops.
+    async fn save(self: &Arc<Self>, record: TaskRecord) -> bool {
+        let applied = match self.server.tasks().store.update(record.clone()).await {
+            Ok(applied) => applied,
+            Err(e) => {
+                tracing::error!(task = %self.id, error = %e, "could not write a task's record");
+                false
+            }
+        };
+        if applied {
+            self.announce(&record);
+        } else if !record.status.is_terminal() {
+            if let Ok(Some(stored)) = self.server.tasks().store.get(&self.id).await {
+                if stored.status.is_terminal() {
+                    *self.lock() = stored;
+                    self.halt();
+                }
+            }
+        }
+        if record.status.is_terminal() {
+            self.close();
+        }
+        applied
+    }
+
+    /// Sends the task's status to whoever follows it: the 2025 session (`notifications/tasks/status`), or the 2026
+    /// listen streams that asked for this task (`notifications/tasks`).
+    fn announce(&self, record: &TaskRecord) {
+        match self.era {
+            Era::V2025 => {
+                let frame = jsonrpc::encode_notification("notifications/tasks/status", &methods::task_2025(record));
+                self.session_sink.send_droppable(frame);
+            }
+            Era::V2026 => self.server.notify_task(record),
+        }
+    }
+
+    /// Stops the handler (a cancel, an expiry, the session's end): its record is written by whoever called.
+    fn halt(&self) {
+        if let Some(request) = self.request.upgrade() {
+            request.stop_quietly();
+        }
+    }
+
+    /// Marks the task over: out of the running table, its watchers woken.
+    fn close(&self) {
+        self.over.cancel();
+        self.server.tasks().table().remove(&self.id);
+        self.waiters.lock().unwrap_or_else(|e| e.into_inner()).clear();
+        let _ = self.done.send(true);
+    }
+
+    /// Cancels the task from the server's side (the session ended, the server is stopping).
+    pub(crate) fn stop(self: &Arc<Self>, reason: &str) {
+        let run = self.clone();
+        let reason = reason.to_owned();
+        crate::cancel::cleanup_tasks().spawn(async move {
+            run.cancel(&reason).await;
+        });
+    }
+
+    /// Cancels the task: `cancelled` is written first, then the handler stops. `false` if it was already over.
+    pub(crate) async fn cancel(self: &Arc<Self>, reason: &str) -> bool {
+        let Some(record) = self.change(|r| {
+            r.status = TaskStatus::Cancelled;
+            r.status_message = Some(reason.to_owned());
+            r.input_requests.clear();
+        }) else {
+            return false;
+        };
+        let applied = self.save(record).await;
+        self.halt();
+        applied
+    }
+
+    /// Records how the handler ended.
+    pub(crate) async fn complete(self: &Arc<Self>, outcome: Result<Value, Error>) {
+        let is_error = matches!(&outcome, Ok(v) if v.get("isError") == Some(&Value::Bool(true)));
+        let (status, message) = match (&outcome, self.era) {
+            (Err(e), _) => (TaskStatus::Failed, Some(e.message.clone())),
+            // 2025-11-25: a tool error fails the task; 2026-07-28: it is a result like any other.
+            (Ok(_), Era::V2025) if is_error => (TaskStatus::Failed, Some("the tool reported an error".to_owned())),
+            (Ok(_), _) => (TaskStatus::Completed, None),
+        };
+        let Some(record) = self.change(|r| {
+            r.status = status;
+            r.status_message = message;
+            r.input_requests.clear();
+            r.outcome = Some(outcome);
+        }) else {
+            self.close();
+            return;
+        };
+        self.save(record).await;
+    }
+
+    /// The handler stopped without an outcome (cancelled): the record says so unless it already does.
+    pub(crate) async fn stopped(self: &Arc<Self>) {
+        if !self.cancel("the task was cancelled").await {
+            self.close();
+        }
+    }
+
+    /// Waits until the task is over.
+    pub(crate) async fn wait_done(&self) {
+        let mut done = self.done.subscribe();
+        let _ = done.wait_for(|d| *d).await;
+    }
+
+    /// Sends a frame that belongs to the task (2025 era): on a waiting `tasks/result` stream, else the session's.
+    pub(crate) fn send(&self, frame: String, droppable: bool) {
+        if self.era == Era::V2026 || self.over.is_cancelled() {
+            // The 2026 era has no stream for a task's progress, logs or requests.
+            return;
+        }
+        let sink = self.route.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let sink = sink.as_ref().unwrap_or(&self.session_sink);
+        if droppable {
+            sink.send_droppable(frame)
+        } else {
+            sink.send(frame)
+        }
+    }
+
+    /// Routes the task's messages onto a `tasks/result` stream while it waits (2025 era, HTTP).
+    pub(crate) fn attach(&self, sink: Sink) {
+        *self.route.lock().unwrap_or_else(|e| e.into_inner()) = Some(sink);
+    }
+
+    /// Stops routing onto a stream.
+    pub(crate) fn detach(&self) {
+        *self.route.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    }
+
+    /// 2025 era: `status` while the handler waits for the client (`input_required`), or once it has its answer.
+    pub(crate) async fn set_status(self: &Arc<Self>, status: TaskStatus) {
+        if let Some(record) = self.change(|r| {
+            r.status = status;
+            r.status_message = None;
+        }) {
+            self.save(record).await;
+        }
+    }
+
+    /// 2026 era: a question from the handler. It goes into `inputRequests` under a key unique in the task's life,
+    /// the task is `input_required`, and the answer comes from `tasks/update`.
+    pub(crate) async fn ask(self: &Arc<Self>, key: Option<&str>, question: Value) -> Option<Value> {
+        let key = self.unique_key(key);
+        let (tx, rx) = oneshot::channel();
+        self.waiters.lock().unwrap_or_else(|e| e.into_inner()).insert(key.clone(), tx);
+        if let Some(record) = self.change(|r| {
+            r.input_requests.insert(key.clone(), question);
+            r.status = TaskStatus::InputRequired;
+            r.status_message = None;
+        }) {
+            self.save(record).await;
+        }
+        rx.await.ok()
+    }
+
+    fn unique_key(&self, given: Option<&str>) -> String {
+        let mut keys = self.keys.lock().unwrap_or_else(|e| e.into_inner());
+        let base = match given {
+            Some(k) => k.to_owned(),
+            None => format!("input-{}", self.next_key.fetch_add(1, Ordering::Relaxed) + 1),
+        };
+        let mut key = base.clone();
+        let mut n = 1;
+        while keys.contains(&key) {
+            n += 1;
+            key = format!("{base}-{n}");
+        }
+        keys.insert(key.clone());
+        key
+    }
+
+    /// 2026 era: the client's answers. Keys that are not outstanding are ignored; the answered ones leave
+    /// `inputRequests` before this returns, and the task is `working` again once none is left.
+    pub(crate) async fn answer(self: &Arc<Self>, responses: Map<String, Value>) {
+        let answered: Vec<(oneshot::Sender<Value>, Value)> = {
+            let mut waiters = self.waiters.lock().unwrap_or_else(|e| e.into_inner());
+            responses.into_iter().filter_map(|(k, v)| waiters.remove(&k).map(|tx| (tx, v))).collect()
+        };
+        if answered.is_empty() {
+            return;
+        }
+        let outstanding: HashSet<String> =
+            self.waiters.lock().unwrap_or_else(|e| e.into_inner()).keys().cloned().collect();
+        if let Some(record) = self.change(|r| {
+            r.input_requests.retain(|k, _| outstanding.contains(k));
+            if r.input_requests.is_empty() {
+                r.status = TaskStatus::Working;
+            }
+        }) {
+            self.save(record).await;
+        }
+        for (tx, value) in answered {
+            let _ = tx.send(value);
+        }
+    }
+}
+
+/// Starts the task a request may become (see [`TaskPlan`]): the record is created in the store, then the request
+/// is answered with the task, and from then on the handler runs as the task. `Ok(None)` when the request is not one
+/// that becomes a task; the task when it already is one.
+pub(crate) async fn begin(request: &Arc<RequestState>) -> Result<Option<Arc<TaskRun>>, Error> {
+    if let Some(run) = request.task.get() {
+        return Ok(Some(run.clone()));
+    }
+    let Some(plan) = request.task_plan.get().copied() else {
+        return Ok(None);
+    };
+    let server = request.conn.server().clone();
+    let engine = server.tasks();
+    let owner = Owner::of(request);
+    if engine.running_for(&owner) >= engine.config.max_running {
+        return Err(Error::new(
+            ErrorCode::OVERLOADED,
+            format!(
+                "too many tasks running for this client (the limit is {}); try again later",
+                engine.config.max_running
+            ),
+        ));
+    }
+    let max_ttl = engine.config.max_ttl.as_millis() as u64;
+    let ttl =
+        plan.requested_ttl.or(plan.options.ttl_ms).unwrap_or(engine.config.ttl.as_millis() as u64).clamp(1, max_ttl);
+    let now = now_ms();
+    let record = TaskRecord {
+        id: new_task_id()?,
+        tool: plan.tool.to_owned(),
+        status: TaskStatus::Working,
+        status_message: None,
+        created_at_ms: now,
+        updated_at_ms: now,
+        ttl_ms: Some(ttl),
+        poll_interval_ms: plan
+            .options
+            .poll_interval_ms
+            .unwrap_or(engine.config.poll_interval.as_millis() as u64)
+            .max(1),
+        session: owner.session,
+        subject: owner.subject,
+        input_requests: Map::new(),
+        outcome: None,
+        seq: 0,
+    };
+    engine.store.create(record.clone()).await.map_err(store_error)?;
+    let session_sink = if request.meta.era == Era::V2025 {
+        request.conn.sink().clone()
+    } else {
+        Arc::new(crate::dispatch::NoSink) as Sink
+    };
+    let run = Arc::new(TaskRun {
+        id: record.id.clone(),
+        era: request.meta.era,
+        server: server.clone(),
+        request: Arc::downgrade(request),
+        record: Mutex::new(record.clone()),
+        waiters: Mutex::new(HashMap::new()),
+        keys: Mutex::new(HashSet::new()),
+        next_key: AtomicU32::new(0),
+        route: Mutex::new(None),
+        session_sink,
+        done: watch::channel(false).0,
+        over: CancellationToken::new(),
+    });
+    engine.table().insert(run.id.clone(), run.clone());
+    let _ = request.task.set(run.clone());
+    // From here a cancel of the request (or its stream closing) no longer reaches the handler: tasks/cancel does.
+    request.conn.forget(request);
+    let frame = methods::create_result(&server, &request.id, &record, request.meta.era);
+    if !request.finish(frame) {
+        // The request was cancelled while the task was being stored: the task is cancelled with it.
+        request.out.close();
+        run.cancel("the request that created the task was cancelled").await;
+        return Ok(Some(run));
+    }
+    tracing::info!(task = %run.id, tool = %record.tool, ttl_ms = ttl, "task created");
+    let expiry = run.clone();
+    crate::cancel::cleanup_tasks().spawn(async move {
+        tokio::select! {
+            () = expiry.over.cancelled() => {}
+            () = tokio::time::sleep(Duration::from_millis(ttl)) => {
+                if let Some(record) = expiry.change(|r| {
+                    r.status = TaskStatus::Failed;
+                    r.status_message = Some("the task's TTL ran out before it finished".into());
+                    r.outcome = Some(Err(Error::internal("the task's TTL ran out before it finished")));
+                    r.input_requests.clear();
+                }) {
+                    expiry.save(record).await;
+                    expiry.halt();
+                }
+            }
+        }
+    });
+    Ok(Some(run))
+}
+
+/// The `_meta` that ties a 2025 message to its task.
+pub(crate) fn related_meta(task_id: &str) -> Value {
+    json!({ RELATED_TASK: { "taskId": task_id } })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timestamps_are_rfc_3339_in_utc() {
+        assert_eq!(timestamp(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(timestamp(1_764_583_200_123), "2025-12-01T10:00:00.123Z");
+    }
+
+    #[test]
+    fn task_ids_are_128_random_bits() {
+        let a = new_task_id().unwrap();
+        let b = new_task_id().unwrap();
+        assert_eq!(a.len(), 32);
+        assert_ne!(a, b);
+    }
+}

@@ -1,0 +1,6 @@
+#[mcp::tool(defer_task)]
+fn report() -> String {
+    String::new()
+}
+
+fn main() {}

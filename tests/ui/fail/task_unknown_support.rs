@@ -1,0 +1,6 @@
+#[mcp::tool(task = "sometimes")]
+fn report() -> String {
+    String::new()
+}
+
+fn main() {}
