@@ -199,6 +199,113 @@ fn full_result() -> CallToolResult {
     CallToolResult::success(vec![Content::text("full")])
 }
 
+// ---- tasks ----
+
+/// Prints `name id` on stderr when dropped unfinished (`TASK_ABORTED id`).
+struct Marker(String, bool);
+
+impl Drop for Marker {
+    fn drop(&mut self) {
+        if !self.1 {
+            eprintln!("TASK_ABORTED {}", self.0);
+        }
+    }
+}
+
+/// Sleep `ms` in steps of 50 ms, reporting progress and logging; a task when the client asks. Prints `TASK_START
+/// id`, then `TASK_DONE id` or `TASK_ABORTED id` (and `TASK_CLEANUP id` from its deferred cleanup) on stderr, where
+/// `id` is the task's id (the request's outside a task).
+#[mcp::tool(task = "optional", task_poll_ms = 50)]
+async fn task_sleep(ms: u64, ctx: &Context) -> String {
+    let id = ctx.task_id().map(str::to_owned).unwrap_or_else(|| ctx.request_id().to_string());
+    let mut marker = Marker(id.clone(), false);
+    eprintln!("TASK_START {id}");
+    let _cleanup = mcp::defer(Duration::from_secs(2), {
+        let id = id.clone();
+        async move {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            eprintln!("TASK_CLEANUP {id}");
+        }
+    });
+    let steps = ms.div_ceil(50).max(1);
+    for step in 0..steps {
+        ctx.report_progress(step as f64, Some(steps as f64), None);
+        ctx.info(format!("step {step}"));
+        tokio::time::sleep(Duration::from_millis(ms / steps)).await;
+    }
+    marker.1 = true;
+    eprintln!("TASK_DONE {id}");
+    format!("slept {ms} ms")
+}
+
+/// Like `task_sleep`, as a plain `fn` that checks its flag every 10 ms (prints `TASK_STOPPED id` when it sees it).
+#[mcp::tool(task = "optional", task_poll_ms = 50)]
+fn task_sleep_blocking(ms: u64, ctx: &Context) -> Result<String, mcp::Cancelled> {
+    let id = ctx.task_id().map(str::to_owned).unwrap_or_else(|| ctx.request_id().to_string());
+    eprintln!("TASK_START {id}");
+    let start = std::time::Instant::now();
+    while start.elapsed() < Duration::from_millis(ms) {
+        if ctx.is_cancelled() {
+            eprintln!("TASK_STOPPED {id}");
+            return Err(mcp::Cancelled);
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    eprintln!("TASK_DONE {id}");
+    Ok(format!("slept {ms} ms"))
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Approval {
+    /// Whether it is approved.
+    approve: bool,
+}
+
+/// Asks the client to approve `what`, always as a task, then answers with the decision.
+#[mcp::tool(task = "required", task_poll_ms = 50)]
+async fn task_approve(what: String, ctx: &Context) -> Result<String, mcp::ClientError> {
+    Ok(match ctx.elicit::<Approval>(&format!("Approve {what}?")).await? {
+        mcp::Elicitation::Accept(Approval { approve: true }) => format!("{what}: approved"),
+        mcp::Elicitation::Accept(_) => format!("{what}: refused"),
+        _ => format!("{what}: no answer"),
+    })
+}
+
+/// `task_approve` as a plain `fn`.
+#[mcp::tool(task = "required", task_poll_ms = 50)]
+fn task_approve_blocking(what: String, ctx: &Context) -> Result<String, mcp::ClientError> {
+    Ok(match ctx.elicit_blocking::<Approval>(&format!("Approve {what}?"))? {
+        mcp::Elicitation::Accept(Approval { approve: true }) => format!("{what}: approved"),
+        mcp::Elicitation::Accept(_) => format!("{what}: refused"),
+        _ => format!("{what}: no answer"),
+    })
+}
+
+/// Fails with a tool error, as a task when asked.
+#[mcp::tool(task = "optional", task_poll_ms = 50)]
+async fn task_fail(reason: String) -> Result<String, String> {
+    Err(reason)
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Who {
+    /// A name.
+    name: String,
+}
+
+/// Asks for a name as an ordinary request (2026: input-required rounds), then runs as a task.
+#[mcp::tool(task = "required", defer_task, task_poll_ms = 50)]
+async fn task_after_question(ctx: &Context) -> Result<String, mcp::ClientError> {
+    let name = match ctx.ask("who").elicit::<Who>("Who is it for?").await? {
+        mcp::Elicitation::Accept(Who { name }) => name,
+        _ => "nobody".into(),
+    };
+    let before = ctx.task_id().is_some();
+    let _ = ctx.start_task().await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    Ok(format!("for {name} (a task before start_task: {before}; after: {})", ctx.task_id().is_some()))
+}
+
 #[mcp::main]
 async fn main() -> Result<mcp::ServerBuilder, String> {
     // Start-up: what a real server does when it opens its database pool.
@@ -222,6 +329,12 @@ async fn main() -> Result<mcp::ServerBuilder, String> {
     }
     if let Some(limit) = std::env::var("TESTBED_MAX_IN_FLIGHT").ok().and_then(|v| v.parse().ok()) {
         builder = builder.max_in_flight(limit);
+    }
+    if let Some(ms) = std::env::var("TESTBED_TASK_TTL_MS").ok().and_then(|v| v.parse().ok()) {
+        builder = builder.task_ttl(Duration::from_millis(ms));
+    }
+    if let Some(n) = std::env::var("TESTBED_MAX_RUNNING_TASKS").ok().and_then(|v| v.parse().ok()) {
+        builder = builder.max_running_tasks(n);
     }
     if let Some((soft, hard)) = std::env::var("TESTBED_OUTBOUND").ok().and_then(|v| {
         let (soft, hard) = v.split_once(',')?;

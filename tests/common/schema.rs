@@ -73,6 +73,10 @@ fn result_definition(method: &str) -> Option<&'static str> {
         "resources/read" => "ReadResourceResult",
         "completion/complete" => "CompleteResult",
         "ping" | "logging/setLevel" | "resources/subscribe" | "resources/unsubscribe" => "EmptyResult",
+        "tasks/get" => "GetTaskResult",
+        "tasks/result" => "GetTaskPayloadResult",
+        "tasks/list" => "ListTasksResult",
+        "tasks/cancel" => "CancelTaskResult",
         _ => return None,
     })
 }
@@ -89,10 +93,68 @@ pub fn check_server_message(message: &Value, method: Option<&str>) -> Result<(),
         return validate("JSONRPCErrorResponse", message);
     }
     validate("JSONRPCResultResponse", message)?;
+    // A task-augmented call answers with the task (`CreateTaskResult`, which the schema's result unions omit).
+    if method == Some("tools/call") && message["result"].get("task").is_some() {
+        return validate("CreateTaskResult", &message["result"]);
+    }
     match method.and_then(result_definition) {
         Some(def) => validate(def, &message["result"]),
         None => Ok(()),
     }
+}
+
+/// Checks a task as the Tasks extension (`io.modelcontextprotocol/tasks`) writes it, which the core 2026-07-28
+/// schema does not define: `taskId`, `status`, RFC 3339 `createdAt` and `lastUpdatedAt`, `ttlMs` (an integer or
+/// null, always present), `pollIntervalMs` (an integer when present), and none of the 2025 names; with `detailed`
+/// (`tasks/get`, `notifications/tasks`), the member its status calls for.
+pub fn check_extension_task(task: &Value, detailed: bool) -> Result<(), String> {
+    let fail = |why: &str| Err(format!("not a task of the Tasks extension ({why}): {task}"));
+    let status = task["status"].as_str().unwrap_or_default();
+    if task["taskId"].as_str().is_none_or(str::is_empty) {
+        return fail("taskId");
+    }
+    if !["working", "input_required", "completed", "failed", "cancelled"].contains(&status) {
+        return fail("status");
+    }
+    for key in ["createdAt", "lastUpdatedAt"] {
+        let stamp = task[key].as_str().unwrap_or_default();
+        let shape = stamp.len() >= 20 && stamp.as_bytes()[4] == b'-' && stamp.as_bytes()[10] == b'T';
+        if !shape {
+            return fail(key);
+        }
+    }
+    if !(task.get("ttlMs").is_some_and(|t| t.is_null() || t.as_u64().is_some_and(|t| t > 0))) {
+        return fail("ttlMs");
+    }
+    if task.get("pollIntervalMs").is_some_and(|p| p.as_u64().is_none_or(|p| p == 0)) {
+        return fail("pollIntervalMs");
+    }
+    if task.get("ttl").is_some() || task.get("pollInterval").is_some() || task.get("requestState").is_some() {
+        return fail("a 2025 field or requestState");
+    }
+    let has = |key: &str| task.get(key).is_some();
+    let members_fit = if detailed {
+        match status {
+            "input_required" => task["inputRequests"].is_object() && !has("result") && !has("error"),
+            "completed" => task["result"].is_object() && !has("error") && !has("inputRequests"),
+            "failed" => {
+                task["error"]["code"].is_i64()
+                    && task["error"]["message"].is_string()
+                    && !has("result")
+                    && !has("inputRequests")
+            }
+            _ => !has("result") && !has("error") && !has("inputRequests"),
+        }
+    } else {
+        !has("result") && !has("error") && !has("inputRequests")
+    };
+    if !members_fit {
+        return fail("the members of its status");
+    }
+    if let Some(result) = task.get("result") {
+        validate_2026("CallToolResult", result)?;
+    }
+    Ok(())
 }
 
 // ---- 2026-07-28 ----
@@ -157,6 +219,10 @@ pub fn check_modern_message(message: &Value, method: Option<&str>) -> Result<(),
             return Err(format!("a server request in the 2026-07-28 era, which forbids them: {message}"));
         }
         let m = m.as_str().unwrap_or_default();
+        if m == "notifications/tasks" {
+            validate_2026("JSONRPCNotification", message)?;
+            return check_extension_task(&message["params"], true);
+        }
         let def = modern_notification_definition(m)
             .ok_or_else(|| format!("{m} is not a notification of the 2026-07-28 schema: {message}"))?;
         return validate_2026("ServerNotification", message).and(validate_2026(def, message));
@@ -197,8 +263,31 @@ pub fn check_modern_message(message: &Value, method: Option<&str>) -> Result<(),
                 return Err(format!("inputRequests are bare requests, without id or jsonrpc: {message}"));
             }
         }
+        // The Tasks extension: a call answered with a task, and the tasks/* methods.
+        Some("task") if method.is_none_or(|m| m == "tools/call") => {
+            validate_2026("Result", result)?;
+            check_extension_task(result, false)?;
+        }
+        Some("complete") if method == Some("tasks/get") => {
+            validate_2026("Result", result)?;
+            check_extension_task(result, true)?;
+        }
+        Some("complete") if matches!(method, Some("tasks/update" | "tasks/cancel")) => {
+            let extra: Vec<&String> = result
+                .as_object()
+                .into_iter()
+                .flatten()
+                .map(|(k, _)| k)
+                .filter(|k| *k != "resultType" && *k != "_meta")
+                .collect();
+            if !extra.is_empty() {
+                return Err(format!("a tasks/update or tasks/cancel acknowledgement is empty: {message}"));
+            }
+        }
         Some("complete") => validate_2026(def, result)?,
-        _ => return Err(format!("resultType must be \"complete\" or \"input_required\": {message}")),
+        _ => {
+            return Err(format!("resultType must be \"complete\", \"input_required\" or (a call) \"task\": {message}"))
+        }
     }
     if method == Some("subscriptions/listen")
         && result["_meta"]["io.modelcontextprotocol/subscriptionId"] != message["id"]

@@ -452,6 +452,43 @@ impl ServerBuilder {
         self
     }
 
+    /// Where tasks are kept (default: a [`MemoryTaskStore`](crate::MemoryTaskStore) of
+    /// [`DEFAULT_MAX_TASKS`](crate::DEFAULT_MAX_TASKS)). A store shared by several instances lets any of them answer
+    /// `tasks/get` for a task another runs.
+    pub fn task_store(mut self, store: impl crate::task::TaskStore) -> Self {
+        self.task_store = Some(Arc::new(store));
+        self
+    }
+
+    /// How long a task and its result are kept, from its creation, unless its tool says otherwise (default
+    /// [`DEFAULT_TASK_TTL`](crate::DEFAULT_TASK_TTL)). A task still running when its TTL ends is stopped and
+    /// marked `failed`.
+    pub fn task_ttl(mut self, ttl: Duration) -> Self {
+        self.task_config.ttl = ttl.max(Duration::from_millis(1));
+        self
+    }
+
+    /// The longest TTL a client may ask for (2025-11-25 `task.ttl`) or a tool may set (default
+    /// [`DEFAULT_MAX_TASK_TTL`](crate::DEFAULT_MAX_TASK_TTL)).
+    pub fn task_max_ttl(mut self, ttl: Duration) -> Self {
+        self.task_config.max_ttl = ttl.max(Duration::from_millis(1));
+        self
+    }
+
+    /// The poll interval suggested to clients, unless a tool says otherwise (default
+    /// [`DEFAULT_POLL_INTERVAL`](crate::DEFAULT_POLL_INTERVAL)).
+    pub fn task_poll_interval(mut self, interval: Duration) -> Self {
+        self.task_config.poll_interval = interval.max(Duration::from_millis(1));
+        self
+    }
+
+    /// How many tasks one 2025 session (or one authenticated principal) may have running at once; more are refused
+    /// with -31000 (default [`DEFAULT_MAX_RUNNING_TASKS`](crate::DEFAULT_MAX_RUNNING_TASKS)).
+    pub fn max_running_tasks(mut self, tasks: usize) -> Self {
+        self.task_config.max_running = tasks.max(1);
+        self
+    }
+
     /// Builds the server: computes every schema and the list results once.
     pub fn build(self) -> Result<Server, BuildError> {
         if let Some(type_name) = self.duplicate_state {
