@@ -305,7 +305,8 @@ impl Body {
 
 /// The standard headers a conforming 2026-07-28 client sends with `body`: the media types, `MCP-Protocol-Version`
 /// from `_meta` (when the body has one), `Mcp-Method` for a request, and `Mcp-Name` for `tools/call`, `prompts/get`
-/// (`params.name`) and `resources/read` (`params.uri`).
+/// (`params.name`), `resources/read` (`params.uri`) and the Tasks extension's `tasks/get|update|cancel`
+/// (`params.taskId`).
 pub fn modern_headers(body: &Value) -> Vec<(String, String)> {
     let mut headers = vec![
         ("Content-Type".to_owned(), "application/json".to_owned()),
@@ -318,6 +319,7 @@ pub fn modern_headers(body: &Value) -> Vec<(String, String)> {
         let name = match method {
             "tools/call" | "prompts/get" => body["params"]["name"].as_str(),
             "resources/read" => body["params"]["uri"].as_str(),
+            "tasks/get" | "tasks/update" | "tasks/cancel" => body["params"]["taskId"].as_str(),
             _ => None,
         };
         if let Some(name) = name {
