@@ -43,6 +43,14 @@ use proc_macro::TokenStream;
 /// - `description = "..."`: overrides the doc comment.
 /// - `read_only`, `destructive`, `idempotent`, `open_world`: behaviour hints, alone (true) or `= false`.
 /// - `icon = "https://..."` (repeatable): icons for the tool.
+/// - `task = "optional" | "required"`: the tool runs as a task (a call that outlives its request) when the client
+///   asks for one (2025-11-25: `task` in the call; 2026-07-28: the Tasks extension declared on the request), or
+///   always. The function does not change: its `ctx` reports to the task, its questions put the task in
+///   `input_required`, and `tasks/cancel` cancels it like any request.
+///   - `defer_task`: the call becomes a task only when the handler calls `ctx.start_task().await` (so it can ask
+///     the client first, in input-required rounds, then run in the background).
+///   - `task_ttl_ms = 600_000`, `task_poll_ms = 1_000`: this tool's TTL and suggested poll interval (the server's
+///     defaults otherwise).
 /// - `crate = "..."`: the path of the runtime crate, if it was renamed.
 ///
 /// # Parameter options
