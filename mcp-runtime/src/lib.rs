@@ -26,6 +26,8 @@
 #![doc(test(attr(deny(warnings))))]
 
 mod cancel;
+#[cfg(feature = "client")]
+pub mod client;
 mod client_requests;
 mod context;
 mod dispatch;

@@ -1,0 +1,297 @@
+//! One call: a future that sends its request, waits for the response (answering `input_required` rounds in the
+//! 2026 era), and cancels the request on the wire if it is dropped first or its timeout runs out.
+
+use std::future::{Future, IntoFuture};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{json, Map, Value};
+use tokio::sync::{oneshot, Notify};
+
+use super::{Client, Error, Inner, Link, ProgressSink};
+use crate::wire::jsonrpc::{self, RequestId};
+
+/// A progress notification of a call.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct Progress {
+    /// How far along (it only grows).
+    pub progress: f64,
+    /// Out of how much, if known.
+    pub total: Option<f64>,
+    /// What is happening.
+    pub message: Option<String>,
+}
+
+impl Progress {
+    pub(crate) fn from_params(params: &Value) -> Progress {
+        Progress {
+            progress: params["progress"].as_f64().unwrap_or_default(),
+            total: params["total"].as_f64(),
+            message: params["message"].as_str().map(str::to_owned),
+        }
+    }
+}
+
+/// A request to the server, to configure and then `.await`. Dropping it (or the future it becomes) cancels the
+/// request.
+#[must_use = "a call does nothing until it is awaited"]
+pub struct Call<T = Value> {
+    client: Client,
+    method: String,
+    params: Value,
+    progress: Option<Arc<dyn Fn(Progress) + Send + Sync>>,
+    timeout: Option<Duration>,
+    reset_on_progress: bool,
+    /// The era to speak, before the handshake has decided it.
+    era: Option<bool>,
+    map: Box<dyn FnOnce(Value) -> T + Send>,
+}
+
+impl Call<Value> {
+    pub(crate) fn new(client: Client, method: &str, params: Value) -> Call<Value> {
+        Call {
+            client,
+            method: method.to_owned(),
+            params,
+            progress: None,
+            timeout: None,
+            reset_on_progress: false,
+            era: None,
+            map: Box::new(|v| v),
+        }
+    }
+
+    /// A handshake request: one request in a given era, no rounds.
+    pub(crate) fn raw(client: Client, method: &str, params: Value, modern: Option<bool>) -> Call<Value> {
+        let mut call = Call::new(client, method, params);
+        call.era = modern;
+        call
+    }
+
+    pub(crate) fn map<U>(self, f: impl FnOnce(Value) -> U + Send + 'static) -> Call<U> {
+        Call {
+            client: self.client,
+            method: self.method,
+            params: self.params,
+            progress: self.progress,
+            timeout: self.timeout,
+            reset_on_progress: self.reset_on_progress,
+            era: self.era,
+            map: Box::new(f),
+        }
+    }
+
+    /// Sends the request once and waits for its response (no `input_required` rounds).
+    pub(crate) async fn send_once(self) -> Result<Value, Error> {
+        let modern = self.era.unwrap_or_else(|| self.client.inner.modern());
+        let sent = Sent::new(&self, modern);
+        sent.run(self.params.clone()).await
+    }
+}
+
+impl<T> Call<T> {
+    /// Calls `f` with each progress notification of this call (it asks for progress with a token).
+    pub fn on_progress(mut self, f: impl Fn(Progress) + Send + Sync + 'static) -> Self {
+        self.progress = Some(Arc::new(f));
+        self
+    }
+
+    /// Gives up (and cancels the request) if no response comes within `timeout`.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// Like [`Call::timeout`], but each progress notification starts the timeout again: a call that keeps
+    /// reporting progress may run as long as it needs.
+    pub fn idle_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self.reset_on_progress = true;
+        self
+    }
+
+    /// Adds keys to the request's `params._meta`.
+    pub fn meta(mut self, meta: Value) -> Self {
+        if let (Value::Object(params), Value::Object(meta)) = (&mut self.params, meta) {
+            let target = params.entry("_meta").or_insert_with(|| Value::Object(Map::new()));
+            if let Value::Object(target) = target {
+                target.extend(meta);
+            }
+        }
+        self
+    }
+}
+
+impl<T: Send + 'static> IntoFuture for Call<T> {
+    type Output = Result<T, Error>;
+    type IntoFuture = Pin<Box<dyn Future<Output = Result<T, Error>> + Send>>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(async move {
+            let modern = self.era.unwrap_or_else(|| self.client.inner.modern());
+            let sent = Sent::new(&self, modern);
+            let mut params = self.params.clone();
+            let mut rounds = 0;
+            loop {
+                let result = sent.run(params.clone()).await?;
+                if !(modern && result["resultType"] == "input_required") {
+                    return Ok((self.map)(result));
+                }
+                rounds += 1;
+                if rounds > self.client.inner.max_rounds {
+                    return Err(Error::TooManyRounds(self.client.inner.max_rounds));
+                }
+                params = next_round(&self.client.inner, params, &result).await?;
+            }
+        })
+    }
+}
+
+/// The retry of an `input_required` result: the questions answered by the registered handlers, the state echoed.
+async fn next_round(inner: &Inner, params: Value, result: &Value) -> Result<Value, Error> {
+    let Value::Object(mut params) = params else {
+        return Err(Error::Protocol("params must be an object".into()));
+    };
+    let mut answers = Map::new();
+    if let Some(questions) = result["inputRequests"].as_object() {
+        for (key, question) in questions {
+            let method = question["method"].as_str().unwrap_or_default();
+            let answer = inner.answer(method, question.get("params").cloned().unwrap_or(Value::Null)).await;
+            match answer {
+                Ok(answer) => {
+                    answers.insert(key.clone(), answer);
+                }
+                Err(e) => {
+                    return Err(Error::Protocol(format!(
+                        "the server asked `{method}` (inputRequests.{key}), which this client cannot answer: {}",
+                        e.message
+                    )))
+                }
+            }
+        }
+    }
+    params.insert("inputResponses".into(), Value::Object(answers));
+    match result.get("requestState") {
+        Some(state) => params.insert("requestState".into(), state.clone()),
+        None => params.remove("requestState"),
+    };
+    Ok(Value::Object(params))
+}
+
+/// What every round of a call shares.
+struct Sent {
+    inner: Arc<Inner>,
+    method: String,
+    progress: Option<Arc<dyn Fn(Progress) + Send + Sync>>,
+    timeout: Option<Duration>,
+    reset_on_progress: bool,
+    modern: bool,
+}
+
+impl Sent {
+    fn new<T>(call: &Call<T>, modern: bool) -> Sent {
+        Sent {
+            inner: call.client.inner.clone(),
+            method: call.method.clone(),
+            progress: call.progress.clone(),
+            timeout: call.timeout,
+            reset_on_progress: call.reset_on_progress,
+            modern,
+        }
+    }
+
+    /// One request on the wire and its response.
+    async fn run(&self, params: Value) -> Result<Value, Error> {
+        let inner = &self.inner;
+        let id = inner.next_id();
+        let mut params = match params {
+            Value::Object(p) => p,
+            Value::Null => Map::new(),
+            other => return Err(Error::Protocol(format!("params must be an object: {other}"))),
+        };
+        let mut meta = match params.remove("_meta") {
+            Some(Value::Object(m)) => m,
+            _ => Map::new(),
+        };
+        if self.modern || self.method == "server/discover" {
+            for (k, v) in inner.envelope() {
+                meta.entry(k).or_insert(v);
+            }
+        }
+        let reset = Arc::new(Notify::new());
+        let token = (self.progress.is_some() || self.reset_on_progress).then(|| format!("progress-{id}"));
+        if let Some(token) = &token {
+            meta.insert("progressToken".into(), token.clone().into());
+            let sink = ProgressSink { callback: self.progress.clone(), reset: reset.clone() };
+            inner.progress.lock().unwrap_or_else(|e| e.into_inner()).insert(token.clone(), sink);
+        }
+        if !meta.is_empty() {
+            params.insert("_meta".into(), Value::Object(meta));
+        }
+        let params = Value::Object(params);
+        let (tx, mut rx) = oneshot::channel();
+        inner.pending.lock().unwrap_or_else(|e| e.into_inner()).insert(id.clone(), tx);
+        let mut guard = Pending { inner: inner.clone(), id: id.clone(), token, modern: self.modern, armed: true };
+        let frame = jsonrpc::encode_request(&id, &self.method, &params);
+        match &inner.link {
+            Link::Stdio(stdio) => stdio.send(frame).await,
+            Link::Http(http) => http.request(inner, &id, &self.method, &params, frame, self.modern),
+        }
+        let outcome = match self.timeout {
+            None => rx.await,
+            Some(timeout) => {
+                let mut deadline = tokio::time::Instant::now() + timeout;
+                loop {
+                    tokio::select! {
+                        outcome = &mut rx => break outcome,
+                        () = tokio::time::sleep_until(deadline) => return Err(Error::Timeout(timeout)), // the guard cancels
+                        () = reset.notified(), if self.reset_on_progress => deadline = tokio::time::Instant::now() + timeout,
+                    }
+                }
+            }
+        };
+        guard.armed = false;
+        match outcome {
+            Ok(result) => result,
+            Err(_) => Err(Error::Closed),
+        }
+    }
+}
+
+/// A request on the wire. Dropped before its response, it cancels the request.
+struct Pending {
+    inner: Arc<Inner>,
+    id: RequestId,
+    token: Option<String>,
+    modern: bool,
+    armed: bool,
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        if let Some(token) = &self.token {
+            self.inner.progress.lock().unwrap_or_else(|e| e.into_inner()).remove(token);
+        }
+        let waiting = self.inner.pending.lock().unwrap_or_else(|e| e.into_inner()).remove(&self.id).is_some();
+        if !self.armed {
+            if let Link::Http(http) = &self.inner.link {
+                http.finished(&self.id);
+            }
+            return;
+        }
+        if !waiting {
+            return;
+        }
+        let cancel = jsonrpc::encode_notification(
+            "notifications/cancelled",
+            &json!({ "requestId": self.id, "reason": "the client stopped waiting" }),
+        );
+        match &self.inner.link {
+            Link::Stdio(stdio) => stdio.try_send(cancel),
+            // 2026: closing the request's stream is the cancel; 2025: the stream stays, the notification cancels.
+            Link::Http(http) => http.cancel(&self.id, (!self.modern).then_some(cancel)),
+        }
+    }
+}

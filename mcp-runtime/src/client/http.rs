@@ -1,0 +1,479 @@
+//! The Streamable HTTP transport of the client (reqwest). Each request is a POST whose answer is JSON or an SSE
+//! stream, read by a task of its own that hands every message to the client; that task is the request's stream, and
+//! aborting it closes the connection (the 2026 era's cancel).
+//!
+//! 2025 era: the session id from `initialize` on every message, the standalone GET stream for what belongs to no
+//! request, a request's stream resumed with `Last-Event-ID` after its `retry:` delay when it ends early, and DELETE
+//! on close. 2026 era: `Mcp-Method`, `Mcp-Name` and the `Mcp-Param-*` headers of the tool's `x-mcp-header`
+//! parameters (in the `=?base64?…?=` form where a value cannot be a header as it is).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use base64::Engine;
+use serde_json::Value;
+use tokio::task::AbortHandle;
+
+use super::{Error, Inner};
+use crate::wire::jsonrpc::RequestId;
+
+/// How many times a request's stream is resumed before the request fails.
+const MAX_RESUMES: usize = 5;
+/// The delay before resuming a stream when the server gave no `retry:`.
+const DEFAULT_RETRY: Duration = Duration::from_millis(1000);
+
+pub(crate) struct Http {
+    shared: Arc<Shared>,
+    /// The reader of each request's stream.
+    readers: Mutex<HashMap<RequestId, AbortHandle>>,
+    standalone: Mutex<Option<AbortHandle>>,
+}
+
+impl Http {
+    pub(crate) fn new(url: String) -> Result<Http, Error> {
+        let client = reqwest::Client::builder()
+            .tcp_nodelay(true)
+            .build()
+            .map_err(|e| Error::Transport(format!("could not build the HTTP client: {e}")))?;
+        Ok(Http {
+            shared: Arc::new(Shared { client, url, session: Mutex::new(None), version: Mutex::new(None) }),
+            readers: Mutex::new(HashMap::new()),
+            standalone: Mutex::new(None),
+        })
+    }
+
+    pub(crate) fn set_version(&self, version: &str) {
+        *self.shared.version.lock().unwrap_or_else(|e| e.into_inner()) = Some(version.to_owned());
+    }
+
+    fn session_headers(&self, request: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+        self.shared.session_headers(request)
+    }
+
+    fn post(&self) -> reqwest::RequestBuilder {
+        self.shared
+            .client
+            .post(&self.shared.url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+    }
+
+    /// Sends a request; its answer (and whatever comes on its stream) goes to `inner`.
+    pub(crate) fn request(
+        &self,
+        inner: &Arc<Inner>,
+        id: &RequestId,
+        method: &str,
+        params: &Value,
+        frame: String,
+        modern: bool,
+    ) {
+        let mut request = self.post();
+        if modern {
+            request = request.header("mcp-protocol-version", super::MODERN).header("mcp-method", method);
+            let name = match method {
+                "tools/call" | "prompts/get" => params["name"].as_str(),
+                "resources/read" => params["uri"].as_str(),
+                "tasks/get" | "tasks/update" | "tasks/cancel" => params["taskId"].as_str(),
+                _ => None,
+            };
+            if let Some(name) = name {
+                request = request.header("mcp-name", header_value(name));
+            }
+            if method == "tools/call" {
+                let tool = params["name"].as_str().unwrap_or_default();
+                let headers = inner.tool_headers.lock().unwrap_or_else(|e| e.into_inner()).get(tool).cloned();
+                for (path, header) in headers.unwrap_or_default() {
+                    let mut value = &params["arguments"];
+                    for key in &path {
+                        value = &value[key.as_str()];
+                    }
+                    let text = match value {
+                        Value::String(s) => header_value(s),
+                        Value::Number(n) => n.to_string(),
+                        Value::Bool(b) => b.to_string(),
+                        _ => continue,
+                    };
+                    request = request.header(format!("mcp-param-{header}"), text);
+                }
+            }
+        } else {
+            request = self.session_headers(request);
+        }
+        let request = request.body(frame);
+        let weak = Arc::downgrade(inner);
+        let id_for_task = id.clone();
+        let initialize = method == "initialize";
+        let http = self.shared.clone();
+        let task = tokio::spawn(async move {
+            let id = id_for_task;
+            let outcome = match request.send().await {
+                Ok(response) => {
+                    if initialize {
+                        if let Some(session) = response.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()) {
+                            *http.session.lock().unwrap_or_else(|e| e.into_inner()) = Some(session.to_owned());
+                        }
+                    }
+                    read_response(&http, response, &weak, Some(&id)).await
+                }
+                Err(e) => Err(Error::Transport(format!("the request failed: {e}"))),
+            };
+            if let (Err(e), Some(inner)) = (outcome, weak.upgrade()) {
+                inner.fail(&id, e);
+            }
+        });
+        self.readers.lock().unwrap_or_else(|e| e.into_inner()).insert(id.clone(), task.abort_handle());
+    }
+
+    /// The request got its response: its reader ends by itself.
+    pub(crate) fn finished(&self, id: &RequestId) {
+        self.readers.lock().unwrap_or_else(|e| e.into_inner()).remove(id);
+    }
+
+    /// Cancels a request: its stream is closed, and (2025) the notification sent.
+    pub(crate) fn cancel(&self, id: &RequestId, notification: Option<String>) {
+        if let Some(reader) = self.readers.lock().unwrap_or_else(|e| e.into_inner()).remove(id) {
+            reader.abort();
+        }
+        if let Some(frame) = notification {
+            self.post_message(frame);
+        }
+    }
+
+    /// Posts a notification or a response (the server answers 202).
+    pub(crate) fn post_message(&self, frame: String) {
+        let request = self.session_headers(self.post()).body(frame);
+        tokio::spawn(async move {
+            match request.send().await {
+                Ok(r) if r.status().is_success() => {}
+                Ok(r) => tracing::debug!(status = %r.status(), "the server refused a notification or response"),
+                Err(e) => tracing::debug!(error = %e, "could not post a notification or response"),
+            }
+        });
+    }
+
+    /// 2025 era: the standalone GET stream, for what the server sends outside any request; resumed while it lasts.
+    pub(crate) fn open_standalone_stream(&self, inner: Weak<Inner>) {
+        let http = self.shared.clone();
+        let task = tokio::spawn(async move {
+            let mut last_event: Option<String> = None;
+            let mut retry = DEFAULT_RETRY;
+            for _ in 0..1000 {
+                let mut request =
+                    http.session_headers(http.client.get(&http.url).header("accept", "text/event-stream"));
+                if let Some(id) = &last_event {
+                    request = request.header("last-event-id", id);
+                }
+                let Ok(response) = request.send().await else { return };
+                if !response.status().is_success() {
+                    return; // 405: the server offers no standalone stream; 404: the session is gone
+                }
+                let mut reader = SseReader::new(response);
+                while let Some(event) = reader.next().await {
+                    if let Some(id) = event.id {
+                        last_event = Some(id);
+                    }
+                    if let Some(r) = event.retry {
+                        retry = r;
+                    }
+                    let Some(inner) = inner.upgrade() else { return };
+                    if let Ok(message) = serde_json::from_str(&event.data) {
+                        inner.receive(message);
+                    }
+                }
+                tokio::time::sleep(retry).await;
+            }
+        });
+        *self.standalone.lock().unwrap_or_else(|e| e.into_inner()) = Some(task.abort_handle());
+    }
+
+    /// Ends the 2025 session (DELETE) and stops every reader.
+    pub(crate) async fn close(&self) {
+        if let Some(standalone) = self.standalone.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            standalone.abort();
+        }
+        for (_, reader) in self.readers.lock().unwrap_or_else(|e| e.into_inner()).drain() {
+            reader.abort();
+        }
+        let session = self.shared.session.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(session) = session {
+            let _ = self.shared.client.delete(&self.shared.url).header("mcp-session-id", session).send().await;
+        }
+    }
+}
+
+impl Drop for Http {
+    fn drop(&mut self) {
+        if let Some(standalone) = self.standalone.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            standalone.abort();
+        }
+        for (_, reader) in self.readers.lock().unwrap_or_else(|e| e.into_inner()).drain() {
+            reader.abort();
+        }
+    }
+}
+
+/// What the transport and its reader tasks share: the HTTP client, the endpoint, the 2025 session.
+struct Shared {
+    client: reqwest::Client,
+    url: String,
+    session: Mutex<Option<String>>,
+    version: Mutex<Option<String>>,
+}
+
+impl Shared {
+    fn session_headers(&self, mut request: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+        if let Some(session) = self.session.lock().unwrap_or_else(|e| e.into_inner()).clone() {
+            request = request.header("mcp-session-id", session);
+        }
+        if let Some(version) = self.version.lock().unwrap_or_else(|e| e.into_inner()).clone() {
+            request = request.header("mcp-protocol-version", version);
+        }
+        request
+    }
+}
+
+/// Reads one POST's answer: a JSON body, or an SSE stream resumed with `Last-Event-ID` (2025 era) until the
+/// response to `id` came.
+async fn read_response(
+    http: &Shared,
+    response: reqwest::Response,
+    inner: &Weak<Inner>,
+    id: Option<&RequestId>,
+) -> Result<(), Error> {
+    let status = response.status();
+    let content_type =
+        response.headers().get("content-type").and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned();
+    if status == reqwest::StatusCode::ACCEPTED {
+        return Ok(());
+    }
+    if content_type.starts_with("application/json") {
+        let bytes = response.bytes().await.map_err(|e| Error::Transport(format!("reading the answer: {e}")))?;
+        let message: Value = serde_json::from_slice(&bytes)
+            .map_err(|e| Error::Protocol(format!("HTTP {status}: an answer that is not JSON ({e})")))?;
+        if let Some(inner) = inner.upgrade() {
+            inner.receive(message);
+        }
+        return Ok(());
+    }
+    if !content_type.starts_with("text/event-stream") {
+        let body = response.text().await.unwrap_or_default();
+        return Err(Error::Transport(format!("HTTP {status}: {}", body.chars().take(300).collect::<String>())));
+    }
+    let answered = |inner: &Weak<Inner>| match (id, inner.upgrade()) {
+        (Some(id), Some(inner)) => !inner.pending.lock().unwrap_or_else(|e| e.into_inner()).contains_key(id),
+        _ => true,
+    };
+    let mut reader = SseReader::new(response);
+    let mut last_event: Option<String> = None;
+    let mut retry = DEFAULT_RETRY;
+    let mut resumes = 0;
+    loop {
+        while let Some(event) = reader.next().await {
+            if let Some(event_id) = event.id {
+                last_event = Some(event_id);
+            }
+            if let Some(r) = event.retry {
+                retry = r;
+            }
+            if event.data.is_empty() {
+                continue;
+            }
+            let Some(client) = inner.upgrade() else { return Ok(()) };
+            match serde_json::from_str(&event.data) {
+                Ok(message) => client.receive(message),
+                Err(e) => tracing::warn!(error = %e, "an SSE event that is not JSON"),
+            }
+        }
+        if answered(inner) {
+            return Ok(());
+        }
+        // The stream ended before the response: resume it where it stopped, after the server's delay.
+        let Some(last) = last_event.clone() else {
+            return Err(Error::Transport("the request's stream ended before its response".into()));
+        };
+        resumes += 1;
+        if resumes > MAX_RESUMES {
+            return Err(Error::Transport(format!(
+                "the request's stream ended {MAX_RESUMES} times without its response"
+            )));
+        }
+        tokio::time::sleep(retry).await;
+        let request = http
+            .session_headers(http.client.get(&http.url).header("accept", "text/event-stream"))
+            .header("last-event-id", last);
+        let response = request.send().await.map_err(|e| Error::Transport(format!("resuming the stream: {e}")))?;
+        if !response.status().is_success() {
+            return Err(Error::Transport(format!("resuming the stream: HTTP {}", response.status())));
+        }
+        reader = SseReader::new(response);
+    }
+}
+
+/// One server-sent event.
+struct Event {
+    id: Option<String>,
+    retry: Option<Duration>,
+    data: String,
+}
+
+/// Reads server-sent events from a response body, chunk by chunk.
+struct SseReader {
+    response: reqwest::Response,
+    buffer: Vec<u8>,
+    done: bool,
+}
+
+impl SseReader {
+    fn new(response: reqwest::Response) -> SseReader {
+        SseReader { response, buffer: Vec::new(), done: false }
+    }
+
+    /// The next complete event, or `None` at the end of the stream.
+    async fn next(&mut self) -> Option<Event> {
+        loop {
+            if let Some(event) = self.take_event() {
+                return Some(event);
+            }
+            if self.done {
+                return None;
+            }
+            match self.response.chunk().await {
+                Ok(Some(chunk)) => self.buffer.extend_from_slice(&chunk),
+                _ => self.done = true,
+            }
+        }
+    }
+
+    /// Takes one event off the buffer if a blank line ends one.
+    fn take_event(&mut self) -> Option<Event> {
+        let text = String::from_utf8_lossy(&self.buffer).replace("\r\n", "\n");
+        let end = text.find("\n\n")?;
+        let block = text[..end].to_owned();
+        let consumed = text[..end + 2].len();
+        // The buffer may hold "\r\n"s: drop the bytes of what was read, measured in the original.
+        let original = String::from_utf8_lossy(&self.buffer).into_owned();
+        let cut = byte_offset_after(&original, consumed);
+        self.buffer.drain(..cut);
+        let mut event = Event { id: None, retry: None, data: String::new() };
+        let mut data: Vec<&str> = Vec::new();
+        for line in block.lines() {
+            let (field, value) = match line.split_once(':') {
+                Some((f, v)) => (f, v.strip_prefix(' ').unwrap_or(v)),
+                None => (line, ""),
+            };
+            match field {
+                "" => {} // a comment
+                "data" => data.push(value),
+                "id" => event.id = Some(value.to_owned()),
+                "retry" => event.retry = value.parse().ok().map(Duration::from_millis),
+                _ => {}
+            }
+        }
+        event.data = data.join("\n");
+        Some(event)
+    }
+}
+
+/// The byte offset in `original` (which may hold `\r\n`) after `normalized_len` bytes of its `\r\n`-free form.
+fn byte_offset_after(original: &str, normalized_len: usize) -> usize {
+    let mut seen = 0;
+    let bytes = original.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() && seen < normalized_len {
+        if bytes[i] == b'\r' && bytes.get(i + 1) == Some(&b'\n') {
+            i += 1;
+            continue;
+        }
+        seen += 1;
+        i += 1;
+    }
+    i
+}
+
+/// A tool parameter mirrored in a header: the argument's path, and the header's name (after `Mcp-Param-`).
+pub(crate) type HeaderParam = (Vec<String>, String);
+
+/// A value as a header: as it is when it can be (visible ASCII and inner spaces), else `=?base64?…?=`.
+pub(crate) fn header_value(value: &str) -> String {
+    let looks_encoded = value.starts_with("=?") && value.ends_with("?=");
+    let plain = !value.is_empty()
+        && value.bytes().all(|b| b == b' ' || (0x21..=0x7e).contains(&b))
+        && !value.starts_with(' ')
+        && !value.ends_with(' ')
+        && !looks_encoded;
+    if plain {
+        value.to_owned()
+    } else {
+        format!("=?base64?{}?=", base64::engine::general_purpose::STANDARD.encode(value))
+    }
+}
+
+/// The `x-mcp-header` parameters of a tool's input schema: the argument's path and the header's name. Annotations
+/// that break the rules (not a token, on a type that cannot be a header, a name used twice) make the tool's headers
+/// unusable: none is sent for it.
+pub(crate) fn header_params(schema: &Value) -> Vec<HeaderParam> {
+    fn walk(schema: &Value, path: &mut Vec<String>, out: &mut Vec<(Vec<String>, String)>, ok: &mut bool) {
+        let Some(properties) = schema.get("properties").and_then(Value::as_object) else { return };
+        for (name, property) in properties {
+            path.push(name.clone());
+            if let Some(header) = property.get("x-mcp-header") {
+                let valid_type = match property.get("type") {
+                    Some(Value::String(t)) => matches!(t.as_str(), "string" | "integer" | "boolean"),
+                    Some(Value::Array(types)) => types
+                        .iter()
+                        .filter(|t| *t != "null")
+                        .all(|t| matches!(t.as_str(), Some("string" | "integer" | "boolean"))),
+                    _ => false,
+                };
+                match header.as_str() {
+                    Some(h) if valid_type && is_token(h) => out.push((path.clone(), h.to_owned())),
+                    _ => *ok = false,
+                }
+            }
+            walk(property, path, out, ok);
+            path.pop();
+        }
+    }
+    let mut out = Vec::new();
+    let mut ok = true;
+    walk(schema, &mut Vec::new(), &mut out, &mut ok);
+    let mut names: Vec<String> = out.iter().map(|(_, h)| h.to_ascii_lowercase()).collect();
+    names.sort();
+    let unique = names.windows(2).all(|w| w[0] != w[1]);
+    if ok && unique {
+        out
+    } else {
+        Vec::new()
+    }
+}
+
+fn is_token(name: &str) -> bool {
+    !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn header_values_use_base64_only_where_needed() {
+        assert_eq!(header_value("us-west1"), "us-west1");
+        assert_eq!(header_value("a b"), "a b");
+        assert_eq!(header_value(" padded "), "=?base64?IHBhZGRlZCA=?=");
+        assert_eq!(header_value("Hello, 世界"), "=?base64?SGVsbG8sIOS4lueVjA==?=");
+        assert_eq!(header_value("=?base64?literal?="), "=?base64?PT9iYXNlNjQ/bGl0ZXJhbD89?=");
+    }
+
+    #[test]
+    fn invalid_header_annotations_make_a_tool_send_none() {
+        let good = json!({"properties": {"region": {"type": "string", "x-mcp-header": "Region"}}});
+        assert_eq!(header_params(&good), vec![(vec!["region".to_owned()], "Region".to_owned())]);
+        let bad = json!({"properties": {"a": {"type": "string", "x-mcp-header": "A B"}, "b": {"type": "string", "x-mcp-header": "B"}}});
+        assert!(header_params(&bad).is_empty());
+        let clash = json!({"properties": {"a": {"type": "string", "x-mcp-header": "X"}, "b": {"type": "string", "x-mcp-header": "x"}}});
+        assert!(header_params(&clash).is_empty());
+    }
+}

@@ -1,0 +1,741 @@
+//! A client for MCP servers, for both protocol eras and both transports, where **dropping a call cancels it**.
+//!
+//! ```no_run
+//! # async fn run() -> Result<(), mcp::client::Error> {
+//! use std::time::Duration;
+//!
+//! let client = mcp::client::Client::builder()
+//!     .name("shopkeeper")
+//!     .stdio(tokio::process::Command::new("target/debug/examples/bookshop"))
+//!     .await?;
+//! println!("{:?} speaks {}", client.server_info().name, client.protocol_version());
+//! for tool in client.list_tools().await? {
+//!     println!("{}", tool["name"]);
+//! }
+//! let result = client
+//!     .call_tool("rebuild_index", serde_json::json!({"titles": ["Dune", "Emma"]}))
+//!     .on_progress(|p| println!("{}/{:?}", p.progress, p.total))
+//!     .timeout(Duration::from_secs(30))
+//!     .await?;
+//! println!("{}", result.text().unwrap_or_default());
+//! # Ok(()) }
+//! ```
+//!
+//! - **Eras**: [`EraChoice::Auto`] (the default) asks `server/discover` and speaks 2026-07-28 when the server
+//!   offers it, otherwise runs `initialize` (2025-11-25); or pin one with [`ClientBuilder::era`].
+//! - **Cancellation**: a call is a future. Dropping it, or its timeout running out, cancels the request on the wire:
+//!   `notifications/cancelled` on stdio and in 2025-era HTTP, closing the request's stream in the 2026 era. A late
+//!   response is dropped.
+//! - **Questions from the server** (elicitation, sampling, roots) go to the handlers registered on the builder, which
+//!   also decide the capabilities declared: as requests from the server in the 2025 era, and as `input_required`
+//!   results in the 2026 era, which the client answers and retries with `inputResponses` and the echoed
+//!   `requestState`, up to [`ClientBuilder::max_rounds`].
+//! - `Client` is `Clone + Send + Sync`: many tasks can call through one connection at once.
+
+mod call;
+mod http;
+mod stdio;
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use serde::de::DeserializeOwned;
+use serde_json::{json, Map, Value};
+use tokio::sync::{oneshot, Notify};
+
+pub use call::{Call, Progress};
+
+use crate::handler::tool::BoxFuture;
+use crate::wire::jsonrpc::{self, Incoming, RequestId};
+use crate::wire::protocol::{Implementation, LogLevel};
+
+/// The 2026-07-28 protocol version.
+const MODERN: &str = "2026-07-28";
+/// The 2025-11-25 protocol version.
+const LEGACY: &str = "2025-11-25";
+
+const META_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+const META_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+const META_CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
+const META_LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
+const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
+
+/// Which protocol era to speak.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum EraChoice {
+    /// `server/discover` first; 2026-07-28 if the server offers it, else `initialize` (2025-11-25).
+    #[default]
+    Auto,
+    /// 2026-07-28 only: stateless requests, each with its `_meta` envelope.
+    Modern,
+    /// 2025-11-25 only: `initialize`, then a session.
+    Legacy,
+}
+
+/// Why a client call failed.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum Error {
+    /// The server answered with a JSON-RPC error.
+    Rpc(crate::Error),
+    /// The call's timeout ran out (the request was cancelled).
+    Timeout(Duration),
+    /// The connection could not be made, or broke.
+    Transport(String),
+    /// The server said something this client cannot read.
+    Protocol(String),
+    /// The connection is closed.
+    Closed,
+    /// 2026 era: the server kept asking (`input_required`) past the limit of rounds.
+    TooManyRounds(usize),
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Rpc(e) => write!(f, "the server answered with an error: {e}"),
+            Error::Timeout(d) => write!(f, "no answer within {d:?}; the request was cancelled"),
+            Error::Transport(why) => write!(f, "transport error: {why}"),
+            Error::Protocol(why) => write!(f, "protocol error: {why}"),
+            Error::Closed => f.write_str("the connection is closed"),
+            Error::TooManyRounds(n) => write!(f, "the server asked for input more than {n} times in one call"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl Error {
+    /// The JSON-RPC error code, when the server answered with an error.
+    pub fn code(&self) -> Option<i32> {
+        match self {
+            Error::Rpc(e) => Some(e.code.0),
+            _ => None,
+        }
+    }
+}
+
+/// A handler for questions from the server: gets the request's `params`, returns the result to send.
+pub type Handler = Arc<dyn Fn(Value) -> BoxFuture<'static, Result<Value, crate::Error>> + Send + Sync>;
+
+/// A callback for notifications: method and params.
+pub type NotificationHandler = Arc<dyn Fn(&str, &Value) + Send + Sync>;
+
+/// Builds a [`Client`]: who it is, what it can answer, which era, and where to connect.
+#[derive(Clone, Default)]
+#[must_use]
+pub struct ClientBuilder {
+    info: Option<Implementation>,
+    era: EraChoice,
+    elicitation: Option<Handler>,
+    sampling: Option<Handler>,
+    roots: Option<Handler>,
+    on_notification: Option<NotificationHandler>,
+    log_level: Option<LogLevel>,
+    max_rounds: Option<usize>,
+    extensions: Map<String, Value>,
+}
+
+impl fmt::Debug for ClientBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ClientBuilder").field("info", &self.info).field("era", &self.era).finish_non_exhaustive()
+    }
+}
+
+/// How many `input_required` rounds one call may take by default: 8.
+pub const DEFAULT_MAX_ROUNDS: usize = 8;
+
+impl ClientBuilder {
+    /// The client's name (`clientInfo.name`).
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        let version = self.info.as_ref().map(|i| i.version.clone()).unwrap_or_else(|| env!("CARGO_PKG_VERSION").into());
+        self.info = Some(Implementation::new(name, version));
+        self
+    }
+
+    /// The client's name and version.
+    pub fn info(mut self, info: Implementation) -> Self {
+        self.info = Some(info);
+        self
+    }
+
+    /// Which era to speak (default [`EraChoice::Auto`]).
+    pub fn era(mut self, era: EraChoice) -> Self {
+        self.era = era;
+        self
+    }
+
+    /// Answers `elicitation/create` (form and URL mode): gets its params, returns `{action, content?}`. Declares the
+    /// `elicitation` capability.
+    pub fn on_elicitation<F, Fut>(mut self, f: F) -> Self
+    where
+        F: Fn(Value) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = Result<Value, crate::Error>> + Send + 'static,
+    {
+        self.elicitation = Some(Arc::new(move |p| Box::pin(f(p))));
+        self
+    }
+
+    /// Answers `sampling/createMessage`: gets its params, returns `{role, content, model, stopReason?}`. Declares the
+    /// `sampling` capability.
+    pub fn on_sampling<F, Fut>(mut self, f: F) -> Self
+    where
+        F: Fn(Value) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = Result<Value, crate::Error>> + Send + 'static,
+    {
+        self.sampling = Some(Arc::new(move |p| Box::pin(f(p))));
+        self
+    }
+
+    /// Answers `roots/list`: returns `{roots: [...]}`. Declares the `roots` capability.
+    pub fn on_roots<F, Fut>(mut self, f: F) -> Self
+    where
+        F: Fn(Value) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = Result<Value, crate::Error>> + Send + 'static,
+    {
+        self.roots = Some(Arc::new(move |p| Box::pin(f(p))));
+        self
+    }
+
+    /// Hears every notification that belongs to no call (logs, list changes, resource updates), as method and params.
+    pub fn on_notification(mut self, f: impl Fn(&str, &Value) + Send + Sync + 'static) -> Self {
+        self.on_notification = Some(Arc::new(f));
+        self
+    }
+
+    /// The lowest level of log messages wanted: `logging/setLevel` after `initialize` (2025), or on every request
+    /// (2026, `io.modelcontextprotocol/logLevel`).
+    pub fn log_level(mut self, level: LogLevel) -> Self {
+        self.log_level = Some(level);
+        self
+    }
+
+    /// How many `input_required` rounds one call may take (2026 era; default [`DEFAULT_MAX_ROUNDS`]).
+    pub fn max_rounds(mut self, rounds: usize) -> Self {
+        self.max_rounds = Some(rounds.max(1));
+        self
+    }
+
+    /// Declares an extension in the client's capabilities (`extensions.<id>`).
+    pub fn extension(mut self, id: impl Into<String>, settings: Value) -> Self {
+        self.extensions.insert(id.into(), settings);
+        self
+    }
+
+    /// Starts `command` and speaks MCP over its stdin and stdout. The child is killed when the last clone of the
+    /// client is dropped (or on [`Client::close`]).
+    pub async fn stdio(self, command: tokio::process::Command) -> Result<Client, Error> {
+        let (link, incoming) = stdio::Stdio::spawn(command)?;
+        let client = self.into_client(Link::Stdio(link));
+        stdio::read_loop(incoming, Arc::downgrade(&client.inner));
+        client.handshake().await?;
+        Ok(client)
+    }
+
+    /// Connects to a Streamable HTTP endpoint (`http://host:port/mcp`).
+    pub async fn http(self, url: impl Into<String>) -> Result<Client, Error> {
+        let link = http::Http::new(url.into())?;
+        let client = self.into_client(Link::Http(link));
+        client.handshake().await?;
+        Ok(client)
+    }
+
+    fn into_client(self, link: Link) -> Client {
+        let mut capabilities = Map::new();
+        if self.elicitation.is_some() {
+            capabilities.insert("elicitation".into(), json!({ "form": {}, "url": {} }));
+        }
+        if self.sampling.is_some() {
+            capabilities.insert("sampling".into(), json!({}));
+        }
+        if self.roots.is_some() {
+            capabilities.insert("roots".into(), json!({ "listChanged": true }));
+        }
+        if !self.extensions.is_empty() {
+            capabilities.insert("extensions".into(), Value::Object(self.extensions));
+        }
+        let info = self.info.unwrap_or_else(|| Implementation::new("mcp-rust-client", env!("CARGO_PKG_VERSION")));
+        Client {
+            inner: Arc::new(Inner {
+                link,
+                info,
+                choice: self.era,
+                capabilities: Value::Object(capabilities),
+                handlers: Handlers {
+                    elicitation: self.elicitation,
+                    sampling: self.sampling,
+                    roots: self.roots,
+                    notification: self.on_notification,
+                },
+                log_level: self.log_level,
+                max_rounds: self.max_rounds.unwrap_or(DEFAULT_MAX_ROUNDS),
+                session: OnceLock::new(),
+                pending: Mutex::new(HashMap::new()),
+                progress: Mutex::new(HashMap::new()),
+                next_id: AtomicI64::new(1),
+                tool_headers: Mutex::new(HashMap::new()),
+            }),
+        }
+    }
+}
+
+/// What the handshake found out.
+#[derive(Clone, Debug)]
+struct Session {
+    modern: bool,
+    version: String,
+    server_info: Implementation,
+    capabilities: Value,
+    instructions: Option<String>,
+}
+
+#[derive(Clone, Default)]
+struct Handlers {
+    elicitation: Option<Handler>,
+    sampling: Option<Handler>,
+    roots: Option<Handler>,
+    notification: Option<NotificationHandler>,
+}
+
+/// Where a call's progress goes, and the wake-up of a timeout that progress resets.
+pub(crate) struct ProgressSink {
+    callback: Option<Arc<dyn Fn(Progress) + Send + Sync>>,
+    reset: Arc<Notify>,
+}
+
+pub(crate) struct Inner {
+    link: Link,
+    info: Implementation,
+    choice: EraChoice,
+    capabilities: Value,
+    handlers: Handlers,
+    log_level: Option<LogLevel>,
+    max_rounds: usize,
+    session: OnceLock<Session>,
+    pending: Mutex<HashMap<RequestId, oneshot::Sender<Result<Value, Error>>>>,
+    progress: Mutex<HashMap<String, ProgressSink>>,
+    next_id: AtomicI64,
+    /// 2026 era: the `x-mcp-header` parameters of each tool, from `tools/list` (argument path, header name).
+    tool_headers: Mutex<HashMap<String, Vec<http::HeaderParam>>>,
+}
+
+/// How the client reaches the server.
+pub(crate) enum Link {
+    Stdio(stdio::Stdio),
+    Http(http::Http),
+}
+
+/// A connection to an MCP server. Cheap to clone; the connection closes when the last clone is dropped.
+#[derive(Clone)]
+pub struct Client {
+    inner: Arc<Inner>,
+}
+
+impl fmt::Debug for Client {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Client")
+            .field("server", &self.inner.session.get().map(|s| &s.server_info))
+            .field("version", &self.inner.session.get().map(|s| &s.version))
+            .finish()
+    }
+}
+
+/// A page of a list.
+#[derive(Clone, Debug, Default)]
+#[non_exhaustive]
+pub struct Page {
+    /// The items (tools, prompts, resources or templates), as the server wrote them.
+    pub items: Vec<Value>,
+    /// Where the next page starts.
+    pub next_cursor: Option<String>,
+}
+
+/// The result of `tools/call`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ToolResult {
+    /// The result as the server wrote it.
+    pub raw: Value,
+}
+
+impl ToolResult {
+    /// Whether the tool reported an error (`isError`).
+    pub fn is_error(&self) -> bool {
+        self.raw.get("isError").and_then(Value::as_bool).unwrap_or(false)
+    }
+
+    /// The first text block.
+    pub fn text(&self) -> Option<&str> {
+        self.raw["content"].as_array()?.iter().find(|c| c["type"] == "text").and_then(|c| c["text"].as_str())
+    }
+
+    /// The content blocks.
+    pub fn content(&self) -> &[Value] {
+        self.raw["content"].as_array().map(Vec::as_slice).unwrap_or_default()
+    }
+
+    /// `structuredContent`.
+    pub fn structured(&self) -> Option<&Value> {
+        self.raw.get("structuredContent")
+    }
+
+    /// `structuredContent` read into `T`. A tool error, a missing or a misfitting `structuredContent` is an error
+    /// that says which.
+    pub fn json<T: DeserializeOwned>(&self) -> Result<T, Error> {
+        if self.is_error() {
+            return Err(Error::Protocol(format!("the tool reported an error: {}", self.text().unwrap_or_default())));
+        }
+        let structured =
+            self.structured().ok_or_else(|| Error::Protocol("the result has no structuredContent".into()))?;
+        T::deserialize(structured).map_err(|e| Error::Protocol(format!("structuredContent does not fit: {e}")))
+    }
+}
+
+impl Client {
+    /// A builder.
+    pub fn builder() -> ClientBuilder {
+        ClientBuilder::default()
+    }
+
+    fn session(&self) -> &Session {
+        self.inner.session.get().expect("the handshake ran when the client was built")
+    }
+
+    /// The protocol version in use.
+    pub fn protocol_version(&self) -> &str {
+        &self.session().version
+    }
+
+    /// Whether the client speaks the 2026-07-28 era with this server.
+    pub fn is_modern(&self) -> bool {
+        self.session().modern
+    }
+
+    /// The server's name and version.
+    pub fn server_info(&self) -> &Implementation {
+        &self.session().server_info
+    }
+
+    /// The server's capabilities.
+    pub fn server_capabilities(&self) -> &Value {
+        &self.session().capabilities
+    }
+
+    /// The server's instructions, if it gave any.
+    pub fn instructions(&self) -> Option<&str> {
+        self.session().instructions.as_deref()
+    }
+
+    async fn handshake(&self) -> Result<(), Error> {
+        let modern = match self.inner.choice {
+            EraChoice::Legacy => false,
+            EraChoice::Modern => true,
+            EraChoice::Auto => match self.discover().await {
+                Ok(found) => {
+                    let _ = self.inner.session.set(found);
+                    return Ok(());
+                }
+                Err(Error::Transport(why)) => return Err(Error::Transport(why)),
+                Err(_) => false,
+            },
+        };
+        let session = if modern { self.discover().await? } else { self.initialize().await? };
+        let _ = self.inner.session.set(session);
+        if !modern {
+            if let Some(level) = self.inner.log_level {
+                self.set_log_level(level).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// `server/discover`: 2026 if the server offers it.
+    async fn discover(&self) -> Result<Session, Error> {
+        let params = json!({ "_meta": self.inner.envelope() });
+        let result = Call::raw(self.clone(), "server/discover", params, Some(true)).send_once().await?;
+        let versions = result["supportedVersions"].as_array().cloned().unwrap_or_default();
+        if !versions.iter().any(|v| v == MODERN) {
+            return Err(Error::Protocol(format!("the server does not offer {MODERN}: {versions:?}")));
+        }
+        let server_info = serde_json::from_value(result["_meta"][META_SERVER_INFO].clone())
+            .unwrap_or_else(|_| Implementation::new("unknown", "0"));
+        Ok(Session {
+            modern: true,
+            version: MODERN.into(),
+            server_info,
+            capabilities: result["capabilities"].clone(),
+            instructions: result["instructions"].as_str().map(str::to_owned),
+        })
+    }
+
+    async fn initialize(&self) -> Result<Session, Error> {
+        let params = json!({
+            "protocolVersion": LEGACY,
+            "capabilities": self.inner.capabilities,
+            "clientInfo": self.inner.info,
+        });
+        let result = Call::raw(self.clone(), "initialize", params, Some(false)).send_once().await?;
+        let version = result["protocolVersion"].as_str().unwrap_or(LEGACY).to_owned();
+        if !crate::wire::protocol::SUPPORTED_PROTOCOL_VERSIONS.contains(&version.as_str()) {
+            return Err(Error::Protocol(format!(
+                "the server chose protocol version {version:?}, which this client does not speak"
+            )));
+        }
+        if let Link::Http(http) = &self.inner.link {
+            http.set_version(&version);
+        }
+        self.inner.notify("notifications/initialized", json!({}));
+        if let Link::Http(http) = &self.inner.link {
+            http.open_standalone_stream(Arc::downgrade(&self.inner));
+        }
+        Ok(Session {
+            modern: false,
+            version,
+            server_info: serde_json::from_value(result["serverInfo"].clone())
+                .unwrap_or_else(|_| Implementation::new("unknown", "0")),
+            capabilities: result["capabilities"].clone(),
+            instructions: result["instructions"].as_str().map(str::to_owned),
+        })
+    }
+
+    /// A request of any method (a custom one, say), as a [`Call`] to configure and await.
+    pub fn request(&self, method: &str, params: Value) -> Call {
+        Call::new(self.clone(), method, params)
+    }
+
+    /// `tools/call`.
+    pub fn call_tool(&self, name: &str, arguments: Value) -> Call<ToolResult> {
+        Call::new(self.clone(), "tools/call", json!({ "name": name, "arguments": arguments }))
+            .map(|raw| ToolResult { raw })
+    }
+
+    /// `prompts/get`.
+    pub fn get_prompt(&self, name: &str, arguments: Value) -> Call {
+        Call::new(self.clone(), "prompts/get", json!({ "name": name, "arguments": arguments }))
+    }
+
+    /// `resources/read`.
+    pub fn read_resource(&self, uri: &str) -> Call {
+        Call::new(self.clone(), "resources/read", json!({ "uri": uri }))
+    }
+
+    /// `completion/complete` for an argument of a prompt (`{"type": "ref/prompt", "name": ...}`) or a resource
+    /// template (`{"type": "ref/resource", "uri": ...}`).
+    pub fn complete(&self, reference: Value, argument: &str, value: &str) -> Call {
+        Call::new(
+            self.clone(),
+            "completion/complete",
+            json!({ "ref": reference, "argument": { "name": argument, "value": value } }),
+        )
+    }
+
+    /// One page of a list (`tools/list`, `prompts/list`, `resources/list`, `resources/templates/list`).
+    pub async fn list_page(&self, method: &str, cursor: Option<&str>) -> Result<Page, Error> {
+        let key = match method {
+            "tools/list" => "tools",
+            "prompts/list" => "prompts",
+            "resources/list" => "resources",
+            "resources/templates/list" => "resourceTemplates",
+            other => return Err(Error::Protocol(format!("{other} is not a list method"))),
+        };
+        let params = match cursor {
+            Some(c) => json!({ "cursor": c }),
+            None => json!({}),
+        };
+        let result = self.request(method, params).await?;
+        let items = result[key].as_array().cloned().unwrap_or_default();
+        if method == "tools/list" {
+            self.inner.remember_headers(&items);
+        }
+        Ok(Page { items, next_cursor: result["nextCursor"].as_str().map(str::to_owned) })
+    }
+
+    /// Every page of a list, in order.
+    pub async fn list_all(&self, method: &str) -> Result<Vec<Value>, Error> {
+        let mut items = Vec::new();
+        let mut cursor: Option<String> = None;
+        loop {
+            let page = self.list_page(method, cursor.as_deref()).await?;
+            items.extend(page.items);
+            match page.next_cursor {
+                Some(next) if Some(&next) != cursor.as_ref() => cursor = Some(next),
+                _ => return Ok(items),
+            }
+        }
+    }
+
+    /// Every tool.
+    pub async fn list_tools(&self) -> Result<Vec<Value>, Error> {
+        self.list_all("tools/list").await
+    }
+
+    /// Every prompt.
+    pub async fn list_prompts(&self) -> Result<Vec<Value>, Error> {
+        self.list_all("prompts/list").await
+    }
+
+    /// Every resource.
+    pub async fn list_resources(&self) -> Result<Vec<Value>, Error> {
+        self.list_all("resources/list").await
+    }
+
+    /// Every resource template.
+    pub async fn list_resource_templates(&self) -> Result<Vec<Value>, Error> {
+        self.list_all("resources/templates/list").await
+    }
+
+    /// `ping` (2025 era; the 2026 era has none, so this asks `server/discover` instead).
+    pub async fn ping(&self) -> Result<(), Error> {
+        if self.is_modern() {
+            self.discover().await.map(|_| ())
+        } else {
+            self.request("ping", json!({})).await.map(|_| ())
+        }
+    }
+
+    /// `logging/setLevel` (2025 era). In the 2026 era set the level on the builder: it rides every request.
+    pub async fn set_log_level(&self, level: LogLevel) -> Result<(), Error> {
+        if self.is_modern() {
+            return Err(Error::Protocol(
+                "the 2026-07-28 era has no logging/setLevel: use ClientBuilder::log_level".into(),
+            ));
+        }
+        self.request("logging/setLevel", json!({ "level": level })).await.map(|_| ())
+    }
+
+    /// `resources/subscribe` (2025 era): updates arrive as `notifications/resources/updated` notifications.
+    pub async fn subscribe(&self, uri: &str) -> Result<(), Error> {
+        self.request("resources/subscribe", json!({ "uri": uri })).await.map(|_| ())
+    }
+
+    /// Closes the connection: ends the 2025 HTTP session (DELETE), or the child's stdin, then waits a little for it
+    /// to exit (and kills it after).
+    pub async fn close(self) {
+        match &self.inner.link {
+            Link::Stdio(stdio) => stdio.close().await,
+            Link::Http(http) => http.close().await,
+        }
+    }
+}
+
+impl Inner {
+    fn next_id(&self) -> RequestId {
+        RequestId::Number(self.next_id.fetch_add(1, Ordering::Relaxed))
+    }
+
+    fn modern(&self) -> bool {
+        self.session.get().is_some_and(|s| s.modern)
+    }
+
+    /// The 2026 envelope: version, capabilities, client info, and the log level.
+    fn envelope(&self) -> Map<String, Value> {
+        let mut meta = Map::new();
+        meta.insert(META_VERSION.into(), MODERN.into());
+        meta.insert(META_CAPABILITIES.into(), self.capabilities.clone());
+        meta.insert(META_CLIENT_INFO.into(), serde_json::to_value(&self.info).unwrap_or_default());
+        if let Some(level) = self.log_level {
+            meta.insert(META_LOG_LEVEL.into(), serde_json::to_value(level).unwrap_or_default());
+        }
+        meta
+    }
+
+    fn notify(&self, method: &str, params: Value) {
+        let frame = jsonrpc::encode_notification(method, &params);
+        match &self.link {
+            Link::Stdio(s) => s.try_send(frame),
+            Link::Http(h) => h.post_message(frame),
+        }
+    }
+
+    fn remember_headers(&self, tools: &[Value]) {
+        let mut table = self.tool_headers.lock().unwrap_or_else(|e| e.into_inner());
+        for tool in tools {
+            let Some(name) = tool["name"].as_str() else { continue };
+            table.insert(name.to_owned(), http::header_params(&tool["inputSchema"]));
+        }
+    }
+
+    /// Everything the server sends arrives here.
+    pub(crate) fn receive(self: &Arc<Self>, message: Value) {
+        match Incoming::from_value(message) {
+            Ok(Incoming::Response { id, outcome }) => {
+                let waiting = self.pending.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
+                match waiting {
+                    Some(tx) => {
+                        let outcome = outcome.map_err(|e| match serde_json::from_value::<crate::Error>(e.clone()) {
+                            Ok(e) => Error::Rpc(e),
+                            Err(_) => Error::Protocol(format!("an error response that is not a JSON-RPC error: {e}")),
+                        });
+                        let _ = tx.send(outcome);
+                    }
+                    None => tracing::debug!(%id, "a response to no waiting call (cancelled or timed out): dropped"),
+                }
+            }
+            Ok(Incoming::Notification { method, params }) => {
+                let params = params.unwrap_or(Value::Null);
+                if method == "notifications/progress" {
+                    let token = match &params["progressToken"] {
+                        Value::String(s) => s.clone(),
+                        other => other.to_string(),
+                    };
+                    let progress = self.progress.lock().unwrap_or_else(|e| e.into_inner());
+                    if let Some(sink) = progress.get(&token) {
+                        sink.reset.notify_waiters();
+                        if let Some(callback) = &sink.callback {
+                            callback(Progress::from_params(&params));
+                        }
+                    }
+                    return;
+                }
+                if let Some(handler) = &self.handlers.notification {
+                    handler(&method, &params);
+                }
+            }
+            Ok(Incoming::Request { id, method, params }) => {
+                let inner = self.clone();
+                tokio::spawn(async move {
+                    let outcome = inner.answer(&method, params.unwrap_or(Value::Null)).await;
+                    let frame = match outcome {
+                        Ok(result) => jsonrpc::encode_result(&id, &result),
+                        Err(e) => jsonrpc::encode_error(Some(&id), &e),
+                    };
+                    match &inner.link {
+                        Link::Stdio(s) => s.send(frame).await,
+                        Link::Http(h) => h.post_message(frame),
+                    }
+                });
+            }
+            Err(rejected) => tracing::warn!(error = %rejected.error, "the server sent something that is not JSON-RPC"),
+        }
+    }
+
+    /// Answers a question from the server with the registered handler.
+    async fn answer(&self, method: &str, params: Value) -> Result<Value, crate::Error> {
+        let handler = match method {
+            "ping" => return Ok(json!({})),
+            "elicitation/create" => &self.handlers.elicitation,
+            "sampling/createMessage" => &self.handlers.sampling,
+            "roots/list" => &self.handlers.roots,
+            _ => return Err(crate::Error::method_not_found(method)),
+        };
+        match handler {
+            Some(h) => h(params).await,
+            None => Err(crate::Error::method_not_found(method)),
+        }
+    }
+
+    /// The connection broke: every waiting call fails.
+    pub(crate) fn fail_all(&self) {
+        self.pending.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    }
+
+    /// Fails one waiting call (its HTTP request failed).
+    pub(crate) fn fail(&self, id: &RequestId, error: Error) {
+        if let Some(tx) = self.pending.lock().unwrap_or_else(|e| e.into_inner()).remove(id) {
+            let _ = tx.send(Err(error));
+        }
+    }
+}

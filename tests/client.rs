@@ -1,0 +1,229 @@
+//! `mcp::client` against the testbed, on every pair of transport (stdio, Streamable HTTP) and era (2025-11-25,
+//! 2026-07-28): the handshake, lists, tools, prompts, resources, progress, questions from the server answered by
+//! the client's handlers, typed structured output, and cancellation by drop and by timeout observed on the server.
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::http::HttpServer;
+use common::testbed;
+use mcp::client::{Client, ClientBuilder, EraChoice, Error};
+use serde_json::{json, Value};
+
+const WAIT: Duration = Duration::from_secs(10);
+
+#[derive(Clone, Copy, Debug)]
+enum Transport {
+    Stdio,
+    Http,
+}
+
+/// A running testbed the client can reach, and a way to read its stderr.
+enum Target {
+    /// The child's stderr goes to this file.
+    Stdio(std::path::PathBuf),
+    Http(HttpServer),
+}
+
+impl Drop for Target {
+    fn drop(&mut self) {
+        if let Target::Stdio(path) = self {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
+impl Target {
+    fn stderr(&self) -> String {
+        match self {
+            Target::Stdio(path) => std::fs::read_to_string(path).unwrap_or_default(),
+            Target::Http(server) => server.stderr_text(),
+        }
+    }
+
+    async fn wait_stderr(&self, needle: &str) -> bool {
+        let deadline = Instant::now() + WAIT;
+        while Instant::now() < deadline {
+            if self.stderr().contains(needle) {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        false
+    }
+}
+
+fn builder(era: EraChoice) -> ClientBuilder {
+    Client::builder()
+        .name("client-tests")
+        .era(era)
+        .on_elicitation(|params: Value| async move {
+            assert!(params["message"].is_string(), "{params}");
+            Ok(json!({"action": "accept", "content": {"name": "Ada", "age": 36}}))
+        })
+        .on_sampling(|_| async {
+            Ok(json!({"role": "assistant", "content": {"type": "text", "text": "short"}, "model": "m"}))
+        })
+        .on_roots(|_| async { Ok(json!({"roots": [{"uri": "file:///work", "name": "work"}]})) })
+}
+
+async fn connect(transport: Transport, era: EraChoice) -> (Client, Target) {
+    connect_with(transport, builder(era)).await
+}
+
+async fn connect_with(transport: Transport, builder: ClientBuilder) -> (Client, Target) {
+    match transport {
+        Transport::Stdio => {
+            static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+            let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let path = std::env::temp_dir().join(format!("mcp-client-test-{}-{n}.log", std::process::id()));
+            let mut command = tokio::process::Command::new(testbed());
+            command.stderr(std::fs::File::create(&path).unwrap());
+            // The client owns the child; its stderr goes to the file.
+            let client = builder.stdio(command).await.expect("connect over stdio");
+            (client, Target::Stdio(path))
+        }
+        Transport::Http => {
+            let server = HttpServer::start(&[]);
+            let client = builder.http(server.url.clone()).await.expect("connect over HTTP");
+            (client, Target::Http(server))
+        }
+    }
+}
+
+const PAIRS: [(Transport, EraChoice); 4] = [
+    (Transport::Stdio, EraChoice::Legacy),
+    (Transport::Stdio, EraChoice::Modern),
+    (Transport::Http, EraChoice::Legacy),
+    (Transport::Http, EraChoice::Modern),
+];
+
+#[tokio::test]
+async fn auto_finds_the_2026_era_and_a_pinned_era_is_kept() {
+    for transport in [Transport::Stdio, Transport::Http] {
+        let (auto, _t) = connect(transport, EraChoice::Auto).await;
+        assert!(auto.is_modern(), "{transport:?}");
+        assert_eq!(auto.protocol_version(), "2026-07-28");
+        assert_eq!(auto.server_info().name, "testbed");
+        let (legacy, _t) = connect(transport, EraChoice::Legacy).await;
+        assert!(!legacy.is_modern());
+        assert_eq!(legacy.protocol_version(), "2025-11-25");
+        assert!(legacy.server_capabilities()["tools"].is_object());
+    }
+}
+
+#[tokio::test]
+async fn every_method_works_on_every_transport_and_era() {
+    for (transport, era) in PAIRS {
+        let (client, target) = connect(transport, era).await;
+        let why = format!("{transport:?} {era:?}");
+        let tools = client.list_tools().await.unwrap();
+        assert!(tools.iter().any(|t| t["name"] == "echo"), "{why}");
+        let echo = client.call_tool("echo", json!({"text": "hi"})).await.unwrap();
+        assert_eq!(echo.text(), Some("hi"), "{why}");
+        assert!(!echo.is_error());
+
+        #[derive(serde::Deserialize)]
+        struct Sum {
+            total: i64,
+        }
+        let sum = client.call_tool("add", json!({"numbers": [2, 3, 5]})).await.unwrap();
+        assert_eq!(sum.json::<Sum>().unwrap().total, 10, "{why}");
+        let failed = client.call_tool("fail", json!({"reason": "no"})).await.unwrap();
+        assert!(failed.is_error() && failed.json::<Sum>().is_err(), "{why}");
+        // A custom method.
+        let custom = client.request("testbed/sum", json!({"pair": {"a": 2, "b": 3}, "scale": 10})).await.unwrap();
+        assert_eq!(custom["sum"], 50, "{why}: {custom}");
+
+        let prompt = client.get_prompt("greeting", json!({"name": "Ada"})).await.unwrap();
+        assert_eq!(prompt["messages"][0]["content"]["text"], "Hello, Ada!", "{why}: {prompt}");
+        let read = client.read_resource("test://static").await.unwrap();
+        assert_eq!(read["contents"][0]["text"], "hello", "{why}");
+        let templates = client.list_resource_templates().await.unwrap();
+        assert!(!templates.is_empty(), "{why}");
+        let completion =
+            client.complete(json!({"type": "ref/resource", "uri": "test://items/{id}"}), "id", "14").await.unwrap();
+        assert!(completion["completion"]["values"].as_array().is_some_and(|v| !v.is_empty()), "{why}");
+        client.ping().await.unwrap();
+        let unknown = client.call_tool("no_such_tool", json!({})).await.unwrap_err();
+        assert_eq!(unknown.code(), Some(-32602), "{why}: {unknown}");
+        drop(target);
+    }
+}
+
+#[tokio::test]
+async fn questions_from_the_server_are_answered_by_the_handlers_in_both_eras() {
+    for (transport, era) in PAIRS {
+        let (client, _target) = connect(transport, era).await;
+        let why = format!("{transport:?} {era:?}");
+        let answer = client.call_tool("ask_name", json!({})).await.unwrap();
+        assert_eq!(answer.text(), Some("Hello, Ada (Some(36))"), "{why}: {:?}", answer.raw);
+        let summary = client.call_tool("summarize", json!({"text": "a long text"})).await.unwrap();
+        assert!(summary.text().unwrap_or_default().contains("short"), "{why}: {:?}", summary.raw);
+    }
+}
+
+#[tokio::test]
+async fn progress_reaches_the_callback_and_an_idle_timeout_is_reset_by_it() {
+    for (transport, era) in PAIRS {
+        let (client, _target) = connect(transport, era).await;
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let record = seen.clone();
+        let result = client
+            .call_tool("task_sleep", json!({"ms": 600}))
+            .on_progress(move |p| record.lock().unwrap().push(p.progress))
+            .idle_timeout(Duration::from_millis(300))
+            .await
+            .unwrap_or_else(|e| panic!("{transport:?} {era:?}: {e}"));
+        assert_eq!(result.text(), Some("slept 600 ms"));
+        let seen = seen.lock().unwrap().clone();
+        assert!(seen.len() >= 5, "{transport:?} {era:?}: progress {seen:?}");
+        assert!(seen.windows(2).all(|w| w[0] < w[1]), "{seen:?}");
+    }
+}
+
+#[tokio::test]
+async fn a_timeout_cancels_the_request_on_the_server() {
+    for (transport, era) in PAIRS {
+        let (client, target) = connect(transport, era).await;
+        let started = Instant::now();
+        let outcome = client.call_tool("sleep", json!({"ms": 20_000})).timeout(Duration::from_millis(300)).await;
+        assert!(matches!(outcome, Err(Error::Timeout(_))), "{transport:?} {era:?}: {outcome:?}");
+        assert!(started.elapsed() < Duration::from_secs(5));
+        assert!(target.wait_stderr("SLEEP_ABORTED").await, "{transport:?} {era:?}: {}", target.stderr());
+        // The connection is still good.
+        assert_eq!(client.call_tool("echo", json!({"text": "after"})).await.unwrap().text(), Some("after"));
+    }
+}
+
+#[tokio::test]
+async fn dropping_a_call_cancels_it_on_the_server() {
+    for (transport, era) in PAIRS {
+        let (client, target) = connect(transport, era).await;
+        let caller = client.clone();
+        let call = tokio::spawn(async move { caller.call_tool("sleep", json!({"ms": 20_000})).await });
+        assert!(target.wait_stderr("SLEEP_START").await, "{transport:?} {era:?}: {}", target.stderr());
+        call.abort();
+        let dropped = Instant::now();
+        assert!(target.wait_stderr("SLEEP_ABORTED").await, "{transport:?} {era:?}: the drop sent nothing");
+        assert!(dropped.elapsed() < Duration::from_secs(5));
+        assert_eq!(client.call_tool("echo", json!({"text": "still"})).await.unwrap().text(), Some("still"));
+    }
+}
+
+#[tokio::test]
+async fn many_tasks_call_through_one_client_at_once() {
+    for (transport, era) in PAIRS {
+        let (client, _target) = connect(transport, era).await;
+        let calls = (0..32).map(|i| {
+            let client = client.clone();
+            tokio::spawn(async move { client.call_tool("echo", json!({"text": format!("n{i}")})).await })
+        });
+        for (i, call) in calls.enumerate() {
+            let result = call.await.unwrap().unwrap();
+            assert_eq!(result.text(), Some(format!("n{i}").as_str()), "{transport:?} {era:?}");
+        }
+    }
+}
