@@ -227,3 +227,12 @@ async fn many_tasks_call_through_one_client_at_once() {
         }
     }
 }
+
+#[test]
+fn the_client_example_rebuilds_the_bookshop_index() {
+    let out = std::process::Command::new(common::example("client")).output().expect("run examples/client");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("(2026-07-28)") && stdout.contains("Indexed 4 books."), "{stdout}");
+    assert!(stdout.contains("search is online"), "{stdout}");
+}
