@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use common::http::HttpServer;
 use common::testbed;
-use mcp::client::{Client, ClientBuilder, EraChoice, Error};
+use mcp::client::{Client, ClientBuilder, EraChoice, Error, Started};
 use serde_json::{json, Value};
 
 const WAIT: Duration = Duration::from_secs(10);
@@ -60,7 +60,10 @@ fn builder(era: EraChoice) -> ClientBuilder {
         .name("client-tests")
         .era(era)
         .on_elicitation(|params: Value| async move {
-            assert!(params["message"].is_string(), "{params}");
+            let message = params["message"].as_str().unwrap_or_default();
+            if message.starts_with("Approve") {
+                return Ok(json!({"action": "accept", "content": {"approve": true}}));
+            }
             Ok(json!({"action": "accept", "content": {"name": "Ada", "age": 36}}))
         })
         .on_sampling(|_| async {
@@ -235,4 +238,56 @@ fn the_client_example_rebuilds_the_bookshop_index() {
     assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
     assert!(stdout.contains("(2026-07-28)") && stdout.contains("Indexed 4 books."), "{stdout}");
     assert!(stdout.contains("search is online"), "{stdout}");
+}
+
+#[tokio::test]
+async fn tools_run_as_tasks_in_both_eras() {
+    for (transport, era) in PAIRS {
+        let why = format!("{transport:?} {era:?}");
+        let (client, target) = connect_with(transport, builder(era).tasks()).await;
+        // Called as a task: followed to its end, statuses seen on the way.
+        let Started::Task(task) = client.call_tool_as_task("task_sleep", json!({"ms": 300}), None).await.unwrap()
+        else {
+            panic!("{why}: no task");
+        };
+        let mut statuses = Vec::new();
+        let done = task.wait_with(|s| statuses.push(s.status.clone())).await.unwrap();
+        assert_eq!(done.text(), Some("slept 300 ms"), "{why}");
+        assert_eq!(statuses.last().map(String::as_str), Some("completed"), "{why}: {statuses:?}");
+        // Its question answered by the client's handler (2025: a request; 2026: inputRequests and tasks/update).
+        let Started::Task(asking) =
+            client.call_tool_as_task("task_approve", json!({"what": "the refund"}), None).await.unwrap()
+        else {
+            panic!("{why}: no task");
+        };
+        assert_eq!(asking.wait().await.unwrap().text(), Some("the refund: approved"), "{why}");
+        // Cancelled: the handler stops, and waiting says so.
+        let Started::Task(long) = client.call_tool_as_task("task_sleep", json!({"ms": 20_000}), None).await.unwrap()
+        else {
+            panic!("{why}: no task");
+        };
+        assert!(target.wait_stderr(&format!("TASK_START {}", long.id())).await, "{why}");
+        long.cancel().await.unwrap();
+        assert!(target.wait_stderr(&format!("TASK_ABORTED {}", long.id())).await, "{why}: {}", target.stderr());
+        let waited = long.wait().await.unwrap_err();
+        assert!(waited.to_string().contains("cancelled"), "{why}: {waited}");
+        if era == EraChoice::Legacy {
+            let listed = client.list_tasks().await.unwrap();
+            assert_eq!(listed.len(), 3, "{why}: {listed:?}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_2026_call_answered_with_a_task_is_followed_and_dropping_it_cancels_the_task() {
+    for transport in [Transport::Stdio, Transport::Http] {
+        let (client, target) = connect_with(transport, builder(EraChoice::Modern).tasks()).await;
+        let plain = client.call_tool("task_approve", json!({"what": "the order"})).await.unwrap();
+        assert_eq!(plain.text(), Some("the order: approved"), "{transport:?}");
+        let caller = client.clone();
+        let call = tokio::spawn(async move { caller.call_tool("task_sleep", json!({"ms": 20_000})).await });
+        assert!(target.wait_stderr("TASK_START").await, "{transport:?}");
+        call.abort();
+        assert!(target.wait_stderr("TASK_ABORTED").await, "{transport:?}: dropping the call cancels its task");
+    }
 }

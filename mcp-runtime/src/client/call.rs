@@ -136,6 +136,10 @@ impl<T: Send + 'static> IntoFuture for Call<T> {
             let mut rounds = 0;
             loop {
                 let result = sent.run(params.clone()).await?;
+                if modern && result["resultType"] == "task" && self.method == "tools/call" {
+                    let result = super::task::follow(&self.client, result).await?;
+                    return Ok((self.map)(result));
+                }
                 if !(modern && result["resultType"] == "input_required") {
                     return Ok((self.map)(result));
                 }

@@ -35,6 +35,7 @@
 mod call;
 mod http;
 mod stdio;
+mod task;
 
 use std::collections::HashMap;
 use std::fmt;
@@ -47,6 +48,7 @@ use serde_json::{json, Map, Value};
 use tokio::sync::{oneshot, Notify};
 
 pub use call::{Call, Progress};
+pub use task::{Started, TaskHandle, TaskState};
 
 use crate::handler::tool::BoxFuture;
 use crate::wire::jsonrpc::{self, Incoming, RequestId};
@@ -218,6 +220,12 @@ impl ClientBuilder {
     pub fn max_rounds(mut self, rounds: usize) -> Self {
         self.max_rounds = Some(rounds.max(1));
         self
+    }
+
+    /// Declares the Tasks extension (2026-07-28) on every request: the server may then answer a tool call with a
+    /// task, which [`Client::call_tool`] follows to its end by itself.
+    pub fn tasks(self) -> Self {
+        self.extension(crate::task::EXTENSION, json!({}))
     }
 
     /// Declares an extension in the client's capabilities (`extensions.<id>`).
@@ -640,6 +648,13 @@ impl Inner {
             meta.insert(META_LOG_LEVEL.into(), serde_json::to_value(level).unwrap_or_default());
         }
         meta
+    }
+
+    /// The capabilities with the Tasks extension declared.
+    fn capabilities_with_tasks(&self) -> Value {
+        let mut capabilities = self.capabilities.clone();
+        capabilities["extensions"][crate::task::EXTENSION] = json!({});
+        capabilities
     }
 
     fn notify(&self, method: &str, params: Value) {
