@@ -291,3 +291,34 @@ async fn a_2026_call_answered_with_a_task_is_followed_and_dropping_it_cancels_th
         assert!(target.wait_stderr("TASK_ABORTED").await, "{transport:?}: dropping the call cancels its task");
     }
 }
+
+/// Says hello (for the in-process server below).
+#[mcp::tool]
+fn hello() -> &'static str {
+    "hello"
+}
+
+/// Says goodbye (added while the client holds a cached list).
+#[mcp::tool]
+fn goodbye() -> &'static str {
+    "goodbye"
+}
+
+#[tokio::test]
+async fn a_2026_list_is_served_from_the_client_cache_within_its_ttl() {
+    let server = mcp::Server::builder()
+        .tool::<hello>()
+        .cache(mcp::CacheHint::new(60_000, mcp::CacheScope::Public))
+        .build()
+        .unwrap();
+    let app = server.http_router(mcp::HttpOptions::new());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let client = Client::builder().era(EraChoice::Modern).http(format!("http://{addr}/mcp")).await.unwrap();
+    assert_eq!(client.list_tools().await.unwrap().len(), 1);
+    server.add_tool(*<goodbye as mcp::ToolItem>::DEF).unwrap();
+    assert_eq!(client.list_tools().await.unwrap().len(), 1, "within its ttlMs the kept page is served");
+    let fresh = client.list_page_fresh("tools/list", None).await.unwrap();
+    assert_eq!(fresh.items.len(), 2, "asked fresh, the server answers");
+}

@@ -286,6 +286,7 @@ impl ClientBuilder {
                 progress: Mutex::new(HashMap::new()),
                 next_id: AtomicI64::new(1),
                 tool_headers: Mutex::new(HashMap::new()),
+                cache: Mutex::new(HashMap::new()),
             }),
         }
     }
@@ -329,7 +330,12 @@ pub(crate) struct Inner {
     next_id: AtomicI64,
     /// 2026 era: the `x-mcp-header` parameters of each tool, from `tools/list` (argument path, header name).
     tool_headers: Mutex<HashMap<String, Vec<http::HeaderParam>>>,
+    /// 2026 era: list pages within their `ttlMs`, by method and cursor.
+    cache: Mutex<HashMap<PageKey, (std::time::Instant, Value)>>,
 }
+
+/// A list page: its method and cursor.
+type PageKey = (String, Option<String>);
 
 /// How the client reaches the server.
 pub(crate) enum Link {
@@ -540,8 +546,19 @@ impl Client {
         )
     }
 
-    /// One page of a list (`tools/list`, `prompts/list`, `resources/list`, `resources/templates/list`).
+    /// One page of a list (`tools/list`, `prompts/list`, `resources/list`, `resources/templates/list`). In the
+    /// 2026 era a page is kept for the `ttlMs` the server gave it and served from memory until then (a list-changed
+    /// notification drops the kept pages of its list; [`Client::list_page_fresh`] skips them).
     pub async fn list_page(&self, method: &str, cursor: Option<&str>) -> Result<Page, Error> {
+        self.list_page_with(method, cursor, false).await
+    }
+
+    /// [`Client::list_page`] from the server, never from the kept pages.
+    pub async fn list_page_fresh(&self, method: &str, cursor: Option<&str>) -> Result<Page, Error> {
+        self.list_page_with(method, cursor, true).await
+    }
+
+    async fn list_page_with(&self, method: &str, cursor: Option<&str>, fresh: bool) -> Result<Page, Error> {
         let key = match method {
             "tools/list" => "tools",
             "prompts/list" => "prompts",
@@ -553,7 +570,28 @@ impl Client {
             Some(c) => json!({ "cursor": c }),
             None => json!({}),
         };
-        let result = self.request(method, params).await?;
+        let cache_key = (method.to_owned(), cursor.map(str::to_owned));
+        let kept = (!fresh)
+            .then(|| self.inner.cache.lock().unwrap_or_else(|e| e.into_inner()).get(&cache_key).cloned())
+            .flatten()
+            .filter(|(until, _)| *until > std::time::Instant::now())
+            .map(|(_, page)| page);
+        let result = match kept {
+            Some(page) => page,
+            None => {
+                let result = self.request(method, params).await?;
+                let ttl = result["ttlMs"].as_u64().unwrap_or(0);
+                if self.is_modern() && ttl > 0 {
+                    let until = std::time::Instant::now() + Duration::from_millis(ttl);
+                    self.inner
+                        .cache
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .insert(cache_key, (until, result.clone()));
+                }
+                result
+            }
+        };
         let items = result[key].as_array().cloned().unwrap_or_default();
         if method == "tools/list" {
             self.inner.remember_headers(&items);
@@ -704,6 +742,15 @@ impl Inner {
                         }
                     }
                     return;
+                }
+                let changed = match method.as_str() {
+                    "notifications/tools/list_changed" => Some("tools/list"),
+                    "notifications/prompts/list_changed" => Some("prompts/list"),
+                    "notifications/resources/list_changed" => Some("resources/list"),
+                    _ => None,
+                };
+                if let Some(list) = changed {
+                    self.cache.lock().unwrap_or_else(|e| e.into_inner()).retain(|(m, _), _| m != list);
                 }
                 if let Some(handler) = &self.handlers.notification {
                     handler(&method, &params);
