@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use common::http::HttpServer;
 use common::testbed;
-use mcp::client::{Client, ClientBuilder, EraChoice, Error, Started};
+use mcp::client::{Client, ClientBuilder, EraChoice, Error, ListenFilter, Started};
 use serde_json::{json, Value};
 
 const WAIT: Duration = Duration::from_secs(10);
@@ -321,4 +321,28 @@ async fn a_2026_list_is_served_from_the_client_cache_within_its_ttl() {
     assert_eq!(client.list_tools().await.unwrap().len(), 1, "within its ttlMs the kept page is served");
     let fresh = client.list_page_fresh("tools/list", None).await.unwrap();
     assert_eq!(fresh.items.len(), 2, "asked fresh, the server answers");
+}
+
+#[tokio::test]
+async fn a_subscription_yields_what_it_asked_for_in_both_eras() {
+    for (transport, era) in PAIRS {
+        let why = format!("{transport:?} {era:?}");
+        let (client, _target) = connect(transport, era).await;
+        let mut changes = client.listen(ListenFilter::new().tools().resource("test://static")).await.unwrap();
+        assert_eq!(changes.acknowledged["toolsListChanged"], true, "{why}: {}", changes.acknowledged);
+        client.call_tool("touch", json!({"uri": "test://other"})).await.unwrap();
+        client.call_tool("touch", json!({"uri": "test://static"})).await.unwrap();
+        client.call_tool("toggle", json!({"kind": "tool", "name": "echo", "enabled": false})).await.unwrap();
+        let first = tokio::time::timeout(WAIT, changes.next()).await.unwrap().unwrap();
+        assert_eq!(
+            (first.method.as_str(), first.params["uri"].as_str()),
+            ("notifications/resources/updated", Some("test://static")),
+            "{why}: the other URI was not asked for: {first:?}"
+        );
+        let second = tokio::time::timeout(WAIT, changes.next()).await.unwrap().unwrap();
+        assert_eq!(second.method, "notifications/tools/list_changed", "{why}");
+        drop(changes);
+        // The connection goes on.
+        assert!(client.list_tools().await.unwrap().iter().all(|t| t["name"] != "echo"), "{why}");
+    }
 }

@@ -46,6 +46,8 @@ pub struct Call<T = Value> {
     reset_on_progress: bool,
     /// The era to speak, before the handshake has decided it.
     era: Option<bool>,
+    /// An id taken beforehand (a listen request, whose id tags its notifications).
+    id: Option<RequestId>,
     map: Box<dyn FnOnce(Value) -> T + Send>,
 }
 
@@ -59,8 +61,15 @@ impl Call<Value> {
             timeout: None,
             reset_on_progress: false,
             era: None,
+            id: None,
             map: Box::new(|v| v),
         }
+    }
+
+    /// Sends the (first) request under this id.
+    pub(crate) fn with_id(mut self, id: RequestId) -> Call<Value> {
+        self.id = Some(id);
+        self
     }
 
     /// A handshake request: one request in a given era, no rounds.
@@ -79,6 +88,7 @@ impl Call<Value> {
             timeout: self.timeout,
             reset_on_progress: self.reset_on_progress,
             era: self.era,
+            id: self.id,
             map: Box::new(f),
         }
     }
@@ -87,7 +97,7 @@ impl Call<Value> {
     pub(crate) async fn send_once(self) -> Result<Value, Error> {
         let modern = self.era.unwrap_or_else(|| self.client.inner.modern());
         let sent = Sent::new(&self, modern);
-        sent.run(self.params.clone()).await
+        sent.run(self.params.clone(), self.id.clone()).await
     }
 }
 
@@ -134,8 +144,9 @@ impl<T: Send + 'static> IntoFuture for Call<T> {
             let sent = Sent::new(&self, modern);
             let mut params = self.params.clone();
             let mut rounds = 0;
+            let mut id = self.id.clone();
             loop {
-                let result = sent.run(params.clone()).await?;
+                let result = sent.run(params.clone(), id.take()).await?;
                 if modern && result["resultType"] == "task" && self.method == "tools/call" {
                     let result = super::task::follow(&self.client, result).await?;
                     return Ok((self.map)(result));
@@ -207,9 +218,9 @@ impl Sent {
     }
 
     /// One request on the wire and its response.
-    async fn run(&self, params: Value) -> Result<Value, Error> {
+    async fn run(&self, params: Value, id: Option<RequestId>) -> Result<Value, Error> {
         let inner = &self.inner;
-        let id = inner.next_id();
+        let id = id.unwrap_or_else(|| inner.next_id());
         let mut params = match params {
             Value::Object(p) => p,
             Value::Null => Map::new(),

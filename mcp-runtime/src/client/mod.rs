@@ -34,6 +34,7 @@
 
 mod call;
 mod http;
+mod listen;
 mod stdio;
 mod task;
 
@@ -48,6 +49,7 @@ use serde_json::{json, Map, Value};
 use tokio::sync::{oneshot, Notify};
 
 pub use call::{Call, Progress};
+pub use listen::{ListenFilter, Notification, Subscription};
 pub use task::{Started, TaskHandle, TaskState};
 
 use crate::handler::tool::BoxFuture;
@@ -287,6 +289,7 @@ impl ClientBuilder {
                 next_id: AtomicI64::new(1),
                 tool_headers: Mutex::new(HashMap::new()),
                 cache: Mutex::new(HashMap::new()),
+                routes: Mutex::new(HashMap::new()),
             }),
         }
     }
@@ -330,6 +333,8 @@ pub(crate) struct Inner {
     next_id: AtomicI64,
     /// 2026 era: the `x-mcp-header` parameters of each tool, from `tools/list` (argument path, header name).
     tool_headers: Mutex<HashMap<String, Vec<http::HeaderParam>>>,
+    /// Open subscriptions, by key.
+    routes: Mutex<HashMap<u64, listen::Route>>,
     /// 2026 era: list pages within their `ttlMs`, by method and cursor.
     cache: Mutex<HashMap<PageKey, (std::time::Instant, Value)>>,
 }
@@ -668,6 +673,10 @@ impl Client {
 }
 
 impl Inner {
+    fn routes(&self) -> std::sync::MutexGuard<'_, HashMap<u64, listen::Route>> {
+        self.routes.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     fn next_id(&self) -> RequestId {
         RequestId::Number(self.next_id.fetch_add(1, Ordering::Relaxed))
     }
@@ -751,6 +760,9 @@ impl Inner {
                 };
                 if let Some(list) = changed {
                     self.cache.lock().unwrap_or_else(|e| e.into_inner()).retain(|(m, _), _| m != list);
+                }
+                for route in self.routes().values() {
+                    route.offer(&method, &params);
                 }
                 if let Some(handler) = &self.handlers.notification {
                     handler(&method, &params);
