@@ -221,6 +221,31 @@ impl Drop for Pending {
     }
 }
 
+/// A task's request to the client (2025 era): withdrawn (`notifications/cancelled` tagged with the task, on the
+/// task's stream) if the wait ends any way but with the answer.
+struct OpenQuestion {
+    task: Arc<crate::task::TaskRun>,
+    request: Arc<RequestState>,
+    id: Option<RequestId>,
+}
+
+impl OpenQuestion {
+    fn answered(&mut self) {
+        if let Some(id) = self.id.take() {
+            self.task.close_question(&id, false);
+        }
+    }
+}
+
+impl Drop for OpenQuestion {
+    fn drop(&mut self) {
+        if let Some(id) = self.id.take() {
+            let waiting = self.request.conn.forget_outgoing(&id);
+            self.task.close_question(&id, waiting);
+        }
+    }
+}
+
 /// A question to the client: its method, its params, and the capability it needs.
 struct Question {
     method: &'static str,
@@ -428,10 +453,30 @@ impl Ask<'_> {
             if let Value::Object(params) = &mut question.params {
                 params.insert("_meta".into(), crate::task::related_meta(&task.id));
             }
+            let request = self.ctx.request_state();
+            let (id, answer) = request.conn.register_outgoing();
+            let mut open = OpenQuestion { task: task.clone(), request: request.clone(), id: Some(id.clone()) };
+            // The status first: a client that sees the question can already see why the task waits.
             task.set_status(crate::task::TaskStatus::InputRequired).await;
-            let answer = self.ctx.send_request(question.method, question.params).await;
+            task.open_question(id.clone(), jsonrpc::encode_request(&id, question.method, &question.params));
+            let outcome = tokio::select! {
+                biased;
+                answer = answer => answer,
+                () = request.token.cancelled() => return Err(ClientError::Cancelled), // `open` withdraws it
+            };
+            open.answered();
             task.set_status(crate::task::TaskStatus::Working).await;
-            return parse(answer?).map_err(ClientError::InvalidResponse);
+            let answer = match outcome {
+                Ok(Ok(result)) => result,
+                Ok(Err(error)) => {
+                    return Err(match serde_json::from_value::<Error>(error.clone()) {
+                        Ok(e) => ClientError::Rejected(e),
+                        Err(_) => ClientError::InvalidResponse(error.to_string()),
+                    })
+                }
+                Err(_) => return Err(ClientError::Disconnected),
+            };
+            return parse(answer).map_err(ClientError::InvalidResponse);
         }
         let mut request = json!({ "method": question.method });
         if !question.params.is_null() {

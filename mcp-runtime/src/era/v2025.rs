@@ -186,6 +186,13 @@ impl Session {
             "capabilities": inner.capabilities,
             "serverInfo": inner.info,
         });
+        // Without a session (stateless HTTP) a task cannot be told to be the caller's, so none would be listed: the
+        // server does not declare `tasks/list` there (an authenticated caller still gets its own tasks).
+        if self.conn.session_key().is_none() {
+            if let Some(tasks) = result["capabilities"].get_mut("tasks").and_then(Value::as_object_mut) {
+                tasks.remove("list");
+            }
+        }
         if let Some(instructions) = &inner.instructions {
             result["instructions"] = Value::String(instructions.clone());
         }

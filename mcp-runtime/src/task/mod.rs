@@ -279,6 +279,9 @@ pub(crate) struct TaskRun {
     route: Mutex<Option<Sink>>,
     /// 2025 era: the session's own route (stdio, or the standalone GET stream).
     session_sink: Sink,
+    /// 2025 era: the handler's requests to the client that wait for an answer (sent again on a `tasks/result`
+    /// stream when one attaches: the client may not have been listening when they were first sent).
+    questions: Mutex<Vec<(crate::wire::jsonrpc::RequestId, String)>>,
     /// Becomes `true` once the task is over and its record written.
     done: watch::Sender<bool>,
     /// Cancelled once the task is over (stops its TTL timer).
@@ -422,6 +425,10 @@ impl TaskRun {
             // The 2026 era has no stream for a task's progress, logs or requests.
             return;
         }
+        self.deliver(frame, droppable);
+    }
+
+    fn deliver(&self, frame: String, droppable: bool) {
         let sink = self.route.lock().unwrap_or_else(|e| e.into_inner()).clone();
         let sink = sink.as_ref().unwrap_or(&self.session_sink);
         if droppable {
@@ -431,9 +438,38 @@ impl TaskRun {
         }
     }
 
-    /// Routes the task's messages onto a `tasks/result` stream while it waits (2025 era, HTTP).
+    /// Routes the task's messages onto a `tasks/result` stream while it waits (2025 era, HTTP), and sends the
+    /// questions still waiting for an answer there too: the client calls `tasks/result` to receive them.
     pub(crate) fn attach(&self, sink: Sink) {
+        let open: Vec<String> =
+            self.questions.lock().unwrap_or_else(|e| e.into_inner()).iter().map(|(_, f)| f.clone()).collect();
+        for frame in open {
+            sink.send(frame);
+        }
         *self.route.lock().unwrap_or_else(|e| e.into_inner()) = Some(sink);
+    }
+
+    /// 2025 era: a request to the client from the handler, sent (tagged with the task) and kept until answered.
+    pub(crate) fn open_question(&self, id: crate::wire::jsonrpc::RequestId, frame: String) {
+        self.questions.lock().unwrap_or_else(|e| e.into_inner()).push((id, frame.clone()));
+        self.send(frame, false);
+    }
+
+    /// 2025 era: a question is over: answered, or (`withdrawn`) abandoned, and the client told so on the task's
+    /// stream, even once the task is over.
+    pub(crate) fn close_question(&self, id: &crate::wire::jsonrpc::RequestId, withdrawn: bool) {
+        self.questions.lock().unwrap_or_else(|e| e.into_inner()).retain(|(q, _)| q != id);
+        if withdrawn {
+            let frame = jsonrpc::encode_notification(
+                "notifications/cancelled",
+                &json!({
+                    "requestId": id,
+                    "reason": "the task that asked was cancelled",
+                    "_meta": related_meta(&self.id),
+                }),
+            );
+            self.deliver(frame, false);
+        }
     }
 
     /// Stops routing onto a stream.
@@ -571,6 +607,7 @@ pub(crate) async fn begin(request: &Arc<RequestState>) -> Result<Option<Arc<Task
         next_key: AtomicU32::new(0),
         route: Mutex::new(None),
         session_sink,
+        questions: Mutex::new(Vec::new()),
         done: watch::channel(false).0,
         over: CancellationToken::new(),
     });

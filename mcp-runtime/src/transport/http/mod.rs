@@ -1084,6 +1084,8 @@ async fn post_stateless(
             let id = id.clone();
             let store: Arc<dyn EventStore> = Arc::new(MemoryEventStore::new(64));
             let session = Session::new(state.server.clone(), Arc::new(NoSink));
+            // No session outlives this request: its tasks cannot be listed by session.
+            session.connection().set_sessionless();
             if !is_initialize {
                 session.preinitialize(&version);
             }
