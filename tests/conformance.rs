@@ -62,3 +62,53 @@ fn the_everything_server_passes_the_2026_07_28_requirements_and_the_pending_serv
     }
     assert!(summary.contains("✓ server-stateless:") && summary.contains("✓ input-required-result-multi-round:"));
 }
+
+/// Runs the suite's client leg for one requirement set against `examples/conformance_client.rs`; returns the summary.
+/// The `auth/*` scenarios belong to the authorization work: they run, and fail, and are left out of the verdict.
+fn run_client(requirements: &str) -> String {
+    let bin = common::node::tools();
+    let out = Command::new(bin.join("conformance"))
+        .args(["client", "--command", &common::example("conformance_client").to_string_lossy()])
+        .args(["--requirements", requirements])
+        .env("PATH", common::node::path_with_tools(&bin))
+        .current_dir(std::env::temp_dir())
+        .output()
+        .expect("run the conformance suite");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let summary = stdout.split("=== SUMMARY ===").nth(1).unwrap_or(&stdout).to_owned();
+    println!("{summary}");
+    let failing: Vec<&str> = summary.lines().filter(|l| l.starts_with('✗') && !l.starts_with("✗ auth/")).collect();
+    assert!(failing.is_empty(), "failing client scenarios ({requirements}): {failing:?}\n{summary}");
+    summary
+}
+
+#[test]
+fn the_conformance_client_passes_every_client_scenario_of_2025_11_25_outside_auth() {
+    let summary = run_client("2025-11-25");
+    for scenario in [
+        "initialize",
+        "tools_call",
+        "elicitation-sep1034-client-defaults",
+        "sse-retry",
+        "json-schema-2020-12-preservation",
+    ] {
+        assert!(summary.contains(&format!("✓ {scenario}:")), "{scenario} must pass:\n{summary}");
+    }
+}
+
+#[test]
+fn the_conformance_client_passes_every_client_scenario_of_2026_07_28_outside_auth() {
+    let summary = run_client("2026-07-28");
+    for scenario in [
+        "tools_call",
+        "request-metadata",
+        "sep-2322-client-request-state",
+        "http-standard-headers",
+        "http-custom-headers",
+        "http-invalid-tool-headers",
+        "json-schema-ref-no-deref",
+        "json-schema-2020-12-preservation",
+    ] {
+        assert!(summary.contains(&format!("✓ {scenario}:")), "{scenario} must pass:\n{summary}");
+    }
+}

@@ -217,8 +217,22 @@ impl Sent {
         }
     }
 
-    /// One request on the wire and its response.
+    /// One request and its response; in the 2026 era a -32022 (unsupported version) naming 2026-07-28 among the
+    /// supported ones is tried once more (a server may refuse a first request to see the client retry).
     async fn run(&self, params: Value, id: Option<RequestId>) -> Result<Value, Error> {
+        match self.run_once(params.clone(), id).await {
+            Err(Error::Rpc(e)) if self.modern && e.code.0 == -32022 => {
+                let supported = e.data.as_ref().and_then(|d| d["supported"].as_array());
+                if supported.is_some_and(|s| s.iter().any(|v| v == super::MODERN)) {
+                    return self.run_once(params, None).await;
+                }
+                Err(Error::Rpc(e))
+            }
+            other => other,
+        }
+    }
+
+    async fn run_once(&self, params: Value, id: Option<RequestId>) -> Result<Value, Error> {
         let inner = &self.inner;
         let id = id.unwrap_or_else(|| inner.next_id());
         let mut params = match params {

@@ -154,8 +154,11 @@ impl Http {
     }
 
     /// 2025 era: the standalone GET stream, for what the server sends outside any request; resumed while it lasts.
-    pub(crate) fn open_standalone_stream(&self, inner: Weak<Inner>) {
+    /// Returns once the first GET has its answer (or failed), so that what the server sends right after is heard.
+    pub(crate) async fn open_standalone_stream(&self, inner: Weak<Inner>) {
         let http = self.shared.clone();
+        let (opened, wait) = tokio::sync::oneshot::channel::<()>();
+        let mut opened = Some(opened);
         let task = tokio::spawn(async move {
             let mut last_event: Option<String> = None;
             let mut retry = DEFAULT_RETRY;
@@ -166,6 +169,9 @@ impl Http {
                     request = request.header("last-event-id", id);
                 }
                 let Ok(response) = request.send().await else { return };
+                if let Some(opened) = opened.take() {
+                    let _ = opened.send(());
+                }
                 if !response.status().is_success() {
                     return; // 405: the server offers no standalone stream; 404: the session is gone
                 }
@@ -186,6 +192,7 @@ impl Http {
             }
         });
         *self.standalone.lock().unwrap_or_else(|e| e.into_inner()) = Some(task.abort_handle());
+        let _ = tokio::time::timeout(Duration::from_secs(5), wait).await;
     }
 
     /// Ends the 2025 session (DELETE) and stops every reader.
@@ -248,12 +255,22 @@ async fn read_response(
     if status == reqwest::StatusCode::ACCEPTED {
         return Ok(());
     }
+    let answered = |inner: &Weak<Inner>| match (id, inner.upgrade()) {
+        (Some(id), Some(inner)) => !inner.pending.lock().unwrap_or_else(|e| e.into_inner()).contains_key(id),
+        _ => true,
+    };
+
     if content_type.starts_with("application/json") {
         let bytes = response.bytes().await.map_err(|e| Error::Transport(format!("reading the answer: {e}")))?;
         let message: Value = serde_json::from_slice(&bytes)
             .map_err(|e| Error::Protocol(format!("HTTP {status}: an answer that is not JSON ({e})")))?;
-        if let Some(inner) = inner.upgrade() {
-            inner.receive(message);
+        let Some(client) = inner.upgrade() else { return Ok(()) };
+        client.receive(message);
+        drop(client);
+        // A JSON body that answered nothing (an HTTP error in some other shape, such as an OAuth 401) fails the call.
+        if !answered(inner) {
+            let text = String::from_utf8_lossy(&bytes);
+            return Err(Error::Transport(format!("HTTP {status}: {}", text.chars().take(300).collect::<String>())));
         }
         return Ok(());
     }
@@ -261,10 +278,6 @@ async fn read_response(
         let body = response.text().await.unwrap_or_default();
         return Err(Error::Transport(format!("HTTP {status}: {}", body.chars().take(300).collect::<String>())));
     }
-    let answered = |inner: &Weak<Inner>| match (id, inner.upgrade()) {
-        (Some(id), Some(inner)) => !inner.pending.lock().unwrap_or_else(|e| e.into_inner()).contains_key(id),
-        _ => true,
-    };
     let mut reader = SseReader::new(response);
     let mut last_event: Option<String> = None;
     let mut retry = DEFAULT_RETRY;
@@ -284,6 +297,11 @@ async fn read_response(
             match serde_json::from_str(&event.data) {
                 Ok(message) => client.receive(message),
                 Err(e) => tracing::warn!(error = %e, "an SSE event that is not JSON"),
+            }
+            drop(client);
+            // Its response came: a stream the server keeps open (a resumed one) is not this request's any more.
+            if answered(inner) {
+                return Ok(());
             }
         }
         if answered(inner) {
@@ -398,8 +416,7 @@ pub(crate) type HeaderParam = (Vec<String>, String);
 /// A value as a header: as it is when it can be (visible ASCII and inner spaces), else `=?base64?…?=`.
 pub(crate) fn header_value(value: &str) -> String {
     let looks_encoded = value.starts_with("=?") && value.ends_with("?=");
-    let plain = !value.is_empty()
-        && value.bytes().all(|b| b == b' ' || (0x21..=0x7e).contains(&b))
+    let plain = value.bytes().all(|b| b == b' ' || (0x21..=0x7e).contains(&b))
         && !value.starts_with(' ')
         && !value.ends_with(' ')
         && !looks_encoded;
@@ -410,11 +427,11 @@ pub(crate) fn header_value(value: &str) -> String {
     }
 }
 
-/// The `x-mcp-header` parameters of a tool's input schema: the argument's path and the header's name. Annotations
-/// that break the rules (not a token, on a type that cannot be a header, a name used twice) make the tool's headers
-/// unusable: none is sent for it.
-pub(crate) fn header_params(schema: &Value) -> Vec<HeaderParam> {
-    fn walk(schema: &Value, path: &mut Vec<String>, out: &mut Vec<(Vec<String>, String)>, ok: &mut bool) {
+/// The `x-mcp-header` parameters of a tool's input schema: the argument's path and the header's name; or why the
+/// annotations break the rules (an empty name or one that is not an HTTP token, a type other than string, integer or
+/// boolean, a name used twice regardless of case), which makes the tool unusable.
+pub(crate) fn header_params(schema: &Value) -> Result<Vec<HeaderParam>, String> {
+    fn walk(schema: &Value, path: &mut Vec<String>, out: &mut Vec<HeaderParam>, ok: &mut Option<String>) {
         let Some(properties) = schema.get("properties").and_then(Value::as_object) else { return };
         for (name, property) in properties {
             path.push(name.clone());
@@ -429,7 +446,18 @@ pub(crate) fn header_params(schema: &Value) -> Vec<HeaderParam> {
                 };
                 match header.as_str() {
                     Some(h) if valid_type && is_token(h) => out.push((path.clone(), h.to_owned())),
-                    _ => *ok = false,
+                    Some(h) if !valid_type => {
+                        ok.get_or_insert(format!(
+                            "`{}` (header {h:?}) is not a string, integer or boolean",
+                            path.join(".")
+                        ));
+                    }
+                    other => {
+                        ok.get_or_insert(format!(
+                            "`{}` has an x-mcp-header that is not an HTTP token: {other:?}",
+                            path.join(".")
+                        ));
+                    }
                 }
             }
             walk(property, path, out, ok);
@@ -437,16 +465,17 @@ pub(crate) fn header_params(schema: &Value) -> Vec<HeaderParam> {
         }
     }
     let mut out = Vec::new();
-    let mut ok = true;
-    walk(schema, &mut Vec::new(), &mut out, &mut ok);
+    let mut broken = None;
+    walk(schema, &mut Vec::new(), &mut out, &mut broken);
+    if let Some(why) = broken {
+        return Err(why);
+    }
     let mut names: Vec<String> = out.iter().map(|(_, h)| h.to_ascii_lowercase()).collect();
     names.sort();
-    let unique = names.windows(2).all(|w| w[0] != w[1]);
-    if ok && unique {
-        out
-    } else {
-        Vec::new()
+    if let Some(twice) = names.windows(2).find(|w| w[0] == w[1]) {
+        return Err(format!("the header name {:?} is used twice (names are compared without case)", twice[0]));
     }
+    Ok(out)
 }
 
 fn is_token(name: &str) -> bool {
@@ -462,6 +491,9 @@ mod tests {
     fn header_values_use_base64_only_where_needed() {
         assert_eq!(header_value("us-west1"), "us-west1");
         assert_eq!(header_value("a b"), "a b");
+        assert_eq!(header_value(""), "", "an empty value is sent empty");
+        assert_eq!(header_value("line1\nline2"), "=?base64?bGluZTEKbGluZTI=?=");
+        assert_eq!(header_value("\tindented"), "=?base64?CWluZGVudGVk?=");
         assert_eq!(header_value(" padded "), "=?base64?IHBhZGRlZCA=?=");
         assert_eq!(header_value("Hello, 世界"), "=?base64?SGVsbG8sIOS4lueVjA==?=");
         assert_eq!(header_value("=?base64?literal?="), "=?base64?PT9iYXNlNjQ/bGl0ZXJhbD89?=");
@@ -470,10 +502,14 @@ mod tests {
     #[test]
     fn invalid_header_annotations_make_a_tool_send_none() {
         let good = json!({"properties": {"region": {"type": "string", "x-mcp-header": "Region"}}});
-        assert_eq!(header_params(&good), vec![(vec!["region".to_owned()], "Region".to_owned())]);
+        assert_eq!(header_params(&good), Ok(vec![(vec!["region".to_owned()], "Region".to_owned())]));
         let bad = json!({"properties": {"a": {"type": "string", "x-mcp-header": "A B"}, "b": {"type": "string", "x-mcp-header": "B"}}});
-        assert!(header_params(&bad).is_empty());
+        assert!(header_params(&bad).is_err());
         let clash = json!({"properties": {"a": {"type": "string", "x-mcp-header": "X"}, "b": {"type": "string", "x-mcp-header": "x"}}});
-        assert!(header_params(&clash).is_empty());
+        assert!(header_params(&clash).is_err());
+        let number = json!({"properties": {"score": {"type": "number", "x-mcp-header": "Score"}}});
+        assert!(header_params(&number).is_err());
+        let empty = json!({"properties": {"v": {"type": "string", "x-mcp-header": ""}}});
+        assert!(header_params(&empty).is_err());
     }
 }

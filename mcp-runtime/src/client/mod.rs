@@ -508,7 +508,7 @@ impl Client {
         }
         self.inner.notify("notifications/initialized", json!({}));
         if let Link::Http(http) = &self.inner.link {
-            http.open_standalone_stream(Arc::downgrade(&self.inner));
+            http.open_standalone_stream(Arc::downgrade(&self.inner)).await;
         }
         Ok(Session {
             modern: false,
@@ -597,9 +597,9 @@ impl Client {
                 result
             }
         };
-        let items = result[key].as_array().cloned().unwrap_or_default();
+        let mut items = result[key].as_array().cloned().unwrap_or_default();
         if method == "tools/list" {
-            self.inner.remember_headers(&items);
+            items = self.inner.remember_headers(items, self.is_modern());
         }
         Ok(Page { items, next_cursor: result["nextCursor"].as_str().map(str::to_owned) })
     }
@@ -712,12 +712,27 @@ impl Inner {
         }
     }
 
-    fn remember_headers(&self, tools: &[Value]) {
+    /// Keeps each tool's `x-mcp-header` parameters; in the 2026 era a tool whose annotations break the rules is
+    /// left out of the list (with a warning), as the protocol asks: it could not be called correctly.
+    fn remember_headers(&self, tools: Vec<Value>, modern: bool) -> Vec<Value> {
         let mut table = self.tool_headers.lock().unwrap_or_else(|e| e.into_inner());
-        for tool in tools {
-            let Some(name) = tool["name"].as_str() else { continue };
-            table.insert(name.to_owned(), http::header_params(&tool["inputSchema"]));
-        }
+        tools
+            .into_iter()
+            .filter(|tool| {
+                let name = tool["name"].as_str().unwrap_or_default();
+                match http::header_params(&tool["inputSchema"]) {
+                    Ok(headers) => {
+                        table.insert(name.to_owned(), headers);
+                        true
+                    }
+                    Err(why) if modern => {
+                        tracing::warn!(tool = name, reason = %why, "leaving out a tool with invalid x-mcp-header annotations");
+                        false
+                    }
+                    Err(_) => true,
+                }
+            })
+            .collect()
     }
 
     /// Everything the server sends arrives here.

@@ -1,0 +1,143 @@
+//! The client the official conformance suite drives (`conformance client --command ...`): it reads the scenario from
+//! `MCP_CONFORMANCE_SCENARIO`, the protocol version from `MCP_CONFORMANCE_PROTOCOL_VERSION` (2025-11-25: initialize
+//! and a session; 2026-07-28: stateless requests) and extra inputs from `MCP_CONFORMANCE_CONTEXT`, takes the server's
+//! URL as its last argument, and does what the scenario asks through `mcp::client`.
+//!
+//! `npx @modelcontextprotocol/conformance@0.2.0-alpha.12 client --command target/debug/examples/conformance_client
+//! --requirements 2026-07-28` (or `2025-11-25`). The `auth/*` scenarios belong to the authorization work.
+
+use std::process::ExitCode;
+
+use mcp::client::{Client, EraChoice, Error};
+use serde_json::{json, Map, Value};
+
+/// Accepts an elicitation with every field's default filled in (SEP-1034): what a user who just presses "OK" sends.
+async fn accept_defaults(params: Value) -> Result<Value, mcp::Error> {
+    let mut content = Map::new();
+    if let Some(properties) = params["requestedSchema"]["properties"].as_object() {
+        for (name, property) in properties {
+            if let Some(default) = property.get("default") {
+                content.insert(name.clone(), default.clone());
+            }
+        }
+    }
+    Ok(json!({ "action": "accept", "content": content }))
+}
+
+/// Arguments for a tool the scenario does not spell out: a placeholder for each required string, integer or boolean.
+fn placeholder_arguments(tool: &Value) -> Value {
+    let mut args = Map::new();
+    let schema = &tool["inputSchema"];
+    for name in schema["required"].as_array().into_iter().flatten().filter_map(Value::as_str) {
+        let value = match schema["properties"][name]["type"].as_str() {
+            Some("integer" | "number") => json!(1),
+            Some("boolean") => json!(true),
+            _ if name == "region" => json!("us-west1"),
+            _ => json!("x"),
+        };
+        args.insert(name.to_owned(), value);
+    }
+    Value::Object(args)
+}
+
+async fn run(scenario: &str, client: &Client, context: &Value) -> Result<(), Error> {
+    match scenario {
+        "tools_call" => {
+            client.list_tools().await?;
+            client.call_tool("add_numbers", json!({"a": 2, "b": 3})).await?;
+        }
+        "elicitation-sep1034-client-defaults" => {
+            client.list_tools().await?;
+            client.call_tool("test_client_elicitation_defaults", json!({})).await?;
+        }
+        "sse-retry" => {
+            client.list_tools().await?;
+            client.call_tool("test_reconnection", json!({})).await?;
+        }
+        "json-schema-2020-12-preservation" => {
+            let tools = client.list_tools().await?;
+            let schema = tools
+                .iter()
+                .find(|t| t["name"] == "json_schema_2020_12_tool")
+                .map(|t| t["inputSchema"].clone())
+                .ok_or_else(|| Error::Protocol("no json_schema_2020_12_tool".into()))?;
+            // The schema as the client holds it, sent back untouched.
+            client.call_tool("json_schema_echo", json!({ "schema": schema })).await?;
+        }
+        "sep-2322-client-request-state" => {
+            client.list_tools().await?;
+            for tool in
+                ["test_mrtr_echo_state", "test_mrtr_unrelated", "test_mrtr_no_state", "test_mrtr_no_result_type"]
+            {
+                client.call_tool(tool, json!({})).await?;
+            }
+        }
+        "http-standard-headers" => {
+            for tool in client.list_tools().await? {
+                client.call_tool(tool["name"].as_str().unwrap_or_default(), json!({})).await?;
+            }
+            for resource in client.list_resources().await? {
+                client.read_resource(resource["uri"].as_str().unwrap_or_default()).await?;
+            }
+            for prompt in client.list_prompts().await? {
+                client.get_prompt(prompt["name"].as_str().unwrap_or_default(), json!({})).await?;
+            }
+        }
+        "http-custom-headers" => {
+            client.list_tools().await?;
+            for call in context["toolCalls"].as_array().into_iter().flatten() {
+                client.call_tool(call["name"].as_str().unwrap_or_default(), call["arguments"].clone()).await?;
+            }
+        }
+        "http-invalid-tool-headers" => {
+            // The client leaves out tools whose x-mcp-header annotations are invalid; it calls the rest.
+            for tool in client.list_tools().await? {
+                client.call_tool(tool["name"].as_str().unwrap_or_default(), placeholder_arguments(&tool)).await?;
+            }
+        }
+        // initialize, request-metadata, json-schema-ref-no-deref, and anything else: connect and list.
+        _ => {
+            client.list_tools().await?;
+        }
+    }
+    Ok(())
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let Some(url) = std::env::args().skip(1).last() else {
+        eprintln!("usage: conformance_client URL (with MCP_CONFORMANCE_SCENARIO set)");
+        return ExitCode::from(2);
+    };
+    let scenario = std::env::var("MCP_CONFORMANCE_SCENARIO").unwrap_or_default();
+    let version = std::env::var("MCP_CONFORMANCE_PROTOCOL_VERSION").unwrap_or_else(|_| "2025-11-25".into());
+    let context: Value =
+        std::env::var("MCP_CONFORMANCE_CONTEXT").ok().and_then(|c| serde_json::from_str(&c).ok()).unwrap_or_default();
+    let era = if version == mcp::STATELESS_PROTOCOL_VERSION { EraChoice::Modern } else { EraChoice::Legacy };
+    let client = Client::builder()
+        .name("mcp-rust-conformance-client")
+        .era(era)
+        .on_elicitation(accept_defaults)
+        .on_sampling(|_| async {
+            Ok(json!({"role": "assistant", "content": {"type": "text", "text": "ok"}, "model": "conformance"}))
+        })
+        .on_roots(|_| async { Ok(json!({"roots": []})) })
+        .http(url)
+        .await;
+    let client = match client {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("{scenario}: could not connect: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let outcome = run(&scenario, &client, &context).await;
+    client.close().await;
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("{scenario}: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
