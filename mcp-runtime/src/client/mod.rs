@@ -19,6 +19,7 @@
 //!     .await?;
 //! println!("{}", result.text().unwrap_or_default());
 //! # Ok(()) }
+//! # fn main() { let _ = run(); }
 //! ```
 //!
 //! - **Eras**: [`EraChoice::Auto`] (the default) asks `server/discover` and speaks 2026-07-28 when the server
