@@ -245,6 +245,13 @@ async fn mcp_param_headers_mirror_the_annotated_arguments() {
     let properties = &regional["inputSchema"]["properties"];
     assert_eq!(properties["region"]["x-mcp-header"], "Region");
     assert_eq!(properties["shard"]["x-mcp-header"], "Shard");
+    // An optional annotated argument is a single type (not `["integer", "null"]`, which clients refuse), and optional
+    // by not being required.
+    assert_eq!(
+        (properties["shard"]["type"].as_str(), properties["dry_run"]["type"].as_str()),
+        (Some("integer"), Some("boolean"))
+    );
+    assert_eq!(regional["inputSchema"]["required"], json!(["region"]));
     assert_eq!(properties["dry_run"]["x-mcp-header"], "Dry-Run");
 
     let all = call(31, "regional", json!({"region": "us-west1", "shard": 42, "dry_run": true}));

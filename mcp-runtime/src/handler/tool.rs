@@ -377,9 +377,18 @@ impl ObjectSchema {
         }
     }
 
-    /// Marks the property `name` as mirrored in the HTTP header `Mcp-Param-{header}` (`x-mcp-header`).
+    /// Marks the property `name` as mirrored in the HTTP header `Mcp-Param-{header}` (`x-mcp-header`). An optional
+    /// argument's `"type": ["integer", "null"]` becomes `"type": "integer"` (it stays optional by not being
+    /// required): the protocol allows the annotation only on a string, integer or boolean property, and clients
+    /// (the official Python SDK among them) drop a tool whose annotated property has a list of types.
     pub fn mirror_in_header(&mut self, name: &str, header: &str) {
         if let Some(Value::Object(property)) = self.properties.get_mut(name) {
+            if let Some(Value::Array(types)) = property.get("type") {
+                let non_null: Vec<Value> = types.iter().filter(|t| *t != "null").cloned().collect();
+                if let [one] = non_null.as_slice() {
+                    property.insert("type".into(), one.clone());
+                }
+            }
             property.insert("x-mcp-header".into(), Value::String(header.to_owned()));
         }
     }
