@@ -86,7 +86,7 @@ pub use mcp_macros::{main, method, prompt, resource, tool};
 
 /// The README's examples, compiled as doctests.
 #[cfg(doctest)]
-#[doc = include_str!("../../README.md")]
+#[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
 
 /// Thin wrappers around crate-private parsers, for the fuzz targets in `fuzz/` (the `fuzzing` feature). Not a
