@@ -17,6 +17,7 @@ use std::task::{Context as TaskContext, Poll};
 
 use serde_json::{json, Map, Value};
 use tokio::sync::{mpsc, oneshot};
+use tracing::Instrument;
 
 use crate::cancel::cleanup_tasks;
 use crate::context::{Context, Era, EraState, RequestMeta, RequestState};
@@ -274,6 +275,8 @@ impl Connection {
 
 /// What a request runs.
 pub(crate) struct Call<R> {
+    /// The request's method (for its tracing span).
+    pub method: &'static str,
     pub name: &'static str,
     pub handler: Handler<R>,
     pub arguments: Arguments,
@@ -312,6 +315,7 @@ pub(crate) fn dispatch(conn: &Arc<Connection>, request: Request, origin: &Origin
         "resources/list" => {
             // Templates list their resources at run time: a request like any other, cancellable.
             let call = Call {
+                method: "resources/list",
                 name: "resources/list",
                 handler: Handler::Blocking(list_resources),
                 arguments: params,
@@ -339,14 +343,26 @@ pub(crate) fn dispatch(conn: &Arc<Connection>, request: Request, origin: &Origin
         }
         m if m.starts_with("tasks/") && server.inner.tasks_enabled => match crate::task::methods::handler(m) {
             Some((name, handler)) => {
-                let call = Call { name, handler: Handler::Async(handler), arguments: params, kind: ResultKind::Plain };
+                let call = Call {
+                    method: name,
+                    name,
+                    handler: Handler::Async(handler),
+                    arguments: params,
+                    kind: ResultKind::Plain,
+                };
                 Err(conn.start(state(id.clone(), meta, era), call))
             }
             None => return None,
         },
         _ => match server.inner.methods.get(method.as_str()).copied() {
             Some(def) => {
-                let call = Call { name: def.name, handler: def.handler, arguments: params, kind: ResultKind::Plain };
+                let call = Call {
+                    method: def.name,
+                    name: def.name,
+                    handler: def.handler,
+                    arguments: params,
+                    kind: ResultKind::Plain,
+                };
                 Err(conn.start(state(id.clone(), meta, era), call))
             }
             None => return None,
@@ -424,7 +440,7 @@ fn call_tool(
     };
     let plan = task_plan(server, &def, params, meta)?;
     let arguments = arguments(params, "an object")?;
-    Ok((Call { name: def.name, handler: def.handler, arguments, kind: ResultKind::Plain }, plan))
+    Ok((Call { method: "tools/call", name: def.name, handler: def.handler, arguments, kind: ResultKind::Plain }, plan))
 }
 
 /// Whether a call runs as a task: in the 2025 era when it asks (`task`) and the tool allows it; in the 2026 era when
@@ -480,7 +496,7 @@ fn get_prompt(server: &Server, params: &mut Map<String, Value>) -> Result<Call<c
         return Err(Error::invalid_params(format!("unknown prompt: {name}")));
     };
     let arguments = arguments(params, "an object of strings")?;
-    Ok(Call { name: def.name, handler: def.handler, arguments, kind: ResultKind::Plain })
+    Ok(Call { method: "prompts/get", name: def.name, handler: def.handler, arguments, kind: ResultKind::Plain })
 }
 
 fn read_resource(
@@ -498,7 +514,7 @@ fn read_resource(
     let arguments: Map<String, Value> = bound.into_iter().map(|(k, v)| (k, Value::String(v))).collect();
     meta.resource_uri = Some(uri.into());
     meta.cache = def.cache;
-    Ok(Call { name: def.name, handler: def.handler, arguments, kind: ResultKind::Read })
+    Ok(Call { method: "resources/read", name: def.name, handler: def.handler, arguments, kind: ResultKind::Read })
 }
 
 fn complete_argument(server: &Server, params: &Map<String, Value>) -> Result<Value, Error> {
@@ -554,7 +570,40 @@ enum Outcome<R> {
 
 /// Runs one handler to its end, its cancellation or (2026 era) its question to the client.
 async fn run_handler<R: serde::Serialize + Send + 'static>(call: Call<R>, request: Arc<RequestState>) {
-    let Call { name, handler, arguments, kind } = call;
+    // One span per request, entered in the handler's task and its blocking thread: a `tracing` event inside a tool
+    // says which request it belongs to.
+    let span = request_span(call.method, call.name, &request);
+    run_in_span(call, request).instrument(span).await
+}
+
+/// The tracing span of a request: its method, id, handler, era, session and client.
+fn request_span(method: &'static str, name: &'static str, request: &RequestState) -> tracing::Span {
+    let era = match request.meta.era {
+        Era::V2025 => "2025-11-25",
+        Era::V2026 => "2026-07-28",
+    };
+    let span = tracing::info_span!(
+        "mcp.request",
+        method,
+        id = %request.id,
+        handler = name,
+        era,
+        session = tracing::field::Empty,
+        client = tracing::field::Empty,
+    );
+    if !span.is_disabled() {
+        if let Some(session) = request.conn.session_key().filter(|_| request.meta.era == Era::V2025) {
+            span.record("session", session.as_str());
+        }
+        if let Some(client) = &request.meta.client {
+            span.record("client", client.info.name.as_str());
+        }
+    }
+    span
+}
+
+async fn run_in_span<R: serde::Serialize + Send + 'static>(call: Call<R>, request: Arc<RequestState>) {
+    let Call { name, handler, arguments, kind, .. } = call;
     // A task that starts at once is stored, and the client told, before the handler runs.
     if request.task_plan.get().is_some_and(|plan| !plan.options.deferred) {
         if let Err(e) = crate::task::begin(&request).await {
@@ -575,8 +624,11 @@ async fn run_handler<R: serde::Serialize + Send + 'static>(call: Call<R>, reques
         }
         Handler::Blocking(f) => {
             let thread_ctx = ctx.clone();
-            let call = cleanup_tasks()
-                .spawn_blocking(move || std::panic::catch_unwind(AssertUnwindSafe(|| f(&thread_ctx, arguments))));
+            let span = tracing::Span::current();
+            let call = cleanup_tasks().spawn_blocking(move || {
+                let _entered = span.enter();
+                std::panic::catch_unwind(AssertUnwindSafe(|| f(&thread_ctx, arguments)))
+            });
             tokio::select! {
                 biased;
                 () = request.token.cancelled() => Outcome::Cancelled,
