@@ -269,9 +269,30 @@ fn list_tools_flag_prints_the_schemas_and_exits() {
     let help = Command::new(testbed()).arg("--help").output().unwrap();
     assert!(help.status.success());
     assert!(String::from_utf8_lossy(&help.stdout).contains("--list-tools"));
-    let bad = Command::new(testbed()).arg("--bogus").output().unwrap();
+    // A program whose `main` takes no `mcp::Args` has no options of its own: an unknown one is an error.
+    let bad = Command::new(common::example("bookshop")).arg("--bogus").output().unwrap();
     assert_eq!(bad.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("--bogus"));
+}
+
+#[test]
+fn a_program_option_of_its_own_works_beside_the_frameworks() {
+    // The testbed's `main` takes `mcp::Args`: `--greeting` is its own.
+    let mut s = Server::spawn_with({
+        let mut c = Command::new(testbed());
+        c.args(["--greeting", "ahoy"]);
+        c
+    });
+    s.initialize();
+    assert_eq!(text(&s.call_tool("count", json!({}))), "ahoy 1");
+    // Beside --http too, in either order, and with `--greeting=...`.
+    let http = common::http::HttpServer::start(&["--greeting=salut"]);
+    let answer = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+        let mut client = http.client();
+        client.initialize(json!({})).await;
+        client.call(2, "tools/call", json!({"name": "count", "arguments": {}})).await.0
+    });
+    assert_eq!(answer["result"]["content"][0]["text"], "salut 1", "{answer}");
 }
 
 #[test]

@@ -8,19 +8,31 @@ use crate::diagnostics::{self, Errors};
 use crate::paths;
 
 mod kw {
-    syn::custom_keyword!(name);
+    syn::custom_keyword!(tracing);
 }
 
 struct Options {
     krate: Option<syn::Path>,
+    /// `tracing = false`: no stderr subscriber from the framework (the program installs its own).
+    tracing: Option<syn::LitBool>,
 }
 
 impl syn::parse::Parse for Options {
     fn parse(input: syn::parse::ParseStream) -> syn::Result<Self> {
         let mut krate = None;
+        let mut tracing = None;
         while !input.is_empty() {
             let lookahead = input.lookahead1();
-            if lookahead.peek(syn::Token![crate]) {
+            if lookahead.peek(kw::tracing) {
+                let span = input.span();
+                input.parse::<kw::tracing>()?;
+                input.parse::<syn::Token![=]>()?;
+                let lit: syn::LitBool = input.parse()?;
+                if tracing.is_some() {
+                    return Err(syn::Error::new(span, "duplicate option `tracing`"));
+                }
+                tracing = Some(lit);
+            } else if lookahead.peek(syn::Token![crate]) {
                 let span = input.span();
                 input.parse::<syn::Token![crate]>()?;
                 input.parse::<syn::Token![=]>()?;
@@ -36,7 +48,7 @@ impl syn::parse::Parse for Options {
                 input.parse::<syn::Token![,]>()?;
             }
         }
-        Ok(Options { krate })
+        Ok(Options { krate, tracing })
     }
 }
 
@@ -53,8 +65,8 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
     if function.sig.asyncness.is_none() {
         errors.push_spanned(function.sig.fn_token, "#[mcp::main] goes on `async fn main()`");
     }
-    if !function.sig.inputs.is_empty() {
-        errors.push_spanned(&function.sig.inputs, "`main` takes no parameters");
+    if function.sig.inputs.len() > 1 {
+        errors.push_spanned(&function.sig.inputs, "`main` takes no parameters, or one: `args: mcp::Args`");
     }
     if !function.sig.generics.params.is_empty() {
         errors.push_spanned(&function.sig.generics, "`main` cannot be generic");
@@ -63,9 +75,12 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
         return diagnostics::with_item(item, e);
     }
     let mcp = paths::runtime(options.krate.as_ref());
+    let takes_args = !function.sig.inputs.is_empty();
+    let subscriber = options.tracing.as_ref().is_none_or(|t| t.value);
     let ItemFn { attrs, vis, mut sig, block } = function;
     let ident = sig.ident.clone();
     sig.ident = syn::Ident::new("__mcp_main", sig.ident.span());
+    let body = if takes_args { quote!(__mcp_main) } else { quote!(|_| __mcp_main()) };
     let tokens = quote! {
         #(#attrs)*
         #vis fn #ident() -> ::std::process::ExitCode {
@@ -76,7 +91,8 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
                     ::core::option::Option::None => ::core::env!("CARGO_PKG_NAME"),
                 },
                 ::core::env!("CARGO_PKG_VERSION"),
-                __mcp_main(),
+                #mcp::__private::MainOptions { subscriber: #subscriber, takes_args: #takes_args },
+                #body,
             )
         }
     };

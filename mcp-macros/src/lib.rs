@@ -291,27 +291,35 @@ pub fn method(attr: TokenStream, item: TokenStream) -> TokenStream {
 /// with the generated schemas). Diagnostics go to stderr (filter with `RUST_LOG`); stdout carries only protocol
 /// messages.
 ///
+/// `main` may take one parameter, `args: mcp::Args`: the program then has options of its own (what the framework
+/// does not take is in `args`); without it an unknown option is an error. `--version` prints the package version.
+///
 /// # Options
+/// - `tracing = false`: no stderr subscriber from the framework; install your own (JSON logs, OpenTelemetry) at the
+///   top of the body.
 /// - `crate = "..."`: the path of the runtime crate, if it was renamed.
+///
+/// A hand-written `main` gets the same command line with `mcp::run`.
 ///
 /// # Example
 /// ```no_run
 /// #[mcp::main]
-/// async fn main() -> mcp::ServerBuilder {
-///     mcp::Server::builder().registered_tools().instructions("Ask for books by title.")
+/// async fn main(args: mcp::Args) -> mcp::ServerBuilder {
+///     let greeting = args.value("--greeting").unwrap_or("Hello").to_owned();
+///     mcp::Server::builder().registered_tools().instructions(format!("{greeting}! Ask for books by title."))
 /// }
 /// ```
 ///
 /// # Expands roughly to
 /// ```text
 /// fn main() -> std::process::ExitCode {
-///     async fn __mcp_main() -> mcp::ServerBuilder { … }
-///     mcp::__private::run_main(env!("CARGO_BIN_NAME"), env!("CARGO_PKG_VERSION"), __mcp_main())
+///     async fn __mcp_main(args: mcp::Args) -> mcp::ServerBuilder { … }
+///     mcp::__private::run_main(env!("CARGO_BIN_NAME"), env!("CARGO_PKG_VERSION"), MainOptions { .. }, __mcp_main)
 /// }
 /// ```
 ///
 /// # Limitations
-/// `main` must be `async` and take no parameters:
+/// `main` must be `async`:
 /// ```compile_fail
 /// #[mcp::main]
 /// fn main() {}

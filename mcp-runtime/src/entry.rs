@@ -59,6 +59,62 @@ ENVIRONMENT:
     RUST_LOG         Diagnostics to stderr, as a tracing filter (default: info). stdout carries only protocol messages.
 ";
 
+/// The command line of an `#[mcp::main]` program as its body sees it: what is left once the framework took its own
+/// options (`--http`, `--json-response`, `--stateless`, `--list-tools`, `--schema`, `--version`, `--help`).
+///
+/// Declare `main` with one parameter to receive it; the program then accepts options of its own (without that
+/// parameter an unknown option is an error). Parse them by hand with [`Args::value`] and [`Args::flag`], or hand
+/// [`Args::rest`] to a parser such as `clap` (`Cli::parse_from(std::iter::once(bin).chain(args.rest()))`).
+///
+/// ```no_run
+/// #[mcp::main]
+/// async fn main(args: mcp::Args) -> Result<mcp::ServerBuilder, String> {
+///     let db = args.value("--db-url").unwrap_or("sqlite::memory:").to_owned();
+///     let verbose = args.flag("--verbose");
+///     Ok(mcp::Server::builder().registered().instructions(format!("db {db}, verbose {verbose}")))
+/// }
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Args {
+    rest: Vec<String>,
+}
+
+impl Args {
+    /// The arguments the framework did not take, in order.
+    pub fn rest(&self) -> &[String] {
+        &self.rest
+    }
+
+    /// The value of `--name value` or `--name=value` (the last one given).
+    pub fn value(&self, name: &str) -> Option<&str> {
+        let mut found = None;
+        let mut it = self.rest.iter();
+        while let Some(arg) = it.next() {
+            if arg == name {
+                found = it.next().map(String::as_str);
+            } else if let Some(value) = arg.strip_prefix(name).and_then(|r| r.strip_prefix('=')) {
+                found = Some(value);
+            }
+        }
+        found
+    }
+
+    /// Whether `--name` was given.
+    pub fn flag(&self, name: &str) -> bool {
+        self.rest.iter().any(|a| a == name)
+    }
+}
+
+/// How an `#[mcp::main]` program starts (options of the attribute).
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug)]
+pub struct MainOptions {
+    /// Install the framework's stderr subscriber (`#[mcp::main(tracing = false)]` turns it off).
+    pub subscriber: bool,
+    /// `main` takes [`Args`]: options the framework does not know are the program's.
+    pub takes_args: bool,
+}
+
 enum Command {
     Serve,
     Http(std::net::SocketAddr, Box<crate::HttpOptions>),
@@ -68,7 +124,8 @@ enum Command {
     Help,
 }
 
-fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Command, String> {
+fn parse_args(mut args: impl Iterator<Item = String>, rest: Option<&mut Vec<String>>) -> Result<Command, String> {
+    let mut rest = rest;
     let mut command = Command::Serve;
     let mut http: Option<std::net::SocketAddr> = None;
     let mut options = crate::HttpOptions::new();
@@ -95,7 +152,10 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Command, String>
                 options = options.stateless(true);
                 http_only = Some("--stateless");
             }
-            other => return Err(format!("unknown option `{other}`; see --help")),
+            other => match rest.as_deref_mut() {
+                Some(rest) => rest.push(other.to_owned()),
+                None => return Err(format!("unknown option `{other}`; see --help")),
+            },
         }
     }
     match (http, http_only) {
@@ -115,15 +175,40 @@ fn init_tracing() {
         .try_init();
 }
 
-/// Runs an `#[mcp::main]` program. Called by the generated `main`; not meant to be called by hand.
-#[doc(hidden)]
-pub fn run_main<F>(name: &str, version: &str, body: F) -> ExitCode
+/// Runs a program the way `#[mcp::main]` does, for a hand-written `main`: the same command line (`--http`,
+/// `--list-tools`, `--schema`, `--version`, `--help`; the rest is the program's, in [`Args`]), the stderr subscriber,
+/// the Tokio runtime, and serving what `body` returns.
+///
+/// ```no_run
+/// fn main() -> std::process::ExitCode {
+///     // Your own subscriber (JSON, OpenTelemetry, ...) first; then the framework's command line.
+///     mcp::run(env!("CARGO_PKG_NAME"), env!("CARGO_PKG_VERSION"), false, |args: mcp::Args| async move {
+///         let port = args.value("--metrics-port").unwrap_or("9000").to_owned();
+///         Ok::<_, String>(mcp::Server::builder().registered().instructions(format!("metrics on {port}")))
+///     })
+/// }
+/// ```
+pub fn run<B, F>(name: &str, version: &str, default_subscriber: bool, body: B) -> ExitCode
 where
+    B: FnOnce(Args) -> F,
+    F: Future,
+    F::Output: MainOutput,
+{
+    run_main(name, version, MainOptions { subscriber: default_subscriber, takes_args: true }, body)
+}
+
+/// Runs an `#[mcp::main]` program. Called by the generated `main`; a hand-written `main` calls [`run`].
+#[doc(hidden)]
+pub fn run_main<B, F>(name: &str, version: &str, options: MainOptions, body: B) -> ExitCode
+where
+    B: FnOnce(Args) -> F,
     F: Future,
     F::Output: MainOutput,
 {
     let bin = name.to_owned();
-    let command = match parse_args(std::env::args().skip(1)) {
+    let mut rest = Vec::new();
+    let parsed = parse_args(std::env::args().skip(1), options.takes_args.then_some(&mut rest));
+    let command = match parsed {
         Ok(c) => c,
         Err(e) => {
             eprintln!("error: {e}");
@@ -138,7 +223,10 @@ where
         println!("{name} {version}");
         return ExitCode::SUCCESS;
     }
-    init_tracing();
+    if options.subscriber {
+        init_tracing();
+    }
+    let args = Args { rest };
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
@@ -148,7 +236,7 @@ where
     };
     let info = Implementation::new(name, version);
     let code = runtime.block_on(async move {
-        let builder = match body.await.into_builder() {
+        let builder = match body(args).await.into_builder() {
             Ok(b) => b,
             Err(e) => {
                 tracing::error!("start-up failed: {e}");

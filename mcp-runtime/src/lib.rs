@@ -44,7 +44,7 @@ pub use client_requests::{
     Ask, ClientError, ElicitAction, ElicitResult, Elicitation, Root, SamplingMessage, SamplingRequest, SamplingResult,
 };
 pub use context::{AuthInfo, ClientInfo, Context, Era, FromContext, HttpRequest, RequestMeta};
-pub use entry::MainOutput;
+pub use entry::{run, Args, MainOutput};
 pub use era::seal::KEY_ENV as REQUEST_STATE_KEY_ENV;
 pub use era::v2026::{
     HEADER_MISMATCH, MISSING_CAPABILITY, PROTOCOL_VERSION as STATELESS_PROTOCOL_VERSION, UNSUPPORTED_VERSION,
@@ -214,7 +214,7 @@ pub mod __fuzz {
 /// What generated code touches. Not a public API: it changes without notice.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::entry::run_main;
+    pub use crate::entry::{run_main, MainOptions};
     pub use crate::handler::tool::{Arguments, HandlerResult};
     pub use crate::server::{MethodRegistration, PromptRegistration, ResourceRegistration, ToolRegistration};
     pub use axum;

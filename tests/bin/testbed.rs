@@ -307,17 +307,16 @@ async fn task_after_question(ctx: &Context) -> Result<String, mcp::ClientError> 
 }
 
 #[mcp::main]
-async fn main() -> Result<mcp::ServerBuilder, String> {
+async fn main(args: mcp::Args) -> Result<mcp::ServerBuilder, String> {
     // Start-up: what a real server does when it opens its database pool.
     if let Ok(reason) = std::env::var("TESTBED_FAIL_STARTUP") {
         tokio::time::sleep(Duration::from_millis(10)).await;
         return Err(format!("could not open the database: {reason}"));
     }
-    let mut builder = mcp::Server::builder()
-        .registered()
-        .state(Counter::default())
-        .state(Config { greeting: "hello".into() })
-        .on_shutdown(async {
+    // An option of the program's own, beside the framework's (`--greeting hi`).
+    let greeting = args.value("--greeting").unwrap_or("hello").to_owned();
+    let mut builder =
+        mcp::Server::builder().registered().state(Counter::default()).state(Config { greeting }).on_shutdown(async {
             tokio::time::sleep(Duration::from_millis(50)).await;
             eprintln!("SHUTDOWN_HOOK_RAN");
         });
