@@ -16,7 +16,7 @@ use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
 use mcp::__fuzz::{check_http_headers, decode_header_value};
-use mcp::__private::axum::http::{HeaderMap, HeaderName, HeaderValue};
+use mcp::__private::http::{HeaderMap, HeaderName, HeaderValue};
 use mcp::{ErrorCode, Server, HEADER_MISMATCH, STATELESS_PROTOCOL_VERSION, UNSUPPORTED_VERSION};
 use mcp_fuzz::{base64_decode, base64_encode, Alphabet};
 use serde_json::Value;

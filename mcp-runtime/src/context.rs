@@ -99,7 +99,7 @@ pub enum Era {
 #[non_exhaustive]
 pub struct HttpRequest {
     /// The request's headers.
-    pub headers: axum::http::HeaderMap,
+    pub headers: http::HeaderMap,
     /// The caller, when a layer in front of the endpoint authenticated it and put an [`AuthInfo`] in the
     /// request's extensions.
     pub auth: Option<AuthInfo>,

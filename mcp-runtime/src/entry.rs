@@ -2,7 +2,6 @@
 
 use std::fmt::Display;
 use std::future::Future;
-use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -115,9 +114,32 @@ pub struct MainOptions {
     pub takes_args: bool,
 }
 
+/// The HTTP options the command line sets (`--json-response`, `--stateless`).
+#[cfg(feature = "http")]
+type HttpOptions = crate::HttpOptions;
+
+/// Without the `http` feature the HTTP options are never used: `--http` is refused.
+#[cfg(not(feature = "http"))]
+#[derive(Default)]
+struct HttpOptions;
+
+#[cfg(not(feature = "http"))]
+impl HttpOptions {
+    fn new() -> Self {
+        HttpOptions
+    }
+    fn json_response(self, _: bool) -> Self {
+        self
+    }
+    fn stateless(self, _: bool) -> Self {
+        self
+    }
+}
+
 enum Command {
     Serve,
-    Http(std::net::SocketAddr, Box<crate::HttpOptions>),
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
+    Http(std::net::SocketAddr, Box<HttpOptions>),
     ListTools,
     Schema,
     Version,
@@ -128,7 +150,7 @@ fn parse_args(mut args: impl Iterator<Item = String>, rest: Option<&mut Vec<Stri
     let mut rest = rest;
     let mut command = Command::Serve;
     let mut http: Option<std::net::SocketAddr> = None;
-    let mut options = crate::HttpOptions::new();
+    let mut options = HttpOptions::new();
     let mut http_only = None;
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -136,6 +158,11 @@ fn parse_args(mut args: impl Iterator<Item = String>, rest: Option<&mut Vec<Stri
             "--list-tools" => command = Command::ListTools,
             "--schema" => command = Command::Schema,
             "--version" | "-V" => return Ok(Command::Version),
+            "--http" if cfg!(not(feature = "http")) => {
+                return Err(
+                    "`--http` needs the `http` feature of mcp-runtime, which this program was built without".into()
+                )
+            }
             "--http" => {
                 let addr = args.next().ok_or("`--http` needs an address, such as 127.0.0.1:8000")?;
                 let parsed = match addr.parse::<u16>() {
@@ -165,9 +192,14 @@ fn parse_args(mut args: impl Iterator<Item = String>, rest: Option<&mut Vec<Stri
     }
 }
 
+#[cfg(not(feature = "subscriber"))]
+fn init_tracing() {}
+
+#[cfg(feature = "subscriber")]
 fn init_tracing() {
     use tracing_subscriber::EnvFilter;
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    use std::io::IsTerminal;
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
@@ -261,6 +293,7 @@ where
                 println!("{}", serde_json::to_string_pretty(&server.schema()).unwrap_or_default());
                 ExitCode::SUCCESS
             }
+            #[cfg(feature = "http")]
             Command::Http(addr, options) => match server.serve_http(addr, *options).await {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {

@@ -23,6 +23,8 @@
 //! [`tool`] and [`Context`].
 
 #![warn(missing_docs)]
+// Without the `http` feature, what only the HTTP transport uses (its header checks, stateless sessions) is unused.
+#![cfg_attr(not(feature = "http"), allow(dead_code))]
 #![doc(test(attr(deny(warnings))))]
 
 mod cancel;
@@ -74,6 +76,7 @@ pub use task::{
     EXTENSION as TASKS_EXTENSION,
 };
 pub use transport::backlog::OutboundLimits;
+#[cfg(feature = "http")]
 pub use transport::http::{
     EventStore, EventStoreFactory, HttpOptions, MemoryEventStore, MemoryEventStoreFactory, DEFAULT_EVENT_STORE_BYTES,
     DEFAULT_EVENT_STORE_EVENTS, DEFAULT_EVENT_STORE_TOTAL_BYTES, SESSION_HEADER, VERSION_HEADER,
@@ -144,7 +147,7 @@ pub mod __fuzz {
 
     /// Checks a 2026 request's HTTP headers against its body.
     pub fn check_http_headers(
-        headers: &axum::http::HeaderMap,
+        headers: &http::HeaderMap,
         method: &str,
         params: Option<&Value>,
         server: &crate::Server,
@@ -217,7 +220,9 @@ pub mod __private {
     pub use crate::entry::{run_main, MainOptions};
     pub use crate::handler::tool::{Arguments, HandlerResult};
     pub use crate::server::{MethodRegistration, PromptRegistration, ResourceRegistration, ToolRegistration};
+    #[cfg(feature = "http")]
     pub use axum;
+    pub use http;
     pub use inventory;
     pub use schemars;
     pub use serde;

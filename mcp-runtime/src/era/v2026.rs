@@ -712,7 +712,7 @@ pub(crate) type Listeners = Mutex<Vec<Weak<Listener>>>;
 /// use: the version header present (-32020), the envelope complete (-32602), the version header equal to the
 /// body's (-32020), the version served (-32022), then `Mcp-Method`, `Mcp-Name` and `Mcp-Param-*` (-32020).
 pub(crate) fn check_http_headers(
-    headers: &axum::http::HeaderMap,
+    headers: &http::HeaderMap,
     method: &str,
     params: Option<&Value>,
     server: &Server,
@@ -789,7 +789,7 @@ pub(crate) fn decode_header_value(raw: &str) -> Result<String, String> {
 }
 
 /// `Mcp-Param-*` headers of a tool call against the arguments they mirror.
-fn check_param_headers(headers: &axum::http::HeaderMap, params: Option<&Value>, server: &Server) -> Result<(), Error> {
+fn check_param_headers(headers: &http::HeaderMap, params: Option<&Value>, server: &Server) -> Result<(), Error> {
     let Some(name) = params.and_then(|p| p.get("name")).and_then(Value::as_str) else { return Ok(()) };
     let registry = server.registry();
     let Some(mirrored) = registry.tool_headers(name) else { return Ok(()) };

@@ -1,6 +1,7 @@
 //! Transports: bytes to JSON-RPC messages and back. No MCP semantics live here.
 
 pub(crate) mod backlog;
+#[cfg(feature = "http")]
 pub(crate) mod http;
 mod std_io;
 pub(crate) mod stdio;
