@@ -55,7 +55,9 @@ OPTIONS:
     --help             Print this help and exit
 
 ENVIRONMENT:
-    RUST_LOG         Diagnostics to stderr, as a tracing filter (default: info). stdout carries only protocol messages.
+    RUST_LOG         Diagnostics to stderr, as a tracing filter (default: `info,mcp::request=off`; `info` adds a
+                     `mcp.request` span with method, id, handler, era, session and client to every event of a
+                     request). stdout carries only protocol messages.
 ";
 
 /// The command line of an `#[mcp::main]` program as its body sees it: what is left once the framework took its own
@@ -198,7 +200,8 @@ fn init_tracing() {}
 #[cfg(feature = "subscriber")]
 fn init_tracing() {
     use tracing_subscriber::EnvFilter;
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    // Without RUST_LOG: info, but not the per-request span (see `dispatch::REQUEST_SPAN_TARGET`).
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info,mcp::request=off"));
     use std::io::IsTerminal;
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
