@@ -285,6 +285,28 @@ impl RequestState {
 ///
 /// Declare a parameter `ctx: &Context` in a tool function to receive it; tools that do not declare it pay nothing.
 /// It is cheap to clone, and a clone can be moved into another task or thread.
+///
+/// ```
+/// use mcp::Context;
+///
+/// /// Copy files, reporting progress, logging, and stopping when the client gives up.
+/// #[mcp::tool]
+/// fn copy_files(
+///     /// The files to copy.
+///     files: Vec<String>,
+///     ctx: &Context,
+/// ) -> Result<String, mcp::Cancelled> {
+///     for (i, file) in files.iter().enumerate() {
+///         ctx.check_cancelled()?; // a plain fn checks its flag; an async fn is dropped at its next .await
+///         ctx.report_progress(i as f64, Some(files.len() as f64), Some(file.as_str()));
+///         ctx.info(format!("copying {file}"));
+///     }
+///     let who = ctx.meta().client.as_ref().map(|c| c.info.name.clone()).unwrap_or_default();
+///     Ok(format!("copied {} files for {who}", files.len()))
+/// }
+/// # let server = mcp::Server::builder().tool::<copy_files>().build().unwrap();
+/// # assert_eq!(server.tools_list()["tools"][0]["name"], "copy_files");
+/// ```
 #[derive(Clone)]
 pub struct Context {
     request: Arc<RequestState>,

@@ -87,6 +87,11 @@ pub use wire::protocol;
 
 pub use mcp_macros::{main, method, prompt, resource, tool};
 
+/// The axum version `Server::http_router` builds on: mount the router in your own app, add layers (authentication
+/// that puts an [`AuthInfo`] in the request's extensions, CORS, tracing) with the same axum.
+#[cfg(feature = "http")]
+pub use axum;
+
 /// The README's examples, compiled as doctests.
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
