@@ -9,18 +9,24 @@ use std::process::Command;
 
 use common::http::HttpServer;
 
-/// Runs the suite for one requirement set and returns its summary; panics on any failed scored scenario.
-fn run(requirements: &str) -> String {
+/// Runs the suite's CLI with these arguments; returns its output and the summary it printed.
+fn conformance(args: &[&str]) -> (std::process::Output, String) {
     let bin = common::node::tools();
-    let server = HttpServer::start_binary(common::example("everything"), &[]);
     let out = Command::new(bin.join("conformance"))
-        .args(["server", "--url", &server.url, "--requirements", requirements])
+        .args(args)
         .env("PATH", common::node::path_with_tools(&bin))
         .current_dir(std::env::temp_dir())
         .output()
         .expect("run the conformance suite");
     let stdout = String::from_utf8_lossy(&out.stdout);
     let summary = stdout.split("=== SUMMARY ===").nth(1).unwrap_or(&stdout).to_owned();
+    (out, summary)
+}
+
+/// Runs the suite for one requirement set and returns its summary; panics on any failed scored scenario.
+fn run(requirements: &str) -> String {
+    let server = HttpServer::start_binary(common::example("everything"), &[]);
+    let (out, summary) = conformance(&["server", "--url", &server.url, "--requirements", requirements]);
     assert!(
         out.status.success(),
         "conformance failures ({requirements}):\n{summary}\n{}\nserver log:\n{}",
@@ -66,16 +72,8 @@ fn the_everything_server_passes_the_2026_07_28_requirements_and_the_pending_serv
 /// Runs the suite's client leg for one requirement set against `examples/conformance_client.rs`; returns the summary.
 /// The `auth/*` scenarios belong to the authorization work: they run, and fail, and are left out of the verdict.
 fn run_client(requirements: &str) -> String {
-    let bin = common::node::tools();
-    let out = Command::new(bin.join("conformance"))
-        .args(["client", "--command", &common::example("conformance_client").to_string_lossy()])
-        .args(["--requirements", requirements])
-        .env("PATH", common::node::path_with_tools(&bin))
-        .current_dir(std::env::temp_dir())
-        .output()
-        .expect("run the conformance suite");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let summary = stdout.split("=== SUMMARY ===").nth(1).unwrap_or(&stdout).to_owned();
+    let client = common::example("conformance_client");
+    let (_, summary) = conformance(&["client", "--command", &client.to_string_lossy(), "--requirements", requirements]);
     println!("{summary}");
     let failing: Vec<&str> = summary.lines().filter(|l| l.starts_with('✗') && !l.starts_with("✗ auth/")).collect();
     assert!(failing.is_empty(), "failing client scenarios ({requirements}): {failing:?}\n{summary}");

@@ -69,21 +69,11 @@ impl Parse for Options {
                 return Ok(true);
             } else if lookahead.peek(kw::task_ttl_ms) {
                 input.parse::<kw::task_ttl_ms>()?;
-                input.parse::<Token![=]>()?;
-                let value: LitInt = input.parse()?;
-                if value.base10_parse::<u64>().map_or(true, |v| v == 0) {
-                    return Err(syn::Error::new(value.span(), "`task_ttl_ms` is a number of milliseconds above 0"));
-                }
-                set(&mut o.task_ttl_ms, value, span, "task_ttl_ms")?;
+                set(&mut o.task_ttl_ms, milliseconds(input, "task_ttl_ms")?, span, "task_ttl_ms")?;
                 return Ok(true);
             } else if lookahead.peek(kw::task_poll_ms) {
                 input.parse::<kw::task_poll_ms>()?;
-                input.parse::<Token![=]>()?;
-                let value: LitInt = input.parse()?;
-                if value.base10_parse::<u64>().map_or(true, |v| v == 0) {
-                    return Err(syn::Error::new(value.span(), "`task_poll_ms` is a number of milliseconds above 0"));
-                }
-                set(&mut o.task_poll_ms, value, span, "task_poll_ms")?;
+                set(&mut o.task_poll_ms, milliseconds(input, "task_poll_ms")?, span, "task_poll_ms")?;
                 return Ok(true);
             } else if lookahead.peek(kw::defer_task) {
                 input.parse::<kw::defer_task>()?;
@@ -96,6 +86,16 @@ impl Parse for Options {
         })?;
         Ok(o)
     }
+}
+
+/// `= N`: a number of milliseconds above 0.
+fn milliseconds(input: ParseStream, key: &str) -> syn::Result<LitInt> {
+    input.parse::<Token![=]>()?;
+    let value: LitInt = input.parse()?;
+    if value.base10_parse::<u64>().map_or(true, |v| v == 0) {
+        return Err(syn::Error::new(value.span(), format!("`{key}` is a number of milliseconds above 0")));
+    }
+    Ok(value)
 }
 
 /// A validated tool, ready to expand.

@@ -358,7 +358,8 @@ impl SseReader {
                 return None;
             }
             match self.response.chunk().await {
-                Ok(Some(chunk)) => self.buffer.extend_from_slice(&chunk),
+                // Lines end in "\n" or "\r\n": the carriage returns go as the bytes arrive.
+                Ok(Some(chunk)) => self.buffer.extend(chunk.iter().filter(|b| **b != b'\r')),
                 _ => self.done = true,
             }
         }
@@ -366,14 +367,9 @@ impl SseReader {
 
     /// Takes one event off the buffer if a blank line ends one.
     fn take_event(&mut self) -> Option<Event> {
-        let text = String::from_utf8_lossy(&self.buffer).replace("\r\n", "\n");
-        let end = text.find("\n\n")?;
-        let block = text[..end].to_owned();
-        let consumed = text[..end + 2].len();
-        // The buffer may hold "\r\n"s: drop the bytes of what was read, measured in the original.
-        let original = String::from_utf8_lossy(&self.buffer).into_owned();
-        let cut = byte_offset_after(&original, consumed);
-        self.buffer.drain(..cut);
+        let end = self.buffer.windows(2).position(|w| w == b"\n\n")?;
+        let block = String::from_utf8_lossy(&self.buffer[..end]).into_owned();
+        self.buffer.drain(..end + 2);
         let mut event = Event { id: None, retry: None, data: String::new() };
         let mut data: Vec<&str> = Vec::new();
         for line in block.lines() {
@@ -392,22 +388,6 @@ impl SseReader {
         event.data = data.join("\n");
         Some(event)
     }
-}
-
-/// The byte offset in `original` (which may hold `\r\n`) after `normalized_len` bytes of its `\r\n`-free form.
-fn byte_offset_after(original: &str, normalized_len: usize) -> usize {
-    let mut seen = 0;
-    let bytes = original.as_bytes();
-    let mut i = 0;
-    while i < bytes.len() && seen < normalized_len {
-        if bytes[i] == b'\r' && bytes.get(i + 1) == Some(&b'\n') {
-            i += 1;
-            continue;
-        }
-        seen += 1;
-        i += 1;
-    }
-    i
 }
 
 /// A tool parameter mirrored in a header: the argument's path, and the header's name (after `Mcp-Param-`).

@@ -151,6 +151,15 @@ impl fmt::Debug for ClientBuilder {
     }
 }
 
+/// A handler from an async closure.
+fn boxed<F, Fut>(f: F) -> Handler
+where
+    F: Fn(Value) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = Result<Value, crate::Error>> + Send + 'static,
+{
+    Arc::new(move |p| Box::pin(f(p)))
+}
+
 /// How many `input_required` rounds one call may take by default: 8.
 pub const DEFAULT_MAX_ROUNDS: usize = 8;
 
@@ -181,7 +190,7 @@ impl ClientBuilder {
         F: Fn(Value) -> Fut + Send + Sync + 'static,
         Fut: std::future::Future<Output = Result<Value, crate::Error>> + Send + 'static,
     {
-        self.elicitation = Some(Arc::new(move |p| Box::pin(f(p))));
+        self.elicitation = Some(boxed(f));
         self
     }
 
@@ -192,7 +201,7 @@ impl ClientBuilder {
         F: Fn(Value) -> Fut + Send + Sync + 'static,
         Fut: std::future::Future<Output = Result<Value, crate::Error>> + Send + 'static,
     {
-        self.sampling = Some(Arc::new(move |p| Box::pin(f(p))));
+        self.sampling = Some(boxed(f));
         self
     }
 
@@ -202,7 +211,7 @@ impl ClientBuilder {
         F: Fn(Value) -> Fut + Send + Sync + 'static,
         Fut: std::future::Future<Output = Result<Value, crate::Error>> + Send + 'static,
     {
-        self.roots = Some(Arc::new(move |p| Box::pin(f(p))));
+        self.roots = Some(boxed(f));
         self
     }
 
