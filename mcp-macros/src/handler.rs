@@ -67,12 +67,33 @@ pub(crate) fn glue(kind: &Kind, mcp: &TokenStream, function: &ItemFn, params: &[
         Kind::Prompt | Kind::Resource(_) => quote!(string_arg),
     };
 
+    // Flattened structs read the whole argument object first (borrowed), without the named arguments, which the
+    // reads after them take out one by one.
+    let named: Vec<&str> = params
+        .iter()
+        .filter_map(|p| match p {
+            Param::Argument { name, .. } => Some(name.as_str()),
+            _ => None,
+        })
+        .collect();
     let mut reads = Vec::new();
+    for (i, p) in params.iter().enumerate() {
+        if let Param::Flattened { ty, .. } = p {
+            let var = format_ident!("__mcp_p{}", i);
+            reads.push(quote_spanned! {ty.span()=>
+                let #var: #ty = match (#private::flattened::<#ty>().read)(&__mcp_args, &[#(#named),*]) {
+                    ::core::result::Result::Ok(v) => v,
+                    ::core::result::Result::Err(message) => return #invalid(message),
+                };
+            });
+        }
+    }
     let mut call_args = Vec::new();
     let mut injected = Vec::new();
     for (i, p) in params.iter().enumerate() {
         let var = format_ident!("__mcp_p{}", i);
         match p {
+            Param::Flattened { .. } => {}
             Param::Argument { name, ty, .. } => reads.push(quote_spanned! {ty.span()=>
                 let #var: #ty = match (#private::#reader::<#ty>().read)(&mut __mcp_args, #name) {
                     ::core::result::Result::Ok(v) => v,

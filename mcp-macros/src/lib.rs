@@ -58,6 +58,35 @@ use proc_macro::TokenStream;
 ///   argument in an `Mcp-Param-Region` header (the schema says `"x-mcp-header": "Region"`), so that gateways can
 ///   route on it; the server checks the header against the body (-32020 when they disagree). Names are HTTP tokens,
 ///   unique without regard to case.
+/// - `#[mcp(flatten)]` on a struct parameter (tools and `#[mcp::method]`): its fields are top-level arguments and
+///   its schema's properties (with their descriptions and which are required) join the input schema, as rmcp's
+///   `Parameters<T>` does; the other parameters sit beside them. Each flattened struct reads its own fields, so one
+///   with `#[serde(deny_unknown_fields)]` works too. A scalar, sequence, map or `Option`, a reference, the same type
+///   flattened twice, or `flatten` with `header` are compile errors; a field given twice (by two structs, or by a
+///   struct and a parameter) and a type whose schema is not an object with properties (an enum) are reported by
+///   `ServerBuilder::build` (`BuildError::BadInputSchema`, naming the tool, the argument and both origins).
+///
+/// ```
+/// #[derive(serde::Deserialize, schemars::JsonSchema)]
+/// struct Job {
+///     /// The document to print.
+///     document: String,
+///     #[serde(default)]
+///     copies: Option<u32>,
+/// }
+///
+/// /// Queue a print job.
+/// #[mcp::tool]
+/// fn print(#[mcp(flatten)] job: Job, priority: Option<u8>) -> String {
+///     format!("{} x{} at {:?}", job.document, job.copies.unwrap_or(1), priority)
+/// }
+///
+/// let server = mcp::Server::builder().tool::<print>().build().unwrap();
+/// let schema = &server.tools_list()["tools"][0]["inputSchema"];
+/// assert_eq!(schema["properties"]["document"]["description"], "The document to print.");
+/// assert!(schema["properties"]["priority"].is_object());
+/// assert_eq!(schema["required"], serde_json::json!(["document"]));
+/// ```
 ///
 /// # Cancellation
 /// An `async fn` is dropped at its next `.await` when its request is cancelled, and no response is sent. A plain

@@ -11,6 +11,9 @@ pub(crate) enum Param {
     /// An owned parameter: a JSON property of the same name, maybe mirrored in an HTTP header
     /// (`#[mcp(header = "Region")]`: `Mcp-Param-Region` in the 2026 era).
     Argument { name: String, ty: Box<Type>, doc: Option<String>, header: Option<syn::LitStr> },
+    /// An owned parameter marked `#[mcp(flatten)]`: a struct whose fields are top-level arguments, read from the
+    /// whole argument object; its schema's properties join the input schema.
+    Flattened { name: String, ty: Box<Type> },
     /// A reference parameter (`ctx: &Context`): injected by `FromContext`.
     Injected { ty: Box<Type> },
 }
@@ -32,8 +35,15 @@ pub(crate) fn classify(sig: &mut syn::Signature, what: &str, errors: &mut Errors
         };
         let doc = docs::collect(&typed.attrs);
         docs::strip(&mut typed.attrs);
-        let header = parameter_options(&mut typed.attrs, what, errors);
+        let ParamOptions { header, flatten } = parameter_options(&mut typed.attrs, what, errors);
         if let Type::Reference(r) = &*typed.ty {
+            if let Some(flatten) = &flatten {
+                errors.push_spanned(
+                    flatten,
+                    "`flatten` spreads an owned struct's fields into the arguments; a reference parameter is injected from the context: write `name: Type`",
+                );
+                continue;
+            }
             if r.mutability.is_some() {
                 errors.push_spanned(r, "injected parameters are shared references: write `&T`, not `&mut T`");
                 continue;
@@ -55,15 +65,87 @@ pub(crate) fn classify(sig: &mut syn::Signature, what: &str, errors: &mut Errors
             errors.push_spanned(&typed.ty, "`impl Trait` arguments are not supported: name a concrete type");
             continue;
         }
+        if flatten.is_some() {
+            if let Some(h) = &header {
+                errors.push_spanned(
+                    h,
+                    "a flattened parameter is a whole struct, not one property: mirror one of its fields in a header by making it a parameter of its own",
+                );
+                continue;
+            }
+            if let Some(why) = not_an_object(&typed.ty) {
+                errors.push_spanned(
+                    &typed.ty,
+                    format!("`#[mcp(flatten)]` spreads a struct's named fields into the arguments, and {why}: flatten a struct with named fields (deriving `Deserialize` and `JsonSchema`), or drop `flatten` to make it one argument"),
+                );
+                continue;
+            }
+            params.push(Param::Flattened { name, ty: typed.ty.clone() });
+            continue;
+        }
         params.push(Param::Argument { name, ty: typed.ty.clone(), doc, header });
     }
     check_headers(&params, errors);
+    check_flattened(&params, errors);
     params
 }
 
-/// Reads and removes `#[mcp(...)]` on a parameter: `header = "Name"` (tools only).
-fn parameter_options(attrs: &mut Vec<syn::Attribute>, what: &str, errors: &mut Errors) -> Option<syn::LitStr> {
+/// The options of one parameter.
+struct ParamOptions {
+    header: Option<syn::LitStr>,
+    /// The `flatten` keyword, for its span.
+    flatten: Option<Ident>,
+}
+
+/// Why a type is known, from its spelling alone, not to be a struct with named fields: a primitive, a string, a
+/// sequence, a map, an option, a tuple, an array. Other types (structs, enums, aliases) are checked when the server
+/// is built, from their schema.
+fn not_an_object(ty: &Type) -> Option<String> {
+    match ty {
+        Type::Tuple(t) if t.elems.is_empty() => Some("`()` has no fields".into()),
+        Type::Tuple(_) => Some("a tuple's fields have no names".into()),
+        Type::Array(_) | Type::Slice(_) => Some("an array is a list, not an object".into()),
+        Type::Paren(p) => not_an_object(&p.elem),
+        Type::Path(p) if p.qself.is_none() => {
+            let last = p.path.segments.last()?;
+            let name = last.ident.to_string();
+            let why = match name.as_str() {
+                "bool" | "char" | "str" | "String" | "i8" | "i16" | "i32" | "i64" | "i128" | "isize" | "u8" | "u16"
+                | "u32" | "u64" | "u128" | "usize" | "f32" | "f64" | "PathBuf" | "Uuid" => "is a scalar",
+                "Vec" | "VecDeque" | "HashSet" | "BTreeSet" | "LinkedList" => "is a sequence",
+                "HashMap" | "BTreeMap" | "Map" => "is a map, with no fixed fields",
+                "Option" => "may be absent as a whole",
+                "Value" => "may be any JSON value",
+                _ => return None,
+            };
+            Some(format!("`{name}` {why}"))
+        }
+        _ => None,
+    }
+}
+
+/// Two parameters flattening the same type would give every field twice.
+fn check_flattened(params: &[Param], errors: &mut Errors) {
+    let mut seen: Vec<(String, &str)> = Vec::new();
+    for p in params {
+        if let Param::Flattened { name, ty } = p {
+            let spelled = quote::ToTokens::to_token_stream(&**ty).to_string();
+            if let Some((_, first)) = seen.iter().find(|(t, _)| *t == spelled) {
+                errors.push_spanned(
+                    ty,
+                    format!("`{name}` and `{first}` both flatten `{spelled}`: their fields would be the same arguments twice"),
+                );
+            } else {
+                seen.push((spelled, name));
+            }
+        }
+    }
+}
+
+/// Reads and removes `#[mcp(...)]` on a parameter: `header = "Name"` (tools only), `flatten` (tools and methods).
+fn parameter_options(attrs: &mut Vec<syn::Attribute>, what: &str, errors: &mut Errors) -> ParamOptions {
     let mut header = None;
+    let mut flatten = None;
     for attr in attrs.iter().filter(|a| a.path().is_ident("mcp")) {
         let parsed = attr.parse_nested_meta(|meta| {
             if meta.path.is_ident("header") {
@@ -79,8 +161,20 @@ fn parameter_options(attrs: &mut Vec<syn::Attribute>, what: &str, errors: &mut E
                 }
                 header = Some(name);
                 Ok(())
+            } else if meta.path.is_ident("flatten") {
+                let ident = meta.path.get_ident().cloned().expect("an identifier");
+                if what != "tool" && what != "method" {
+                    return Err(syn::Error::new(
+                        ident.span(),
+                        format!("`flatten` spreads a struct's fields into JSON arguments; #[mcp::{what}] arguments are strings, one per parameter"),
+                    ));
+                }
+                if flatten.replace(ident).is_some() {
+                    return Err(meta.error("`flatten` is given twice"));
+                }
+                Ok(())
             } else {
-                Err(meta.error("unknown parameter option: expected `header = \"Name\"`"))
+                Err(meta.error("unknown parameter option: expected `header = \"Name\"` or `flatten`"))
             }
         });
         if let Err(e) = parsed {
@@ -88,7 +182,7 @@ fn parameter_options(attrs: &mut Vec<syn::Attribute>, what: &str, errors: &mut E
         }
     }
     attrs.retain(|a| !a.path().is_ident("mcp"));
-    header
+    ParamOptions { header, flatten }
 }
 
 /// An `x-mcp-header` name: not empty, HTTP token characters only (RFC 9110 `tchar`).

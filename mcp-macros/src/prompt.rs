@@ -72,7 +72,7 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
             };
             Some(quote_spanned!(ty.span()=> #mcp::ArgDef::new(#name, #doc, #private::string_arg::<#ty>().required)))
         }
-        Param::Injected { .. } => None,
+        Param::Injected { .. } | Param::Flattened { .. } => None,
     });
     let Glue { call_fn, handler, injects } = handler::glue(&Kind::Prompt, &mcp, &function, &params);
     let mut builder = quote!(#injects);

@@ -135,7 +135,7 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
         .iter()
         .filter_map(|p| match p {
             Param::Argument { name, ty, .. } => Some((name.clone(), syn::spanned::Spanned::span(ty))),
-            Param::Injected { .. } => None,
+            Param::Injected { .. } | Param::Flattened { .. } => None,
         })
         .collect();
     let mut template = false;

@@ -243,6 +243,9 @@ fn emit(tool: &Tool) -> TokenStream {
                 .map(|h| quote_spanned!(ty.span()=> (#private::header_arg::<#ty>())(&mut __mcp_schema, #name, #h);));
             Some(quote_spanned!(ty.span()=> (#private::arg::<#ty>().describe)(&mut __mcp_schema, #name, #doc); #mirror))
         }
+        Param::Flattened { name, ty } => {
+            Some(quote_spanned!(ty.span()=> (#private::flattened::<#ty>().describe)(&mut __mcp_schema, #name);))
+        }
         Param::Injected { .. } => None,
     });
     let output_schema = quote_spanned!(ret_span=> #private::returns::<#ret_ty>().output_schema);

@@ -336,6 +336,22 @@ pub mod __private {
         ArgGlue { read: crate::handler::tool::argument::<T>, describe: crate::ObjectSchema::property::<T> }
     }
 
+    /// The glue for a `#[mcp(flatten)]` parameter: a struct read from the whole argument object.
+    pub struct FlattenGlue<T> {
+        /// Reads it from the arguments, leaving out the named parameters' own.
+        pub read: fn(&Arguments, &[&str]) -> Result<T, String>,
+        /// Adds its fields to the input schema; the parameter's name is for errors.
+        pub describe: fn(&mut crate::ObjectSchema, &str),
+    }
+
+    /// The glue for a flattened parameter of type `T`.
+    pub const fn flattened<T: schemars::JsonSchema + serde::de::DeserializeOwned>() -> FlattenGlue<T> {
+        FlattenGlue {
+            read: crate::handler::tool::flattened_arguments::<T>,
+            describe: crate::ObjectSchema::flatten::<T>,
+        }
+    }
+
     /// Marks an argument of type `T` as mirrored in an HTTP header; `T` must be a string, integer or boolean.
     pub const fn header_arg<T: crate::handler::tool::HeaderParam>() -> fn(&mut crate::ObjectSchema, &str, &str) {
         crate::ObjectSchema::mirror_in_header

@@ -345,7 +345,16 @@ pub struct ObjectSchema {
     generator: SchemaGenerator,
     properties: Map<String, Value>,
     required: Vec<Value>,
+    /// Where each property came from, for the error when two give the same one: `null` for a parameter of its own,
+    /// the flattened parameter's name otherwise.
+    origins: Map<String, Value>,
+    /// What makes this schema unusable (a flattened type without named fields, a property given twice).
+    problems: Vec<String>,
 }
+
+/// The key under which [`ObjectSchema::finish`] reports its problems instead of a schema; building the server turns
+/// it into [`BuildError::BadInputSchema`](crate::BuildError::BadInputSchema).
+pub(crate) const SCHEMA_PROBLEM: &str = "x-mcp-schema-problem";
 
 impl Default for ObjectSchema {
     fn default() -> Self {
@@ -360,12 +369,64 @@ impl ObjectSchema {
             generator: schema_settings().for_deserialize().into_generator(),
             properties: Map::new(),
             required: Vec::new(),
+            origins: Map::new(),
+            problems: Vec::new(),
+        }
+    }
+
+    /// Records that `origin` (a parameter, or a flattened parameter's field) gives the property `name`; false, with
+    /// a problem noted, when another already does.
+    fn claim(&mut self, name: &str, origin: Value) -> bool {
+        let describe = |origin: &Value| match origin {
+            Value::String(param) => format!("a field of the flattened parameter `{param}`"),
+            _ => "a parameter of its own".to_owned(),
+        };
+        if let Some(first) = self.origins.get(name) {
+            self.problems.push(format!(
+                "the argument `{name}` is given twice, by {} and by {}: rename one (`#[serde(rename = \"...\")]` on a field)",
+                describe(first),
+                describe(&origin)
+            ));
+            return false;
+        }
+        self.origins.insert(name.to_owned(), origin);
+        true
+    }
+
+    /// Adds the fields of the struct `T` as top-level properties (`#[mcp(flatten)] param: T`), with their
+    /// descriptions and which of them are required. `T`'s schema must be an object with named properties: anything
+    /// else (an enum, a map, a scalar) is a problem the server reports when it is built.
+    pub fn flatten<T: JsonSchema + DeserializeOwned>(&mut self, param: &str) {
+        let schema = T::json_schema(&mut self.generator).to_value();
+        let properties = match (schema.get("type").and_then(Value::as_str), schema.get("properties")) {
+            (Some("object"), Some(Value::Object(properties))) => properties,
+            _ => {
+                self.problems.push(format!(
+                    "the flattened parameter `{param}` has type `{}`, whose schema is not an object with named fields (a struct with named fields deriving `Deserialize` and `JsonSchema` is): {schema}",
+                    std::any::type_name::<T>()
+                ));
+                return;
+            }
+        };
+        let required: Vec<&str> =
+            schema.get("required").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
+        for (name, property) in properties {
+            if !self.claim(name, Value::String(param.to_owned())) {
+                continue;
+            }
+            self.properties.insert(name.clone(), property.clone());
+            if required.contains(&name.as_str()) {
+                self.required.push(Value::String(name.clone()));
+            }
         }
     }
 
     /// Adds a property of type `T`. It is required unless `T` accepts `null` (as `Option<U>` does), which is also
     /// what a missing argument is read as.
     pub fn property<T: JsonSchema + DeserializeOwned>(&mut self, name: &str, description: Option<&str>) {
+        if !self.claim(name, Value::Null) {
+            return;
+        }
         let mut schema = self.generator.subschema_for::<T>().to_value();
         if let (Some(d), Value::Object(o)) = (description, &mut schema) {
             // Beside a `$ref` too: siblings of `$ref` are allowed in 2020-12.
@@ -395,6 +456,9 @@ impl ObjectSchema {
 
     /// The finished schema: `{"type":"object","properties":…,"required":…,"$defs":…}`.
     pub fn finish(mut self) -> Value {
+        if !self.problems.is_empty() {
+            return serde_json::json!({ SCHEMA_PROBLEM: self.problems.join("; ") });
+        }
         let mut o = Map::new();
         o.insert("type".into(), "object".into());
         o.insert("properties".into(), Value::Object(self.properties));
@@ -415,6 +479,68 @@ pub(crate) fn argument<T: DeserializeOwned>(args: &mut Arguments, name: &str) ->
         Some(value) => serde_json::from_value(value).map_err(|e| format!("invalid argument `{name}`: {e}")),
         None => serde_json::from_value(Value::Null).map_err(|_| format!("missing required argument `{name}`")),
     }
+}
+
+/// Reads a flattened struct from the whole argument object, borrowed. It sees its own fields only when serde names
+/// them (a struct with named fields), so that one denying unknown fields reads beside other parameters and other
+/// flattened structs; otherwise (a struct with a `#[serde(flatten)]` of its own) everything but the named
+/// parameters. An `Err` names what is wrong.
+pub(crate) fn flattened_arguments<T: DeserializeOwned>(args: &Arguments, named: &[&str]) -> Result<T, String> {
+    let own = struct_fields::<T>();
+    let fields = args
+        .iter()
+        .filter(|(k, _)| match own {
+            Some(own) => own.contains(&k.as_str()),
+            None => !named.contains(&k.as_str()),
+        })
+        .map(|(k, v)| (k.as_str(), v));
+    let deserializer = serde::de::value::MapDeserializer::<_, serde_json::Error>::new(fields);
+    T::deserialize(deserializer).map_err(|e| format!("invalid arguments: {e}"))
+}
+
+/// The field names (aliases included) that `T`'s `Deserialize` reads, when it is a struct with named fields: serde
+/// passes them to `deserialize_struct`, which this deserializer records before it stops. No allocation.
+fn struct_fields<T: DeserializeOwned>() -> Option<&'static [&'static str]> {
+    use serde::de::{Deserializer, Visitor};
+
+    #[derive(Debug)]
+    struct Stop;
+    impl Display for Stop {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("probe")
+        }
+    }
+    impl std::error::Error for Stop {}
+    impl serde::de::Error for Stop {
+        fn custom<M: Display>(_: M) -> Self {
+            Stop
+        }
+    }
+
+    struct Probe<'a>(&'a std::cell::Cell<Option<&'static [&'static str]>>);
+    impl<'de> Deserializer<'de> for Probe<'_> {
+        type Error = Stop;
+        fn deserialize_any<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Stop> {
+            Err(Stop)
+        }
+        fn deserialize_struct<V: Visitor<'de>>(
+            self,
+            _: &'static str,
+            fields: &'static [&'static str],
+            _: V,
+        ) -> Result<V::Value, Stop> {
+            self.0.set(Some(fields));
+            Err(Stop)
+        }
+        serde::forward_to_deserialize_any! {
+            bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf option unit
+            unit_struct newtype_struct seq tuple tuple_struct map enum identifier ignored_any
+        }
+    }
+
+    let fields = std::cell::Cell::new(None);
+    let _ = T::deserialize(Probe(&fields));
+    fields.get()
 }
 
 /// Checks a header name for `x-mcp-header`: not empty, HTTP token characters only (RFC 9110 `tchar`).

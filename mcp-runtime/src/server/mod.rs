@@ -123,6 +123,8 @@ pub enum BuildError {
     BadInputSchema {
         /// The tool.
         name: String,
+        /// What is wrong with it.
+        why: String,
     },
     /// Two custom methods have the same name.
     DuplicateMethod {
@@ -197,8 +199,8 @@ impl fmt::Display for BuildError {
             BuildError::DuplicateTool { name, first, second } => {
                 write!(f, "two tools are named `{name}`: one at {first}, one at {second}; rename one with #[mcp::tool(name = \"...\")]")
             }
-            BuildError::BadInputSchema { name } => {
-                write!(f, "the input schema of tool `{name}` is not an object schema")
+            BuildError::BadInputSchema { name, why } => {
+                write!(f, "the input schema of tool `{name}` is unusable: {why}")
             }
             BuildError::DuplicateMethod { name, first, second } => {
                 write!(f, "two custom methods are named `{name}`: one at {first}, one at {second}")

@@ -101,7 +101,11 @@ impl Registry {
         }
         let input_schema = (def.input_schema)();
         if input_schema.get("type").and_then(Value::as_str) != Some("object") {
-            return Err(BuildError::BadInputSchema { name: def.name.to_owned() });
+            let why = match input_schema.get(crate::handler::tool::SCHEMA_PROBLEM).and_then(Value::as_str) {
+                Some(problem) => problem.to_owned(),
+                None => "it is not an object schema (`\"type\": \"object\"`)".to_owned(),
+            };
+            return Err(BuildError::BadInputSchema { name: def.name.to_owned(), why });
         }
         let headers = param_headers(&input_schema)
             .map_err(|why| BuildError::BadHeader { tool: def.name.to_owned(), message: why })?;
