@@ -604,6 +604,8 @@ fn request_span(method: &'static str, name: &'static str, request: &RequestState
         if let Some(client) = &request.meta.client {
             span.record("client", client.info.name.as_str());
         }
+        #[cfg(feature = "opentelemetry")]
+        crate::otel::adopt_parent(&span, request.meta.meta.as_ref());
     }
     span
 }

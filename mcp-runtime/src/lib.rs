@@ -36,6 +36,8 @@ mod dispatch;
 mod entry;
 mod era;
 mod handler;
+#[cfg(feature = "opentelemetry")]
+mod otel;
 mod server;
 mod task;
 mod transport;

@@ -249,6 +249,9 @@ impl Sent {
                 meta.entry(k).or_insert(v);
             }
         }
+        // The caller's trace context, so the server's span joins the caller's trace.
+        #[cfg(feature = "opentelemetry")]
+        crate::otel::inject_current(&mut meta);
         let reset = Arc::new(Notify::new());
         let token = (self.progress.is_some() || self.reset_on_progress).then(|| format!("progress-{id}"));
         if let Some(token) = &token {

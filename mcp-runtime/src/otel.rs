@@ -1,0 +1,50 @@
+//! W3C trace context in `_meta` (feature `opentelemetry`). The 2026-07-28 specification reserves `traceparent`,
+//! `tracestate` and `baggage` in `_meta` for it (and 2025-11-25 clients send them too). The server makes the
+//! context it finds the parent of the request's `mcp.request` span; the client puts the current span's context in
+//! what it sends. Both go through the program's global propagator (`opentelemetry::global::set_text_map_propagator`,
+//! typically a `TraceContextPropagator`), and spans reach OpenTelemetry through `tracing-opentelemetry`'s layer in
+//! the program's subscriber; without them both are no-ops.
+
+use opentelemetry::propagation::{Extractor, Injector};
+use serde_json::{Map, Value};
+use tracing_opentelemetry::OpenTelemetrySpanExt;
+
+/// The `_meta` keys of trace context.
+const KEYS: [&str; 3] = ["traceparent", "tracestate", "baggage"];
+
+struct MetaExtractor<'a>(&'a Map<String, Value>);
+
+impl Extractor for MetaExtractor<'_> {
+    fn get(&self, key: &str) -> Option<&str> {
+        self.0.get(key)?.as_str()
+    }
+
+    fn keys(&self) -> Vec<&str> {
+        self.0.keys().map(String::as_str).collect()
+    }
+}
+
+struct MetaInjector<'a>(&'a mut Map<String, Value>);
+
+impl Injector for MetaInjector<'_> {
+    fn set(&mut self, key: &str, value: String) {
+        self.0.insert(key.to_owned(), Value::String(value));
+    }
+}
+
+/// Makes the trace context in a request's `_meta`, if it has one, the parent of `span`.
+pub(crate) fn adopt_parent(span: &tracing::Span, meta: Option<&Map<String, Value>>) {
+    let Some(meta) = meta.filter(|m| KEYS.iter().any(|k| m.contains_key(*k))) else { return };
+    let cx = opentelemetry::global::get_text_map_propagator(|p| p.extract(&MetaExtractor(meta)));
+    // An error only says that the span is not recorded by an OpenTelemetry layer.
+    let _ = span.set_parent(cx);
+}
+
+/// Puts the current span's trace context in `meta` (what the client sends), unless the caller put one there.
+pub(crate) fn inject_current(meta: &mut Map<String, Value>) {
+    if KEYS.iter().any(|k| meta.contains_key(*k)) {
+        return;
+    }
+    let cx = tracing::Span::current().context();
+    opentelemetry::global::get_text_map_propagator(|p| p.inject_context(&cx, &mut MetaInjector(meta)));
+}

@@ -1,0 +1,125 @@
+//! W3C trace context (feature `opentelemetry`): a `traceparent` in a request's `_meta` becomes the parent of its
+//! `mcp.request` span, in both eras and for async and blocking handlers, and a span the tool opens is that span's
+//! child; our client puts the caller's context in `_meta`, so the server's spans join the caller's trace. Checked
+//! through a real OpenTelemetry SDK pipeline (tracer provider, W3C propagators, tracing-opentelemetry's layer) with
+//! an exporter that keeps what it is given.
+
+use std::future::IntoFuture;
+use std::sync::{Arc, Mutex};
+
+use mcp::client::{Client, EraChoice};
+use opentelemetry::propagation::TextMapCompositePropagator;
+use opentelemetry::trace::{SpanId, TraceContextExt, TraceId, TracerProvider as _};
+use opentelemetry_sdk::error::OTelSdkResult;
+use opentelemetry_sdk::propagation::{BaggagePropagator, TraceContextPropagator};
+use opentelemetry_sdk::trace::{SdkTracerProvider, SpanData, SpanExporter};
+use serde_json::json;
+use tracing_opentelemetry::OpenTelemetrySpanExt;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+
+/// Does its work in a span of its own.
+#[mcp::tool]
+async fn traced_async() -> &'static str {
+    let _work = tracing::info_span!("async work").entered();
+    "ok"
+}
+
+/// Does its work in a span of its own, on a blocking thread.
+#[mcp::tool]
+fn traced_blocking() -> &'static str {
+    let _work = tracing::info_span!("blocking work").entered();
+    "ok"
+}
+
+/// Keeps every finished span.
+#[derive(Clone, Debug, Default)]
+struct Keep(Arc<Mutex<Vec<SpanData>>>);
+
+impl SpanExporter for Keep {
+    async fn export(&self, batch: Vec<SpanData>) -> OTelSdkResult {
+        self.0.lock().unwrap().extend(batch);
+        Ok(())
+    }
+}
+
+impl Keep {
+    fn take(&self) -> Vec<SpanData> {
+        std::mem::take(&mut *self.0.lock().unwrap())
+    }
+}
+
+const TRACE: &str = "0af7651916cd43dd8448eb211c80319c";
+const PARENT: &str = "b7ad6b7169203331";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn trace_context_in_meta_is_the_parent_of_the_request_span() {
+    opentelemetry::global::set_text_map_propagator(TextMapCompositePropagator::new(vec![
+        Box::new(TraceContextPropagator::new()),
+        Box::new(BaggagePropagator::new()),
+    ]));
+    let kept = Keep::default();
+    let provider = SdkTracerProvider::builder().with_simple_exporter(kept.clone()).build();
+    tracing_subscriber::registry()
+        .with(tracing_opentelemetry::layer().with_tracer(provider.tracer("otel-test")))
+        .with(tracing_subscriber::filter::LevelFilter::INFO)
+        .init();
+
+    let server = mcp::Server::builder().tool::<traced_async>().tool::<traced_blocking>().build().unwrap();
+    let app = server.http_router(mcp::HttpOptions::new());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+
+    let trace_id = TraceId::from_hex(TRACE).unwrap();
+    let parent_id = SpanId::from_hex(PARENT).unwrap();
+    for era in [EraChoice::Legacy, EraChoice::Modern] {
+        let client = Client::builder().name("otel-test").era(era).http(format!("http://{addr}/mcp")).await.unwrap();
+        // A context given by hand, as another SDK's client sends it.
+        for tool in ["traced_async", "traced_blocking"] {
+            let meta = json!({ "traceparent": format!("00-{TRACE}-{PARENT}-01"), "baggage": "tenant=acme" });
+            client.call_tool(tool, json!({})).meta(meta).await.unwrap();
+        }
+        provider.force_flush().unwrap();
+        let spans = kept.take();
+        let requests: Vec<&SpanData> =
+            spans.iter().filter(|s| s.name == "mcp.request" && s.span_context.trace_id() == trace_id).collect();
+        assert_eq!(requests.len(), 2, "{era:?}: {:#?}", names(&spans));
+        for request in &requests {
+            assert_eq!(request.parent_span_id, parent_id, "{era:?}");
+            assert!(request.parent_span_is_remote, "{era:?}");
+            // The tool's own span is the request span's child.
+            let work = spans
+                .iter()
+                .find(|s| s.name.ends_with(" work") && s.parent_span_id == request.span_context.span_id())
+                .unwrap_or_else(|| panic!("{era:?}: no child of {request:#?} in {:#?}", names(&spans)));
+            assert_eq!(work.span_context.trace_id(), trace_id);
+        }
+
+        // Our client sends the caller's own context: the server's span joins the caller's trace.
+        let caller = tracing::info_span!("caller");
+        let caller_cx = caller.context();
+        let caller_trace = caller_cx.span().span_context().trace_id();
+        let caller_id = caller_cx.span().span_context().span_id();
+        assert_ne!(caller_trace, TraceId::INVALID);
+        tracing::Instrument::instrument(client.call_tool("traced_async", json!({})).into_future(), caller.clone())
+            .await
+            .unwrap();
+        drop(caller);
+        client.close().await;
+        provider.force_flush().unwrap();
+        let spans = kept.take();
+        let request = spans
+            .iter()
+            .find(|s| s.name == "mcp.request" && s.span_context.trace_id() == caller_trace)
+            .unwrap_or_else(|| panic!("{era:?}: no request span in the caller's trace: {:#?}", names(&spans)));
+        assert_eq!(request.parent_span_id, caller_id, "{era:?}");
+    }
+}
+
+fn names(spans: &[SpanData]) -> Vec<String> {
+    spans
+        .iter()
+        .map(|s| format!("{} trace={} parent={}", s.name, s.span_context.trace_id(), s.parent_span_id))
+        .collect()
+}
