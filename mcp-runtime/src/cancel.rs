@@ -9,6 +9,19 @@ use tokio_util::task::TaskTracker;
 
 /// The request was cancelled. Returned by [`Context::check_cancelled`](crate::Context::check_cancelled) so a plain
 /// `fn` can stop with `?`; nothing is sent to the client for a cancelled request.
+///
+/// ```
+/// /// Check `n` items, stopping early if the client cancels.
+/// #[mcp::tool]
+/// fn check(n: u64, ctx: &mcp::Context) -> Result<String, mcp::Cancelled> {
+///     for _ in 0..n {
+///         ctx.check_cancelled()?; // one atomic load
+///     }
+///     Ok(format!("checked {n}"))
+/// }
+///
+/// assert_eq!(mcp::Cancelled.to_string(), "the request was cancelled");
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Cancelled;
 
@@ -57,6 +70,22 @@ where
 }
 
 /// The guard returned by [`defer`]. Dropping it starts the cleanup; [`Defer::cancel`] disarms it.
+///
+/// ```
+/// use std::time::Duration;
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let (done, ran) = tokio::sync::oneshot::channel();
+/// let guard = mcp::defer(Duration::from_secs(1), async move { let _ = done.send(()); });
+/// drop(guard); // starts the cleanup
+/// assert!(ran.await.is_ok());
+///
+/// let (done, ran) = tokio::sync::oneshot::channel::<()>();
+/// mcp::defer(Duration::from_secs(1), async move { let _ = done.send(()); }).cancel();
+/// assert!(ran.await.is_err()); // the cleanup was dropped unrun, and its sender with it
+/// # }
+/// ```
 pub struct Defer {
     pending: Option<(Duration, crate::handler::tool::BoxFuture<'static, ()>)>,
     handle: Option<tokio::runtime::Handle>,

@@ -11,6 +11,25 @@ use crate::wire::error::{Error, ErrorCode};
 pub type MethodHandler = Handler<Value>;
 
 /// Everything known about a custom method at compile time; `#[mcp::method]` emits one as a constant.
+///
+/// Written by hand, its handler gets the request's `params` object and answers with a JSON object:
+///
+/// ```
+/// use mcp::{Context, MethodDef, MethodHandler};
+/// use serde_json::{json, Map, Value};
+///
+/// fn stock(_: &Context, params: Map<String, Value>) -> Result<Value, mcp::Error> {
+///     let title = params.get("title").and_then(Value::as_str).ok_or_else(|| mcp::Error::invalid_params("no title"))?;
+///     Ok(json!({ "title": title, "copies": 3 }))
+/// }
+///
+/// let def = MethodDef::new("bookshop/stock", MethodHandler::Blocking(stock), concat!(file!(), ":", line!()));
+/// let server = mcp::Server::builder().method_def(def).build().unwrap();
+/// assert_eq!(server.schema()["methods"], json!(["bookshop/stock"]));
+///
+/// let reserved = MethodDef::new("tools/stock", MethodHandler::Blocking(stock), "here");
+/// assert!(mcp::Server::builder().method_def(reserved).build().is_err()); // MCP's namespace
+/// ```
 #[derive(Clone, Copy)]
 #[non_exhaustive]
 pub struct MethodDef {

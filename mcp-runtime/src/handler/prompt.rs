@@ -35,6 +35,26 @@ impl ArgDef {
 }
 
 /// Everything known about a prompt at compile time.
+///
+/// `#[mcp::prompt]` emits one; it can also be written by hand. The handler gets the arguments as strings:
+///
+/// ```
+/// use mcp::{ArgDef, Context, GetPromptResult, PromptDef, PromptHandler, PromptMessage};
+/// use serde_json::{Map, Value};
+///
+/// fn summarise(_: &Context, args: Map<String, Value>) -> Result<GetPromptResult, mcp::Error> {
+///     let topic = args.get("topic").and_then(Value::as_str).unwrap_or("anything");
+///     Ok(GetPromptResult::new(vec![PromptMessage::user(format!("Summarise what you know about {topic}."))]))
+/// }
+///
+/// const ARGS: &[ArgDef] = &[ArgDef::new("topic", Some("What to summarise."), || true)];
+/// let def = PromptDef::new("summarise", ARGS, PromptHandler::Blocking(summarise), concat!(file!(), ":", line!()))
+///     .description("Summarise a topic.");
+/// let server = mcp::Server::builder().prompt_def(def).build().unwrap();
+/// let prompt = &server.schema()["prompts"][0];
+/// assert_eq!(prompt["arguments"][0]["name"], "topic");
+/// assert_eq!(prompt["arguments"][0]["required"], true);
+/// ```
 #[derive(Clone, Copy)]
 #[non_exhaustive]
 pub struct PromptDef {

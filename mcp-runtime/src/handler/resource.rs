@@ -18,6 +18,28 @@ pub type ResourceHandler = Handler<ReadResourceResult>;
 pub type Lister = fn(&Context) -> Vec<Resource>;
 
 /// Everything known about a resource or a resource template at compile time.
+///
+/// `#[mcp::resource]` emits one; it can also be written by hand. A template's handler gets its variables as
+/// string arguments:
+///
+/// ```
+/// use mcp::{Context, ReadResourceResult, ResourceContents, ResourceDef, ResourceHandler};
+/// use serde_json::{Map, Value};
+///
+/// fn read_note(_: &Context, args: Map<String, Value>) -> Result<ReadResourceResult, mcp::Error> {
+///     let id = args.get("id").and_then(Value::as_str).unwrap_or_default();
+///     let note = ResourceContents::text(format!("notes://{id}"), Some("text/plain"), format!("Note {id}"));
+///     Ok(ReadResourceResult::new(vec![note]))
+/// }
+///
+/// let notes = ResourceDef::template("notes://{id}", "note", ResourceHandler::Blocking(read_note), "notes.rs:1")
+///     .mime_type("text/plain");
+/// let server = mcp::Server::builder().resource_def(notes).build().unwrap();
+/// assert_eq!(server.schema()["resourceTemplates"][0]["uriTemplate"], "notes://{id}");
+///
+/// let bad = ResourceDef::template("notes://{a}{b}", "bad", ResourceHandler::Blocking(read_note), "notes.rs:2");
+/// assert!(matches!(mcp::Server::builder().resource_def(bad).build(), Err(mcp::BuildError::BadTemplate { .. })));
+/// ```
 #[derive(Clone, Copy)]
 #[non_exhaustive]
 pub struct ResourceDef {
@@ -57,6 +79,17 @@ pub struct ResourceDef {
 }
 
 /// Caching hints of a 2026-era result: how long a client may reuse it, and with whom.
+///
+/// ```
+/// use mcp::{CacheHint, CacheScope};
+///
+/// let minute = CacheHint::new(60_000, CacheScope::Public);
+/// assert_eq!(minute.scope.as_str(), "public");
+/// assert_eq!(CacheHint::default(), CacheHint::NONE);
+///
+/// // What lists, `server/discover` and resource reads without hints of their own say:
+/// let _server = mcp::Server::builder().cache(minute).build().unwrap();
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct CacheHint {

@@ -49,6 +49,33 @@ pub type Injected = &'static [fn() -> Option<crate::server::state::Requirement>]
 
 /// Everything known about a tool at compile time. `#[mcp::tool]` emits one as a `static`; it can also be written by
 /// hand for tools defined at run time.
+///
+/// A hand-written tool gives its input schema, reads its own arguments, and answers with a [`CallToolResult`] (or
+/// an [`Error`] for a JSON-RPC error):
+///
+/// ```
+/// use mcp::{CallToolResult, Content, Context, Hints, ToolDef, ToolHandler};
+/// use serde_json::{json, Map, Value};
+///
+/// fn input() -> Value {
+///     json!({ "type": "object", "properties": { "text": { "type": "string" } }, "required": ["text"] })
+/// }
+///
+/// fn shout(_: &Context, args: Map<String, Value>) -> Result<CallToolResult, mcp::Error> {
+///     let text = args.get("text").and_then(Value::as_str).unwrap_or_default();
+///     Ok(CallToolResult::success(vec![Content::text(text.to_uppercase())]))
+/// }
+///
+/// let def = ToolDef::new("shout", input, || None, ToolHandler::Blocking(shout), concat!(file!(), ":", line!()))
+///     .description("Repeat the text in capitals.")
+///     .hints(Hints::NONE.read_only(true));
+/// let server = mcp::Server::builder().tool_def(def).build().unwrap();
+/// let tool = &server.tools_list()["tools"][0];
+/// assert_eq!(tool["inputSchema"]["required"], json!(["text"]));
+/// assert_eq!(tool["annotations"]["readOnlyHint"], true);
+/// ```
+///
+/// [`Server::add_tool`](crate::Server::add_tool) takes one while the server runs.
 #[derive(Clone, Copy)]
 #[non_exhaustive]
 pub struct ToolDef {
@@ -138,6 +165,18 @@ impl ToolDef {
 }
 
 /// Behaviour hints of a tool, as `const` data.
+///
+/// `#[mcp::tool(read_only)]` and its companions write one; a hand-written [`ToolDef`] takes one in
+/// [`ToolDef::hints`]. A hint left unset is not sent.
+///
+/// ```
+/// use mcp::Hints;
+///
+/// const HINTS: Hints = Hints::NONE.destructive(false).idempotent(true);
+/// assert_eq!(HINTS.idempotent, Some(true));
+/// assert_eq!(HINTS.read_only, None);
+/// assert_eq!(Hints::default(), Hints::NONE);
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Hints {
@@ -277,15 +316,27 @@ impl<T: IntoToolResult, E: Display> IntoToolResult for Result<T, E> {
 /// is sent as `{"result": …}`, and its output schema says so.
 ///
 /// ```
+/// use mcp::{IntoToolResult, Json};
+/// use serde_json::json;
+///
 /// #[derive(serde::Serialize, schemars::JsonSchema)]
 /// struct Weather { celsius: f64 }
 ///
 /// /// Current weather.
 /// #[mcp::tool]
-/// fn weather(city: String) -> mcp::Json<Weather> {
+/// fn weather(city: String) -> Json<Weather> {
 ///     # let _ = city;
-///     mcp::Json(Weather { celsius: 21.5 })
+///     Json(Weather { celsius: 21.5 })
 /// }
+///
+/// let server = mcp::Server::builder().tool::<weather>().build().unwrap();
+/// let tool = &server.tools_list()["tools"][0];
+/// assert_eq!(tool["outputSchema"]["properties"]["celsius"]["type"], "number");
+///
+/// let result = Json(Weather { celsius: 21.5 }).into_tool_result();
+/// assert_eq!(result.structured_content, Some(json!({ "celsius": 21.5 })));
+/// let result = Json(vec![1, 2]).into_tool_result(); // not an object: wrapped
+/// assert_eq!(result.structured_content, Some(json!({ "result": [1, 2] })));
 /// ```
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Json<T>(pub T);
@@ -341,6 +392,21 @@ fn schema_settings() -> SchemaSettings {
 }
 
 /// Builds the input schema of a tool one parameter at a time; the generated glue calls it once per server.
+///
+/// A hand-written [`ToolDef`] can use it too, in its `input_schema` function:
+///
+/// ```
+/// fn input_schema() -> serde_json::Value {
+///     let mut schema = mcp::ObjectSchema::new();
+///     schema.property::<String>("city", Some("Where."));
+///     schema.property::<Option<u32>>("days", None); // accepts null: optional
+///     schema.finish()
+/// }
+///
+/// let schema = input_schema();
+/// assert_eq!(schema["properties"]["city"]["description"], "Where.");
+/// assert_eq!(schema["required"], serde_json::json!(["city"]));
+/// ```
 pub struct ObjectSchema {
     generator: SchemaGenerator,
     properties: Map<String, Value>,

@@ -5,6 +5,20 @@
 use std::fmt;
 
 /// A parsed URI template.
+///
+/// ```
+/// use mcp::UriTemplate;
+///
+/// let notes = UriTemplate::parse("notes://{user}/{+path}").unwrap();
+/// assert_eq!(notes.variables().collect::<Vec<_>>(), ["user", "path"]);
+/// let bound = notes.matches("notes://ada/2024/march%20notes.md").unwrap();
+/// assert_eq!(bound[0], ("user".to_owned(), "ada".to_owned()));
+/// assert_eq!(bound[1], ("path".to_owned(), "2024/march notes.md".to_owned())); // `{+path}` takes slashes
+/// assert_eq!(notes.matches("notes://a/b/c").unwrap()[0].1, "a"); // `{user}` does not
+/// assert!(notes.matches("files://ada/x").is_none());
+///
+/// assert!(UriTemplate::parse("notes://{user}{id}").is_err()); // two variables in a row
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct UriTemplate {
     source: String,

@@ -75,6 +75,24 @@ impl TaskSupport {
 }
 
 /// A tool's task settings, as `const` data: `#[mcp::tool(task = "optional")]` and its companions write one.
+///
+/// A server with at least one tool that may run as a task serves the `tasks/*` methods and declares them:
+///
+/// ```
+/// use mcp::{CallToolResult, Context, TaskOptions, TaskSupport, ToolDef, ToolHandler};
+/// use serde_json::{json, Map, Value};
+///
+/// fn export(_: &Context, _: Map<String, Value>) -> Result<CallToolResult, mcp::Error> {
+///     Ok(CallToolResult::success(Vec::new()))
+/// }
+///
+/// let task = TaskOptions::new(TaskSupport::Optional).ttl_ms(60_000).poll_interval_ms(200);
+/// assert_eq!(task.support.as_str(), "optional");
+/// let def = ToolDef::new("export", || json!({ "type": "object" }), || None, ToolHandler::Blocking(export), "here")
+///     .task(task);
+/// let server = mcp::Server::builder().tool_def(def).build().unwrap();
+/// assert!(server.schema()["capabilities"]["tasks"].is_object());
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub struct TaskOptions {

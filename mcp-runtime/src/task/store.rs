@@ -143,6 +143,31 @@ pub struct TaskPage {
 ///   of the same instance that reach the store out of order cannot go back in time.
 ///
 /// A record whose TTL has run out may be forgotten at any time after.
+///
+/// [`MemoryTaskStore`] keeps both rules:
+///
+/// ```
+/// use mcp::{MemoryTaskStore, TaskRecord, TaskStatus, TaskStore};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let store = MemoryTaskStore::new(100);
+/// let working: TaskRecord = serde_json::from_value(serde_json::json!({
+///     "id": "t1", "tool": "rebuild_index", "status": "working", "created_at_ms": 0, "updated_at_ms": 0,
+///     "ttl_ms": null, "poll_interval_ms": 500, "seq": 1,
+/// }))
+/// .unwrap();
+/// store.create(working.clone()).await.unwrap();
+///
+/// let mut done = working.clone();
+/// (done.status, done.seq) = (TaskStatus::Completed, 2);
+/// assert!(store.update(done).await.unwrap());
+/// let mut cancelled = working; // a cancel that lost the race
+/// (cancelled.status, cancelled.seq) = (TaskStatus::Cancelled, 3);
+/// assert!(!store.update(cancelled).await.unwrap());
+/// assert_eq!(store.get("t1").await.unwrap().unwrap().status, TaskStatus::Completed);
+/// # }
+/// ```
 pub trait TaskStore: Send + Sync + 'static {
     /// Stores a new task. When this returns, [`TaskStore::get`] finds it, from any instance.
     fn create(&self, record: TaskRecord) -> BoxFuture<'_, Result<(), StoreError>>;
@@ -168,6 +193,28 @@ pub trait TaskStore: Send + Sync + 'static {
 pub const DEFAULT_MAX_TASKS: usize = 10_000;
 
 /// An in-process [`TaskStore`], bounded by a number of tasks; expired tasks are dropped as new ones come in.
+///
+/// A server without a store of its own uses `MemoryTaskStore::default()`, which holds [`DEFAULT_MAX_TASKS`]. When
+/// it is full of live tasks, a call that would start one more is refused with
+/// [`ErrorCode::OVERLOADED`](crate::ErrorCode::OVERLOADED).
+///
+/// ```
+/// use mcp::{MemoryTaskStore, StoreError, TaskRecord, TaskStore};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let task = |id: &str| -> TaskRecord {
+///     let record = serde_json::json!({ "id": id, "tool": "t", "status": "working", "created_at_ms": 0,
+///         "updated_at_ms": 0, "ttl_ms": null, "poll_interval_ms": 500, "seq": 1 });
+///     serde_json::from_value(record).unwrap()
+/// };
+/// let store = MemoryTaskStore::new(1);
+/// store.create(task("a")).await.unwrap();
+/// assert_eq!(store.create(task("b")).await, Err(StoreError::Full { limit: 1 }));
+///
+/// let _server = mcp::Server::builder().task_store(store).build().unwrap();
+/// # }
+/// ```
 pub struct MemoryTaskStore {
     max_tasks: usize,
     inner: Mutex<Memory>,

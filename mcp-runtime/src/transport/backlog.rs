@@ -7,6 +7,16 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 /// The limits of an outbound queue, in bytes.
+///
+/// ```
+/// use mcp::OutboundLimits;
+///
+/// let limits = OutboundLimits::new(1 << 20, 512); // a hard limit below the soft one is raised to it
+/// assert_eq!((limits.soft_bytes, limits.hard_bytes), (1 << 20, 1 << 20));
+/// assert_eq!(OutboundLimits::default(), OutboundLimits::new(4 << 20, 16 << 20));
+///
+/// let _server = mcp::Server::builder().outbound_limits(limits).build().unwrap();
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct OutboundLimits {

@@ -6,6 +6,15 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// A JSON-RPC error code.
+///
+/// The constants name the codes this crate sends; any other `i32` is a code too.
+///
+/// ```
+/// use mcp::ErrorCode;
+///
+/// assert_eq!(ErrorCode::METHOD_NOT_FOUND, ErrorCode(-32601));
+/// assert_eq!(serde_json::to_value(ErrorCode::OVERLOADED).unwrap(), -31000);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct ErrorCode(pub i32);
@@ -29,6 +38,26 @@ impl ErrorCode {
 }
 
 /// An error answered to a request: a JSON-RPC error object with a code, a readable message and optional data.
+///
+/// A custom method, a prompt, a resource or a hand-written [`ToolDef`](crate::ToolDef) that returns `Err(Error)`
+/// answers with this object. A `#[mcp::tool]` function that returns one gets an `isError` result instead, whose text
+/// is the error's [`Display`](fmt::Display), so that the model sees it.
+///
+/// ```
+/// use mcp::{Error, ErrorCode, IntoToolResult};
+/// use serde_json::json;
+///
+/// let e = Error::invalid_params("`count` must be positive").with_data(json!({ "count": -1 }));
+/// assert_eq!(e.code, ErrorCode::INVALID_PARAMS);
+/// assert_eq!(
+///     serde_json::to_value(&e).unwrap(),
+///     json!({ "code": -32602, "message": "`count` must be positive", "data": { "count": -1 } })
+/// );
+/// assert_eq!(e.to_string(), "`count` must be positive (code -32602)");
+///
+/// let from_a_tool = Err::<String, _>(e).into_tool_result();
+/// assert_eq!(from_a_tool.is_error, Some(true));
+/// ```
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct Error {

@@ -11,6 +11,19 @@ use serde_json::{Map, Value};
 use crate::wire::error::{Error, ErrorCode};
 
 /// A JSON-RPC request id: a string or an integer, echoed back exactly as received.
+///
+/// A handler reads its request's id with [`Context::request_id`](crate::Context::request_id).
+///
+/// ```
+/// use mcp::RequestId;
+///
+/// let number: RequestId = serde_json::from_str("7").unwrap();
+/// assert_eq!(number, RequestId::Number(7));
+/// let string: RequestId = serde_json::from_str(r#""7""#).unwrap();
+/// assert_eq!(string, RequestId::String("7".into()));
+/// assert_eq!(string.to_string(), r#""7""#); // a string shows its quotes, so the two differ in logs
+/// assert_eq!(serde_json::to_string(&string).unwrap(), r#""7""#);
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum RequestId {

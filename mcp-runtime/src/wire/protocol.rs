@@ -53,6 +53,15 @@ pub(crate) struct InitializeParams {
 }
 
 /// The severity of a log message, as syslog orders them (RFC 5424).
+///
+/// ```
+/// use mcp::LogLevel;
+///
+/// let level: LogLevel = "warning".parse().unwrap();
+/// assert!(level > LogLevel::Info);
+/// assert_eq!(level.to_string(), "warning");
+/// assert!("verbose".parse::<LogLevel>().is_err());
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum LogLevel {
@@ -145,6 +154,18 @@ pub struct Annotations {
 }
 
 /// The contents of a resource: text or base64 bytes.
+///
+/// ```
+/// use mcp::ResourceContents;
+/// use serde_json::json;
+///
+/// let logo = ResourceContents::blob("files://logo.png", Some("image/png"), &[0x89, b'P', b'N', b'G']);
+/// assert_eq!(logo.uri(), "files://logo.png");
+/// assert_eq!(
+///     serde_json::to_value(&logo).unwrap(),
+///     json!({ "uri": "files://logo.png", "mimeType": "image/png", "blob": "iVBORw==" })
+/// );
+/// ```
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum ResourceContents {
@@ -197,6 +218,24 @@ impl ResourceContents {
 }
 
 /// One block of content in a tool result (or, later, a prompt message).
+///
+/// ```
+/// use mcp::{Content, Role};
+/// use mcp::protocol::{Annotations, ResourceContents};
+/// use serde_json::json;
+///
+/// let text = Content::text("3 books found");
+/// assert_eq!(serde_json::to_value(&text).unwrap(), json!({ "type": "text", "text": "3 books found" }));
+///
+/// let link = Content::resource_link("books://dune", "Dune");
+/// assert_eq!(serde_json::to_value(&link).unwrap()["type"], "resource_link");
+///
+/// let mut for_user = Annotations::default();
+/// for_user.audience = Some(vec![Role::User]);
+/// let note = Content::embedded(ResourceContents::text("notes://1", Some("text/plain"), "Buy milk"))
+///     .with_annotations(for_user);
+/// assert_eq!(serde_json::to_value(&note).unwrap()["annotations"]["audience"], json!(["user"]));
+/// ```
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 #[non_exhaustive]
@@ -304,6 +343,23 @@ impl Content {
 }
 
 /// The result of `tools/call`.
+///
+/// A tool returns one itself to send several blocks, structured content, or a failure the model should see:
+///
+/// ```
+/// use mcp::{CallToolResult, Content};
+/// use serde_json::json;
+///
+/// let found = CallToolResult::success(vec![Content::text("Dune"), Content::text("Emma")])
+///     .with_structured(json!({ "titles": ["Dune", "Emma"] }));
+/// let wire = serde_json::to_value(&found).unwrap();
+/// assert_eq!(wire["structuredContent"]["titles"][1], "Emma");
+/// assert!(wire.get("isError").is_none());
+///
+/// let failed = CallToolResult::error("no book called Atlantis");
+/// assert_eq!(failed.is_error, Some(true));
+/// assert_eq!(failed.content, [Content::text("no book called Atlantis")]);
+/// ```
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]

@@ -47,6 +47,23 @@ pub const SESSION_HEADER: &str = "mcp-session-id";
 pub const VERSION_HEADER: &str = "mcp-protocol-version";
 
 /// How the Streamable HTTP transport behaves.
+///
+/// ```no_run
+/// use std::time::Duration;
+///
+/// # #[tokio::main]
+/// # async fn main() -> std::io::Result<()> {
+/// let options = mcp::HttpOptions::new()
+///     .path("/api/mcp")
+///     .allow_host("mcp.example.com")
+///     .allow_origin("https://app.example.com")
+///     .session_idle_timeout(Duration::from_secs(10 * 60));
+/// assert!(options.allow_delete); // a default
+///
+/// let server = mcp::Server::builder().registered().build().unwrap();
+/// server.serve_http(([0, 0, 0, 0], 8000).into(), options).await
+/// # }
+/// ```
 #[derive(Clone)]
 #[non_exhaustive]
 pub struct HttpOptions {
@@ -540,6 +557,9 @@ impl Server {
     /// [`Server::serve_http`] does (`axum::serve::ListenerExt::tap_io`): SSE events are small writes, and Nagle's
     /// algorithm would hold each for a delayed ACK (about 40 ms).
     ///
+    /// Call it inside a Tokio runtime: unless the options are `stateless`, it starts the task that ends idle
+    /// sessions, and panics without a runtime.
+    ///
     /// ```no_run
     /// # #[allow(dead_code)]
     /// # async fn run(server: mcp::Server) -> std::io::Result<()> {
@@ -589,6 +609,26 @@ impl Server {
     }
 
     /// Serves Streamable HTTP on a listener that is already bound (port 0 in tests).
+    ///
+    /// ```
+    /// /// Say hello.
+    /// #[mcp::tool]
+    /// fn hello(name: String) -> String {
+    ///     format!("Hello, {name}!")
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let server = mcp::Server::builder().tool::<hello>().build().unwrap();
+    /// let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    /// let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    /// tokio::spawn(server.serve_http_on(listener, mcp::HttpOptions::new()));
+    ///
+    /// let client = mcp::client::Client::builder().http(url).await.unwrap();
+    /// let result = client.call_tool("hello", serde_json::json!({ "name": "Ada" })).await.unwrap();
+    /// assert_eq!(result.text(), Some("Hello, Ada!"));
+    /// # }
+    /// ```
     pub async fn serve_http_on(self, listener: tokio::net::TcpListener, options: HttpOptions) -> std::io::Result<()> {
         let header_read_timeout = options.header_read_timeout;
         let write_timeout = options.write_timeout;
