@@ -205,14 +205,24 @@ impl Connection {
         self.send(jsonrpc::encode_error(id, error));
     }
 
-    /// Registers a request in the in-flight table, then spawns its handler.
+    /// Registers a request in the in-flight table, then runs its handler: an async handler is polled once at once,
+    /// in the caller's task (the transport's reader), and spawned only if it is not done by then. A handler that
+    /// answers without waiting (most do) costs no task, no wake-up of another worker and no hop: its response is on
+    /// the wire before the next message is read. Async handlers must not block (tokio's rule everywhere), so this
+    /// cannot stall the reader; plain `fn` handlers go to the blocking pool as before.
     pub(crate) fn start<R: serde::Serialize + Send + 'static>(
         self: &Arc<Self>,
         request: Arc<RequestState>,
         call: Call<R>,
     ) -> Result<(), Error> {
         self.register(&request)?;
-        cleanup_tasks().spawn(run_handler(call, request));
+        let eager = matches!(call.handler, Handler::Async(_));
+        let mut run = Box::pin(run_handler(call, request));
+        // A future may be polled with any waker; the spawned task polls it again with its own.
+        if eager && run.as_mut().poll(&mut TaskContext::from_waker(std::task::Waker::noop())).is_ready() {
+            return Ok(());
+        }
+        cleanup_tasks().spawn(run);
         Ok(())
     }
 

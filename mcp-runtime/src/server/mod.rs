@@ -49,6 +49,32 @@ inventory::collect!(ResourceRegistration);
 
 /// A built server: what it serves, its info, instructions and state. Cheap to clone; shared by every session.
 /// Nothing in it belongs to one connection.
+///
+/// What it serves can change while it runs; each change tells every session that the list changed.
+///
+/// ```
+/// /// Say hello.
+/// #[mcp::tool]
+/// fn hello() -> &'static str {
+///     "Hello!"
+/// }
+///
+/// /// Say goodbye.
+/// #[mcp::tool]
+/// fn goodbye() -> &'static str {
+///     "Goodbye!"
+/// }
+///
+/// let server = mcp::Server::builder().tool::<hello>().build().unwrap();
+/// let handle = server.clone(); // as a background task would hold it
+/// handle.add_tool(*<goodbye as mcp::ToolItem>::DEF).unwrap();
+/// assert!(handle.set_tool_enabled("hello", false));
+///
+/// let tools = server.tools_list();
+/// let names: Vec<&str> = tools["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+/// assert_eq!(names, ["goodbye"]);
+/// assert_eq!(server.schema()["capabilities"]["tools"]["listChanged"], true);
+/// ```
 #[derive(Clone)]
 pub struct Server {
     pub(crate) inner: Arc<ServerInner>,
@@ -107,6 +133,14 @@ impl fmt::Debug for Server {
 }
 
 /// Why a server could not be built.
+///
+/// ```
+/// use mcp::BuildError;
+///
+/// let err = mcp::Server::builder().state(1u8).state(2u8).build().unwrap_err();
+/// assert_eq!(err, BuildError::DuplicateState { type_name: "u8" });
+/// assert!(err.to_string().contains("two state values of type `u8`"));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum BuildError {
@@ -232,14 +266,35 @@ impl std::error::Error for BuildError {}
 /// Builds a [`Server`] from the tools linked into the program or from tools named one by one.
 ///
 /// ```
+/// use std::sync::atomic::{AtomicU64, Ordering};
+///
+/// struct Greetings(AtomicU64);
+///
 /// /// Say hello.
 /// #[mcp::tool]
-/// fn hello(name: String) -> String {
+/// fn hello(name: String, greetings: &mcp::State<Greetings>) -> String {
+///     greetings.0.fetch_add(1, Ordering::Relaxed);
 ///     format!("Hello, {name}!")
 /// }
 ///
-/// let server = mcp::Server::builder().name("greeter").tool::<hello>().build().unwrap();
-/// # let _ = server;
+/// /// Say goodbye.
+/// #[mcp::tool]
+/// fn goodbye() -> &'static str {
+///     "Goodbye!"
+/// }
+///
+/// let server = mcp::Server::builder()
+///     .name("greeter")
+///     .tool::<hello>()
+///     .tool::<goodbye>()
+///     .state(Greetings(AtomicU64::new(0)))
+///     .page_size(1) // one tool per page of `tools/list`
+///     .build()
+///     .unwrap();
+/// let tools = &server.tools_list()["tools"]; // every page, by name
+/// assert_eq!(tools.as_array().unwrap().len(), 2);
+/// assert_eq!(tools[1]["name"], "hello");
+/// assert_eq!(tools[1]["inputSchema"]["required"], serde_json::json!(["name"]));
 /// ```
 #[derive(Default)]
 #[must_use]
@@ -878,18 +933,67 @@ impl Server {
     /// Serves this server over stdin and stdout until stdin closes, or Ctrl-C or SIGTERM arrives; then cancels what
     /// is in flight, waits (bounded) for cleanups, and runs the shutdown hooks.
     pub async fn serve_stdio(self) -> std::io::Result<()> {
-        let stdin = crate::transport::ThreadStdin::spawn();
+        use crate::transport::stdio::serve_with;
         let stuck = tokio_util::sync::CancellationToken::new();
-        let (stdout, written) = crate::transport::spawn_stdout(self.inner.outbound, stuck.clone());
-        let (result, deadline) =
-            crate::transport::stdio::serve_with(self.clone(), stdin, Arc::new(stdout), written, stop_signal(), stuck)
-                .await;
+        // Pipes and sockets are served by the runtime itself; anything else (a terminal, a file) by two threads.
+        #[cfg(unix)]
+        let direct = crate::transport::fd_io::stdio(self.inner.outbound, stuck.clone());
+        #[cfg(not(unix))]
+        let direct: Option<(
+            crate::transport::ThreadStdin,
+            crate::transport::StdoutSink,
+            std::future::Ready<std::io::Result<()>>,
+        )> = None;
+        let (result, deadline) = match direct {
+            Some((stdin, stdout, written)) => {
+                serve_with(self.clone(), stdin, Arc::new(stdout), written, stop_signal(), stuck).await
+            }
+            None => {
+                let stdin = crate::transport::ThreadStdin::spawn();
+                let (stdout, written) = crate::transport::spawn_stdout(self.inner.outbound, stuck.clone());
+                serve_with(self.clone(), stdin, Arc::new(stdout), written, stop_signal(), stuck).await
+            }
+        };
         self.shutdown_by(deadline).await;
         result
     }
 
     /// Serves one session over any pair of byte streams, newline-delimited JSON, as on stdio. The shutdown hooks are
     /// not run when it ends (other sessions may still be using the server): call [`Server::shutdown`] for that.
+    ///
+    /// Over an in-memory pipe, a test can talk to a server in its own process:
+    ///
+    /// ```
+    /// use serde_json::{json, Value};
+    /// use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    ///
+    /// /// Say hello.
+    /// #[mcp::tool]
+    /// fn hello(name: String) -> String {
+    ///     format!("Hello, {name}!")
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let server = mcp::Server::builder().tool::<hello>().build().unwrap();
+    /// let (client, server_end) = tokio::io::duplex(64 * 1024);
+    /// let (read, write) = tokio::io::split(server_end);
+    /// tokio::spawn(server.serve_streams(read, write));
+    ///
+    /// let (read, mut write) = tokio::io::split(client);
+    /// let mut lines = BufReader::new(read).lines();
+    /// let mut call = async |id: i64, method: &str, params: Value| {
+    ///     let request = json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params });
+    ///     write.write_all(format!("{request}\n").as_bytes()).await.unwrap();
+    ///     serde_json::from_str::<Value>(&lines.next_line().await.unwrap().unwrap()).unwrap()
+    /// };
+    /// let client_info = json!({ "name": "test", "version": "0" });
+    /// call(1, "initialize", json!({ "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": client_info }))
+    ///     .await;
+    /// let response = call(2, "tools/call", json!({ "name": "hello", "arguments": { "name": "Ada" } })).await;
+    /// assert_eq!(response["result"]["content"][0]["text"], "Hello, Ada!");
+    /// # }
+    /// ```
     pub async fn serve_streams<R, W>(self, reader: R, writer: W) -> std::io::Result<()>
     where
         R: tokio::io::AsyncRead + Unpin + Send + 'static,

@@ -1,6 +1,8 @@
 //! Transports: bytes to JSON-RPC messages and back. No MCP semantics live here.
 
 pub(crate) mod backlog;
+#[cfg(unix)]
+pub(crate) mod fd_io;
 #[cfg(feature = "http")]
 pub(crate) mod http;
 mod std_io;
