@@ -355,3 +355,51 @@ fn handlers_see_the_request_metadata() {
         })
     );
 }
+
+/// Responses far larger than a pipe's buffer, to a client that reads only later, arrive whole and in order, on the
+/// reactor-served pipes (frames the pipe cannot take wait for the writer task) and on the fallback threads.
+#[test]
+fn large_responses_to_a_late_reader_arrive_whole_in_both_stdio_modes() {
+    use std::io::{BufRead, BufReader, Write};
+    for threads in [false, true] {
+        let mut command = Command::new(testbed());
+        if threads {
+            command.env("MCP_STDIO_THREADS", "1");
+        }
+        let mut child = command
+            .env("RUST_LOG", "warn")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        let init = json!({"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}});
+        writeln!(stdin, "{init}").unwrap();
+        const CALLS: usize = 24;
+        for id in 0..CALLS {
+            let text = char::from(b'a' + id as u8).to_string().repeat(150_000 + id);
+            let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": text}}});
+            writeln!(stdin, "{call}").unwrap();
+        }
+        stdin.flush().unwrap();
+        // The server has written what the pipe holds and queued the rest.
+        std::thread::sleep(Duration::from_millis(300));
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let first: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+        assert_eq!(first["id"], "init", "threads={threads}");
+        let mut seen = vec![false; CALLS];
+        for _ in 0..CALLS {
+            let line = lines.next().expect("a response").unwrap();
+            let r: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("threads={threads}: {e}"));
+            let id = r["id"].as_u64().unwrap() as usize;
+            let expected = char::from(b'a' + id as u8).to_string().repeat(150_000 + id);
+            assert_eq!(text(&r["result"]), expected, "threads={threads}, id {id}");
+            seen[id] = true;
+        }
+        assert!(seen.iter().all(|s| *s), "threads={threads}");
+        drop(stdin);
+        assert!(child.wait().unwrap().success(), "threads={threads}");
+    }
+}
