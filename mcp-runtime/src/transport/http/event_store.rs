@@ -14,6 +14,11 @@ pub trait EventStore: Send + Sync {
     /// The stream `last_event_id` belongs to, and the events stored after it on that stream, oldest first;
     /// `None` if the id is unknown (or already evicted).
     fn replay_after(&self, last_event_id: &str) -> Option<(String, Vec<(String, String)>)>;
+    /// Every event of `stream` went out on a connection that read the stream to its end (a request's stream, after
+    /// its response): no client needs to resume it, and a store may forget its events. The default keeps them.
+    fn delivered(&self, stream: &str) {
+        let _ = stream;
+    }
 }
 
 /// Makes one event store per session.
@@ -38,6 +43,11 @@ struct Budget {
 /// The default event store: the newest events of a session, in memory, at most `max_events` of them and
 /// `max_bytes` of their data (and, made by a [`MemoryEventStoreFactory`], within the factory's total). An event
 /// larger than what may be kept is still delivered live; it just cannot be replayed.
+///
+/// Streams still open (or cut off) are kept first. A stream the server wrote to its end is
+/// [delivered](EventStore::delivered): only the newest [`DELIVERED_EVENTS`] events of such streams are kept (for a
+/// client whose connection broke after the server wrote them), and they are the first to go when a bound is
+/// reached. A session's memory therefore does not grow with the requests it has made.
 pub struct MemoryEventStore {
     max_events: usize,
     max_bytes: usize,
@@ -46,10 +56,26 @@ pub struct MemoryEventStore {
     kept: Mutex<Kept>,
 }
 
+/// How many events of streams written to their end a [`MemoryEventStore`] keeps: 64.
+pub const DELIVERED_EVENTS: usize = 64;
+
 #[derive(Default)]
 struct Kept {
-    events: VecDeque<StoredEvent>,
+    /// Events of streams still open or cut off, oldest first.
+    open: VecDeque<StoredEvent>,
+    /// Events of streams written to their end, oldest first.
+    delivered: VecDeque<StoredEvent>,
     bytes: usize,
+}
+
+impl Kept {
+    fn len(&self) -> usize {
+        self.open.len() + self.delivered.len()
+    }
+
+    fn events(&self) -> impl Iterator<Item = &StoredEvent> {
+        self.open.iter().chain(self.delivered.iter())
+    }
 }
 
 /// An event's number, stream and data.
@@ -74,48 +100,86 @@ impl MemoryEventStore {
 
     /// The bytes of event data it keeps.
     pub fn bytes(&self) -> usize {
-        self.kept.lock().unwrap_or_else(|e| e.into_inner()).bytes
+        self.lock().bytes
+    }
+
+    /// How many events it keeps.
+    pub fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    /// Whether it keeps no event.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Kept> {
+        self.kept.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     fn over(&self, kept: &Kept) -> bool {
-        kept.events.len() > self.max_events
+        kept.len() > self.max_events
             || kept.bytes > self.max_bytes
             || self.budget.as_ref().is_some_and(|b| b.used.load(Ordering::Relaxed) > b.limit)
+    }
+
+    /// Drops the oldest event, a delivered stream's if there is one; false when nothing is left.
+    fn evict_one(&self, kept: &mut Kept) -> bool {
+        let Some((_, _, old)) = kept.delivered.pop_front().or_else(|| kept.open.pop_front()) else { return false };
+        kept.bytes -= old.len();
+        if let Some(b) = &self.budget {
+            b.used.fetch_sub(old.len(), Ordering::Relaxed);
+        }
+        true
     }
 }
 
 impl EventStore for MemoryEventStore {
     fn store(&self, stream: &str, frame: &Arc<str>) -> String {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
-        let mut kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
-        kept.events.push_back((id, stream.into(), frame.clone()));
+        let mut kept = self.lock();
+        kept.open.push_back((id, stream.into(), frame.clone()));
         kept.bytes += frame.len();
         if let Some(b) = &self.budget {
             b.used.fetch_add(frame.len(), Ordering::Relaxed);
         }
         // The oldest go first, this session's own: the total stays bounded whatever the other sessions hold.
-        while self.over(&kept) {
-            let Some((_, _, old)) = kept.events.pop_front() else { break };
-            kept.bytes -= old.len();
-            if let Some(b) = &self.budget {
-                b.used.fetch_sub(old.len(), Ordering::Relaxed);
-            }
-        }
+        while self.over(&kept) && self.evict_one(&mut kept) {}
         id.to_string()
     }
 
     fn replay_after(&self, last_event_id: &str) -> Option<(String, Vec<(String, String)>)> {
         let last: u64 = last_event_id.parse().ok()?;
-        let kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
-        let (_, stream, _) = kept.events.iter().find(|(id, _, _)| *id == last)?;
+        let kept = self.lock();
+        let (_, stream, _) = kept.events().find(|(id, _, _)| *id == last)?;
         let stream = stream.clone();
         let after = kept
-            .events
-            .iter()
+            .events()
             .filter(|(id, s, _)| *id > last && *s == stream)
             .map(|(id, _, f)| (id.to_string(), f.to_string()))
             .collect();
         Some((stream.to_string(), after))
+    }
+
+    fn delivered(&self, stream: &str) {
+        let mut kept = self.lock();
+        let Kept { open, delivered, .. } = &mut *kept;
+        // Open streams are few (the requests in flight), so this walk is short.
+        open.retain(|event| {
+            if &*event.1 == stream {
+                delivered.push_back(event.clone());
+                false
+            } else {
+                true
+            }
+        });
+        while kept.delivered.len() > DELIVERED_EVENTS {
+            let Some((_, _, old)) = kept.delivered.pop_front() else { break };
+            kept.bytes -= old.len();
+            if let Some(b) = &self.budget {
+                b.used.fetch_sub(old.len(), Ordering::Relaxed);
+            }
+        }
     }
 }
 
@@ -186,6 +250,35 @@ mod tests {
         store.store("a", &Arc::from("4")); // evicts the first event
         assert!(store.replay_after(&ids[0]).is_none(), "an evicted id cannot be resumed from");
         assert!(store.replay_after("not-a-number").is_none());
+    }
+
+    #[test]
+    fn delivered_streams_keep_only_their_newest_events_and_go_first() {
+        let store = MemoryEventStore::new(1024);
+        let open = store.store("open", &Arc::from("still running"));
+        for request in 0..100 {
+            let stream = format!("r{request}");
+            store.store(&stream, &Arc::from("")); // priming
+            store.store(&stream, &Arc::from(format!("answer {request}").as_str()));
+            store.delivered(&stream);
+        }
+        // 200 events of delivered streams, of which the newest 64 are kept, and the open stream's one.
+        assert_eq!(store.len(), DELIVERED_EVENTS + 1);
+        assert!(store.replay_after(&open).is_some(), "an open stream is kept");
+        // The newest delivered stream can still be resumed from its priming event.
+        let priming = (store.next.load(Ordering::Relaxed) - 2).to_string();
+        let (stream, after) = store.replay_after(&priming).unwrap();
+        assert_eq!((stream.as_str(), after.len()), ("r99", 1));
+        assert_eq!(after[0].1, "answer 99");
+        // Under a bound, delivered streams' events go before the open stream's.
+        let small = MemoryEventStore::new(3);
+        let kept = small.store("open", &Arc::from("a"));
+        small.store("done", &Arc::from("b"));
+        small.delivered("done");
+        small.store("open", &Arc::from("c"));
+        small.store("open", &Arc::from("d"));
+        assert_eq!(small.replay_after(&kept).unwrap().1.len(), 2);
+        assert_eq!(small.len(), 3);
     }
 
     #[test]

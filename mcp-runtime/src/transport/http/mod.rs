@@ -11,7 +11,7 @@ mod modern;
 
 pub use event_store::{
     EventStore, EventStoreFactory, MemoryEventStore, MemoryEventStoreFactory, DEFAULT_EVENT_STORE_BYTES,
-    DEFAULT_EVENT_STORE_EVENTS, DEFAULT_EVENT_STORE_TOTAL_BYTES,
+    DEFAULT_EVENT_STORE_EVENTS, DEFAULT_EVENT_STORE_TOTAL_BYTES, DELIVERED_EVENTS,
 };
 
 use std::collections::HashMap;
@@ -375,6 +375,8 @@ struct SseBody {
     on_disconnect: Option<Box<dyn FnOnce() + Send>>,
     /// Counts this stream among its session's open streams while it lives.
     _open: Option<OpenStream>,
+    /// The store and stream to tell when the body was read to its end.
+    delivered: Option<(Arc<dyn EventStore>, String)>,
 }
 
 /// One open stream of a session: an open stream keeps the session from expiring.
@@ -430,6 +432,10 @@ impl futures_core::Stream for SseBody {
         }
         if ended {
             self.on_disconnect = None;
+            // Polled again after its last chunk was written: the stream reached the connection whole.
+            if let Some((store, stream)) = self.delivered.take() {
+                store.delivered(&stream);
+            }
             return Poll::Ready(None);
         }
         Poll::Pending
@@ -1055,19 +1061,30 @@ async fn answer_request(
         });
     }
     http_session.session.handle_routed(message, &Origin { sink: route.clone(), http: Some(http) });
-    sse_response(state, priming, (events, Some(backlog)), None, Some(http_session))
+    sse_response(state, priming, (events, Some(backlog)), None, Some(http_session), Some(&route.name))
 }
 
+/// An SSE response. `stream` names a session's stream that ends (a request's): once the body was read to its end,
+/// the session's event store may forget it.
 fn sse_response(
     state: &HttpState,
     priming_id: String,
     (events, backlog): (mpsc::UnboundedReceiver<Event>, Option<Arc<Backlog>>),
     on_disconnect: Option<Box<dyn FnOnce() + Send>>,
     session: Option<&Arc<HttpSession>>,
+    stream: Option<&str>,
 ) -> Response {
     let retry = state.options.retry.as_millis();
     let priming = format!("id: {priming_id}\nretry: {retry}\ndata: \n\n");
-    let body = SseBody { priming: Some(priming), events, backlog, on_disconnect, _open: session.map(OpenStream::new) };
+    let delivered = session.zip(stream).map(|(s, name)| (s.store.clone(), name.to_owned()));
+    let body = SseBody {
+        priming: Some(priming),
+        events,
+        backlog,
+        on_disconnect,
+        _open: session.map(OpenStream::new),
+        delivered,
+    };
     Response::builder()
         .status(StatusCode::OK)
         .header(header::CONTENT_TYPE, "text/event-stream")
@@ -1154,7 +1171,7 @@ async fn post_stateless(
                     session.cancel(&id, Some("the client disconnected"));
                 }
             });
-            sse_response(state, priming, (events, Some(backlog)), Some(on_disconnect), None)
+            sse_response(state, priming, (events, Some(backlog)), Some(on_disconnect), None, None)
         }
     }
 }
@@ -1199,7 +1216,14 @@ fn get(state: Arc<HttpState>, headers: HeaderMap) -> Response {
             Some(route) => {
                 let (events, backlog) = route.resume(last);
                 let priming = http_session.store.store(&route.name, &Arc::from(""));
-                return sse_response(&state, priming, (events, Some(backlog)), None, Some(&http_session));
+                return sse_response(
+                    &state,
+                    priming,
+                    (events, Some(backlog)),
+                    None,
+                    Some(&http_session),
+                    Some(&route.name),
+                );
             }
             // The stream ended (its request was answered) and its route is gone: everything it sent is stored now,
             // so the replay is read again; then the stream ends.
@@ -1211,14 +1235,14 @@ fn get(state: Arc<HttpState>, headers: HeaderMap) -> Response {
                 }
                 drop(tx);
                 let priming = http_session.store.store(&stream, &Arc::from(""));
-                return sse_response(&state, priming, (rx, None), None, Some(&http_session));
+                return sse_response(&state, priming, (rx, None), None, Some(&http_session), Some(&stream));
             }
         },
         _ => (http_session.standalone.clone(), Vec::new()),
     };
     let (events, backlog) = route.attach(missed);
     let priming = http_session.store.store(&route.name, &Arc::from(""));
-    sse_response(&state, priming, (events, Some(backlog)), None, Some(&http_session))
+    sse_response(&state, priming, (events, Some(backlog)), None, Some(&http_session), None)
 }
 
 fn delete(state: Arc<HttpState>, headers: HeaderMap) -> Response {
