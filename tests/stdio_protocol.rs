@@ -389,7 +389,7 @@ fn large_responses_to_a_late_reader_arrive_whole_in_both_stdio_modes() {
         let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
         let first: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
         assert_eq!(first["id"], "init", "threads={threads}");
-        let mut seen = vec![false; CALLS];
+        let mut seen = [false; CALLS];
         for _ in 0..CALLS {
             let line = lines.next().expect("a response").unwrap();
             let r: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("threads={threads}: {e}"));
