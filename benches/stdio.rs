@@ -16,10 +16,11 @@ struct Args {
     calls: usize,
     warmup: usize,
     pipeline: usize,
+    cancels: usize,
 }
 
 fn parse_args() -> Args {
-    let mut args = Args { calls: 20_000, warmup: 2_000, pipeline: 32 };
+    let mut args = Args { calls: 20_000, warmup: 2_000, pipeline: 32, cancels: 1_000 };
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
         let mut value = || it.next().and_then(|v| v.parse().ok()).expect("a number after the option");
@@ -27,6 +28,7 @@ fn parse_args() -> Args {
             "--calls" => args.calls = value(),
             "--warmup" => args.warmup = value(),
             "--pipeline" => args.pipeline = value(),
+            "--cancels" => args.cancels = value(),
             _ => {} // cargo bench passes `--bench`
         }
     }
@@ -64,9 +66,26 @@ fn main() {
             .env("RUST_LOG", "warn")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(Stdio::piped())
             .spawn()
             .expect("spawn the testbed server");
+    // The testbed's markers (`SLEEP_START id`, `SLEEP_ABORTED id`), as they are written.
+    let (markers, marker_lines) = std::sync::mpsc::channel::<String>();
+    let stderr = child.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines() {
+            let Ok(line) = line else { break };
+            if line.starts_with("SLEEP_") && markers.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let wait_marker = |want: &str| loop {
+        let line = marker_lines.recv_timeout(Duration::from_secs(10)).expect("the testbed's marker");
+        if line == want {
+            break;
+        }
+    };
     let pid = child.id();
     let mut stdin = std::io::BufWriter::new(child.stdin.take().unwrap());
     let mut stdout = BufReader::new(child.stdout.take().unwrap());
@@ -138,6 +157,29 @@ fn main() {
         }
         let cpu = server_cpu(pid).zip(cpu_before).map(|(after, before)| after.saturating_sub(before));
         report(&format!("{era} pipeline{k}"), rounds * k, started.elapsed(), latencies, cpu);
+
+        // Cancellation: a running async handler (sleeping 10 s) is cancelled; the time from writing
+        // `notifications/cancelled` to reading the handler's drop marker on stderr (an upper bound of the server's
+        // own time: it includes a pipe each way and this process's reader thread).
+        let mut latencies = Vec::with_capacity(args.cancels);
+        let started = Instant::now();
+        for _ in 0..args.cancels {
+            let sleep = call(id)
+                .replace(r#""name":"echo","arguments":{"text":"hello"}"#, r#""name":"sleep","arguments":{"ms":10000}"#);
+            writeln!(stdin, "{sleep}").unwrap();
+            stdin.flush().unwrap();
+            wait_marker(&format!("SLEEP_START {id}"));
+            let t = Instant::now();
+            writeln!(stdin, r#"{{"jsonrpc":"2.0","method":"notifications/cancelled","params":{{"requestId":{id}}}}}"#)
+                .unwrap();
+            stdin.flush().unwrap();
+            wait_marker(&format!("SLEEP_ABORTED {id}"));
+            latencies.push(t.elapsed());
+            id += 1;
+        }
+        if args.cancels > 0 {
+            report(&format!("{era} cancel"), args.cancels, started.elapsed(), latencies, None);
+        }
     }
 
     drop(stdin);
