@@ -138,7 +138,13 @@ impl EventStore for MemoryEventStore {
     fn store(&self, stream: &str, frame: &Arc<str>) -> String {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         let mut kept = self.lock();
-        kept.open.push_back((id, stream.into(), frame.clone()));
+        // A stream's events are stored one after another (its priming event, then what it sends): they share one
+        // copy of its name.
+        let name = match kept.open.back() {
+            Some((_, last, _)) if **last == *stream => last.clone(),
+            _ => stream.into(),
+        };
+        kept.open.push_back((id, name, frame.clone()));
         kept.bytes += frame.len();
         if let Some(b) = &self.budget {
             b.used.fetch_add(frame.len(), Ordering::Relaxed);

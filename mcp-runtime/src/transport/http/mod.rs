@@ -435,6 +435,10 @@ impl futures_core::Stream for SseBody {
             // Polled again after its last chunk was written: the stream reached the connection whole.
             if let Some((store, stream)) = self.delivered.take() {
                 store.delivered(&stream);
+                // Nothing will resume it through its route: an idle session keeps no map of finished streams.
+                if let Some(OpenStream(session)) = &self._open {
+                    session.forget_route(&stream);
+                }
             }
             return Poll::Ready(None);
         }
@@ -477,6 +481,15 @@ impl HttpSession {
         routes.retain(|_, r| r.strong_count() > 0);
         routes.insert(name, Arc::downgrade(&route));
         route
+    }
+
+    /// Forgets a finished stream's route (its events stay in the store, for a replay).
+    fn forget_route(&self, name: &str) {
+        let mut routes = self.routes.lock().unwrap_or_else(|e| e.into_inner());
+        routes.remove(name);
+        if routes.is_empty() {
+            routes.shrink_to_fit();
+        }
     }
 
     fn route(&self, name: &str) -> Option<Arc<Route>> {
@@ -1049,7 +1062,7 @@ async fn answer_request(
     }
     let route = http_session.new_route();
     // The priming event comes first, so resuming from it replays everything the request sends.
-    let priming = http_session.store.store(&route.name, &Arc::from(""));
+    let priming = http_session.store.store(&route.name, &priming_frame());
     let (events, backlog) = route.attach(Vec::new());
     if let Incoming::Request { id, .. } = &message {
         // A reader that stops reading the request's stream cancels the request.
@@ -1062,6 +1075,12 @@ async fn answer_request(
     }
     http_session.session.handle_routed(message, &Origin { sink: route.clone(), http: Some(http) });
     sse_response(state, priming, (events, Some(backlog)), None, Some(http_session), Some(&route.name))
+}
+
+/// The data of a priming event (empty), one allocation for the process.
+fn priming_frame() -> Arc<str> {
+    static EMPTY: std::sync::OnceLock<Arc<str>> = std::sync::OnceLock::new();
+    EMPTY.get_or_init(|| Arc::from("")).clone()
 }
 
 /// An SSE response. `stream` names a session's stream that ends (a request's): once the body was read to its end,
@@ -1161,7 +1180,7 @@ async fn post_stateless(
                 };
             }
             let route = Route::new("stateless".into(), store.clone(), state.server.inner.outbound);
-            let priming = store.store("stateless", &Arc::from(""));
+            let priming = store.store("stateless", &priming_frame());
             let (events, backlog) = route.attach(Vec::new());
             session.handle_routed(message, &Origin { sink: route.clone(), http: Some(http) });
             // The entry leaves with the body, however the stream ends; a client gone before the response cancels.
@@ -1215,7 +1234,7 @@ fn get(state: Arc<HttpState>, headers: HeaderMap) -> Response {
             // meanwhile (the response, often) is replayed or sent live, never neither.
             Some(route) => {
                 let (events, backlog) = route.resume(last);
-                let priming = http_session.store.store(&route.name, &Arc::from(""));
+                let priming = http_session.store.store(&route.name, &priming_frame());
                 return sse_response(
                     &state,
                     priming,
@@ -1234,14 +1253,14 @@ fn get(state: Arc<HttpState>, headers: HeaderMap) -> Response {
                     let _ = tx.send((id, frame.into()));
                 }
                 drop(tx);
-                let priming = http_session.store.store(&stream, &Arc::from(""));
+                let priming = http_session.store.store(&stream, &priming_frame());
                 return sse_response(&state, priming, (rx, None), None, Some(&http_session), Some(&stream));
             }
         },
         _ => (http_session.standalone.clone(), Vec::new()),
     };
     let (events, backlog) = route.attach(missed);
-    let priming = http_session.store.store(&route.name, &Arc::from(""));
+    let priming = http_session.store.store(&route.name, &priming_frame());
     sse_response(&state, priming, (events, Some(backlog)), None, Some(&http_session), None)
 }
 
