@@ -225,9 +225,10 @@ pub(crate) fn result_prefix(info: &Value) -> String {
     format!(r#""resultType":"complete","_meta":{{"{META_SERVER_INFO}":{info}}}"#)
 }
 
-/// A handler's 2026 response: its result serialized once, with `resultType`, the server's info and (for cacheable
-/// results) the caching hints spliced in front of its fields; through a `Value` only when the result has a `_meta`
-/// (or a `resultType`) of its own to merge with.
+/// A handler's 2026 response: its result serialized once, straight into the frame, after `resultType`, the
+/// server's info and (for cacheable results) the caching hints; the result's own opening brace becomes a space, so
+/// its fields follow the stamped ones without a second copy of the payload. Through a `Value` only when the result
+/// has a `_meta` (or a `resultType`) of its own to merge with, or is not an object.
 pub(crate) fn encode_complete<T: serde::Serialize>(
     server: &Server,
     id: &RequestId,
@@ -235,41 +236,49 @@ pub(crate) fn encode_complete<T: serde::Serialize>(
     kind: ResultKind,
     cache: Option<crate::handler::resource::CacheHint>,
 ) -> String {
-    let body = match serde_json::to_string(result) {
-        Ok(b) => b,
-        Err(e) => {
-            return jsonrpc::encode_error(Some(id), &Error::internal(format!("could not serialize the result: {e}")))
-        }
-    };
+    let prefix = &server.inner.result_prefix;
+    let mut out = Vec::with_capacity(prefix.len() + 160);
+    out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+    if serde_json::to_writer(&mut out, id).is_err() {
+        out.extend_from_slice(b"null");
+    }
+    out.extend_from_slice(br#","result":{"#);
+    out.extend_from_slice(prefix.as_bytes());
+    if kind != ResultKind::Plain {
+        let cache = cache.unwrap_or(server.inner.cache);
+        out.extend_from_slice(
+            format!(r#","ttlMs":{},"cacheScope":"{}""#, cache.ttl_ms, cache.scope.as_str()).as_bytes(),
+        );
+    }
+    out.push(b',');
+    let start = out.len();
+    if let Err(e) = serde_json::to_writer(&mut out, result) {
+        return jsonrpc::encode_error(Some(id), &Error::internal(format!("could not serialize the result: {e}")));
+    }
+    // serde_json writes UTF-8; checking it costs a pass over the bytes, not a copy.
+    let body = std::str::from_utf8(&out[start..]).unwrap_or_default();
     let spliceable = body.len() >= 2
         && body.starts_with('{')
         && body.ends_with('}')
         && !body.contains(r#""_meta""#)
         && !body.contains(r#""resultType""#);
     if !spliceable {
-        return match serde_json::from_str::<Value>(&body) {
+        return match serde_json::from_str::<Value>(body) {
             Ok(value) => jsonrpc::encode_result(id, &decorate(server, value, kind, cache)),
             Err(e) => jsonrpc::encode_error(Some(id), &Error::internal(e.to_string())),
         };
     }
-    let prefix = &server.inner.result_prefix;
-    let id = serde_json::to_string(id).unwrap_or_else(|_| "null".into());
-    let mut out = String::with_capacity(body.len() + prefix.len() + id.len() + 80);
-    out.push_str(r#"{"jsonrpc":"2.0","id":"#);
-    out.push_str(&id);
-    out.push_str(r#","result":{"#);
-    out.push_str(prefix);
-    if kind != ResultKind::Plain {
-        let cache = cache.unwrap_or(server.inner.cache);
-        out.push_str(&format!(r#","ttlMs":{},"cacheScope":"{}""#, cache.ttl_ms, cache.scope.as_str()));
+    if body[1..body.len() - 1].trim().is_empty() {
+        // `{}`: nothing to add after the stamped fields, nor the comma before them.
+        out.truncate(start - 1);
+        out.push(b'}');
+    } else {
+        out[start] = b' ';
     }
-    let fields = &body[1..body.len() - 1];
-    if !fields.trim().is_empty() {
-        out.push(',');
-        out.push_str(fields);
-    }
-    out.push_str("}}");
-    out
+    out.push(b'}');
+    String::from_utf8(out).unwrap_or_else(|e| {
+        jsonrpc::encode_error(Some(id), &Error::internal(format!("could not serialize the result: {e}")))
+    })
 }
 
 pub(crate) fn stamp_server_info(server: &Server, map: &mut Map<String, Value>) {
@@ -854,6 +863,31 @@ pub const DEFAULT_REQUEST_STATE_TTL: Duration = Duration::from_secs(10 * 60);
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn complete_results_are_stamped_in_one_pass_and_stay_valid_json() {
+        let server = Server::builder().name("enc").version("1").build().unwrap();
+        let id = RequestId::Number(7);
+        let frame = |result: &Value, kind| -> Value {
+            let text = encode_complete(&server, &id, result, kind, None);
+            serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"))
+        };
+        let r = frame(&json!({"content": [{"type": "text", "text": "hi"}]}), ResultKind::Plain);
+        assert_eq!(r["id"], 7);
+        assert_eq!(r["result"]["resultType"], "complete");
+        assert_eq!(r["result"]["content"][0]["text"], "hi");
+        assert_eq!(r["result"]["_meta"][META_SERVER_INFO]["name"], "enc");
+        // An empty result: only the stamped fields.
+        let r = frame(&json!({}), ResultKind::Plain);
+        assert_eq!(r["result"].as_object().unwrap().len(), 2, "{r}");
+        // Caching hints on cacheable results.
+        let r = frame(&json!({"contents": []}), ResultKind::Read);
+        assert!(r["result"]["ttlMs"].is_number() && r["result"]["cacheScope"].is_string(), "{r}");
+        // A result with a `_meta` of its own is merged, not duplicated.
+        let r = frame(&json!({"content": [], "_meta": {"mine": 1}}), ResultKind::Plain);
+        assert_eq!(r["result"]["_meta"]["mine"], 1);
+        assert_eq!(r["result"]["_meta"][META_SERVER_INFO]["name"], "enc");
+    }
 
     #[test]
     fn header_values_decode_the_base64_form_strictly_and_take_lookalikes_literally() {
