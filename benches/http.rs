@@ -16,16 +16,18 @@ use serde_json::json;
 struct Args {
     clients: usize,
     seconds: u64,
+    cancels: usize,
 }
 
 fn parse_args() -> Args {
-    let mut args = Args { clients: 4, seconds: 3 };
+    let mut args = Args { clients: 4, seconds: 3, cancels: 1000 };
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
         let mut value = || it.next().and_then(|v| v.parse().ok()).expect("a number after the option");
         match a.as_str() {
             "--clients" => args.clients = value() as usize,
             "--seconds" => args.seconds = value(),
+            "--cancels" => args.cancels = value() as usize,
             _ => {} // cargo bench passes `--bench`
         }
     }
@@ -102,6 +104,71 @@ async fn client(http: reqwest::Client, url: String, modern: bool, deadline: Inst
     latencies
 }
 
+/// Cancels `n` running async handlers (the testbed's `sleep`, 10 s) and returns, for each, the time from the cancel
+/// to the handler's drop marker on the server's stderr: 2025, a `notifications/cancelled` POST in the session (its
+/// round trip included); 2026, closing the call's connection.
+async fn cancels(
+    http: &reqwest::Client,
+    url: &str,
+    modern: bool,
+    n: usize,
+    markers: &mut tokio::sync::mpsc::UnboundedReceiver<String>,
+) -> Vec<Duration> {
+    let accept = "application/json, text/event-stream";
+    let mut session = None;
+    if !modern {
+        let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}});
+        let r = http.post(url).header("accept", accept).header("content-type", "application/json");
+        let r = r.body(init.to_string()).send().await.expect("initialize");
+        session = r.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()).map(str::to_owned);
+        let _ = r.text().await;
+    }
+    let post = |body: String| {
+        let mut post = http.post(url).header("accept", accept).header("content-type", "application/json");
+        if modern {
+            post = post
+                .header("mcp-protocol-version", "2026-07-28")
+                .header("mcp-method", "tools/call")
+                .header("mcp-name", "sleep");
+        } else {
+            post = post.header("mcp-protocol-version", "2025-11-25");
+            if let Some(s) = &session {
+                post = post.header("mcp-session-id", s);
+            }
+        }
+        post.body(body).send()
+    };
+    let mut wait = async |want: String| loop {
+        let line =
+            tokio::time::timeout(Duration::from_secs(10), markers.recv()).await.expect("a marker").expect("stderr");
+        if line == want {
+            break;
+        }
+    };
+    let mut latencies = Vec::with_capacity(n);
+    for id in 1_000_000..1_000_000 + n {
+        let meta = if modern { format!(r#","_meta":{ENVELOPE}"#) } else { String::new() };
+        let call = format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"sleep","arguments":{{"ms":10000}}{meta}}}}}"#
+        );
+        // In its own task: a 2026 answer (JSON) has no headers before the result.
+        let running = tokio::spawn(post(call));
+        wait(format!("SLEEP_START {id}")).await;
+        let t = Instant::now();
+        if modern {
+            running.abort(); // drops the request, and so its connection
+        } else {
+            let cancel =
+                format!(r#"{{"jsonrpc":"2.0","method":"notifications/cancelled","params":{{"requestId":{id}}}}}"#);
+            post(cancel).await.expect("the cancel's answer");
+        }
+        wait(format!("SLEEP_ABORTED {id}")).await;
+        latencies.push(t.elapsed());
+        running.abort();
+    }
+    latencies
+}
+
 fn main() {
     let args = parse_args();
     let port = TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free port").port();
@@ -112,10 +179,22 @@ fn main() {
             .env("MCP_REQUEST_STATE_KEY", "00".repeat(32))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(Stdio::piped())
             .spawn()
             .expect("spawn the testbed server");
     let pid = child.id();
+    // The testbed's `SLEEP_*` markers, as they are written.
+    let (marker_tx, mut markers) = tokio::sync::mpsc::unbounded_channel::<String>();
+    let stderr = child.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stderr).lines() {
+            let Ok(line) = line else { break };
+            if line.starts_with("SLEEP_") && marker_tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
     let url = format!("http://127.0.0.1:{port}/mcp");
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     runtime.block_on(async {
@@ -161,6 +240,16 @@ fn main() {
                 cpu.map(|c| format!("  server CPU {:>5.1} us/call", c.as_secs_f64() * 1e6 / calls as f64))
                     .unwrap_or_default(),
             );
+        }
+        for (era, modern) in [("2025 cancel", false), ("2026 cancel", true)] {
+            if args.cancels == 0 {
+                break;
+            }
+            let mut latencies = cancels(&http, &url, modern, args.cancels, &mut markers).await;
+            latencies.sort();
+            let n = latencies.len();
+            let pct = |p: f64| latencies[((n as f64 - 1.0) * p).round() as usize].as_secs_f64() * 1e6;
+            println!("{era:<15} {n:>7} cancels  p50 {:>7.1} us  p99 {:>7.1} us", pct(0.50), pct(0.99));
         }
     });
     let _ = child.kill();
