@@ -44,33 +44,52 @@ fn server_cpu(pid: u32) -> Option<Duration> {
 
 const ENVELOPE: &str = r#"{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"bench","version":"0"}}"#;
 
+/// One client of the server: a 2025 session (initialized), or stateless 2026 requests.
+struct Caller {
+    http: reqwest::Client,
+    url: String,
+    modern: bool,
+    session: Option<String>,
+}
+
+impl Caller {
+    async fn open(http: reqwest::Client, url: String, modern: bool) -> Caller {
+        let mut caller = Caller { http, url, modern, session: None };
+        if !modern {
+            let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}});
+            let r = caller.post("").body(init.to_string()).send().await.expect("initialize");
+            caller.session = r.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()).map(str::to_owned);
+            let _ = r.text().await;
+            let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+            let _ = caller.post("").body(initialized.to_string()).send().await.expect("initialized");
+        }
+        caller
+    }
+
+    /// A POST with the era's headers; `tool` names the tool of a 2026 `tools/call`.
+    fn post(&self, tool: &str) -> reqwest::RequestBuilder {
+        let post = self
+            .http
+            .post(&self.url)
+            .header("accept", "application/json, text/event-stream")
+            .header("content-type", "application/json");
+        if self.modern {
+            post.header("mcp-protocol-version", "2026-07-28")
+                .header("mcp-method", "tools/call")
+                .header("mcp-name", tool)
+        } else {
+            let post = post.header("mcp-protocol-version", "2025-11-25");
+            match &self.session {
+                Some(s) => post.header("mcp-session-id", s),
+                None => post,
+            }
+        }
+    }
+}
+
 /// One client's loop: calls until the deadline, returning each call's latency.
 async fn client(http: reqwest::Client, url: String, modern: bool, deadline: Instant) -> Vec<Duration> {
-    let accept = "application/json, text/event-stream";
-    let mut session = None;
-    if !modern {
-        let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}});
-        let r = http
-            .post(&url)
-            .header("accept", accept)
-            .header("content-type", "application/json")
-            .body(init.to_string())
-            .send()
-            .await
-            .expect("initialize");
-        session = r.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()).map(str::to_owned);
-        let _ = r.text().await;
-        let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-        let mut post = http
-            .post(&url)
-            .header("accept", accept)
-            .header("content-type", "application/json")
-            .header("mcp-protocol-version", "2025-11-25");
-        if let Some(s) = &session {
-            post = post.header("mcp-session-id", s);
-        }
-        let _ = post.body(initialized.to_string()).send().await.expect("initialized");
-    }
+    let caller = Caller::open(http, url, modern).await;
     let mut latencies = Vec::new();
     let mut id = 1u64;
     while Instant::now() < deadline {
@@ -84,19 +103,7 @@ async fn client(http: reqwest::Client, url: String, modern: bool, deadline: Inst
             )
         };
         let t = Instant::now();
-        let mut post = http.post(&url).header("accept", accept).header("content-type", "application/json");
-        if modern {
-            post = post
-                .header("mcp-protocol-version", "2026-07-28")
-                .header("mcp-method", "tools/call")
-                .header("mcp-name", "echo");
-        } else {
-            post = post.header("mcp-protocol-version", "2025-11-25");
-            if let Some(s) = &session {
-                post = post.header("mcp-session-id", s);
-            }
-        }
-        let text = post.body(body).send().await.expect("a response").text().await.expect("a body");
+        let text = caller.post("echo").body(body).send().await.expect("a response").text().await.expect("a body");
         assert!(text.contains(r#""result""#), "{text}");
         latencies.push(t.elapsed());
         id += 1;
@@ -114,30 +121,8 @@ async fn cancels(
     n: usize,
     markers: &mut tokio::sync::mpsc::UnboundedReceiver<String>,
 ) -> Vec<Duration> {
-    let accept = "application/json, text/event-stream";
-    let mut session = None;
-    if !modern {
-        let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}});
-        let r = http.post(url).header("accept", accept).header("content-type", "application/json");
-        let r = r.body(init.to_string()).send().await.expect("initialize");
-        session = r.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()).map(str::to_owned);
-        let _ = r.text().await;
-    }
-    let post = |body: String| {
-        let mut post = http.post(url).header("accept", accept).header("content-type", "application/json");
-        if modern {
-            post = post
-                .header("mcp-protocol-version", "2026-07-28")
-                .header("mcp-method", "tools/call")
-                .header("mcp-name", "sleep");
-        } else {
-            post = post.header("mcp-protocol-version", "2025-11-25");
-            if let Some(s) = &session {
-                post = post.header("mcp-session-id", s);
-            }
-        }
-        post.body(body).send()
-    };
+    let caller = Caller::open(http.clone(), url.to_owned(), modern).await;
+    let post = |body: String| caller.post("sleep").body(body).send();
     let mut wait = async |want: String| loop {
         let line =
             tokio::time::timeout(Duration::from_secs(10), markers.recv()).await.expect("a marker").expect("stderr");

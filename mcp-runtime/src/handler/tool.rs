@@ -411,9 +411,9 @@ pub struct ObjectSchema {
     generator: SchemaGenerator,
     properties: Map<String, Value>,
     required: Vec<Value>,
-    /// Where each property came from, for the error when two give the same one: `null` for a parameter of its own,
+    /// Where each property came from, for the error when two give the same one: `None` for a parameter of its own,
     /// the flattened parameter's name otherwise.
-    origins: Map<String, Value>,
+    origins: std::collections::BTreeMap<String, Option<String>>,
     /// What makes this schema unusable (a flattened type without named fields, a property given twice).
     problems: Vec<String>,
 }
@@ -435,27 +435,27 @@ impl ObjectSchema {
             generator: schema_settings().for_deserialize().into_generator(),
             properties: Map::new(),
             required: Vec::new(),
-            origins: Map::new(),
+            origins: Default::default(),
             problems: Vec::new(),
         }
     }
 
     /// Records that `origin` (a parameter, or a flattened parameter's field) gives the property `name`; false, with
     /// a problem noted, when another already does.
-    fn claim(&mut self, name: &str, origin: Value) -> bool {
-        let describe = |origin: &Value| match origin {
-            Value::String(param) => format!("a field of the flattened parameter `{param}`"),
-            _ => "a parameter of its own".to_owned(),
+    fn claim(&mut self, name: &str, origin: Option<&str>) -> bool {
+        let describe = |origin: Option<&str>| match origin {
+            Some(param) => format!("a field of the flattened parameter `{param}`"),
+            None => "a parameter of its own".to_owned(),
         };
         if let Some(first) = self.origins.get(name) {
             self.problems.push(format!(
                 "the argument `{name}` is given twice, by {} and by {}: rename one (`#[serde(rename = \"...\")]` on a field)",
-                describe(first),
-                describe(&origin)
+                describe(first.as_deref()),
+                describe(origin)
             ));
             return false;
         }
-        self.origins.insert(name.to_owned(), origin);
+        self.origins.insert(name.to_owned(), origin.map(str::to_owned));
         true
     }
 
@@ -477,7 +477,7 @@ impl ObjectSchema {
         let required: Vec<&str> =
             schema.get("required").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
         for (name, property) in properties {
-            if !self.claim(name, Value::String(param.to_owned())) {
+            if !self.claim(name, Some(param)) {
                 continue;
             }
             self.properties.insert(name.clone(), property.clone());
@@ -490,7 +490,7 @@ impl ObjectSchema {
     /// Adds a property of type `T`. It is required unless `T` accepts `null` (as `Option<U>` does), which is also
     /// what a missing argument is read as.
     pub fn property<T: JsonSchema + DeserializeOwned>(&mut self, name: &str, description: Option<&str>) {
-        if !self.claim(name, Value::Null) {
+        if !self.claim(name, None) {
             return;
         }
         let mut schema = self.generator.subschema_for::<T>().to_value();

@@ -26,6 +26,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::dispatch::FrameSink;
 use crate::transport::backlog::{Admit, Backlog, OutboundLimits};
+use crate::transport::line;
 
 /// A standard stream made non-blocking; its original flags are restored on drop. The `File` is never closed.
 struct Fd {
@@ -167,31 +168,23 @@ impl DirectStdout {
             return out.backlog.sent(len);
         }
         if !queue.frames.is_empty() {
-            let mut bytes = frame.into_bytes();
-            bytes.push(b'\n');
-            return queue.frames.push_back(bytes);
+            return queue.frames.push_back(line(frame));
         }
         // Nothing before it: one non-blocking writev, under the lock so that frames never interleave.
         let written = loop {
             match out.file().write_vectored(&[IoSlice::new(frame.as_bytes()), IoSlice::new(b"\n")]) {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break Ok(0),
                 other => break other,
             }
         };
         match written {
             Ok(n) if n == len => out.backlog.sent(len),
+            // The pipe took part of it, or none: the rest waits for the writer task.
             Ok(n) => {
-                let mut bytes = frame.into_bytes();
-                bytes.push(b'\n');
-                queue.frames.push_back(bytes);
+                queue.frames.push_back(line(frame));
                 queue.offset = n;
                 out.backlog.sent(n);
-                out.wake.notify_one();
-            }
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                let mut bytes = frame.into_bytes();
-                bytes.push(b'\n');
-                queue.frames.push_back(bytes);
                 out.wake.notify_one();
             }
             Err(e) => {

@@ -92,9 +92,7 @@ impl StdoutSink {
         }
         match self.backlog.admit(frame.len() + 1, droppable) {
             Admit::Send => {
-                let mut bytes = frame.into_bytes();
-                bytes.push(b'\n');
-                let _ = self.tx.send(bytes);
+                let _ = self.tx.send(crate::transport::line(frame));
             }
             Admit::Drop => {}
             Admit::Stuck => self.stuck.cancel(),

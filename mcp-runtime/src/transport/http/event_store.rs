@@ -179,13 +179,8 @@ impl EventStore for MemoryEventStore {
                 true
             }
         });
-        while kept.delivered.len() > DELIVERED_EVENTS {
-            let Some((_, _, old)) = kept.delivered.pop_front() else { break };
-            kept.bytes -= old.len();
-            if let Some(b) = &self.budget {
-                b.used.fetch_sub(old.len(), Ordering::Relaxed);
-            }
-        }
+        // `evict_one` takes a delivered stream's oldest event while there is one.
+        while kept.delivered.len() > DELIVERED_EVENTS && self.evict_one(&mut kept) {}
     }
 }
 
