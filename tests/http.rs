@@ -72,6 +72,29 @@ async fn sse_streams_prime_then_carry_notifications_then_the_response() {
 }
 
 #[tokio::test]
+async fn an_answer_ready_at_once_is_one_json_body_and_a_later_one_a_stream() {
+    let server = HttpServer::start(&[]);
+    let mut client = server.client();
+    client.initialize(json!({})).await;
+    // An async handler that answers in its first poll: nothing to stream or resume, one JSON body.
+    let quick = client.send(&request(10, "tools/call", json!({"name": "echo", "arguments": {"text": "hi"}}))).await;
+    assert_eq!(quick.status(), 200);
+    assert_eq!(quick.headers()["content-type"], "application/json");
+    assert!(quick.headers().get("content-length").is_some(), "a whole body, not a chunked stream");
+    let answer: Value = serde_json::from_str(&quick.text().await.unwrap()).unwrap();
+    assert_eq!(answer["id"], 10);
+    assert_eq!(answer["result"]["content"][0]["text"], "hi");
+    // One that answers later gets a primed stream, so that it can be resumed.
+    let later = client.send(&request(11, "tools/call", json!({"name": "sleep", "arguments": {"ms": 20}}))).await;
+    assert_eq!(later.headers()["content-type"], "text/event-stream");
+    let mut body = Body::of(later).await;
+    let priming = body.next_event(SHORT).await.unwrap();
+    assert!(priming.id.is_some() && priming.data.is_empty(), "{priming:?}");
+    assert_eq!(body.response(&json!(11), "tools/call").await["result"]["content"][0]["text"], "slept 20 ms");
+    assert!(body.ended(SHORT).await);
+}
+
+#[tokio::test]
 async fn the_standalone_stream_carries_what_belongs_to_no_request() {
     let server = HttpServer::start(&[]);
     let mut client = server.client();
