@@ -231,3 +231,37 @@ fn on_start_gets_the_server_and_prompts_and_resources_come_and_go_while_it_runs(
     assert!(server.remove_prompt("late_prompt"));
     assert!(!server.remove_prompt("late_prompt"));
 }
+
+/// Says it never asks the client anything, then asks.
+fn two_faced(ctx: &Context, _: serde_json::Map<String, Value>) -> Result<mcp::CallToolResult, mcp::Error> {
+    let answer = ctx.elicit_blocking::<Value>("Who are you?");
+    Ok(mcp::CallToolResult::success(vec![mcp::Content::text(format!("{answer:?}"))]))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_declared_unable_to_ask_is_held_to_it_and_a_macro_tool_without_context_declares_it() {
+    use mcp::ToolItem;
+    assert!(!<hi as ToolItem>::DEF.can_ask, "no injected parameter: it cannot reach the Context");
+    assert!(<chatty as ToolItem>::DEF.can_ask, "it takes the Context");
+    assert!(<hits as ToolItem>::DEF.can_ask, "any injected parameter keeps it, the macro cannot tell more");
+
+    let def = mcp::ToolDef::new(
+        "two_faced",
+        || json!({"type": "object"}),
+        || None,
+        mcp::ToolHandler::Blocking(two_faced),
+        concat!(file!(), ":", line!()),
+    )
+    .cannot_ask();
+    let server = Server::builder().tool::<hi>().tool_def(def).build().unwrap();
+    let mut session = Session::open(&server);
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
+    });
+    let (r, _) = session.call(1, "tools/call", json!({"name": "hi", "arguments": {}, "_meta": meta})).await;
+    assert_eq!(r["result"]["content"][0]["text"], "hi", "{r}");
+    let (r, _) = session.call(2, "tools/call", json!({"name": "two_faced", "arguments": {}, "_meta": meta})).await;
+    let text = r["result"]["content"][0]["text"].as_str().or(r["error"]["message"].as_str()).unwrap_or_default();
+    assert!(text.contains("declared that it never asks"), "{r}");
+}

@@ -284,6 +284,11 @@ fn emit(tool: &Tool) -> TokenStream {
         builder.extend(quote!(.task(#options)));
     }
 
+    // With no injected parameter the function cannot reach the request's `Context`, so it cannot ask the client.
+    if !tool.params.iter().any(|p| matches!(p, Param::Injected { .. })) {
+        builder.extend(quote!(.cannot_ask()));
+    }
+
     let body = quote! {
         fn __mcp_input_schema() -> #private::serde_json::Value {
             let mut __mcp_schema = #mcp::ObjectSchema::new();

@@ -322,9 +322,9 @@ struct SealedState {
 /// One run of a 2026 handler: the answers it can use, and the questions it asked that have none yet.
 pub(crate) struct Round {
     pub log_level: Option<LogLevel>,
-    /// What a sealed state of this request is bound to; `None` where questions are not allowed (lists,
-    /// completion, custom methods).
-    target: Option<Target>,
+    /// What a sealed state of this request is bound to; where questions are not allowed (lists, completion,
+    /// custom methods, a tool declared unable to ask), why not.
+    target: Result<Target, &'static str>,
     answers: Map<String, Value>,
     carried: Option<Value>,
     inner: Mutex<RoundInner>,
@@ -341,6 +341,12 @@ struct RoundInner {
     failure: Option<Error>,
     carry: Option<Value>,
 }
+
+/// Why a round cannot ask: the method's.
+const NO_QUESTIONS_HERE: &str = "the 2026-07-28 protocol allows no questions: only tools/call, prompts/get and \
+                                 resources/read can return input_required results";
+/// Why a round cannot ask: the tool's.
+const NO_QUESTIONS_DECLARED: &str = "the tool declared that it never asks (`ToolDef::cannot_ask`)";
 
 fn now_secs() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or_default()
@@ -371,11 +377,11 @@ fn digest(value: &Value) -> String {
 }
 
 impl Round {
-    /// A round that cannot ask anything.
-    fn plain(log_level: Option<LogLevel>) -> Round {
+    /// A round that cannot ask anything, and why.
+    fn plain(log_level: Option<LogLevel>, no_questions: &'static str) -> Round {
         Round {
             log_level,
-            target: None,
+            target: Err(no_questions),
             answers: Map::new(),
             carried: None,
             inner: Mutex::new(RoundInner::default()),
@@ -394,10 +400,17 @@ impl Round {
         log_level: Option<LogLevel>,
     ) -> Result<Round, Error> {
         if !matches!(method, "tools/call" | "prompts/get" | "resources/read") {
-            return Ok(Round::plain(log_level));
+            return Ok(Round::plain(log_level, NO_QUESTIONS_HERE));
         }
         let responses = params.remove("inputResponses");
         let state = params.remove("requestState");
+        if responses.is_none() && state.is_none() && method == "tools/call" {
+            let name = params.get("name").and_then(Value::as_str).unwrap_or_default();
+            // A tool that cannot ask needs no copy of its arguments for a state it will never be bound to.
+            if server.registry().tool(name).is_some_and(|def| !def.can_ask) {
+                return Ok(Round::plain(log_level, NO_QUESTIONS_DECLARED));
+            }
+        }
         let target = if method == "resources/read" { params.get("uri") } else { params.get("name") };
         let target = target.and_then(Value::as_str).unwrap_or_default().to_owned();
         let arguments = params.get("arguments").cloned().unwrap_or(Value::Null);
@@ -433,7 +446,7 @@ impl Round {
         }
         Ok(Round {
             log_level,
-            target: Some(target),
+            target: Ok(target),
             answers,
             carried,
             inner: Mutex::new(RoundInner::default()),
@@ -461,11 +474,8 @@ impl Round {
 
     /// The answer to question `key`, or (no answer yet) the question is recorded and the handler interrupted.
     pub(crate) fn ask(&self, key: &str, method: &str, params: Value) -> Option<Value> {
-        if self.target.is_none() {
-            self.fail(Error::internal(format!(
-                "a handler asked the client (`{method}`) where the 2026-07-28 protocol allows no questions: only \
-                 tools/call, prompts/get and resources/read can return input_required results"
-            )));
+        if let Err(why) = &self.target {
+            self.fail(Error::internal(format!("a handler asked the client (`{method}`) where {why}")));
             return None;
         }
         if let Some(answer) = self.answers.get(key) {
@@ -508,7 +518,7 @@ pub(crate) fn interrupted_result(request: &RequestState) -> Result<Value, Error>
     if let Some(failure) = inner.failure.take() {
         return Err(failure);
     }
-    let Some(binding) = round.target.as_ref().map(Target::binding) else {
+    let Ok(binding) = round.target.as_ref().map(Target::binding) else {
         return Err(Error::internal("a question where none is allowed"));
     };
     let server = request.conn.server();
@@ -695,7 +705,7 @@ fn listen(
         meta,
         conn.clone(),
         origin.sink.clone(),
-        EraState::V2026(Box::new(Round::plain(log_level))),
+        EraState::V2026(Box::new(Round::plain(log_level, NO_QUESTIONS_HERE))),
     ));
     conn.register(&request)?;
     let listener = Arc::new(Listener { request: request.clone(), filter });

@@ -101,6 +101,11 @@ pub struct ToolDef {
     pub icons: &'static [&'static str],
     /// Whether (and how) it runs as a task.
     pub task: crate::task::TaskOptions,
+    /// Whether the handler may ask the client something mid-call (elicitation, sampling, roots) through its
+    /// [`Context`](crate::Context). True unless declared otherwise with [`ToolDef::cannot_ask`]; `#[mcp::tool]`
+    /// declares it for a function that takes no injected parameter. A 2026-07-28 call to a tool that cannot ask
+    /// keeps no copy of its arguments for the `requestState` an `input_required` result would be bound to.
+    pub can_ask: bool,
 }
 
 impl ToolDef {
@@ -124,7 +129,16 @@ impl ToolDef {
             injected: &[],
             icons: &[],
             task: crate::task::TaskOptions::NONE,
+            can_ask: true,
         }
+    }
+
+    /// Declares that the handler never asks the client anything: no elicitation, sampling or roots request
+    /// through its `Context`. If it asks anyway, in the 2026-07-28 era the call fails with an internal error that
+    /// says so.
+    pub const fn cannot_ask(mut self) -> ToolDef {
+        self.can_ask = false;
+        self
     }
 
     /// Lets it run as a task (`#[mcp::tool(task = "optional")]`).
