@@ -180,6 +180,14 @@ impl EraState {
         }
     }
 
+    /// Whether the handler was interrupted already (2026: it asked something, or its round failed).
+    pub(crate) fn was_interrupted(&self) -> bool {
+        match self {
+            EraState::V2025 { .. } => false,
+            EraState::V2026(round) => round.was_interrupted(),
+        }
+    }
+
     fn log_enabled(&self, level: LogLevel) -> bool {
         match self {
             EraState::V2025 { log_level } => {

@@ -633,12 +633,7 @@ async fn run_in_span<R: serde::Serialize + Send + 'static>(call: Call<R>, reques
     let outcome = match handler {
         Handler::Async(f) => {
             let call = CatchUnwind(f(&ctx, arguments));
-            tokio::select! {
-                biased;
-                () = request.token.cancelled() => Outcome::Cancelled,
-                () = interrupted => Outcome::Interrupted,
-                r = call => Outcome::Done(r.unwrap_or_else(|panic| Err(panicked(name, &*panic)))),
-            }
+            race(&request, call, interrupted, |r| r.unwrap_or_else(|panic| Err(panicked(name, &*panic)))).await
         }
         Handler::Blocking(f) => {
             let thread_ctx = ctx.clone();
@@ -647,16 +642,12 @@ async fn run_in_span<R: serde::Serialize + Send + 'static>(call: Call<R>, reques
                 let _entered = span.enter();
                 std::panic::catch_unwind(AssertUnwindSafe(|| f(&thread_ctx, arguments)))
             });
-            tokio::select! {
-                biased;
-                () = request.token.cancelled() => Outcome::Cancelled,
-                () = interrupted => Outcome::Interrupted,
-                r = call => Outcome::Done(match r {
-                    Ok(Ok(result)) => result,
-                    Ok(Err(panic)) => Err(panicked(name, &*panic)),
-                    Err(e) => Err(Error::internal(format!("`{name}` failed: {e}"))),
-                }),
-            }
+            race(&request, call, interrupted, |r| match r {
+                Ok(Ok(result)) => result,
+                Ok(Err(panic)) => Err(panicked(name, &*panic)),
+                Err(e) => Err(Error::internal(format!("`{name}` failed: {e}"))),
+            })
+            .await
         }
     };
     if let Some(task) = request.task.get().cloned() {
@@ -693,6 +684,43 @@ async fn run_in_span<R: serde::Serialize + Send + 'static>(call: Call<R>, reques
             finish(&request, frame);
         }
     }
+}
+
+/// Runs a handler's future against its request's cancel and (2026) interruption. The handler is polled first, once
+/// the token is seen not cancelled: one that finishes at once never registers with the token or the round (each a
+/// waiter list, locked to enter and to leave), and a cancelled one still stops at its next `.await`.
+async fn race<T, R>(
+    request: &RequestState,
+    call: impl Future<Output = T>,
+    interrupted: impl Future<Output = ()>,
+    done: impl FnOnce(T) -> Result<R, Error>,
+) -> Outcome<R> {
+    let mut call = std::pin::pin!(call);
+    let mut cancelled = std::pin::pin!(request.token.cancelled());
+    let mut interrupted = std::pin::pin!(interrupted);
+    let mut done = Some(done);
+    std::future::poll_fn(|cx| {
+        if request.token.is_cancelled() {
+            return Poll::Ready(Outcome::Cancelled);
+        }
+        if let Poll::Ready(r) = call.as_mut().poll(cx) {
+            // A blocking handler whose question interrupted it returns too (with the error its question gave it):
+            // the interruption is the outcome.
+            if request.era.was_interrupted() {
+                return Poll::Ready(Outcome::Interrupted);
+            }
+            let done = done.take().expect("a finished handler is not polled again");
+            return Poll::Ready(Outcome::Done(done(r)));
+        }
+        if cancelled.as_mut().poll(cx).is_ready() {
+            return Poll::Ready(Outcome::Cancelled);
+        }
+        if interrupted.as_mut().poll(cx).is_ready() {
+            return Poll::Ready(Outcome::Interrupted);
+        }
+        Poll::Pending
+    })
+    .await
 }
 
 /// Sends a finished request's response, unless a cancel went first.

@@ -462,6 +462,12 @@ impl Round {
         self.interrupt.notified().await
     }
 
+    /// Whether `interrupted` has been signalled: a question was asked, or the round failed.
+    pub(crate) fn was_interrupted(&self) -> bool {
+        let inner = self.lock();
+        !inner.asked.is_empty() || inner.failure.is_some()
+    }
+
     /// The key of the next question: the one given, or `input-N` in the order the handler asks.
     pub(crate) fn key(&self, given: Option<&str>) -> String {
         let mut inner = self.lock();
