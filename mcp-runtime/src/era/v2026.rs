@@ -100,30 +100,43 @@ fn unsupported_version(requested: &str) -> Error {
 
 /// Reads the envelope out of `_meta`: its keys go into their own fields, and what is left is the request's own
 /// `_meta` (a progress token, trace context, ...).
-fn envelope(mut meta: Map<String, Value>) -> Result<Envelope, Error> {
+fn envelope(meta: Map<String, Value>) -> Result<Envelope, Error> {
     require_envelope_keys(&meta)?;
-    let version = match meta.remove(META_VERSION) {
+    // One pass over `_meta` (removing each key would search and rebalance the map four times).
+    let (mut version, mut capabilities, mut info, mut level, mut own) = (None, None, None, None, Map::new());
+    for (key, value) in meta {
+        match key.as_str() {
+            META_VERSION => version = Some(value),
+            META_CAPABILITIES => capabilities = Some(value),
+            META_CLIENT_INFO => info = Some(value),
+            META_LOG_LEVEL => level = Some(value),
+            _ => {
+                own.insert(key, value);
+            }
+        }
+    }
+    let version = match version {
         Some(Value::String(v)) => v,
         _ => return Err(Error::invalid_params(format!("`_meta[\"{META_VERSION}\"]` must be a string"))),
     };
     if !STATELESS_VERSIONS.contains(&version.as_str()) {
         return Err(unsupported_version(&version));
     }
-    let capabilities = match meta.remove(META_CAPABILITIES) {
+    let capabilities = match capabilities {
         Some(c @ Value::Object(_)) => c,
         _ => return Err(Error::invalid_params(format!("`_meta[\"{META_CAPABILITIES}\"]` must be an object"))),
     };
-    let info = match meta.remove(META_CLIENT_INFO) {
+    let info = match info {
         None | Some(Value::Null) => Implementation::new("unknown", "0"),
         Some(v) => serde_json::from_value(v)
             .map_err(|e| Error::invalid_params(format!("`_meta[\"{META_CLIENT_INFO}\"]`: {e}")))?,
     };
-    let log_level = match meta.remove(META_LOG_LEVEL) {
+    let log_level = match level {
         None | Some(Value::Null) => None,
         Some(Value::String(l)) => Some(l.parse::<LogLevel>().map_err(Error::invalid_params)?),
         Some(other) => return Err(Error::invalid_params(format!("invalid log level {other}"))),
     };
-    Ok(Envelope { version, client: Arc::new(ClientInfo { info, capabilities }), log_level, meta })
+    Ok(Envelope { version, client: Arc::new(ClientInfo { info, capabilities }), log_level, meta: own })
 }
 
 /// Serves one 2026-era request on a connection (the stdio process's, or one made for an HTTP request).
@@ -255,8 +268,14 @@ pub(crate) fn encode_complete<T: serde::Serialize>(
     if let Err(e) = serde_json::to_writer(&mut out, result) {
         return jsonrpc::encode_error(Some(id), &Error::internal(format!("could not serialize the result: {e}")));
     }
-    // serde_json writes UTF-8; checking it costs a pass over the bytes, not a copy.
-    let body = std::str::from_utf8(&out[start..]).unwrap_or_default();
+    // serde_json writes UTF-8; checking it (once) costs a pass over the bytes, not a copy.
+    let mut out = match String::from_utf8(out) {
+        Ok(out) => out,
+        Err(e) => {
+            return jsonrpc::encode_error(Some(id), &Error::internal(format!("could not serialize the result: {e}")))
+        }
+    };
+    let body = &out[start..];
     let spliceable = body.len() >= 2
         && body.starts_with('{')
         && body.ends_with('}')
@@ -271,14 +290,13 @@ pub(crate) fn encode_complete<T: serde::Serialize>(
     if body[1..body.len() - 1].trim().is_empty() {
         // `{}`: nothing to add after the stamped fields, nor the comma before them.
         out.truncate(start - 1);
-        out.push(b'}');
+        out.push('}');
     } else {
-        out[start] = b' ';
+        // The result's own `{` goes: its members follow the stamped fields.
+        out.replace_range(start..start + 1, " ");
     }
-    out.push(b'}');
-    String::from_utf8(out).unwrap_or_else(|e| {
-        jsonrpc::encode_error(Some(id), &Error::internal(format!("could not serialize the result: {e}")))
-    })
+    out.push('}');
+    out
 }
 
 pub(crate) fn stamp_server_info(server: &Server, map: &mut Map<String, Value>) {
