@@ -1,27 +1,35 @@
 #!/usr/bin/env bash
 # Side-by-side benchmark: our testbed against the peer servers in ../shared/bench (rmcp 3.11 `rmcp-peer`,
-# turbomcp 4 `turbomcp4-peer`), in one sitting, with the same load generator (`mcpload`).
+# turbomcp 4 `turbomcp4-peer`), in one sitting, with the same load generator (`mcpload`); and, for resources/read
+# of 1 MiB of binary, against benches/peers/rmcp-blob (rmcp 3.11) with our own driver, benches/blob.rs.
 #
 #   benches/compare.sh                                  # full run (3 rounds)
 #   CALLS=500 DURATION=1 ROUNDS=1 benches/compare.sh    # quick check, a couple of minutes
 #
 # What it does
 #   1. Prints the machine description, then builds mcpload and both peers into target/bench-tools
-#      (`--locked --release`) and our testbed (`cargo build --release --locked --bin testbed`).
+#      (`--locked --release`) and our testbed (`cargo build --release --locked --bin testbed`); with blob-2025
+#      selected, also benches/peers/rmcp-blob into target/bench-tools and our blob driver
+#      (`cargo build --release --locked --bench blob`, its executable found from cargo's JSON messages).
 #   2. For each round, for each figure, runs ours, rmcp, turbomcp4 one after the other (so the servers alternate:
 #      ours, rmcp, turbo, ours, rmcp, turbo, ...). Figures:
 #        stdio 2025 / stdio 2026   phases seq,pipeline,cancel, pipeline depth K=$PIPELINE, cancellation probe with the
 #                                  SLEEP_DONE / SLEEP_ABORTED stderr markers;
 #        http 2025 / http 2026     -c 4 and -c 64, phases load,cancel, --server-pid for memory, the server's
-#                                  stderr in a log file that mcpload watches for the same markers.
+#                                  stderr in a log file that mcpload watches for the same markers;
+#        large 2025                1 MiB echo calls (text in and out), sequential and pipelined K=4;
+#        blob 2025                 sequential resources/read of test://blob/1mib (1 MiB of binary, base64 on the
+#                                  wire) by benches/blob.rs: MiB/s, p50/p99, the server's peak RSS and CPU time.
+#                                  Ours against rmcp-blob only: turbomcp has no such peer and shows n/a.
 #      Every HTTP run gets a fresh server on its own free port. A run that fails (e.g. a peer that does not serve
 #      2026-07-28: mcpload stops at server/discover) is recorded and shown as n/a; the script goes on.
 #   3. Also a "bare pipe (python)" reference on the stdio figures (seq and pipeline only): a ~20-line python
 #      process that answers every JSON-RPC request line with one canned result, i.e. the harness and pipe floor
 #      without any MCP server (a python one: json.loads per line, so it is not a hard upper bound).
 #   4. Prints Markdown tables (medians over rounds; ratios on calls/s) and writes them to
-#      target/bench-compare/table.md; every mcpload JSON line goes to target/bench-compare/raw.jsonl (its
-#      `label` is "server|figure|round"); server logs go to target/bench-compare/logs/.
+#      target/bench-compare/table.md; every mcpload (or blob driver) JSON line goes to
+#      target/bench-compare/raw.jsonl (its `label` is "server|figure|round"); server logs go to
+#      target/bench-compare/logs/.
 #
 # Environment (defaults in brackets)
 #   ROUNDS [3]            rounds of alternating runs; medians are taken over them
@@ -37,8 +45,11 @@
 #                         shows a handler that runs to the end)
 #   MCPLOAD_THREADS [1]   HTTP: load generator worker threads
 #   OURS_HTTP_ARGS [""]   extra options for our testbed over HTTP (e.g. "--json-response")
-#   SERVERS ["ours rmcp turbomcp4"], FIGURES ["stdio-2025 stdio-2026 http-2025 http-2026 large-2025"]  subsets
+#   SERVERS ["ours rmcp turbomcp4"], FIGURES ["stdio-2025 stdio-2026 http-2025 http-2026 large-2025 blob-2025"]
+#                         subsets
 #   LARGE_CALLS [100]     large-2025: 1 MiB echo calls per phase (1 MiB of text in, the same out)
+#   BLOB_CALLS [50], BLOB_WARMUP [5]
+#                         blob-2025: measured and unmeasured resources/read calls of 1 MiB each
 #   BARE_PIPE [1]         0 to skip the bare pipe reference
 #   RUN_TIMEOUT [300]     seconds before one mcpload run is killed (recorded as failed)
 #   BENCH_SRC [../shared/bench]  where mcpload and the peers' sources are
@@ -65,15 +76,19 @@ CANCEL_GRACE_MS=${CANCEL_GRACE_MS:-1000}
 MCPLOAD_THREADS=${MCPLOAD_THREADS:-1}
 OURS_HTTP_ARGS=${OURS_HTTP_ARGS:-}
 SERVERS=${SERVERS:-"ours rmcp turbomcp4"}
-FIGURES=${FIGURES:-"stdio-2025 stdio-2026 http-2025 http-2026 large-2025"}
+FIGURES=${FIGURES:-"stdio-2025 stdio-2026 http-2025 http-2026 large-2025 blob-2025"}
 LARGE_CALLS=${LARGE_CALLS:-100}
+BLOB_CALLS=${BLOB_CALLS:-50}
+BLOB_WARMUP=${BLOB_WARMUP:-5}
 BARE_PIPE=${BARE_PIPE:-1}
 RUN_TIMEOUT=${RUN_TIMEOUT:-300}
 
 MCPLOAD=$TOOLS/release/mcpload
 RMCP=$TOOLS/release/rmcp-peer
 TURBO=$TOOLS/release/turbomcp4-peer
+RMCP_BLOB=$TOOLS/release/rmcp-blob
 OURS=$TARGET_DIR/release/testbed
+BLOB_BENCH= # our blob driver, found after its build
 
 say() { printf '%s\n' "$*" >&2; }
 
@@ -115,7 +130,8 @@ mkdir -p "$OUT" "$LOGDIR"
     echo "- load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
     echo "- settings: ROUNDS=$ROUNDS CALLS=$CALLS WARMUP=$WARMUP PIPELINE=$PIPELINE DURATION=${DURATION}s" \
         "HTTP_WARMUP=${HTTP_WARMUP}s CONCURRENCY=\"$CONCURRENCY\" cancel probe: sleep ${CANCEL_SLEEP_MS} ms," \
-        "cancel after ${CANCEL_DELAY_MS} ms, grace ${CANCEL_GRACE_MS} ms"
+        "cancel after ${CANCEL_DELAY_MS} ms, grace ${CANCEL_GRACE_MS} ms" \
+        "BLOB_CALLS=$BLOB_CALLS BLOB_WARMUP=$BLOB_WARMUP"
     echo
 } | tee "$OUT/machine.md"
 
@@ -125,8 +141,26 @@ cargo build --release --locked --manifest-path "$BENCH_SRC/peers/rmcp-peer/Cargo
 cargo build --release --locked --manifest-path "$BENCH_SRC/peers/turbomcp4/Cargo.toml" --target-dir "$TOOLS"
 say "building testbed ..."
 (cd "$ROOT" && cargo build --release --locked --bin testbed)
-for b in "$MCPLOAD" "$RMCP" "$TURBO" "$OURS"; do
-    [[ -x $b ]] || { say "missing binary after build: $b"; exit 1; }
+NEEDED=("$MCPLOAD" "$RMCP" "$TURBO" "$OURS")
+if [[ " $FIGURES " == *" blob-"* ]]; then
+    for fig in $FIGURES; do
+        [[ $fig != blob-* || $fig == blob-2025 ]] || { say "unknown figure $fig (blob: 2025 only)"; exit 1; }
+    done
+    say "building rmcp-blob into $TOOLS, and the blob driver ..."
+    cargo build --release --locked --manifest-path "$ROOT/benches/peers/rmcp-blob/Cargo.toml" --target-dir "$TOOLS"
+    # The bench executable has a hash in its name: take it from cargo's artifact messages.
+    BLOB_BENCH=$( (cd "$ROOT" && cargo build --release --locked --bench blob --message-format=json-render-diagnostics) |
+        python3 -c '
+import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("reason") == "compiler-artifact" and m["target"]["name"] == "blob" and m.get("executable"):
+        print(m["executable"])
+' | tail -n 1)
+    NEEDED+=("$RMCP_BLOB" "$BLOB_BENCH")
+fi
+for b in "${NEEDED[@]}"; do
+    [[ -n $b && -x $b ]] || { say "missing binary after build: ${b:-blob driver (none from cargo)}"; exit 1; }
 done
 
 # The bare pipe reference: one canned answer (good for initialize, server/discover, tools/list and an echo of
@@ -165,6 +199,8 @@ server_cmd() { # server mode [port] -> SERVER_CMD array
     turbomcp4/stdio) SERVER_CMD=("$TURBO" stdio) ;;
     turbomcp4/http) SERVER_CMD=("$TURBO" http "$port") ;;
     bare/stdio) SERVER_CMD=(python3 "$BARE") ;;
+    ours/blob) SERVER_CMD=("$OURS") ;;
+    rmcp/blob) SERVER_CMD=("$RMCP_BLOB" stdio) ;;
     *) say "unknown server/mode $server/$mode"; exit 1 ;;
     esac
 }
@@ -180,12 +216,13 @@ free_port() {
     echo "$p"
 }
 
-# Record one JSON line (mcpload's, or a synthetic error line) in raw.jsonl and print a progress line.
-record() { # label line rc
-    local label=$1 line=$2 rc=$3
+# Record one JSON line (mcpload's or the blob driver's, or a synthetic error line) in raw.jsonl and print a
+# progress line.
+record() { # label line rc [tool]
+    local label=$1 line=$2 rc=$3 tool=${4:-mcpload}
     if [[ -z $line ]]; then
         line=$(python3 -c 'import json,sys; print(json.dumps({"label": sys.argv[1], "error": sys.argv[2]}))' \
-            "$label" "mcpload produced no output (exit $rc$([[ $rc == 124 || $rc == 137 ]] && echo ", killed after ${RUN_TIMEOUT}s"))")
+            "$label" "$tool produced no output (exit $rc$([[ $rc == 124 || $rc == 137 ]] && echo ", killed after ${RUN_TIMEOUT}s"))")
     fi
     printf '%s\n' "$line" >>"$RAW"
     printf '%s\n' "$line" | python3 -c '
@@ -198,6 +235,9 @@ else:
     for ph in ("seq", "pipeline", "load"):
         if ph in v:
             parts.append("%s %.0f/s p50 %sus" % (ph, v[ph]["calls_per_s"], v[ph]["lat_us"].get("p50")))
+    if "mib_per_s" in v:
+        parts.append("read %.0f MiB/s p50 %.2f ms peak RSS %s kB"
+                     % (v["mib_per_s"], v["p50_ms"], v.get("server_vmhwm_kb")))
     h = (v.get("cancel") or {}).get("handler") or {}
     if "cancel" in v:
         parts.append("cancel: completed=%s aborted=%s" % (h.get("completed"), h.get("aborted")))
@@ -231,6 +271,21 @@ run_large() { # server era round: 1 MiB of text in, the same 1 MiB out, per call
         --text-size 1048576 --phases seq,pipeline --server-log "$log" -- "${SERVER_CMD[@]}")
     line=$(timeout --kill-after=5 "$RUN_TIMEOUT" "$MCPLOAD" "${args[@]}" 2>>"$LOGDIR/mcpload.stderr" | tail -n 1) || rc=$?
     record "$label" "$line" "$rc"
+}
+
+run_blob() { # server era round: sequential resources/read of 1 MiB of binary, by our own driver
+    local server=$1 era=$2 round=$3 label line rc=0 log
+    label="$server|blob-$era|$round"
+    log=$LOGDIR/$server-blob-$era-r$round.log
+    if [[ $server != ours && $server != rmcp ]]; then
+        say "  $(printf '%-34s' "$label") skipped: no such peer"
+        return
+    fi
+    server_cmd "$server" blob
+    # The driver's own errors and the server's stderr both go to the log.
+    line=$(timeout --kill-after=5 "$RUN_TIMEOUT" "$BLOB_BENCH" --label "$label" --calls "$BLOB_CALLS" \
+        --warmup "$BLOB_WARMUP" -- "${SERVER_CMD[@]}" 2>"$log" | tail -n 1) || rc=$?
+    record "$label" "$line" "$rc" "the blob driver (see $log)"
 }
 
 run_http() { # server era concurrency round
@@ -280,6 +335,8 @@ for round in $(seq 1 "$ROUNDS"); do
         era=${fig#*-}
         if [[ $transport == large ]]; then
             for server in $SERVERS; do run_large "$server" "$era" "$round"; done
+        elif [[ $transport == blob ]]; then
+            for server in $SERVERS; do run_blob "$server" "$era" "$round"; done
         elif [[ $transport == stdio ]]; then
             for server in $SERVERS; do run_stdio "$server" "$era" "$round"; done
             if [[ $BARE_PIPE == 1 ]]; then run_stdio bare "$era" "$round"; fi
@@ -301,6 +358,19 @@ raw, rounds, k, figures, concs, servers = sys.argv[1:7]
 servers = servers.split()
 peers = [s for s in servers if s != "ours"]
 names = {"ours": "ours", "rmcp": "rmcp 3.11", "turbomcp4": "turbomcp 4", "bare": "bare pipe (python)"}
+blob_servers = {"ours", "rmcp"}  # the servers with a blob-2025 peer; the others are n/a there
+
+def from_blob(v):
+    """The blob driver's flat line in mcpload's shape, phase "read": 1 MiB per call, so MiB/s is calls/s."""
+    if "error" in v:
+        return v
+    return {
+        "label": v["label"],
+        "read": {"calls": v["calls"], "calls_per_s": v["mib_per_s"],
+                 "lat_us": {"p50": v["p50_ms"] * 1e3, "p99": v["p99_ms"] * 1e3},
+                 "server_cpu_s": v.get("server_cpu_s"), "errors": 0},
+        "server_mem": {"vmhwm_kb": v.get("server_vmhwm_kb")},
+    }
 
 runs = defaultdict(list)  # (server, runfig) -> [json]
 for line in open(raw):
@@ -309,7 +379,7 @@ for line in open(raw):
         continue
     v = json.loads(line)
     server, runfig, rnd = (v.get("label", "") + "||").split("|")[:3]
-    runs[(server, runfig)].append(v)
+    runs[(server, runfig)].append(from_blob(v) if runfig.startswith("blob-") else v)
 
 # (row title, run figure, phase)
 rows = []
@@ -318,6 +388,8 @@ for fig in figures.split():
     if transport == "large":
         rows.append((f"stdio {era} 1 MiB echo sequential (MiB/s = 2 × calls/s)", f"large-{era}", "seq"))
         rows.append((f"stdio {era} 1 MiB echo pipelined K=4", f"large-{era}", "pipeline"))
+    elif transport == "blob":
+        rows.append((f"stdio {era} resources/read 1 MiB binary (MiB/s)", f"blob-{era}", "read"))
     elif transport == "stdio":
         rows.append((f"stdio {era} sequential", f"stdio-{era}", "seq"))
         rows.append((f"stdio {era} pipelined K={k}", f"stdio-{era}", "pipeline"))
@@ -382,6 +454,11 @@ def cell(server, runfig, phase):
         "p99": med([p.get("lat_us", {}).get("p99") for p in ph]),
         "rss": med([((v.get("server_mem") or {}).get("vmhwm_kb") or 0) / 1024 or None for v in ok]),
         "errors": sum(p.get("errors", 0) for p in ph),
+        # CPU time per measured call: HTTP (mcpload reads the server's from /proc with --server-pid) and blob.
+        "srv_us": med([p["server_cpu_s"] / p["calls"] * 1e6 if p.get("server_cpu_s") and p.get("calls") else None
+                       for p in ph]),
+        "cli_us": med([p["client_cpu_s"] / p["calls"] * 1e6 if p.get("client_cpu_s") and p.get("calls") else None
+                       for p in ph]),
         "cancel": cancel_text(ok),
         "n": len(ok),
         "failed": len(failed),
@@ -421,16 +498,20 @@ out.append("")
 out.append("## Details (medians; peak RSS = server VmHWM at the end of the run; cancellation: sleep "
            "handler cancelled after the probe's delay — stopped = abort marker seen, ran to end = done marker seen)")
 out.append("")
-out.append("| Figure | Server | calls/s | p50 µs | p99 µs | peak RSS MiB | errors | cancellation |")
-out.append("|---|---|---:|---:|---:|---:|---:|---|")
+out.append("| Figure | Server | calls/s | p50 µs | p99 µs | server CPU µs/call | mcpload CPU µs/call | peak RSS MiB "
+           "| errors | cancellation |")
+out.append("|---|---|---:|---:|---:|---:|---:|---:|---:|---|")
 for title, runfig, phase in rows:
     for s in servers + (["bare"] if has_bare and runfig.startswith("stdio") else []):
         c = cell(s, runfig, phase)
         if c is None:
-            out.append(f"| {title} | {names.get(s, s)} | n/a | n/a | n/a | n/a | n/a | n/a (failed, see below) |")
+            why = "no such peer" if runfig.startswith("blob-") and s not in blob_servers else "failed, see below"
+            out.append(f"| {title} | {names.get(s, s)} | n/a | n/a | n/a | n/a | n/a | n/a | n/a "
+                       f"| n/a ({why}) |")
             continue
         note = f" ({c['failed']} failed)" if c["failed"] else ""
         out.append(f"| {title} | {names.get(s, s)} | {fmt(c['cps'])}{note} | {fmt(c['p50'], 1)} | {fmt(c['p99'], 1)} "
+                   f"| {fmt(c['srv_us'], 1) if c['srv_us'] else '—'} | {fmt(c['cli_us'], 1) if c['cli_us'] else '—'} "
                    f"| {fmt(c['rss'], 1)} | {c['errors']} | {c['cancel']} |")
 out.append("")
 if failures:

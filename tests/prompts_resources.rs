@@ -80,7 +80,8 @@ fn resources_and_templates_are_listed_and_read() {
     let mut s = ready();
     let list = s.call("resources/list", json!({}))["result"].clone();
     let uris: BTreeSet<_> = list["resources"].as_array().unwrap().iter().map(|r| r["uri"].as_str().unwrap()).collect();
-    assert_eq!(uris, BTreeSet::from(["test://static", "test://bytes", "files:///docs/a.txt", "files:///docs/b.txt"]));
+    let expected = ["test://static", "test://bytes", "test://blob/1mib", "files:///docs/a.txt", "files:///docs/b.txt"];
+    assert_eq!(uris, BTreeSet::from(expected));
     let static_text = find(&list, "resources", "uri", "test://static");
     assert_eq!(static_text["mimeType"], "text/plain");
     assert_eq!(static_text["size"], 5);

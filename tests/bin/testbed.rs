@@ -425,6 +425,15 @@ async fn bytes() -> Vec<u8> {
     vec![0, 1, 2, 255]
 }
 
+/// 1 MiB of deterministic binary data (`benches/blob.rs` reads it, base64 on the wire): built once, copied for
+/// each read, so that a read costs what the framework does with it.
+#[mcp::resource(uri = "test://blob/1mib", mime_type = "application/octet-stream")]
+async fn blob_1mib() -> Vec<u8> {
+    static BLOB: std::sync::LazyLock<Vec<u8>> =
+        std::sync::LazyLock::new(|| (0..1u32 << 20).map(|i| (i * 31 % 251) as u8).collect());
+    BLOB.clone()
+}
+
 /// One item, by number.
 #[mcp::resource(uri = "test://items/{id}", mime_type = "application/json", complete(id = complete_ids))]
 fn item(id: u32) -> String {
