@@ -27,6 +27,7 @@ use crate::server::Server;
 use crate::task::TaskPlan;
 use crate::wire::error::{Error, ErrorCode};
 use crate::wire::jsonrpc::{self, RequestId};
+use crate::wire::protocol::WireResult;
 
 /// Where the frames of a connection, or of one request, go: the transport's writer (stdio), or a request's own
 /// stream (HTTP). `close` ends a request's stream once its last frame was sent.
@@ -210,7 +211,7 @@ impl Connection {
     /// answers without waiting (most do) costs no task, no wake-up of another worker and no hop: its response is on
     /// the wire before the next message is read. Async handlers must not block (tokio's rule everywhere), so this
     /// cannot stall the reader; plain `fn` handlers go to the blocking pool as before.
-    pub(crate) fn start<R: serde::Serialize + Send + 'static>(
+    pub(crate) fn start<R: WireResult + Send + 'static>(
         self: &Arc<Self>,
         request: Arc<RequestState>,
         call: Call<R>,
@@ -579,7 +580,7 @@ enum Outcome<R> {
 }
 
 /// Runs one handler to its end, its cancellation or (2026 era) its question to the client.
-async fn run_handler<R: serde::Serialize + Send + 'static>(call: Call<R>, request: Arc<RequestState>) {
+async fn run_handler<R: WireResult + Send + 'static>(call: Call<R>, request: Arc<RequestState>) {
     // One span per request, entered in the handler's task and its blocking thread: a `tracing` event inside a tool
     // says which request it belongs to.
     let span = request_span(call.method, call.name, &request);
@@ -620,7 +621,7 @@ fn request_span(method: &'static str, name: &'static str, request: &RequestState
     span
 }
 
-async fn run_in_span<R: serde::Serialize + Send + 'static>(call: Call<R>, request: Arc<RequestState>) {
+async fn run_in_span<R: WireResult + Send + 'static>(call: Call<R>, request: Arc<RequestState>) {
     let Call { name, handler, arguments, kind, .. } = call;
     // A task that starts at once is stored, and the client told, before the handler runs.
     if request.task_plan.get().is_some_and(|plan| !plan.options.deferred) {
@@ -676,7 +677,7 @@ async fn run_in_span<R: serde::Serialize + Send + 'static>(call: Call<R>, reques
             let frame = match result {
                 Err(e) => jsonrpc::encode_error(Some(&request.id), &e),
                 // The 2025 era writes the value as it is.
-                Ok(r) if !request.era.is_modern() => jsonrpc::encode_result(&request.id, &r),
+                Ok(r) if !request.era.is_modern() => jsonrpc::encode_result_sized(&request.id, &r, r.payload_len()),
                 Ok(r) => {
                     crate::era::v2026::encode_complete(request.conn.server(), &request.id, &r, kind, request.meta.cache)
                 }

@@ -242,7 +242,7 @@ pub(crate) fn result_prefix(info: &Value) -> String {
 /// server's info and (for cacheable results) the caching hints; the result's own opening brace becomes a space, so
 /// its fields follow the stamped ones without a second copy of the payload. Through a `Value` only when the result
 /// has a `_meta` (or a `resultType`) of its own to merge with, or is not an object.
-pub(crate) fn encode_complete<T: serde::Serialize>(
+pub(crate) fn encode_complete<T: crate::wire::protocol::WireResult>(
     server: &Server,
     id: &RequestId,
     result: &T,
@@ -250,7 +250,9 @@ pub(crate) fn encode_complete<T: serde::Serialize>(
     cache: Option<crate::handler::resource::CacheHint>,
 ) -> String {
     let prefix = &server.inner.result_prefix;
-    let mut out = Vec::with_capacity(prefix.len() + 160);
+    let payload = result.payload_len();
+    let payload = if payload < jsonrpc::LARGE_RESULT { 0 } else { payload + payload / 16 };
+    let mut out = Vec::with_capacity(prefix.len() + 160 + payload);
     out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
     if serde_json::to_writer(&mut out, id).is_err() {
         out.extend_from_slice(b"null");

@@ -314,7 +314,8 @@ impl IntoResourceResult for &str {
 
 impl IntoResourceResult for Vec<u8> {
     fn into_resource_result(self, uri: &str, mime_type: Option<&str>) -> Result<ReadResourceResult, Error> {
-        one(ResourceContents::blob(uri, mime_type, &self))
+        // Encoded as it is written: no base64 copy of the payload is made.
+        one(ResourceContents::Bytes { uri: uri.to_owned(), mime_type: mime_type.map(str::to_owned), bytes: self })
     }
 }
 

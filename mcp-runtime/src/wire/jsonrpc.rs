@@ -171,6 +171,26 @@ pub(crate) fn encode_result<T: Serialize + ?Sized>(id: &RequestId, result: &T) -
     }
 }
 
+/// Encodes a result response whose payloads take about `payload_len` bytes: a large one is written into a buffer of
+/// about its final size (text may grow a little where it needs escapes).
+pub(crate) fn encode_result_sized<T: Serialize + ?Sized>(id: &RequestId, result: &T, payload_len: usize) -> String {
+    if payload_len < LARGE_RESULT {
+        return encode_result(id, result);
+    }
+    let mut out = Vec::with_capacity(payload_len + payload_len / 16 + 512);
+    let written = serde_json::to_writer(&mut out, &ResultFrame { jsonrpc: "2.0", id, result });
+    match written.map_err(|e| e.to_string()).and_then(|()| String::from_utf8(out).map_err(|e| e.to_string())) {
+        Ok(s) => s,
+        Err(e) => encode_error(
+            Some(id),
+            &Error::new(ErrorCode::INTERNAL_ERROR, format!("could not serialize the result: {e}")),
+        ),
+    }
+}
+
+/// From this many payload bytes on, a result's frame is allocated at its expected size.
+pub(crate) const LARGE_RESULT: usize = 64 * 1024;
+
 /// Encodes an error response; `id` is `None` only when the request's id could not be read.
 pub(crate) fn encode_error(id: Option<&RequestId>, error: &Error) -> String {
     serde_json::to_string(&ErrorFrame { jsonrpc: "2.0", id, error })
@@ -208,4 +228,22 @@ pub(crate) fn encode_request<T: Serialize + ?Sized>(id: &RequestId, method: &str
         tracing::error!(method, error = %e, "could not serialize a request");
         String::new()
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::protocol::{CallToolResult, Content, WireResult};
+
+    #[test]
+    fn a_large_result_is_written_into_one_buffer_of_about_its_size() {
+        let id = RequestId::Number(7);
+        let plain = CallToolResult::success(vec![Content::text("x".repeat(1 << 20))]);
+        let frame = encode_result_sized(&id, &plain, plain.payload_len());
+        assert_eq!(frame, encode_result(&id, &plain));
+        assert!(frame.capacity() <= frame.len() + frame.len() / 10, "{} for {}", frame.capacity(), frame.len());
+        // Escapes make it longer than its payload: still the same frame.
+        let escaped = CallToolResult::success(vec![Content::text("\"é\n\u{1}".repeat(1 << 16))]);
+        assert_eq!(encode_result_sized(&id, &escaped, escaped.payload_len()), encode_result(&id, &escaped));
+    }
 }

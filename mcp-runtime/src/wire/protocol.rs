@@ -153,7 +153,7 @@ pub struct Annotations {
     pub last_modified: Option<String>,
 }
 
-/// The contents of a resource: text or base64 bytes.
+/// The contents of a resource: text, base64 text, or bytes (written as base64).
 ///
 /// ```
 /// use mcp::ResourceContents;
@@ -165,6 +165,15 @@ pub struct Annotations {
 ///     serde_json::to_value(&logo).unwrap(),
 ///     json!({ "uri": "files://logo.png", "mimeType": "image/png", "blob": "iVBORw==" })
 /// );
+/// // Bytes are encoded as they are written, and read back as a blob.
+/// let bytes = ResourceContents::Bytes {
+///     uri: "files://logo.png".into(),
+///     mime_type: Some("image/png".into()),
+///     bytes: vec![0x89, b'P', b'N', b'G'],
+/// };
+/// let wire = serde_json::to_string(&bytes).unwrap();
+/// assert_eq!(wire, serde_json::to_string(&logo).unwrap());
+/// assert_eq!(serde_json::from_str::<ResourceContents>(&wire).unwrap(), logo);
 /// ```
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
@@ -191,6 +200,25 @@ pub enum ResourceContents {
         /// The bytes, base64-encoded.
         blob: String,
     },
+    /// Binary contents held as bytes: written base64-encoded straight into the message, with no encoded copy kept.
+    /// A resource function's `Vec<u8>` becomes this; on the wire it is a `blob`, and it reads back as
+    /// [`ResourceContents::Blob`].
+    #[serde(rename_all = "camelCase", skip_deserializing)]
+    Bytes {
+        /// The resource's URI.
+        uri: String,
+        /// Its MIME type.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        mime_type: Option<String>,
+        /// The bytes.
+        #[serde(rename = "blob", serialize_with = "base64_string")]
+        bytes: Vec<u8>,
+    },
+}
+
+/// Writes bytes as a base64 string, a chunk at a time.
+fn base64_string<S: serde::Serializer>(bytes: &[u8], serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.collect_str(&base64::display::Base64Display::new(bytes, &base64::engine::general_purpose::STANDARD))
 }
 
 impl ResourceContents {
@@ -212,7 +240,9 @@ impl ResourceContents {
     /// The URI.
     pub fn uri(&self) -> &str {
         match self {
-            ResourceContents::Text { uri, .. } | ResourceContents::Blob { uri, .. } => uri,
+            ResourceContents::Text { uri, .. }
+            | ResourceContents::Blob { uri, .. }
+            | ResourceContents::Bytes { uri, .. } => uri,
         }
     }
 }
@@ -659,5 +689,59 @@ impl ReadResourceResult {
     /// A result with these contents.
     pub fn new(contents: Vec<ResourceContents>) -> ReadResourceResult {
         ReadResourceResult { contents, meta: None }
+    }
+}
+
+/// A result a handler returns, with about how many bytes its payloads take on the wire: the starting capacity of
+/// the frame it is written into, so that a large result is written into one allocation of about its size (no
+/// doubling reallocations, no buffer twice its size left for the allocator to return to the system).
+pub(crate) trait WireResult: Serialize {
+    /// The payloads' bytes (text, base64 data); 0 when small or unknown.
+    fn payload_len(&self) -> usize;
+}
+
+impl Content {
+    fn payload_len(&self) -> usize {
+        match self {
+            Content::Text { text, .. } => text.len(),
+            Content::Image { data, .. } | Content::Audio { data, .. } => data.len(),
+            Content::Resource { resource, .. } => resource.payload_len(),
+            _ => 0,
+        }
+    }
+}
+
+impl ResourceContents {
+    fn payload_len(&self) -> usize {
+        match self {
+            ResourceContents::Text { text, .. } => text.len(),
+            ResourceContents::Blob { blob, .. } => blob.len(),
+            ResourceContents::Bytes { bytes, .. } => bytes.len().div_ceil(3) * 4,
+        }
+    }
+}
+
+/// A custom method's result, a list page: small, or of unknown size.
+impl WireResult for Value {
+    fn payload_len(&self) -> usize {
+        0
+    }
+}
+
+impl WireResult for CallToolResult {
+    fn payload_len(&self) -> usize {
+        self.content.iter().map(Content::payload_len).sum()
+    }
+}
+
+impl WireResult for GetPromptResult {
+    fn payload_len(&self) -> usize {
+        self.messages.iter().map(|m| m.content.payload_len()).sum()
+    }
+}
+
+impl WireResult for ReadResourceResult {
+    fn payload_len(&self) -> usize {
+        self.contents.iter().map(ResourceContents::payload_len).sum()
     }
 }
