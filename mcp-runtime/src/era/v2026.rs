@@ -762,12 +762,14 @@ pub(crate) fn check_http_headers(
     params: Option<&Value>,
     server: &Server,
 ) -> Result<(), Error> {
-    let header = |name: &str| -> Result<Option<&str>, Error> {
+    let header = |name: &http::HeaderName| -> Result<Option<&str>, Error> {
+        let mut values = headers.get_all(name).iter();
+        let first = values.next();
         // One value only: with two, a gateway could route on one and the server check the other.
-        if headers.get_all(name).iter().nth(1).is_some() {
+        if values.next().is_some() {
             return Err(mismatch(format!("the {name} header appears more than once")));
         }
-        match headers.get(name) {
+        match first {
             None => Ok(None),
             Some(v) => v
                 .to_str()
@@ -775,7 +777,7 @@ pub(crate) fn check_http_headers(
                 .map_err(|_| mismatch(format!("the {name} header holds characters that are not visible ASCII"))),
         }
     };
-    let Some(version) = header("mcp-protocol-version")? else {
+    let Some(version) = header(&MCP_PROTOCOL_VERSION)? else {
         return Err(mismatch("the MCP-Protocol-Version header is missing"));
     };
     let meta = meta_of(params)?;
@@ -788,7 +790,7 @@ pub(crate) fn check_http_headers(
     if !STATELESS_VERSIONS.contains(&version) {
         return Err(unsupported_version(version));
     }
-    match header("mcp-method")? {
+    match header(&MCP_METHOD)? {
         None => return Err(mismatch("the Mcp-Method header is missing")),
         Some(m) if m != method => {
             return Err(mismatch(format!("the Mcp-Method header ({m:?}) does not match the method ({method:?})")))
@@ -804,7 +806,7 @@ pub(crate) fn check_http_headers(
     };
     if let Some(key) = name_key {
         let body = params.and_then(|p| p.get(key)).and_then(Value::as_str).unwrap_or_default();
-        let Some(raw) = header("mcp-name")? else {
+        let Some(raw) = header(&MCP_NAME)? else {
             return Err(mismatch("the Mcp-Name header is missing"));
         };
         let given = decode_header_value(raw).map_err(|e| mismatch(format!("the Mcp-Name header: {e}")))?;
@@ -817,6 +819,11 @@ pub(crate) fn check_http_headers(
     }
     Ok(())
 }
+
+/// The headers a 2026 request is routed by, parsed once (a lookup by `&str` parses the name every time).
+static MCP_PROTOCOL_VERSION: http::HeaderName = http::HeaderName::from_static("mcp-protocol-version");
+static MCP_METHOD: http::HeaderName = http::HeaderName::from_static("mcp-method");
+static MCP_NAME: http::HeaderName = http::HeaderName::from_static("mcp-name");
 
 fn mismatch(message: impl Into<String>) -> Error {
     Error::new(HEADER_MISMATCH, message)

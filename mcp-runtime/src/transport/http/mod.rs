@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 
 use axum::body::{Body, Bytes};
 use axum::extract::State as AxumState;
-use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
+use axum::http::{header, HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::any;
 use axum::Router;
@@ -45,6 +45,9 @@ use crate::wire::protocol::SUPPORTED_PROTOCOL_VERSIONS;
 pub const SESSION_HEADER: &str = "mcp-session-id";
 /// The header that carries the protocol version.
 pub const VERSION_HEADER: &str = "mcp-protocol-version";
+/// The same two names parsed once: a lookup by `&str` parses and validates the name every time.
+static SESSION_NAME: HeaderName = HeaderName::from_static(SESSION_HEADER);
+static VERSION_NAME: HeaderName = HeaderName::from_static(VERSION_HEADER);
 
 /// How the Streamable HTTP transport behaves.
 ///
@@ -854,7 +857,7 @@ fn check_origin(options: &HttpOptions, headers: &HeaderMap) -> Result<(), Respon
 
 /// The protocol version of a request: the header, or 2025-03-26 when it is missing; unsupported is 400.
 fn check_version(headers: &HeaderMap) -> Result<String, Response> {
-    match headers.get(VERSION_HEADER) {
+    match headers.get(&VERSION_NAME) {
         None => Ok("2025-03-26".into()),
         Some(v) => {
             let v = v.to_str().unwrap_or_default();
@@ -874,13 +877,27 @@ fn check_version(headers: &HeaderMap) -> Result<String, Response> {
     }
 }
 
-fn accepts(headers: &HeaderMap, kind: &str) -> bool {
-    headers.get_all(header::ACCEPT).iter().filter_map(|v| v.to_str().ok()).any(|v| {
-        v.split(',').any(|t| {
-            let t = t.split(';').next().unwrap_or_default().trim();
-            t.eq_ignore_ascii_case(kind) || t == "*/*"
-        })
-    })
+/// Whether the `Accept` header takes every one of `kinds` (at most two), in one pass over it.
+fn accepts(headers: &HeaderMap, kinds: &[&str]) -> bool {
+    debug_assert!(kinds.len() <= 2);
+    let mut missing = kinds.len();
+    let mut seen = [false; 2];
+    for t in headers.get_all(header::ACCEPT).iter().filter_map(|v| v.to_str().ok()).flat_map(|v| v.split(',')) {
+        let t = t.split(';').next().unwrap_or_default().trim();
+        if t == "*/*" {
+            return true;
+        }
+        for (kind, seen) in kinds.iter().zip(&mut seen) {
+            if !*seen && t.eq_ignore_ascii_case(kind) {
+                *seen = true;
+                missing -= 1;
+            }
+        }
+        if missing == 0 {
+            return true;
+        }
+    }
+    false
 }
 
 async fn endpoint(AxumState(state): AxumState<Arc<HttpState>>, request: axum::extract::Request) -> Response {
@@ -902,7 +919,7 @@ async fn endpoint(AxumState(state): AxumState<Arc<HttpState>>, request: axum::ex
 }
 
 fn session_of(state: &HttpState, headers: &HeaderMap) -> Result<Arc<HttpSession>, Response> {
-    let Some(id) = headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok()) else {
+    let Some(id) = headers.get(&SESSION_NAME).and_then(|v| v.to_str().ok()) else {
         return Err(plain(StatusCode::BAD_REQUEST, "bad request: the Mcp-Session-Id header is missing"));
     };
     match state.session(id) {
@@ -925,7 +942,7 @@ async fn post(
     auth: Option<AuthInfo>,
     peer: Option<std::net::IpAddr>,
 ) -> Response {
-    if !(accepts(&headers, "application/json") && accepts(&headers, "text/event-stream")) {
+    if !accepts(&headers, &["application/json", "text/event-stream"]) {
         return plain(
             StatusCode::NOT_ACCEPTABLE,
             "not acceptable: the client must accept both application/json and text/event-stream",
@@ -976,18 +993,19 @@ async fn post(
             return (StatusCode::BAD_REQUEST, [(header::CONTENT_TYPE, "application/json")], body).into_response();
         }
     };
-    let http = Arc::new(HttpRequest { headers: headers.clone(), auth });
-    if modern::is_modern(&headers, &message) {
-        return modern::post(&state, &headers, message, http).await;
+    let http = Arc::new(HttpRequest { headers, auth });
+    let headers = &http.headers;
+    if modern::is_modern(headers, &message) {
+        return modern::post(&state, headers, message, http.clone()).await;
     }
     let is_initialize = matches!(&message, Incoming::Request { method, .. } if method == "initialize");
 
     if state.options.stateless {
         let caller = caller_key(http.auth.as_ref(), peer);
-        return post_stateless(&state, &headers, message, is_initialize, http, caller).await;
+        return post_stateless(&state, headers, message, is_initialize, http.clone(), caller).await;
     }
 
-    let (http_session, created) = if is_initialize && headers.get(SESSION_HEADER).is_none() {
+    let (http_session, created) = if is_initialize && headers.get(&SESSION_NAME).is_none() {
         let count = state.sessions.lock().unwrap_or_else(|e| e.into_inner()).len();
         if count >= state.options.max_sessions {
             let mut response = error_response(
@@ -1012,11 +1030,11 @@ async fn post(
         });
         (http_session, true)
     } else {
-        let s = match session_of(&state, &headers) {
+        let s = match session_of(&state, headers) {
             Ok(s) => s,
             Err(r) => return r,
         };
-        if let Err(r) = check_version(&headers) {
+        if let Err(r) = check_version(headers) {
             return r;
         }
         (s, false)
@@ -1034,7 +1052,7 @@ async fn post(
         if http_session.session.is_initialized() {
             let id = new_session_id();
             if let Ok(v) = HeaderValue::from_str(&id) {
-                response.headers_mut().insert(SESSION_HEADER, v);
+                response.headers_mut().insert(SESSION_NAME.clone(), v);
             }
             state.sessions.lock().unwrap_or_else(|e| e.into_inner()).insert(id, http_session);
         }
@@ -1302,7 +1320,7 @@ fn get(state: Arc<HttpState>, headers: HeaderMap) -> Response {
     if state.options.stateless || modern::is_modern_version(&headers) {
         return (StatusCode::METHOD_NOT_ALLOWED, [(header::ALLOW, "POST")]).into_response();
     }
-    if !accepts(&headers, "text/event-stream") {
+    if !accepts(&headers, &["text/event-stream"]) {
         return plain(StatusCode::NOT_ACCEPTABLE, "not acceptable: the client must accept text/event-stream");
     }
     let http_session = match session_of(&state, &headers) {
@@ -1374,7 +1392,7 @@ fn delete(state: Arc<HttpState>, headers: HeaderMap) -> Response {
         Ok(s) => s,
         Err(r) => return r,
     };
-    let id = headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned();
+    let id = headers.get(&SESSION_NAME).and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned();
     state.sessions.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
     http_session.session.cancel_all("the client ended the session");
     http_session.standalone.close();

@@ -40,7 +40,7 @@ pub(super) fn is_modern(headers: &HeaderMap, message: &Incoming) -> bool {
 /// Whether the `MCP-Protocol-Version` header is there and is not a 2025-era version.
 pub(super) fn is_modern_version(headers: &HeaderMap) -> bool {
     headers
-        .get(super::VERSION_HEADER)
+        .get(&super::VERSION_NAME)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| !crate::wire::protocol::SUPPORTED_PROTOCOL_VERSIONS.contains(&v.trim()))
 }
@@ -53,9 +53,10 @@ enum Out {
     Final(String),
 }
 
-/// A 2026 request's route: frames go to the waiting POST, within the outbound bounds.
+/// A 2026 request's route: frames go to the waiting POST, within the outbound bounds. Until the handler's first
+/// poll is over they wait here, so that a response that comes alone is answered without a channel.
 struct ModernRoute {
-    tx: Mutex<Option<mpsc::UnboundedSender<Out>>>,
+    state: Mutex<Answer>,
     backlog: Arc<Backlog>,
     /// What a reader that stops reading cancels: this request.
     conn: Arc<Connection>,
@@ -64,23 +65,64 @@ struct ModernRoute {
     json_only: bool,
 }
 
+enum Answer {
+    /// The POST has not looked yet: the frames so far, and whether the stream ended (with a response, or not).
+    Waiting { early: Vec<String>, response: Option<String>, ended: bool },
+    /// The POST waits on the channel.
+    Streaming(mpsc::UnboundedSender<Out>),
+    /// Ended, or the reader stopped reading.
+    Closed,
+}
+
 impl ModernRoute {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Answer> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     fn push(&self, frame: String, droppable: bool) {
         if self.json_only {
             return;
         }
         match self.backlog.admit(frame.len(), droppable) {
-            Admit::Send => {
-                if let Some(tx) = &*self.tx.lock().unwrap_or_else(|e| e.into_inner()) {
+            Admit::Send => match &mut *self.lock() {
+                Answer::Waiting { early, ended: false, .. } => early.push(frame),
+                Answer::Streaming(tx) => {
                     let _ = tx.send(Out::Event(frame));
                 }
-            }
+                Answer::Waiting { .. } | Answer::Closed => {}
+            },
             Admit::Drop => {}
             Admit::Stuck => {
-                self.tx.lock().unwrap_or_else(|e| e.into_inner()).take();
+                *self.lock() = Answer::Closed;
                 self.conn.cancel(&self.id, Some("the client stopped reading the request's stream"));
             }
         }
+    }
+
+    /// After the handler's first poll: the response, if it came alone; otherwise the channel the rest comes on
+    /// (what came so far first), or `None` if the request ended without a response.
+    fn decide(&self) -> Result<String, Option<mpsc::UnboundedReceiver<Out>>> {
+        let mut state = self.lock();
+        let Answer::Waiting { early, response, ended } = std::mem::replace(&mut *state, Answer::Closed) else {
+            return Err(None);
+        };
+        let response = match (early.is_empty(), response) {
+            (true, Some(frame)) => return Ok(frame),
+            (true, None) if ended => return Err(None),
+            (_, response) => response,
+        };
+        let (tx, rx) = mpsc::unbounded_channel();
+        for frame in early {
+            let _ = tx.send(Out::Event(frame));
+        }
+        match response {
+            Some(frame) => {
+                let _ = tx.send(Out::Final(frame));
+            }
+            None if !ended => *state = Answer::Streaming(tx),
+            None => {}
+        }
+        Err(Some(rx))
     }
 }
 
@@ -94,13 +136,26 @@ impl FrameSink for ModernRoute {
     }
 
     fn finish(&self, frame: String) {
-        if let Some(tx) = self.tx.lock().unwrap_or_else(|e| e.into_inner()).take() {
-            let _ = tx.send(Out::Final(frame));
+        let mut state = self.lock();
+        match &mut *state {
+            Answer::Waiting { response, ended, .. } if !*ended => {
+                *response = Some(frame);
+                *ended = true;
+            }
+            Answer::Streaming(tx) => {
+                let _ = tx.send(Out::Final(frame));
+                *state = Answer::Closed;
+            }
+            Answer::Waiting { .. } | Answer::Closed => {}
         }
     }
 
     fn close(&self) {
-        self.tx.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let mut state = self.lock();
+        match &mut *state {
+            Answer::Waiting { ended, .. } => *ended = true,
+            Answer::Streaming(_) | Answer::Closed => *state = Answer::Closed,
+        }
     }
 }
 
@@ -133,18 +188,23 @@ pub(super) async fn post(
     if let Err(e) = v2026::check_http_headers(headers, &method, params.as_ref(), &state.server) {
         return json_answer(jsonrpc::encode_error(Some(&id), &e));
     }
-    let conn = Connection::new(state.server.clone(), Arc::new(NoSink));
-    let (tx, mut rx) = mpsc::unbounded_channel();
+    let conn = Connection::new(state.server.clone(), no_sink());
     let json_only = state.options.json_response && method != "subscriptions/listen";
     let backlog = Arc::new(Backlog::new(state.server.inner.outbound));
     let route = Arc::new(ModernRoute {
-        tx: Mutex::new(Some(tx)),
+        state: Mutex::new(Answer::Waiting { early: Vec::new(), response: None, ended: false }),
         backlog: backlog.clone(),
         conn: conn.clone(),
         id: id.clone(),
         json_only,
     });
-    v2026::handle(&conn, id.clone(), method, params, &Origin { sink: route, http: Some(http) });
+    v2026::handle(&conn, id.clone(), method, params, &Origin { sink: route.clone(), http: Some(http) });
+    let mut rx = match route.decide() {
+        // Answered in the handler's first poll: no channel, nothing to cancel.
+        Ok(frame) => return json_answer(frame),
+        Err(None) => return StatusCode::ACCEPTED.into_response(),
+        Err(Some(rx)) => rx,
+    };
     // If the client goes away while this waits, axum drops the future and the guard cancels the request.
     let mut guard = CancelOnDrop { conn, id, armed: true };
     match rx.recv().await {
@@ -175,6 +235,12 @@ pub(super) async fn post(
             StatusCode::ACCEPTED.into_response()
         }
     }
+}
+
+/// The sink of what belongs to no request: one for the process.
+fn no_sink() -> crate::dispatch::Sink {
+    static NO_SINK: std::sync::OnceLock<crate::dispatch::Sink> = std::sync::OnceLock::new();
+    NO_SINK.get_or_init(|| Arc::new(NoSink)).clone()
 }
 
 /// A response as one JSON body, with the status its error (if it is one) calls for.
