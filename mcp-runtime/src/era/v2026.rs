@@ -250,9 +250,7 @@ pub(crate) fn encode_complete<T: crate::wire::protocol::WireResult>(
     cache: Option<crate::handler::resource::CacheHint>,
 ) -> String {
     let prefix = &server.inner.result_prefix;
-    let payload = result.payload_len();
-    let payload = if payload < jsonrpc::LARGE_RESULT { 0 } else { payload + payload / 16 };
-    let mut out = Vec::with_capacity(prefix.len() + 160 + payload);
+    let mut out = Vec::with_capacity(prefix.len() + 160 + jsonrpc::payload_room(result.payload_len()));
     out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
     if serde_json::to_writer(&mut out, id).is_err() {
         out.extend_from_slice(b"null");

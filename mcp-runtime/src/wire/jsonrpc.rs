@@ -174,10 +174,11 @@ pub(crate) fn encode_result<T: Serialize + ?Sized>(id: &RequestId, result: &T) -
 /// Encodes a result response whose payloads take about `payload_len` bytes: a large one is written into a buffer of
 /// about its final size (text may grow a little where it needs escapes).
 pub(crate) fn encode_result_sized<T: Serialize + ?Sized>(id: &RequestId, result: &T, payload_len: usize) -> String {
-    if payload_len < LARGE_RESULT {
+    let room = payload_room(payload_len);
+    if room == 0 {
         return encode_result(id, result);
     }
-    let mut out = Vec::with_capacity(payload_len + payload_len / 16 + 512);
+    let mut out = Vec::with_capacity(room + 512);
     let written = serde_json::to_writer(&mut out, &ResultFrame { jsonrpc: "2.0", id, result });
     match written.map_err(|e| e.to_string()).and_then(|()| String::from_utf8(out).map_err(|e| e.to_string())) {
         Ok(s) => s,
@@ -188,8 +189,16 @@ pub(crate) fn encode_result_sized<T: Serialize + ?Sized>(id: &RequestId, result:
     }
 }
 
-/// From this many payload bytes on, a result's frame is allocated at its expected size.
-pub(crate) const LARGE_RESULT: usize = 64 * 1024;
+/// The room a frame reserves up front for payloads of `payload_len` bytes (text may grow a little where it needs
+/// escapes): none below 64 KiB, where growing the buffer costs little.
+pub(crate) fn payload_room(payload_len: usize) -> usize {
+    const LARGE_RESULT: usize = 64 * 1024;
+    if payload_len < LARGE_RESULT {
+        0
+    } else {
+        payload_len + payload_len / 16
+    }
+}
 
 /// Encodes an error response; `id` is `None` only when the request's id could not be read.
 pub(crate) fn encode_error(id: Option<&RequestId>, error: &Error) -> String {

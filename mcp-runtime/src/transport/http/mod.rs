@@ -1,12 +1,13 @@
 //! Streamable HTTP (MCP 2025-11-25): one endpoint; POST carries client messages, answered by an SSE stream (or one
-//! JSON body when the response is ready at once, or always, by configuration); GET opens the session's standalone stream; DELETE ends the session. Sessions have
-//! random ids; every stream's events are kept in an event store so a client whose stream dropped resumes with
-//! `Last-Event-ID` and loses nothing.
+//! JSON body when the response is ready at once, or always, by configuration); GET opens the session's standalone
+//! stream; DELETE ends the session. Sessions have random ids; every stream's events are kept in an event store so a
+//! client whose stream dropped resumes with `Last-Event-ID` and loses nothing.
 
 // Handlers return axum's `Response` as their error, as axum code does.
 #![allow(clippy::result_large_err)]
 
 mod event_store;
+mod first_poll;
 mod modern;
 
 pub use event_store::{
@@ -40,6 +41,7 @@ use crate::transport::backlog::{Admit, Backlog, OutboundLimits};
 use crate::wire::error::{Error, ErrorCode};
 use crate::wire::jsonrpc::{self, Incoming, RequestId};
 use crate::wire::protocol::SUPPORTED_PROTOCOL_VERSIONS;
+use first_poll::FirstPoll;
 
 /// The header that carries the session id.
 pub const SESSION_HEADER: &str = "mcp-session-id";
@@ -1082,117 +1084,29 @@ async fn answer_request(
         Incoming::Request { id, .. } => Some(id.clone()),
         _ => None,
     };
-    let pending = Arc::new(PendingRoute {
-        state: Mutex::new(Pending::Waiting { early: Vec::new(), response: None, closed: false }),
+    let first_poll = FirstPoll::<Route>::new();
+    http_session.session.handle_routed(message, &Origin { sink: first_poll.clone(), http: Some(http) });
+    let answer = first_poll.decide(|| {
+        let route = http_session.new_route();
+        // The priming event comes first, so resuming from it replays everything the request sends.
+        let priming = http_session.store.store(&route.name, &priming_frame());
+        let (events, backlog) = route.attach(Vec::new());
+        if let Some(id) = id {
+            // A reader that stops reading the request's stream cancels the request.
+            let session = Arc::downgrade(&http_session.session);
+            route.on_stuck(move || {
+                if let Some(session) = session.upgrade() {
+                    session.cancel(&id, Some("the client stopped reading the request's stream"));
+                }
+            });
+        }
+        (route.clone(), (route, priming, events, backlog))
     });
-    http_session.session.handle_routed(message, &Origin { sink: pending.clone(), http: Some(http) });
-    // Everything the handler did in its first poll is known now: a response that came alone is the whole answer.
-    let mut pending_state = pending.lock();
-    let (early, response, closed) = match &mut *pending_state {
-        Pending::Waiting { early, response, closed } => (std::mem::take(early), response.take(), *closed),
-        Pending::Streaming(_) => unreachable!("only this function opens the stream"),
-    };
-    let response = match (early.is_empty(), response) {
-        (true, Some(frame)) => {
-            drop(pending_state);
-            return (StatusCode::OK, [(header::CONTENT_TYPE, "application/json")], frame).into_response();
-        }
-        (_, response) => response,
-    };
-    let route = http_session.new_route();
-    // The priming event comes first, so resuming from it replays everything the request sends.
-    let priming = http_session.store.store(&route.name, &priming_frame());
-    let (events, backlog) = route.attach(Vec::new());
-    if let Some(id) = id {
-        // A reader that stops reading the request's stream cancels the request.
-        let session = Arc::downgrade(&http_session.session);
-        route.on_stuck(move || {
-            if let Some(session) = session.upgrade() {
-                session.cancel(&id, Some("the client stopped reading the request's stream"));
-            }
-        });
-    }
-    // Under the pending lock, so that nothing the handler sends from now on overtakes what it sent before.
-    for (frame, droppable) in early {
-        route.push(frame, droppable);
-    }
-    match response {
-        Some(frame) => route.finish(frame),
-        None if closed => route.close(),
-        None => *pending_state = Pending::Streaming(route.clone()),
-    }
-    drop(pending_state);
-    sse_response(state, priming, (events, Some(backlog)), None, Some(http_session), Some(&route.name))
-}
-
-/// A 2025 request's route until its first poll is over: a response that comes alone becomes a JSON body (nothing
-/// to resume, no event stored, one write); anything else opens the request's SSE stream, the frames kept so far
-/// first.
-struct PendingRoute {
-    state: Mutex<Pending>,
-}
-
-enum Pending {
-    /// The frames sent so far (and whether each may be dropped), the response, whether the stream was closed.
-    Waiting {
-        early: Vec<(String, bool)>,
-        response: Option<String>,
-        closed: bool,
-    },
-    Streaming(Arc<Route>),
-}
-
-impl PendingRoute {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Pending> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// The open stream's route, or `None` after `waiting` took what the handler sent.
-    fn route_or(
-        &self,
-        waiting: impl FnOnce(&mut Vec<(String, bool)>, &mut Option<String>, &mut bool),
-    ) -> Option<Arc<Route>> {
-        match &mut *self.lock() {
-            Pending::Waiting { early, response, closed } => {
-                waiting(early, response, closed);
-                None
-            }
-            Pending::Streaming(route) => Some(route.clone()),
-        }
-    }
-
-    fn push(&self, frame: String, droppable: bool) {
-        let mut frame = Some(frame);
-        if let Some(route) = self.route_or(|early, _, _| early.extend(frame.take().map(|f| (f, droppable)))) {
-            route.push(frame.unwrap_or_default(), droppable);
-        }
-    }
-}
-
-impl FrameSink for PendingRoute {
-    fn send(&self, frame: String) {
-        self.push(frame, false)
-    }
-
-    fn send_droppable(&self, frame: String) {
-        self.push(frame, true)
-    }
-
-    fn finish(&self, frame: String) {
-        let mut frame = Some(frame);
-        let keep = |_: &mut Vec<_>, response: &mut Option<String>, closed: &mut bool| {
-            if !std::mem::replace(closed, true) {
-                *response = frame.take();
-            }
-        };
-        if let Some(route) = self.route_or(keep) {
-            route.finish(frame.unwrap_or_default());
-        }
-    }
-
-    fn close(&self) {
-        if let Some(route) = self.route_or(|_, _, closed| *closed = true) {
-            route.close();
+    match answer {
+        // The response came alone in the handler's first poll: nothing to stream or resume.
+        Ok(frame) => (StatusCode::OK, [(header::CONTENT_TYPE, "application/json")], frame).into_response(),
+        Err((route, priming, events, backlog)) => {
+            sse_response(state, priming, (events, Some(backlog)), None, Some(http_session), Some(&route.name))
         }
     }
 }

@@ -16,6 +16,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
+use super::first_poll::FirstPoll;
 use super::HttpState;
 use crate::context::HttpRequest;
 use crate::dispatch::{Connection, FrameSink, NoSink, Origin};
@@ -53,10 +54,9 @@ enum Out {
     Final(String),
 }
 
-/// A 2026 request's route: frames go to the waiting POST, within the outbound bounds. Until the handler's first
-/// poll is over they wait here, so that a response that comes alone is answered without a channel.
+/// A 2026 request's stream, once its answer must wait: frames go to the waiting POST, within the outbound bounds.
 struct ModernRoute {
-    state: Mutex<Answer>,
+    tx: Mutex<Option<mpsc::UnboundedSender<Out>>>,
     backlog: Arc<Backlog>,
     /// What a reader that stops reading cancels: this request.
     conn: Arc<Connection>,
@@ -65,18 +65,9 @@ struct ModernRoute {
     json_only: bool,
 }
 
-enum Answer {
-    /// The POST has not looked yet: the frames so far, and whether the stream ended (with a response, or not).
-    Waiting { early: Vec<String>, response: Option<String>, ended: bool },
-    /// The POST waits on the channel.
-    Streaming(mpsc::UnboundedSender<Out>),
-    /// Ended, or the reader stopped reading.
-    Closed,
-}
-
 impl ModernRoute {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Answer> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    fn tx(&self) -> std::sync::MutexGuard<'_, Option<mpsc::UnboundedSender<Out>>> {
+        self.tx.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     fn push(&self, frame: String, droppable: bool) {
@@ -84,45 +75,17 @@ impl ModernRoute {
             return;
         }
         match self.backlog.admit(frame.len(), droppable) {
-            Admit::Send => match &mut *self.lock() {
-                Answer::Waiting { early, ended: false, .. } => early.push(frame),
-                Answer::Streaming(tx) => {
+            Admit::Send => {
+                if let Some(tx) = &*self.tx() {
                     let _ = tx.send(Out::Event(frame));
                 }
-                Answer::Waiting { .. } | Answer::Closed => {}
-            },
+            }
             Admit::Drop => {}
             Admit::Stuck => {
-                *self.lock() = Answer::Closed;
+                self.tx().take();
                 self.conn.cancel(&self.id, Some("the client stopped reading the request's stream"));
             }
         }
-    }
-
-    /// After the handler's first poll: the response, if it came alone; otherwise the channel the rest comes on
-    /// (what came so far first), or `None` if the request ended without a response.
-    fn decide(&self) -> Result<String, Option<mpsc::UnboundedReceiver<Out>>> {
-        let mut state = self.lock();
-        let Answer::Waiting { early, response, ended } = std::mem::replace(&mut *state, Answer::Closed) else {
-            return Err(None);
-        };
-        let response = match (early.is_empty(), response) {
-            (true, Some(frame)) => return Ok(frame),
-            (true, None) if ended => return Err(None),
-            (_, response) => response,
-        };
-        let (tx, rx) = mpsc::unbounded_channel();
-        for frame in early {
-            let _ = tx.send(Out::Event(frame));
-        }
-        match response {
-            Some(frame) => {
-                let _ = tx.send(Out::Final(frame));
-            }
-            None if !ended => *state = Answer::Streaming(tx),
-            None => {}
-        }
-        Err(Some(rx))
     }
 }
 
@@ -136,26 +99,13 @@ impl FrameSink for ModernRoute {
     }
 
     fn finish(&self, frame: String) {
-        let mut state = self.lock();
-        match &mut *state {
-            Answer::Waiting { response, ended, .. } if !*ended => {
-                *response = Some(frame);
-                *ended = true;
-            }
-            Answer::Streaming(tx) => {
-                let _ = tx.send(Out::Final(frame));
-                *state = Answer::Closed;
-            }
-            Answer::Waiting { .. } | Answer::Closed => {}
+        if let Some(tx) = self.tx().take() {
+            let _ = tx.send(Out::Final(frame));
         }
     }
 
     fn close(&self) {
-        let mut state = self.lock();
-        match &mut *state {
-            Answer::Waiting { ended, .. } => *ended = true,
-            Answer::Streaming(_) | Answer::Closed => *state = Answer::Closed,
-        }
+        self.tx().take();
     }
 }
 
@@ -190,20 +140,24 @@ pub(super) async fn post(
     }
     let conn = Connection::new(state.server.clone(), no_sink());
     let json_only = state.options.json_response && method != "subscriptions/listen";
-    let backlog = Arc::new(Backlog::new(state.server.inner.outbound));
-    let route = Arc::new(ModernRoute {
-        state: Mutex::new(Answer::Waiting { early: Vec::new(), response: None, ended: false }),
-        backlog: backlog.clone(),
-        conn: conn.clone(),
-        id: id.clone(),
-        json_only,
+    let first_poll = FirstPoll::<ModernRoute>::new();
+    v2026::handle(&conn, id.clone(), method, params, &Origin { sink: first_poll.clone(), http: Some(http) });
+    let answer = first_poll.decide(|| {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let backlog = Arc::new(Backlog::new(state.server.inner.outbound));
+        let route = ModernRoute {
+            tx: Mutex::new(Some(tx)),
+            backlog: backlog.clone(),
+            conn: conn.clone(),
+            id: id.clone(),
+            json_only,
+        };
+        (Arc::new(route), (rx, backlog))
     });
-    v2026::handle(&conn, id.clone(), method, params, &Origin { sink: route.clone(), http: Some(http) });
-    let mut rx = match route.decide() {
-        // Answered in the handler's first poll: no channel, nothing to cancel.
+    // Answered in the handler's first poll: no channel, nothing to cancel.
+    let (mut rx, backlog) = match answer {
         Ok(frame) => return json_answer(frame),
-        Err(None) => return StatusCode::ACCEPTED.into_response(),
-        Err(Some(rx)) => rx,
+        Err(opened) => opened,
     };
     // If the client goes away while this waits, axum drops the future and the guard cancels the request.
     let mut guard = CancelOnDrop { conn, id, armed: true };

@@ -1,0 +1,118 @@
+//! A request's sink while the dispatcher's eager first poll of its handler runs. A POST that knows what the handler
+//! did in that poll can answer a response that came alone as one JSON body, with no stream, channel or stored event
+//! made for it; anything else opens the request's stream, and what was kept goes into it first. Both eras' POSTs use
+//! it: a 2025 request opens its SSE `Route`, a 2026 request the channel its POST waits on.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use crate::dispatch::FrameSink;
+
+/// Keeps a request's frames until [`FirstPoll::decide`], then forwards them to the sink it opened.
+pub(super) struct FirstPoll<S> {
+    state: Mutex<Held<S>>,
+}
+
+enum Held<S> {
+    /// What the handler sent so far (and whether each frame may be dropped), its response, whether it ended.
+    Waiting {
+        early: Vec<(String, bool)>,
+        response: Option<String>,
+        ended: bool,
+    },
+    Open(Arc<S>),
+}
+
+impl<S: FrameSink> FirstPoll<S> {
+    pub(super) fn new() -> Arc<FirstPoll<S>> {
+        Arc::new(FirstPoll { state: Mutex::new(Held::Waiting { early: Vec::new(), response: None, ended: false }) })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Held<S>> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// After the first poll: `Ok` with the response, if it came with nothing before it. Otherwise `open` makes the
+    /// request's stream (and what the POST answers with, given back as `Err`); the stream gets what was kept (under
+    /// the lock, so that nothing the handler sends now overtakes it) and then everything else.
+    pub(super) fn decide<T>(&self, open: impl FnOnce() -> (Arc<S>, T)) -> Result<String, T> {
+        let mut state = self.lock();
+        let Held::Waiting { early, response, ended } = &mut *state else {
+            unreachable!("a request's stream is opened once, by its POST")
+        };
+        if early.is_empty() {
+            if let Some(frame) = response.take() {
+                return Ok(frame);
+            }
+        }
+        let (early, response, ended) = (std::mem::take(early), response.take(), *ended);
+        let (sink, opened) = open();
+        for (frame, droppable) in early {
+            if droppable {
+                sink.send_droppable(frame);
+            } else {
+                sink.send(frame);
+            }
+        }
+        match response {
+            Some(frame) => sink.finish(frame),
+            None if ended => sink.close(),
+            None => *state = Held::Open(sink),
+        }
+        Err(opened)
+    }
+
+    /// The open stream; or, while the answer is undecided, `keep` takes what the handler sent.
+    fn open_or(&self, keep: impl FnOnce(&mut Vec<(String, bool)>, &mut Option<String>, &mut bool)) -> Option<Arc<S>> {
+        match &mut *self.lock() {
+            Held::Waiting { early, response, ended } => {
+                keep(early, response, ended);
+                None
+            }
+            Held::Open(sink) => Some(sink.clone()),
+        }
+    }
+
+    fn push(&self, frame: String, droppable: bool) {
+        let mut frame = Some(frame);
+        if let Some(sink) = self.open_or(|early, _, ended| {
+            if !*ended {
+                early.extend(frame.take().map(|f| (f, droppable)));
+            }
+        }) {
+            let frame = frame.unwrap_or_default();
+            if droppable {
+                sink.send_droppable(frame);
+            } else {
+                sink.send(frame);
+            }
+        }
+    }
+}
+
+impl<S: FrameSink> FrameSink for FirstPoll<S> {
+    fn send(&self, frame: String) {
+        self.push(frame, false)
+    }
+
+    fn send_droppable(&self, frame: String) {
+        self.push(frame, true)
+    }
+
+    fn finish(&self, frame: String) {
+        let mut frame = Some(frame);
+        let keep = |_: &mut Vec<_>, response: &mut Option<String>, ended: &mut bool| {
+            if !std::mem::replace(ended, true) {
+                *response = frame.take();
+            }
+        };
+        if let Some(sink) = self.open_or(keep) {
+            sink.finish(frame.unwrap_or_default());
+        }
+    }
+
+    fn close(&self) {
+        if let Some(sink) = self.open_or(|_, _, ended| *ended = true) {
+            sink.close();
+        }
+    }
+}
