@@ -141,7 +141,11 @@ pub(crate) struct RequestState {
     pub id: RequestId,
     pub token: CancellationToken,
     cancelled: AtomicBool,
-    /// `finished` is set by whichever comes first, the response or the cancel; only the first one acts.
+    /// Set by whichever comes first, the response or the cancel; only the first one acts. An atomic, not a field of
+    /// `slot`, so that a cancel takes no lock: a sink may cancel its request from inside a send that holds `slot`
+    /// (a client that stopped reading), and a lock there would deadlock.
+    finished: AtomicBool,
+    /// Held while a frame of this request is sent, so that no frame follows the response.
     slot: Mutex<Slot>,
     pub meta: RequestMeta,
     pub conn: Arc<Connection>,
@@ -201,7 +205,6 @@ impl EraState {
 
 #[derive(Default)]
 struct Slot {
-    finished: bool,
     last_progress: Option<f64>,
 }
 
@@ -217,6 +220,7 @@ impl RequestState {
             id,
             token: CancellationToken::new(),
             cancelled: AtomicBool::new(false),
+            finished: AtomicBool::new(false),
             slot: Mutex::new(Slot::default()),
             meta,
             conn,
@@ -234,18 +238,19 @@ impl RequestState {
         self.token.cancel();
     }
 
+    fn is_finished(&self) -> bool {
+        self.finished.load(Ordering::Acquire)
+    }
+
     fn slot(&self) -> std::sync::MutexGuard<'_, Slot> {
         self.slot.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Cancels the request unless its response went first. Returns whether this call cancelled it.
     pub(crate) fn cancel(&self) -> bool {
-        let mut slot = self.slot();
-        if slot.finished {
+        if self.finished.swap(true, Ordering::AcqRel) {
             return false;
         }
-        slot.finished = true;
-        drop(slot);
         self.cancelled.store(true, Ordering::Release);
         self.token.cancel();
         true
@@ -253,11 +258,10 @@ impl RequestState {
 
     /// Sends the request's final frame unless it was cancelled first. Returns whether it was sent.
     pub(crate) fn finish(&self, frame: String) -> bool {
-        let mut slot = self.slot();
-        if slot.finished {
+        let _slot = self.slot();
+        if self.finished.swap(true, Ordering::AcqRel) {
             return false;
         }
-        slot.finished = true;
         self.out.finish(frame);
         true
     }
@@ -269,8 +273,8 @@ impl RequestState {
             task.send(frame, false);
             return !self.cancelled.load(Ordering::Acquire);
         }
-        let slot = self.slot();
-        if slot.finished {
+        let _slot = self.slot();
+        if self.is_finished() {
             return false;
         }
         self.out.send(frame);
@@ -282,8 +286,8 @@ impl RequestState {
         if let Some(task) = self.task.get() {
             return task.send(frame, true);
         }
-        let slot = self.slot();
-        if !slot.finished {
+        let _slot = self.slot();
+        if !self.is_finished() {
             self.out.send_droppable(frame);
         }
     }
@@ -471,7 +475,7 @@ impl Context {
         };
         let task = self.request.task.get();
         let mut slot = self.request.slot();
-        let over = slot.finished && task.is_none();
+        let over = self.request.is_finished() && task.is_none();
         if over || slot.last_progress.is_some_and(|last| progress <= last) || !progress.is_finite() {
             return;
         }

@@ -483,6 +483,15 @@ fn toggle(kind: String, name: String, enabled: bool, ctx: &Context) -> Result<St
     }
 }
 
+/// Disable and enable the `echo` tool `times` times: a list change each time.
+#[mcp::tool]
+fn flip_echo(times: u32, ctx: &Context) -> String {
+    for i in 0..times {
+        ctx.server().set_tool_enabled("echo", i % 2 == 1);
+    }
+    format!("flipped {times}")
+}
+
 /// Remove the `echo` tool and add it back.
 #[mcp::tool]
 fn reload_echo(ctx: &Context) -> Result<String, String> {
@@ -664,6 +673,16 @@ async fn guarded(name: String, ctx: &Context) -> Result<String, String> {
         Ok(_) => Err(format!("not confirmed: {name} stays closed")),
         Err(e) => Err(e.to_string()),
     }
+}
+
+/// Log `count` messages of `size` bytes each without ever yielding, then return.
+#[mcp::tool]
+async fn log_burst(count: u32, size: usize, ctx: &Context) -> String {
+    let line = "x".repeat(size);
+    for _ in 0..count {
+        ctx.info(&line);
+    }
+    format!("burst {count}")
 }
 
 /// Log `count` messages of `size` bytes each, as fast as it can, then print `FLOOD_DONE`.

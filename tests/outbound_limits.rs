@@ -1,0 +1,172 @@
+//! The outbound bounds: what waits for a client that does not read is bounded, on every transport and era, and a
+//! client that reads everything gets everything, however large one answer is. Each test runs a real socket or a real
+//! child process.
+
+mod common;
+
+use std::time::Duration;
+
+use common::modern;
+use serde_json::{json, Value};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// Serves `server` on a fresh port in this process; returns its address.
+async fn serve(server: mcp::Server, options: mcp::HttpOptions) -> std::net::SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, server.http_router(options)).await });
+    addr
+}
+
+/// A connection with a small receive window that sends one 2026 POST and never reads the answer.
+async fn post_and_never_read(addr: std::net::SocketAddr, body: &Value) -> tokio::net::TcpStream {
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(4096).unwrap();
+    let mut stream = socket.connect(addr).await.unwrap();
+    let text = body.to_string();
+    let mut head = format!("POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Length: {}\r\n", text.len());
+    for (name, value) in common::http::modern_headers(body) {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str("\r\n");
+    stream.write_all(head.as_bytes()).await.unwrap();
+    stream.write_all(text.as_bytes()).await.unwrap();
+    stream
+}
+
+/// One 2026 request on a fresh connection, read to its end: the body.
+async fn modern_call(addr: std::net::SocketAddr, id: i64, method: &str, params: Value) -> String {
+    let body = modern::request(id, method, params, json!({}));
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let text = body.to_string();
+    let mut head =
+        format!("POST /mcp HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: {}\r\n", text.len());
+    for (name, value) in common::http::modern_headers(&body) {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str("\r\n");
+    stream.write_all(head.as_bytes()).await.unwrap();
+    stream.write_all(text.as_bytes()).await.unwrap();
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).await.unwrap();
+    String::from_utf8_lossy(&raw).into_owned()
+}
+
+/// A 2026 `subscriptions/listen` listener that stops reading is disconnected when its stream passes the hard bound:
+/// the change that tripped the bound returns, later changes return, other clients are served. (The push used to
+/// cancel the listener while holding the lock the cancel takes: every list change after it hung, and so did
+/// shutdown.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_listener_that_stops_reading_is_disconnected_and_list_changes_go_on() {
+    /// Says hello.
+    #[mcp::tool]
+    fn hello() -> &'static str {
+        "hello"
+    }
+    let server = mcp::Server::builder()
+        .name("listen")
+        .tool::<hello>()
+        .outbound_limits(mcp::OutboundLimits::new(2048, 8192))
+        .build()
+        .unwrap();
+    let addr = serve(server.clone(), mcp::HttpOptions::new()).await;
+    let listen =
+        modern::request(1, "subscriptions/listen", json!({"notifications": {"toolsListChanged": true}}), json!({}));
+    let _stuck = post_and_never_read(addr, &listen).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    // Enough list changes to fill the socket's buffers and then the stream's hard bound many times over.
+    let flood = server.clone();
+    let (done, changes) = std::sync::mpsc::channel();
+    // A thread of its own: on a deadlock it hangs, and the test still fails.
+    std::thread::spawn(move || {
+        for i in 0..200_000 {
+            flood.set_tool_enabled("hello", i % 2 == 1);
+        }
+        let _ = done.send(());
+    });
+    changes.recv_timeout(Duration::from_secs(60)).expect("list changes hung once the listener was past its hard bound");
+    // The server still serves everyone else.
+    let answer = tokio::time::timeout(Duration::from_secs(10), modern_call(addr, 2, "tools/list", json!({})))
+        .await
+        .expect("tools/list after the flood");
+    assert!(answer.contains(r#""name":"hello""#), "{answer}");
+}
+
+/// A server whose 2026 listener stopped reading still stops at SIGTERM.
+#[test]
+fn a_server_with_a_stuck_listener_still_stops() {
+    let server = common::http::HttpServer::start_with_env(&[], &[("TESTBED_OUTBOUND", "2048,8192")]);
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let addr: std::net::SocketAddr = server.authority().parse().unwrap();
+    runtime.block_on(async {
+        let watch = json!({"notifications": {"resourceSubscriptions": ["file:///big/"]}});
+        let stuck = post_and_never_read(addr, &modern::request(1, "subscriptions/listen", watch, json!({}))).await;
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        // Each touch is a 60 kB notification to the listener: 200 of them are far past its bounds.
+        let uri = format!("file:///big/{}", "x".repeat(60_000));
+        for id in 0..200 {
+            let touch = json!({"name": "touch", "arguments": {"uri": uri}});
+            let answer = tokio::time::timeout(Duration::from_secs(10), modern_call(addr, id + 2, "tools/call", touch))
+                .await
+                .expect("a resource update hung once the listener was past its hard bound");
+            assert!(answer.contains("\"result\""), "{answer}");
+        }
+        drop(stuck);
+    });
+    assert!(
+        runtime.block_on(server.wait_stderr("a client stopped reading", Duration::from_secs(5))),
+        "the listener was never found stuck: {}",
+        server.stderr_text()
+    );
+    let pid = server.pid();
+    // SIGTERM: the process exits within its shutdown deadline.
+    unsafe_kill(pid);
+    let started = std::time::Instant::now();
+    while std::path::Path::new(&format!("/proc/{pid}/stat"))
+        .exists()
+        .then(|| std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default())
+        .is_some_and(|s| !s.contains(") Z "))
+    {
+        assert!(started.elapsed() < Duration::from_secs(10), "the server did not stop at SIGTERM");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn unsafe_kill(pid: u32) {
+    let status = std::process::Command::new("kill").arg("-TERM").arg(pid.to_string()).status().unwrap();
+    assert!(status.success());
+}
+
+/// The peak resident memory of a process, in KiB.
+fn peak_rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// Everything a handler sends before its first `.await` is bounded on HTTP as on stdio: a tool that logs 200 000
+/// lines of 1 KB without yielding (200 MB) costs the server a few MiB, in both eras, and its answer still comes.
+/// (The first poll's buffer used to keep all of it: 421 MiB for this call.)
+#[tokio::test]
+async fn a_flood_before_the_first_await_is_bounded_on_http() {
+    let server = common::http::HttpServer::start(&[]);
+    let before = peak_rss_kib(server.pid());
+    let burst = json!({"name": "log_burst", "arguments": {"count": 200_000, "size": 1000}});
+    // 2025: every level is sent before any logging/setLevel.
+    let mut client = server.client();
+    client.initialize(json!({})).await;
+    let (answer, notifications) = client.call(1, "tools/call", burst.clone()).await;
+    assert_eq!(answer["result"]["content"][0]["text"], "burst 200000", "{answer}");
+    assert!(notifications.len() < 10_000, "{} notifications were kept", notifications.len());
+    // 2026: the request asks for every level in its envelope.
+    let mut params = burst;
+    params["_meta"] = json!({modern::META_LOG_LEVEL: "debug"});
+    let (answer, notifications) = client.modern_call(2, "tools/call", params).await;
+    assert_eq!(answer["result"]["content"][0]["text"], "burst 200000", "{answer}");
+    assert!(!notifications.is_empty() && notifications.len() < 10_000, "{} notifications", notifications.len());
+    let grown = peak_rss_kib(server.pid()).saturating_sub(before);
+    assert!(grown < 48 * 1024, "the server's peak memory grew by {grown} KiB");
+}
