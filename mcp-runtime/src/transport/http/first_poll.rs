@@ -6,10 +6,15 @@
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::dispatch::FrameSink;
+use crate::transport::backlog::{Admit, Backlog, OutboundLimits};
 
-/// Keeps a request's frames until [`FirstPoll::decide`], then forwards them to the sink it opened.
+/// Keeps a request's frames until [`FirstPoll::decide`], then forwards them to the sink it opened. What it keeps is
+/// bounded as any outbound queue is: past the soft bound, progress and log notifications are dropped (a handler that
+/// logs without ever yielding cannot grow the server). Other frames (requests to the client) each wait for an
+/// answer, so a handler can send only a few of them before its first `.await`.
 pub(super) struct FirstPoll<S> {
     state: Mutex<Held<S>>,
+    kept: Backlog,
 }
 
 enum Held<S> {
@@ -23,8 +28,12 @@ enum Held<S> {
 }
 
 impl<S: FrameSink> FirstPoll<S> {
-    pub(super) fn new() -> Arc<FirstPoll<S>> {
-        Arc::new(FirstPoll { state: Mutex::new(Held::Waiting { early: Vec::new(), response: None, ended: false }) })
+    /// A request's first-poll sink, within the soft bound of `limits`.
+    pub(super) fn new(limits: OutboundLimits) -> Arc<FirstPoll<S>> {
+        Arc::new(FirstPoll {
+            state: Mutex::new(Held::Waiting { early: Vec::new(), response: None, ended: false }),
+            kept: Backlog::new(OutboundLimits::new(limits.soft_bytes, usize::MAX)),
+        })
     }
 
     fn lock(&self) -> MutexGuard<'_, Held<S>> {
@@ -75,8 +84,9 @@ impl<S: FrameSink> FirstPoll<S> {
     fn push(&self, frame: String, droppable: bool) {
         let mut frame = Some(frame);
         if let Some(sink) = self.open_or(|early, _, ended| {
-            if !*ended {
-                early.extend(frame.take().map(|f| (f, droppable)));
+            let Some(f) = frame.take() else { return };
+            if !*ended && self.kept.admit(f.len(), droppable) == Admit::Send {
+                early.push((f, droppable));
             }
         }) {
             let frame = frame.unwrap_or_default();

@@ -1084,7 +1084,7 @@ async fn answer_request(
         Incoming::Request { id, .. } => Some(id.clone()),
         _ => None,
     };
-    let first_poll = FirstPoll::<Route>::new();
+    let first_poll = FirstPoll::<Route>::new(state.server.inner.outbound);
     http_session.session.handle_routed(message, &Origin { sink: first_poll.clone(), http: Some(http) });
     let answer = first_poll.decide(|| {
         let route = http_session.new_route();

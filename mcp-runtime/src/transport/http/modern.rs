@@ -140,7 +140,7 @@ pub(super) async fn post(
     }
     let conn = Connection::new(state.server.clone(), no_sink());
     let json_only = state.options.json_response && method != "subscriptions/listen";
-    let first_poll = FirstPoll::<ModernRoute>::new();
+    let first_poll = FirstPoll::<ModernRoute>::new(state.server.inner.outbound);
     v2026::handle(&conn, id.clone(), method, params, &Origin { sink: first_poll.clone(), http: Some(http) });
     let answer = first_poll.decide(|| {
         let (tx, rx) = mpsc::unbounded_channel();
