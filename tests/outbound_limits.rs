@@ -170,3 +170,54 @@ async fn a_flood_before_the_first_await_is_bounded_on_http() {
     let grown = peak_rss_kib(server.pid()).saturating_sub(before);
     assert!(grown < 48 * 1024, "the server's peak memory grew by {grown} KiB");
 }
+
+/// The text of a tool result's first content block.
+fn text_len(answer: &Value) -> Option<usize> {
+    answer["result"]["content"][0]["text"].as_str().map(str::len)
+}
+
+/// One answer larger than the hard bound reaches a client that reads everything, on stdio in both eras, and the
+/// session goes on. (It used to be taken for a client that stopped reading: the server exited with no response.)
+#[test]
+fn a_large_answer_reaches_a_reading_client_on_stdio() {
+    let mut server = common::Server::spawn(common::testbed());
+    server.initialize();
+    let large = json!({"name": "large", "arguments": {"mib": 17}});
+    let answer = server.call("tools/call", large.clone());
+    assert_eq!(text_len(&answer), Some(17 << 20), "a 17 MiB answer");
+    server.send(modern::request(2026, "tools/call", large, json!({})));
+    let answer = server.response(&json!(2026));
+    assert_eq!(text_len(&answer), Some(17 << 20), "a 17 MiB answer in the 2026 era");
+    let echo = server.call_tool("echo", json!({"text": "still here"}));
+    assert_eq!(echo["content"][0]["text"], "still here", "{echo}");
+}
+
+/// The same over HTTP: a 2025 SSE stream and a 2026 answer stream each deliver an answer larger than the hard bound.
+#[tokio::test]
+async fn a_large_answer_reaches_a_reading_client_on_http() {
+    let server = common::http::HttpServer::start(&[]);
+    let mut client = server.client();
+    client.initialize(json!({})).await;
+    let large = json!({"name": "large", "arguments": {"mib": 17}});
+    let (answer, _) = client.call(1, "tools/call", large.clone()).await;
+    assert_eq!(text_len(&answer), Some(17 << 20), "a 17 MiB answer on a 2025 SSE stream");
+    let mut params = large;
+    params["_meta"] = json!({modern::META_LOG_LEVEL: "info"});
+    let (answer, notifications) = client.modern_call(2, "tools/call", params).await;
+    assert_eq!(notifications.len(), 1, "the answer was a stream: {notifications:?}");
+    assert_eq!(text_len(&answer), Some(17 << 20), "a 17 MiB answer on a 2026 stream");
+}
+
+/// A result over the limit of one frame is answered with an error that names the limit and how to raise it.
+#[test]
+fn a_result_over_the_frame_limit_is_an_error_that_says_so() {
+    let mut command = std::process::Command::new(common::testbed());
+    command.env("TESTBED_OUTBOUND", "262144,1048576,1048576");
+    let mut server = common::Server::spawn_with(command);
+    server.initialize();
+    let answer = server.call("tools/call", json!({"name": "large", "arguments": {"mib": 2}}));
+    let message = answer["error"]["message"].as_str().unwrap_or_else(|| panic!("an error: {answer}"));
+    assert!(message.contains("limit of 1048576 bytes") && message.contains("with_max_frame_bytes"), "{message}");
+    let echo = server.call_tool("echo", json!({"text": "still here"}));
+    assert_eq!(echo["content"][0]["text"], "still here", "{echo}");
+}

@@ -737,9 +737,25 @@ fn complete(request: &Arc<RequestState>, result: Result<ListResult, Error>) {
 /// Sends a finished request's final frame, unless a cancel went first.
 fn finish(request: &Arc<RequestState>, frame: String) {
     request.conn.forget(request);
+    let frame = within_frame_limit(request, frame);
     if !request.finish(frame) {
         tracing::debug!(id = %request.id, "response dropped: the request was cancelled first");
     }
+}
+
+/// A response over the limit of one frame becomes an error that says so: nothing else could reach the client.
+fn within_frame_limit(request: &RequestState, frame: String) -> String {
+    let limit = request.conn.server().inner.outbound.max_frame_bytes;
+    if frame.len() <= limit {
+        return frame;
+    }
+    tracing::warn!(id = %request.id, len = frame.len(), limit, "a response over the limit of one frame: sending an error instead");
+    let error = Error::internal(format!(
+        "the result is {} bytes, over this server's limit of {limit} bytes for one message; the server can raise it \
+         with ServerBuilder::outbound_limits(OutboundLimits::default().with_max_frame_bytes(..))",
+        frame.len()
+    ));
+    jsonrpc::encode_error(Some(&request.id), &error)
 }
 
 fn panicked(name: &str, panic: &(dyn Any + Send)) -> Error {

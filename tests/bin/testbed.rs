@@ -335,11 +335,16 @@ async fn main(args: mcp::Args) -> Result<mcp::ServerBuilder, String> {
     if let Some(n) = std::env::var("TESTBED_MAX_RUNNING_TASKS").ok().and_then(|v| v.parse().ok()) {
         builder = builder.max_running_tasks(n);
     }
-    if let Some((soft, hard)) = std::env::var("TESTBED_OUTBOUND").ok().and_then(|v| {
-        let (soft, hard) = v.split_once(',')?;
-        Some((soft.parse().ok()?, hard.parse().ok()?))
+    // `soft,hard` or `soft,hard,max_frame`, in bytes.
+    if let Some(limits) = std::env::var("TESTBED_OUTBOUND").ok().and_then(|v| {
+        let mut parts = v.split(',').map(|p| p.parse::<usize>().ok());
+        let limits = mcp::OutboundLimits::new(parts.next()??, parts.next()??);
+        Some(match parts.next() {
+            Some(max) => limits.with_max_frame_bytes(max?),
+            None => limits,
+        })
     }) {
-        builder = builder.outbound_limits(mcp::OutboundLimits::new(soft, hard));
+        builder = builder.outbound_limits(limits);
     }
     Ok(builder)
 }
@@ -673,6 +678,14 @@ async fn guarded(name: String, ctx: &Context) -> Result<String, String> {
         Ok(_) => Err(format!("not confirmed: {name} stays closed")),
         Err(e) => Err(e.to_string()),
     }
+}
+
+/// `mib` MiB of text, after a log line and a yield (so that an HTTP answer is a stream).
+#[mcp::tool]
+async fn large(mib: usize, ctx: &Context) -> String {
+    ctx.info("making a large answer");
+    tokio::task::yield_now().await;
+    "x".repeat(mib << 20)
 }
 
 /// Log `count` messages of `size` bytes each without ever yielding, then return.

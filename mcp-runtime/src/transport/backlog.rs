@@ -1,8 +1,11 @@
 //! Bounds on outbound queues. Every queue of frames waiting for a client (stdout, an SSE stream, a 2026 answer)
-//! counts its bytes in a [`Backlog`]: above the soft limit, frames that may be dropped (progress and log
-//! notifications) are dropped; a frame that would take the queue past the hard limit means the client has stopped
-//! reading, and it is disconnected (its stream ends, its requests are cancelled). Each client has its own queues, so
-//! one that stops reading slows no other.
+//! counts its bytes in a [`Backlog`]: the frames that wait behind the one being written. Above the soft limit,
+//! frames that may be dropped (progress and log notifications) are dropped; when more than the soft limit already
+//! waits and a frame would take the queue past the hard limit, the client has stopped reading, and it is
+//! disconnected (its stream ends, its requests are cancelled). A large frame to a client that reads is not a stuck
+//! client: it is admitted while little waits, however large it is, up to the limit of one frame
+//! ([`OutboundLimits::max_frame_bytes`]); a response over that limit is answered with an error that says so. Each
+//! client has its own queues, so one that stops reading slows no other.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
@@ -14,7 +17,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 /// let limits = OutboundLimits::new(1 << 20, 512); // a hard limit below the soft one is raised to it
 /// assert_eq!((limits.soft_bytes, limits.hard_bytes), (1 << 20, 1 << 20));
 /// assert_eq!(OutboundLimits::default(), OutboundLimits::new(4 << 20, 16 << 20));
+/// assert_eq!(OutboundLimits::default().max_frame_bytes, 64 << 20);
 ///
+/// // Results of up to 256 MiB each.
+/// let limits = OutboundLimits::default().with_max_frame_bytes(256 << 20);
 /// let _server = mcp::Server::builder().outbound_limits(limits).build().unwrap();
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -22,8 +28,11 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 pub struct OutboundLimits {
     /// Above this, progress and log notifications are dropped. Default 4 MiB.
     pub soft_bytes: usize,
-    /// A frame that would go past this disconnects the client. Default 16 MiB.
+    /// When more than the soft limit waits, a frame that would go past this disconnects the client. Default 16 MiB.
     pub hard_bytes: usize,
+    /// The largest frame sent at all: a response over it is replaced by an error naming this limit, another frame
+    /// over it is dropped. Default 64 MiB.
+    pub max_frame_bytes: usize,
 }
 
 impl OutboundLimits {
@@ -31,9 +40,18 @@ impl OutboundLimits {
     /// that stops reading is disconnected instead.
     pub const fn new(soft_bytes: usize, hard_bytes: usize) -> OutboundLimits {
         let hard_bytes = if hard_bytes < soft_bytes { soft_bytes } else { hard_bytes };
-        OutboundLimits { soft_bytes, hard_bytes }
+        OutboundLimits { soft_bytes, hard_bytes, max_frame_bytes: DEFAULT_MAX_FRAME_BYTES }
+    }
+
+    /// These limits with `max_frame_bytes` as the largest frame sent.
+    pub const fn with_max_frame_bytes(mut self, max_frame_bytes: usize) -> OutboundLimits {
+        self.max_frame_bytes = max_frame_bytes;
+        self
     }
 }
+
+/// The default [`OutboundLimits::max_frame_bytes`]: 64 MiB.
+const DEFAULT_MAX_FRAME_BYTES: usize = 64 << 20;
 
 impl Default for OutboundLimits {
     fn default() -> Self {
@@ -46,7 +64,7 @@ impl Default for OutboundLimits {
 pub(crate) enum Admit {
     /// Queue it.
     Send,
-    /// Drop it (a notification that may be dropped, over the soft limit).
+    /// Drop it (a notification that may be dropped, over the soft limit; or a frame over the limit of one frame).
     Drop,
     /// The client stopped reading: disconnect it.
     Stuck,
@@ -70,6 +88,10 @@ impl Backlog {
         if self.stuck.load(Ordering::Relaxed) {
             return Admit::Stuck;
         }
+        if len > self.limits.max_frame_bytes {
+            tracing::warn!(len, limit = self.limits.max_frame_bytes, "a frame over the limit of one frame: dropped");
+            return Admit::Drop;
+        }
         let queued = self.queued.load(Ordering::Relaxed);
         if droppable && queued + len > self.limits.soft_bytes {
             let dropped = self.dropped.fetch_add(1, Ordering::Relaxed) + 1;
@@ -78,7 +100,7 @@ impl Backlog {
             }
             return Admit::Drop;
         }
-        if queued + len > self.limits.hard_bytes {
+        if queued > self.limits.soft_bytes && queued + len > self.limits.hard_bytes {
             self.stuck.store(true, Ordering::Relaxed);
             tracing::warn!(queued, limit = self.limits.hard_bytes, "a client stopped reading: disconnecting it");
             return Admit::Stuck;
@@ -87,7 +109,8 @@ impl Backlog {
         Admit::Send
     }
 
-    /// A frame of `len` bytes left the queue (written, or handed to the connection).
+    /// A frame of `len` bytes left the queue: the writer took it (it is being written), or it was handed to the
+    /// connection.
     pub(crate) fn sent(&self, len: usize) {
         self.queued.fetch_sub(len, Ordering::Relaxed);
     }
@@ -110,5 +133,17 @@ mod tests {
             assert_eq!(reading.admit(90, true), Admit::Send);
             reading.sent(90);
         }
+    }
+
+    #[test]
+    fn a_large_frame_is_admitted_while_little_waits_and_one_over_the_frame_limit_never() {
+        let limits = OutboundLimits::new(100, 200).with_max_frame_bytes(1000);
+        let backlog = Backlog::new(limits);
+        assert_eq!(backlog.admit(50, false), Admit::Send);
+        assert_eq!(backlog.admit(900, false), Admit::Send, "over the hard limit, but only 50 bytes wait before it");
+        assert_eq!(backlog.admit(10, false), Admit::Stuck, "950 bytes wait and the hard limit is passed");
+        let backlog = Backlog::new(limits);
+        assert_eq!(backlog.admit(1001, false), Admit::Drop, "over the limit of one frame");
+        assert_eq!(backlog.admit(10, false), Admit::Send, "and nothing else changes");
     }
 }

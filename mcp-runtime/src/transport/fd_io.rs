@@ -120,6 +120,8 @@ struct Queue {
     frames: VecDeque<Vec<u8>>,
     /// How much of the first frame is written.
     offset: usize,
+    /// The first frame left the backlog: it is being written (what waits behind it is what the bounds count).
+    head_taken: bool,
     /// The sink is gone: the writer ends once the queue is empty.
     closed: bool,
     /// stdout failed (the client is gone): frames are dropped.
@@ -180,11 +182,12 @@ impl DirectStdout {
         };
         match written {
             Ok(n) if n == len => out.backlog.sent(len),
-            // The pipe took part of it, or none: the rest waits for the writer task.
+            // The pipe took part of it, or none: the rest waits for the writer task, as the frame being written.
             Ok(n) => {
                 queue.frames.push_back(line(frame));
                 queue.offset = n;
-                out.backlog.sent(n);
+                queue.head_taken = true;
+                out.backlog.sent(len);
                 out.wake.notify_one();
             }
             Err(e) => {
@@ -252,17 +255,20 @@ async fn write_waiting(out: &Out) -> io::Result<()> {
         let mut guard = out.fd.writable().await?;
         let step = guard.try_io(|_| {
             let mut queue = out.lock();
-            let Queue { frames, offset, .. } = &mut *queue;
+            let Queue { frames, offset, head_taken, .. } = &mut *queue;
             let Some(front) = frames.front() else { return Ok(true) };
+            if !std::mem::replace(head_taken, true) {
+                out.backlog.sent(front.len() - *offset);
+            }
             let n = match out.file().write(&front[*offset..]) {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => 0,
                 other => other?,
             };
-            out.backlog.sent(n);
             *offset += n;
             if *offset == front.len() {
                 frames.pop_front();
                 *offset = 0;
+                *head_taken = false;
             }
             Ok(frames.is_empty())
         });

@@ -122,18 +122,19 @@ pub(crate) fn spawn_stdout(
     let spawned = std::thread::Builder::new().name("mcp-stdout".into()).spawn(move || {
         let mut stdout = io::stdout().lock();
         let mut result = Ok(());
+        // A frame leaves the backlog as it is taken: what the bounds count is what waits behind it.
         'outer: while let Some(bytes) = rx.blocking_recv() {
+            written.sent(bytes.len());
             if let Err(e) = stdout.write_all(&bytes) {
                 result = Err(e);
                 break;
             }
-            written.sent(bytes.len());
             while let Ok(more) = rx.try_recv() {
+                written.sent(more.len());
                 if let Err(e) = stdout.write_all(&more) {
                     result = Err(e);
                     break 'outer;
                 }
-                written.sent(more.len());
             }
             if let Err(e) = stdout.flush() {
                 result = Err(e);

@@ -163,12 +163,13 @@ async fn write_frames<W: AsyncWrite + Unpin>(
     backlog: Arc<Backlog>,
 ) -> io::Result<()> {
     let mut writer = BufWriter::with_capacity(64 * 1024, writer);
+    // A frame leaves the backlog as it is taken: what the bounds count is what waits behind it.
     while let Some(frame) = rx.recv().await {
-        write_frame(&mut writer, &frame).await?;
         backlog.sent(frame.len());
+        write_frame(&mut writer, &frame).await?;
         while let Ok(frame) = rx.try_recv() {
-            write_frame(&mut writer, &frame).await?;
             backlog.sent(frame.len());
+            write_frame(&mut writer, &frame).await?;
         }
         writer.flush().await?;
     }
