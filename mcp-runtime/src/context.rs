@@ -103,6 +103,9 @@ pub struct HttpRequest {
     /// The caller, when a layer in front of the endpoint authenticated it and put an [`AuthInfo`] in the
     /// request's extensions.
     pub auth: Option<AuthInfo>,
+    /// The address of the peer that sent it, when the server knows it (`serve_http` always does; a router mounted
+    /// elsewhere when it is served with axum's `ConnectInfo`).
+    pub peer: Option<std::net::IpAddr>,
 }
 
 /// Who is calling, as an authentication layer established it. A tower/axum layer in front of the MCP endpoint
@@ -450,7 +453,7 @@ impl Context {
     /// }
     /// ```
     pub async fn start_task(&self) -> Result<(), crate::Error> {
-        crate::task::begin(&self.request).await.map(|_| ())
+        crate::task::begin(&self.request).await.map(|_| ()).map_err(crate::Error::from)
     }
 
     /// [`Context::start_task`] for a plain `fn` handler.

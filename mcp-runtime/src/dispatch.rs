@@ -154,6 +154,11 @@ impl Connection {
         self.sessionless.store(true, Ordering::Relaxed);
     }
 
+    /// This connection, as the client its limits are counted for when nothing better names the client.
+    pub(crate) fn connection_key(&self) -> String {
+        format!("connection:{}", self.number)
+    }
+
     /// The session this connection is, for the tasks it creates (2025 era); `None` when stateless.
     pub(crate) fn session_key(&self) -> Option<String> {
         (!self.sessionless.load(Ordering::Relaxed)).then(|| format!("session:{}", self.number))
@@ -624,9 +629,17 @@ fn request_span(method: &'static str, name: &'static str, request: &RequestState
 async fn run_in_span<R: WireResult + Send + 'static>(call: Call<R>, request: Arc<RequestState>) {
     let Call { name, handler, arguments, kind, .. } = call;
     // A task that starts at once is stored, and the client told, before the handler runs.
-    if request.task_plan.get().is_some_and(|plan| !plan.options.deferred) {
-        if let Err(e) = crate::task::begin(&request).await {
-            return finish(&request, jsonrpc::encode_error(Some(&request.id), &e));
+    // Where the tool's task support is optional, a task the store refuses (it is full, or holds this client's share)
+    // is a plain call instead.
+    if let Some(plan) = request.task_plan.get().filter(|plan| !plan.options.deferred) {
+        match crate::task::begin(&request).await {
+            Ok(_) => {}
+            Err(crate::task::Refused::Store(e)) if plan.options.support == crate::task::TaskSupport::Optional => {
+                tracing::info!(id = %request.id, reason = %e.message, "the task store refused the task: a plain call");
+            }
+            Err(refused) => {
+                return finish(&request, jsonrpc::encode_error(Some(&request.id), &Error::from(refused)));
+            }
         }
     }
     let ctx = Context::new(request.clone());

@@ -74,8 +74,8 @@ pub use server::{
 };
 pub use task::{
     MemoryTaskStore, StoreError, TaskOptions, TaskPage, TaskRecord, TaskStatus, TaskStore, TaskSupport,
-    DEFAULT_MAX_RUNNING_TASKS, DEFAULT_MAX_TASKS, DEFAULT_MAX_TASK_TTL, DEFAULT_POLL_INTERVAL, DEFAULT_TASK_TTL,
-    EXTENSION as TASKS_EXTENSION,
+    DEFAULT_MAX_RUNNING_TASKS, DEFAULT_MAX_TASKS, DEFAULT_MAX_TASKS_PER_CLIENT, DEFAULT_MAX_TASK_TTL,
+    DEFAULT_POLL_INTERVAL, DEFAULT_TASK_TTL, EXTENSION as TASKS_EXTENSION,
 };
 pub use transport::backlog::OutboundLimits;
 #[cfg(feature = "http")]

@@ -335,6 +335,9 @@ async fn main(args: mcp::Args) -> Result<mcp::ServerBuilder, String> {
     if let Some(n) = std::env::var("TESTBED_MAX_RUNNING_TASKS").ok().and_then(|v| v.parse().ok()) {
         builder = builder.max_running_tasks(n);
     }
+    if let Some(n) = std::env::var("TESTBED_MAX_TASKS_PER_CLIENT").ok().and_then(|v| v.parse().ok()) {
+        builder = builder.max_tasks_per_client(n);
+    }
     // `soft,hard` or `soft,hard,max_frame`, in bytes.
     if let Some(limits) = std::env::var("TESTBED_OUTBOUND").ok().and_then(|v| {
         let mut parts = v.split(',').map(|p| p.parse::<usize>().ok());

@@ -539,10 +539,22 @@ impl ServerBuilder {
         self
     }
 
-    /// How many tasks one 2025 session (or one authenticated principal) may have running at once; more are refused
-    /// with -31000 (default [`DEFAULT_MAX_RUNNING_TASKS`](crate::DEFAULT_MAX_RUNNING_TASKS)).
+    /// How many tasks one client may have running at once; more are refused with -31000, or run as plain calls
+    /// where the tool's task support is optional (default
+    /// [`DEFAULT_MAX_RUNNING_TASKS`](crate::DEFAULT_MAX_RUNNING_TASKS)). A client is its authenticated principal,
+    /// else its 2025 session, else (2026 era) its peer address, else its connection. A finished or cancelled task
+    /// no longer counts.
     pub fn max_running_tasks(mut self, tasks: usize) -> Self {
         self.task_config.max_running = tasks.max(1);
+        self
+    }
+
+    /// How many tasks one client (as for [`max_running_tasks`](Self::max_running_tasks)) may have stored at once:
+    /// running, or finished and kept for their TTL. More are refused with -31000 (or run as plain calls where the
+    /// tool's task support is optional), so that no client can fill the task store for the others (default
+    /// [`DEFAULT_MAX_TASKS_PER_CLIENT`](crate::DEFAULT_MAX_TASKS_PER_CLIENT)).
+    pub fn max_tasks_per_client(mut self, tasks: usize) -> Self {
+        self.task_config.max_stored = tasks.max(1);
         self
     }
 

@@ -14,7 +14,7 @@
 pub(crate) mod methods;
 mod store;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -46,7 +46,12 @@ pub const DEFAULT_MAX_TASK_TTL: Duration = Duration::from_secs(24 * 3600);
 /// The default poll interval suggested to clients: 500 ms.
 pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_millis(500);
 
-/// The default number of tasks one session (or principal) may have running at once: 100.
+/// The default number of tasks one client may have stored at once (running, or finished and kept for their TTL):
+/// 1 000, a tenth of the default store, so that no client can fill it for the others.
+pub const DEFAULT_MAX_TASKS_PER_CLIENT: usize = 1_000;
+
+/// The default number of tasks one client (principal, 2025 session, or 2026 peer address) may have running at once:
+/// 100.
 pub const DEFAULT_MAX_RUNNING_TASKS: usize = 100;
 
 /// Whether a tool can run as a task.
@@ -143,6 +148,8 @@ pub(crate) struct TaskConfig {
     pub max_ttl: Duration,
     pub poll_interval: Duration,
     pub max_running: usize,
+    /// Tasks one client may have in the store at once, running or finished until their TTL.
+    pub max_stored: usize,
 }
 
 impl Default for TaskConfig {
@@ -152,6 +159,7 @@ impl Default for TaskConfig {
             max_ttl: DEFAULT_MAX_TASK_TTL,
             poll_interval: DEFAULT_POLL_INTERVAL,
             max_running: DEFAULT_MAX_RUNNING_TASKS,
+            max_stored: DEFAULT_MAX_TASKS_PER_CLIENT,
         }
     }
 }
@@ -184,20 +192,30 @@ pub(crate) struct TaskPlan {
     pub requested_ttl: Option<u64>,
 }
 
-/// Who may see a task: the key its session lists it under, and the authenticated principal.
+/// Who may see a task: the key its session lists it under, and the authenticated principal; and the client its
+/// limits are counted for.
 pub(crate) struct Owner {
     pub session: Option<String>,
     pub subject: Option<String>,
+    /// The principal, else the 2025 session, else (2026 era) the peer's address, else the connection.
+    pub client: String,
 }
 
 impl Owner {
     pub(crate) fn of(request: &RequestState) -> Owner {
-        let subject = request.meta.http.as_ref().and_then(|h| h.auth.as_ref()).map(|a| a.subject.clone());
+        let http = request.meta.http.as_ref();
+        let subject = http.and_then(|h| h.auth.as_ref()).map(|a| a.subject.clone());
         let session = match request.meta.era {
             Era::V2025 => request.conn.session_key().or_else(|| subject.as_ref().map(|s| format!("principal:{s}"))),
             Era::V2026 => None,
         };
-        Owner { session, subject }
+        let client = match (&subject, &session, http.and_then(|h| h.peer)) {
+            (Some(s), _, _) => format!("principal:{s}"),
+            (None, Some(session), _) => session.clone(),
+            (None, None, Some(peer)) => format!("peer:{peer}"),
+            (None, None, None) => request.conn.connection_key(),
+        };
+        Owner { session, subject, client }
     }
 
     /// Whether this caller may see (and change) the task: the same principal where it had one, and in the 2025 era
@@ -218,11 +236,52 @@ pub(crate) struct TaskEngine {
     pub store: Arc<dyn TaskStore>,
     pub config: TaskConfig,
     running: Mutex<HashMap<String, Arc<TaskRun>>>,
+    /// The tasks this instance stored for each client, with when each expires (milliseconds since the epoch), oldest
+    /// first: what [`TaskConfig::max_stored`] counts. A client's entry goes once none of its tasks is left.
+    stored: Mutex<HashMap<String, VecDeque<u64>>>,
 }
 
 impl TaskEngine {
     pub(crate) fn new(store: Arc<dyn TaskStore>, config: TaskConfig) -> TaskEngine {
-        TaskEngine { store, config, running: Mutex::new(HashMap::new()) }
+        TaskEngine { store, config, running: Mutex::new(HashMap::new()), stored: Mutex::new(HashMap::new()) }
+    }
+
+    /// Counts one more stored task for `client`, expiring at `expires_at`; refuses when the client has its most.
+    fn reserve_stored(&self, client: &str, expires_at: u64) -> Result<(), Error> {
+        let now = now_ms();
+        let mut stored = self.stored.lock().unwrap_or_else(|e| e.into_inner());
+        // Forget what expired, for every client (bounded: each deque holds at most `max_stored`).
+        stored.retain(|_, tasks| {
+            tasks.retain(|&at| at > now);
+            !tasks.is_empty()
+        });
+        let tasks = stored.entry(client.to_owned()).or_default();
+        if tasks.len() >= self.config.max_stored {
+            let limit = self.config.max_stored;
+            let frees = tasks.iter().min().map(|at| (at - now).div_ceil(1000)).unwrap_or(0);
+            return Err(Error::new(
+                ErrorCode::OVERLOADED,
+                format!(
+                    "this client has {limit} tasks stored, the most it may have (running, or finished and kept \
+                     for their TTL); the next one expires in {frees} s"
+                ),
+            ));
+        }
+        tasks.push_back(expires_at);
+        Ok(())
+    }
+
+    /// Gives back a reservation whose task was never stored.
+    fn release_stored(&self, client: &str, expires_at: u64) {
+        let mut stored = self.stored.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(tasks) = stored.get_mut(client) {
+            if let Some(i) = tasks.iter().rposition(|&at| at == expires_at) {
+                tasks.remove(i);
+            }
+            if tasks.is_empty() {
+                stored.remove(client);
+            }
+        }
     }
 
     fn table(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<TaskRun>>> {
@@ -262,14 +321,7 @@ impl TaskEngine {
     }
 
     fn running_for(&self, owner: &Owner) -> usize {
-        self.table()
-            .values()
-            .filter(|r| {
-                let rec = r.lock();
-                (owner.session.is_some() && rec.session == owner.session)
-                    || (owner.subject.is_some() && rec.subject == owner.subject)
-            })
-            .count()
+        self.table().values().filter(|r| r.client == owner.client).count()
     }
 }
 
@@ -285,6 +337,8 @@ pub(crate) fn store_error(e: StoreError) -> Error {
 pub(crate) struct TaskRun {
     pub id: String,
     pub era: Era,
+    /// The client whose limits it counts against ([`Owner::client`]).
+    client: String,
     server: Server,
     request: Weak<RequestState>,
     record: Mutex<TaskRecord>,
@@ -563,10 +617,28 @@ impl TaskRun {
     }
 }
 
+/// Why a request did not become a task.
+pub(crate) enum Refused {
+    /// The client has its most tasks running: it may try again when one ends.
+    Running(Error),
+    /// The store refused the task: it is full, or holds this client's share of it.
+    Store(Error),
+    /// Anything else (the random number generator failed).
+    Other(Error),
+}
+
+impl From<Refused> for Error {
+    fn from(refused: Refused) -> Error {
+        match refused {
+            Refused::Running(e) | Refused::Store(e) | Refused::Other(e) => e,
+        }
+    }
+}
+
 /// Starts the task a request may become (see [`TaskPlan`]): the record is created in the store, then the request
 /// is answered with the task, and from then on the handler runs as the task. `Ok(None)` when the request is not one
 /// that becomes a task; the task when it already is one.
-pub(crate) async fn begin(request: &Arc<RequestState>) -> Result<Option<Arc<TaskRun>>, Error> {
+pub(crate) async fn begin(request: &Arc<RequestState>) -> Result<Option<Arc<TaskRun>>, Refused> {
     if let Some(run) = request.task.get() {
         return Ok(Some(run.clone()));
     }
@@ -577,20 +649,22 @@ pub(crate) async fn begin(request: &Arc<RequestState>) -> Result<Option<Arc<Task
     let engine = server.tasks();
     let owner = Owner::of(request);
     if engine.running_for(&owner) >= engine.config.max_running {
-        return Err(Error::new(
+        return Err(Refused::Running(Error::new(
             ErrorCode::OVERLOADED,
             format!(
                 "too many tasks running for this client (the limit is {}); try again later",
                 engine.config.max_running
             ),
-        ));
+        )));
     }
     let max_ttl = engine.config.max_ttl.as_millis() as u64;
     let ttl =
         plan.requested_ttl.or(plan.options.ttl_ms).unwrap_or(engine.config.ttl.as_millis() as u64).clamp(1, max_ttl);
     let now = now_ms();
+    let expires_at = now.saturating_add(ttl);
+    engine.reserve_stored(&owner.client, expires_at).map_err(Refused::Store)?;
     let record = TaskRecord {
-        id: new_task_id()?,
+        id: new_task_id().map_err(Refused::Other)?,
         tool: plan.tool.to_owned(),
         status: TaskStatus::Working,
         status_message: None,
@@ -608,7 +682,10 @@ pub(crate) async fn begin(request: &Arc<RequestState>) -> Result<Option<Arc<Task
         outcome: None,
         seq: 0,
     };
-    engine.store.create(record.clone()).await.map_err(store_error)?;
+    if let Err(e) = engine.store.create(record.clone()).await {
+        engine.release_stored(&owner.client, expires_at);
+        return Err(Refused::Store(store_error(e)));
+    }
     let session_sink = if request.meta.era == Era::V2025 {
         request.conn.sink().clone()
     } else {
@@ -617,6 +694,7 @@ pub(crate) async fn begin(request: &Arc<RequestState>) -> Result<Option<Arc<Task
     let run = Arc::new(TaskRun {
         id: record.id.clone(),
         era: request.meta.era,
+        client: owner.client,
         server: server.clone(),
         request: Arc::downgrade(request),
         record: Mutex::new(record.clone()),

@@ -995,7 +995,7 @@ async fn post(
             return (StatusCode::BAD_REQUEST, [(header::CONTENT_TYPE, "application/json")], body).into_response();
         }
     };
-    let http = Arc::new(HttpRequest { headers, auth });
+    let http = Arc::new(HttpRequest { headers, auth, peer });
     let headers = &http.headers;
     if modern::is_modern(headers, &message) {
         return modern::post(&state, headers, message, http.clone()).await;
