@@ -70,7 +70,7 @@ pub use protocol::{
 pub use server::state::{Requirement, State};
 pub use server::{
     BuildError, Server, ServerBuilder, DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_LINE_BYTES, DEFAULT_PAGE_SIZE,
-    DEFAULT_SHUTDOWN_TIMEOUT,
+    DEFAULT_SERVER_NAME, DEFAULT_SERVER_VERSION, DEFAULT_SHUTDOWN_TIMEOUT,
 };
 pub use task::{
     MemoryTaskStore, StoreError, TaskOptions, TaskPage, TaskRecord, TaskStatus, TaskStore, TaskSupport,
