@@ -24,3 +24,40 @@ fn name_alone_keeps_a_version() {
         .unwrap();
     assert_eq!(server.schema()["serverInfo"], json!({ "name": "notes", "version": "4.5.6" }));
 }
+
+/// The `bare` binary: nothing registered.
+fn bare() -> std::path::PathBuf {
+    std::path::PathBuf::from(env!("CARGO_BIN_EXE_bare"))
+}
+
+/// Runs `bare` with these arguments and stdin closed; its exit status, stdout and stderr.
+fn run_bare(args: &[&str], env: &[(&str, &str)]) -> (std::process::ExitStatus, String, String) {
+    let out = std::process::Command::new(bare())
+        .args(args)
+        .envs(env.iter().copied())
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run bare");
+    (out.status, String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+#[test]
+fn an_empty_server_says_so_on_stdio() {
+    let (status, _, stderr) = run_bare(&[], &[]);
+    assert!(status.success(), "{stderr}");
+    assert!(stderr.contains("WARN") && stderr.contains("serves nothing"), "{stderr}");
+    assert!(stderr.contains("use your_library as _;") && stderr.contains("#[mcp::main]"), "{stderr}");
+    assert_eq!(stderr.matches("serves nothing").count(), 1, "{stderr}");
+}
+
+#[test]
+fn a_server_with_tools_does_not_warn() {
+    let (_, _, stderr) = {
+        let out = std::process::Command::new(common::testbed())
+            .stdin(std::process::Stdio::null())
+            .output()
+            .expect("run the testbed");
+        (out.status, (), String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    assert!(!stderr.contains("serves nothing"), "{stderr}");
+}

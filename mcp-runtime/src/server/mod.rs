@@ -965,10 +965,35 @@ impl Server {
         }
     }
 
+    /// Whether nothing is registered: no tool, prompt, resource, template or custom method.
+    pub fn is_empty(&self) -> bool {
+        let registry = self.registry();
+        registry.tools.is_empty()
+            && registry.prompts.is_empty()
+            && registry.resources.is_empty()
+            && registry.templates.is_empty()
+            && self.inner.methods.is_empty()
+    }
+
+    /// Warns, as a transport starts, when the server serves nothing, naming the usual causes: a silent empty
+    /// server is the first hour's most confusing failure.
+    pub(crate) fn warn_if_empty(&self) {
+        if self.is_empty() {
+            tracing::warn!(
+                "this server serves nothing: no tool, prompt, resource, template or custom method is registered. \
+                 If they are defined in a library crate, the linker dropped its registrations because the binary \
+                 names nothing in it: add `use your_library as _;` to the binary. If `main` is `#[tokio::main]`, \
+                 use `#[mcp::main]`, or build the server with `Server::from_registry()` or \
+                 `Server::builder().registered()`, or add each item with `.tool::<name>()`"
+            );
+        }
+    }
+
     /// Serves this server over stdin and stdout until stdin closes, or Ctrl-C or SIGTERM arrives; then cancels what
     /// is in flight, waits (bounded) for cleanups, and runs the shutdown hooks.
     pub async fn serve_stdio(self) -> std::io::Result<()> {
         use crate::transport::stdio::serve_with;
+        self.warn_if_empty();
         let stuck = tokio_util::sync::CancellationToken::new();
         // Pipes and sockets are served by the runtime itself; anything else (a terminal, a file) by two threads.
         #[cfg(unix)]

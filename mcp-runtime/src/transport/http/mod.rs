@@ -597,6 +597,7 @@ impl Server {
     }
 
     fn http_router_and_state(&self, options: HttpOptions) -> (Router, Arc<HttpState>) {
+        self.warn_if_empty();
         let path = options.path.clone();
         let options_store = options.event_store.clone().unwrap_or_else(|| Arc::new(MemoryEventStoreFactory::default()));
         let state = Arc::new(HttpState {
