@@ -61,3 +61,49 @@ fn a_server_with_tools_does_not_warn() {
     };
     assert!(!stderr.contains("serves nothing"), "{stderr}");
 }
+
+#[test]
+fn list_tools_into_a_closed_pipe_exits_quietly() {
+    // The reading end closes before the program writes (`--list-tools | head -0`, or `head` that read enough).
+    for flag in ["--list-tools", "--schema", "--help", "--version"] {
+        let mut child = std::process::Command::new(common::testbed())
+            .arg(flag)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawn the testbed");
+        drop(child.stdout.take());
+        let out = child.wait_with_output().expect("wait");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!stderr.contains("panicked") && !stderr.contains("Broken pipe"), "{flag}: {stderr}");
+        assert!(out.status.success(), "{flag}: {:?} {stderr}", out.status);
+    }
+}
+
+#[test]
+fn a_start_up_error_is_printed_once() {
+    let out = std::process::Command::new(common::testbed())
+        .env("TESTBED_FAIL_STARTUP", "unable to open database file")
+        .env("RUST_LOG", "info")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run the testbed");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(stderr.matches("unable to open database file").count(), 1, "{stderr}");
+    assert!(stderr.contains("error: start-up failed: could not open the database"), "{stderr}");
+}
+
+#[tokio::test]
+async fn the_request_state_key_warning_only_when_a_handler_can_ask() {
+    use std::time::Duration;
+    // The testbed's tools ask (elicitation, sampling): a random key is worth a warning.
+    let asking = common::http::HttpServer::start(&[]);
+    assert!(asking.wait_stderr("MCP_REQUEST_STATE_KEY", Duration::from_secs(10)).await, "{}", asking.stderr_text());
+    // Nothing here can ask: no warning about a key nobody uses.
+    let quiet = common::http::HttpServer::start_binary(bare(), &[]);
+    assert!(quiet.wait_stderr("serves nothing", Duration::from_secs(10)).await, "{}", quiet.stderr_text());
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!quiet.stderr_text().contains("MCP_REQUEST_STATE_KEY"), "{}", quiet.stderr_text());
+}

@@ -210,6 +210,21 @@ fn init_tracing() {
         .try_init();
 }
 
+/// Writes `text` to stdout. A reader that went away (`--list-tools | head`) ends the output quietly, with success:
+/// `println!` would panic there.
+fn print_out(text: &str) -> ExitCode {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: could not write to stdout: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
 /// Runs a program the way `#[mcp::main]` does, for a hand-written `main`: the same command line (`--http`,
 /// `--list-tools`, `--schema`, `--version`, `--help`; the rest is the program's, in [`Args`]), the stderr subscriber,
 /// the Tokio runtime, and serving what `body` returns.
@@ -251,12 +266,10 @@ where
         }
     };
     if let Command::Help = command {
-        print!("{}", USAGE.replace("{bin}", &bin));
-        return ExitCode::SUCCESS;
+        return print_out(&USAGE.replace("{bin}", &bin));
     }
     if let Command::Version = command {
-        println!("{name} {version}");
-        return ExitCode::SUCCESS;
+        return print_out(&format!("{name} {version}\n"));
     }
     if options.subscriber {
         init_tracing();
@@ -273,8 +286,8 @@ where
     let code = runtime.block_on(async move {
         let builder = match body(args).await.into_builder() {
             Ok(b) => b,
+            // Once, on stderr itself: the subscriber writes there too, so a log event as well would say it twice.
             Err(e) => {
-                tracing::error!("start-up failed: {e}");
                 eprintln!("error: start-up failed: {e}");
                 return ExitCode::FAILURE;
             }
@@ -289,12 +302,10 @@ where
         match command {
             Command::ListTools => {
                 let list = server.tools_list();
-                println!("{}", serde_json::to_string_pretty(&list).unwrap_or_default());
-                ExitCode::SUCCESS
+                print_out(&format!("{}\n", serde_json::to_string_pretty(&list).unwrap_or_default()))
             }
             Command::Schema => {
-                println!("{}", serde_json::to_string_pretty(&server.schema()).unwrap_or_default());
-                ExitCode::SUCCESS
+                print_out(&format!("{}\n", serde_json::to_string_pretty(&server.schema()).unwrap_or_default()))
             }
             #[cfg(feature = "http")]
             Command::Http(addr, options) => match server.serve_http(addr, *options).await {

@@ -975,6 +975,17 @@ impl Server {
             && self.inner.methods.is_empty()
     }
 
+    /// Whether some handler may ask the client something mid-request (a 2026 `input_required` round, whose
+    /// `requestState` is sealed): a tool that did not declare [`ToolDef::cannot_ask`], or a prompt or resource
+    /// with an injected parameter (the only way to reach a `Context`).
+    pub(crate) fn may_ask(&self) -> bool {
+        let registry = self.registry();
+        registry.tools.values().any(|t| t.def.can_ask)
+            || registry.prompts.values().any(|p| !p.def.injected.is_empty())
+            || registry.resources.values().any(|r| !r.def.injected.is_empty())
+            || registry.templates.values().any(|(r, _)| !r.def.injected.is_empty())
+    }
+
     /// Warns, as a transport starts, when the server serves nothing, naming the usual causes: a silent empty
     /// server is the first hour's most confusing failure.
     pub(crate) fn warn_if_empty(&self) {

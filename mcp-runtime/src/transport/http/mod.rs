@@ -659,7 +659,7 @@ impl Server {
         let write_timeout = options.write_timeout;
         let max_connections = options.max_connections;
         let (router, state) = self.http_router_and_state(options);
-        if self.inner.sealer.random {
+        if self.inner.sealer.random && self.may_ask() {
             tracing::warn!(
                 "the requestState of input_required results is sealed with a random key for this process: a retry \
                  that reaches another instance, or this one after a restart, fails; set {} (64 hex digits) or \
