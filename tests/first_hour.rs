@@ -107,3 +107,53 @@ async fn the_request_state_key_warning_only_when_a_handler_can_ask() {
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert!(!quiet.stderr_text().contains("MCP_REQUEST_STATE_KEY"), "{}", quiet.stderr_text());
 }
+
+#[test]
+fn a_typo_in_an_option_is_refused_naming_it() {
+    let (status, _, stderr) = run_bare(&["--htpp", "8000"], &[]);
+    assert_eq!(status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("unknown option `--htpp`; did you mean `--http`?"), "{stderr}");
+    assert!(!stderr.contains("OPTIONS db="), "the body must not run: {stderr}");
+
+    let (status, _, stderr) = run_bare(&["--dbb", "x.db"], &[]);
+    assert_eq!(status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("did you mean `--db`?"), "{stderr}");
+
+    let (status, _, stderr) = run_bare(&["--frobnicate"], &[]);
+    assert_eq!(status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("unknown option `--frobnicate`; see --help"), "{stderr}");
+
+    let (status, _, stderr) = run_bare(&["notes.db"], &[]);
+    assert_eq!(status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("unexpected argument `notes.db`"), "{stderr}");
+
+    // A declared option without its value, or a flag with one.
+    let (status, _, stderr) = run_bare(&["--db"], &[]);
+    assert_eq!(status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("`--db` needs a value, such as PATH"), "{stderr}");
+    let (status, _, stderr) = run_bare(&["--verbose=yes"], &[]);
+    assert_eq!(status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("`--verbose` takes no value"), "{stderr}");
+
+    // The program's own refusal is a usage error too.
+    let (status, _, stderr) = run_bare(&["--db="], &[]);
+    assert_eq!(status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("error: `--db` needs a file name"), "{stderr}");
+}
+
+#[test]
+fn declared_options_reach_the_program_and_the_help() {
+    let (status, _, stderr) = run_bare(&["--db", "x.db", "--verbose"], &[]);
+    assert!(status.success(), "{stderr}");
+    assert!(stderr.contains("OPTIONS db=x.db verbose=true"), "{stderr}");
+    let (status, _, stderr) = run_bare(&["--db=y.db"], &[]);
+    assert!(status.success(), "{stderr}");
+    assert!(stderr.contains("OPTIONS db=y.db verbose=false"), "{stderr}");
+
+    let (status, help, _) = run_bare(&["--help"], &[]);
+    assert!(status.success());
+    assert!(help.contains("PROGRAM OPTIONS:"), "{help}");
+    assert!(help.contains("--db PATH") && help.contains("The database file (default notes.db)"), "{help}");
+    assert!(help.contains("--verbose") && help.contains("--allow-host NAME"), "{help}");
+    assert!(help.contains("MCP_ALLOW_HOST"), "{help}");
+}

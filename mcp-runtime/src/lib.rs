@@ -48,7 +48,7 @@ pub use client_requests::{
     Ask, ClientError, ElicitAction, ElicitResult, Elicitation, Root, SamplingMessage, SamplingRequest, SamplingResult,
 };
 pub use context::{AuthInfo, ClientInfo, Context, Era, FromContext, HttpRequest, RequestMeta};
-pub use entry::{run, Args, MainOutput};
+pub use entry::{run, ArgSpec, Args, FromArgs, MainOutput};
 pub use era::seal::KEY_ENV as REQUEST_STATE_KEY_ENV;
 pub use era::v2026::{
     HEADER_MISMATCH, MISSING_CAPABILITY, PROTOCOL_VERSION as STATELESS_PROTOCOL_VERSION, UNSUPPORTED_VERSION,
