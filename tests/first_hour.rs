@@ -157,3 +157,78 @@ fn declared_options_reach_the_program_and_the_help() {
     assert!(help.contains("--verbose") && help.contains("--allow-host NAME"), "{help}");
     assert!(help.contains("MCP_ALLOW_HOST"), "{help}");
 }
+
+/// An `initialize` POST with this `Host` (and `Origin`, if any): its status.
+async fn initialize_as(server: &common::http::HttpServer, host: &str, origin: Option<&str>) -> u16 {
+    let client = server.client();
+    let init = common::http::request(
+        0,
+        "initialize",
+        json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}),
+    );
+    let mut post = client.post(&init).header("host", host);
+    if let Some(origin) = origin {
+        post = post.header("origin", origin);
+    }
+    post.send().await.expect("POST").status().as_u16()
+}
+
+#[tokio::test]
+async fn allow_host_matches_with_or_without_the_port() {
+    use std::time::Duration;
+    let server =
+        common::http::HttpServer::start(&["--allow-host", "notes.example.com", "--allow-host=api.example.com:8443"]);
+    assert_eq!(initialize_as(&server, "notes.example.com:8770", None).await, 200);
+    assert_eq!(initialize_as(&server, "NOTES.example.com", None).await, 200);
+    assert_eq!(initialize_as(&server, "api.example.com:8443", None).await, 200);
+    // A port given is a port required.
+    assert_eq!(initialize_as(&server, "api.example.com:9000", None).await, 403);
+    assert_eq!(initialize_as(&server, "api.example.com", None).await, 403);
+    assert_eq!(initialize_as(&server, "evil.example", None).await, 403);
+    assert_eq!(initialize_as(&server, "evil.example", None).await, 403);
+    // Each refused name is logged once, with the flag that would allow it.
+    assert!(server.wait_stderr("--allow-host evil.example", Duration::from_secs(5)).await, "{}", server.stderr_text());
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let log = server.stderr_text();
+    assert_eq!(log.matches("--allow-host evil.example ").count(), 1, "{log}");
+    assert!(log.contains("WARN"), "{log}");
+    assert_eq!(log.matches("host=\"api.example.com:9000\"").count(), 1, "{log}");
+}
+
+#[tokio::test]
+async fn allowed_hosts_and_origins_from_the_environment() {
+    use std::time::Duration;
+    let server = common::http::HttpServer::start_with_env(
+        &[],
+        &[("MCP_ALLOW_HOST", "notes.example.com, other.example"), ("MCP_ALLOW_ORIGIN", "https://app.example.com")],
+    );
+    assert_eq!(initialize_as(&server, "notes.example.com:8770", None).await, 200);
+    assert_eq!(initialize_as(&server, "other.example", Some("https://app.example.com")).await, 200);
+    assert_eq!(initialize_as(&server, "other.example", Some("https://evil.example")).await, 403);
+    assert!(
+        server.wait_stderr("--allow-origin https://evil.example", Duration::from_secs(5)).await,
+        "{}",
+        server.stderr_text()
+    );
+}
+
+#[test]
+fn allow_host_goes_with_http() {
+    let (status, _, stderr) = run_bare(&["--allow-host", "notes.example.com"], &[]);
+    assert_eq!(status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("`--allow-host` goes with `--http`"), "{stderr}");
+}
+
+#[tokio::test]
+async fn listening_beyond_loopback_without_allowed_hosts_warns() {
+    use std::time::Duration;
+    let open = common::http::HttpServer::start(&["--http", "0.0.0.0:0"]);
+    assert!(open.wait_stderr("Pass --allow-host NAME", Duration::from_secs(5)).await, "{}", open.stderr_text());
+    let named = common::http::HttpServer::start(&["--http", "0.0.0.0:0", "--allow-host", "notes.example.com"]);
+    assert!(named.wait_stderr("MCP_REQUEST_STATE_KEY", Duration::from_secs(5)).await, "{}", named.stderr_text());
+    assert!(!named.stderr_text().contains("Pass --allow-host NAME"), "{}", named.stderr_text());
+    // Loopback: no warning either.
+    let local = common::http::HttpServer::start(&[]);
+    assert!(local.wait_stderr("MCP_REQUEST_STATE_KEY", Duration::from_secs(5)).await, "{}", local.stderr_text());
+    assert!(!local.stderr_text().contains("Pass --allow-host NAME"), "{}", local.stderr_text());
+}
