@@ -232,3 +232,55 @@ async fn listening_beyond_loopback_without_allowed_hosts_warns() {
     assert!(local.wait_stderr("MCP_REQUEST_STATE_KEY", Duration::from_secs(5)).await, "{}", local.stderr_text());
     assert!(!local.stderr_text().contains("Pass --allow-host NAME"), "{}", local.stderr_text());
 }
+
+/// A note, if it exists: only notes 1 to 3 do.
+#[mcp::resource(uri = "notes://{id}")]
+fn note(id: u32) -> Result<String, mcp::Error> {
+    if !(1..=3).contains(&id) {
+        return Err(mcp::Error::resource_not_found(format!("notes://{id}")));
+    }
+    Ok(format!("note {id}"))
+}
+
+/// A resource that fails with a plain message.
+#[mcp::resource(uri = "notes://broken")]
+fn broken() -> Result<String, String> {
+    Err("the disk is on fire".into())
+}
+
+#[tokio::test]
+async fn a_resource_says_not_found_as_an_unknown_uri_does() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    let server = mcp::Server::builder().resource::<note>().resource::<broken>().build().unwrap();
+    let (ours, theirs) = tokio::io::duplex(1 << 16);
+    let (read, write) = tokio::io::split(theirs);
+    tokio::spawn(server.serve_streams(read, write));
+    let (read, mut write) = tokio::io::split(ours);
+    let mut lines = BufReader::new(read).lines();
+    let mut ask = async |message: serde_json::Value| {
+        write.write_all(format!("{message}\n").as_bytes()).await.unwrap();
+        let line = lines.next_line().await.unwrap().expect("an answer");
+        serde_json::from_str::<serde_json::Value>(&line).unwrap()
+    };
+    let init =
+        json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}});
+    ask(json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init})).await;
+    let read = |id: u32, uri: &str, modern: bool| {
+        let mut params = json!({ "uri": uri });
+        if modern {
+            params["_meta"] = common::modern::envelope(json!({}));
+        }
+        json!({"jsonrpc": "2.0", "id": id, "method": "resources/read", "params": params})
+    };
+    for (modern, code) in [(false, -32002), (true, -32602)] {
+        let unknown = ask(read(1, "other://9", modern)).await;
+        let missing = ask(read(2, "notes://9", modern)).await;
+        assert_eq!(unknown["error"]["code"], code, "{unknown}");
+        assert_eq!(missing["error"]["code"], code, "{missing}");
+        assert_eq!(missing["error"]["data"], json!({ "uri": "notes://9" }), "{missing}");
+        let found = ask(read(3, "notes://2", modern)).await;
+        assert_eq!(found["result"]["contents"][0]["text"], "note 2", "{found}");
+        let failed = ask(read(4, "notes://broken", modern)).await;
+        assert_eq!(failed["error"]["code"], -32603, "{failed}");
+    }
+}

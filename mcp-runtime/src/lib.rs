@@ -271,7 +271,7 @@ pub mod __private {
         mime_type: Option<&str>,
     ) -> Result<crate::ReadResourceResult, crate::Error> {
         let uri = ctx.meta().resource_uri.as_deref().unwrap_or_default();
-        value.into_resource_result(uri, mime_type)
+        value.into_resource_result(uri, mime_type).map_err(|e| crate::handler::resource::for_era(e, ctx.meta().era))
     }
 
     /// A prompt argument or a template variable could not be read: -32602 naming it.
