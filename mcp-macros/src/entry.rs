@@ -66,7 +66,10 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
         errors.push_spanned(function.sig.fn_token, "#[mcp::main] goes on `async fn main()`");
     }
     if function.sig.inputs.len() > 1 {
-        errors.push_spanned(&function.sig.inputs, "`main` takes no parameters, or one: `args: mcp::Args`");
+        errors.push_spanned(
+            &function.sig.inputs,
+            "`main` takes no parameters, or one: `args: mcp::Args`, or options of yours implementing `mcp::FromArgs`",
+        );
     }
     if !function.sig.generics.params.is_empty() {
         errors.push_spanned(&function.sig.generics, "`main` cannot be generic");
@@ -80,7 +83,7 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
     let ItemFn { attrs, vis, mut sig, block } = function;
     let ident = sig.ident.clone();
     sig.ident = syn::Ident::new("__mcp_main", sig.ident.span());
-    let body = if takes_args { quote!(__mcp_main) } else { quote!(|_| __mcp_main()) };
+    let body = if takes_args { quote!(__mcp_main) } else { quote!(|_: #mcp::Args| __mcp_main()) };
     let tokens = quote! {
         #(#attrs)*
         #vis fn #ident() -> ::std::process::ExitCode {
@@ -91,7 +94,7 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
                     ::core::option::Option::None => ::core::env!("CARGO_PKG_NAME"),
                 },
                 ::core::env!("CARGO_PKG_VERSION"),
-                #mcp::__private::MainOptions { subscriber: #subscriber, takes_args: #takes_args },
+                #mcp::__private::MainOptions { subscriber: #subscriber },
                 #body,
             )
         }

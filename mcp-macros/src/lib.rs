@@ -320,8 +320,10 @@ pub fn method(attr: TokenStream, item: TokenStream) -> TokenStream {
 /// with the generated schemas). Diagnostics go to stderr (filter with `RUST_LOG`); stdout carries only protocol
 /// messages.
 ///
-/// `main` may take one parameter, `args: mcp::Args`: the program then has options of its own (what the framework
-/// does not take is in `args`); without it an unknown option is an error. `--version` prints the package version.
+/// `main` may take one parameter, of a type implementing `mcp::FromArgs`: the program's own options, which it
+/// declares (`FromArgs::OPTIONS`, listed by `--help`) and reads from the `mcp::Args` the framework left. Any option
+/// neither the framework nor the program declared is refused with exit code 2, naming it (and the closest known
+/// one). `--version` prints the package version.
 ///
 /// # Options
 /// - `tracing = false`: no stderr subscriber from the framework; install your own (JSON logs, OpenTelemetry) at the
@@ -332,9 +334,21 @@ pub fn method(attr: TokenStream, item: TokenStream) -> TokenStream {
 ///
 /// # Example
 /// ```no_run
+/// struct Options {
+///     greeting: String,
+/// }
+///
+/// impl mcp::FromArgs for Options {
+///     const OPTIONS: &'static [mcp::ArgSpec] = &[mcp::ArgSpec::value("--greeting", "WORD", "How to greet")];
+///
+///     fn from_args(args: mcp::Args) -> Result<Self, String> {
+///         Ok(Options { greeting: args.value("--greeting").unwrap_or("Hello").to_owned() })
+///     }
+/// }
+///
 /// #[mcp::main]
-/// async fn main(args: mcp::Args) -> mcp::ServerBuilder {
-///     let greeting = args.value("--greeting").unwrap_or("Hello").to_owned();
+/// async fn main(options: Options) -> mcp::ServerBuilder {
+///     let greeting = options.greeting;
 ///     mcp::Server::builder().registered_tools().instructions(format!("{greeting}! Ask for books by title."))
 /// }
 /// ```
@@ -342,7 +356,7 @@ pub fn method(attr: TokenStream, item: TokenStream) -> TokenStream {
 /// # Expands roughly to
 /// ```text
 /// fn main() -> std::process::ExitCode {
-///     async fn __mcp_main(args: mcp::Args) -> mcp::ServerBuilder { … }
+///     async fn __mcp_main(options: Options) -> mcp::ServerBuilder { … }
 ///     mcp::__private::run_main(env!("CARGO_BIN_NAME"), env!("CARGO_PKG_VERSION"), MainOptions { .. }, __mcp_main)
 /// }
 /// ```

@@ -45,43 +45,55 @@ Serves this program's MCP tools, prompts and resources over stdio (newline-delim
 stdout), or over Streamable HTTP with --http.
 
 OPTIONS:
-    --http ADDR        Serve Streamable HTTP on ADDR (`127.0.0.1:8000`, or a port alone for 127.0.0.1) at /mcp
-    --json-response    With --http: answer each request with one JSON body instead of an SSE stream
-    --stateless        With --http: no sessions; every POST stands alone
-    --list-tools       Print every tool as `tools/list` describes it (names, descriptions, JSON Schemas) and exit
-    --schema           Print everything served (server info, capabilities, tools, prompts, resources, templates,
-                       custom methods, with their schemas) as one JSON document, and exit
-    --version          Print the program's name and version and exit
-    --help             Print this help and exit
-
+    --http ADDR            Serve Streamable HTTP on ADDR (`127.0.0.1:8000`, or a port alone for 127.0.0.1) at /mcp
+    --allow-host NAME      With --http: also accept requests whose Host is NAME (with any port, or only the port
+                           given, as in `mcp.example.com:8443`); loopback names are always accepted. Repeatable
+    --allow-origin ORIGIN  With --http: also accept requests whose Origin is ORIGIN (`https://app.example.com`).
+                           Repeatable
+    --json-response        With --http: answer each request with one JSON body instead of an SSE stream
+    --stateless            With --http: no sessions; every POST stands alone
+    --list-tools           Print every tool as `tools/list` describes it (names, descriptions, JSON Schemas) and exit
+    --schema               Print everything served (server info, capabilities, tools, prompts, resources,
+                           templates, custom methods, with their schemas) as one JSON document, and exit
+    --version              Print the program's name and version and exit
+    --help                 Print this help and exit
+{program}
 ENVIRONMENT:
-    RUST_LOG         Diagnostics to stderr, as a tracing filter (default: `info,mcp::request=off`; `info` adds a
-                     `mcp.request` span with method, id, handler, era, session and client to every event of a
-                     request). stdout carries only protocol messages.
+    RUST_LOG           Diagnostics to stderr, as a tracing filter (default: `info,mcp::request=off`; `info` adds a
+                       `mcp.request` span with method, id, handler, era, session and client to every event of a
+                       request). stdout carries only protocol messages.
+    MCP_ALLOW_HOST     With --http: more names for --allow-host, comma-separated
+    MCP_ALLOW_ORIGIN   With --http: more origins for --allow-origin, comma-separated
 ";
 
+/// The framework's own options, for "did you mean" and for the check that a program's option does not shadow one.
+const FRAMEWORK_OPTIONS: &[&str] = &[
+    "--http",
+    "--allow-host",
+    "--allow-origin",
+    "--json-response",
+    "--stateless",
+    "--list-tools",
+    "--schema",
+    "--version",
+    "--help",
+];
+
 /// The command line of an `#[mcp::main]` program as its body sees it: what is left once the framework took its own
-/// options (`--http`, `--json-response`, `--stateless`, `--list-tools`, `--schema`, `--version`, `--help`).
+/// options (`--http`, `--allow-host`, `--allow-origin`, `--json-response`, `--stateless`, `--list-tools`,
+/// `--schema`, `--version`, `--help`), in order.
 ///
-/// Declare `main` with one parameter to receive it; the program then accepts options of its own (without that
-/// parameter an unknown option is an error). Parse them by hand with [`Args::value`] and [`Args::flag`], or hand
-/// [`Args::rest`] to a parser such as `clap` (`Cli::parse_from(std::iter::once(bin).chain(args.rest()))`).
-///
-/// ```no_run
-/// #[mcp::main]
-/// async fn main(args: mcp::Args) -> Result<mcp::ServerBuilder, String> {
-///     let db = args.value("--db-url").unwrap_or("sqlite::memory:").to_owned();
-///     let verbose = args.flag("--verbose");
-///     Ok(mcp::Server::builder().registered().instructions(format!("db {db}, verbose {verbose}")))
-/// }
-/// ```
+/// Only options the program declared get here: `main` takes a type implementing [`FromArgs`], whose
+/// [`FromArgs::OPTIONS`] are listed by `--help` and accepted on the command line, and which reads them from these
+/// `Args` (with [`Args::value`] and [`Args::flag`], or by handing [`Args::rest`] to a parser such as `clap`). Any
+/// other option is refused with exit code 2, naming it. `Args` itself implements `FromArgs` with no options.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Args {
     rest: Vec<String>,
 }
 
 impl Args {
-    /// The arguments the framework did not take, in order.
+    /// The arguments the framework did not take, in order: the program's declared options and their values.
     pub fn rest(&self) -> &[String] {
         &self.rest
     }
@@ -100,9 +112,99 @@ impl Args {
         found
     }
 
+    /// Every value of a repeated `--name value` (or `--name=value`), in order.
+    pub fn values(&self, name: &str) -> Vec<&str> {
+        let mut found = Vec::new();
+        let mut it = self.rest.iter();
+        while let Some(arg) = it.next() {
+            if arg == name {
+                found.extend(it.next().map(String::as_str));
+            } else if let Some(value) = arg.strip_prefix(name).and_then(|r| r.strip_prefix('=')) {
+                found.push(value);
+            }
+        }
+        found
+    }
+
     /// Whether `--name` was given.
     pub fn flag(&self, name: &str) -> bool {
         self.rest.iter().any(|a| a == name)
+    }
+}
+
+/// One option of the program's own: its name, the name of its value if it takes one, and a line for `--help`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ArgSpec {
+    /// The option, with its dashes: `--db`.
+    pub name: &'static str,
+    /// What its value is called in `--help` (`PATH`), or `None` for a flag.
+    pub value: Option<&'static str>,
+    /// What it does, for `--help`.
+    pub help: &'static str,
+}
+
+impl ArgSpec {
+    /// An option that takes no value: `ArgSpec::flag("--verbose", "log every query")`.
+    pub const fn flag(name: &'static str, help: &'static str) -> ArgSpec {
+        ArgSpec { name, value: None, help }
+    }
+
+    /// An option with a value, given as `--db PATH` or `--db=PATH`: `ArgSpec::value("--db", "PATH", "the database
+    /// file")`.
+    pub const fn value(name: &'static str, value: &'static str, help: &'static str) -> ArgSpec {
+        ArgSpec { name, value: Some(value), help }
+    }
+}
+
+/// The options of a program's own, as the parameter of its `#[mcp::main]` function: declared for `--help` and the
+/// command line's check, then read from [`Args`].
+///
+/// ```no_run
+/// struct Options {
+///     db: String,
+///     verbose: bool,
+/// }
+///
+/// impl mcp::FromArgs for Options {
+///     const OPTIONS: &'static [mcp::ArgSpec] = &[
+///         mcp::ArgSpec::value("--db", "PATH", "The SQLite database (default notes.db)"),
+///         mcp::ArgSpec::flag("--verbose", "Log every query"),
+///     ];
+///
+///     fn from_args(args: mcp::Args) -> Result<Self, String> {
+///         Ok(Options { db: args.value("--db").unwrap_or("notes.db").to_owned(), verbose: args.flag("--verbose") })
+///     }
+/// }
+///
+/// #[mcp::main]
+/// async fn main(options: Options) -> Result<mcp::ServerBuilder, String> {
+///     let note = format!("db {}, verbose {}", options.db, options.verbose);
+///     Ok(mcp::Server::builder().registered().instructions(note))
+/// }
+/// ```
+///
+/// `notes --db x.db --http 8000` serves HTTP with `x.db`; `notes --dbb x.db` exits with code 2 and
+/// ``error: unknown option `--dbb`; did you mean `--db`?``; `notes --help` lists `--db PATH` and `--verbose` under
+/// "PROGRAM OPTIONS". An error from [`FromArgs::from_args`] is printed the same way, with the same exit code.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be the parameter of an `#[mcp::main]` function",
+    note = "`main` takes no parameter, `args: mcp::Args`, or a type of yours implementing `mcp::FromArgs` (which \
+            declares the program's options)"
+)]
+pub trait FromArgs: Sized {
+    /// The program's options: accepted on the command line and listed by `--help`. Anything else is refused.
+    const OPTIONS: &'static [ArgSpec];
+
+    /// Reads the options from what the framework left; an `Err` is a usage error (exit code 2).
+    fn from_args(args: Args) -> Result<Self, String>;
+}
+
+impl FromArgs for Args {
+    const OPTIONS: &'static [ArgSpec] = &[];
+
+    fn from_args(args: Args) -> Result<Self, String> {
+        Ok(args)
     }
 }
 
@@ -112,11 +214,9 @@ impl Args {
 pub struct MainOptions {
     /// Install the framework's stderr subscriber (`#[mcp::main(tracing = false)]` turns it off).
     pub subscriber: bool,
-    /// `main` takes [`Args`]: options the framework does not know are the program's.
-    pub takes_args: bool,
 }
 
-/// The HTTP options the command line sets (`--json-response`, `--stateless`).
+/// The HTTP options the command line sets (`--json-response`, `--stateless`, `--allow-host`, `--allow-origin`).
 #[cfg(feature = "http")]
 type HttpOptions = crate::HttpOptions;
 
@@ -136,6 +236,12 @@ impl HttpOptions {
     fn stateless(self, _: bool) -> Self {
         self
     }
+    fn allow_host(self, _: String) -> Self {
+        self
+    }
+    fn allow_origin(self, _: String) -> Self {
+        self
+    }
 }
 
 enum Command {
@@ -148,30 +254,100 @@ enum Command {
     Help,
 }
 
-fn parse_args(mut args: impl Iterator<Item = String>, rest: Option<&mut Vec<String>>) -> Result<Command, String> {
-    let mut rest = rest;
+/// What the environment adds to the command line: `MCP_ALLOW_HOST` and `MCP_ALLOW_ORIGIN`, comma-separated.
+#[derive(Default)]
+struct Environment {
+    allow_hosts: Vec<String>,
+    allow_origins: Vec<String>,
+}
+
+impl Environment {
+    fn read() -> Environment {
+        let list = |name: &str| -> Vec<String> {
+            std::env::var(name)
+                .unwrap_or_default()
+                .split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned)
+                .collect()
+        };
+        Environment { allow_hosts: list("MCP_ALLOW_HOST"), allow_origins: list("MCP_ALLOW_ORIGIN") }
+    }
+}
+
+/// The option closest to `typed` among the framework's and the program's, if it is close enough to be a typo.
+fn closest<'a>(typed: &str, program: &'a [ArgSpec]) -> Option<&'a str> {
+    FRAMEWORK_OPTIONS
+        .iter()
+        .copied()
+        .chain(program.iter().map(|spec| spec.name))
+        .map(|name| (edit_distance(typed, name), name))
+        .filter(|&(distance, name)| distance <= (name.len() / 3).max(1))
+        .min_by_key(|&(distance, _)| distance)
+        .map(|(_, name)| name)
+}
+
+/// Levenshtein distance, by characters.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, &cb) in b.iter().enumerate() {
+            let next = (diagonal + usize::from(ca != cb)).min(row[j] + 1).min(row[j + 1] + 1);
+            diagonal = row[j + 1];
+            row[j + 1] = next;
+        }
+    }
+    row[b.len()]
+}
+
+fn parse_args(
+    mut args: impl Iterator<Item = String>,
+    program: &[ArgSpec],
+    env: Environment,
+    rest: &mut Vec<String>,
+) -> Result<Command, String> {
     let mut command = Command::Serve;
     let mut http: Option<std::net::SocketAddr> = None;
     let mut options = HttpOptions::new();
     let mut http_only = None;
     while let Some(arg) = args.next() {
-        match arg.as_str() {
+        // `--name=value` as well as `--name value`.
+        let (name, inline) = match arg.split_once('=') {
+            Some((name, value)) if name.starts_with("--") => (name, Some(value.to_owned())),
+            _ => (arg.as_str(), None),
+        };
+        let mut value = |what: &str| {
+            inline.clone().or_else(|| args.next()).ok_or_else(|| format!("`{name}` needs a value, such as {what}"))
+        };
+        match name {
             "--help" | "-h" => return Ok(Command::Help),
             "--list-tools" => command = Command::ListTools,
             "--schema" => command = Command::Schema,
             "--version" | "-V" => return Ok(Command::Version),
-            "--http" if cfg!(not(feature = "http")) => {
-                return Err(
-                    "`--http` needs the `http` feature of mcp-runtime, which this program was built without".into()
-                )
+            "--http" | "--allow-host" | "--allow-origin" if cfg!(not(feature = "http")) => {
+                return Err(format!(
+                    "`{name}` needs the `http` feature of mcp-runtime, which this program was built without"
+                ))
             }
             "--http" => {
-                let addr = args.next().ok_or("`--http` needs an address, such as 127.0.0.1:8000")?;
+                let addr = value("127.0.0.1:8000")?;
                 let parsed = match addr.parse::<u16>() {
                     Ok(port) => Ok(std::net::SocketAddr::from(([127, 0, 0, 1], port))),
                     Err(_) => addr.parse(),
                 };
                 http = Some(parsed.map_err(|_| format!("`--http {addr}`: not an address like 127.0.0.1:8000"))?);
+            }
+            "--allow-host" => {
+                options = options.allow_host(value("mcp.example.com")?);
+                http_only = Some("--allow-host");
+            }
+            "--allow-origin" => {
+                options = options.allow_origin(value("https://app.example.com")?);
+                http_only = Some("--allow-origin");
             }
             "--json-response" => {
                 options = options.json_response(true);
@@ -181,17 +357,55 @@ fn parse_args(mut args: impl Iterator<Item = String>, rest: Option<&mut Vec<Stri
                 options = options.stateless(true);
                 http_only = Some("--stateless");
             }
-            other => match rest.as_deref_mut() {
-                Some(rest) => rest.push(other.to_owned()),
-                None => return Err(format!("unknown option `{other}`; see --help")),
+            other => match program.iter().find(|spec| spec.name == other) {
+                Some(spec) => match spec.value {
+                    Some(what) => {
+                        let value = value(what)?;
+                        rest.push(other.to_owned());
+                        rest.push(value);
+                    }
+                    None if inline.is_some() => return Err(format!("`{other}` takes no value")),
+                    None => rest.push(arg.clone()),
+                },
+                None if !other.starts_with('-') => return Err(format!("unexpected argument `{other}`; see --help")),
+                None => {
+                    return Err(match closest(other, program) {
+                        Some(near) => format!("unknown option `{other}`; did you mean `{near}`? (see --help)"),
+                        None => format!("unknown option `{other}`; see --help"),
+                    })
+                }
             },
         }
     }
     match (http, http_only) {
-        (Some(addr), _) if matches!(command, Command::Serve) => Ok(Command::Http(addr, Box::new(options))),
+        (Some(addr), _) if matches!(command, Command::Serve) => {
+            for host in env.allow_hosts {
+                options = options.allow_host(host);
+            }
+            for origin in env.allow_origins {
+                options = options.allow_origin(origin);
+            }
+            Ok(Command::Http(addr, Box::new(options)))
+        }
         (None, Some(flag)) => Err(format!("`{flag}` goes with `--http`")),
         _ => Ok(command),
     }
+}
+
+/// The "PROGRAM OPTIONS" section of `--help`, empty when the program has none.
+fn program_usage(program: &[ArgSpec]) -> String {
+    if program.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from("\nPROGRAM OPTIONS:\n");
+    for spec in program {
+        let left = match spec.value {
+            Some(value) => format!("{} {value}", spec.name),
+            None => spec.name.to_owned(),
+        };
+        out.push_str(&format!("    {left:<22} {}\n", spec.help));
+    }
+    out
 }
 
 #[cfg(not(feature = "subscriber"))]
@@ -210,39 +424,68 @@ fn init_tracing() {
         .try_init();
 }
 
+/// Writes `text` to stdout. A reader that went away (`--list-tools | head`) ends the output quietly, with success:
+/// `println!` would panic there.
+fn print_out(text: &str) -> ExitCode {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: could not write to stdout: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
 /// Runs a program the way `#[mcp::main]` does, for a hand-written `main`: the same command line (`--http`,
-/// `--list-tools`, `--schema`, `--version`, `--help`; the rest is the program's, in [`Args`]), the stderr subscriber,
-/// the Tokio runtime, and serving what `body` returns.
+/// `--list-tools`, `--schema`, `--version`, `--help`; the program's own options through [`FromArgs`]), the stderr
+/// subscriber, the Tokio runtime, and serving what `body` returns.
 ///
 /// ```no_run
+/// struct Metrics {
+///     port: u16,
+/// }
+///
+/// impl mcp::FromArgs for Metrics {
+///     const OPTIONS: &'static [mcp::ArgSpec] = &[mcp::ArgSpec::value("--metrics-port", "PORT", "Serve metrics here")];
+///
+///     fn from_args(args: mcp::Args) -> Result<Self, String> {
+///         let port = args.value("--metrics-port").unwrap_or("9000");
+///         Ok(Metrics { port: port.parse().map_err(|_| format!("`--metrics-port {port}`: not a port"))? })
+///     }
+/// }
+///
 /// fn main() -> std::process::ExitCode {
 ///     // Your own subscriber (JSON, OpenTelemetry, ...) first; then the framework's command line.
-///     mcp::run(env!("CARGO_PKG_NAME"), env!("CARGO_PKG_VERSION"), false, |args: mcp::Args| async move {
-///         let port = args.value("--metrics-port").unwrap_or("9000").to_owned();
-///         Ok::<_, String>(mcp::Server::builder().registered().instructions(format!("metrics on {port}")))
+///     mcp::run(env!("CARGO_PKG_NAME"), env!("CARGO_PKG_VERSION"), false, |metrics: Metrics| async move {
+///         Ok::<_, String>(mcp::Server::builder().registered().instructions(format!("metrics on {}", metrics.port)))
 ///     })
 /// }
 /// ```
-pub fn run<B, F>(name: &str, version: &str, default_subscriber: bool, body: B) -> ExitCode
+pub fn run<A, B, F>(name: &str, version: &str, default_subscriber: bool, body: B) -> ExitCode
 where
-    B: FnOnce(Args) -> F,
+    A: FromArgs,
+    B: FnOnce(A) -> F,
     F: Future,
     F::Output: MainOutput,
 {
-    run_main(name, version, MainOptions { subscriber: default_subscriber, takes_args: true }, body)
+    run_main(name, version, MainOptions { subscriber: default_subscriber }, body)
 }
 
 /// Runs an `#[mcp::main]` program. Called by the generated `main`; a hand-written `main` calls [`run`].
 #[doc(hidden)]
-pub fn run_main<B, F>(name: &str, version: &str, options: MainOptions, body: B) -> ExitCode
+pub fn run_main<A, B, F>(name: &str, version: &str, options: MainOptions, body: B) -> ExitCode
 where
-    B: FnOnce(Args) -> F,
+    A: FromArgs,
+    B: FnOnce(A) -> F,
     F: Future,
     F::Output: MainOutput,
 {
     let bin = name.to_owned();
     let mut rest = Vec::new();
-    let parsed = parse_args(std::env::args().skip(1), options.takes_args.then_some(&mut rest));
+    let parsed = parse_args(std::env::args().skip(1), A::OPTIONS, Environment::read(), &mut rest);
     let command = match parsed {
         Ok(c) => c,
         Err(e) => {
@@ -251,17 +494,21 @@ where
         }
     };
     if let Command::Help = command {
-        print!("{}", USAGE.replace("{bin}", &bin));
-        return ExitCode::SUCCESS;
+        return print_out(&USAGE.replace("{bin}", &bin).replace("{program}", &program_usage(A::OPTIONS)));
     }
     if let Command::Version = command {
-        println!("{name} {version}");
-        return ExitCode::SUCCESS;
+        return print_out(&format!("{name} {version}\n"));
     }
     if options.subscriber {
         init_tracing();
     }
-    let args = Args { rest };
+    let args = match A::from_args(Args { rest }) {
+        Ok(args) => args,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
@@ -273,8 +520,8 @@ where
     let code = runtime.block_on(async move {
         let builder = match body(args).await.into_builder() {
             Ok(b) => b,
+            // Once, on stderr itself: the subscriber writes there too, so a log event as well would say it twice.
             Err(e) => {
-                tracing::error!("start-up failed: {e}");
                 eprintln!("error: start-up failed: {e}");
                 return ExitCode::FAILURE;
             }
@@ -289,12 +536,10 @@ where
         match command {
             Command::ListTools => {
                 let list = server.tools_list();
-                println!("{}", serde_json::to_string_pretty(&list).unwrap_or_default());
-                ExitCode::SUCCESS
+                print_out(&format!("{}\n", serde_json::to_string_pretty(&list).unwrap_or_default()))
             }
             Command::Schema => {
-                println!("{}", serde_json::to_string_pretty(&server.schema()).unwrap_or_default());
-                ExitCode::SUCCESS
+                print_out(&format!("{}\n", serde_json::to_string_pretty(&server.schema()).unwrap_or_default()))
             }
             #[cfg(feature = "http")]
             Command::Http(addr, options) => match server.serve_http(addr, *options).await {

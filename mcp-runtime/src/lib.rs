@@ -48,7 +48,7 @@ pub use client_requests::{
     Ask, ClientError, ElicitAction, ElicitResult, Elicitation, Root, SamplingMessage, SamplingRequest, SamplingResult,
 };
 pub use context::{AuthInfo, ClientInfo, Context, Era, FromContext, HttpRequest, RequestMeta};
-pub use entry::{run, Args, MainOutput};
+pub use entry::{run, ArgSpec, Args, FromArgs, MainOutput};
 pub use era::seal::KEY_ENV as REQUEST_STATE_KEY_ENV;
 pub use era::v2026::{
     HEADER_MISMATCH, MISSING_CAPABILITY, PROTOCOL_VERSION as STATELESS_PROTOCOL_VERSION, UNSUPPORTED_VERSION,
@@ -70,7 +70,7 @@ pub use protocol::{
 pub use server::state::{Requirement, State};
 pub use server::{
     BuildError, Server, ServerBuilder, DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_LINE_BYTES, DEFAULT_PAGE_SIZE,
-    DEFAULT_SHUTDOWN_TIMEOUT,
+    DEFAULT_SERVER_NAME, DEFAULT_SERVER_VERSION, DEFAULT_SHUTDOWN_TIMEOUT,
 };
 pub use task::{
     MemoryTaskStore, StoreError, TaskOptions, TaskPage, TaskRecord, TaskStatus, TaskStore, TaskSupport,
@@ -271,7 +271,7 @@ pub mod __private {
         mime_type: Option<&str>,
     ) -> Result<crate::ReadResourceResult, crate::Error> {
         let uri = ctx.meta().resource_uri.as_deref().unwrap_or_default();
-        value.into_resource_result(uri, mime_type)
+        value.into_resource_result(uri, mime_type).map_err(|e| crate::handler::resource::for_era(e, ctx.meta().era))
     }
 
     /// A prompt argument or a template variable could not be read: -32602 naming it.

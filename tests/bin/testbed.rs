@@ -306,15 +306,29 @@ async fn task_after_question(ctx: &Context) -> Result<String, mcp::ClientError> 
     Ok(format!("for {name} (a task before start_task: {before}; after: {})", ctx.task_id().is_some()))
 }
 
+/// The testbed's own options, beside the framework's.
+struct Options {
+    greeting: String,
+}
+
+impl mcp::FromArgs for Options {
+    const OPTIONS: &'static [mcp::ArgSpec] =
+        &[mcp::ArgSpec::value("--greeting", "WORD", "The word `count` greets with (default hello)")];
+
+    fn from_args(args: mcp::Args) -> Result<Self, String> {
+        Ok(Options { greeting: args.value("--greeting").unwrap_or("hello").to_owned() })
+    }
+}
+
 #[mcp::main]
-async fn main(args: mcp::Args) -> Result<mcp::ServerBuilder, String> {
+async fn main(options: Options) -> Result<mcp::ServerBuilder, String> {
     // Start-up: what a real server does when it opens its database pool.
     if let Ok(reason) = std::env::var("TESTBED_FAIL_STARTUP") {
         tokio::time::sleep(Duration::from_millis(10)).await;
         return Err(format!("could not open the database: {reason}"));
     }
     // An option of the program's own, beside the framework's (`--greeting hi`).
-    let greeting = args.value("--greeting").unwrap_or("hello").to_owned();
+    let greeting = options.greeting;
     let mut builder =
         mcp::Server::builder().registered().state(Counter::default()).state(Config { greeting }).on_shutdown(async {
             tokio::time::sleep(Duration::from_millis(50)).await;

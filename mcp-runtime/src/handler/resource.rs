@@ -343,12 +343,15 @@ impl<T: IntoResourceResult, E: Display + 'static> IntoResourceResult for Result<
     }
 }
 
-/// The -32002 error for a URI nothing serves, with the URI in `data`.
 /// A resource that does not exist: -32002 in the 2025 era, -32602 in the 2026 era (SEP-2164), both naming it.
 pub(crate) fn not_found(uri: &str, era: crate::context::Era) -> Error {
-    let code = match era {
-        crate::context::Era::V2025 => crate::ErrorCode::RESOURCE_NOT_FOUND,
-        crate::context::Era::V2026 => crate::ErrorCode::INVALID_PARAMS,
-    };
-    Error::new(code, format!("resource not found: {uri}")).with_data(serde_json::json!({ "uri": uri }))
+    for_era(Error::resource_not_found(uri), era)
+}
+
+/// A resource's error as its era spells it: the 2026 era has no -32002, its "not found" is -32602.
+pub(crate) fn for_era(mut error: Error, era: crate::context::Era) -> Error {
+    if era == crate::context::Era::V2026 && error.code == crate::ErrorCode::RESOURCE_NOT_FOUND {
+        error.code = crate::ErrorCode::INVALID_PARAMS;
+    }
+    error
 }

@@ -299,7 +299,13 @@ impl std::error::Error for BuildError {}
 #[derive(Default)]
 #[must_use]
 pub struct ServerBuilder {
+    /// The whole `serverInfo`, from [`ServerBuilder::info`].
     info: Option<Implementation>,
+    /// What [`ServerBuilder::default_info`] gave (`#[mcp::main]`: the binary's name and version).
+    default_info: Option<Implementation>,
+    /// [`ServerBuilder::name`] and [`ServerBuilder::version`], laid over the info.
+    name: Option<String>,
+    version: Option<String>,
     instructions: Option<String>,
     tools: Vec<ToolDef>,
     prompts: Vec<PromptDef>,
@@ -321,31 +327,51 @@ pub struct ServerBuilder {
     task_config: crate::task::TaskConfig,
 }
 
+/// The `serverInfo` name of a server built without `#[mcp::main]` and without [`ServerBuilder::name`].
+pub const DEFAULT_SERVER_NAME: &str = "mcp-server";
+
+/// The `serverInfo` version of a server built without `#[mcp::main]` and without [`ServerBuilder::version`]: not
+/// the runtime's version, which says nothing about the server (the caller's `CARGO_PKG_VERSION` is only known to
+/// code compiled in its crate, as `#[mcp::main]` is).
+pub const DEFAULT_SERVER_VERSION: &str = "0.0.0";
+
 /// The default limit on one incoming stdio line: 4 MiB.
 pub const DEFAULT_MAX_LINE_BYTES: usize = 4 << 20;
 
 impl ServerBuilder {
-    /// Sets the name reported in `serverInfo` (defaults to the crate's name).
+    /// Sets the name reported in `serverInfo`, keeping the version (and the rest of the info) as it is.
+    ///
+    /// Under `#[mcp::main]` the name defaults to the binary's and the version to its package's
+    /// (`CARGO_PKG_VERSION`); a server built by hand defaults to [`DEFAULT_SERVER_NAME`] and
+    /// [`DEFAULT_SERVER_VERSION`], so set both there.
+    ///
+    /// ```
+    /// let server = mcp::Server::builder().name("notes").build().unwrap();
+    /// assert_eq!(server.schema()["serverInfo"]["name"], "notes");
+    /// assert_eq!(server.schema()["serverInfo"]["version"], mcp::DEFAULT_SERVER_VERSION);
+    /// ```
     pub fn name(mut self, name: impl Into<String>) -> Self {
-        self.info.get_or_insert_with(Implementation::default).name = name.into();
+        self.name = Some(name.into());
         self
     }
 
-    /// Sets the version reported in `serverInfo`.
+    /// Sets the version reported in `serverInfo`, keeping the name (see [`ServerBuilder::name`] for the defaults).
     pub fn version(mut self, version: impl Into<String>) -> Self {
-        self.info.get_or_insert_with(Implementation::default).version = version.into();
+        self.version = Some(version.into());
         self
     }
 
-    /// Sets the whole `serverInfo`.
+    /// Sets the whole `serverInfo` (title, description, website too). [`ServerBuilder::name`] and
+    /// [`ServerBuilder::version`], called before or after, still override its name and version.
     pub fn info(mut self, info: Implementation) -> Self {
         self.info = Some(info);
         self
     }
 
-    /// Sets `serverInfo` unless it was set already (as `#[mcp::main]` does with the binary's name and version).
+    /// The `serverInfo` to use where [`ServerBuilder::info`] was not called (as `#[mcp::main]` does with the
+    /// binary's name and version); [`ServerBuilder::name`] and [`ServerBuilder::version`] still override it.
     pub fn default_info(mut self, info: Implementation) -> Self {
-        self.info.get_or_insert(info);
+        self.default_info = Some(info);
         self
     }
 
@@ -563,7 +589,16 @@ impl ServerBuilder {
         if let Some(type_name) = self.duplicate_state {
             return Err(BuildError::DuplicateState { type_name });
         }
-        let info = self.info.unwrap_or_else(|| Implementation::new("mcp-server", env!("CARGO_PKG_VERSION")));
+        let mut info = self
+            .info
+            .or(self.default_info)
+            .unwrap_or_else(|| Implementation::new(DEFAULT_SERVER_NAME, DEFAULT_SERVER_VERSION));
+        if let Some(name) = self.name {
+            info.name = name;
+        }
+        if let Some(version) = self.version {
+            info.version = version;
+        }
         let info_value = serde_json::to_value(&info).expect("server info serializes");
         let cache = self.cache.unwrap_or_default();
         let sealer = crate::era::seal::Sealer::from_config(self.state_key)
@@ -942,10 +977,46 @@ impl Server {
         }
     }
 
+    /// Whether nothing is registered: no tool, prompt, resource, template or custom method.
+    pub fn is_empty(&self) -> bool {
+        let registry = self.registry();
+        registry.tools.is_empty()
+            && registry.prompts.is_empty()
+            && registry.resources.is_empty()
+            && registry.templates.is_empty()
+            && self.inner.methods.is_empty()
+    }
+
+    /// Whether some handler may ask the client something mid-request (a 2026 `input_required` round, whose
+    /// `requestState` is sealed): a tool that did not declare [`ToolDef::cannot_ask`], or a prompt or resource
+    /// with an injected parameter (the only way to reach a `Context`).
+    pub(crate) fn may_ask(&self) -> bool {
+        let registry = self.registry();
+        registry.tools.values().any(|t| t.def.can_ask)
+            || registry.prompts.values().any(|p| !p.def.injected.is_empty())
+            || registry.resources.values().any(|r| !r.def.injected.is_empty())
+            || registry.templates.values().any(|(r, _)| !r.def.injected.is_empty())
+    }
+
+    /// Warns, as a transport starts, when the server serves nothing, naming the usual causes: a silent empty
+    /// server is the first hour's most confusing failure.
+    pub(crate) fn warn_if_empty(&self) {
+        if self.is_empty() {
+            tracing::warn!(
+                "this server serves nothing: no tool, prompt, resource, template or custom method is registered. \
+                 If they are defined in a library crate, the linker dropped its registrations because the binary \
+                 names nothing in it: add `use your_library as _;` to the binary. If `main` is `#[tokio::main]`, \
+                 use `#[mcp::main]`, or build the server with `Server::from_registry()` or \
+                 `Server::builder().registered()`, or add each item with `.tool::<name>()`"
+            );
+        }
+    }
+
     /// Serves this server over stdin and stdout until stdin closes, or Ctrl-C or SIGTERM arrives; then cancels what
     /// is in flight, waits (bounded) for cleanups, and runs the shutdown hooks.
     pub async fn serve_stdio(self) -> std::io::Result<()> {
         use crate::transport::stdio::serve_with;
+        self.warn_if_empty();
         let stuck = tokio_util::sync::CancellationToken::new();
         // Pipes and sockets are served by the runtime itself; anything else (a terminal, a file) by two threads.
         #[cfg(unix)]

@@ -92,6 +92,34 @@ impl Error {
         Error::new(ErrorCode::METHOD_NOT_FOUND, format!("method not found: {method}"))
     }
 
+    /// The resource at `uri` does not exist: what a `#[mcp::resource]` function (a template's, typically)
+    /// returns for a URI it matched but cannot serve, so that the client gets the same answer as for a URI nothing
+    /// serves: code -32002 in the 2025 era and -32602 in the 2026 era (SEP-2164), with `data.uri`. The code is
+    /// -32002 here and becomes -32602 when a 2026 request's resource returns it.
+    ///
+    /// Which code each case gets from `resources/read`: an unknown URI, or this error, is "not found" as just said;
+    /// a template variable that does not parse is -32602; any other `Err` of a resource (a `String`, an I/O error)
+    /// is -32603 with its message; an `mcp::Error` keeps its own code.
+    ///
+    /// ```
+    /// #[mcp::resource(uri = "notes://{id}")]
+    /// fn note(id: u32) -> Result<String, mcp::Error> {
+    ///     if id > 10 {
+    ///         return Err(mcp::Error::resource_not_found(format!("notes://{id}")));
+    ///     }
+    ///     Ok(format!("note {id}"))
+    /// }
+    ///
+    /// let e = mcp::Error::resource_not_found("notes://42");
+    /// assert_eq!(e.code, mcp::ErrorCode::RESOURCE_NOT_FOUND);
+    /// assert_eq!(e.data, Some(serde_json::json!({ "uri": "notes://42" })));
+    /// ```
+    pub fn resource_not_found(uri: impl Into<String>) -> Error {
+        let uri = uri.into();
+        Error::new(ErrorCode::RESOURCE_NOT_FOUND, format!("resource not found: {uri}"))
+            .with_data(serde_json::json!({ "uri": uri }))
+    }
+
     /// -32603: the server failed.
     pub fn internal(message: impl Into<String>) -> Error {
         Error::new(ErrorCode::INTERNAL_ERROR, message)

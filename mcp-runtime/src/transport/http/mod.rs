@@ -164,7 +164,9 @@ impl HttpOptions {
         self.allowed_origins.push(origin.into());
         self
     }
-    /// Allows a `Host` (such as `mcp.example.com`).
+    /// Allows a `Host`: `mcp.example.com` admits that name with any port (`Host: mcp.example.com:8770` too);
+    /// `mcp.example.com:8443` admits only that port. Names compare without regard to case. Loopback names
+    /// (`localhost`, `127.0.0.1`, `[::1]`) are always allowed.
     pub fn allow_host(mut self, host: impl Into<String>) -> Self {
         self.allowed_hosts.push(host.into());
         self
@@ -515,6 +517,8 @@ struct HttpState {
     next_stateless: AtomicU64,
     /// Makes each session's event store (sharing one total by default).
     event_stores: Arc<dyn EventStoreFactory>,
+    /// The Host and Origin values refused so far, each logged once.
+    refused: RefusedNames,
 }
 
 impl HttpState {
@@ -597,6 +601,7 @@ impl Server {
     }
 
     fn http_router_and_state(&self, options: HttpOptions) -> (Router, Arc<HttpState>) {
+        self.warn_if_empty();
         let path = options.path.clone();
         let options_store = options.event_store.clone().unwrap_or_else(|| Arc::new(MemoryEventStoreFactory::default()));
         let state = Arc::new(HttpState {
@@ -606,6 +611,7 @@ impl Server {
             stateless_requests: Mutex::new(HashMap::new()),
             next_stateless: AtomicU64::new(1),
             event_stores: options_store,
+            refused: RefusedNames::default(),
         });
         if !state.options.stateless {
             let weak = Arc::downgrade(&state);
@@ -658,7 +664,16 @@ impl Server {
         let write_timeout = options.write_timeout;
         let max_connections = options.max_connections;
         let (router, state) = self.http_router_and_state(options);
-        if self.inner.sealer.random {
+        let local = listener.local_addr()?;
+        if !local.ip().is_loopback() && state.options.allowed_hosts.is_empty() && !state.options.allow_any_origin {
+            tracing::warn!(
+                address = %local,
+                "listening beyond loopback, but no Host is allowed besides loopback names: every request that \
+                 names this machine otherwise gets 403. Pass --allow-host NAME (the name clients use, such as \
+                 mcp.example.com; or MCP_ALLOW_HOST), or HttpOptions::allow_host"
+            );
+        }
+        if self.inner.sealer.random && self.may_ask() {
             tracing::warn!(
                 "the requestState of input_required results is sealed with a random key for this process: a retry \
                  that reaches another instance, or this one after a restart, fails; set {} (64 hex digits) or \
@@ -831,14 +846,56 @@ fn is_loopback_host(authority: &str) -> bool {
     name.eq_ignore_ascii_case("localhost") || name.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
 }
 
-/// DNS-rebinding protection: `Host` and `Origin` must be loopback or allowed.
-fn check_origin(options: &HttpOptions, headers: &HeaderMap) -> Result<(), Response> {
+/// Whether an authority (`name` or `name:port`, `[v6]` or `[v6]:port`) spells a port.
+fn has_port(authority: &str) -> bool {
+    let authority = authority.trim();
+    match authority.strip_prefix('[') {
+        Some(rest) => rest.split_once(']').is_some_and(|(_, after)| after.starts_with(':')),
+        None => authority.rsplit_once(':').is_some_and(|(_, p)| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit())),
+    }
+}
+
+/// Whether an allowed `Host` entry admits a `Host` value: the same authority, or, when the entry names no port,
+/// the same name with any port.
+fn host_allowed(allowed: &str, host: &str) -> bool {
+    allowed.trim().eq_ignore_ascii_case(host.trim())
+        || (!has_port(allowed) && host_name(allowed).eq_ignore_ascii_case(host_name(host)))
+}
+
+/// The Host and Origin values refused so far, so that each is logged once (up to a bound, so that a client
+/// sending a new name per request cannot grow it without end).
+#[derive(Default)]
+struct RefusedNames {
+    seen: Mutex<std::collections::HashSet<String>>,
+}
+
+impl RefusedNames {
+    /// The most names remembered; past it, refusals are no longer logged.
+    const MOST: usize = 256;
+
+    /// Whether this is the first refusal of `value` (as a `Host` or an `Origin`).
+    fn first(&self, kind: &str, value: &str) -> bool {
+        let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
+        seen.len() < Self::MOST && seen.insert(format!("{kind} {}", value.to_ascii_lowercase()))
+    }
+}
+
+/// DNS-rebinding protection: `Host` and `Origin` must be loopback or allowed. The first refusal of each value is
+/// logged at `warn`, with the option that would allow it.
+fn check_origin(options: &HttpOptions, refused: &RefusedNames, headers: &HeaderMap) -> Result<(), Response> {
     if options.allow_any_origin {
         return Ok(());
     }
     if let Some(host) = headers.get(header::HOST).and_then(|h| h.to_str().ok()) {
-        if !is_loopback_host(host) && !options.allowed_hosts.iter().any(|h| h.trim().eq_ignore_ascii_case(host.trim()))
-        {
+        if !is_loopback_host(host) && !options.allowed_hosts.iter().any(|allowed| host_allowed(allowed, host)) {
+            if refused.first("host", host) {
+                tracing::warn!(
+                    host,
+                    "refused a request (403) whose Host is not allowed; to serve this name, pass --allow-host {} \
+                     (or HttpOptions::allow_host). Logged once per name",
+                    host_name(host)
+                );
+            }
             return Err(plain(StatusCode::FORBIDDEN, "forbidden: the Host header is not allowed"));
         }
     }
@@ -851,6 +908,13 @@ fn check_origin(options: &HttpOptions, headers: &HeaderMap) -> Result<(), Respon
                 && is_loopback_host(authority)
         });
         if !loopback && !options.allowed_origins.iter().any(|o| o.trim().eq_ignore_ascii_case(origin.trim())) {
+            if refused.first("origin", origin) {
+                tracing::warn!(
+                    origin,
+                    "refused a request (403) whose Origin is not allowed; to serve pages of this origin, pass \
+                     --allow-origin {origin} (or HttpOptions::allow_origin). Logged once per origin"
+                );
+            }
             return Err(plain(StatusCode::FORBIDDEN, "forbidden: the Origin header is not allowed"));
         }
     }
@@ -905,7 +969,7 @@ fn accepts(headers: &HeaderMap, kinds: &[&str]) -> bool {
 async fn endpoint(AxumState(state): AxumState<Arc<HttpState>>, request: axum::extract::Request) -> Response {
     let (parts, body) = request.into_parts();
     let (method, headers) = (parts.method, parts.headers);
-    if let Err(r) = check_origin(&state.options, &headers) {
+    if let Err(r) = check_origin(&state.options, &state.refused, &headers) {
         return r;
     }
     match method {
