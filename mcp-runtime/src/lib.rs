@@ -27,7 +27,7 @@
 #![cfg_attr(not(feature = "http"), allow(dead_code))]
 #![doc(test(attr(deny(warnings))))]
 
-mod cancel;
+mod base;
 #[cfg(feature = "client")]
 pub mod client;
 mod client_requests;
@@ -43,7 +43,7 @@ mod task;
 mod transport;
 mod wire;
 
-pub use cancel::{defer, Cancelled, Defer};
+pub use base::cancel::{defer, Cancelled, Defer};
 pub use client_requests::{
     Ask, ClientError, ElicitAction, ElicitResult, Elicitation, Root, SamplingMessage, SamplingRequest, SamplingResult,
 };

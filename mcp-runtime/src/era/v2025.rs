@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
+use crate::base::sync::Unpoisoned;
 use crate::context::{ClientInfo, Era, EraState, RequestMeta, LOG_LEVEL_UNSET};
 use crate::dispatch::{self, respond, Connection, Origin, Request, Sink};
 use crate::server::Server;
@@ -66,7 +67,7 @@ impl Session {
     }
 
     pub(crate) fn is_subscribed(&self, uri: &str) -> bool {
-        self.subscriptions.lock().unwrap_or_else(|e| e.into_inner()).contains(uri)
+        self.subscriptions.locked().contains(uri)
     }
 
     /// Sends a notification that belongs to no request.
@@ -125,7 +126,7 @@ impl Session {
             "logging/setLevel" => respond(origin, &id, self.set_level(params)),
             "resources/subscribe" | "resources/unsubscribe" => {
                 let result = uri_param(params).map(|uri| {
-                    let mut subscriptions = self.subscriptions.lock().unwrap_or_else(|e| e.into_inner());
+                    let mut subscriptions = self.subscriptions.locked();
                     if method == "resources/subscribe" {
                         subscriptions.insert(uri);
                     } else {

@@ -20,6 +20,7 @@ use base64::Engine;
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 
+use crate::base::sync::Unpoisoned;
 use crate::context::{ClientInfo, Era, EraState, RequestMeta, RequestState};
 use crate::dispatch::{self, respond, Connection, Origin, Request, ResultKind};
 use crate::server::Server;
@@ -473,7 +474,7 @@ impl Round {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, RoundInner> {
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+        self.inner.locked()
     }
 
     pub(crate) async fn interrupted(&self) {
@@ -738,7 +739,7 @@ fn listen(
     ack.insert("notifications".into(), listener.filter.to_value());
     request.send_if_open(listener.tagged("notifications/subscriptions/acknowledged", ack));
     server.add_listener(&listener);
-    crate::cancel::cleanup_tasks().spawn(async move {
+    crate::base::cancel::cleanup_tasks().spawn(async move {
         listener.request.token.cancelled().await;
         drop(listener);
     });

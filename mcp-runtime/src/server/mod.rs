@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
+use crate::base::sync::{Unpoisoned, UnpoisonedRw};
 use crate::era::v2025::Session;
 use crate::era::v2026::{Listener, Listeners};
 use crate::handler::method::{MethodDef, MethodItem};
@@ -763,7 +764,7 @@ impl Server {
 
     /// Runs the shutdown hooks, giving up at `deadline` (what is left of the shutdown's one deadline).
     pub(crate) async fn shutdown_by(&self, deadline: tokio::time::Instant) {
-        let hooks = std::mem::take(&mut *self.inner.shutdown_hooks.lock().unwrap_or_else(|e| e.into_inner()));
+        let hooks = std::mem::take(&mut *self.inner.shutdown_hooks.locked());
         if hooks.is_empty() {
             return;
         }
@@ -808,7 +809,7 @@ impl Server {
 
     /// The current snapshot of what is served.
     pub(crate) fn registry(&self) -> Arc<Registry> {
-        self.inner.registry.read().unwrap_or_else(|e| e.into_inner()).clone()
+        self.inner.registry.read_locked().clone()
     }
 
     /// Applies a change to the registry, then tells every session that the list changed.
@@ -818,7 +819,7 @@ impl Server {
         apply: impl FnOnce(&mut Registry) -> Result<T, BuildError>,
     ) -> Result<T, BuildError> {
         let out = {
-            let mut guard = self.inner.registry.write().unwrap_or_else(|e| e.into_inner());
+            let mut guard = self.inner.registry.write_locked();
             let mut next = Registry::clone(&guard);
             let out = apply(&mut next)?;
             next.paginate();
@@ -933,13 +934,13 @@ impl Server {
     }
 
     pub(crate) fn add_listener(&self, listener: &Arc<Listener>) {
-        let mut listeners = self.inner.listeners.lock().unwrap_or_else(|e| e.into_inner());
+        let mut listeners = self.inner.listeners.locked();
         listeners.retain(|l| l.strong_count() > 0);
         listeners.push(Arc::downgrade(listener));
     }
 
     fn live_listeners(&self) -> Vec<Arc<Listener>> {
-        let mut listeners = self.inner.listeners.lock().unwrap_or_else(|e| e.into_inner());
+        let mut listeners = self.inner.listeners.locked();
         listeners.retain(|l| l.strong_count() > 0);
         listeners.iter().filter_map(Weak::upgrade).collect()
     }
@@ -955,13 +956,13 @@ impl Server {
     }
 
     pub(crate) fn register_session(&self, session: &Arc<Session>) {
-        let mut sessions = self.inner.sessions.lock().unwrap_or_else(|e| e.into_inner());
+        let mut sessions = self.inner.sessions.locked();
         sessions.retain(|s| s.strong_count() > 0);
         sessions.push(Arc::downgrade(session));
     }
 
     pub(crate) fn live_sessions(&self) -> Vec<Arc<Session>> {
-        let mut sessions = self.inner.sessions.lock().unwrap_or_else(|e| e.into_inner());
+        let mut sessions = self.inner.sessions.locked();
         sessions.retain(|s| s.strong_count() > 0);
         sessions.iter().filter_map(Weak::upgrade).collect()
     }

@@ -6,13 +6,14 @@ use std::sync::Arc;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, BufWriter};
 use tokio::sync::mpsc;
 
-use crate::cancel::cleanup_tasks;
 use tokio_util::sync::CancellationToken;
 
-use crate::dispatch::ChannelSink;
+use crate::base::cancel::cleanup_tasks;
+use crate::base::sink::FrameSink;
+
 use crate::era::v2025::Session;
 use crate::server::Server;
-use crate::transport::backlog::Backlog;
+use crate::transport::backlog::{Admit, Backlog};
 use crate::wire::error::{Error, ErrorCode};
 use crate::wire::jsonrpc::Incoming;
 
@@ -183,4 +184,34 @@ async fn write_frame<W: AsyncWrite + Unpin>(writer: &mut W, frame: &str) -> io::
     }
     writer.write_all(frame.as_bytes()).await?;
     writer.write_all(b"\n").await
+}
+
+/// The sink of a stream transport (`serve_streams`): the single writer's queue, bounded by bytes.
+pub(crate) struct ChannelSink {
+    pub tx: mpsc::UnboundedSender<String>,
+    pub backlog: Arc<Backlog>,
+    /// Cancelled when the peer stops reading: the session ends.
+    pub stuck: tokio_util::sync::CancellationToken,
+}
+
+impl ChannelSink {
+    fn push(&self, frame: String, droppable: bool) {
+        match self.backlog.admit(frame.len(), droppable) {
+            // A closed writer means the peer is gone; the frame is dropped.
+            Admit::Send => {
+                let _ = self.tx.send(frame);
+            }
+            Admit::Drop => {}
+            Admit::Stuck => self.stuck.cancel(),
+        }
+    }
+}
+
+impl FrameSink for ChannelSink {
+    fn send(&self, frame: String) {
+        self.push(frame, false)
+    }
+    fn send_droppable(&self, frame: String) {
+        self.push(frame, true)
+    }
 }

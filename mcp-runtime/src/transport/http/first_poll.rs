@@ -5,6 +5,7 @@
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use crate::base::sync::Unpoisoned;
 use crate::dispatch::FrameSink;
 use crate::transport::backlog::{Admit, Backlog, OutboundLimits};
 
@@ -37,7 +38,7 @@ impl<S: FrameSink> FirstPoll<S> {
     }
 
     fn lock(&self) -> MutexGuard<'_, Held<S>> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        self.state.locked()
     }
 
     /// After the first poll: `Ok` with the response, if it came with nothing before it. Otherwise `open` makes the

@@ -18,6 +18,7 @@ use tokio::sync::mpsc;
 
 use super::first_poll::FirstPoll;
 use super::HttpState;
+use crate::base::sync::Unpoisoned;
 use crate::context::HttpRequest;
 use crate::dispatch::{Connection, FrameSink, NoSink, Origin};
 use crate::era::v2026;
@@ -67,7 +68,7 @@ struct ModernRoute {
 
 impl ModernRoute {
     fn tx(&self) -> std::sync::MutexGuard<'_, Option<mpsc::UnboundedSender<Out>>> {
-        self.tx.lock().unwrap_or_else(|e| e.into_inner())
+        self.tx.locked()
     }
 
     fn push(&self, frame: String, droppable: bool) {
