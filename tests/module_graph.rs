@@ -38,16 +38,11 @@ const CYCLE_DEBT: &[(&str, &str)] = &[
     ("server", "era"),
     ("server", "handler"),
     ("server", "task"),
-    ("server", "transport"),
     ("task", "context"),
     ("task", "dispatch"),
     ("task", "era"),
     ("task", "handler"),
     ("task", "server"),
-    ("transport", "context"),
-    ("transport", "dispatch"),
-    ("transport", "era"),
-    ("transport", "server"),
 ];
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -213,8 +208,9 @@ fn the_runtime_layers_import_one_way() {
         }
     }
     let debt: BTreeSet<(String, String)> = CYCLE_DEBT.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect();
-    for component in cycles(&edges) {
-        for from in &component {
+    let found = cycles(&edges);
+    for component in &found {
+        for from in component {
             for (to, place) in &edges[from] {
                 if component.contains(to) && !debt.contains(&(from.clone(), to.clone())) {
                     problems.push(format!(
@@ -225,10 +221,12 @@ fn the_runtime_layers_import_one_way() {
             }
         }
     }
+    let in_cycle = |from: &String, to: &String| found.iter().any(|c| c.contains(from) && c.contains(to));
     for (from, to) in &debt {
-        if !edges.get(from).is_some_and(|m| m.contains_key(to)) {
+        if !edges.get(from).is_some_and(|m| m.contains_key(to)) || !in_cycle(from, to) {
             problems.push(format!(
-                "`{from}` no longer imports `{to}`: remove (\"{from}\", \"{to}\") from CYCLE_DEBT in tests/module_graph.rs"
+                "`{from}` -> `{to}` closes no cycle any more: remove (\"{from}\", \"{to}\") from CYCLE_DEBT in \
+                 tests/module_graph.rs"
             ));
         }
     }

@@ -24,9 +24,9 @@ use tokio::io::{AsyncRead, ReadBuf};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
+use crate::base::backlog::{Admit, Backlog, OutboundLimits};
 use crate::base::sync::Unpoisoned;
 use crate::dispatch::FrameSink;
-use crate::transport::backlog::{Admit, Backlog, OutboundLimits};
 use crate::transport::line;
 
 /// A standard stream made non-blocking; its original flags are restored on drop. The `File` is never closed.

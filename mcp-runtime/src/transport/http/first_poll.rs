@@ -5,9 +5,9 @@
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use crate::base::backlog::{Admit, Backlog, OutboundLimits};
 use crate::base::sync::Unpoisoned;
 use crate::dispatch::FrameSink;
-use crate::transport::backlog::{Admit, Backlog, OutboundLimits};
 
 /// Keeps a request's frames until [`FirstPoll::decide`], then forwards them to the sink it opened. What it keeps is
 /// bounded as any outbound queue is: past the soft bound, progress and log notifications are dropped (a handler that

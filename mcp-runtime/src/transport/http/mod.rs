@@ -33,12 +33,12 @@ use axum::Router;
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
+use crate::base::backlog::{Admit, Backlog, OutboundLimits};
 use crate::base::sync::Unpoisoned;
 use crate::context::{AuthInfo, HttpRequest};
 use crate::dispatch::{FrameSink, NoSink, Origin, Sink};
 use crate::era::v2025::Session;
 use crate::server::Server;
-use crate::transport::backlog::{Admit, Backlog, OutboundLimits};
 use crate::wire::error::{Error, ErrorCode};
 use crate::wire::jsonrpc::{self, Incoming, RequestId};
 use crate::wire::protocol::SUPPORTED_PROTOCOL_VERSIONS;
@@ -687,7 +687,7 @@ impl Server {
         http1.timer(hyper_util::rt::TokioTimer::new()).header_read_timeout(header_read_timeout).keep_alive(true);
         let connections = Arc::new(tokio::sync::Semaphore::new(max_connections));
         let graceful = hyper_util::server::graceful::GracefulShutdown::new();
-        let mut stop = std::pin::pin!(crate::server::stop_signal());
+        let mut stop = std::pin::pin!(crate::transport::stop_signal());
         loop {
             let (tcp, peer) = tokio::select! {
                 accepted = listener.accept() => match accepted {
