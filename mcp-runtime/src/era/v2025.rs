@@ -12,6 +12,7 @@ use serde_json::{json, Map, Value};
 use crate::base::sync::Unpoisoned;
 use crate::context::{ClientInfo, Era, EraState, RequestMeta, LOG_LEVEL_UNSET};
 use crate::dispatch::{self, respond, Connection, Origin, Request, Sink};
+use crate::server::hub::{Change, Subscriber};
 use crate::server::Server;
 use crate::wire::error::{Error, ErrorCode};
 use crate::wire::jsonrpc::{self, Incoming, RequestId};
@@ -43,7 +44,8 @@ impl Session {
             log_level: Arc::new(AtomicU8::new(LOG_LEVEL_UNSET)),
             subscriptions: Mutex::new(HashSet::new()),
         });
-        session.conn.server().register_session(&session);
+        let subscriber: std::sync::Weak<dyn Subscriber> = Arc::downgrade(&session) as _;
+        session.conn.server().subscribe(subscriber);
         session
     }
 
@@ -233,5 +235,22 @@ fn uri_param(params: Option<Value>) -> Result<String, Error> {
     match jsonrpc::params_object(params)?.remove("uri") {
         Some(Value::String(uri)) => Ok(uri),
         _ => Err(Error::invalid_params("a string `uri` is required")),
+    }
+}
+
+/// A 2025 session hears list changes once initialized, and updates of the resources it subscribed to.
+impl Subscriber for Session {
+    fn hear(&self, change: Change<'_>) {
+        match change {
+            Change::ListChanged(method) if self.is_initialized() => self.notify(method, &json!({})),
+            Change::ResourceUpdated(uri) if self.is_subscribed(uri) => {
+                self.notify("notifications/resources/updated", &json!({ "uri": uri }))
+            }
+            _ => {}
+        }
+    }
+
+    fn stop(&self, reason: &str) {
+        self.cancel_all(reason)
     }
 }

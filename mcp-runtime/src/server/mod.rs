@@ -1,6 +1,7 @@
 //! [`Server`]: the shared configuration (info, state, capabilities) and the registry of what it serves. The
 //! registry can change while the server runs; every change makes a new snapshot and tells every session.
 
+pub(crate) mod hub;
 pub(crate) mod registry;
 pub(crate) mod state;
 
@@ -13,8 +14,6 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use crate::base::sync::{Unpoisoned, UnpoisonedRw};
-use crate::era::v2025::Session;
-use crate::era::v2026::{Listener, Listeners};
 use crate::handler::method::{MethodDef, MethodItem};
 use crate::handler::prompt::{PromptDef, PromptItem};
 use crate::handler::resource::CacheHint;
@@ -97,10 +96,9 @@ pub(crate) struct ServerInner {
     pub state: StateMap,
     pub shutdown_hooks: Mutex<Vec<BoxFuture<'static, ()>>>,
     pub shutdown_timeout: Duration,
-    /// Live sessions, for list-changed and resource-updated notifications.
-    sessions: Mutex<Vec<Weak<Session>>>,
+    /// Who listens for changes: 2025 sessions, 2026 listen streams.
+    hub: Box<dyn hub::ChangeHub>,
     /// Open 2026 `subscriptions/listen` streams, for the same notifications.
-    listeners: Listeners,
     /// The `serverInfo`, as JSON (2026 results carry it in `_meta`).
     pub info_value: Value,
     /// What every 2026 result starts with (`resultType`, `_meta` with the server's info), serialized once.
@@ -685,8 +683,7 @@ impl ServerBuilder {
                 state: self.state,
                 shutdown_hooks: Mutex::new(self.shutdown_hooks),
                 shutdown_timeout: self.shutdown_timeout.unwrap_or(DEFAULT_SHUTDOWN_TIMEOUT),
-                sessions: Mutex::new(Vec::new()),
-                listeners: Mutex::new(Vec::new()),
+                hub: Box::new(hub::MemoryHub::default()),
                 result_prefix: crate::era::v2026::result_prefix(&info_value),
                 info_value,
                 discover,
@@ -826,7 +823,7 @@ impl Server {
             *guard = Arc::new(next);
             out
         };
-        self.broadcast(notification, &json!({}));
+        self.broadcast(notification);
         Ok(out)
     }
 
@@ -905,15 +902,7 @@ impl Server {
     /// Tells every session subscribed to `uri` that the resource changed (`notifications/resources/updated`).
     /// Sessions that did not subscribe hear nothing.
     pub fn notify_resource_updated(&self, uri: &str) {
-        let params = json!({ "uri": uri });
-        for session in self.live_sessions() {
-            if session.is_subscribed(uri) {
-                session.notify("notifications/resources/updated", &params);
-            }
-        }
-        for listener in self.live_listeners() {
-            listener.resource_updated(uri);
-        }
+        self.inner.hub.publish(hub::Change::ResourceUpdated(uri));
     }
 
     /// The task engine.
@@ -921,61 +910,32 @@ impl Server {
         &self.inner.tasks
     }
 
-    /// Tells the 2026 listen streams that follow a task that it changed (`notifications/tasks`).
+    /// Tells the listeners that follow a task that it changed.
     pub(crate) fn notify_task(&self, record: &crate::task::TaskRecord) {
-        let listeners = self.live_listeners();
-        if listeners.is_empty() {
-            return;
-        }
-        let task = crate::task::methods::detailed_2026(record);
-        for listener in listeners {
-            listener.task_changed(record, &task);
-        }
+        self.inner.hub.publish(hub::Change::Task(record));
     }
 
-    pub(crate) fn add_listener(&self, listener: &Arc<Listener>) {
-        let mut listeners = self.inner.listeners.locked();
-        listeners.retain(|l| l.strong_count() > 0);
-        listeners.push(Arc::downgrade(listener));
+    /// Where a front registers what listens for changes (a session, a listen stream).
+    pub(crate) fn subscribe(&self, subscriber: Weak<dyn hub::Subscriber>) {
+        self.inner.hub.subscribe(subscriber);
     }
 
-    fn live_listeners(&self) -> Vec<Arc<Listener>> {
-        let mut listeners = self.inner.listeners.locked();
-        listeners.retain(|l| l.strong_count() > 0);
-        listeners.iter().filter_map(Weak::upgrade).collect()
-    }
-
-    /// Ends every `subscriptions/listen` stream cleanly (the server is stopping): each gets its result.
-    /// Ends the `subscriptions/listen` streams of one connection, or of all.
-    pub(crate) fn end_listeners(&self, conn: Option<&Arc<crate::dispatch::Connection>>) {
-        for listener in self.live_listeners() {
-            if conn.is_none_or(|c| listener.is_on(c)) {
-                listener.end();
-            }
+    /// Ends what the subscribers of one connection (or of all) stream, cleanly: listen streams get their result.
+    pub(crate) fn end_streams(&self, conn: Option<&Arc<crate::dispatch::Connection>>) {
+        for subscriber in self.inner.hub.subscribers() {
+            subscriber.end(conn);
         }
     }
 
-    pub(crate) fn register_session(&self, session: &Arc<Session>) {
-        let mut sessions = self.inner.sessions.locked();
-        sessions.retain(|s| s.strong_count() > 0);
-        sessions.push(Arc::downgrade(session));
+    /// The server is stopping: every subscriber cancels what it has in flight.
+    pub(crate) fn stop_subscribers(&self, reason: &str) {
+        for subscriber in self.inner.hub.subscribers() {
+            subscriber.stop(reason);
+        }
     }
 
-    pub(crate) fn live_sessions(&self) -> Vec<Arc<Session>> {
-        let mut sessions = self.inner.sessions.locked();
-        sessions.retain(|s| s.strong_count() > 0);
-        sessions.iter().filter_map(Weak::upgrade).collect()
-    }
-
-    fn broadcast(&self, method: &str, params: &Value) {
-        for session in self.live_sessions() {
-            if session.is_initialized() {
-                session.notify(method, params);
-            }
-        }
-        for listener in self.live_listeners() {
-            listener.list_changed(method);
-        }
+    fn broadcast(&self, method: &str) {
+        self.inner.hub.publish(hub::Change::ListChanged(method));
     }
 
     /// Whether nothing is registered: no tool, prompt, resource, template or custom method.

@@ -106,7 +106,7 @@ fn dispatch(session: &Arc<Session>, line: &[u8]) {
 /// Cancels everything in flight, then waits (bounded) for the handlers to stop and for their cleanups.
 pub(crate) async fn shutdown(session: &Arc<Session>, deadline: tokio::time::Instant) {
     // Open `subscriptions/listen` streams end cleanly, with their result; everything else is cancelled.
-    session.connection().server().end_listeners(Some(session.connection()));
+    session.connection().server().end_streams(Some(session.connection()));
     session.cancel_all("the session is ending");
     let tasks = cleanup_tasks();
     tasks.close();

@@ -728,14 +728,12 @@ impl Server {
         // is in flight. Connections still open at the deadline are dropped.
         let deadline = tokio::time::Instant::now() + self.inner.shutdown_timeout;
         drop(listener);
-        self.end_listeners(None);
+        self.end_streams(None);
         self.tasks().cancel_all("the server is stopping");
         state.end_all_sessions("the server is stopping");
         let _ = tokio::time::timeout_at(deadline, graceful.shutdown()).await;
         let tasks = crate::base::cancel::cleanup_tasks();
-        for session in self.live_sessions() {
-            session.cancel_all("the server is stopping");
-        }
+        self.stop_subscribers("the server is stopping");
         tasks.close();
         let _ = tokio::time::timeout_at(deadline, tasks.wait()).await;
         tasks.reopen();
