@@ -12,16 +12,27 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use base64::Engine;
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::Value;
 use tokio::task::AbortHandle;
 
-use super::{Error, Inner};
+use super::{Error, Inner, TransportError, TransportErrorKind};
 use crate::wire::jsonrpc::RequestId;
 
 /// How many times a request's stream is resumed before the request fails.
 const MAX_RESUMES: usize = 5;
 /// The delay before resuming a stream when the server gave no `retry:`.
 const DEFAULT_RETRY: Duration = Duration::from_millis(1000);
+/// How much of an HTTP error's body is kept for [`Error::Http`].
+const ERROR_BODY: usize = 4096;
+
+/// What the builder sets for HTTP.
+pub(crate) struct Options {
+    /// The caller's own client, if any.
+    pub(crate) client: Option<reqwest::Client>,
+    /// Headers sent on every request.
+    pub(crate) headers: Vec<(String, String)>,
+}
 
 pub(crate) struct Http {
     shared: Arc<Shared>,
@@ -31,16 +42,32 @@ pub(crate) struct Http {
 }
 
 impl Http {
-    pub(crate) fn new(url: String) -> Result<Http, Error> {
-        let client = reqwest::Client::builder()
-            .tcp_nodelay(true)
-            .build()
-            .map_err(|e| Error::Transport(format!("could not build the HTTP client: {e}")))?;
-        Ok(Http {
-            shared: Arc::new(Shared { client, url, session: Mutex::new(None), version: Mutex::new(None) }),
-            readers: Mutex::new(HashMap::new()),
-            standalone: Mutex::new(None),
-        })
+    pub(crate) fn new(url: String, options: Options) -> Result<Http, Error> {
+        let config = |context: String| Error::Transport(TransportError::new(TransportErrorKind::Config, context));
+        if let Err(e) = reqwest::Url::parse(&url) {
+            return Err(Error::Transport(
+                TransportError::new(TransportErrorKind::Config, format!("{url:?} is not a URL")).source(e),
+            ));
+        }
+        let mut headers = HeaderMap::new();
+        for (name, value) in options.headers {
+            let Ok(header) = HeaderName::from_bytes(name.as_bytes()) else {
+                return Err(config(format!("{name:?} is not a header name")));
+            };
+            let Ok(value) = HeaderValue::from_str(&value) else {
+                return Err(config(format!("the value of the header {name} is not a header value")));
+            };
+            headers.append(header, value);
+        }
+        let client = match options.client {
+            Some(client) => client,
+            None => reqwest::Client::builder()
+                .tcp_nodelay(true)
+                .build()
+                .map_err(|e| Error::Transport(TransportError::from_reqwest("could not build the HTTP client", e)))?,
+        };
+        let shared = Arc::new(Shared { client, url, headers, session: Mutex::new(None), version: Mutex::new(None) });
+        Ok(Http { shared, readers: Mutex::new(HashMap::new()), standalone: Mutex::new(None) })
     }
 
     pub(crate) fn set_version(&self, version: &str) {
@@ -52,11 +79,7 @@ impl Http {
     }
 
     fn post(&self) -> reqwest::RequestBuilder {
-        self.shared
-            .client
-            .post(&self.shared.url)
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
+        self.shared.post()
     }
 
     /// Sends a request; its answer (and whatever comes on its stream) goes to `inner`.
@@ -117,7 +140,7 @@ impl Http {
                     }
                     read_response(&http, response, &weak, Some(&id)).await
                 }
-                Err(e) => Err(Error::Transport(format!("the request failed: {e}"))),
+                Err(e) => Err(Error::Transport(TransportError::from_reqwest("the request failed", e))),
             };
             if let (Err(e), Some(inner)) = (outcome, weak.upgrade()) {
                 inner.fail(&id, e);
@@ -163,8 +186,7 @@ impl Http {
             let mut last_event: Option<String> = None;
             let mut retry = DEFAULT_RETRY;
             for _ in 0..1000 {
-                let mut request =
-                    http.session_headers(http.client.get(&http.url).header("accept", "text/event-stream"));
+                let mut request = http.session_headers(http.get());
                 if let Some(id) = &last_event {
                     request = request.header("last-event-id", id);
                 }
@@ -205,7 +227,7 @@ impl Http {
         }
         let session = self.shared.session.lock().unwrap_or_else(|e| e.into_inner()).take();
         if let Some(session) = session {
-            let _ = self.shared.client.delete(&self.shared.url).header("mcp-session-id", session).send().await;
+            let _ = self.shared.delete().header("mcp-session-id", session).send().await;
         }
     }
 }
@@ -221,15 +243,33 @@ impl Drop for Http {
     }
 }
 
-/// What the transport and its reader tasks share: the HTTP client, the endpoint, the 2025 session.
+/// What the transport and its reader tasks share: the HTTP client, the endpoint, the caller's headers, the 2025
+/// session.
 struct Shared {
     client: reqwest::Client,
     url: String,
+    headers: HeaderMap,
     session: Mutex<Option<String>>,
     version: Mutex<Option<String>>,
 }
 
 impl Shared {
+    fn post(&self) -> reqwest::RequestBuilder {
+        self.client
+            .post(&self.url)
+            .headers(self.headers.clone())
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+    }
+
+    fn get(&self) -> reqwest::RequestBuilder {
+        self.client.get(&self.url).headers(self.headers.clone()).header("accept", "text/event-stream")
+    }
+
+    fn delete(&self) -> reqwest::RequestBuilder {
+        self.client.delete(&self.url).headers(self.headers.clone())
+    }
+
     fn session_headers(&self, mut request: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
         if let Some(session) = self.session.lock().unwrap_or_else(|e| e.into_inner()).clone() {
             request = request.header("mcp-session-id", session);
@@ -261,22 +301,30 @@ async fn read_response(
     };
 
     if content_type.starts_with("application/json") {
-        let bytes = response.bytes().await.map_err(|e| Error::Transport(format!("reading the answer: {e}")))?;
-        let message: Value = serde_json::from_slice(&bytes)
-            .map_err(|e| Error::Protocol(format!("HTTP {status}: an answer that is not JSON ({e})")))?;
+        let bytes = response
+            .bytes()
+            .await
+            .map_err(|e| Error::Transport(TransportError::from_reqwest("reading the answer", e)))?;
+        let message: Value = match serde_json::from_slice(&bytes) {
+            Ok(message) => message,
+            Err(_) if !status.is_success() => return Err(http_error(status, &bytes)),
+            Err(e) => return Err(Error::Protocol(format!("HTTP {status}: an answer that is not JSON ({e})"))),
+        };
         let Some(client) = inner.upgrade() else { return Ok(()) };
         client.receive(message);
         drop(client);
         // A JSON body that answered nothing (an HTTP error in some other shape, such as an OAuth 401) fails the call.
         if !answered(inner) {
-            let text = String::from_utf8_lossy(&bytes);
-            return Err(Error::Transport(format!("HTTP {status}: {}", text.chars().take(300).collect::<String>())));
+            if status.is_success() {
+                let text = String::from_utf8_lossy(&bytes[..bytes.len().min(ERROR_BODY)]).into_owned();
+                return Err(Error::Protocol(format!("HTTP {status}: a JSON answer to another request: {text}")));
+            }
+            return Err(http_error(status, &bytes));
         }
         return Ok(());
     }
     if !content_type.starts_with("text/event-stream") {
-        let body = response.text().await.unwrap_or_default();
-        return Err(Error::Transport(format!("HTTP {status}: {}", body.chars().take(300).collect::<String>())));
+        return Err(http_error(status, &read_prefix(response).await));
     }
     let mut reader = SseReader::new(response);
     let mut last_event: Option<String> = None;
@@ -309,24 +357,49 @@ async fn read_response(
         }
         // The stream ended before the response: resume it where it stopped, after the server's delay.
         let Some(last) = last_event.clone() else {
-            return Err(Error::Transport("the request's stream ended before its response".into()));
+            return Err(Error::Transport(TransportError::new(
+                TransportErrorKind::Io,
+                "the request's stream ended before its response",
+            )));
         };
         resumes += 1;
         if resumes > MAX_RESUMES {
-            return Err(Error::Transport(format!(
-                "the request's stream ended {MAX_RESUMES} times without its response"
+            return Err(Error::Transport(TransportError::new(
+                TransportErrorKind::Io,
+                format!("the request's stream ended {MAX_RESUMES} times without its response"),
             )));
         }
         tokio::time::sleep(retry).await;
-        let request = http
-            .session_headers(http.client.get(&http.url).header("accept", "text/event-stream"))
-            .header("last-event-id", last);
-        let response = request.send().await.map_err(|e| Error::Transport(format!("resuming the stream: {e}")))?;
+        let request = http.session_headers(http.get()).header("last-event-id", last);
+        let response = request
+            .send()
+            .await
+            .map_err(|e| Error::Transport(TransportError::from_reqwest("resuming the stream", e)))?;
         if !response.status().is_success() {
-            return Err(Error::Transport(format!("resuming the stream: HTTP {}", response.status())));
+            let status = response.status();
+            return Err(http_error(status, &read_prefix(response).await));
         }
         reader = SseReader::new(response);
     }
+}
+
+/// An HTTP status that is not an MCP answer, with the start of its body.
+fn http_error(status: reqwest::StatusCode, body: &[u8]) -> Error {
+    let body = String::from_utf8_lossy(&body[..body.len().min(ERROR_BODY)]).trim().to_owned();
+    Error::Http { status: status.as_u16(), body }
+}
+
+/// The first [`ERROR_BODY`] bytes of a body (of an HTTP error), or what came before the body failed.
+async fn read_prefix(mut response: reqwest::Response) -> Vec<u8> {
+    let mut body = Vec::new();
+    while body.len() < ERROR_BODY {
+        match response.chunk().await {
+            Ok(Some(chunk)) => body.extend_from_slice(&chunk),
+            _ => break,
+        }
+    }
+    body.truncate(ERROR_BODY);
+    body
 }
 
 /// One server-sent event.

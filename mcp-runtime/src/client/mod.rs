@@ -34,6 +34,7 @@
 //! - `Client` is `Clone + Send + Sync`: many tasks can call through one connection at once.
 
 mod call;
+mod error;
 mod http;
 mod listen;
 mod stdio;
@@ -50,6 +51,7 @@ use serde_json::{json, Map, Value};
 use tokio::sync::{oneshot, Notify};
 
 pub use call::{Call, Progress};
+pub use error::{Error, TransportError, TransportErrorKind};
 pub use listen::{ListenFilter, Notification, Subscription};
 pub use task::{Started, TaskHandle, TaskState};
 
@@ -81,49 +83,6 @@ pub enum EraChoice {
     Legacy,
 }
 
-/// Why a client call failed.
-#[derive(Clone, Debug, PartialEq)]
-#[non_exhaustive]
-pub enum Error {
-    /// The server answered with a JSON-RPC error.
-    Rpc(crate::Error),
-    /// The call's timeout ran out (the request was cancelled).
-    Timeout(Duration),
-    /// The connection could not be made, or broke.
-    Transport(String),
-    /// The server said something this client cannot read.
-    Protocol(String),
-    /// The connection is closed.
-    Closed,
-    /// 2026 era: the server kept asking (`input_required`) past the limit of rounds.
-    TooManyRounds(usize),
-}
-
-impl fmt::Display for Error {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Error::Rpc(e) => write!(f, "the server answered with an error: {e}"),
-            Error::Timeout(d) => write!(f, "no answer within {d:?}; the request was cancelled"),
-            Error::Transport(why) => write!(f, "transport error: {why}"),
-            Error::Protocol(why) => write!(f, "protocol error: {why}"),
-            Error::Closed => f.write_str("the connection is closed"),
-            Error::TooManyRounds(n) => write!(f, "the server asked for input more than {n} times in one call"),
-        }
-    }
-}
-
-impl std::error::Error for Error {}
-
-impl Error {
-    /// The JSON-RPC error code, when the server answered with an error.
-    pub fn code(&self) -> Option<i32> {
-        match self {
-            Error::Rpc(e) => Some(e.code.0),
-            _ => None,
-        }
-    }
-}
-
 /// A handler for questions from the server: gets the request's `params`, returns the result to send.
 pub type Handler = Arc<dyn Fn(Value) -> BoxFuture<'static, Result<Value, crate::Error>> + Send + Sync>;
 
@@ -143,6 +102,8 @@ pub struct ClientBuilder {
     log_level: Option<LogLevel>,
     max_rounds: Option<usize>,
     extensions: Map<String, Value>,
+    headers: Vec<(String, String)>,
+    http_client: Option<reqwest::Client>,
 }
 
 impl fmt::Debug for ClientBuilder {
@@ -246,6 +207,42 @@ impl ClientBuilder {
         self
     }
 
+    /// HTTP: a header sent on every request (an `Authorization` token, an API key). Called again with the same
+    /// name, adds another value. An invalid name or value is an [`Error::Transport`] of kind
+    /// [`TransportErrorKind::Config`] from [`ClientBuilder::http`].
+    ///
+    /// ```no_run
+    /// # async fn run() -> Result<(), mcp::client::Error> {
+    /// let client = mcp::client::Client::builder()
+    ///     .header("authorization", "Bearer s3cret")
+    ///     .http("https://mcp.example.com/mcp")
+    ///     .await?;
+    /// # drop(client); Ok(()) }
+    /// # fn main() { let _ = run(); }
+    /// ```
+    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.headers.push((name.into(), value.into()));
+        self
+    }
+
+    /// HTTP: the [`reqwest::Client`] to send with, configured as the program needs (proxies, root certificates, a
+    /// client certificate, timeouts). Without it the client builds its own (rustls with the platform's roots).
+    ///
+    /// ```no_run
+    /// # async fn run(pem: &[u8]) -> Result<(), Box<dyn std::error::Error>> {
+    /// let http = reqwest::Client::builder()
+    ///     .add_root_certificate(reqwest::Certificate::from_pem(pem)?)
+    ///     .connect_timeout(std::time::Duration::from_secs(5))
+    ///     .build()?;
+    /// let client = mcp::client::Client::builder().http_client(http).http("https://localhost:8443/mcp").await?;
+    /// # drop(client); Ok(()) }
+    /// # fn main() { let _ = run(b""); }
+    /// ```
+    pub fn http_client(mut self, client: reqwest::Client) -> Self {
+        self.http_client = Some(client);
+        self
+    }
+
     /// Starts `command` and speaks MCP over its stdin and stdout. The child is killed when the last clone of the
     /// client is dropped (or on [`Client::close`]).
     pub async fn stdio(self, command: tokio::process::Command) -> Result<Client, Error> {
@@ -256,9 +253,11 @@ impl ClientBuilder {
         Ok(client)
     }
 
-    /// Connects to a Streamable HTTP endpoint (`http://host:port/mcp`).
+    /// Connects to a Streamable HTTP endpoint (`http://host:port/mcp`, or `https://`: TLS is rustls, with the
+    /// platform's roots unless [`ClientBuilder::http_client`] passes a client configured otherwise).
     pub async fn http(self, url: impl Into<String>) -> Result<Client, Error> {
-        let link = http::Http::new(url.into())?;
+        let options = http::Options { client: self.http_client.clone(), headers: self.headers.clone() };
+        let link = http::Http::new(url.into(), options)?;
         let client = self.into_client(Link::Http(link));
         client.handshake().await?;
         Ok(client)
@@ -467,8 +466,9 @@ impl Client {
                     let _ = self.inner.session.set(found);
                     return Ok(());
                 }
-                Err(Error::Transport(why)) => return Err(Error::Transport(why)),
-                Err(_) => false,
+                // A server that answers, but not `server/discover`, speaks 2025; a broken connection is an error.
+                Err(Error::Rpc(_) | Error::Protocol(_)) => false,
+                Err(e) => return Err(e),
             },
         };
         let session = if modern { self.discover().await? } else { self.initialize().await? };

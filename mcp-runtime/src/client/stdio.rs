@@ -8,7 +8,7 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdout};
 use tokio::sync::mpsc;
 
-use super::{Error, Inner};
+use super::{Error, Inner, TransportError, TransportErrorKind};
 
 /// How many frames may wait for the child's stdin.
 const QUEUE: usize = 1024;
@@ -23,9 +23,14 @@ impl Stdio {
     /// Starts the child; its stdout is to be read with [`read_loop`].
     pub(crate) fn spawn(mut command: tokio::process::Command) -> Result<(Stdio, ChildStdout), Error> {
         command.stdin(Piped::piped()).stdout(Piped::piped()).kill_on_drop(true);
-        let mut child = command.spawn().map_err(|e| Error::Transport(format!("could not start the server: {e}")))?;
-        let mut stdin = child.stdin.take().ok_or_else(|| Error::Transport("the child has no stdin".into()))?;
-        let stdout = child.stdout.take().ok_or_else(|| Error::Transport("the child has no stdout".into()))?;
+        let mut child = command.spawn().map_err(|e| {
+            Error::Transport(TransportError::new(TransportErrorKind::Spawn, "could not start the server").source(e))
+        })?;
+        let missing = |what: &str| {
+            Error::Transport(TransportError::new(TransportErrorKind::Io, format!("the child has no {what}")))
+        };
+        let mut stdin = child.stdin.take().ok_or_else(|| missing("stdin"))?;
+        let stdout = child.stdout.take().ok_or_else(|| missing("stdout"))?;
         let (tx, mut rx) = mpsc::channel::<String>(QUEUE);
         tokio::spawn(async move {
             while let Some(mut frame) = rx.recv().await {
