@@ -1,12 +1,182 @@
-//! `mcp::client` against hostile or broken servers. Over HTTP: HTTPS with a self-signed certificate the test
-//! trusts, headers on every request and a readable 401, and transport errors that say what failed.
+//! `mcp::client` against hostile or broken servers. Over HTTP: an SSE stream without blank lines and a flood of
+//! pings, HTTPS with a self-signed certificate the test trusts, headers on every request and a readable 401, and
+//! transport errors that say what failed.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use mcp::client::{Client, EraChoice, Error, TransportErrorKind};
-use serde_json::json;
+use serde_json::{json, Value};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
+
+/// Long enough for any healthy exchange on a loaded machine; what must not hang is bounded by this.
+const WAIT: Duration = Duration::from_secs(20);
+
+/// This process's resident memory, in bytes (Linux).
+fn rss() -> usize {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<usize>().ok())
+        .map_or(0, |kb| kb * 1024)
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// HTTP against raw sockets
+
+/// What a fake HTTP server answers a POST with.
+enum Answer {
+    Json(Value),
+    /// A `text/event-stream` body written by the function, then the connection closes.
+    Stream(Box<dyn FnOnce(tokio::net::tcp::OwnedWriteHalf) -> futures_like::BoxFuture + Send>),
+    /// 202, after holding the request for the duration.
+    Accepted(Duration),
+}
+
+mod futures_like {
+    pub type BoxFuture = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
+}
+
+/// A 2026-era fake: answers `server/discover` itself and every other POST with `answer(message)`.
+async fn fake_http(answer: impl Fn(Value) -> Answer + Send + Sync + 'static) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let answer = Arc::new(answer);
+    tokio::spawn(async move {
+        while let Ok((socket, _)) = listener.accept().await {
+            let answer = answer.clone();
+            tokio::spawn(async move {
+                let (mut read, mut write) = socket.into_split();
+                let mut head = Vec::new();
+                let mut byte = [0u8; 1];
+                while !head.ends_with(b"\r\n\r\n") {
+                    if read.read(&mut byte).await.unwrap_or(0) == 0 {
+                        return;
+                    }
+                    head.push(byte[0]);
+                }
+                let head = String::from_utf8_lossy(&head).to_ascii_lowercase();
+                let length = head
+                    .lines()
+                    .find_map(|l| l.strip_prefix("content-length:"))
+                    .and_then(|v| v.trim().parse::<usize>().ok())
+                    .unwrap_or(0);
+                let mut body = vec![0u8; length];
+                if read.read_exact(&mut body).await.is_err() {
+                    return;
+                }
+                let message: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+                let reply = if message["method"] == "server/discover" {
+                    Answer::Json(json!({"jsonrpc": "2.0", "id": message["id"], "result": {
+                        "supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}},
+                        "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "fake", "version": "1"}}}}))
+                } else {
+                    answer(message)
+                };
+                match reply {
+                    Answer::Json(value) => {
+                        let body = value.to_string();
+                        let response = format!(
+                            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                            body.len()
+                        );
+                        let _ = write.write_all(response.as_bytes()).await;
+                    }
+                    Answer::Stream(writer) => {
+                        let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n";
+                        if write.write_all(head.as_bytes()).await.is_ok() {
+                            writer(write).await;
+                        }
+                    }
+                    Answer::Accepted(hold) => {
+                        tokio::time::sleep(hold).await;
+                        let _ = write
+                            .write_all(b"HTTP/1.1 202 Accepted\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
+                            .await;
+                    }
+                }
+            });
+        }
+    });
+    format!("http://{addr}/mcp")
+}
+
+#[tokio::test]
+async fn an_sse_stream_without_blank_lines_is_bounded_by_the_frame_limit() {
+    let sent = Arc::new(AtomicUsize::new(0));
+    let counter = sent.clone();
+    let url = fake_http(move |_| {
+        let counter = counter.clone();
+        Answer::Stream(Box::new(move |mut write| {
+            Box::pin(async move {
+                let line = format!("data: {}\n", "z".repeat(64 * 1024));
+                // Up to 512 MiB of one event that never ends, unless the client hangs up.
+                for _ in 0..8192 {
+                    if write.write_all(line.as_bytes()).await.is_err() {
+                        return;
+                    }
+                    counter.fetch_add(line.len(), Ordering::Relaxed);
+                }
+            })
+        }))
+    })
+    .await;
+    let client = Client::builder().era(EraChoice::Modern).frame_limit(2 << 20).http(url).await.unwrap();
+    let before = rss();
+    let outcome = tokio::time::timeout(WAIT, client.call_tool("flood", json!({}))).await.expect("no hang");
+    assert_eq!(outcome.unwrap_err(), Error::FrameTooLarge { limit: 2 << 20 });
+    let grown = rss().saturating_sub(before);
+    assert!(grown < 64 << 20, "the client grew by {} MiB", grown >> 20);
+    assert!(sent.load(Ordering::Relaxed) < 256 << 20, "the client stopped reading once over the limit");
+}
+
+#[tokio::test]
+async fn a_flood_of_pings_is_answered_with_bounded_concurrency() {
+    const PINGS: usize = 3000;
+    let answering = Arc::new(AtomicUsize::new(0));
+    let most = Arc::new(AtomicUsize::new(0));
+    let (now, peak) = (answering.clone(), most.clone());
+    let url = fake_http(move |message| {
+        if message.get("method").is_none() {
+            // An answer to one of our pings: held a while, so answers in flight add up.
+            let n = now.fetch_add(1, Ordering::SeqCst) + 1;
+            peak.fetch_max(n, Ordering::SeqCst);
+            let now = now.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(Duration::from_millis(300)).await;
+                now.fetch_sub(1, Ordering::SeqCst);
+            });
+            return Answer::Accepted(Duration::from_millis(300));
+        }
+        let id = message["id"].clone();
+        Answer::Stream(Box::new(move |mut write| {
+            Box::pin(async move {
+                let mut events = String::new();
+                for i in 0..PINGS {
+                    events.push_str(&format!(
+                        "data: {{\"jsonrpc\":\"2.0\",\"id\":\"ping-{i}\",\"method\":\"ping\"}}\n\n"
+                    ));
+                }
+                let done =
+                    json!({"jsonrpc": "2.0", "id": id, "result": {"content": [{"type": "text", "text": "done"}]}});
+                events.push_str(&format!("data: {done}\n\n"));
+                let _ = write.write_all(events.as_bytes()).await;
+                tokio::time::sleep(Duration::from_secs(5)).await;
+            })
+        }))
+    })
+    .await;
+    let client = Client::builder().era(EraChoice::Modern).http(url).await.unwrap();
+    let result = tokio::time::timeout(WAIT, client.call_tool("pings", json!({}))).await.expect("no hang").unwrap();
+    assert_eq!(result.text(), Some("done"));
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    let most = most.load(Ordering::SeqCst);
+    assert!(most > 0, "the pings were answered");
+    assert!(most <= 32, "{most} answers were posted at once");
+}
 
 // ---------------------------------------------------------------------------------------------------------------
 // HTTPS, headers, transport errors, over the project's own server

@@ -14,8 +14,10 @@ use std::time::Duration;
 use base64::Engine;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::Value;
+use tokio::sync::{mpsc, Semaphore};
 use tokio::task::AbortHandle;
 
+use super::frame::{Event, Sse, SseItem};
 use super::{Error, Inner, TransportError, TransportErrorKind};
 use crate::wire::jsonrpc::RequestId;
 
@@ -23,6 +25,11 @@ use crate::wire::jsonrpc::RequestId;
 const MAX_RESUMES: usize = 5;
 /// The delay before resuming a stream when the server gave no `retry:`.
 const DEFAULT_RETRY: Duration = Duration::from_millis(1000);
+/// How many notifications and answers to the server may wait to be posted; past that one is dropped (with a
+/// warning), as on stdio.
+const POST_QUEUE: usize = 1024;
+/// How many of them are posted at once.
+const POSTING: usize = 16;
 /// How much of an HTTP error's body is kept for [`Error::Http`].
 const ERROR_BODY: usize = 4096;
 
@@ -32,10 +39,14 @@ pub(crate) struct Options {
     pub(crate) client: Option<reqwest::Client>,
     /// Headers sent on every request.
     pub(crate) headers: Vec<(String, String)>,
+    /// The longest JSON body or SSE event accepted.
+    pub(crate) frame_limit: usize,
 }
 
 pub(crate) struct Http {
     shared: Arc<Shared>,
+    /// Notifications and answers waiting to be posted.
+    posts: mpsc::Sender<String>,
     /// The reader of each request's stream.
     readers: Mutex<HashMap<RequestId, AbortHandle>>,
     standalone: Mutex<Option<AbortHandle>>,
@@ -66,8 +77,17 @@ impl Http {
                 .build()
                 .map_err(|e| Error::Transport(TransportError::from_reqwest("could not build the HTTP client", e)))?,
         };
-        let shared = Arc::new(Shared { client, url, headers, session: Mutex::new(None), version: Mutex::new(None) });
-        Ok(Http { shared, readers: Mutex::new(HashMap::new()), standalone: Mutex::new(None) })
+        let shared = Arc::new(Shared {
+            client,
+            url,
+            headers,
+            frame_limit: options.frame_limit,
+            session: Mutex::new(None),
+            version: Mutex::new(None),
+        });
+        let (posts, queue) = mpsc::channel(POST_QUEUE);
+        tokio::spawn(post_loop(shared.clone(), queue));
+        Ok(Http { shared, posts, readers: Mutex::new(HashMap::new()), standalone: Mutex::new(None) })
     }
 
     pub(crate) fn set_version(&self, version: &str) {
@@ -164,16 +184,12 @@ impl Http {
         }
     }
 
-    /// Posts a notification or a response (the server answers 202).
+    /// Posts a notification or a response (the server answers 202), in the order given, at most [`POSTING`] at
+    /// once; dropped with a warning when [`POST_QUEUE`] already wait.
     pub(crate) fn post_message(&self, frame: String) {
-        let request = self.session_headers(self.post()).body(frame);
-        tokio::spawn(async move {
-            match request.send().await {
-                Ok(r) if r.status().is_success() => {}
-                Ok(r) => tracing::debug!(status = %r.status(), "the server refused a notification or response"),
-                Err(e) => tracing::debug!(error = %e, "could not post a notification or response"),
-            }
-        });
+        if let Err(mpsc::error::TrySendError::Full(_)) = self.posts.try_send(frame) {
+            tracing::warn!("the server is not taking messages fast enough: a notification or answer was dropped");
+        }
     }
 
     /// 2025 era: the standalone GET stream, for what the server sends outside any request; resumed while it lasts.
@@ -197,8 +213,15 @@ impl Http {
                 if !response.status().is_success() {
                     return; // 405: the server offers no standalone stream; 404: the session is gone
                 }
-                let mut reader = SseReader::new(response);
+                let mut reader = SseReader::new(response, http.frame_limit);
                 while let Some(event) = reader.next().await {
+                    let event = match event {
+                        Ok(event) => event,
+                        Err(e) => {
+                            tracing::error!(error = %e, "skipped an event of the standalone stream");
+                            continue;
+                        }
+                    };
                     if let Some(id) = event.id {
                         last_event = Some(id);
                     }
@@ -249,8 +272,26 @@ struct Shared {
     client: reqwest::Client,
     url: String,
     headers: HeaderMap,
+    frame_limit: usize,
     session: Mutex<Option<String>>,
     version: Mutex<Option<String>>,
+}
+
+/// Posts what [`Http::post_message`] queued, [`POSTING`] at a time.
+async fn post_loop(http: Arc<Shared>, mut queue: mpsc::Receiver<String>) {
+    let room = Arc::new(Semaphore::new(POSTING));
+    while let Some(frame) = queue.recv().await {
+        let Ok(permit) = room.clone().acquire_owned().await else { return };
+        let request = http.session_headers(http.post()).body(frame);
+        tokio::spawn(async move {
+            match request.send().await {
+                Ok(r) if r.status().is_success() => {}
+                Ok(r) => tracing::debug!(status = %r.status(), "the server refused a notification or response"),
+                Err(e) => tracing::debug!(error = %e, "could not post a notification or response"),
+            }
+            drop(permit);
+        });
+    }
 }
 
 impl Shared {
@@ -301,10 +342,7 @@ async fn read_response(
     };
 
     if content_type.starts_with("application/json") {
-        let bytes = response
-            .bytes()
-            .await
-            .map_err(|e| Error::Transport(TransportError::from_reqwest("reading the answer", e)))?;
+        let bytes = read_body(response, http.frame_limit).await?;
         let message: Value = match serde_json::from_slice(&bytes) {
             Ok(message) => message,
             Err(_) if !status.is_success() => return Err(http_error(status, &bytes)),
@@ -326,12 +364,13 @@ async fn read_response(
     if !content_type.starts_with("text/event-stream") {
         return Err(http_error(status, &read_prefix(response).await));
     }
-    let mut reader = SseReader::new(response);
+    let mut reader = SseReader::new(response, http.frame_limit);
     let mut last_event: Option<String> = None;
     let mut retry = DEFAULT_RETRY;
     let mut resumes = 0;
     loop {
         while let Some(event) = reader.next().await {
+            let event = event?;
             if let Some(event_id) = event.id {
                 last_event = Some(event_id);
             }
@@ -379,7 +418,7 @@ async fn read_response(
             let status = response.status();
             return Err(http_error(status, &read_prefix(response).await));
         }
-        reader = SseReader::new(response);
+        reader = SseReader::new(response, http.frame_limit);
     }
 }
 
@@ -402,64 +441,61 @@ async fn read_prefix(mut response: reqwest::Response) -> Vec<u8> {
     body
 }
 
-/// One server-sent event.
-struct Event {
-    id: Option<String>,
-    retry: Option<Duration>,
-    data: String,
+/// A whole body of at most `limit` bytes; a longer one is [`Error::FrameTooLarge`], found out as soon as it is.
+async fn read_body(mut response: reqwest::Response, limit: usize) -> Result<Vec<u8>, Error> {
+    if response.content_length().is_some_and(|n| n > limit as u64) {
+        return Err(Error::FrameTooLarge { limit });
+    }
+    let mut body = Vec::new();
+    loop {
+        match response.chunk().await {
+            Ok(Some(chunk)) => {
+                if body.len() + chunk.len() > limit {
+                    return Err(Error::FrameTooLarge { limit });
+                }
+                body.extend_from_slice(&chunk);
+            }
+            Ok(None) => return Ok(body),
+            Err(e) => return Err(Error::Transport(TransportError::from_reqwest("reading the answer", e))),
+        }
+    }
 }
 
-/// Reads server-sent events from a response body, chunk by chunk.
+/// Reads server-sent events from a response body, chunk by chunk, each chunk's bytes scanned once and an event's
+/// data bounded by the frame limit.
 struct SseReader {
     response: reqwest::Response,
-    buffer: Vec<u8>,
+    parser: Sse,
+    ready: std::collections::VecDeque<SseItem>,
+    limit: usize,
     done: bool,
 }
 
 impl SseReader {
-    fn new(response: reqwest::Response) -> SseReader {
-        SseReader { response, buffer: Vec::new(), done: false }
+    fn new(response: reqwest::Response, limit: usize) -> SseReader {
+        SseReader { response, parser: Sse::new(limit), ready: Default::default(), limit, done: false }
     }
 
-    /// The next complete event, or `None` at the end of the stream.
-    async fn next(&mut self) -> Option<Event> {
+    /// The next complete event (or [`Error::FrameTooLarge`] for one over the limit, which is skipped), or `None`
+    /// at the end of the stream.
+    async fn next(&mut self) -> Option<Result<Event, Error>> {
         loop {
-            if let Some(event) = self.take_event() {
-                return Some(event);
+            match self.ready.pop_front() {
+                Some(SseItem::Event(event)) => return Some(Ok(event)),
+                Some(SseItem::TooLarge(_)) => return Some(Err(Error::FrameTooLarge { limit: self.limit })),
+                None => {}
             }
             if self.done {
                 return None;
             }
             match self.response.chunk().await {
-                // Lines end in "\n" or "\r\n": the carriage returns go as the bytes arrive.
-                Ok(Some(chunk)) => self.buffer.extend(chunk.iter().filter(|b| **b != b'\r')),
+                Ok(Some(chunk)) => {
+                    let ready = &mut self.ready;
+                    self.parser.feed(&chunk, &mut |item| ready.push_back(item));
+                }
                 _ => self.done = true,
             }
         }
-    }
-
-    /// Takes one event off the buffer if a blank line ends one.
-    fn take_event(&mut self) -> Option<Event> {
-        let end = self.buffer.windows(2).position(|w| w == b"\n\n")?;
-        let block = String::from_utf8_lossy(&self.buffer[..end]).into_owned();
-        self.buffer.drain(..end + 2);
-        let mut event = Event { id: None, retry: None, data: String::new() };
-        let mut data: Vec<&str> = Vec::new();
-        for line in block.lines() {
-            let (field, value) = match line.split_once(':') {
-                Some((f, v)) => (f, v.strip_prefix(' ').unwrap_or(v)),
-                None => (line, ""),
-            };
-            match field {
-                "" => {} // a comment
-                "data" => data.push(value),
-                "id" => event.id = Some(value.to_owned()),
-                "retry" => event.retry = value.parse().ok().map(Duration::from_millis),
-                _ => {}
-            }
-        }
-        event.data = data.join("\n");
-        Some(event)
     }
 }
 

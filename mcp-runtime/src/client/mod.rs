@@ -35,6 +35,7 @@
 
 mod call;
 mod error;
+pub(crate) mod frame;
 mod http;
 mod listen;
 mod stdio;
@@ -102,6 +103,7 @@ pub struct ClientBuilder {
     log_level: Option<LogLevel>,
     max_rounds: Option<usize>,
     extensions: Map<String, Value>,
+    frame_limit: Option<usize>,
     headers: Vec<(String, String)>,
     http_client: Option<reqwest::Client>,
 }
@@ -123,6 +125,14 @@ where
 
 /// How many `input_required` rounds one call may take by default: 8.
 pub const DEFAULT_MAX_ROUNDS: usize = 8;
+
+/// The longest message the client reads from a server by default: 64 MiB (an SSE event's data, a JSON body). See
+/// [`ClientBuilder::frame_limit`].
+pub const DEFAULT_FRAME_LIMIT: usize = 64 * 1024 * 1024;
+
+/// How many questions from the server (elicitation, sampling, roots) the client answers at once; past that a
+/// question is answered at once with an error. A `ping` is answered inline and never waits.
+const ANSWERING: usize = 64;
 
 impl ClientBuilder {
     /// The client's name (`clientInfo.name`).
@@ -207,6 +217,14 @@ impl ClientBuilder {
         self
     }
 
+    /// The longest message accepted from the server, in bytes (default [`DEFAULT_FRAME_LIMIT`]): over HTTP an SSE
+    /// event's data or a JSON body. A longer one is skipped as it arrives, never held, and the call it answers
+    /// fails with [`Error::FrameTooLarge`].
+    pub fn frame_limit(mut self, bytes: usize) -> Self {
+        self.frame_limit = Some(bytes.max(1));
+        self
+    }
+
     /// HTTP: a header sent on every request (an `Authorization` token, an API key). Called again with the same
     /// name, adds another value. An invalid name or value is an [`Error::Transport`] of kind
     /// [`TransportErrorKind::Config`] from [`ClientBuilder::http`].
@@ -256,7 +274,11 @@ impl ClientBuilder {
     /// Connects to a Streamable HTTP endpoint (`http://host:port/mcp`, or `https://`: TLS is rustls, with the
     /// platform's roots unless [`ClientBuilder::http_client`] passes a client configured otherwise).
     pub async fn http(self, url: impl Into<String>) -> Result<Client, Error> {
-        let options = http::Options { client: self.http_client.clone(), headers: self.headers.clone() };
+        let options = http::Options {
+            client: self.http_client.clone(),
+            headers: self.headers.clone(),
+            frame_limit: self.frame_limit.unwrap_or(DEFAULT_FRAME_LIMIT),
+        };
         let link = http::Http::new(url.into(), options)?;
         let client = self.into_client(Link::Http(link));
         client.handshake().await?;
@@ -299,6 +321,7 @@ impl ClientBuilder {
                 tool_headers: Mutex::new(HashMap::new()),
                 cache: Mutex::new(HashMap::new()),
                 routes: Mutex::new(HashMap::new()),
+                answering: Arc::new(tokio::sync::Semaphore::new(ANSWERING)),
             }),
         }
     }
@@ -346,6 +369,8 @@ pub(crate) struct Inner {
     routes: Mutex<HashMap<u64, listen::Route>>,
     /// 2026 era: list pages within their `ttlMs`, by method and cursor.
     cache: Mutex<HashMap<PageKey, (std::time::Instant, Value)>>,
+    /// Room for questions from the server being answered at once ([`ANSWERING`]).
+    answering: Arc<tokio::sync::Semaphore>,
 }
 
 /// A list page: its method and cursor.
@@ -794,6 +819,18 @@ impl Inner {
                 }
             }
             Ok(Incoming::Request { id, method, params }) => {
+                // A ping is answered here and now: a flood of them holds no task and no memory.
+                if method == "ping" {
+                    return self.reply(jsonrpc::encode_result(&id, &json!({})));
+                }
+                // Anything else runs a handler, in a task of its own, at most ANSWERING at once.
+                let Ok(permit) = self.answering.clone().try_acquire_owned() else {
+                    tracing::warn!(%method, "the server asks more questions at once than the client answers: refused");
+                    let busy = crate::Error::internal(format!(
+                        "the client is already answering {ANSWERING} requests from the server"
+                    ));
+                    return self.reply(jsonrpc::encode_error(Some(&id), &busy));
+                };
                 let inner = self.clone();
                 tokio::spawn(async move {
                     let outcome = inner.answer(&method, params.unwrap_or(Value::Null)).await;
@@ -805,6 +842,7 @@ impl Inner {
                         Link::Stdio(s) => s.send(frame).await,
                         Link::Http(h) => h.post_message(frame),
                     }
+                    drop(permit);
                 });
             }
             Err(rejected) => tracing::warn!(error = %rejected.error, "the server sent something that is not JSON-RPC"),
@@ -823,6 +861,14 @@ impl Inner {
         match handler {
             Some(h) => h(params).await,
             None => Err(crate::Error::method_not_found(method)),
+        }
+    }
+
+    /// Sends an answer to the server without waiting (dropped, with a warning, if the stdio queue is full).
+    fn reply(&self, frame: String) {
+        match &self.link {
+            Link::Stdio(s) => s.try_send(frame),
+            Link::Http(h) => h.post_message(frame),
         }
     }
 

@@ -64,10 +64,10 @@ impl Stdio {
         }
     }
 
-    /// Queues a frame now, or drops it if the queue is full (a cancel, from a destructor).
+    /// Queues a frame now, or drops it if the queue is full (a cancel, from a destructor; an answer to a ping).
     pub(crate) fn try_send(&self, frame: String) {
         if let Some(Err(mpsc::error::TrySendError::Full(_))) = self.sender().map(|tx| tx.try_send(frame)) {
-            tracing::warn!("the server's stdin is not keeping up: a notification was dropped");
+            tracing::warn!("the server's stdin is not keeping up: a message to it was dropped");
         }
     }
 
