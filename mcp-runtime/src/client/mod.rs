@@ -38,7 +38,7 @@ mod error;
 pub(crate) mod frame;
 mod http;
 mod listen;
-mod stdio;
+pub(crate) mod stdio;
 mod task;
 
 use std::collections::HashMap;
@@ -90,6 +90,9 @@ pub type Handler = Arc<dyn Fn(Value) -> BoxFuture<'static, Result<Value, crate::
 /// A callback for notifications: method and params.
 pub type NotificationHandler = Arc<dyn Fn(&str, &Value) + Send + Sync>;
 
+/// A callback for the stdio server's stderr, one line at a time (see [`ClientBuilder::on_stderr`]).
+pub type StderrHandler = Arc<dyn Fn(&str) + Send + Sync>;
+
 /// Builds a [`Client`]: who it is, what it can answer, which era, and where to connect.
 #[derive(Clone, Default)]
 #[must_use]
@@ -104,6 +107,8 @@ pub struct ClientBuilder {
     max_rounds: Option<usize>,
     extensions: Map<String, Value>,
     frame_limit: Option<usize>,
+    handshake_timeout: Option<Duration>,
+    on_stderr: Option<StderrHandler>,
     headers: Vec<(String, String)>,
     http_client: Option<reqwest::Client>,
 }
@@ -126,9 +131,13 @@ where
 /// How many `input_required` rounds one call may take by default: 8.
 pub const DEFAULT_MAX_ROUNDS: usize = 8;
 
-/// The longest message the client reads from a server by default: 64 MiB (an SSE event's data, a JSON body). See
-/// [`ClientBuilder::frame_limit`].
+/// The longest message the client reads from a server by default: 64 MiB (a stdio line, an SSE event's data, a
+/// JSON body). See [`ClientBuilder::frame_limit`].
 pub const DEFAULT_FRAME_LIMIT: usize = 64 * 1024 * 1024;
+
+/// How long the handshake (`server/discover`, `initialize`) may take by default: 30 s. See
+/// [`ClientBuilder::handshake_timeout`].
+pub const DEFAULT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// How many questions from the server (elicitation, sampling, roots) the client answers at once; past that a
 /// question is answered at once with an error. A `ping` is answered inline and never waits.
@@ -217,11 +226,39 @@ impl ClientBuilder {
         self
     }
 
-    /// The longest message accepted from the server, in bytes (default [`DEFAULT_FRAME_LIMIT`]): over HTTP an SSE
-    /// event's data or a JSON body. A longer one is skipped as it arrives, never held, and the call it answers
-    /// fails with [`Error::FrameTooLarge`].
+    /// The longest message accepted from the server, in bytes (default [`DEFAULT_FRAME_LIMIT`]): a stdio line, an
+    /// SSE event's data or a JSON body. A longer one is skipped as it arrives, never held: over stdio the rest of
+    /// the line is read and dropped and the reading goes on; the call it answers fails with
+    /// [`Error::FrameTooLarge`] (at once over HTTP, and over stdio when the line starts with its `"id"`, as most
+    /// servers write it; else at the call's timeout).
     pub fn frame_limit(mut self, bytes: usize) -> Self {
         self.frame_limit = Some(bytes.max(1));
+        self
+    }
+
+    /// How long the handshake may take before [`ClientBuilder::stdio`] or [`ClientBuilder::http`] gives up with
+    /// [`Error::Timeout`] (default [`DEFAULT_HANDSHAKE_TIMEOUT`]), so a server that never answers is an error, not a
+    /// hang. (A stdio server that exits fails the handshake at once, with [`Error::Exited`].)
+    pub fn handshake_timeout(mut self, timeout: Duration) -> Self {
+        self.handshake_timeout = Some(timeout);
+        self
+    }
+
+    /// Stdio: hands each line the server writes to its stderr to `f` (lossily decoded, without its newline)
+    /// instead of copying it to this process's stderr, which is the default. Either way the client keeps the last
+    /// 4 KiB for [`Error::Exited`].
+    ///
+    /// ```no_run
+    /// # async fn run() -> Result<(), mcp::client::Error> {
+    /// let client = mcp::client::Client::builder()
+    ///     .on_stderr(|line| tracing::info!(target: "server", "{line}"))
+    ///     .stdio(tokio::process::Command::new("my-server"))
+    ///     .await?;
+    /// # drop(client); Ok(()) }
+    /// # fn main() { let _ = run(); }
+    /// ```
+    pub fn on_stderr(mut self, f: impl Fn(&str) + Send + Sync + 'static) -> Self {
+        self.on_stderr = Some(Arc::new(f));
         self
     }
 
@@ -263,11 +300,30 @@ impl ClientBuilder {
 
     /// Starts `command` and speaks MCP over its stdin and stdout. The child is killed when the last clone of the
     /// client is dropped (or on [`Client::close`]).
+    ///
+    /// The child's stderr is piped (a stderr set on `command` is replaced): it is copied to this process's stderr,
+    /// or handed to [`ClientBuilder::on_stderr`], and its end is kept. If the child exits or closes its stdout,
+    /// the handshake and every waiting call fail at once with [`Error::Exited`], which carries the exit status and
+    /// the last lines of its stderr.
+    ///
+    /// ```no_run
+    /// # async fn run() {
+    /// use mcp::client::{Client, Error};
+    ///
+    /// match Client::builder().stdio(tokio::process::Command::new("/bin/false")).await {
+    ///     Err(Error::Exited { status, stderr }) => eprintln!("the server died ({status:?}): {stderr}"),
+    ///     other => println!("{other:?}"),
+    /// }
+    /// # }
+    /// # fn main() { let _ = run(); }
+    /// ```
     pub async fn stdio(self, command: tokio::process::Command) -> Result<Client, Error> {
-        let (link, incoming) = stdio::Stdio::spawn(command)?;
+        let limit = self.frame_limit.unwrap_or(DEFAULT_FRAME_LIMIT);
+        let (link, incoming) = stdio::Stdio::spawn(command, self.on_stderr.clone())?;
+        let timeout = self.handshake_timeout.unwrap_or(DEFAULT_HANDSHAKE_TIMEOUT);
         let client = self.into_client(Link::Stdio(link));
-        stdio::read_loop(incoming, Arc::downgrade(&client.inner));
-        client.handshake().await?;
+        stdio::read_loop(incoming, Arc::downgrade(&client.inner), limit);
+        client.handshake_within(timeout).await?;
         Ok(client)
     }
 
@@ -280,8 +336,9 @@ impl ClientBuilder {
             frame_limit: self.frame_limit.unwrap_or(DEFAULT_FRAME_LIMIT),
         };
         let link = http::Http::new(url.into(), options)?;
+        let timeout = self.handshake_timeout.unwrap_or(DEFAULT_HANDSHAKE_TIMEOUT);
         let client = self.into_client(Link::Http(link));
-        client.handshake().await?;
+        client.handshake_within(timeout).await?;
         Ok(client)
     }
 
@@ -321,6 +378,7 @@ impl ClientBuilder {
                 tool_headers: Mutex::new(HashMap::new()),
                 cache: Mutex::new(HashMap::new()),
                 routes: Mutex::new(HashMap::new()),
+                closed: OnceLock::new(),
                 answering: Arc::new(tokio::sync::Semaphore::new(ANSWERING)),
             }),
         }
@@ -369,6 +427,8 @@ pub(crate) struct Inner {
     routes: Mutex<HashMap<u64, listen::Route>>,
     /// 2026 era: list pages within their `ttlMs`, by method and cursor.
     cache: Mutex<HashMap<PageKey, (std::time::Instant, Value)>>,
+    /// Why the connection ended, once it has: every call from then on fails with it.
+    closed: OnceLock<Error>,
     /// Room for questions from the server being answered at once ([`ANSWERING`]).
     answering: Arc<tokio::sync::Semaphore>,
 }
@@ -480,6 +540,13 @@ impl Client {
     /// The server's instructions, if it gave any.
     pub fn instructions(&self) -> Option<&str> {
         self.session().instructions.as_deref()
+    }
+
+    async fn handshake_within(&self, timeout: Duration) -> Result<(), Error> {
+        match tokio::time::timeout(timeout, self.handshake()).await {
+            Ok(outcome) => outcome,
+            Err(_) => Err(Error::Timeout(timeout)),
+        }
     }
 
     async fn handshake(&self) -> Result<(), Error> {
@@ -872,9 +939,25 @@ impl Inner {
         }
     }
 
-    /// The connection broke: every waiting call fails.
-    pub(crate) fn fail_all(&self) {
-        self.pending.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    /// The connection ended: every waiting call fails with `error`, and so does every later one.
+    pub(crate) fn close_with(&self, error: Error) {
+        let _ = self.closed.set(error);
+        let error = self.closed.get().cloned().unwrap_or(Error::Closed);
+        let waiting: Vec<_> = self.pending.lock().unwrap_or_else(|e| e.into_inner()).drain().collect();
+        for (_, tx) in waiting {
+            let _ = tx.send(Err(error.clone()));
+        }
+    }
+
+    /// Registers a call waiting for its response, unless the connection has ended (then, why it did).
+    pub(crate) fn wait_for(&self, id: RequestId) -> Result<oneshot::Receiver<Result<Value, Error>>, Error> {
+        let (tx, rx) = oneshot::channel();
+        let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(error) = self.closed.get() {
+            return Err(error.clone());
+        }
+        pending.insert(id, tx);
+        Ok(rx)
     }
 
     /// Fails one waiting call (its HTTP request failed).
