@@ -173,7 +173,12 @@ impl SseState {
                 self.data_lines += 1;
             }
             "id" => self.event.id = Some(value.to_owned()),
-            "retry" => self.event.retry = value.parse().ok().map(Duration::from_millis),
+            // A retry that is not a number of milliseconds is ignored, as the SSE specification says.
+            "retry" => {
+                if let Ok(ms) = value.parse() {
+                    self.event.retry = Some(Duration::from_millis(ms));
+                }
+            }
             _ => {}
         }
         self.started = true;
@@ -244,7 +249,7 @@ mod tests {
 
     #[test]
     fn events_join_data_lines_and_large_ones_are_skipped() {
-        let got = events(64, &[b"id: 7\nretry: 50\ndata: a\n", b"data:\ndata: b\n\n: comment\n\n"]);
+        let got = events(64, &[b"id: 7\nretry: 50\ndata: a\n", b"data:\nretry: soon\ndata: b\n\n: comment\n\n"]);
         assert_eq!(
             got,
             [SseItem::Event(Event {
