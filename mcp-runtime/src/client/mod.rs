@@ -31,6 +31,12 @@
 //!   also decide the capabilities declared: as requests from the server in the 2025 era, and as `input_required`
 //!   results in the 2026 era, which the client answers and retries with `inputResponses` and the echoed
 //!   `requestState`, up to [`ClientBuilder::max_rounds`].
+//! - **A broken or hostile server costs a bounded amount and never hangs the client**: what it sends is bounded by
+//!   [`ClientBuilder::frame_limit`] (a longer message is skipped, its call fails with [`Error::FrameTooLarge`]),
+//!   the handshake by [`ClientBuilder::handshake_timeout`], a call by its [`Call::timeout`] (which covers the wait
+//!   to write it); a stdio server that exits fails every call at once with [`Error::Exited`] (its exit status and
+//!   the end of its stderr). Over HTTP, a failure is [`Error::Http`] (a status and body) or
+//!   [`Error::Transport`] with a [`TransportErrorKind`].
 //! - `Client` is `Clone + Send + Sync`: many tasks can call through one connection at once.
 
 mod call;
