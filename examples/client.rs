@@ -15,7 +15,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args: Vec<String> = std::env::args().skip(1).collect();
     let legacy = args.iter().any(|a| a == "--legacy");
     args.retain(|a| a != "--legacy");
-    let mut command = match args.split_first() {
+    let command = match args.split_first() {
         Some((program, rest)) => {
             let mut c = tokio::process::Command::new(program);
             c.args(rest);
@@ -33,7 +33,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             tokio::process::Command::new(bookshop)
         }
     };
-    command.stderr(std::process::Stdio::inherit());
+    // The server's stderr is copied to ours by the client (and its end kept, should the server exit).
     let era = if legacy { EraChoice::Legacy } else { EraChoice::Auto };
     let client = Client::builder().name("bookshop-client").era(era).stdio(command).await?;
     println!(

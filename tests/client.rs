@@ -82,9 +82,13 @@ async fn connect_with(transport: Transport, builder: ClientBuilder) -> (Client, 
             static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
             let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             let path = std::env::temp_dir().join(format!("mcp-client-test-{}-{n}.log", std::process::id()));
-            let mut command = tokio::process::Command::new(testbed());
-            command.stderr(std::fs::File::create(&path).unwrap());
-            // The client owns the child; its stderr goes to the file.
+            let command = tokio::process::Command::new(testbed());
+            // The client owns the child and pipes its stderr; each line goes to the file.
+            let file = Mutex::new(std::fs::File::create(&path).unwrap());
+            let builder = builder.on_stderr(move |line| {
+                use std::io::Write;
+                let _ = writeln!(file.lock().unwrap(), "{line}");
+            });
             let client = builder.stdio(command).await.expect("connect over stdio");
             (client, Target::Stdio(path))
         }

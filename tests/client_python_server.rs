@@ -145,7 +145,12 @@ async fn connect(transport: Transport, era: EraChoice) -> (Client, Target, Asked
             let path = std::env::temp_dir().join(format!("mcp-python-server-{}-{n}.log", std::process::id()));
             let mut command = tokio::process::Command::new(python);
             command.arg(script()).arg("stdio").env("PYTHONUNBUFFERED", "1");
-            command.stderr(std::fs::File::create(&path).unwrap());
+            // The client pipes the child's stderr; each line goes to the file.
+            let file = Mutex::new(std::fs::File::create(&path).unwrap());
+            let builder = builder.on_stderr(move |line| {
+                use std::io::Write;
+                let _ = writeln!(file.lock().unwrap(), "{line}");
+            });
             let target = Target::Stdio(path);
             let client = builder
                 .stdio(command)
@@ -270,7 +275,8 @@ async fn progress_reaches_the_callback_in_every_combination() {
         assert_eq!(values, [1.0, 2.0, 3.0, 4.0, 5.0], "{why}: {seen:?}");
         assert!(seen.iter().all(|(_, total, _)| *total == Some(5.0)), "{why}: {seen:?}");
         assert_eq!(seen[0].2.as_deref(), Some("step 1 of 5"), "{why}");
-        assert!(target.stderr().contains("SLOW_DONE 0.5"), "{why}: {}", target.stderr());
+        // The server logs after it answered: wait for the line rather than race its stderr reader.
+        assert!(target.wait_stderr("SLOW_DONE 0.5", WAIT).await, "{why}: {}", target.stderr());
     }
 }
 

@@ -219,6 +219,81 @@ pub mod __fuzz {
             self.0.open(sealed)
         }
     }
+
+    /// What the client's stdio line splitter handed out.
+    #[cfg(feature = "client")]
+    #[derive(Debug, PartialEq, Eq)]
+    pub enum ClientLine {
+        /// A complete line, without its newline.
+        Line(Vec<u8>),
+        /// The first bytes of a line over the limit, which is skipped.
+        TooLong(Vec<u8>),
+    }
+
+    /// Feeds `chunks` to the client's stdio line splitter with `limit`: what it handed out, and the most bytes it
+    /// held at any time between chunks.
+    #[cfg(feature = "client")]
+    pub fn client_lines(limit: usize, chunks: &[&[u8]]) -> (Vec<ClientLine>, usize) {
+        use crate::client::frame::{Lines, Piece};
+        let mut lines = Lines::new(limit);
+        let mut out = Vec::new();
+        let mut held = 0;
+        for chunk in chunks {
+            lines.feed(chunk, &mut |piece| {
+                out.push(match piece {
+                    Piece::Line(l) => ClientLine::Line(l.to_vec()),
+                    Piece::TooLong(h) => ClientLine::TooLong(h.to_vec()),
+                })
+            });
+            held = held.max(lines.held());
+        }
+        (out, held)
+    }
+
+    /// One item of the client's SSE parser.
+    #[cfg(feature = "client")]
+    #[derive(Debug, PartialEq, Eq)]
+    pub enum ClientSse {
+        /// An event: its id, retry (ms) and data.
+        Event {
+            /// `id:`
+            id: Option<String>,
+            /// `retry:`, in milliseconds.
+            retry: Option<u128>,
+            /// The `data:` lines joined with "\n".
+            data: String,
+        },
+        /// The first bytes of an event over the limit, which is skipped.
+        TooLarge(Vec<u8>),
+    }
+
+    /// Feeds `chunks` to the client's SSE parser with `limit`: what it handed out, and the most bytes it held at
+    /// any time between chunks.
+    #[cfg(feature = "client")]
+    pub fn client_sse(limit: usize, chunks: &[&[u8]]) -> (Vec<ClientSse>, usize) {
+        use crate::client::frame::{Sse, SseItem};
+        let mut sse = Sse::new(limit);
+        let mut out = Vec::new();
+        let mut held = 0;
+        for chunk in chunks {
+            sse.feed(chunk, &mut |item| {
+                out.push(match item {
+                    SseItem::Event(e) => {
+                        ClientSse::Event { id: e.id, retry: e.retry.map(|r| r.as_millis()), data: e.data }
+                    }
+                    SseItem::TooLarge(head) => ClientSse::TooLarge(head),
+                })
+            });
+            held = held.max(sse.held());
+        }
+        (out, held)
+    }
+
+    /// The request id the client reads off the first bytes of an over-long answer, if any.
+    #[cfg(feature = "client")]
+    pub fn client_answered_id(head: &[u8]) -> Option<RequestId> {
+        crate::client::stdio::answered_id(head)
+    }
 }
 
 /// What generated code touches. Not a public API: it changes without notice.

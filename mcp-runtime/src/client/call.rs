@@ -7,9 +7,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{json, Map, Value};
-use tokio::sync::{oneshot, Notify};
+use tokio::sync::Notify;
 
 use super::{Client, Error, Inner, Link, ProgressSink};
+use crate::base::sync::Unpoisoned;
 use crate::wire::jsonrpc::{self, RequestId};
 
 /// A progress notification of a call.
@@ -257,32 +258,43 @@ impl Sent {
         if let Some(token) = &token {
             meta.insert("progressToken".into(), token.clone().into());
             let sink = ProgressSink { callback: self.progress.clone(), reset: reset.clone() };
-            inner.progress.lock().unwrap_or_else(|e| e.into_inner()).insert(token.clone(), sink);
+            inner.progress.locked().insert(token.clone(), sink);
         }
         if !meta.is_empty() {
             params.insert("_meta".into(), Value::Object(meta));
         }
         let params = Value::Object(params);
-        let (tx, mut rx) = oneshot::channel();
-        inner.pending.lock().unwrap_or_else(|e| e.into_inner()).insert(id.clone(), tx);
-        let mut guard = Pending { inner: inner.clone(), id: id.clone(), token, modern: self.modern, armed: true };
+        // The deadline counts from here: waiting for room in the write queue is part of the call.
+        let mut deadline = self.timeout.map(|t| tokio::time::Instant::now() + t);
+        let mut rx = inner.wait_for(id.clone())?;
+        let mut guard =
+            Pending { inner: inner.clone(), id: id.clone(), token, modern: self.modern, armed: true, sent: false };
         let frame = jsonrpc::encode_request(&id, &self.method, &params);
         match &inner.link {
-            Link::Stdio(stdio) => stdio.send(frame).await,
-            Link::Http(http) => http.request(inner, &id, &self.method, &params, frame, self.modern),
-        }
-        let outcome = match self.timeout {
-            None => rx.await,
-            Some(timeout) => {
-                let mut deadline = tokio::time::Instant::now() + timeout;
-                loop {
+            Link::Stdio(stdio) => match deadline {
+                None => stdio.send(frame).await,
+                Some(at) => {
                     tokio::select! {
-                        outcome = &mut rx => break outcome,
-                        () = tokio::time::sleep_until(deadline) => return Err(Error::Timeout(timeout)), // the guard cancels
-                        () = reset.notified(), if self.reset_on_progress => deadline = tokio::time::Instant::now() + timeout,
+                        () = stdio.send(frame) => {}
+                        // The connection ended while the frame waited: its error is in `rx`.
+                        outcome = &mut rx => return outcome.unwrap_or(Err(Error::Closed)),
+                        // Never written: nothing to cancel (the guard only forgets the call).
+                        () = tokio::time::sleep_until(at) => return Err(Error::Timeout(self.timeout.unwrap_or_default())),
                     }
                 }
-            }
+            },
+            Link::Http(http) => http.request(inner, &id, &self.method, &params, frame, self.modern),
+        }
+        guard.sent = true;
+        let outcome = match (self.timeout, deadline.as_mut()) {
+            (Some(timeout), Some(deadline)) => loop {
+                tokio::select! {
+                    outcome = &mut rx => break outcome,
+                    () = tokio::time::sleep_until(*deadline) => return Err(Error::Timeout(timeout)), // the guard cancels
+                    () = reset.notified(), if self.reset_on_progress => *deadline = tokio::time::Instant::now() + timeout,
+                }
+            },
+            _ => rx.await,
         };
         guard.armed = false;
         match outcome {
@@ -299,21 +311,23 @@ struct Pending {
     token: Option<String>,
     modern: bool,
     armed: bool,
+    /// Whether the request went out (a request that never left the queue has nothing to cancel).
+    sent: bool,
 }
 
 impl Drop for Pending {
     fn drop(&mut self) {
         if let Some(token) = &self.token {
-            self.inner.progress.lock().unwrap_or_else(|e| e.into_inner()).remove(token);
+            self.inner.progress.locked().remove(token);
         }
-        let waiting = self.inner.pending.lock().unwrap_or_else(|e| e.into_inner()).remove(&self.id).is_some();
+        let waiting = self.inner.pending.locked().remove(&self.id).is_some();
         if !self.armed {
             if let Link::Http(http) = &self.inner.link {
                 http.finished(&self.id);
             }
             return;
         }
-        if !waiting {
+        if !waiting || !self.sent {
             return;
         }
         let cancel = jsonrpc::encode_notification(

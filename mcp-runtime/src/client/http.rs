@@ -12,39 +12,87 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use base64::Engine;
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::Value;
+use tokio::sync::{mpsc, Semaphore};
 use tokio::task::AbortHandle;
 
-use super::{Error, Inner};
+use super::frame::{Event, Sse, SseItem};
+use super::{Error, Inner, TransportError, TransportErrorKind};
+use crate::base::sync::Unpoisoned;
 use crate::wire::jsonrpc::RequestId;
 
 /// How many times a request's stream is resumed before the request fails.
 const MAX_RESUMES: usize = 5;
 /// The delay before resuming a stream when the server gave no `retry:`.
 const DEFAULT_RETRY: Duration = Duration::from_millis(1000);
+/// How many notifications and answers to the server may wait to be posted; past that one is dropped (with a
+/// warning), as on stdio.
+const POST_QUEUE: usize = 1024;
+/// How many of them are posted at once.
+const POSTING: usize = 16;
+/// How much of an HTTP error's body is kept for [`Error::Http`].
+const ERROR_BODY: usize = 4096;
+
+/// What the builder sets for HTTP.
+pub(crate) struct Options {
+    /// The caller's own client, if any.
+    pub(crate) client: Option<reqwest::Client>,
+    /// Headers sent on every request.
+    pub(crate) headers: Vec<(String, String)>,
+    /// The longest JSON body or SSE event accepted.
+    pub(crate) frame_limit: usize,
+}
 
 pub(crate) struct Http {
     shared: Arc<Shared>,
+    /// Notifications and answers waiting to be posted.
+    posts: mpsc::Sender<String>,
     /// The reader of each request's stream.
     readers: Mutex<HashMap<RequestId, AbortHandle>>,
     standalone: Mutex<Option<AbortHandle>>,
 }
 
 impl Http {
-    pub(crate) fn new(url: String) -> Result<Http, Error> {
-        let client = reqwest::Client::builder()
-            .tcp_nodelay(true)
-            .build()
-            .map_err(|e| Error::Transport(format!("could not build the HTTP client: {e}")))?;
-        Ok(Http {
-            shared: Arc::new(Shared { client, url, session: Mutex::new(None), version: Mutex::new(None) }),
-            readers: Mutex::new(HashMap::new()),
-            standalone: Mutex::new(None),
-        })
+    pub(crate) fn new(url: String, options: Options) -> Result<Http, Error> {
+        let config = |context: String| Error::Transport(TransportError::new(TransportErrorKind::Config, context));
+        if let Err(e) = reqwest::Url::parse(&url) {
+            return Err(Error::Transport(
+                TransportError::new(TransportErrorKind::Config, format!("{url:?} is not a URL")).source(e),
+            ));
+        }
+        let mut headers = HeaderMap::new();
+        for (name, value) in options.headers {
+            let Ok(header) = HeaderName::from_bytes(name.as_bytes()) else {
+                return Err(config(format!("{name:?} is not a header name")));
+            };
+            let Ok(value) = HeaderValue::from_str(&value) else {
+                return Err(config(format!("the value of the header {name} is not a header value")));
+            };
+            headers.append(header, value);
+        }
+        let client = match options.client {
+            Some(client) => client,
+            None => reqwest::Client::builder()
+                .tcp_nodelay(true)
+                .build()
+                .map_err(|e| Error::Transport(TransportError::from_reqwest("could not build the HTTP client", e)))?,
+        };
+        let shared = Arc::new(Shared {
+            client,
+            url,
+            headers,
+            frame_limit: options.frame_limit,
+            session: Mutex::new(None),
+            version: Mutex::new(None),
+        });
+        let (posts, queue) = mpsc::channel(POST_QUEUE);
+        tokio::spawn(post_loop(shared.clone(), queue));
+        Ok(Http { shared, posts, readers: Mutex::new(HashMap::new()), standalone: Mutex::new(None) })
     }
 
     pub(crate) fn set_version(&self, version: &str) {
-        *self.shared.version.lock().unwrap_or_else(|e| e.into_inner()) = Some(version.to_owned());
+        *self.shared.version.locked() = Some(version.to_owned());
     }
 
     fn session_headers(&self, request: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
@@ -52,11 +100,7 @@ impl Http {
     }
 
     fn post(&self) -> reqwest::RequestBuilder {
-        self.shared
-            .client
-            .post(&self.shared.url)
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
+        self.shared.post()
     }
 
     /// Sends a request; its answer (and whatever comes on its stream) goes to `inner`.
@@ -83,7 +127,7 @@ impl Http {
             }
             if method == "tools/call" {
                 let tool = params["name"].as_str().unwrap_or_default();
-                let headers = inner.tool_headers.lock().unwrap_or_else(|e| e.into_inner()).get(tool).cloned();
+                let headers = inner.tool_headers.locked().get(tool).cloned();
                 for (path, header) in headers.unwrap_or_default() {
                     let mut value = &params["arguments"];
                     for key in &path {
@@ -112,28 +156,28 @@ impl Http {
                 Ok(response) => {
                     if initialize {
                         if let Some(session) = response.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()) {
-                            *http.session.lock().unwrap_or_else(|e| e.into_inner()) = Some(session.to_owned());
+                            *http.session.locked() = Some(session.to_owned());
                         }
                     }
                     read_response(&http, response, &weak, Some(&id)).await
                 }
-                Err(e) => Err(Error::Transport(format!("the request failed: {e}"))),
+                Err(e) => Err(Error::Transport(TransportError::from_reqwest("the request failed", e))),
             };
             if let (Err(e), Some(inner)) = (outcome, weak.upgrade()) {
                 inner.fail(&id, e);
             }
         });
-        self.readers.lock().unwrap_or_else(|e| e.into_inner()).insert(id.clone(), task.abort_handle());
+        self.readers.locked().insert(id.clone(), task.abort_handle());
     }
 
     /// The request got its response: its reader ends by itself.
     pub(crate) fn finished(&self, id: &RequestId) {
-        self.readers.lock().unwrap_or_else(|e| e.into_inner()).remove(id);
+        self.readers.locked().remove(id);
     }
 
     /// Cancels a request: its stream is closed, and (2025) the notification sent.
     pub(crate) fn cancel(&self, id: &RequestId, notification: Option<String>) {
-        if let Some(reader) = self.readers.lock().unwrap_or_else(|e| e.into_inner()).remove(id) {
+        if let Some(reader) = self.readers.locked().remove(id) {
             reader.abort();
         }
         if let Some(frame) = notification {
@@ -141,16 +185,12 @@ impl Http {
         }
     }
 
-    /// Posts a notification or a response (the server answers 202).
+    /// Posts a notification or a response (the server answers 202), in the order given, at most [`POSTING`] at
+    /// once; dropped with a warning when [`POST_QUEUE`] already wait.
     pub(crate) fn post_message(&self, frame: String) {
-        let request = self.session_headers(self.post()).body(frame);
-        tokio::spawn(async move {
-            match request.send().await {
-                Ok(r) if r.status().is_success() => {}
-                Ok(r) => tracing::debug!(status = %r.status(), "the server refused a notification or response"),
-                Err(e) => tracing::debug!(error = %e, "could not post a notification or response"),
-            }
-        });
+        if let Err(mpsc::error::TrySendError::Full(_)) = self.posts.try_send(frame) {
+            tracing::warn!("the server is not taking messages fast enough: a notification or answer was dropped");
+        }
     }
 
     /// 2025 era: the standalone GET stream, for what the server sends outside any request; resumed while it lasts.
@@ -163,8 +203,7 @@ impl Http {
             let mut last_event: Option<String> = None;
             let mut retry = DEFAULT_RETRY;
             for _ in 0..1000 {
-                let mut request =
-                    http.session_headers(http.client.get(&http.url).header("accept", "text/event-stream"));
+                let mut request = http.session_headers(http.get());
                 if let Some(id) = &last_event {
                     request = request.header("last-event-id", id);
                 }
@@ -175,8 +214,15 @@ impl Http {
                 if !response.status().is_success() {
                     return; // 405: the server offers no standalone stream; 404: the session is gone
                 }
-                let mut reader = SseReader::new(response);
+                let mut reader = SseReader::new(response, http.frame_limit);
                 while let Some(event) = reader.next().await {
+                    let event = match event {
+                        Ok(event) => event,
+                        Err(e) => {
+                            tracing::error!(error = %e, "skipped an event of the standalone stream");
+                            continue;
+                        }
+                    };
                     if let Some(id) = event.id {
                         last_event = Some(id);
                     }
@@ -191,50 +237,86 @@ impl Http {
                 tokio::time::sleep(retry).await;
             }
         });
-        *self.standalone.lock().unwrap_or_else(|e| e.into_inner()) = Some(task.abort_handle());
+        *self.standalone.locked() = Some(task.abort_handle());
         let _ = tokio::time::timeout(Duration::from_secs(5), wait).await;
     }
 
     /// Ends the 2025 session (DELETE) and stops every reader.
     pub(crate) async fn close(&self) {
-        if let Some(standalone) = self.standalone.lock().unwrap_or_else(|e| e.into_inner()).take() {
+        if let Some(standalone) = self.standalone.locked().take() {
             standalone.abort();
         }
-        for (_, reader) in self.readers.lock().unwrap_or_else(|e| e.into_inner()).drain() {
+        for (_, reader) in self.readers.locked().drain() {
             reader.abort();
         }
-        let session = self.shared.session.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let session = self.shared.session.locked().take();
         if let Some(session) = session {
-            let _ = self.shared.client.delete(&self.shared.url).header("mcp-session-id", session).send().await;
+            let _ = self.shared.delete().header("mcp-session-id", session).send().await;
         }
     }
 }
 
 impl Drop for Http {
     fn drop(&mut self) {
-        if let Some(standalone) = self.standalone.lock().unwrap_or_else(|e| e.into_inner()).take() {
+        if let Some(standalone) = self.standalone.locked().take() {
             standalone.abort();
         }
-        for (_, reader) in self.readers.lock().unwrap_or_else(|e| e.into_inner()).drain() {
+        for (_, reader) in self.readers.locked().drain() {
             reader.abort();
         }
     }
 }
 
-/// What the transport and its reader tasks share: the HTTP client, the endpoint, the 2025 session.
+/// What the transport and its reader tasks share: the HTTP client, the endpoint, the caller's headers, the 2025
+/// session.
 struct Shared {
     client: reqwest::Client,
     url: String,
+    headers: HeaderMap,
+    frame_limit: usize,
     session: Mutex<Option<String>>,
     version: Mutex<Option<String>>,
 }
 
+/// Posts what [`Http::post_message`] queued, [`POSTING`] at a time.
+async fn post_loop(http: Arc<Shared>, mut queue: mpsc::Receiver<String>) {
+    let room = Arc::new(Semaphore::new(POSTING));
+    while let Some(frame) = queue.recv().await {
+        let Ok(permit) = room.clone().acquire_owned().await else { return };
+        let request = http.session_headers(http.post()).body(frame);
+        tokio::spawn(async move {
+            match request.send().await {
+                Ok(r) if r.status().is_success() => {}
+                Ok(r) => tracing::debug!(status = %r.status(), "the server refused a notification or response"),
+                Err(e) => tracing::debug!(error = %e, "could not post a notification or response"),
+            }
+            drop(permit);
+        });
+    }
+}
+
 impl Shared {
+    fn post(&self) -> reqwest::RequestBuilder {
+        self.client
+            .post(&self.url)
+            .headers(self.headers.clone())
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+    }
+
+    fn get(&self) -> reqwest::RequestBuilder {
+        self.client.get(&self.url).headers(self.headers.clone()).header("accept", "text/event-stream")
+    }
+
+    fn delete(&self) -> reqwest::RequestBuilder {
+        self.client.delete(&self.url).headers(self.headers.clone())
+    }
+
     fn session_headers(&self, mut request: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
-        if let Some(session) = self.session.lock().unwrap_or_else(|e| e.into_inner()).clone() {
+        if let Some(session) = self.session.locked().clone() {
             request = request.header("mcp-session-id", session);
         }
-        if let Some(version) = self.version.lock().unwrap_or_else(|e| e.into_inner()).clone() {
+        if let Some(version) = self.version.locked().clone() {
             request = request.header("mcp-protocol-version", version);
         }
         request
@@ -256,34 +338,40 @@ async fn read_response(
         return Ok(());
     }
     let answered = |inner: &Weak<Inner>| match (id, inner.upgrade()) {
-        (Some(id), Some(inner)) => !inner.pending.lock().unwrap_or_else(|e| e.into_inner()).contains_key(id),
+        (Some(id), Some(inner)) => !inner.pending.locked().contains_key(id),
         _ => true,
     };
 
     if content_type.starts_with("application/json") {
-        let bytes = response.bytes().await.map_err(|e| Error::Transport(format!("reading the answer: {e}")))?;
-        let message: Value = serde_json::from_slice(&bytes)
-            .map_err(|e| Error::Protocol(format!("HTTP {status}: an answer that is not JSON ({e})")))?;
+        let bytes = read_body(response, http.frame_limit).await?;
+        let message: Value = match serde_json::from_slice(&bytes) {
+            Ok(message) => message,
+            Err(_) if !status.is_success() => return Err(http_error(status, &bytes)),
+            Err(e) => return Err(Error::Protocol(format!("HTTP {status}: an answer that is not JSON ({e})"))),
+        };
         let Some(client) = inner.upgrade() else { return Ok(()) };
         client.receive(message);
         drop(client);
         // A JSON body that answered nothing (an HTTP error in some other shape, such as an OAuth 401) fails the call.
         if !answered(inner) {
-            let text = String::from_utf8_lossy(&bytes);
-            return Err(Error::Transport(format!("HTTP {status}: {}", text.chars().take(300).collect::<String>())));
+            if status.is_success() {
+                let text = String::from_utf8_lossy(&bytes[..bytes.len().min(ERROR_BODY)]).into_owned();
+                return Err(Error::Protocol(format!("HTTP {status}: a JSON answer to another request: {text}")));
+            }
+            return Err(http_error(status, &bytes));
         }
         return Ok(());
     }
     if !content_type.starts_with("text/event-stream") {
-        let body = response.text().await.unwrap_or_default();
-        return Err(Error::Transport(format!("HTTP {status}: {}", body.chars().take(300).collect::<String>())));
+        return Err(http_error(status, &read_prefix(response).await));
     }
-    let mut reader = SseReader::new(response);
+    let mut reader = SseReader::new(response, http.frame_limit);
     let mut last_event: Option<String> = None;
     let mut retry = DEFAULT_RETRY;
     let mut resumes = 0;
     loop {
         while let Some(event) = reader.next().await {
+            let event = event?;
             if let Some(event_id) = event.id {
                 last_event = Some(event_id);
             }
@@ -309,84 +397,106 @@ async fn read_response(
         }
         // The stream ended before the response: resume it where it stopped, after the server's delay.
         let Some(last) = last_event.clone() else {
-            return Err(Error::Transport("the request's stream ended before its response".into()));
+            return Err(Error::Transport(TransportError::new(
+                TransportErrorKind::Io,
+                "the request's stream ended before its response",
+            )));
         };
         resumes += 1;
         if resumes > MAX_RESUMES {
-            return Err(Error::Transport(format!(
-                "the request's stream ended {MAX_RESUMES} times without its response"
+            return Err(Error::Transport(TransportError::new(
+                TransportErrorKind::Io,
+                format!("the request's stream ended {MAX_RESUMES} times without its response"),
             )));
         }
         tokio::time::sleep(retry).await;
-        let request = http
-            .session_headers(http.client.get(&http.url).header("accept", "text/event-stream"))
-            .header("last-event-id", last);
-        let response = request.send().await.map_err(|e| Error::Transport(format!("resuming the stream: {e}")))?;
+        let request = http.session_headers(http.get()).header("last-event-id", last);
+        let response = request
+            .send()
+            .await
+            .map_err(|e| Error::Transport(TransportError::from_reqwest("resuming the stream", e)))?;
         if !response.status().is_success() {
-            return Err(Error::Transport(format!("resuming the stream: HTTP {}", response.status())));
+            let status = response.status();
+            return Err(http_error(status, &read_prefix(response).await));
         }
-        reader = SseReader::new(response);
+        reader = SseReader::new(response, http.frame_limit);
     }
 }
 
-/// One server-sent event.
-struct Event {
-    id: Option<String>,
-    retry: Option<Duration>,
-    data: String,
+/// An HTTP status that is not an MCP answer, with the start of its body.
+fn http_error(status: reqwest::StatusCode, body: &[u8]) -> Error {
+    let body = String::from_utf8_lossy(&body[..body.len().min(ERROR_BODY)]).trim().to_owned();
+    Error::Http { status: status.as_u16(), body }
 }
 
-/// Reads server-sent events from a response body, chunk by chunk.
+/// The first [`ERROR_BODY`] bytes of a body (of an HTTP error), or what came before the body failed.
+async fn read_prefix(mut response: reqwest::Response) -> Vec<u8> {
+    let mut body = Vec::new();
+    while body.len() < ERROR_BODY {
+        match response.chunk().await {
+            Ok(Some(chunk)) => body.extend_from_slice(&chunk),
+            _ => break,
+        }
+    }
+    body.truncate(ERROR_BODY);
+    body
+}
+
+/// A whole body of at most `limit` bytes; a longer one is [`Error::FrameTooLarge`], found out as soon as it is.
+async fn read_body(mut response: reqwest::Response, limit: usize) -> Result<Vec<u8>, Error> {
+    if response.content_length().is_some_and(|n| n > limit as u64) {
+        return Err(Error::FrameTooLarge { limit });
+    }
+    let mut body = Vec::new();
+    loop {
+        match response.chunk().await {
+            Ok(Some(chunk)) => {
+                if body.len() + chunk.len() > limit {
+                    return Err(Error::FrameTooLarge { limit });
+                }
+                body.extend_from_slice(&chunk);
+            }
+            Ok(None) => return Ok(body),
+            Err(e) => return Err(Error::Transport(TransportError::from_reqwest("reading the answer", e))),
+        }
+    }
+}
+
+/// Reads server-sent events from a response body, chunk by chunk, each chunk's bytes scanned once and an event's
+/// data bounded by the frame limit.
 struct SseReader {
     response: reqwest::Response,
-    buffer: Vec<u8>,
+    parser: Sse,
+    ready: std::collections::VecDeque<SseItem>,
+    limit: usize,
     done: bool,
 }
 
 impl SseReader {
-    fn new(response: reqwest::Response) -> SseReader {
-        SseReader { response, buffer: Vec::new(), done: false }
+    fn new(response: reqwest::Response, limit: usize) -> SseReader {
+        SseReader { response, parser: Sse::new(limit), ready: Default::default(), limit, done: false }
     }
 
-    /// The next complete event, or `None` at the end of the stream.
-    async fn next(&mut self) -> Option<Event> {
+    /// The next complete event (or [`Error::FrameTooLarge`] for one over the limit, which is skipped), or `None`
+    /// at the end of the stream.
+    async fn next(&mut self) -> Option<Result<Event, Error>> {
         loop {
-            if let Some(event) = self.take_event() {
-                return Some(event);
+            match self.ready.pop_front() {
+                Some(SseItem::Event(event)) => return Some(Ok(event)),
+                Some(SseItem::TooLarge(_)) => return Some(Err(Error::FrameTooLarge { limit: self.limit })),
+                None => {}
             }
             if self.done {
                 return None;
             }
             match self.response.chunk().await {
-                // Lines end in "\n" or "\r\n": the carriage returns go as the bytes arrive.
-                Ok(Some(chunk)) => self.buffer.extend(chunk.iter().filter(|b| **b != b'\r')),
+                Ok(Some(chunk)) => {
+                    let ready = &mut self.ready;
+                    self.parser.feed(&chunk, &mut |item| ready.push_back(item));
+                }
                 _ => self.done = true,
             }
         }
-    }
-
-    /// Takes one event off the buffer if a blank line ends one.
-    fn take_event(&mut self) -> Option<Event> {
-        let end = self.buffer.windows(2).position(|w| w == b"\n\n")?;
-        let block = String::from_utf8_lossy(&self.buffer[..end]).into_owned();
-        self.buffer.drain(..end + 2);
-        let mut event = Event { id: None, retry: None, data: String::new() };
-        let mut data: Vec<&str> = Vec::new();
-        for line in block.lines() {
-            let (field, value) = match line.split_once(':') {
-                Some((f, v)) => (f, v.strip_prefix(' ').unwrap_or(v)),
-                None => (line, ""),
-            };
-            match field {
-                "" => {} // a comment
-                "data" => data.push(value),
-                "id" => event.id = Some(value.to_owned()),
-                "retry" => event.retry = value.parse().ok().map(Duration::from_millis),
-                _ => {}
-            }
-        }
-        event.data = data.join("\n");
-        Some(event)
     }
 }
 

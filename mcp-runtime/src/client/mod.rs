@@ -31,12 +31,20 @@
 //!   also decide the capabilities declared: as requests from the server in the 2025 era, and as `input_required`
 //!   results in the 2026 era, which the client answers and retries with `inputResponses` and the echoed
 //!   `requestState`, up to [`ClientBuilder::max_rounds`].
+//! - **A broken or hostile server costs a bounded amount and never hangs the client**: what it sends is bounded by
+//!   [`ClientBuilder::frame_limit`] (a longer message is skipped, its call fails with [`Error::FrameTooLarge`]),
+//!   the handshake by [`ClientBuilder::handshake_timeout`], a call by its [`Call::timeout`] (which covers the wait
+//!   to write it); a stdio server that exits fails every call at once with [`Error::Exited`] (its exit status and
+//!   the end of its stderr). Over HTTP, a failure is [`Error::Http`] (a status and body) or
+//!   [`Error::Transport`] with a [`TransportErrorKind`].
 //! - `Client` is `Clone + Send + Sync`: many tasks can call through one connection at once.
 
 mod call;
+mod error;
+pub(crate) mod frame;
 mod http;
 mod listen;
-mod stdio;
+pub(crate) mod stdio;
 mod task;
 
 use std::collections::HashMap;
@@ -50,9 +58,11 @@ use serde_json::{json, Map, Value};
 use tokio::sync::{oneshot, Notify};
 
 pub use call::{Call, Progress};
+pub use error::{Error, TransportError, TransportErrorKind};
 pub use listen::{ListenFilter, Notification, Subscription};
 pub use task::{Started, TaskHandle, TaskState};
 
+use crate::base::sync::Unpoisoned;
 use crate::handler::tool::BoxFuture;
 use crate::wire::jsonrpc::{self, Incoming, RequestId};
 use crate::wire::protocol::{Implementation, LogLevel};
@@ -81,54 +91,14 @@ pub enum EraChoice {
     Legacy,
 }
 
-/// Why a client call failed.
-#[derive(Clone, Debug, PartialEq)]
-#[non_exhaustive]
-pub enum Error {
-    /// The server answered with a JSON-RPC error.
-    Rpc(crate::Error),
-    /// The call's timeout ran out (the request was cancelled).
-    Timeout(Duration),
-    /// The connection could not be made, or broke.
-    Transport(String),
-    /// The server said something this client cannot read.
-    Protocol(String),
-    /// The connection is closed.
-    Closed,
-    /// 2026 era: the server kept asking (`input_required`) past the limit of rounds.
-    TooManyRounds(usize),
-}
-
-impl fmt::Display for Error {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Error::Rpc(e) => write!(f, "the server answered with an error: {e}"),
-            Error::Timeout(d) => write!(f, "no answer within {d:?}; the request was cancelled"),
-            Error::Transport(why) => write!(f, "transport error: {why}"),
-            Error::Protocol(why) => write!(f, "protocol error: {why}"),
-            Error::Closed => f.write_str("the connection is closed"),
-            Error::TooManyRounds(n) => write!(f, "the server asked for input more than {n} times in one call"),
-        }
-    }
-}
-
-impl std::error::Error for Error {}
-
-impl Error {
-    /// The JSON-RPC error code, when the server answered with an error.
-    pub fn code(&self) -> Option<i32> {
-        match self {
-            Error::Rpc(e) => Some(e.code.0),
-            _ => None,
-        }
-    }
-}
-
 /// A handler for questions from the server: gets the request's `params`, returns the result to send.
 pub type Handler = Arc<dyn Fn(Value) -> BoxFuture<'static, Result<Value, crate::Error>> + Send + Sync>;
 
 /// A callback for notifications: method and params.
 pub type NotificationHandler = Arc<dyn Fn(&str, &Value) + Send + Sync>;
+
+/// A callback for the stdio server's stderr, one line at a time (see [`ClientBuilder::on_stderr`]).
+pub type StderrHandler = Arc<dyn Fn(&str) + Send + Sync>;
 
 /// Builds a [`Client`]: who it is, what it can answer, which era, and where to connect.
 #[derive(Clone, Default)]
@@ -143,6 +113,11 @@ pub struct ClientBuilder {
     log_level: Option<LogLevel>,
     max_rounds: Option<usize>,
     extensions: Map<String, Value>,
+    frame_limit: Option<usize>,
+    handshake_timeout: Option<Duration>,
+    on_stderr: Option<StderrHandler>,
+    headers: Vec<(String, String)>,
+    http_client: Option<reqwest::Client>,
 }
 
 impl fmt::Debug for ClientBuilder {
@@ -162,6 +137,18 @@ where
 
 /// How many `input_required` rounds one call may take by default: 8.
 pub const DEFAULT_MAX_ROUNDS: usize = 8;
+
+/// The longest message the client reads from a server by default: 64 MiB (a stdio line, an SSE event's data, a
+/// JSON body). See [`ClientBuilder::frame_limit`].
+pub const DEFAULT_FRAME_LIMIT: usize = 64 * 1024 * 1024;
+
+/// How long the handshake (`server/discover`, `initialize`) may take by default: 30 s. See
+/// [`ClientBuilder::handshake_timeout`].
+pub const DEFAULT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How many questions from the server (elicitation, sampling, roots) the client answers at once; past that a
+/// question is answered at once with an error. A `ping` is answered inline and never waits.
+const ANSWERING: usize = 64;
 
 impl ClientBuilder {
     /// The client's name (`clientInfo.name`).
@@ -246,21 +233,119 @@ impl ClientBuilder {
         self
     }
 
+    /// The longest message accepted from the server, in bytes (default [`DEFAULT_FRAME_LIMIT`]): a stdio line, an
+    /// SSE event's data or a JSON body. A longer one is skipped as it arrives, never held: over stdio the rest of
+    /// the line is read and dropped and the reading goes on; the call it answers fails with
+    /// [`Error::FrameTooLarge`] (at once over HTTP, and over stdio when the line starts with its `"id"`, as most
+    /// servers write it; else at the call's timeout).
+    pub fn frame_limit(mut self, bytes: usize) -> Self {
+        self.frame_limit = Some(bytes.max(1));
+        self
+    }
+
+    /// How long the handshake may take before [`ClientBuilder::stdio`] or [`ClientBuilder::http`] gives up with
+    /// [`Error::Timeout`] (default [`DEFAULT_HANDSHAKE_TIMEOUT`]), so a server that never answers is an error, not a
+    /// hang. (A stdio server that exits fails the handshake at once, with [`Error::Exited`].)
+    pub fn handshake_timeout(mut self, timeout: Duration) -> Self {
+        self.handshake_timeout = Some(timeout);
+        self
+    }
+
+    /// Stdio: hands each line the server writes to its stderr to `f` (lossily decoded, without its newline)
+    /// instead of copying it to this process's stderr, which is the default. Either way the client keeps the last
+    /// 4 KiB for [`Error::Exited`].
+    ///
+    /// ```no_run
+    /// # async fn run() -> Result<(), mcp::client::Error> {
+    /// let client = mcp::client::Client::builder()
+    ///     .on_stderr(|line| tracing::info!(target: "server", "{line}"))
+    ///     .stdio(tokio::process::Command::new("my-server"))
+    ///     .await?;
+    /// # drop(client); Ok(()) }
+    /// # fn main() { let _ = run(); }
+    /// ```
+    pub fn on_stderr(mut self, f: impl Fn(&str) + Send + Sync + 'static) -> Self {
+        self.on_stderr = Some(Arc::new(f));
+        self
+    }
+
+    /// HTTP: a header sent on every request (an `Authorization` token, an API key). Called again with the same
+    /// name, adds another value. An invalid name or value is an [`Error::Transport`] of kind
+    /// [`TransportErrorKind::Config`] from [`ClientBuilder::http`].
+    ///
+    /// ```no_run
+    /// # async fn run() -> Result<(), mcp::client::Error> {
+    /// let client = mcp::client::Client::builder()
+    ///     .header("authorization", "Bearer s3cret")
+    ///     .http("https://mcp.example.com/mcp")
+    ///     .await?;
+    /// # drop(client); Ok(()) }
+    /// # fn main() { let _ = run(); }
+    /// ```
+    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.headers.push((name.into(), value.into()));
+        self
+    }
+
+    /// HTTP: the [`reqwest::Client`] to send with, configured as the program needs (proxies, root certificates, a
+    /// client certificate, timeouts). Without it the client builds its own (rustls with the platform's roots).
+    ///
+    /// ```no_run
+    /// # async fn run(pem: &[u8]) -> Result<(), Box<dyn std::error::Error>> {
+    /// let http = reqwest::Client::builder()
+    ///     .add_root_certificate(reqwest::Certificate::from_pem(pem)?)
+    ///     .connect_timeout(std::time::Duration::from_secs(5))
+    ///     .build()?;
+    /// let client = mcp::client::Client::builder().http_client(http).http("https://localhost:8443/mcp").await?;
+    /// # drop(client); Ok(()) }
+    /// # fn main() { let _ = run(b""); }
+    /// ```
+    pub fn http_client(mut self, client: reqwest::Client) -> Self {
+        self.http_client = Some(client);
+        self
+    }
+
     /// Starts `command` and speaks MCP over its stdin and stdout. The child is killed when the last clone of the
     /// client is dropped (or on [`Client::close`]).
+    ///
+    /// The child's stderr is piped (a stderr set on `command` is replaced): it is copied to this process's stderr,
+    /// or handed to [`ClientBuilder::on_stderr`], and its end is kept. If the child exits or closes its stdout,
+    /// the handshake and every waiting call fail at once with [`Error::Exited`], which carries the exit status and
+    /// the last lines of its stderr.
+    ///
+    /// ```no_run
+    /// # async fn run() {
+    /// use mcp::client::{Client, Error};
+    ///
+    /// match Client::builder().stdio(tokio::process::Command::new("/bin/false")).await {
+    ///     Err(Error::Exited { status, stderr }) => eprintln!("the server died ({status:?}): {stderr}"),
+    ///     other => println!("{other:?}"),
+    /// }
+    /// # }
+    /// # fn main() { let _ = run(); }
+    /// ```
     pub async fn stdio(self, command: tokio::process::Command) -> Result<Client, Error> {
-        let (link, incoming) = stdio::Stdio::spawn(command)?;
+        let limit = self.frame_limit.unwrap_or(DEFAULT_FRAME_LIMIT);
+        let (link, incoming) = stdio::Stdio::spawn(command, self.on_stderr.clone())?;
+        let timeout = self.handshake_timeout.unwrap_or(DEFAULT_HANDSHAKE_TIMEOUT);
         let client = self.into_client(Link::Stdio(link));
-        stdio::read_loop(incoming, Arc::downgrade(&client.inner));
-        client.handshake().await?;
+        stdio::read_loop(incoming, Arc::downgrade(&client.inner), limit);
+        client.handshake_within(timeout).await?;
         Ok(client)
     }
 
-    /// Connects to a Streamable HTTP endpoint (`http://host:port/mcp`).
+    /// Connects to a Streamable HTTP endpoint (`http://host:port/mcp`, or `https://`: TLS is rustls, with the
+    /// platform's roots unless [`ClientBuilder::http_client`] passes a client configured otherwise).
     pub async fn http(self, url: impl Into<String>) -> Result<Client, Error> {
-        let link = http::Http::new(url.into())?;
+        let options = http::Options {
+            client: self.http_client.clone(),
+            headers: self.headers.clone(),
+            frame_limit: self.frame_limit.unwrap_or(DEFAULT_FRAME_LIMIT),
+        };
+        let link = http::Http::new(url.into(), options)?;
+        let timeout = self.handshake_timeout.unwrap_or(DEFAULT_HANDSHAKE_TIMEOUT);
         let client = self.into_client(Link::Http(link));
-        client.handshake().await?;
+        client.handshake_within(timeout).await?;
         Ok(client)
     }
 
@@ -300,6 +385,8 @@ impl ClientBuilder {
                 tool_headers: Mutex::new(HashMap::new()),
                 cache: Mutex::new(HashMap::new()),
                 routes: Mutex::new(HashMap::new()),
+                closed: OnceLock::new(),
+                answering: Arc::new(tokio::sync::Semaphore::new(ANSWERING)),
             }),
         }
     }
@@ -347,6 +434,10 @@ pub(crate) struct Inner {
     routes: Mutex<HashMap<u64, listen::Route>>,
     /// 2026 era: list pages within their `ttlMs`, by method and cursor.
     cache: Mutex<HashMap<PageKey, (std::time::Instant, Value)>>,
+    /// Why the connection ended, once it has: every call from then on fails with it.
+    closed: OnceLock<Error>,
+    /// Room for questions from the server being answered at once ([`ANSWERING`]).
+    answering: Arc<tokio::sync::Semaphore>,
 }
 
 /// A list page: its method and cursor.
@@ -458,6 +549,13 @@ impl Client {
         self.session().instructions.as_deref()
     }
 
+    async fn handshake_within(&self, timeout: Duration) -> Result<(), Error> {
+        match tokio::time::timeout(timeout, self.handshake()).await {
+            Ok(outcome) => outcome,
+            Err(_) => Err(Error::Timeout(timeout)),
+        }
+    }
+
     async fn handshake(&self) -> Result<(), Error> {
         let modern = match self.inner.choice {
             EraChoice::Legacy => false,
@@ -467,8 +565,9 @@ impl Client {
                     let _ = self.inner.session.set(found);
                     return Ok(());
                 }
-                Err(Error::Transport(why)) => return Err(Error::Transport(why)),
-                Err(_) => false,
+                // A server that answers, but not `server/discover`, speaks 2025; a broken connection is an error.
+                Err(Error::Rpc(_) | Error::Protocol(_)) => false,
+                Err(e) => return Err(e),
             },
         };
         let session = if modern { self.discover().await? } else { self.initialize().await? };
@@ -587,7 +686,7 @@ impl Client {
         };
         let cache_key = (method.to_owned(), cursor.map(str::to_owned));
         let kept = (!fresh)
-            .then(|| self.inner.cache.lock().unwrap_or_else(|e| e.into_inner()).get(&cache_key).cloned())
+            .then(|| self.inner.cache.locked().get(&cache_key).cloned())
             .flatten()
             .filter(|(until, _)| *until > std::time::Instant::now())
             .map(|(_, page)| page);
@@ -598,11 +697,7 @@ impl Client {
                 let ttl = result["ttlMs"].as_u64().unwrap_or(0);
                 if self.is_modern() && ttl > 0 {
                     let until = std::time::Instant::now() + Duration::from_millis(ttl);
-                    self.inner
-                        .cache
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .insert(cache_key, (until, result.clone()));
+                    self.inner.cache.locked().insert(cache_key, (until, result.clone()));
                 }
                 result
             }
@@ -684,7 +779,7 @@ impl Client {
 
 impl Inner {
     fn routes(&self) -> std::sync::MutexGuard<'_, HashMap<u64, listen::Route>> {
-        self.routes.lock().unwrap_or_else(|e| e.into_inner())
+        self.routes.locked()
     }
 
     fn next_id(&self) -> RequestId {
@@ -725,7 +820,7 @@ impl Inner {
     /// Keeps each tool's `x-mcp-header` parameters; in the 2026 era a tool whose annotations break the rules is
     /// left out of the list (with a warning), as the protocol asks: it could not be called correctly.
     fn remember_headers(&self, tools: Vec<Value>, modern: bool) -> Vec<Value> {
-        let mut table = self.tool_headers.lock().unwrap_or_else(|e| e.into_inner());
+        let mut table = self.tool_headers.locked();
         tools
             .into_iter()
             .filter(|tool| {
@@ -749,7 +844,7 @@ impl Inner {
     pub(crate) fn receive(self: &Arc<Self>, message: Value) {
         match Incoming::from_value(message) {
             Ok(Incoming::Response { id, outcome }) => {
-                let waiting = self.pending.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
+                let waiting = self.pending.locked().remove(&id);
                 match waiting {
                     Some(tx) => {
                         let outcome = outcome.map_err(|e| match serde_json::from_value::<crate::Error>(e.clone()) {
@@ -768,7 +863,7 @@ impl Inner {
                         Value::String(s) => s.clone(),
                         other => other.to_string(),
                     };
-                    let progress = self.progress.lock().unwrap_or_else(|e| e.into_inner());
+                    let progress = self.progress.locked();
                     if let Some(sink) = progress.get(&token) {
                         sink.reset.notify_waiters();
                         if let Some(callback) = &sink.callback {
@@ -784,7 +879,7 @@ impl Inner {
                     _ => None,
                 };
                 if let Some(list) = changed {
-                    self.cache.lock().unwrap_or_else(|e| e.into_inner()).retain(|(m, _), _| m != list);
+                    self.cache.locked().retain(|(m, _), _| m != list);
                 }
                 for route in self.routes().values() {
                     route.offer(&method, &params);
@@ -794,6 +889,18 @@ impl Inner {
                 }
             }
             Ok(Incoming::Request { id, method, params }) => {
+                // A ping is answered here and now: a flood of them holds no task and no memory.
+                if method == "ping" {
+                    return self.reply(jsonrpc::encode_result(&id, &json!({})));
+                }
+                // Anything else runs a handler, in a task of its own, at most ANSWERING at once.
+                let Ok(permit) = self.answering.clone().try_acquire_owned() else {
+                    tracing::warn!(%method, "the server asks more questions at once than the client answers: refused");
+                    let busy = crate::Error::internal(format!(
+                        "the client is already answering {ANSWERING} requests from the server"
+                    ));
+                    return self.reply(jsonrpc::encode_error(Some(&id), &busy));
+                };
                 let inner = self.clone();
                 tokio::spawn(async move {
                     let outcome = inner.answer(&method, params.unwrap_or(Value::Null)).await;
@@ -805,6 +912,7 @@ impl Inner {
                         Link::Stdio(s) => s.send(frame).await,
                         Link::Http(h) => h.post_message(frame),
                     }
+                    drop(permit);
                 });
             }
             Err(rejected) => tracing::warn!(error = %rejected.error, "the server sent something that is not JSON-RPC"),
@@ -826,14 +934,38 @@ impl Inner {
         }
     }
 
-    /// The connection broke: every waiting call fails.
-    pub(crate) fn fail_all(&self) {
-        self.pending.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    /// Sends an answer to the server without waiting (dropped, with a warning, if the stdio queue is full).
+    fn reply(&self, frame: String) {
+        match &self.link {
+            Link::Stdio(s) => s.try_send(frame),
+            Link::Http(h) => h.post_message(frame),
+        }
+    }
+
+    /// The connection ended: every waiting call fails with `error`, and so does every later one.
+    pub(crate) fn close_with(&self, error: Error) {
+        let _ = self.closed.set(error);
+        let error = self.closed.get().cloned().unwrap_or(Error::Closed);
+        let waiting: Vec<_> = self.pending.locked().drain().collect();
+        for (_, tx) in waiting {
+            let _ = tx.send(Err(error.clone()));
+        }
+    }
+
+    /// Registers a call waiting for its response, unless the connection has ended (then, why it did).
+    pub(crate) fn wait_for(&self, id: RequestId) -> Result<oneshot::Receiver<Result<Value, Error>>, Error> {
+        let (tx, rx) = oneshot::channel();
+        let mut pending = self.pending.locked();
+        if let Some(error) = self.closed.get() {
+            return Err(error.clone());
+        }
+        pending.insert(id, tx);
+        Ok(rx)
     }
 
     /// Fails one waiting call (its HTTP request failed).
     pub(crate) fn fail(&self, id: &RequestId, error: Error) {
-        if let Some(tx) = self.pending.lock().unwrap_or_else(|e| e.into_inner()).remove(id) {
+        if let Some(tx) = self.pending.locked().remove(id) {
             let _ = tx.send(Err(error));
         }
     }
