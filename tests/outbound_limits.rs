@@ -196,6 +196,49 @@ fn a_large_answer_reaches_a_reading_client_on_stdio() {
     assert_eq!(echo["content"][0]["text"], "still here", "{echo}");
 }
 
+/// Two large answers waiting their turn, and small answers behind them, are a client that pauses, not one that
+/// stopped reading: when it reads again everything is there. (A large answer waiting behind the frame being written
+/// used to count in full: the next small answer found the client stuck and the server exited.)
+#[test]
+fn large_answers_waiting_their_turn_are_not_a_stuck_client() {
+    use std::io::{BufRead, Write};
+    let mut child = std::process::Command::new(common::testbed())
+        .env("RUST_LOG", "warn")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let init = r#"{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#;
+    writeln!(stdin, "{init}").unwrap();
+    for id in 0..2 {
+        let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "large", "arguments": {"mib": 17}}});
+        writeln!(stdin, "{call}").unwrap();
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    for id in 2..42 {
+        let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": "n"}}});
+        writeln!(stdin, "{call}").unwrap();
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    // Now the client reads: every answer is there.
+    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut answered = std::collections::BTreeSet::new();
+    let mut line = String::new();
+    while answered.len() < 42 {
+        line.clear();
+        assert!(stdout.read_line(&mut line).unwrap() > 0, "stdout ended after {} answers: {answered:?}", answered.len());
+        let message: Value = serde_json::from_str(&line).unwrap();
+        if let Some(id) = message["id"].as_i64() {
+            assert!(message.get("result").is_some(), "call {id} failed");
+            answered.insert(id);
+        }
+    }
+    drop(stdin);
+    let _ = child.wait();
+}
+
 /// The same over HTTP: a 2025 SSE stream and a 2026 answer stream each deliver an answer larger than the hard bound.
 #[tokio::test]
 async fn a_large_answer_reaches_a_reading_client_on_http() {

@@ -1,5 +1,6 @@
 //! Bounds on outbound queues. Every queue of frames waiting for a client (stdout, an SSE stream, a 2026 answer)
-//! counts its bytes in a [`Backlog`]: the frames that wait behind the one being written. Above the soft limit,
+//! counts its bytes in a [`Backlog`]: the frames that wait behind the one being written, each counted for no more
+//! than the soft limit (a large answer waiting its turn is not a client that stopped reading). Above the soft limit,
 //! frames that may be dropped (progress and log notifications) are dropped; when more than the soft limit already
 //! waits and a frame would take the queue past the hard limit, the client has stopped reading, and it is
 //! disconnected (its stream ends, its requests are cancelled). A large frame to a client that reads is not a stuck
@@ -92,6 +93,7 @@ impl Backlog {
             tracing::warn!(len, limit = self.limits.max_frame_bytes, "a frame over the limit of one frame: dropped");
             return Admit::Drop;
         }
+        let len = self.charge(len);
         let queued = self.queued.load(Ordering::Relaxed);
         if droppable && queued + len > self.limits.soft_bytes {
             let dropped = self.dropped.fetch_add(1, Ordering::Relaxed) + 1;
@@ -112,7 +114,14 @@ impl Backlog {
     /// A frame of `len` bytes left the queue: the writer took it (it is being written), or it was handed to the
     /// connection.
     pub(crate) fn sent(&self, len: usize) {
-        self.queued.fetch_sub(len, Ordering::Relaxed);
+        self.queued.fetch_sub(self.charge(len), Ordering::Relaxed);
+    }
+
+    /// What a frame of `len` bytes counts for while it waits: its size, but no more than the soft bound. A large
+    /// answer waiting its turn behind the frame being written is not a client that stopped reading; several of
+    /// them are (what they can hold is bounded by the hard bound over the soft one, times the limit of one frame).
+    fn charge(&self, len: usize) -> usize {
+        len.min(self.limits.soft_bytes.max(1))
     }
 }
 
@@ -141,9 +150,26 @@ mod tests {
         let backlog = Backlog::new(limits);
         assert_eq!(backlog.admit(50, false), Admit::Send);
         assert_eq!(backlog.admit(900, false), Admit::Send, "over the hard limit, but only 50 bytes wait before it");
-        assert_eq!(backlog.admit(10, false), Admit::Stuck, "950 bytes wait and the hard limit is passed");
+        assert_eq!(backlog.admit(60, false), Admit::Stuck, "more than the soft bound waits, and the hard one is passed");
         let backlog = Backlog::new(limits);
         assert_eq!(backlog.admit(1001, false), Admit::Drop, "over the limit of one frame");
         assert_eq!(backlog.admit(10, false), Admit::Send, "and nothing else changes");
+    }
+
+    #[test]
+    fn a_large_frame_waiting_its_turn_counts_no_more_than_the_soft_bound() {
+        let backlog = Backlog::new(OutboundLimits::new(100, 200).with_max_frame_bytes(1000));
+        assert_eq!(backlog.admit(900, false), Admit::Send, "a large answer waits behind the frame being written");
+        for _ in 0..10 {
+            assert_eq!(backlog.admit(5, false), Admit::Send, "small answers still go behind it");
+        }
+        assert_eq!(backlog.admit(900, false), Admit::Stuck, "two large answers and more wait: the client is stuck");
+        let reading = Backlog::new(OutboundLimits::new(100, 200).with_max_frame_bytes(1000));
+        for _ in 0..100 {
+            assert_eq!(reading.admit(900, false), Admit::Send);
+            assert_eq!(reading.admit(5, false), Admit::Send);
+            reading.sent(900);
+            reading.sent(5);
+        }
     }
 }

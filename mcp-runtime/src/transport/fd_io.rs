@@ -259,7 +259,7 @@ async fn write_waiting(out: &Out) -> io::Result<()> {
             let Queue { frames, offset, head_taken, .. } = &mut *queue;
             let Some(front) = frames.front() else { return Ok(true) };
             if !std::mem::replace(head_taken, true) {
-                out.backlog.sent(front.len() - *offset);
+                out.backlog.sent(front.len());
             }
             let n = match out.file().write(&front[*offset..]) {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => 0,
