@@ -284,3 +284,83 @@ async fn a_resource_says_not_found_as_an_unknown_uri_does() {
         assert_eq!(failed["error"]["code"], -32603, "{failed}");
     }
 }
+
+/// A struct argument with optional fields (only their schemas are looked at).
+#[allow(dead_code)]
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Filter {
+    tag: String,
+    /// At most this many.
+    limit: Option<u32>,
+    order: Option<Order>,
+}
+
+#[allow(dead_code)]
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+enum Order {
+    Newest,
+    Oldest,
+}
+
+#[allow(dead_code)]
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Page {
+    number: u32,
+}
+
+/// Optional arguments of every shape.
+#[mcp::tool]
+fn find(
+    /// The text to find.
+    text: String,
+    /// How many days back.
+    days: Option<u32>,
+    filter: Option<Filter>,
+    page: Option<Page>,
+) -> String {
+    let _ = (filter, page);
+    format!("{text} {days:?}")
+}
+
+/// Every schema node under `v` that accepts `null`, by path.
+fn nulls(v: &serde_json::Value, path: &str, out: &mut Vec<String>) {
+    match v {
+        serde_json::Value::Object(o) => {
+            if o.get("type") == Some(&json!("null"))
+                || o.get("type").and_then(|t| t.as_array()).is_some_and(|t| t.contains(&json!("null")))
+                || o.get("enum").and_then(|e| e.as_array()).is_some_and(|e| e.contains(&serde_json::Value::Null))
+            {
+                out.push(path.to_owned());
+            }
+            for (k, v) in o {
+                nulls(v, &format!("{path}/{k}"), out);
+            }
+        }
+        serde_json::Value::Array(a) => a.iter().enumerate().for_each(|(i, v)| nulls(v, &format!("{path}/{i}"), out)),
+        _ => {}
+    }
+}
+
+#[test]
+fn optional_arguments_are_simply_not_required_unless_nullable_is_asked_for() {
+    let server = mcp::Server::builder().tool::<find>().build().unwrap();
+    let schema = server.tools_list()["tools"][0]["inputSchema"].clone();
+    let mut found = Vec::new();
+    nulls(&schema, "", &mut found);
+    assert!(found.is_empty(), "null accepted at {found:?}: {schema:#}");
+    assert_eq!(schema["required"], json!(["text"]), "{schema:#}");
+    assert_eq!(
+        schema["properties"]["days"],
+        json!({ "type": "integer", "format": "uint32", "minimum": 0, "description": "How many days back." })
+    );
+    assert_eq!(schema["properties"]["page"]["$ref"], "#/$defs/Page", "{schema:#}");
+    assert_eq!(schema["$defs"]["Filter"]["required"], json!(["tag"]), "{schema:#}");
+    assert_eq!(schema["$defs"]["Filter"]["properties"]["limit"]["description"], "At most this many.", "{schema:#}");
+
+    let nullable = mcp::Server::builder().tool::<find>().nullable_options(true).build().unwrap();
+    let schema = nullable.tools_list()["tools"][0]["inputSchema"].clone();
+    assert_eq!(schema["properties"]["days"]["type"], json!(["integer", "null"]), "{schema:#}");
+    let mut found = Vec::new();
+    nulls(&schema, "", &mut found);
+    assert!(found.len() >= 4, "{found:?}");
+}

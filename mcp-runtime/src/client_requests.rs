@@ -678,26 +678,7 @@ pub(crate) fn elicitation_schema<T: JsonSchema>() -> Value {
 /// other branch, and keywords the subset has no room for (`format`s other than email, uri, date and date-time) go.
 fn primitive(schema: Value) -> Value {
     let Value::Object(mut o) = schema else { return schema };
-    if let Some(Value::Array(branches)) = o.get("anyOf").cloned() {
-        let non_null: Vec<Value> = branches.into_iter().filter(|b| b.get("type") != Some(&json!("null"))).collect();
-        if non_null.len() == 1 {
-            o.remove("anyOf");
-            if let Value::Object(inner) = primitive(non_null.into_iter().next().unwrap_or_default()) {
-                for (k, v) in inner {
-                    o.entry(k).or_insert(v);
-                }
-            }
-        }
-    }
-    if let Some(Value::Array(types)) = o.get("type").cloned() {
-        let non_null: Vec<Value> = types.into_iter().filter(|t| t != "null").collect();
-        if let [one] = non_null.as_slice() {
-            o.insert("type".into(), one.clone());
-        }
-    }
-    if let Some(Value::Array(values)) = o.get("enum").cloned() {
-        o.insert("enum".into(), Value::Array(values.into_iter().filter(|v| !v.is_null()).collect()));
-    }
+    crate::handler::tool::without_null(&mut o);
     let keep_format = o.get("type") == Some(&json!("string"))
         && matches!(o.get("format").and_then(Value::as_str), Some("email" | "uri" | "date" | "date-time"));
     if !keep_format {

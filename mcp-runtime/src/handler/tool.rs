@@ -524,12 +524,7 @@ impl ObjectSchema {
     /// (the official Python SDK among them) drop a tool whose annotated property has a list of types.
     pub fn mirror_in_header(&mut self, name: &str, header: &str) {
         if let Some(Value::Object(property)) = self.properties.get_mut(name) {
-            if let Some(Value::Array(types)) = property.get("type") {
-                let non_null: Vec<Value> = types.iter().filter(|t| *t != "null").cloned().collect();
-                if let [one] = non_null.as_slice() {
-                    property.insert("type".into(), one.clone());
-                }
-            }
+            without_null(property);
             property.insert("x-mcp-header".into(), Value::String(header.to_owned()));
         }
     }
@@ -550,6 +545,78 @@ impl ObjectSchema {
             o.insert("$defs".into(), Value::Object(defs));
         }
         Value::Object(o)
+    }
+}
+
+/// Takes `null` out of one schema: `"type": ["T", "null"]` becomes `"type": "T"`, an `anyOf` of one schema and
+/// `{"type": "null"}` becomes that schema (its keywords beside the ones already there, such as a description), and
+/// `null` leaves an `enum`.
+pub(crate) fn without_null(o: &mut Map<String, Value>) {
+    let is_null = |b: &Value| b.get("type").and_then(Value::as_str) == Some("null");
+    if let Some(Value::Array(branches)) = o.get("anyOf") {
+        if branches.iter().any(is_null) {
+            let mut rest: Vec<Value> = branches.iter().filter(|b| !is_null(b)).cloned().collect();
+            if rest.len() == 1 {
+                o.remove("anyOf");
+                if let Some(Value::Object(mut inner)) = rest.pop() {
+                    without_null(&mut inner);
+                    for (k, v) in inner {
+                        o.entry(k).or_insert(v);
+                    }
+                }
+            } else {
+                o.insert("anyOf".into(), Value::Array(rest));
+            }
+        }
+    }
+    if let Some(Value::Array(types)) = o.get("type") {
+        let mut rest: Vec<Value> = types.iter().filter(|t| *t != "null").cloned().collect();
+        let single = if rest.len() == 1 { rest.pop() } else { None };
+        o.insert("type".into(), single.unwrap_or(Value::Array(rest)));
+    }
+    if let Some(Value::Array(values)) = o.get_mut("enum") {
+        values.retain(|v| !v.is_null());
+    }
+}
+
+/// The portable form of an input schema (the default; see `ServerBuilder::nullable_options`): a property that is not
+/// `required` does not also accept `null`, at the top and in every object schema inside (struct arguments, `$defs`).
+/// Some clients and model providers reject `"type": [..., "null"]`; optional is said by `required` alone.
+pub(crate) fn portable_options(schema: &mut Value) {
+    let Value::Object(o) = schema else { return };
+    let required: Vec<String> = o
+        .get("required")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .map(str::to_owned)
+        .collect();
+    if let Some(Value::Object(properties)) = o.get_mut("properties") {
+        for (name, property) in properties.iter_mut() {
+            if !required.contains(name) {
+                if let Value::Object(p) = property {
+                    without_null(p);
+                }
+            }
+            portable_options(property);
+        }
+    }
+    // The other places a subschema sits.
+    for key in ["$defs", "definitions", "patternProperties", "dependentSchemas"] {
+        if let Some(Value::Object(map)) = o.get_mut(key) {
+            map.values_mut().for_each(portable_options);
+        }
+    }
+    for key in ["anyOf", "oneOf", "allOf", "prefixItems"] {
+        if let Some(Value::Array(list)) = o.get_mut(key) {
+            list.iter_mut().for_each(portable_options);
+        }
+    }
+    for key in ["items", "additionalProperties", "not", "if", "then", "else", "contains", "unevaluatedProperties"] {
+        if let Some(sub) = o.get_mut(key) {
+            portable_options(sub);
+        }
     }
 }
 
