@@ -70,16 +70,20 @@ async fn a_listener_that_stops_reading_is_disconnected_and_list_changes_go_on() 
         .build()
         .unwrap();
     let addr = serve(server.clone(), mcp::HttpOptions::new()).await;
-    let listen =
-        modern::request(1, "subscriptions/listen", json!({"notifications": {"toolsListChanged": true}}), json!({}));
+    let watch = json!({"notifications": {"toolsListChanged": true, "resourceSubscriptions": ["file:///big/"]}});
+    let listen = modern::request(1, "subscriptions/listen", watch, json!({}));
     let _stuck = post_and_never_read(addr, &listen).await;
     tokio::time::sleep(Duration::from_millis(200)).await;
-    // Enough list changes to fill the socket's buffers and then the stream's hard bound many times over.
+    // Resource updates of 60 kB fill the socket's buffers and then the stream's hard bound; list changes follow.
     let flood = server.clone();
     let (done, changes) = std::sync::mpsc::channel();
     // A thread of its own: on a deadlock it hangs, and the test still fails.
     std::thread::spawn(move || {
-        for i in 0..200_000 {
+        let uri = format!("file:///big/{}", "x".repeat(60_000));
+        for _ in 0..200 {
+            flood.notify_resource_updated(&uri);
+        }
+        for i in 0..1_000 {
             flood.set_tool_enabled("hello", i % 2 == 1);
         }
         let _ = done.send(());

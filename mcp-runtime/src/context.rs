@@ -8,7 +8,8 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
-use crate::cancel::Cancelled;
+use crate::base::cancel::Cancelled;
+use crate::base::sync::Unpoisoned;
 use crate::dispatch::{Connection, Sink};
 use crate::era::v2026::Round;
 use crate::wire::jsonrpc::{self, RequestId};
@@ -246,7 +247,7 @@ impl RequestState {
     }
 
     fn slot(&self) -> std::sync::MutexGuard<'_, Slot> {
-        self.slot.lock().unwrap_or_else(|e| e.into_inner())
+        self.slot.locked()
     }
 
     /// Cancels the request unless its response went first. Returns whether this call cancelled it.

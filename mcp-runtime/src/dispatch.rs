@@ -16,10 +16,12 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context as TaskContext, Poll};
 
 use serde_json::{json, Map, Value};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 use tracing::Instrument;
 
-use crate::cancel::cleanup_tasks;
+use crate::base::cancel::cleanup_tasks;
+pub(crate) use crate::base::sink::{FrameSink, NoSink, Sink};
+use crate::base::sync::Unpoisoned;
 use crate::context::{Context, Era, EraState, RequestMeta, RequestState};
 use crate::handler::tool::{Arguments, Handler};
 use crate::server::registry::ListKind;
@@ -28,27 +30,6 @@ use crate::task::TaskPlan;
 use crate::wire::error::{Error, ErrorCode};
 use crate::wire::jsonrpc::{self, RequestId};
 use crate::wire::protocol::WireResult;
-
-/// Where the frames of a connection, or of one request, go: the transport's writer (stdio), or a request's own
-/// stream (HTTP). `close` ends a request's stream once its last frame was sent.
-pub(crate) trait FrameSink: Send + Sync {
-    /// Sends a frame: a notification, or a request to the client.
-    fn send(&self, frame: String);
-    /// Sends a frame that may be dropped when the client is not keeping up (progress and log notifications).
-    fn send_droppable(&self, frame: String) {
-        self.send(frame)
-    }
-    /// Sends the final frame of a request (its response) and ends its stream.
-    fn finish(&self, frame: String) {
-        self.send(frame);
-        self.close();
-    }
-    /// Ends a request's stream without a response (it was cancelled).
-    fn close(&self) {}
-}
-
-/// A shared sink.
-pub(crate) type Sink = Arc<dyn FrameSink>;
 
 /// Where a message came from and where its replies go: the sink, and on HTTP the request's headers and caller.
 pub(crate) struct Origin {
@@ -69,43 +50,6 @@ impl FrameSink for Origin {
     fn close(&self) {
         self.sink.close()
     }
-}
-
-/// The sink of a stream transport (`serve_streams`): the single writer's queue, bounded by bytes.
-pub(crate) struct ChannelSink {
-    pub tx: mpsc::UnboundedSender<String>,
-    pub backlog: Arc<crate::transport::backlog::Backlog>,
-    /// Cancelled when the peer stops reading: the session ends.
-    pub stuck: tokio_util::sync::CancellationToken,
-}
-
-impl ChannelSink {
-    fn push(&self, frame: String, droppable: bool) {
-        match self.backlog.admit(frame.len(), droppable) {
-            // A closed writer means the peer is gone; the frame is dropped.
-            crate::transport::backlog::Admit::Send => {
-                let _ = self.tx.send(frame);
-            }
-            crate::transport::backlog::Admit::Drop => {}
-            crate::transport::backlog::Admit::Stuck => self.stuck.cancel(),
-        }
-    }
-}
-
-impl FrameSink for ChannelSink {
-    fn send(&self, frame: String) {
-        self.push(frame, false)
-    }
-    fn send_droppable(&self, frame: String) {
-        self.push(frame, true)
-    }
-}
-
-/// A sink that drops everything (a stateless request has no stream besides its own).
-pub(crate) struct NoSink;
-
-impl FrameSink for NoSink {
-    fn send(&self, _: String) {}
 }
 
 /// One connection as the dispatcher sees it, whatever its era: a stdio process, a 2025 HTTP session, or a single
@@ -179,25 +123,25 @@ impl Connection {
     }
 
     fn table(&self) -> std::sync::MutexGuard<'_, HashMap<RequestId, Arc<RequestState>>> {
-        self.in_flight.lock().unwrap_or_else(|e| e.into_inner())
+        self.in_flight.locked()
     }
 
     /// Registers a request to the client; the response (or error) arrives on the receiver.
     pub(crate) fn register_outgoing(&self) -> (RequestId, oneshot::Receiver<Result<Value, Value>>) {
         let id = RequestId::Number(self.next_outgoing.fetch_add(1, Ordering::Relaxed));
         let (tx, rx) = oneshot::channel();
-        self.outgoing.lock().unwrap_or_else(|e| e.into_inner()).insert(id.clone(), tx);
+        self.outgoing.locked().insert(id.clone(), tx);
         (id, rx)
     }
 
     /// Forgets a request to the client (it was cancelled); `true` if it was still waiting.
     pub(crate) fn forget_outgoing(&self, id: &RequestId) -> bool {
-        self.outgoing.lock().unwrap_or_else(|e| e.into_inner()).remove(id).is_some()
+        self.outgoing.locked().remove(id).is_some()
     }
 
     /// Routes the client's answer to a request of ours.
     pub(crate) fn answer_outgoing(&self, id: &RequestId, outcome: Result<Value, Value>) {
-        let waiting = self.outgoing.lock().unwrap_or_else(|e| e.into_inner()).remove(id);
+        let waiting = self.outgoing.locked().remove(id);
         match waiting {
             Some(tx) => {
                 let _ = tx.send(outcome);

@@ -27,7 +27,7 @@
 #![cfg_attr(not(feature = "http"), allow(dead_code))]
 #![doc(test(attr(deny(warnings))))]
 
-mod cancel;
+mod base;
 #[cfg(feature = "client")]
 pub mod client;
 mod client_requests;
@@ -43,7 +43,8 @@ mod task;
 mod transport;
 mod wire;
 
-pub use cancel::{defer, Cancelled, Defer};
+pub use base::backlog::OutboundLimits;
+pub use base::cancel::{defer, Cancelled, Defer};
 pub use client_requests::{
     Ask, ClientError, ElicitAction, ElicitResult, Elicitation, Root, SamplingMessage, SamplingRequest, SamplingResult,
 };
@@ -77,7 +78,6 @@ pub use task::{
     DEFAULT_MAX_RUNNING_TASKS, DEFAULT_MAX_TASKS, DEFAULT_MAX_TASKS_PER_CLIENT, DEFAULT_MAX_TASK_TTL,
     DEFAULT_POLL_INTERVAL, DEFAULT_TASK_TTL, EXTENSION as TASKS_EXTENSION,
 };
-pub use transport::backlog::OutboundLimits;
 #[cfg(feature = "http")]
 pub use transport::http::{
     EventStore, EventStoreFactory, HttpOptions, MemoryEventStore, MemoryEventStoreFactory, DEFAULT_EVENT_STORE_BYTES,

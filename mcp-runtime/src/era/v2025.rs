@@ -9,8 +9,10 @@ use std::sync::{Arc, Mutex, OnceLock};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
+use crate::base::sync::Unpoisoned;
 use crate::context::{ClientInfo, Era, EraState, RequestMeta, LOG_LEVEL_UNSET};
 use crate::dispatch::{self, respond, Connection, Origin, Request, Sink};
+use crate::server::hub::{Change, Subscriber};
 use crate::server::Server;
 use crate::wire::error::{Error, ErrorCode};
 use crate::wire::jsonrpc::{self, Incoming, RequestId};
@@ -42,7 +44,8 @@ impl Session {
             log_level: Arc::new(AtomicU8::new(LOG_LEVEL_UNSET)),
             subscriptions: Mutex::new(HashSet::new()),
         });
-        session.conn.server().register_session(&session);
+        let subscriber: std::sync::Weak<dyn Subscriber> = Arc::downgrade(&session) as _;
+        session.conn.server().subscribe(subscriber);
         session
     }
 
@@ -66,7 +69,7 @@ impl Session {
     }
 
     pub(crate) fn is_subscribed(&self, uri: &str) -> bool {
-        self.subscriptions.lock().unwrap_or_else(|e| e.into_inner()).contains(uri)
+        self.subscriptions.locked().contains(uri)
     }
 
     /// Sends a notification that belongs to no request.
@@ -125,7 +128,7 @@ impl Session {
             "logging/setLevel" => respond(origin, &id, self.set_level(params)),
             "resources/subscribe" | "resources/unsubscribe" => {
                 let result = uri_param(params).map(|uri| {
-                    let mut subscriptions = self.subscriptions.lock().unwrap_or_else(|e| e.into_inner());
+                    let mut subscriptions = self.subscriptions.locked();
                     if method == "resources/subscribe" {
                         subscriptions.insert(uri);
                     } else {
@@ -232,5 +235,22 @@ fn uri_param(params: Option<Value>) -> Result<String, Error> {
     match jsonrpc::params_object(params)?.remove("uri") {
         Some(Value::String(uri)) => Ok(uri),
         _ => Err(Error::invalid_params("a string `uri` is required")),
+    }
+}
+
+/// A 2025 session hears list changes once initialized, and updates of the resources it subscribed to.
+impl Subscriber for Session {
+    fn hear(&self, change: Change<'_>) {
+        match change {
+            Change::ListChanged(method) if self.is_initialized() => self.notify(method, &json!({})),
+            Change::ResourceUpdated(uri) if self.is_subscribed(uri) => {
+                self.notify("notifications/resources/updated", &json!({ "uri": uri }))
+            }
+            _ => {}
+        }
+    }
+
+    fn stop(&self, reason: &str) {
+        self.cancel_all(reason)
     }
 }

@@ -13,15 +13,17 @@
 //! - On HTTP the standard headers (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`, `Mcp-Param-*`) must agree
 //!   with the body: -32020 otherwise.
 
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use base64::Engine;
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 
+use crate::base::sync::Unpoisoned;
 use crate::context::{ClientInfo, Era, EraState, RequestMeta, RequestState};
 use crate::dispatch::{self, respond, Connection, Origin, Request, ResultKind};
+use crate::server::hub::{Change, Subscriber};
 use crate::server::Server;
 use crate::wire::error::{Error, ErrorCode};
 use crate::wire::jsonrpc::{self, RequestId};
@@ -473,7 +475,7 @@ impl Round {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, RoundInner> {
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+        self.inner.locked()
     }
 
     pub(crate) async fn interrupted(&self) {
@@ -657,10 +659,11 @@ impl Listener {
     }
 
     /// Sends a task's new state if this stream follows the task (and, for a task with an owner, is its owner).
-    pub(crate) fn task_changed(&self, record: &crate::task::TaskRecord, task: &Value) {
+    pub(crate) fn task_changed(&self, record: &crate::task::TaskRecord) {
         if !self.filter.task_ids.contains(&record.id) {
             return;
         }
+        let task = &crate::task::methods::detailed_2026(record);
         let subject = self.request.meta.http.as_ref().and_then(|h| h.auth.as_ref()).map(|a| a.subject.as_str());
         if record.subject.is_some() && record.subject.as_deref() != subject {
             return;
@@ -675,7 +678,7 @@ impl Listener {
     }
 
     /// Ends the stream from the server's side: the listen request gets its result.
-    pub(crate) fn end(&self) {
+    pub(crate) fn finish(&self) {
         let server = self.request.conn.server();
         let mut result = Map::new();
         result.insert("resultType".into(), "complete".into());
@@ -737,16 +740,32 @@ fn listen(
     let mut ack = Map::new();
     ack.insert("notifications".into(), listener.filter.to_value());
     request.send_if_open(listener.tagged("notifications/subscriptions/acknowledged", ack));
-    server.add_listener(&listener);
-    crate::cancel::cleanup_tasks().spawn(async move {
+    let subscriber: std::sync::Weak<dyn Subscriber> = Arc::downgrade(&listener) as _;
+    server.subscribe(subscriber);
+    crate::base::cancel::cleanup_tasks().spawn(async move {
         listener.request.token.cancelled().await;
         drop(listener);
     });
     Ok(())
 }
 
-/// Live listeners, for the server's broadcasts.
-pub(crate) type Listeners = Mutex<Vec<Weak<Listener>>>;
+/// A listen stream hears what its filter asked for; it ends with its result when its connection ends or the server
+/// stops.
+impl Subscriber for Listener {
+    fn hear(&self, change: Change<'_>) {
+        match change {
+            Change::ListChanged(method) => self.list_changed(method),
+            Change::ResourceUpdated(uri) => self.resource_updated(uri),
+            Change::Task(record) => self.task_changed(record),
+        }
+    }
+
+    fn end(&self, conn: Option<&Arc<Connection>>) {
+        if conn.is_none_or(|c| self.is_on(c)) {
+            self.finish();
+        }
+    }
+}
 
 // ---------------------------------------------------------------------------------------------------------------
 // HTTP headers

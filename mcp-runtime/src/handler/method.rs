@@ -3,7 +3,7 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::cancel::Cancelled;
+use crate::base::cancel::Cancelled;
 use crate::handler::tool::{Handler, Injected, Json};
 use crate::wire::error::{Error, ErrorCode};
 

@@ -3,8 +3,6 @@
 
 use std::borrow::Cow;
 use std::fmt::Display;
-use std::future::Future;
-use std::pin::Pin;
 
 use schemars::generate::SchemaSettings;
 use schemars::{JsonSchema, SchemaGenerator};
@@ -16,8 +14,7 @@ use crate::context::Context;
 use crate::wire::error::Error;
 use crate::wire::protocol::{CallToolResult, Content, ToolAnnotations};
 
-/// A boxed, `Send` future, as async handlers return.
-pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+pub use crate::base::future::BoxFuture;
 
 /// The arguments of one call: the `arguments` object of `tools/call`.
 pub type Arguments = Map<String, Value>;

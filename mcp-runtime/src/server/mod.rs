@@ -1,6 +1,7 @@
 //! [`Server`]: the shared configuration (info, state, capabilities) and the registry of what it serves. The
 //! registry can change while the server runs; every change makes a new snapshot and tells every session.
 
+pub(crate) mod hub;
 pub(crate) mod registry;
 pub(crate) mod state;
 
@@ -12,8 +13,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::era::v2025::Session;
-use crate::era::v2026::{Listener, Listeners};
+use crate::base::sync::{Unpoisoned, UnpoisonedRw};
 use crate::handler::method::{MethodDef, MethodItem};
 use crate::handler::prompt::{PromptDef, PromptItem};
 use crate::handler::resource::CacheHint;
@@ -91,15 +91,14 @@ pub(crate) struct ServerInner {
     /// The most requests in flight on one connection.
     pub max_in_flight: usize,
     /// The bounds of every outbound queue.
-    pub outbound: crate::transport::backlog::OutboundLimits,
+    pub outbound: crate::base::backlog::OutboundLimits,
     pub methods: HashMap<&'static str, MethodDef>,
     pub state: StateMap,
     pub shutdown_hooks: Mutex<Vec<BoxFuture<'static, ()>>>,
     pub shutdown_timeout: Duration,
-    /// Live sessions, for list-changed and resource-updated notifications.
-    sessions: Mutex<Vec<Weak<Session>>>,
+    /// Who listens for changes: 2025 sessions, 2026 listen streams.
+    hub: Box<dyn hub::ChangeHub>,
     /// Open 2026 `subscriptions/listen` streams, for the same notifications.
-    listeners: Listeners,
     /// The `serverInfo`, as JSON (2026 results carry it in `_meta`).
     pub info_value: Value,
     /// What every 2026 result starts with (`resultType`, `_meta` with the server's info), serialized once.
@@ -321,7 +320,7 @@ pub struct ServerBuilder {
     shutdown_timeout: Option<Duration>,
     cache: Option<CacheHint>,
     max_in_flight: Option<usize>,
-    outbound: Option<crate::transport::backlog::OutboundLimits>,
+    outbound: Option<crate::base::backlog::OutboundLimits>,
     state_key: Option<[u8; 32]>,
     request_state_ttl: Option<Duration>,
     task_store: Option<Arc<dyn crate::task::TaskStore>>,
@@ -544,7 +543,7 @@ impl ServerBuilder {
     /// The bounds of every outbound queue (stdout, each SSE stream, each 2026 answer), for clients that stop
     /// reading: above the soft limit progress and log notifications are dropped; a frame past the hard limit
     /// disconnects the client and cancels what it asked for. Default 4 MiB and 16 MiB.
-    pub fn outbound_limits(mut self, limits: crate::transport::backlog::OutboundLimits) -> Self {
+    pub fn outbound_limits(mut self, limits: crate::base::backlog::OutboundLimits) -> Self {
         self.outbound = Some(limits);
         self
     }
@@ -713,8 +712,7 @@ impl ServerBuilder {
                 state: self.state,
                 shutdown_hooks: Mutex::new(self.shutdown_hooks),
                 shutdown_timeout: self.shutdown_timeout.unwrap_or(DEFAULT_SHUTDOWN_TIMEOUT),
-                sessions: Mutex::new(Vec::new()),
-                listeners: Mutex::new(Vec::new()),
+                hub: Box::new(hub::MemoryHub::default()),
                 result_prefix: crate::era::v2026::result_prefix(&info_value),
                 info_value,
                 discover,
@@ -792,7 +790,7 @@ impl Server {
 
     /// Runs the shutdown hooks, giving up at `deadline` (what is left of the shutdown's one deadline).
     pub(crate) async fn shutdown_by(&self, deadline: tokio::time::Instant) {
-        let hooks = std::mem::take(&mut *self.inner.shutdown_hooks.lock().unwrap_or_else(|e| e.into_inner()));
+        let hooks = std::mem::take(&mut *self.inner.shutdown_hooks.locked());
         if hooks.is_empty() {
             return;
         }
@@ -837,7 +835,7 @@ impl Server {
 
     /// The current snapshot of what is served.
     pub(crate) fn registry(&self) -> Arc<Registry> {
-        self.inner.registry.read().unwrap_or_else(|e| e.into_inner()).clone()
+        self.inner.registry.read_locked().clone()
     }
 
     /// Applies a change to the registry, then tells every session that the list changed.
@@ -847,14 +845,14 @@ impl Server {
         apply: impl FnOnce(&mut Registry) -> Result<T, BuildError>,
     ) -> Result<T, BuildError> {
         let out = {
-            let mut guard = self.inner.registry.write().unwrap_or_else(|e| e.into_inner());
+            let mut guard = self.inner.registry.write_locked();
             let mut next = Registry::clone(&guard);
             let out = apply(&mut next)?;
             next.paginate();
             *guard = Arc::new(next);
             out
         };
-        self.broadcast(notification, &json!({}));
+        self.broadcast(notification);
         Ok(out)
     }
 
@@ -933,15 +931,7 @@ impl Server {
     /// Tells every session subscribed to `uri` that the resource changed (`notifications/resources/updated`).
     /// Sessions that did not subscribe hear nothing.
     pub fn notify_resource_updated(&self, uri: &str) {
-        let params = json!({ "uri": uri });
-        for session in self.live_sessions() {
-            if session.is_subscribed(uri) {
-                session.notify("notifications/resources/updated", &params);
-            }
-        }
-        for listener in self.live_listeners() {
-            listener.resource_updated(uri);
-        }
+        self.inner.hub.publish(hub::Change::ResourceUpdated(uri));
     }
 
     /// The task engine.
@@ -949,61 +939,32 @@ impl Server {
         &self.inner.tasks
     }
 
-    /// Tells the 2026 listen streams that follow a task that it changed (`notifications/tasks`).
+    /// Tells the listeners that follow a task that it changed.
     pub(crate) fn notify_task(&self, record: &crate::task::TaskRecord) {
-        let listeners = self.live_listeners();
-        if listeners.is_empty() {
-            return;
-        }
-        let task = crate::task::methods::detailed_2026(record);
-        for listener in listeners {
-            listener.task_changed(record, &task);
-        }
+        self.inner.hub.publish(hub::Change::Task(record));
     }
 
-    pub(crate) fn add_listener(&self, listener: &Arc<Listener>) {
-        let mut listeners = self.inner.listeners.lock().unwrap_or_else(|e| e.into_inner());
-        listeners.retain(|l| l.strong_count() > 0);
-        listeners.push(Arc::downgrade(listener));
+    /// Where a front registers what listens for changes (a session, a listen stream).
+    pub(crate) fn subscribe(&self, subscriber: Weak<dyn hub::Subscriber>) {
+        self.inner.hub.subscribe(subscriber);
     }
 
-    fn live_listeners(&self) -> Vec<Arc<Listener>> {
-        let mut listeners = self.inner.listeners.lock().unwrap_or_else(|e| e.into_inner());
-        listeners.retain(|l| l.strong_count() > 0);
-        listeners.iter().filter_map(Weak::upgrade).collect()
-    }
-
-    /// Ends every `subscriptions/listen` stream cleanly (the server is stopping): each gets its result.
-    /// Ends the `subscriptions/listen` streams of one connection, or of all.
-    pub(crate) fn end_listeners(&self, conn: Option<&Arc<crate::dispatch::Connection>>) {
-        for listener in self.live_listeners() {
-            if conn.is_none_or(|c| listener.is_on(c)) {
-                listener.end();
-            }
+    /// Ends what the subscribers of one connection (or of all) stream, cleanly: listen streams get their result.
+    pub(crate) fn end_streams(&self, conn: Option<&Arc<crate::dispatch::Connection>>) {
+        for subscriber in self.inner.hub.subscribers() {
+            subscriber.end(conn);
         }
     }
 
-    pub(crate) fn register_session(&self, session: &Arc<Session>) {
-        let mut sessions = self.inner.sessions.lock().unwrap_or_else(|e| e.into_inner());
-        sessions.retain(|s| s.strong_count() > 0);
-        sessions.push(Arc::downgrade(session));
+    /// The server is stopping: every subscriber cancels what it has in flight.
+    pub(crate) fn stop_subscribers(&self, reason: &str) {
+        for subscriber in self.inner.hub.subscribers() {
+            subscriber.stop(reason);
+        }
     }
 
-    pub(crate) fn live_sessions(&self) -> Vec<Arc<Session>> {
-        let mut sessions = self.inner.sessions.lock().unwrap_or_else(|e| e.into_inner());
-        sessions.retain(|s| s.strong_count() > 0);
-        sessions.iter().filter_map(Weak::upgrade).collect()
-    }
-
-    fn broadcast(&self, method: &str, params: &Value) {
-        for session in self.live_sessions() {
-            if session.is_initialized() {
-                session.notify(method, params);
-            }
-        }
-        for listener in self.live_listeners() {
-            listener.list_changed(method);
-        }
+    fn broadcast(&self, method: &str) {
+        self.inner.hub.publish(hub::Change::ListChanged(method));
     }
 
     /// Whether nothing is registered: no tool, prompt, resource, template or custom method.
@@ -1039,102 +1000,5 @@ impl Server {
                  `Server::builder().registered()`, or add each item with `.tool::<name>()`"
             );
         }
-    }
-
-    /// Serves this server over stdin and stdout until stdin closes, or Ctrl-C or SIGTERM arrives; then cancels what
-    /// is in flight, waits (bounded) for cleanups, and runs the shutdown hooks.
-    pub async fn serve_stdio(self) -> std::io::Result<()> {
-        use crate::transport::stdio::serve_with;
-        self.warn_if_empty();
-        let stuck = tokio_util::sync::CancellationToken::new();
-        // Pipes and sockets are served by the runtime itself; anything else (a terminal, a file) by two threads.
-        #[cfg(unix)]
-        let direct = crate::transport::fd_io::stdio(self.inner.outbound, stuck.clone());
-        #[cfg(not(unix))]
-        let direct: Option<(
-            crate::transport::ThreadStdin,
-            crate::transport::StdoutSink,
-            std::future::Ready<std::io::Result<()>>,
-        )> = None;
-        let (result, deadline) = match direct {
-            Some((stdin, stdout, written)) => {
-                serve_with(self.clone(), stdin, Arc::new(stdout), written, stop_signal(), stuck).await
-            }
-            None => {
-                let stdin = crate::transport::ThreadStdin::spawn();
-                let (stdout, written) = crate::transport::spawn_stdout(self.inner.outbound, stuck.clone());
-                serve_with(self.clone(), stdin, Arc::new(stdout), written, stop_signal(), stuck).await
-            }
-        };
-        self.shutdown_by(deadline).await;
-        result
-    }
-
-    /// Serves one session over any pair of byte streams, newline-delimited JSON, as on stdio. The shutdown hooks are
-    /// not run when it ends (other sessions may still be using the server): call [`Server::shutdown`] for that.
-    ///
-    /// Over an in-memory pipe, a test can talk to a server in its own process:
-    ///
-    /// ```
-    /// use serde_json::{json, Value};
-    /// use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-    ///
-    /// /// Say hello.
-    /// #[mcp::tool]
-    /// fn hello(name: String) -> String {
-    ///     format!("Hello, {name}!")
-    /// }
-    ///
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() {
-    /// let server = mcp::Server::builder().tool::<hello>().build().unwrap();
-    /// let (client, server_end) = tokio::io::duplex(64 * 1024);
-    /// let (read, write) = tokio::io::split(server_end);
-    /// tokio::spawn(server.serve_streams(read, write));
-    ///
-    /// let (read, mut write) = tokio::io::split(client);
-    /// let mut lines = BufReader::new(read).lines();
-    /// let mut call = async |id: i64, method: &str, params: Value| {
-    ///     let request = json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params });
-    ///     write.write_all(format!("{request}\n").as_bytes()).await.unwrap();
-    ///     serde_json::from_str::<Value>(&lines.next_line().await.unwrap().unwrap()).unwrap()
-    /// };
-    /// let client_info = json!({ "name": "test", "version": "0" });
-    /// call(1, "initialize", json!({ "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": client_info }))
-    ///     .await;
-    /// let response = call(2, "tools/call", json!({ "name": "hello", "arguments": { "name": "Ada" } })).await;
-    /// assert_eq!(response["result"]["content"][0]["text"], "Hello, Ada!");
-    /// # }
-    /// ```
-    pub async fn serve_streams<R, W>(self, reader: R, writer: W) -> std::io::Result<()>
-    where
-        R: tokio::io::AsyncRead + Unpin + Send + 'static,
-        W: tokio::io::AsyncWrite + Unpin + Send + 'static,
-    {
-        crate::transport::stdio::serve(self, reader, writer, std::future::pending()).await
-    }
-}
-
-/// Completes on Ctrl-C, or on SIGTERM where there is one.
-pub(crate) async fn stop_signal() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, SignalKind};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = tokio::signal::ctrl_c() => tracing::info!("interrupted: shutting down"),
-                    _ = term.recv() => tracing::info!("terminated: shutting down"),
-                }
-            }
-            Err(_) => {
-                let _ = tokio::signal::ctrl_c().await;
-            }
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
-        tracing::info!("interrupted: shutting down");
     }
 }

@@ -25,6 +25,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use store::{MemoryTaskStore, StoreError, TaskPage, TaskRecord, TaskStatus, TaskStore, DEFAULT_MAX_TASKS};
 
+use crate::base::sync::Unpoisoned;
 use crate::context::{Era, RequestState};
 use crate::dispatch::Sink;
 use crate::server::Server;
@@ -249,7 +250,7 @@ impl TaskEngine {
     /// Counts one more stored task for `client`, expiring at `expires_at`; refuses when the client has its most.
     fn reserve_stored(&self, client: &str, expires_at: u64) -> Result<(), Error> {
         let now = now_ms();
-        let mut stored = self.stored.lock().unwrap_or_else(|e| e.into_inner());
+        let mut stored = self.stored.locked();
         // Forget what expired, for every client (bounded: each deque holds at most `max_stored`).
         stored.retain(|_, tasks| {
             tasks.retain(|&at| at > now);
@@ -273,7 +274,7 @@ impl TaskEngine {
 
     /// Gives back a reservation whose task was never stored.
     fn release_stored(&self, client: &str, expires_at: u64) {
-        let mut stored = self.stored.lock().unwrap_or_else(|e| e.into_inner());
+        let mut stored = self.stored.locked();
         if let Some(tasks) = stored.get_mut(client) {
             if let Some(i) = tasks.iter().rposition(|&at| at == expires_at) {
                 tasks.remove(i);
@@ -285,7 +286,7 @@ impl TaskEngine {
     }
 
     fn table(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<TaskRun>>> {
-        self.running.lock().unwrap_or_else(|e| e.into_inner())
+        self.running.locked()
     }
 
     /// A task this instance runs.
@@ -362,7 +363,7 @@ pub(crate) struct TaskRun {
 
 impl TaskRun {
     fn lock(&self) -> std::sync::MutexGuard<'_, TaskRecord> {
-        self.record.lock().unwrap_or_else(|e| e.into_inner())
+        self.record.locked()
     }
 
     fn is_on(&self, conn: &crate::dispatch::Connection) -> bool {
@@ -430,7 +431,7 @@ impl TaskRun {
     fn close(&self) {
         self.over.cancel();
         self.server.tasks().table().remove(&self.id);
-        self.waiters.lock().unwrap_or_else(|e| e.into_inner()).clear();
+        self.waiters.locked().clear();
         let _ = self.done.send(true);
     }
 
@@ -438,7 +439,7 @@ impl TaskRun {
     pub(crate) fn stop(self: &Arc<Self>, reason: &str) {
         let run = self.clone();
         let reason = reason.to_owned();
-        crate::cancel::cleanup_tasks().spawn(async move {
+        crate::base::cancel::cleanup_tasks().spawn(async move {
             run.cancel(&reason).await;
         });
     }
@@ -501,7 +502,7 @@ impl TaskRun {
     }
 
     fn deliver(&self, frame: String, droppable: bool) {
-        let sink = self.route.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let sink = self.route.locked().clone();
         let sink = sink.as_ref().unwrap_or(&self.session_sink);
         if droppable {
             sink.send_droppable(frame)
@@ -513,24 +514,23 @@ impl TaskRun {
     /// Routes the task's messages onto a `tasks/result` stream while it waits (2025 era, HTTP), and sends the
     /// questions still waiting for an answer there too: the client calls `tasks/result` to receive them.
     pub(crate) fn attach(&self, sink: Sink) {
-        let open: Vec<String> =
-            self.questions.lock().unwrap_or_else(|e| e.into_inner()).iter().map(|(_, f)| f.clone()).collect();
+        let open: Vec<String> = self.questions.locked().iter().map(|(_, f)| f.clone()).collect();
         for frame in open {
             sink.send(frame);
         }
-        *self.route.lock().unwrap_or_else(|e| e.into_inner()) = Some(sink);
+        *self.route.locked() = Some(sink);
     }
 
     /// 2025 era: a request to the client from the handler, sent (tagged with the task) and kept until answered.
     pub(crate) fn open_question(&self, id: crate::wire::jsonrpc::RequestId, frame: String) {
-        self.questions.lock().unwrap_or_else(|e| e.into_inner()).push((id, frame.clone()));
+        self.questions.locked().push((id, frame.clone()));
         self.send(frame, false);
     }
 
     /// 2025 era: a question is over: answered, or (`withdrawn`) abandoned, and the client told so on the task's
     /// stream, even once the task is over.
     pub(crate) fn close_question(&self, id: &crate::wire::jsonrpc::RequestId, withdrawn: bool) {
-        self.questions.lock().unwrap_or_else(|e| e.into_inner()).retain(|(q, _)| q != id);
+        self.questions.locked().retain(|(q, _)| q != id);
         if withdrawn {
             let frame = jsonrpc::encode_notification(
                 "notifications/cancelled",
@@ -546,7 +546,7 @@ impl TaskRun {
 
     /// Stops routing onto a stream.
     pub(crate) fn detach(&self) {
-        *self.route.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        *self.route.locked() = None;
     }
 
     /// 2025 era: `status` while the handler waits for the client (`input_required`), or once it has its answer.
@@ -564,7 +564,7 @@ impl TaskRun {
     pub(crate) async fn ask(self: &Arc<Self>, key: Option<&str>, question: Value) -> Option<Value> {
         let key = self.unique_key(key);
         let (tx, rx) = oneshot::channel();
-        self.waiters.lock().unwrap_or_else(|e| e.into_inner()).insert(key.clone(), tx);
+        self.waiters.locked().insert(key.clone(), tx);
         if let Some(record) = self.change(|r| {
             r.input_requests.insert(key.clone(), question);
             r.status = TaskStatus::InputRequired;
@@ -576,7 +576,7 @@ impl TaskRun {
     }
 
     fn unique_key(&self, given: Option<&str>) -> String {
-        let mut keys = self.keys.lock().unwrap_or_else(|e| e.into_inner());
+        let mut keys = self.keys.locked();
         let base = match given {
             Some(k) => k.to_owned(),
             None => format!("input-{}", self.next_key.fetch_add(1, Ordering::Relaxed) + 1),
@@ -595,14 +595,13 @@ impl TaskRun {
     /// `inputRequests` before this returns, and the task is `working` again once none is left.
     pub(crate) async fn answer(self: &Arc<Self>, responses: Map<String, Value>) {
         let answered: Vec<(oneshot::Sender<Value>, Value)> = {
-            let mut waiters = self.waiters.lock().unwrap_or_else(|e| e.into_inner());
+            let mut waiters = self.waiters.locked();
             responses.into_iter().filter_map(|(k, v)| waiters.remove(&k).map(|tx| (tx, v))).collect()
         };
         if answered.is_empty() {
             return;
         }
-        let outstanding: HashSet<String> =
-            self.waiters.lock().unwrap_or_else(|e| e.into_inner()).keys().cloned().collect();
+        let outstanding: HashSet<String> = self.waiters.locked().keys().cloned().collect();
         if let Some(record) = self.change(|r| {
             r.input_requests.retain(|k, _| outstanding.contains(k));
             if r.input_requests.is_empty() {
@@ -720,7 +719,7 @@ pub(crate) async fn begin(request: &Arc<RequestState>) -> Result<Option<Arc<Task
     }
     tracing::info!(task = %run.id, tool = %record.tool, ttl_ms = ttl, "task created");
     let expiry = run.clone();
-    crate::cancel::cleanup_tasks().spawn(async move {
+    crate::base::cancel::cleanup_tasks().spawn(async move {
         tokio::select! {
             () = expiry.over.cancelled() => {}
             () = tokio::time::sleep(Duration::from_millis(ttl)) => {

@@ -8,6 +8,7 @@ use std::sync::Mutex;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::base::sync::Unpoisoned;
 use crate::handler::tool::BoxFuture;
 use crate::wire::error::Error;
 
@@ -255,7 +256,7 @@ impl MemoryTaskStore {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Memory> {
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+        self.inner.locked()
     }
 
     fn get_now(&self, id: &str) -> Option<TaskRecord> {

@@ -24,8 +24,9 @@ use tokio::io::{AsyncRead, ReadBuf};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
+use crate::base::backlog::{Admit, Backlog, OutboundLimits};
+use crate::base::sync::Unpoisoned;
 use crate::dispatch::FrameSink;
-use crate::transport::backlog::{Admit, Backlog, OutboundLimits};
 use crate::transport::line;
 
 /// A standard stream made non-blocking; its original flags are restored on drop. The `File` is never closed.
@@ -138,7 +139,7 @@ struct Out {
 
 impl Out {
     fn lock(&self) -> std::sync::MutexGuard<'_, Queue> {
-        self.queue.lock().unwrap_or_else(|e| e.into_inner())
+        self.queue.locked()
     }
 
     fn file(&self) -> &File {

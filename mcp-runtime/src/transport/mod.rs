@@ -1,6 +1,5 @@
 //! Transports: bytes to JSON-RPC messages and back. No MCP semantics live here.
 
-pub(crate) mod backlog;
 #[cfg(unix)]
 pub(crate) mod fd_io;
 #[cfg(feature = "http")]
@@ -14,4 +13,28 @@ pub(crate) fn line(frame: String) -> Vec<u8> {
     let mut bytes = frame.into_bytes();
     bytes.push(b'\n');
     bytes
+}
+
+/// Completes on Ctrl-C, or on SIGTERM where there is one.
+pub(crate) async fn stop_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => tracing::info!("interrupted: shutting down"),
+                    _ = term.recv() => tracing::info!("terminated: shutting down"),
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+        tracing::info!("interrupted: shutting down");
+    }
 }

@@ -17,8 +17,8 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
+use crate::base::backlog::{Admit, Backlog, OutboundLimits};
 use crate::dispatch::FrameSink;
-use crate::transport::backlog::{Admit, Backlog, OutboundLimits};
 
 /// stdin, read by a thread in chunks of up to 64 KiB.
 pub(crate) struct ThreadStdin {

@@ -6,13 +6,14 @@ use std::sync::Arc;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, BufWriter};
 use tokio::sync::mpsc;
 
-use crate::cancel::cleanup_tasks;
 use tokio_util::sync::CancellationToken;
 
-use crate::dispatch::ChannelSink;
+use crate::base::cancel::cleanup_tasks;
+use crate::base::sink::FrameSink;
+
+use crate::base::backlog::{Admit, Backlog};
 use crate::era::v2025::Session;
 use crate::server::Server;
-use crate::transport::backlog::Backlog;
 use crate::wire::error::{Error, ErrorCode};
 use crate::wire::jsonrpc::Incoming;
 
@@ -105,7 +106,7 @@ fn dispatch(session: &Arc<Session>, line: &[u8]) {
 /// Cancels everything in flight, then waits (bounded) for the handlers to stop and for their cleanups.
 pub(crate) async fn shutdown(session: &Arc<Session>, deadline: tokio::time::Instant) {
     // Open `subscriptions/listen` streams end cleanly, with their result; everything else is cancelled.
-    session.connection().server().end_listeners(Some(session.connection()));
+    session.connection().server().end_streams(Some(session.connection()));
     session.cancel_all("the session is ending");
     let tasks = cleanup_tasks();
     tasks.close();
@@ -183,4 +184,108 @@ async fn write_frame<W: AsyncWrite + Unpin>(writer: &mut W, frame: &str) -> io::
     }
     writer.write_all(frame.as_bytes()).await?;
     writer.write_all(b"\n").await
+}
+
+/// The sink of a stream transport (`serve_streams`): the single writer's queue, bounded by bytes.
+pub(crate) struct ChannelSink {
+    pub tx: mpsc::UnboundedSender<String>,
+    pub backlog: Arc<Backlog>,
+    /// Cancelled when the peer stops reading: the session ends.
+    pub stuck: tokio_util::sync::CancellationToken,
+}
+
+impl ChannelSink {
+    fn push(&self, frame: String, droppable: bool) {
+        match self.backlog.admit(frame.len(), droppable) {
+            // A closed writer means the peer is gone; the frame is dropped.
+            Admit::Send => {
+                let _ = self.tx.send(frame);
+            }
+            Admit::Drop => {}
+            Admit::Stuck => self.stuck.cancel(),
+        }
+    }
+}
+
+impl FrameSink for ChannelSink {
+    fn send(&self, frame: String) {
+        self.push(frame, false)
+    }
+    fn send_droppable(&self, frame: String) {
+        self.push(frame, true)
+    }
+}
+
+impl Server {
+    /// Serves this server over stdin and stdout until stdin closes, or Ctrl-C or SIGTERM arrives; then cancels what
+    /// is in flight, waits (bounded) for cleanups, and runs the shutdown hooks.
+    pub async fn serve_stdio(self) -> std::io::Result<()> {
+        self.warn_if_empty();
+        let stuck = tokio_util::sync::CancellationToken::new();
+        // Pipes and sockets are served by the runtime itself; anything else (a terminal, a file) by two threads.
+        #[cfg(unix)]
+        let direct = crate::transport::fd_io::stdio(self.inner.outbound, stuck.clone());
+        #[cfg(not(unix))]
+        let direct: Option<(
+            crate::transport::ThreadStdin,
+            crate::transport::StdoutSink,
+            std::future::Ready<std::io::Result<()>>,
+        )> = None;
+        let (result, deadline) = match direct {
+            Some((stdin, stdout, written)) => {
+                serve_with(self.clone(), stdin, Arc::new(stdout), written, crate::transport::stop_signal(), stuck).await
+            }
+            None => {
+                let stdin = crate::transport::ThreadStdin::spawn();
+                let (stdout, written) = crate::transport::spawn_stdout(self.inner.outbound, stuck.clone());
+                serve_with(self.clone(), stdin, Arc::new(stdout), written, crate::transport::stop_signal(), stuck).await
+            }
+        };
+        self.shutdown_by(deadline).await;
+        result
+    }
+
+    /// Serves one session over any pair of byte streams, newline-delimited JSON, as on stdio. The shutdown hooks are
+    /// not run when it ends (other sessions may still be using the server): call [`Server::shutdown`] for that.
+    ///
+    /// Over an in-memory pipe, a test can talk to a server in its own process:
+    ///
+    /// ```
+    /// use serde_json::{json, Value};
+    /// use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    ///
+    /// /// Say hello.
+    /// #[mcp::tool]
+    /// fn hello(name: String) -> String {
+    ///     format!("Hello, {name}!")
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let server = mcp::Server::builder().tool::<hello>().build().unwrap();
+    /// let (client, server_end) = tokio::io::duplex(64 * 1024);
+    /// let (read, write) = tokio::io::split(server_end);
+    /// tokio::spawn(server.serve_streams(read, write));
+    ///
+    /// let (read, mut write) = tokio::io::split(client);
+    /// let mut lines = BufReader::new(read).lines();
+    /// let mut call = async |id: i64, method: &str, params: Value| {
+    ///     let request = json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params });
+    ///     write.write_all(format!("{request}\n").as_bytes()).await.unwrap();
+    ///     serde_json::from_str::<Value>(&lines.next_line().await.unwrap().unwrap()).unwrap()
+    /// };
+    /// let client_info = json!({ "name": "test", "version": "0" });
+    /// call(1, "initialize", json!({ "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": client_info }))
+    ///     .await;
+    /// let response = call(2, "tools/call", json!({ "name": "hello", "arguments": { "name": "Ada" } })).await;
+    /// assert_eq!(response["result"]["content"][0]["text"], "Hello, Ada!");
+    /// # }
+    /// ```
+    pub async fn serve_streams<R, W>(self, reader: R, writer: W) -> std::io::Result<()>
+    where
+        R: tokio::io::AsyncRead + Unpin + Send + 'static,
+        W: tokio::io::AsyncWrite + Unpin + Send + 'static,
+    {
+        serve(self, reader, writer, std::future::pending()).await
+    }
 }

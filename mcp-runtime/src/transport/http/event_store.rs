@@ -6,6 +6,8 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
+use crate::base::sync::Unpoisoned;
+
 /// Keeps the events of a session's streams so that a client can resume one after its connection dropped.
 pub trait EventStore: Send + Sync {
     /// Stores an event of `stream` and returns its id (unique in the session). An empty `frame` is a priming event:
@@ -114,7 +116,7 @@ impl MemoryEventStore {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Kept> {
-        self.kept.lock().unwrap_or_else(|e| e.into_inner())
+        self.kept.locked()
     }
 
     fn over(&self, kept: &Kept) -> bool {

@@ -5,8 +5,9 @@
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use crate::base::backlog::{Admit, Backlog, OutboundLimits};
+use crate::base::sync::Unpoisoned;
 use crate::dispatch::FrameSink;
-use crate::transport::backlog::{Admit, Backlog, OutboundLimits};
 
 /// Keeps a request's frames until [`FirstPoll::decide`], then forwards them to the sink it opened. What it keeps is
 /// bounded as any outbound queue is: past the soft bound, progress and log notifications are dropped (a handler that
@@ -37,7 +38,7 @@ impl<S: FrameSink> FirstPoll<S> {
     }
 
     fn lock(&self) -> MutexGuard<'_, Held<S>> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        self.state.locked()
     }
 
     /// After the first poll: `Ok` with the response, if it came with nothing before it. Otherwise `open` makes the

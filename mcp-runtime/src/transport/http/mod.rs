@@ -33,11 +33,12 @@ use axum::Router;
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
+use crate::base::backlog::{Admit, Backlog, OutboundLimits};
+use crate::base::sync::Unpoisoned;
 use crate::context::{AuthInfo, HttpRequest};
 use crate::dispatch::{FrameSink, NoSink, Origin, Sink};
 use crate::era::v2025::Session;
 use crate::server::Server;
-use crate::transport::backlog::{Admit, Backlog, OutboundLimits};
 use crate::wire::error::{Error, ErrorCode};
 use crate::wire::jsonrpc::{self, Incoming, RequestId};
 use crate::wire::protocol::SUPPORTED_PROTOCOL_VERSIONS;
@@ -290,7 +291,7 @@ impl Route {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, RouteInner> {
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+        self.inner.locked()
     }
 
     /// Attaches a connection that resumes after `last_event_id`: the events stored after it are read under the
@@ -362,13 +363,13 @@ impl FrameSink for JsonRoute {
     }
 
     fn finish(&self, frame: String) {
-        if let Some(tx) = self.response.lock().unwrap_or_else(|e| e.into_inner()).take() {
+        if let Some(tx) = self.response.locked().take() {
             let _ = tx.send(frame);
         }
     }
 
     fn close(&self) {
-        self.response.lock().unwrap_or_else(|e| e.into_inner()).take();
+        self.response.locked().take();
     }
 }
 
@@ -478,13 +479,13 @@ struct HttpSession {
 
 impl HttpSession {
     fn touch(&self) {
-        *self.last_seen.lock().unwrap_or_else(|e| e.into_inner()) = Instant::now();
+        *self.last_seen.locked() = Instant::now();
     }
 
     fn new_route(&self) -> Arc<Route> {
         let name = format!("s{}", self.next_stream.fetch_add(1, Ordering::Relaxed));
         let route = Route::new(name.clone(), self.store.clone(), self.session.connection().server().inner.outbound);
-        let mut routes = self.routes.lock().unwrap_or_else(|e| e.into_inner());
+        let mut routes = self.routes.locked();
         routes.retain(|_, r| r.strong_count() > 0);
         routes.insert(name, Arc::downgrade(&route));
         route
@@ -492,7 +493,7 @@ impl HttpSession {
 
     /// Forgets a finished stream's route (its events stay in the store, for a replay).
     fn forget_route(&self, name: &str) {
-        let mut routes = self.routes.lock().unwrap_or_else(|e| e.into_inner());
+        let mut routes = self.routes.locked();
         routes.remove(name);
         if routes.is_empty() {
             routes.shrink_to_fit();
@@ -503,7 +504,7 @@ impl HttpSession {
         if name == self.standalone.name {
             return Some(self.standalone.clone());
         }
-        self.routes.lock().unwrap_or_else(|e| e.into_inner()).get(name).and_then(Weak::upgrade)
+        self.routes.locked().get(name).and_then(Weak::upgrade)
     }
 }
 
@@ -523,7 +524,7 @@ struct HttpState {
 
 impl HttpState {
     fn session(&self, id: &str) -> Option<Arc<HttpSession>> {
-        self.sessions.lock().unwrap_or_else(|e| e.into_inner()).get(id).cloned()
+        self.sessions.locked().get(id).cloned()
     }
 
     fn new_store(&self) -> Arc<dyn EventStore> {
@@ -532,8 +533,7 @@ impl HttpState {
 
     /// Ends every session (the server is stopping): their requests are cancelled and their streams end.
     fn end_all_sessions(&self, reason: &str) {
-        let ended: Vec<Arc<HttpSession>> =
-            self.sessions.lock().unwrap_or_else(|e| e.into_inner()).drain().map(|(_, s)| s).collect();
+        let ended: Vec<Arc<HttpSession>> = self.sessions.locked().drain().map(|(_, s)| s).collect();
         for s in ended {
             s.session.cancel_all(reason);
             s.standalone.close();
@@ -543,7 +543,7 @@ impl HttpState {
     fn end_idle_sessions(&self) {
         let timeout = self.options.session_idle_timeout;
         let ended: Vec<Arc<HttpSession>> = {
-            let mut sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
+            let mut sessions = self.sessions.locked();
             let idle: Vec<String> = sessions
                 .iter()
                 .filter(|(_, s)| {
@@ -552,7 +552,7 @@ impl HttpState {
                         s.touch();
                         return false;
                     }
-                    s.last_seen.lock().unwrap_or_else(|e| e.into_inner()).elapsed() > timeout
+                    s.last_seen.locked().elapsed() > timeout
                 })
                 .map(|(k, _)| k.clone())
                 .collect();
@@ -687,7 +687,7 @@ impl Server {
         http1.timer(hyper_util::rt::TokioTimer::new()).header_read_timeout(header_read_timeout).keep_alive(true);
         let connections = Arc::new(tokio::sync::Semaphore::new(max_connections));
         let graceful = hyper_util::server::graceful::GracefulShutdown::new();
-        let mut stop = std::pin::pin!(crate::server::stop_signal());
+        let mut stop = std::pin::pin!(crate::transport::stop_signal());
         loop {
             let (tcp, peer) = tokio::select! {
                 accepted = listener.accept() => match accepted {
@@ -728,14 +728,12 @@ impl Server {
         // is in flight. Connections still open at the deadline are dropped.
         let deadline = tokio::time::Instant::now() + self.inner.shutdown_timeout;
         drop(listener);
-        self.end_listeners(None);
+        self.end_streams(None);
         self.tasks().cancel_all("the server is stopping");
         state.end_all_sessions("the server is stopping");
         let _ = tokio::time::timeout_at(deadline, graceful.shutdown()).await;
-        let tasks = crate::cancel::cleanup_tasks();
-        for session in self.live_sessions() {
-            session.cancel_all("the server is stopping");
-        }
+        let tasks = crate::base::cancel::cleanup_tasks();
+        self.stop_subscribers("the server is stopping");
         tasks.close();
         let _ = tokio::time::timeout_at(deadline, tasks.wait()).await;
         tasks.reopen();
@@ -875,7 +873,7 @@ impl RefusedNames {
 
     /// Whether this is the first refusal of `value` (as a `Host` or an `Origin`).
     fn first(&self, kind: &str, value: &str) -> bool {
-        let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
+        let mut seen = self.seen.locked();
         seen.len() < Self::MOST && seen.insert(format!("{kind} {}", value.to_ascii_lowercase()))
     }
 }
@@ -1072,7 +1070,7 @@ async fn post(
     }
 
     let (http_session, created) = if is_initialize && headers.get(&SESSION_NAME).is_none() {
-        let count = state.sessions.lock().unwrap_or_else(|e| e.into_inner()).len();
+        let count = state.sessions.locked().len();
         if count >= state.options.max_sessions {
             let mut response = error_response(
                 StatusCode::SERVICE_UNAVAILABLE,
@@ -1120,7 +1118,7 @@ async fn post(
             if let Ok(v) = HeaderValue::from_str(&id) {
                 response.headers_mut().insert(SESSION_NAME.clone(), v);
             }
-            state.sessions.lock().unwrap_or_else(|e| e.into_inner()).insert(id, http_session);
+            state.sessions.locked().insert(id, http_session);
         }
     }
     response
@@ -1233,7 +1231,7 @@ async fn post_stateless(
                     .and_then(|v| serde_json::from_value::<RequestId>(v).ok());
                 if let Some(id) = id {
                     let session = {
-                        let requests = state.stateless_requests.lock().unwrap_or_else(|e| e.into_inner());
+                        let requests = state.stateless_requests.locked();
                         match requests.get(&(caller.clone(), id.clone())).map(Vec::as_slice) {
                             // Exactly one request of this caller has that id: it is the one meant.
                             Some([(_, only)]) => only.upgrade(),
@@ -1371,7 +1369,7 @@ fn delete(state: Arc<HttpState>, headers: HeaderMap) -> Response {
         Err(r) => return r,
     };
     let id = headers.get(&SESSION_NAME).and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned();
-    state.sessions.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
+    state.sessions.locked().remove(&id);
     http_session.session.cancel_all("the client ended the session");
     http_session.standalone.close();
     StatusCode::OK.into_response()
@@ -1403,20 +1401,14 @@ impl StatelessEntry {
     fn register(state: &Arc<HttpState>, caller: String, id: RequestId, session: &Arc<Session>) -> StatelessEntry {
         let entry = state.next_stateless.fetch_add(1, Ordering::Relaxed);
         let key = (caller, id);
-        state
-            .stateless_requests
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .entry(key.clone())
-            .or_default()
-            .push((entry, Arc::downgrade(session)));
+        state.stateless_requests.locked().entry(key.clone()).or_default().push((entry, Arc::downgrade(session)));
         StatelessEntry { state: state.clone(), key, entry }
     }
 }
 
 impl Drop for StatelessEntry {
     fn drop(&mut self) {
-        let mut requests = self.state.stateless_requests.lock().unwrap_or_else(|e| e.into_inner());
+        let mut requests = self.state.stateless_requests.locked();
         if let Some(entries) = requests.get_mut(&self.key) {
             entries.retain(|(e, _)| *e != self.entry);
             if entries.is_empty() {

@@ -18,10 +18,11 @@ use tokio::sync::mpsc;
 
 use super::first_poll::FirstPoll;
 use super::HttpState;
+use crate::base::backlog::{Admit, Backlog};
+use crate::base::sync::Unpoisoned;
 use crate::context::HttpRequest;
 use crate::dispatch::{Connection, FrameSink, NoSink, Origin};
 use crate::era::v2026;
-use crate::transport::backlog::{Admit, Backlog};
 use crate::wire::error::Error;
 use crate::wire::jsonrpc::{self, Incoming, RequestId};
 
@@ -67,7 +68,7 @@ struct ModernRoute {
 
 impl ModernRoute {
     fn tx(&self) -> std::sync::MutexGuard<'_, Option<mpsc::UnboundedSender<Out>>> {
-        self.tx.lock().unwrap_or_else(|e| e.into_inner())
+        self.tx.locked()
     }
 
     fn push(&self, frame: String, droppable: bool) {

@@ -87,7 +87,7 @@ where
 /// # }
 /// ```
 pub struct Defer {
-    pending: Option<(Duration, crate::handler::tool::BoxFuture<'static, ()>)>,
+    pending: Option<(Duration, crate::base::future::BoxFuture<'static, ()>)>,
     handle: Option<tokio::runtime::Handle>,
 }
 

@@ -1,0 +1,8 @@
+//! The floor: the small vocabulary every layer of the runtime shares (frames and their sinks, boxed futures,
+//! cancellation and cleanup, the lock helper). It imports nothing above it, so any layer may import it.
+
+pub(crate) mod backlog;
+pub(crate) mod cancel;
+pub(crate) mod future;
+pub(crate) mod sink;
+pub(crate) mod sync;

@@ -1,0 +1,32 @@
+//! Frames and where they go. Every frame a request or a connection sends leaves through a [`FrameSink`]: the
+//! transport's writer (stdio), a request's own stream (HTTP), a task's route.
+
+use std::sync::Arc;
+
+/// Where the frames of a connection, or of one request, go: the transport's writer (stdio), or a request's own
+/// stream (HTTP). `close` ends a request's stream once its last frame was sent.
+pub(crate) trait FrameSink: Send + Sync {
+    /// Sends a frame: a notification, or a request to the client.
+    fn send(&self, frame: String);
+    /// Sends a frame that may be dropped when the client is not keeping up (progress and log notifications).
+    fn send_droppable(&self, frame: String) {
+        self.send(frame)
+    }
+    /// Sends the final frame of a request (its response) and ends its stream.
+    fn finish(&self, frame: String) {
+        self.send(frame);
+        self.close();
+    }
+    /// Ends a request's stream without a response (it was cancelled).
+    fn close(&self) {}
+}
+
+/// A shared sink.
+pub(crate) type Sink = Arc<dyn FrameSink>;
+
+/// A sink that drops everything (a stateless request has no stream besides its own).
+pub(crate) struct NoSink;
+
+impl FrameSink for NoSink {
+    fn send(&self, _: String) {}
+}

@@ -1,0 +1,234 @@
+//! The runtime's layers import one way. This reads the `crate::` paths of `mcp-runtime/src` and checks the import
+//! graph of its top-level modules:
+//! - the floor (`base`, `wire`, `otel`) imports nothing above it;
+//! - no import closes a cycle that is not already recorded below as debt: a new one fails, naming its file and line;
+//! - every recorded edge still exists: when a change removes one, the list here shrinks with it, until no cycle is
+//!   left and the list is empty.
+//!
+//! `python3 ../shared/hooks/module_graph.py mcp-runtime/src` prints the same graph.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// Modules that import no other top-level module of the crate.
+const FLOOR: &[&str] = &["base", "wire", "otel"];
+
+/// The imports that still close a cycle (issue 20 pays them off): `(from, to)`.
+const CYCLE_DEBT: &[(&str, &str)] = &[
+    ("context", "dispatch"),
+    ("context", "era"),
+    ("context", "handler"),
+    ("context", "server"),
+    ("context", "task"),
+    ("dispatch", "context"),
+    ("dispatch", "era"),
+    ("dispatch", "handler"),
+    ("dispatch", "server"),
+    ("dispatch", "task"),
+    ("era", "context"),
+    ("era", "dispatch"),
+    ("era", "handler"),
+    ("era", "server"),
+    ("era", "task"),
+    ("handler", "context"),
+    ("handler", "server"),
+    ("handler", "task"),
+    ("server", "context"),
+    ("server", "dispatch"),
+    ("server", "era"),
+    ("server", "handler"),
+    ("server", "task"),
+    ("task", "context"),
+    ("task", "dispatch"),
+    ("task", "era"),
+    ("task", "handler"),
+    ("task", "server"),
+];
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// The top-level module a file belongs to.
+fn module_of(src: &Path, file: &Path) -> String {
+    let first = file.strip_prefix(src).unwrap().components().next().unwrap();
+    first.as_os_str().to_string_lossy().trim_end_matches(".rs").to_owned()
+}
+
+/// The file's code without comments, and without its `#[cfg(test)]` tail (tests may import anything).
+fn code_of(text: &str) -> String {
+    let text = match text.find("#[cfg(test)]") {
+        Some(i) => &text[..i],
+        None => text,
+    };
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while !rest.is_empty() {
+        if let Some(after) = rest.strip_prefix("//") {
+            let end = after.find('\n').unwrap_or(after.len());
+            rest = &after[end..];
+        } else if let Some(after) = rest.strip_prefix("/*") {
+            let end = after.find("*/").map(|i| i + 2).unwrap_or(after.len());
+            out.extend(after[..end].chars().filter(|&c| c == '\n'));
+            rest = &after[end..];
+        } else {
+            let c = rest.chars().next().unwrap();
+            out.push(c);
+            rest = &rest[c.len_utf8()..];
+        }
+    }
+    out
+}
+
+fn ident_at(text: &str) -> &str {
+    let end = text.find(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap_or(text.len());
+    &text[..end]
+}
+
+/// Every top-level module a file names through `crate::`, with the line of its first mention.
+fn imports(code: &str, modules: &BTreeSet<String>) -> BTreeMap<String, usize> {
+    let mut found = BTreeMap::new();
+    let line_of = |at: usize| code[..at].matches('\n').count() + 1;
+    for (at, _) in code.match_indices("crate::") {
+        let after = &code[at + "crate::".len()..];
+        if let Some(group) = after.strip_prefix('{') {
+            // `crate::{a::x, b::{y, z}}`: the first segment of each path at the group's top level.
+            let mut depth = 0;
+            let mut start = true;
+            for (i, c) in group.char_indices() {
+                match c {
+                    '{' => depth += 1,
+                    '}' if depth == 0 => break,
+                    '}' => depth -= 1,
+                    ',' if depth == 0 => start = true,
+                    c if start && (c.is_alphanumeric() || c == '_') => {
+                        let name = ident_at(&group[i..]);
+                        if modules.contains(name) {
+                            found.entry(name.to_owned()).or_insert_with(|| line_of(at));
+                        }
+                        start = false;
+                    }
+                    _ => {}
+                }
+            }
+        } else {
+            let name = ident_at(after);
+            if modules.contains(name) {
+                found.entry(name.to_owned()).or_insert_with(|| line_of(at));
+            }
+        }
+    }
+    found
+}
+
+/// The strongly connected components of more than one module (Tarjan).
+fn cycles(edges: &BTreeMap<String, BTreeMap<String, String>>) -> Vec<BTreeSet<String>> {
+    struct Walk<'a> {
+        edges: &'a BTreeMap<String, BTreeMap<String, String>>,
+        index: BTreeMap<&'a str, usize>,
+        low: BTreeMap<&'a str, usize>,
+        stack: Vec<&'a str>,
+        found: Vec<BTreeSet<String>>,
+    }
+    fn visit<'a>(w: &mut Walk<'a>, v: &'a str) {
+        let n = w.index.len();
+        w.index.insert(v, n);
+        w.low.insert(v, n);
+        w.stack.push(v);
+        let edges = w.edges;
+        for to in edges.get(v).into_iter().flat_map(|m| m.keys()) {
+            let to = to.as_str();
+            if !w.index.contains_key(to) {
+                visit(w, to);
+                let low = w.low[v].min(w.low[to]);
+                w.low.insert(v, low);
+            } else if w.stack.contains(&to) {
+                let low = w.low[v].min(w.index[to]);
+                w.low.insert(v, low);
+            }
+        }
+        if w.low[v] == w.index[v] {
+            let mut component = BTreeSet::new();
+            while let Some(top) = w.stack.pop() {
+                component.insert(top.to_owned());
+                if top == v {
+                    break;
+                }
+            }
+            if component.len() > 1 {
+                w.found.push(component);
+            }
+        }
+    }
+    let mut walk = Walk { edges, index: BTreeMap::new(), low: BTreeMap::new(), stack: Vec::new(), found: Vec::new() };
+    for v in edges.keys() {
+        if !walk.index.contains_key(v.as_str()) {
+            visit(&mut walk, v);
+        }
+    }
+    walk.found
+}
+
+#[test]
+fn the_runtime_layers_import_one_way() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("mcp-runtime/src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    files.sort();
+    let modules: BTreeSet<String> =
+        files.iter().map(|f| module_of(&src, f)).filter(|m| m != "lib" && m != "main").collect();
+    // from -> to -> where (file:line)
+    let mut edges: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
+    for file in &files {
+        let from = module_of(&src, file);
+        if from == "lib" {
+            continue;
+        }
+        let code = code_of(&std::fs::read_to_string(file).unwrap());
+        for (to, line) in imports(&code, &modules) {
+            if to != from {
+                let place = format!("{}:{line}", file.strip_prefix(&src).unwrap().display());
+                edges.entry(from.clone()).or_default().entry(to).or_insert(place);
+            }
+        }
+        edges.entry(from).or_default();
+    }
+    let mut problems = Vec::new();
+    for floor in FLOOR {
+        for (to, place) in edges.get(*floor).into_iter().flatten() {
+            problems
+                .push(format!("the floor module `{floor}` imports `{to}` ({place}): it may import nothing above it"));
+        }
+    }
+    let debt: BTreeSet<(String, String)> = CYCLE_DEBT.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect();
+    let found = cycles(&edges);
+    for component in &found {
+        for from in component {
+            for (to, place) in &edges[from] {
+                if component.contains(to) && !debt.contains(&(from.clone(), to.clone())) {
+                    problems.push(format!(
+                        "`{from}` imports `{to}` ({place}), which closes an import cycle among {component:?}: \
+                         move what both need below them (into `base`, say), or reverse the dependency"
+                    ));
+                }
+            }
+        }
+    }
+    let in_cycle = |from: &String, to: &String| found.iter().any(|c| c.contains(from) && c.contains(to));
+    for (from, to) in &debt {
+        if !edges.get(from).is_some_and(|m| m.contains_key(to)) || !in_cycle(from, to) {
+            problems.push(format!(
+                "`{from}` -> `{to}` closes no cycle any more: remove (\"{from}\", \"{to}\") from CYCLE_DEBT in \
+                 tests/module_graph.rs"
+            ));
+        }
+    }
+    assert!(problems.is_empty(), "the runtime's import graph:\n- {}", problems.join("\n- "));
+}
