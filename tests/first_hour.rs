@@ -364,3 +364,66 @@ fn optional_arguments_are_simply_not_required_unless_nullable_is_asked_for() {
     nulls(&schema, "", &mut found);
     assert!(found.len() >= 4, "{found:?}");
 }
+
+/// Pipes `lines` into the testbed as `printf '...' | testbed` does (all at once, then end of input) and reads its
+/// whole stdout; how long it took to exit after the input ended, its status and the responses it wrote.
+fn pipe_into_testbed(
+    lines: &[serde_json::Value],
+) -> (std::time::Duration, std::process::ExitStatus, Vec<serde_json::Value>) {
+    use std::io::{Read, Write};
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_testbed"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn the testbed");
+    let mut input = String::new();
+    for line in lines {
+        input.push_str(&line.to_string());
+        input.push('\n');
+    }
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(input.as_bytes()).unwrap();
+    drop(stdin);
+    let closed = std::time::Instant::now();
+    let mut out = String::new();
+    child.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+    let status = child.wait().unwrap();
+    let responses = out.lines().map(|l| serde_json::from_str(l).expect("a JSON line")).collect();
+    (closed.elapsed(), status, responses)
+}
+
+fn piped_session(calls: &[(i64, &str, serde_json::Value)]) -> Vec<serde_json::Value> {
+    let mut lines = vec![
+        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "printf", "version": "0"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    ];
+    for (id, name, arguments) in calls {
+        lines.push(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": name, "arguments": arguments}}));
+    }
+    lines
+}
+
+#[test]
+fn piped_input_gets_every_answer_before_the_process_exits() {
+    let (took, status, responses) =
+        pipe_into_testbed(&piped_session(&[(1, "echo", json!({"text": "first"})), (2, "sleep", json!({"ms": 300}))]));
+    assert!(status.success(), "{status:?}");
+    let answer = |id: i64| responses.iter().find(|r| r["id"] == id).cloned();
+    assert_eq!(answer(1).expect("the echo's answer")["result"]["content"][0]["text"], "first", "{responses:?}");
+    let slept = answer(2).expect("the sleep's answer, after the input ended");
+    assert!(slept.get("result").is_some(), "{slept}");
+    assert!(took < std::time::Duration::from_secs(3), "exited {took:?} after the input ended");
+}
+
+#[test]
+fn piped_input_does_not_wait_past_the_shutdown_deadline() {
+    let (took, status, responses) = pipe_into_testbed(&piped_session(&[(1, "sleep", json!({"ms": 60_000}))]));
+    assert!(status.success(), "{status:?}");
+    assert!(responses.iter().all(|r| r["id"] != 1), "a cancelled call is not answered: {responses:?}");
+    // The shutdown timeout is 5 s: four fifths waiting for the answer, then the cancel, cleanups and hooks.
+    assert!(took >= std::time::Duration::from_secs(3), "gave up after {took:?}");
+    assert!(took < std::time::Duration::from_secs(7), "exited {took:?} after the input ended");
+}

@@ -511,8 +511,9 @@ impl ServerBuilder {
         self
     }
 
-    /// How long shutdown may take, all of it: waiting for cancelled handlers and their cleanups, writing the last
-    /// frames, then the shutdown hooks, which get what is left. Default 5 s.
+    /// How long shutdown may take, all of it: at the end of stdin, waiting for what is in flight to be answered (up
+    /// to four fifths of it); then waiting for cancelled handlers and their cleanups, writing the last frames, then
+    /// the shutdown hooks, which get what is left. Default 5 s.
     pub fn shutdown_timeout(mut self, timeout: Duration) -> Self {
         self.shutdown_timeout = Some(timeout);
         self
