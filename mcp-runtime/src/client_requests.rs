@@ -92,6 +92,34 @@ pub struct ElicitResult {
 }
 
 /// The answer to a typed form elicitation.
+///
+/// [`Context::elicit`](crate::Context::elicit) asks the user to fill in the fields of `T` (its schema is the
+/// form) and answers with what they did:
+///
+/// ```
+/// use mcp::{Context, Elicitation};
+///
+/// #[derive(serde::Deserialize, schemars::JsonSchema)]
+/// struct Shipping {
+///     /// Where to send the book.
+///     address: String,
+///     /// Gift-wrap it?
+///     gift: Option<bool>,
+/// }
+///
+/// /// Order a book, asking where to send it.
+/// #[mcp::tool]
+/// async fn order(title: String, ctx: &Context) -> Result<String, mcp::ClientError> {
+///     Ok(match ctx.elicit::<Shipping>(&format!("Where should {title:?} go?")).await? {
+///         Elicitation::Accept(Shipping { address, gift }) => {
+///             format!("Sending {title:?} to {address}{}.", if gift == Some(true) { ", wrapped" } else { "" })
+///         }
+///         Elicitation::Decline => "Order not placed.".to_owned(),
+///         Elicitation::Cancel => "Order abandoned.".to_owned(),
+///     })
+/// }
+/// # let _ = mcp::Server::builder().tool::<order>().build().unwrap();
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 pub enum Elicitation<T> {
     /// Submitted, with the values.
@@ -124,7 +152,22 @@ impl SamplingMessage {
     }
 }
 
-/// A `sampling/createMessage` request.
+/// A `sampling/createMessage` request: the server asks the client's model for a completion, through
+/// [`Context::sample`](crate::Context::sample).
+///
+/// ```
+/// use mcp::{Context, SamplingMessage, SamplingRequest};
+///
+/// /// Summarize a note in one sentence, with the client's model.
+/// #[mcp::tool]
+/// async fn summarize(note: String, ctx: &Context) -> Result<String, mcp::ClientError> {
+///     let request = SamplingRequest::new(vec![SamplingMessage::user(format!("Summarize:\n\n{note}"))], 200)
+///         .system_prompt("Answer with one sentence.");
+///     let answer = ctx.sample(request).await?;
+///     Ok(answer.text().unwrap_or_default().to_owned())
+/// }
+/// # let _ = mcp::Server::builder().tool::<summarize>().build().unwrap();
+/// ```
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]

@@ -250,6 +250,42 @@ pub trait ToolItem {
 /// Text-like values become one text content block; [`Json<T>`] becomes structured content with an output schema
 /// (and a text copy); `Content`, `Vec<Content>` and [`CallToolResult`] are sent as they are; `Result<T, E>` with
 /// `E: Display` turns `Err` into an `isError: true` result whose text is the error's message.
+///
+/// A type of your own can be returned once it says how it is sent:
+///
+/// ```
+/// use mcp::{CallToolResult, Content, IntoToolResult};
+///
+/// /// A receipt, sent as two text blocks.
+/// struct Receipt {
+///     order: u64,
+///     total_cents: u64,
+/// }
+///
+/// impl IntoToolResult for Receipt {
+///     fn into_tool_result(self) -> CallToolResult {
+///         CallToolResult::success(vec![
+///             Content::text(format!("order {}", self.order)),
+///             Content::text(format!("total {:.2}", self.total_cents as f64 / 100.0)),
+///         ])
+///     }
+/// }
+///
+/// /// Place an order.
+/// #[mcp::tool]
+/// fn order(title: String) -> Result<Receipt, String> {
+///     if title.is_empty() {
+///         return Err("no title given".into()); // an `isError: true` result with this text
+///     }
+///     Ok(Receipt { order: 7, total_cents: 1250 })
+/// }
+///
+/// let result = Receipt { order: 7, total_cents: 1250 }.into_tool_result();
+/// assert_eq!(result.content[1], Content::text("total 12.50"));
+/// let failed = Err::<Receipt, _>("no title given").into_tool_result();
+/// assert_eq!(failed.is_error, Some(true));
+/// # let _ = mcp::Server::builder().tool::<order>().build().unwrap();
+/// ```
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be returned from an MCP tool",
     label = "this return type does not convert into a tool result",
