@@ -284,3 +284,146 @@ async fn a_resource_says_not_found_as_an_unknown_uri_does() {
         assert_eq!(failed["error"]["code"], -32603, "{failed}");
     }
 }
+
+/// A struct argument with optional fields (only their schemas are looked at).
+#[allow(dead_code)]
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Filter {
+    tag: String,
+    /// At most this many.
+    limit: Option<u32>,
+    order: Option<Order>,
+}
+
+#[allow(dead_code)]
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+enum Order {
+    Newest,
+    Oldest,
+}
+
+#[allow(dead_code)]
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Page {
+    number: u32,
+}
+
+/// Optional arguments of every shape.
+#[mcp::tool]
+fn find(
+    /// The text to find.
+    text: String,
+    /// How many days back.
+    days: Option<u32>,
+    filter: Option<Filter>,
+    page: Option<Page>,
+) -> String {
+    let _ = (filter, page);
+    format!("{text} {days:?}")
+}
+
+/// Every schema node under `v` that accepts `null`, by path.
+fn nulls(v: &serde_json::Value, path: &str, out: &mut Vec<String>) {
+    match v {
+        serde_json::Value::Object(o) => {
+            if o.get("type") == Some(&json!("null"))
+                || o.get("type").and_then(|t| t.as_array()).is_some_and(|t| t.contains(&json!("null")))
+                || o.get("enum").and_then(|e| e.as_array()).is_some_and(|e| e.contains(&serde_json::Value::Null))
+            {
+                out.push(path.to_owned());
+            }
+            for (k, v) in o {
+                nulls(v, &format!("{path}/{k}"), out);
+            }
+        }
+        serde_json::Value::Array(a) => a.iter().enumerate().for_each(|(i, v)| nulls(v, &format!("{path}/{i}"), out)),
+        _ => {}
+    }
+}
+
+#[test]
+fn optional_arguments_are_simply_not_required_unless_nullable_is_asked_for() {
+    let server = mcp::Server::builder().tool::<find>().build().unwrap();
+    let schema = server.tools_list()["tools"][0]["inputSchema"].clone();
+    let mut found = Vec::new();
+    nulls(&schema, "", &mut found);
+    assert!(found.is_empty(), "null accepted at {found:?}: {schema:#}");
+    assert_eq!(schema["required"], json!(["text"]), "{schema:#}");
+    assert_eq!(
+        schema["properties"]["days"],
+        json!({ "type": "integer", "format": "uint32", "minimum": 0, "description": "How many days back." })
+    );
+    assert_eq!(schema["properties"]["page"]["$ref"], "#/$defs/Page", "{schema:#}");
+    assert_eq!(schema["$defs"]["Filter"]["required"], json!(["tag"]), "{schema:#}");
+    assert_eq!(schema["$defs"]["Filter"]["properties"]["limit"]["description"], "At most this many.", "{schema:#}");
+
+    let nullable = mcp::Server::builder().tool::<find>().nullable_options(true).build().unwrap();
+    let schema = nullable.tools_list()["tools"][0]["inputSchema"].clone();
+    assert_eq!(schema["properties"]["days"]["type"], json!(["integer", "null"]), "{schema:#}");
+    let mut found = Vec::new();
+    nulls(&schema, "", &mut found);
+    assert!(found.len() >= 4, "{found:?}");
+}
+
+/// Pipes `lines` into the testbed as `printf '...' | testbed` does (all at once, then end of input) and reads its
+/// whole stdout; how long it took to exit after the input ended, its status and the responses it wrote.
+fn pipe_into_testbed(
+    lines: &[serde_json::Value],
+) -> (std::time::Duration, std::process::ExitStatus, Vec<serde_json::Value>) {
+    use std::io::{Read, Write};
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_testbed"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn the testbed");
+    let mut input = String::new();
+    for line in lines {
+        input.push_str(&line.to_string());
+        input.push('\n');
+    }
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(input.as_bytes()).unwrap();
+    drop(stdin);
+    let closed = std::time::Instant::now();
+    let mut out = String::new();
+    child.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+    let status = child.wait().unwrap();
+    let responses = out.lines().map(|l| serde_json::from_str(l).expect("a JSON line")).collect();
+    (closed.elapsed(), status, responses)
+}
+
+fn piped_session(calls: &[(i64, &str, serde_json::Value)]) -> Vec<serde_json::Value> {
+    let mut lines = vec![
+        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "printf", "version": "0"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    ];
+    for (id, name, arguments) in calls {
+        lines.push(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": name, "arguments": arguments}}));
+    }
+    lines
+}
+
+#[test]
+fn piped_input_gets_every_answer_before_the_process_exits() {
+    let (took, status, responses) =
+        pipe_into_testbed(&piped_session(&[(1, "echo", json!({"text": "first"})), (2, "sleep", json!({"ms": 300}))]));
+    assert!(status.success(), "{status:?}");
+    let answer = |id: i64| responses.iter().find(|r| r["id"] == id).cloned();
+    assert_eq!(answer(1).expect("the echo's answer")["result"]["content"][0]["text"], "first", "{responses:?}");
+    let slept = answer(2).expect("the sleep's answer, after the input ended");
+    assert!(slept.get("result").is_some(), "{slept}");
+    assert!(took < std::time::Duration::from_secs(3), "exited {took:?} after the input ended");
+}
+
+#[test]
+fn piped_input_does_not_wait_past_the_shutdown_deadline() {
+    let (took, status, responses) = pipe_into_testbed(&piped_session(&[(1, "sleep", json!({"ms": 60_000}))]));
+    assert!(status.success(), "{status:?}");
+    assert!(responses.iter().all(|r| r["id"] != 1), "a cancelled call is not answered: {responses:?}");
+    // The shutdown timeout is 5 s: four fifths waiting for the answer, then the cancel, cleanups and hooks.
+    assert!(took >= std::time::Duration::from_secs(3), "gave up after {took:?}");
+    assert!(took < std::time::Duration::from_secs(7), "exited {took:?} after the input ended");
+}

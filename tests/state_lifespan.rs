@@ -44,15 +44,17 @@ fn markers(s: &Server, markers: &[&str]) -> Vec<String> {
     s.stderr_text().lines().filter_map(|l| markers.iter().find(|m| l.contains(**m)).map(|m| (*m).to_owned())).collect()
 }
 
+/// At the end of the input a call is waited for (four fifths of the 5 s shutdown timeout), then cancelled.
 #[test]
-fn eof_cancels_in_flight_calls_runs_their_cleanup_then_the_shutdown_hook() {
+fn eof_waits_for_in_flight_calls_then_cancels_them_runs_their_cleanup_then_the_shutdown_hook() {
     let mut s = ready();
     let id = s.request("tools/call", json!({"name": "sleep", "arguments": {"ms": 30_000}}));
     assert!(s.wait_stderr(&format!("SLEEP_START {id}"), Duration::from_secs(5)));
     let started = Instant::now();
     let status = s.close(Duration::from_secs(10));
     assert!(status.success(), "{status:?}: {}", s.stderr_text());
-    assert!(started.elapsed() < Duration::from_secs(3), "shutdown took {:?}", started.elapsed());
+    let took = started.elapsed();
+    assert!(took > Duration::from_secs(3) && took < Duration::from_secs(6), "shutdown took {took:?}");
     assert_eq!(
         markers(&s, &["SLEEP_ABORTED", "CLEANUP_DONE", "SHUTDOWN_HOOK_RAN"]),
         ["SLEEP_ABORTED", "CLEANUP_DONE", "SHUTDOWN_HOOK_RAN"],

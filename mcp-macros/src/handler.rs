@@ -6,7 +6,7 @@ use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::ItemFn;
 
-use crate::params::Param;
+use crate::params::{self, Param};
 
 /// What kind of handler the glue is for.
 #[derive(Clone)]
@@ -62,10 +62,7 @@ pub(crate) fn glue(kind: &Kind, mcp: &TokenStream, function: &ItemFn, params: &[
         ),
     };
     // Tools and methods take JSON arguments; prompts and templates take strings.
-    let reader = match kind {
-        Kind::Tool | Kind::Method => quote!(arg),
-        Kind::Prompt | Kind::Resource(_) => quote!(string_arg),
-    };
+    let strings = matches!(kind, Kind::Prompt | Kind::Resource(_));
 
     // Flattened structs read the whole argument object first (borrowed), without the named arguments, which the
     // reads after them take out one by one.
@@ -94,12 +91,15 @@ pub(crate) fn glue(kind: &Kind, mcp: &TokenStream, function: &ItemFn, params: &[
         let var = format_ident!("__mcp_p{}", i);
         match p {
             Param::Flattened { .. } => {}
-            Param::Argument { name, ty, .. } => reads.push(quote_spanned! {ty.span()=>
-                let #var: #ty = match (#private::#reader::<#ty>().read)(&mut __mcp_args, #name) {
+            Param::Argument { name, ty, .. } => {
+                let reader = params::reader(&private, ty, strings);
+                reads.push(quote_spanned! {ty.span()=>
+                let #var: #ty = match (#reader.read)(&mut __mcp_args, #name) {
                     ::core::result::Result::Ok(v) => v,
                     ::core::result::Result::Err(message) => return #invalid(message),
                 };
-            }),
+                });
+            }
             Param::Injected { ty } => {
                 reads.push(quote_spanned! {ty.span()=>
                     let #var: &#ty = <#ty as #mcp::FromContext>::from_context(__mcp_ctx)?;

@@ -70,7 +70,8 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
                 Some(d) => quote!(::core::option::Option::Some(#d)),
                 None => quote!(::core::option::Option::None),
             };
-            Some(quote_spanned!(ty.span()=> #mcp::ArgDef::new(#name, #doc, #private::string_arg::<#ty>().required)))
+            let reader = params::reader(&private, ty, true);
+            Some(quote_spanned!(ty.span()=> #mcp::ArgDef::new(#name, #doc, || (#reader.required)())))
         }
         Param::Injected { .. } | Param::Flattened { .. } => None,
     });

@@ -241,7 +241,8 @@ fn emit(tool: &Tool) -> TokenStream {
             let mirror = header
                 .as_ref()
                 .map(|h| quote_spanned!(ty.span()=> (#private::header_arg::<#ty>())(&mut __mcp_schema, #name, #h);));
-            Some(quote_spanned!(ty.span()=> (#private::arg::<#ty>().describe)(&mut __mcp_schema, #name, #doc); #mirror))
+            let reader = params::reader(&private, ty, false);
+            Some(quote_spanned!(ty.span()=> (#reader.describe)(&mut __mcp_schema, #name, #doc); #mirror))
         }
         Param::Flattened { name, ty } => {
             Some(quote_spanned!(ty.span()=> (#private::flattened::<#ty>().describe)(&mut __mcp_schema, #name);))

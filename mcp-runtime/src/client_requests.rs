@@ -92,6 +92,34 @@ pub struct ElicitResult {
 }
 
 /// The answer to a typed form elicitation.
+///
+/// [`Context::elicit`](crate::Context::elicit) asks the user to fill in the fields of `T` (its schema is the
+/// form) and answers with what they did:
+///
+/// ```
+/// use mcp::{Context, Elicitation};
+///
+/// #[derive(serde::Deserialize, schemars::JsonSchema)]
+/// struct Shipping {
+///     /// Where to send the book.
+///     address: String,
+///     /// Gift-wrap it?
+///     gift: Option<bool>,
+/// }
+///
+/// /// Order a book, asking where to send it.
+/// #[mcp::tool]
+/// async fn order(title: String, ctx: &Context) -> Result<String, mcp::ClientError> {
+///     Ok(match ctx.elicit::<Shipping>(&format!("Where should {title:?} go?")).await? {
+///         Elicitation::Accept(Shipping { address, gift }) => {
+///             format!("Sending {title:?} to {address}{}.", if gift == Some(true) { ", wrapped" } else { "" })
+///         }
+///         Elicitation::Decline => "Order not placed.".to_owned(),
+///         Elicitation::Cancel => "Order abandoned.".to_owned(),
+///     })
+/// }
+/// # let _ = mcp::Server::builder().tool::<order>().build().unwrap();
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 pub enum Elicitation<T> {
     /// Submitted, with the values.
@@ -124,7 +152,22 @@ impl SamplingMessage {
     }
 }
 
-/// A `sampling/createMessage` request.
+/// A `sampling/createMessage` request: the server asks the client's model for a completion, through
+/// [`Context::sample`](crate::Context::sample).
+///
+/// ```
+/// use mcp::{Context, SamplingMessage, SamplingRequest};
+///
+/// /// Summarize a note in one sentence, with the client's model.
+/// #[mcp::tool]
+/// async fn summarize(note: String, ctx: &Context) -> Result<String, mcp::ClientError> {
+///     let request = SamplingRequest::new(vec![SamplingMessage::user(format!("Summarize:\n\n{note}"))], 200)
+///         .system_prompt("Answer with one sentence.");
+///     let answer = ctx.sample(request).await?;
+///     Ok(answer.text().unwrap_or_default().to_owned())
+/// }
+/// # let _ = mcp::Server::builder().tool::<summarize>().build().unwrap();
+/// ```
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
@@ -678,26 +721,7 @@ pub(crate) fn elicitation_schema<T: JsonSchema>() -> Value {
 /// other branch, and keywords the subset has no room for (`format`s other than email, uri, date and date-time) go.
 fn primitive(schema: Value) -> Value {
     let Value::Object(mut o) = schema else { return schema };
-    if let Some(Value::Array(branches)) = o.get("anyOf").cloned() {
-        let non_null: Vec<Value> = branches.into_iter().filter(|b| b.get("type") != Some(&json!("null"))).collect();
-        if non_null.len() == 1 {
-            o.remove("anyOf");
-            if let Value::Object(inner) = primitive(non_null.into_iter().next().unwrap_or_default()) {
-                for (k, v) in inner {
-                    o.entry(k).or_insert(v);
-                }
-            }
-        }
-    }
-    if let Some(Value::Array(types)) = o.get("type").cloned() {
-        let non_null: Vec<Value> = types.into_iter().filter(|t| t != "null").collect();
-        if let [one] = non_null.as_slice() {
-            o.insert("type".into(), one.clone());
-        }
-    }
-    if let Some(Value::Array(values)) = o.get("enum").cloned() {
-        o.insert("enum".into(), Value::Array(values.into_iter().filter(|v| !v.is_null()).collect()));
-    }
+    crate::handler::tool::without_null(&mut o);
     let keep_format = o.get("type") == Some(&json!("string"))
         && matches!(o.get("format").and_then(Value::as_str), Some("email" | "uri" | "date" | "date-time"));
     if !keep_format {

@@ -112,6 +112,64 @@ pub struct HttpRequest {
 /// Who is calling, as an authentication layer established it. A tower/axum layer in front of the MCP endpoint
 /// inserts one into the HTTP request's extensions (`request.extensions_mut().insert(auth)`); handlers read it from
 /// `ctx.meta().http`.
+///
+/// A bearer-token layer with axum's `middleware::from_fn` (through [`mcp::axum`](crate::axum), the version the
+/// router is built with), driven here without a socket:
+///
+/// ```
+/// # #[cfg(feature = "http")]
+/// # mod with_http {
+/// use mcp::axum::{self, extract::Request, http::StatusCode, middleware::Next, response::Response};
+///
+/// /// Admits a request with a known token and says who sent it; refuses the others with 401.
+/// pub async fn bearer(mut request: Request, next: Next) -> Result<Response, StatusCode> {
+///     let token = request.headers().get("authorization").and_then(|v| v.to_str().ok());
+///     let auth = match token.and_then(|t| t.strip_prefix("Bearer ")) {
+///         Some("alice-token") => mcp::AuthInfo::new("alice", vec!["notes:read".into()]),
+///         _ => return Err(StatusCode::UNAUTHORIZED),
+///     };
+///     request.extensions_mut().insert(auth);
+///     Ok(next.run(request).await)
+/// }
+///
+/// /// Say who is calling.
+/// #[mcp::tool]
+/// pub fn whoami(ctx: &mcp::Context) -> String {
+///     let auth = ctx.meta().http.as_ref().and_then(|http| http.auth.as_ref());
+///     auth.map_or("anonymous".to_owned(), |auth| auth.subject.clone())
+/// }
+///
+/// pub fn app() -> axum::Router {
+///     let server = mcp::Server::builder().tool::<whoami>().build().unwrap();
+///     server.http_router(mcp::HttpOptions::new()).layer(axum::middleware::from_fn(bearer))
+///     // then: axum::serve(tokio::net::TcpListener::bind("127.0.0.1:8000").await?, app()).await
+/// }
+/// # }
+/// # #[cfg(feature = "http")]
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// use tower::ServiceExt; // `oneshot`: one request through the router
+/// use with_http::app;
+/// use mcp::axum::{body::Body, http};
+///
+/// let initialize = serde_json::json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+///     "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "doc", "version": "0" } } });
+/// let post = |token: Option<&str>| {
+///     let mut request = http::Request::post("/mcp")
+///         .header("host", "localhost")
+///         .header("content-type", "application/json")
+///         .header("accept", "application/json, text/event-stream");
+///     if let Some(token) = token {
+///         request = request.header("authorization", format!("Bearer {token}"));
+///     }
+///     request.body(Body::from(initialize.to_string())).unwrap()
+/// };
+/// assert_eq!(app().oneshot(post(None)).await.unwrap().status(), 401);
+/// assert_eq!(app().oneshot(post(Some("alice-token"))).await.unwrap().status(), 200);
+/// # }
+/// # #[cfg(not(feature = "http"))]
+/// # fn main() {}
+/// ```
 #[derive(Clone, Debug, Default, PartialEq)]
 #[non_exhaustive]
 pub struct AuthInfo {
@@ -545,7 +603,38 @@ impl Context {
 /// Types a handler can receive by reference (`ctx: &Context`), injected from the request.
 ///
 /// Generated glue calls this for every reference parameter; the type system, not the spelling, decides what can be
-/// injected.
+/// injected. [`Context`] and [`State<T>`](crate::State) implement it; a type of yours can, when it can be borrowed
+/// from the request, for example state the handler takes without the `State` wrapper:
+///
+/// ```
+/// use mcp::{Context, FromContext, State};
+///
+/// /// The notes database, given to the server as state.
+/// struct Db {
+///     path: String,
+/// }
+///
+/// impl FromContext for Db {
+///     fn from_context(ctx: &Context) -> Result<&Db, mcp::Error> {
+///         State::<Db>::from_context(ctx).map(|state| &**state)
+///     }
+///
+///     // Checked when the server is built: a server without a `Db` is an error naming this tool.
+///     fn requirement() -> Option<mcp::Requirement> {
+///         State::<Db>::requirement()
+///     }
+/// }
+///
+/// /// Where the notes live.
+/// #[mcp::tool]
+/// fn notes_path(db: &Db) -> String {
+///     db.path.clone()
+/// }
+///
+/// let server = mcp::Server::builder().state(Db { path: "notes.db".into() }).tool::<notes_path>().build();
+/// assert!(server.is_ok());
+/// assert!(mcp::Server::builder().tool::<notes_path>().build().is_err());
+/// ```
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be injected into an MCP handler",
     label = "reference parameters are injected, not read from the arguments",

@@ -66,6 +66,10 @@ pub(crate) struct Connection {
     number: u64,
     /// A stateless 2025 "session" (one per HTTP request): its tasks belong to no session.
     sessionless: AtomicBool,
+    /// Set when the input ended and the answers of what is in flight are still wanted ([`Connection::drained`]):
+    /// the request that empties the in-flight table then wakes `idle`, and requests to the client fail at once.
+    draining: AtomicBool,
+    idle: tokio::sync::Notify,
 }
 
 /// Numbers connections.
@@ -90,6 +94,8 @@ impl Connection {
             next_outgoing: AtomicI64::new(1),
             number: CONNECTIONS.fetch_add(1, Ordering::Relaxed),
             sessionless: AtomicBool::new(false),
+            draining: AtomicBool::new(false),
+            idle: tokio::sync::Notify::new(),
         })
     }
 
@@ -130,7 +136,10 @@ impl Connection {
     pub(crate) fn register_outgoing(&self) -> (RequestId, oneshot::Receiver<Result<Value, Value>>) {
         let id = RequestId::Number(self.next_outgoing.fetch_add(1, Ordering::Relaxed));
         let (tx, rx) = oneshot::channel();
-        self.outgoing.locked().insert(id.clone(), tx);
+        // After the input ended no answer can arrive: the sender is dropped, and the handler hears `Disconnected`.
+        if !self.draining.load(Ordering::SeqCst) {
+            self.outgoing.locked().insert(id.clone(), tx);
+        }
         (id, rx)
     }
 
@@ -198,7 +207,9 @@ impl Connection {
 
     /// Cancels an in-flight request. Unknown, finished and already cancelled ids are ignored.
     pub(crate) fn cancel(&self, id: &RequestId, reason: Option<&str>) {
-        let Some(request) = self.table().remove(id) else {
+        let removed = self.table().remove(id);
+        self.left_table();
+        let Some(request) = removed else {
             tracing::debug!(%id, reason, "cancel for a request that is not in flight: ignored");
             return;
         };
@@ -226,9 +237,36 @@ impl Connection {
 
     /// Takes a finished request out of the table (if it is still there, and still this one).
     pub(crate) fn forget(&self, request: &Arc<RequestState>) {
-        let mut table = self.table();
-        if table.get(&request.id).is_some_and(|r| Arc::ptr_eq(r, request)) {
-            table.remove(&request.id);
+        {
+            let mut table = self.table();
+            if table.get(&request.id).is_some_and(|r| Arc::ptr_eq(r, request)) {
+                table.remove(&request.id);
+            }
+        }
+        self.left_table();
+    }
+
+    /// After a request left the table: wakes [`Connection::drained`] once the table is empty.
+    fn left_table(&self) {
+        if self.draining.load(Ordering::SeqCst) && self.table().is_empty() {
+            self.idle.notify_waiters();
+        }
+    }
+
+    /// Waits until nothing is in flight: the input ended, and the answers are still wanted (`printf '...' |
+    /// server`). Requests to the client fail at once (their answers cannot arrive), so a handler waiting for one
+    /// goes on. Unbounded: the caller bounds it with the shutdown deadline, then cancels what is left.
+    pub(crate) async fn drained(&self) {
+        self.draining.store(true, Ordering::SeqCst);
+        self.outgoing.locked().clear();
+        loop {
+            let idle = self.idle.notified();
+            tokio::pin!(idle);
+            idle.as_mut().enable();
+            if self.table().is_empty() {
+                return;
+            }
+            idle.await;
         }
     }
 }

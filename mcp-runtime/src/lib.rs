@@ -89,6 +89,29 @@ pub use wire::protocol;
 
 pub use mcp_macros::{main, method, prompt, resource, tool};
 
+/// The schemars version argument and result schemas come from. A program without schemars of its own derives
+/// `JsonSchema` through it:
+///
+/// ```
+/// #[derive(mcp::serde::Deserialize, mcp::schemars::JsonSchema)]
+/// #[serde(crate = "mcp::serde")]
+/// #[schemars(crate = "mcp::schemars")]
+/// struct Filter {
+///     tag: String,
+/// }
+///
+/// #[mcp::tool]
+/// fn search(filter: Filter) -> String {
+///     filter.tag
+/// }
+/// # fn main() {}
+/// ```
+pub use schemars;
+
+/// The serde version arguments are read and results written with. A program without serde of its own derives
+/// through it, with `#[serde(crate = "mcp::serde")]` (see [`schemars`](mod@schemars)).
+pub use serde;
+
 /// The axum version `Server::http_router` builds on: mount the router in your own app, add layers (authentication
 /// that puts an [`AuthInfo`] in the request's extensions, CORS, tracing) with the same axum.
 #[cfg(feature = "http")]
@@ -300,6 +323,7 @@ pub mod __fuzz {
 #[doc(hidden)]
 pub mod __private {
     pub use crate::entry::{run_main, MainOptions};
+    pub use crate::handler::args::{ArgProbe, ArgSchema, ArgValue, InjectedProbe, Probe, TakenByValue};
     pub use crate::handler::tool::{Arguments, HandlerResult};
     pub use crate::server::{MethodRegistration, PromptRegistration, ResourceRegistration, ToolRegistration};
     #[cfg(feature = "http")]
@@ -360,7 +384,7 @@ pub mod __private {
     }
 
     /// The glue for a string argument (of a prompt, or a template variable) of type `T`.
-    pub const fn string_arg<T: serde::de::DeserializeOwned>() -> StringArgGlue<T> {
+    pub const fn string_arg<T: ArgValue>() -> StringArgGlue<T> {
         StringArgGlue { read: crate::handler::prompt::string_argument::<T>, required: required::<T> }
     }
 
@@ -409,7 +433,7 @@ pub mod __private {
     }
 
     /// The glue for an argument of type `T`.
-    pub const fn arg<T: schemars::JsonSchema + serde::de::DeserializeOwned>() -> ArgGlue<T> {
+    pub const fn arg<T: ArgSchema + ArgValue>() -> ArgGlue<T> {
         ArgGlue { read: crate::handler::tool::argument::<T>, describe: crate::ObjectSchema::property::<T> }
     }
 
@@ -422,7 +446,7 @@ pub mod __private {
     }
 
     /// The glue for a flattened parameter of type `T`.
-    pub const fn flattened<T: schemars::JsonSchema + serde::de::DeserializeOwned>() -> FlattenGlue<T> {
+    pub const fn flattened<T: ArgSchema + ArgValue>() -> FlattenGlue<T> {
         FlattenGlue {
             read: crate::handler::tool::flattened_arguments::<T>,
             describe: crate::ObjectSchema::flatten::<T>,

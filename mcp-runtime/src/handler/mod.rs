@@ -1,6 +1,7 @@
 //! What generated code emits and the runtime runs: the definitions of tools, prompts, resources and custom methods,
 //! the conversion of their return values, and the URI templates resources match.
 
+pub(crate) mod args;
 pub(crate) mod method;
 pub(crate) mod prompt;
 pub(crate) mod resource;

@@ -250,6 +250,42 @@ pub trait ToolItem {
 /// Text-like values become one text content block; [`Json<T>`] becomes structured content with an output schema
 /// (and a text copy); `Content`, `Vec<Content>` and [`CallToolResult`] are sent as they are; `Result<T, E>` with
 /// `E: Display` turns `Err` into an `isError: true` result whose text is the error's message.
+///
+/// A type of your own can be returned once it says how it is sent:
+///
+/// ```
+/// use mcp::{CallToolResult, Content, IntoToolResult};
+///
+/// /// A receipt, sent as two text blocks.
+/// struct Receipt {
+///     order: u64,
+///     total_cents: u64,
+/// }
+///
+/// impl IntoToolResult for Receipt {
+///     fn into_tool_result(self) -> CallToolResult {
+///         CallToolResult::success(vec![
+///             Content::text(format!("order {}", self.order)),
+///             Content::text(format!("total {:.2}", self.total_cents as f64 / 100.0)),
+///         ])
+///     }
+/// }
+///
+/// /// Place an order.
+/// #[mcp::tool]
+/// fn order(title: String) -> Result<Receipt, String> {
+///     if title.is_empty() {
+///         return Err("no title given".into()); // an `isError: true` result with this text
+///     }
+///     Ok(Receipt { order: 7, total_cents: 1250 })
+/// }
+///
+/// let result = Receipt { order: 7, total_cents: 1250 }.into_tool_result();
+/// assert_eq!(result.content[1], Content::text("total 12.50"));
+/// let failed = Err::<Receipt, _>("no title given").into_tool_result();
+/// assert_eq!(failed.is_error, Some(true));
+/// # let _ = mcp::Server::builder().tool::<order>().build().unwrap();
+/// ```
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be returned from an MCP tool",
     label = "this return type does not convert into a tool result",
@@ -521,12 +557,7 @@ impl ObjectSchema {
     /// (the official Python SDK among them) drop a tool whose annotated property has a list of types.
     pub fn mirror_in_header(&mut self, name: &str, header: &str) {
         if let Some(Value::Object(property)) = self.properties.get_mut(name) {
-            if let Some(Value::Array(types)) = property.get("type") {
-                let non_null: Vec<Value> = types.iter().filter(|t| *t != "null").cloned().collect();
-                if let [one] = non_null.as_slice() {
-                    property.insert("type".into(), one.clone());
-                }
-            }
+            without_null(property);
             property.insert("x-mcp-header".into(), Value::String(header.to_owned()));
         }
     }
@@ -547,6 +578,78 @@ impl ObjectSchema {
             o.insert("$defs".into(), Value::Object(defs));
         }
         Value::Object(o)
+    }
+}
+
+/// Takes `null` out of one schema: `"type": ["T", "null"]` becomes `"type": "T"`, an `anyOf` of one schema and
+/// `{"type": "null"}` becomes that schema (its keywords beside the ones already there, such as a description), and
+/// `null` leaves an `enum`.
+pub(crate) fn without_null(o: &mut Map<String, Value>) {
+    let is_null = |b: &Value| b.get("type").and_then(Value::as_str) == Some("null");
+    if let Some(Value::Array(branches)) = o.get("anyOf") {
+        if branches.iter().any(is_null) {
+            let mut rest: Vec<Value> = branches.iter().filter(|b| !is_null(b)).cloned().collect();
+            if rest.len() == 1 {
+                o.remove("anyOf");
+                if let Some(Value::Object(mut inner)) = rest.pop() {
+                    without_null(&mut inner);
+                    for (k, v) in inner {
+                        o.entry(k).or_insert(v);
+                    }
+                }
+            } else {
+                o.insert("anyOf".into(), Value::Array(rest));
+            }
+        }
+    }
+    if let Some(Value::Array(types)) = o.get("type") {
+        let mut rest: Vec<Value> = types.iter().filter(|t| *t != "null").cloned().collect();
+        let single = if rest.len() == 1 { rest.pop() } else { None };
+        o.insert("type".into(), single.unwrap_or(Value::Array(rest)));
+    }
+    if let Some(Value::Array(values)) = o.get_mut("enum") {
+        values.retain(|v| !v.is_null());
+    }
+}
+
+/// The portable form of an input schema (the default; see `ServerBuilder::nullable_options`): a property that is not
+/// `required` does not also accept `null`, at the top and in every object schema inside (struct arguments, `$defs`).
+/// Some clients and model providers reject `"type": [..., "null"]`; optional is said by `required` alone.
+pub(crate) fn portable_options(schema: &mut Value) {
+    let Value::Object(o) = schema else { return };
+    let required: Vec<String> = o
+        .get("required")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .map(str::to_owned)
+        .collect();
+    if let Some(Value::Object(properties)) = o.get_mut("properties") {
+        for (name, property) in properties.iter_mut() {
+            if !required.contains(name) {
+                if let Value::Object(p) = property {
+                    without_null(p);
+                }
+            }
+            portable_options(property);
+        }
+    }
+    // The other places a subschema sits.
+    for key in ["$defs", "definitions", "patternProperties", "dependentSchemas"] {
+        if let Some(Value::Object(map)) = o.get_mut(key) {
+            map.values_mut().for_each(portable_options);
+        }
+    }
+    for key in ["anyOf", "oneOf", "allOf", "prefixItems"] {
+        if let Some(Value::Array(list)) = o.get_mut(key) {
+            list.iter_mut().for_each(portable_options);
+        }
+    }
+    for key in ["items", "additionalProperties", "not", "if", "then", "else", "contains", "unevaluatedProperties"] {
+        if let Some(sub) = o.get_mut(key) {
+            portable_options(sub);
+        }
     }
 }
 

@@ -311,6 +311,7 @@ pub struct ServerBuilder {
     resources: Vec<ResourceDef>,
     methods: Vec<MethodDef>,
     page_size: Option<usize>,
+    nullable_options: bool,
     on_start: Vec<Box<dyn FnOnce(Server) + Send>>,
     max_line_bytes: Option<usize>,
     state: StateMap,
@@ -460,6 +461,33 @@ impl ServerBuilder {
         self
     }
 
+    /// Whether an optional argument's schema also accepts `null`. By default an `Option<T>` argument (and an
+    /// `Option` field of a struct argument) is simply not `required`, with the schema of `T`: the portable form,
+    /// which every client and model provider accepts. With `true` it is written as schemars writes it, `"type":
+    /// ["integer", "null"]` or an `anyOf` with `{"type": "null"}`, for clients that send explicit `null`s and
+    /// validate them. Either way a missing argument and a `null` one both read as `None`. Output schemas always keep
+    /// their `null`: a result's `None` is serialized as one.
+    ///
+    /// ```
+    /// #[mcp::tool]
+    /// fn forecast(city: String, days: Option<u32>) -> String {
+    ///     format!("{city}: {days:?}")
+    /// }
+    ///
+    /// let portable = mcp::Server::builder().tool::<forecast>().build().unwrap();
+    /// let schema = &portable.tools_list()["tools"][0]["inputSchema"];
+    /// assert_eq!(schema["properties"]["days"]["type"], "integer");
+    /// assert_eq!(schema["required"], serde_json::json!(["city"]));
+    ///
+    /// let nullable = mcp::Server::builder().tool::<forecast>().nullable_options(true).build().unwrap();
+    /// let schema = &nullable.tools_list()["tools"][0]["inputSchema"];
+    /// assert_eq!(schema["properties"]["days"]["type"], serde_json::json!(["integer", "null"]));
+    /// ```
+    pub fn nullable_options(mut self, nullable: bool) -> Self {
+        self.nullable_options = nullable;
+        self
+    }
+
     /// Runs `f` with the built server before anything is served: the place to start a background task that holds a
     /// [`Server`] handle (to announce resource updates or change what is listed).
     pub fn on_start(mut self, f: impl FnOnce(Server) + Send + 'static) -> Self {
@@ -483,8 +511,9 @@ impl ServerBuilder {
         self
     }
 
-    /// How long shutdown may take, all of it: waiting for cancelled handlers and their cleanups, writing the last
-    /// frames, then the shutdown hooks, which get what is left. Default 5 s.
+    /// How long shutdown may take, all of it: at the end of stdin, waiting for what is in flight to be answered (up
+    /// to four fifths of it); then waiting for cancelled handlers and their cleanups, writing the last frames, then
+    /// the shutdown hooks, which get what is left. Default 5 s.
     pub fn shutdown_timeout(mut self, timeout: Duration) -> Self {
         self.shutdown_timeout = Some(timeout);
         self
@@ -613,6 +642,7 @@ impl ServerBuilder {
             _ => unreachable!("an object"),
         };
         let mut registry = Registry::new(self.page_size.unwrap_or(DEFAULT_PAGE_SIZE), modern_extra);
+        registry.nullable_options = self.nullable_options;
         for def in self.tools {
             registry.insert_tool(def)?;
         }

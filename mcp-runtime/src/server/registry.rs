@@ -61,6 +61,8 @@ pub(crate) struct Registry {
     modern_extra: Map<String, Value>,
     /// Each tool's parameters mirrored in `Mcp-Param-*` headers.
     headers: BTreeMap<String, Vec<ParamHeader>>,
+    /// Whether optional properties of input schemas keep their `null` (`ServerBuilder::nullable_options`).
+    pub nullable_options: bool,
 }
 
 /// A tool parameter mirrored in an HTTP header (`x-mcp-header` in its schema).
@@ -99,7 +101,10 @@ impl Registry {
             let (first, second) = location_pair(first.def.location, def.location);
             return Err(BuildError::DuplicateTool { name: def.name.to_owned(), first, second });
         }
-        let input_schema = (def.input_schema)();
+        let mut input_schema = (def.input_schema)();
+        if !self.nullable_options {
+            crate::handler::tool::portable_options(&mut input_schema);
+        }
         if input_schema.get("type").and_then(Value::as_str) != Some("object") {
             let why = match input_schema.get(crate::handler::tool::SCHEMA_PROBLEM).and_then(Value::as_str) {
                 Some(problem) => problem.to_owned(),

@@ -61,15 +61,19 @@ where
     let mut reader = BufReader::with_capacity(64 * 1024, reader);
     let mut line = Vec::new();
     tokio::pin!(stop);
+    let mut at_eof = false;
     let read_result = loop {
         let frame = tokio::select! {
             frame = read_frame(&mut reader, &mut line, limit) => frame,
             () = &mut stop => break Ok(()),
-            // The peer stopped reading: what it asked for is cancelled and the session ends, as at end of input.
+            // The peer stopped reading: what it asked for is cancelled and the session ends.
             () = stuck.cancelled() => break Ok(()),
         };
         match frame {
-            Ok(Frame::Eof) => break Ok(()),
+            Ok(Frame::Eof) => {
+                at_eof = true;
+                break Ok(());
+            }
             Ok(Frame::TooLong) => session.reject(
                 None,
                 &Error::new(ErrorCode::INVALID_REQUEST, format!("message too long: the limit is {limit} bytes")),
@@ -78,9 +82,24 @@ where
             Err(e) => break Err(e),
         }
     };
-    tracing::debug!("input closed; cancelling what is in flight");
     // One deadline for all of shutdown: handlers and cleanups, the writer's last frames, the hooks after.
-    let deadline = tokio::time::Instant::now() + grace;
+    let started = tokio::time::Instant::now();
+    let deadline = started + grace;
+    if at_eof {
+        // The end of the input is not a cancel: what was asked is answered (a script piping requests in reads
+        // every answer), for up to four fifths of the shutdown timeout; the rest is for the cancelled handlers'
+        // cleanups and the hooks. A stop signal or a peer that stopped reading ends the wait.
+        let answered = started + grace.mul_f64(0.8);
+        tracing::debug!("input closed; waiting for what is in flight");
+        // Open `subscriptions/listen` streams would never finish: they end now, with their result.
+        session.connection().server().end_streams(Some(session.connection()));
+        tokio::select! {
+            _ = tokio::time::timeout_at(answered, session.connection().drained()) => {}
+            () = &mut stop => {}
+            () = stuck.cancelled() => {}
+        }
+    }
+    tracing::debug!("cancelling what is in flight");
     shutdown(&session, deadline).await;
     drop(session);
     // Every sender is gone once the request tasks are; the writer then drains its queue and ends. A blocking
@@ -218,7 +237,9 @@ impl FrameSink for ChannelSink {
 
 impl Server {
     /// Serves this server over stdin and stdout until stdin closes, or Ctrl-C or SIGTERM arrives; then cancels what
-    /// is in flight, waits (bounded) for cleanups, and runs the shutdown hooks.
+    /// is in flight, waits (bounded) for cleanups, and runs the shutdown hooks. When stdin closes, what is in flight
+    /// is first waited for (up to four fifths of [`ServerBuilder::shutdown_timeout`](crate::ServerBuilder::shutdown_timeout)),
+    /// so piped input gets every answer.
     pub async fn serve_stdio(self) -> std::io::Result<()> {
         self.warn_if_empty();
         let stuck = tokio_util::sync::CancellationToken::new();

@@ -538,6 +538,26 @@ pub struct Prompt {
 }
 
 /// One message of a prompt.
+///
+/// A prompt returns one, a `Vec` of them (a conversation to start from), or a [`GetPromptResult`]:
+///
+/// ```
+/// use mcp::{IntoPromptResult, PromptMessage};
+///
+/// /// Review a piece of code.
+/// #[mcp::prompt]
+/// fn review(code: String) -> Vec<PromptMessage> {
+///     vec![
+///         PromptMessage::user(format!("Review this code:\n\n{code}")),
+///         PromptMessage::assistant("I will look for bugs first, then style."),
+///     ]
+/// }
+///
+/// let result = review("fn main() {}".into()).into_prompt_result().unwrap();
+/// assert_eq!(result.messages.len(), 2);
+/// assert_eq!(result.messages[1].role, mcp::Role::Assistant);
+/// # let _ = mcp::Server::builder().prompt::<review>().build().unwrap();
+/// ```
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct PromptMessage {

@@ -1,0 +1,9 @@
+struct Db;
+
+#[mcp::tool]
+fn count(db: mcp::State<Db>, table: String) -> String {
+    let _ = db;
+    table
+}
+
+fn main() {}
