@@ -1,17 +1,18 @@
 //! A soak harness: drives the testbed server over stdio and Streamable HTTP, in the 2025-11-25 era (sessions) and
 //! the 2026-07-28 era (stateless requests), with a mix of plain calls, pipelined bursts, cancels, slow readers,
-//! clients that disconnect mid-stream and panicking tools, and checks that every request that was not cancelled is
-//! answered exactly once, that no cancelled request is answered (nor runs on to its end), and that the server's
-//! resident memory stays within a bound.
+//! clients that disconnect mid-stream, panicking tools, floods, large answers and readers that stop reading, and
+//! checks that every request that was not cancelled is answered exactly once, that no cancelled request is answered
+//! (nor runs on to its end), and that the server's resident memory stays within a bound.
 //!
 //! Run with `cargo bench --bench soak`; options after `--`: `--seconds N` per run (default 60), `--warmup S` (3),
 //! `--transport stdio|http|both`, `--era 2025|2026|both`, `--concurrency C` (4 clients), `--max-rss-growth-kib K`
 //! (8192), `--seed X`, `--every S` (a progress line every S seconds), `--only OP,...` (keep some operations of the
-//! mix, for a reproduction: echo, burst, cancel, spin, race, slow, disconnect, panic). `MCP_BENCH_SERVER=path` drives
-//! another build of the testbed. One run per transport × era, each against its own server process; one summary line
-//! per run, then a verdict. The exit status is 1 on any lost, duplicated or after-cancel response, any wrong answer,
-//! a server that does not exit cleanly, or RSS growth (from the end of the warm-up to the end) past the bound. A
-//! check, not a benchmark: it reports no timings. All traffic goes to 127.0.0.1; every wait is bounded.
+//! mix, for a reproduction: echo, burst, cancel, spin, race, slow, disconnect, panic, flood, large, stuck, change).
+//! `MCP_BENCH_SERVER=path` drives another build of the testbed. One run per transport × era, each against its own
+//! server process; one summary line per run, then a verdict. The exit status is 1 on any lost, duplicated or
+//! after-cancel response, any wrong answer, a server that does not exit cleanly, or RSS growth (from the end of the
+//! warm-up to the end) past the bound. A check, not a benchmark: it reports no timings. All traffic goes to
+//! 127.0.0.1; every wait is bounded.
 //!
 //! Per request it counts: sent; answered (once, with the right content); duplicated (a second response); answered
 //! after its cancel (on the wire); ran on (a cancelled handler that finished anyway: the testbed's `SLEEP_DONE`
@@ -25,16 +26,25 @@
 //! process whose client closes its pipes with a request in flight, which must exit cleanly and drop the request;
 //! 2025 HTTP: a stream dropped after its first event and resumed with `Last-Event-ID`, which must deliver the
 //! response once, or abandoned; 2026 HTTP: a stream dropped after its first event, which cancels); panicking async
-//! and blocking tools, each answered with an error; and on 2025 HTTP a new session every 40 operations.
+//! and blocking tools, each answered with an error; floods before the first `.await` (`log_burst`: 20 000 logs of
+//! 1 KB without yielding, sent in both eras, most dropped past the soft bound), whose answer must come, at most one a
+//! second; 20 MiB answers (past the hard bound) to a client that reads them, checked for their length, at most one
+//! every 4 s (on stdio neither overlaps a slow reader nor the other: one pipe more than the soft bound behind is,
+//! by the server's rule, a client that stopped reading); on HTTP, readers that stop reading (one every 5 s, four at
+//! most, from the start: a connection with a 4 KiB receive buffer whose response head is read and nothing more;
+//! 2026: a `subscriptions/listen` for tool list changes and resources under `file:///soak/`; 2025: a session
+//! subscribed to a resource, whose GET stream is the one not read), held to the end of the run and closed before
+//! the last RSS sample, while changes (a 60 kB URI touched, or a tool disabled and enabled) keep coming: every other
+//! operation keeps its deadline, and the server exits cleanly; and on 2025 HTTP a new session every 40 operations.
 
 use std::collections::{HashMap, VecDeque};
 use std::process::Stdio;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Map, Value};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 use tokio::sync::{oneshot, Notify};
 
@@ -50,6 +60,17 @@ const CANCELLED_SLEEP_MS: u64 = 5_000;
 const BIG_ECHO: usize = 256 * 1024;
 /// A 2025 session is ended and a new one made after this many operations of its client.
 const SESSION_OPS: u32 = 40;
+/// A flood before the first `.await`: `log_burst` of this many lines of [`FLOOD_LINE`] bytes.
+const FLOOD_LINES: u32 = 20_000;
+const FLOOD_LINE: usize = 1_000;
+/// The size of a large answer, in MiB (over the default hard bound of 16 MiB).
+const LARGE_MIB: usize = 20;
+/// How many readers that stop reading a run opens at most (each is held to the end of the run).
+const MAX_STUCK: usize = 4;
+/// The resources stuck readers watch (2026: the prefix; 2025: a subscription to [`big_uri`]).
+const WATCHED: &str = "file:///soak/";
+/// The size of the URI a change touches: each touch is that much more for a stuck reader.
+const BIG_URI: usize = 60_000;
 /// How many problem descriptions a run keeps for its report.
 const PROBLEMS_KEPT: usize = 12;
 
@@ -195,7 +216,7 @@ impl Rng {
 // ---------------------------------------------------------------------------------------------------------------
 // What a run counts
 
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
 enum Op {
     Echo,
     Burst,
@@ -206,9 +227,13 @@ enum Op {
     Disconnect,
     Panic,
     Churn,
+    Flood,
+    Large,
+    Stuck,
+    Change,
 }
 
-const OPS: [(Op, &str); 9] = [
+const OPS: [(Op, &str); 13] = [
     (Op::Echo, "echo"),
     (Op::Burst, "burst"),
     (Op::Cancel, "cancel"),
@@ -218,10 +243,30 @@ const OPS: [(Op, &str); 9] = [
     (Op::Disconnect, "disconnect"),
     (Op::Panic, "panic"),
     (Op::Churn, "churn"),
+    (Op::Flood, "flood"),
+    (Op::Large, "large"),
+    (Op::Stuck, "stuck"),
+    (Op::Change, "change"),
 ];
+
+/// How far apart (at least) a run starts the operations that are heavy for the server, and what it does instead
+/// when one is not due (stdio disconnects start a process each).
+fn spacing(transport: Transport, op: Op) -> Option<(Duration, Op)> {
+    match (transport, op) {
+        (Transport::Stdio, Op::Disconnect) => Some((Duration::from_secs(2), Op::Echo)),
+        (_, Op::Flood) => Some((Duration::from_secs(1), Op::Echo)),
+        (_, Op::Large) => Some((Duration::from_secs(4), Op::Echo)),
+        // One at a time fills to the hard bound, and what the server frees when it lets one go is what the next
+        // fills: the first, in the warm-up, sets the allocator's high-water mark (glibc keeps the freed frames).
+        (_, Op::Stuck) => Some((Duration::from_secs(5), Op::Change)),
+        _ => None,
+    }
+}
 
 /// The mix of a transport × era, by weight. Bursts and racing cancels need one ordered pipe (stdio); a 2026 HTTP
 /// request cannot be seen to have started until it answers, so a `spin` (no start marker) is not cancelled there.
+/// A reader that stops reading needs a second client beside the one that does (HTTP). Floods and large answers
+/// are also spaced in time (see [`spacing`]), stuck readers limited in number ([`MAX_STUCK`]).
 fn mix(transport: Transport, era: Era, only: &[Op]) -> Vec<(Op, u64)> {
     let all: &[(Op, u64)] = match (transport, era) {
         (Transport::Stdio, _) => &[
@@ -233,13 +278,32 @@ fn mix(transport: Transport, era: Era, only: &[Op]) -> Vec<(Op, u64)> {
             (Op::Slow, 5),
             (Op::Disconnect, 3),
             (Op::Panic, 10),
+            (Op::Flood, 2),
+            (Op::Large, 1),
         ],
-        (Transport::Http, Era::V2025) => {
-            &[(Op::Echo, 50), (Op::Cancel, 12), (Op::Spin, 5), (Op::Slow, 5), (Op::Disconnect, 10), (Op::Panic, 10)]
-        }
-        (Transport::Http, Era::V2026) => {
-            &[(Op::Echo, 55), (Op::Cancel, 15), (Op::Slow, 5), (Op::Disconnect, 8), (Op::Panic, 10)]
-        }
+        (Transport::Http, Era::V2025) => &[
+            (Op::Echo, 50),
+            (Op::Cancel, 12),
+            (Op::Spin, 5),
+            (Op::Slow, 5),
+            (Op::Disconnect, 10),
+            (Op::Panic, 10),
+            (Op::Flood, 2),
+            (Op::Large, 1),
+            (Op::Stuck, 1),
+            (Op::Change, 8),
+        ],
+        (Transport::Http, Era::V2026) => &[
+            (Op::Echo, 55),
+            (Op::Cancel, 15),
+            (Op::Slow, 5),
+            (Op::Disconnect, 8),
+            (Op::Panic, 10),
+            (Op::Flood, 2),
+            (Op::Large, 1),
+            (Op::Stuck, 1),
+            (Op::Change, 8),
+        ],
     };
     all.iter().filter(|(op, _)| only.is_empty() || only.contains(op)).copied().collect()
 }
@@ -279,6 +343,9 @@ struct Stats {
     raced_silent: AtomicU64,
     /// 2025 HTTP: requests whose client went away mid-stream and never resumed.
     abandoned: AtomicU64,
+    /// HTTP: readers that stopped reading, and the times the server found a client stuck (its log line).
+    stuck: AtomicU64,
+    cut_off: AtomicU64,
     ops: [AtomicU64; OPS.len()],
     problems: Mutex<Vec<String>>,
 }
@@ -393,6 +460,7 @@ impl Markers {
 // A run: one server process, one transport, one era
 
 struct Run {
+    transport: Transport,
     era: Era,
     mix: Vec<(Op, u64)>,
     stats: Stats,
@@ -401,12 +469,19 @@ struct Run {
     deadline: Instant,
     /// Set when the server is gone: the workers stop.
     stopped: AtomicBool,
-    /// Stdio disconnects start a process each: at most one every two seconds.
-    last_disconnect: Mutex<Option<Instant>>,
+    /// When each spaced operation last started (see [`spacing`]).
+    spaced: Mutex<HashMap<Op, Instant>>,
     /// Shared by operations that wait for markers, exclusive for panicking calls: the standard panic hook writes
     /// its report to stderr in pieces without the lock `eprintln!` takes, so a marker printed meanwhile can be
     /// split and missed.
     quiet: tokio::sync::RwLock<()>,
+    /// Stdio: held by the operations that leave the one pipe behind by megabytes (a slow reader, a flood, a large
+    /// answer), so that they never overlap: a client more than the soft bound behind when a frame would take it
+    /// past the hard bound is, by the server's rule, one that stopped reading.
+    heavy: tokio::sync::Mutex<()>,
+    /// The readers that stopped reading, held open to the end of the run, and how many more it may open.
+    stuck: Mutex<Vec<StuckReader>>,
+    stuck_slots: AtomicUsize,
 }
 
 impl Run {
@@ -416,6 +491,22 @@ impl Run {
 
     fn going(&self) -> bool {
         Instant::now() < self.deadline && !self.stopped.load(Ordering::Relaxed)
+    }
+
+    /// The operation to run for `op`: itself, or what replaces it when it is not due (a spaced operation too soon
+    /// after the last, a stuck reader when the run has opened its share).
+    fn due(&self, op: Op) -> Op {
+        let Some((every, instead)) = spacing(self.transport, op) else { return op };
+        let mut spaced = self.spaced.lock().unwrap();
+        if spaced.get(&op).is_some_and(|last| last.elapsed() < every) {
+            return instead;
+        }
+        let slot = || self.stuck_slots.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1));
+        if op == Op::Stuck && slot().is_err() {
+            return instead;
+        }
+        spaced.insert(op, Instant::now());
+        op
     }
 
     /// A cancelled request's handler must stop (`want`: its abort marker) and never finish. `before`: the markers
@@ -441,15 +532,43 @@ fn call_body(era: Era, id: u64, tool: &str, arguments: Value, progress: bool) ->
         meta.insert("progressToken".into(), json!(id));
     }
     if era == Era::V2026 {
-        meta.insert("io.modelcontextprotocol/protocolVersion".into(), json!(V2026_VERSION));
-        meta.insert("io.modelcontextprotocol/clientCapabilities".into(), json!({}));
-        meta.insert("io.modelcontextprotocol/clientInfo".into(), json!({"name": "soak", "version": "0"}));
+        add_envelope(&mut meta);
     }
     let mut params = json!({"name": tool, "arguments": arguments});
     if !meta.is_empty() {
         params["_meta"] = Value::Object(meta);
     }
     json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params})
+}
+
+/// A flood or a large answer: the call, and on 2026 the envelope's log level, so that its logs are sent (2025 sends
+/// every level until `logging/setLevel`).
+fn heavy_body(era: Era, id: u64, op: Op) -> (Value, Expect) {
+    let (tool, arguments, expect) = match op {
+        Op::Flood => (
+            "log_burst",
+            json!({"count": FLOOD_LINES, "size": FLOOD_LINE}),
+            Expect::Text(format!("burst {FLOOD_LINES}")),
+        ),
+        _ => ("large", json!({"mib": LARGE_MIB}), Expect::Length(LARGE_MIB << 20)),
+    };
+    let mut body = call_body(era, id, tool, arguments, false);
+    if era == Era::V2026 {
+        body["params"]["_meta"]["io.modelcontextprotocol/logLevel"] = json!("info");
+    }
+    (body, expect)
+}
+
+/// The URI a change touches: one under [`WATCHED`], [`BIG_URI`] bytes long.
+fn big_uri() -> String {
+    format!("{WATCHED}{}", "x".repeat(BIG_URI - WATCHED.len()))
+}
+
+/// The 2026 envelope: version, capabilities and client info.
+fn add_envelope(meta: &mut Map<String, Value>) {
+    meta.insert("io.modelcontextprotocol/protocolVersion".into(), json!(V2026_VERSION));
+    meta.insert("io.modelcontextprotocol/clientCapabilities".into(), json!({}));
+    meta.insert("io.modelcontextprotocol/clientInfo".into(), json!({"name": "soak", "version": "0"}));
 }
 
 fn initialize_body(id: u64) -> Value {
@@ -464,6 +583,10 @@ fn cancel_body(id: u64) -> Value {
 /// What a response must say.
 enum Expect {
     Text(String),
+    /// A text of this many bytes.
+    Length(usize),
+    /// A result, whatever it says.
+    Done,
     Error,
 }
 
@@ -473,6 +596,12 @@ fn check(expect: &Expect, answer: &Value) -> Result<(), String> {
             Some(got) if got == text => Ok(()),
             _ => Err(format!("expected the text {:?}", shorten(text))),
         },
+        Expect::Length(n) => match answer["result"]["content"][0]["text"].as_str() {
+            Some(got) if got.len() == *n => Ok(()),
+            _ => Err(format!("expected a text of {n} bytes")),
+        },
+        Expect::Done if answer.get("result").is_some() && answer["result"]["isError"] != true => Ok(()),
+        Expect::Done => Err("expected a result".into()),
         Expect::Error if answer.get("error").is_some() || answer["result"]["isError"] == true => Ok(()),
         Expect::Error => Err("a panicking tool must be answered with an error".into()),
     }
@@ -553,6 +682,9 @@ async fn start_server(run: &Arc<Run>, http: bool) -> (ServerProcess, Option<Chil
             while let Ok(Some(line)) = lines.next_line().await {
                 if run.markers.note(&line) {
                     continue;
+                }
+                if line.contains("a client stopped reading") {
+                    Stats::add(&run.stats.cut_off, 1);
                 }
                 if let Some(address) = line.split("address=").nth(1) {
                     if let Some(tx) = address_tx.take() {
@@ -785,15 +917,7 @@ async fn stdio_call(run: &Run, conn: &StdioConn, tool: &str, arguments: Value, p
 async fn stdio_worker(run: Arc<Run>, conn: Arc<StdioConn>, mut rng: Rng) {
     let mix = &run.mix;
     while run.going() {
-        let mut op = pick(&mut rng, mix);
-        if op == Op::Disconnect {
-            let mut last = run.last_disconnect.lock().unwrap();
-            if last.is_some_and(|t| t.elapsed() < Duration::from_secs(2)) {
-                op = Op::Echo;
-            } else {
-                *last = Some(Instant::now());
-            }
-        }
+        let op = run.due(pick(&mut rng, mix));
         run.stats.op(op);
         match op {
             Op::Echo => {
@@ -865,6 +989,7 @@ async fn stdio_worker(run: Arc<Run>, conn: Arc<StdioConn>, mut rng: Rng) {
             }
             Op::Slow => {
                 // The reader dawdles while a progress stream and a big answer come.
+                let _heavy = run.heavy.lock().await;
                 *conn.slow_until.lock().unwrap() = Instant::now() + rng.millis(200, 400);
                 let big = big_text(&mut rng);
                 let progress = stdio_send(&run, &conn, "progress", json!({}), true).await;
@@ -883,7 +1008,22 @@ async fn stdio_worker(run: Arc<Run>, conn: Arc<StdioConn>, mut rng: Rng) {
                 let tool = if rng.below(2) == 0 { "panic_async" } else { "panic_blocking" };
                 stdio_call(&run, &conn, tool, json!({}), false, Expect::Error).await;
             }
-            Op::Churn => {}
+            Op::Flood | Op::Large => {
+                // Thousands of logs before the first `.await` (past the soft bound, dropped), or one answer past
+                // the hard bound: the answer comes all the same.
+                let _heavy = run.heavy.lock().await;
+                let id = run.id();
+                let rx = conn.expect(id);
+                Stats::add(&run.stats.sent, 1);
+                let (body, expect) = heavy_body(run.era, id, op);
+                if let Err(e) = conn.write(&format!("{body}\n")).await {
+                    run.stats.problem(&run.stats.bad, format!("request {id}: {e}"));
+                    run.stopped.store(true, Ordering::Relaxed);
+                    continue;
+                }
+                conn.answer(&run, id, rx, Instant::now() + CALL_TIMEOUT, &expect).await;
+            }
+            Op::Churn | Op::Stuck | Op::Change => {}
         }
     }
 }
@@ -951,20 +1091,24 @@ async fn stdio_disconnect(run: &Run) {
 struct Sse {
     response: Option<reqwest::Response>,
     buffer: Vec<u8>,
+    /// How much of `buffer` holds no event's end (a large event is scanned once, not on every chunk).
+    scanned: usize,
     /// The id of the last event taken, for `Last-Event-ID`.
     last_id: Option<String>,
 }
 
 impl Sse {
     fn new(response: reqwest::Response) -> Sse {
-        Sse { response: Some(response), buffer: Vec::new(), last_id: None }
+        Sse { response: Some(response), buffer: Vec::new(), scanned: 0, last_id: None }
     }
 
     /// The next JSON-RPC message; `Ok(None)` when the stream ended; `Err` on a timeout or a transport error. With a
     /// `pace`, waits that long before each read from the connection (a slow reader).
     async fn next(&mut self, deadline: Instant, pace: Duration) -> Result<Option<Value>, String> {
         loop {
-            while let Some(end) = self.buffer.windows(2).position(|w| w == b"\n\n") {
+            while let Some(end) = self.buffer[self.scanned..].windows(2).position(|w| w == b"\n\n") {
+                let end = self.scanned + end;
+                self.scanned = 0;
                 let raw: Vec<u8> = self.buffer.drain(..end + 2).collect();
                 let raw = String::from_utf8_lossy(&raw);
                 let mut data = String::new();
@@ -980,6 +1124,7 @@ impl Sse {
                 }
                 return serde_json::from_str(&data).map(Some).map_err(|e| format!("an event that is not JSON: {e}"));
             }
+            self.scanned = self.buffer.len().saturating_sub(1);
             let Some(response) = self.response.as_mut() else { return Ok(None) };
             if !pace.is_zero() {
                 tokio::time::sleep(pace).await;
@@ -1178,9 +1323,14 @@ impl HttpClient {
     /// One call that must be answered, read with `pace` between reads.
     async fn call(&self, run: &Run, tool: &str, arguments: Value, progress: bool, expect: Expect, pace: Duration) {
         let id = run.id();
+        self.exchange(run, id, &call_body(self.era, id, tool, arguments, progress), expect, pace).await;
+    }
+
+    /// One request (`id`) that must be answered, read with `pace` between reads.
+    async fn exchange(&self, run: &Run, id: u64, body: &Value, expect: Expect, pace: Duration) {
         Stats::add(&run.stats.sent, 1);
         let deadline = Instant::now() + CALL_TIMEOUT;
-        let response = match self.send(&call_body(self.era, id, tool, arguments, progress), deadline).await {
+        let response = match self.send(body, deadline).await {
             Ok(r) => r,
             Err(e) => return run.stats.problem(&run.stats.lost, format!("request {id}: {e}")),
         };
@@ -1270,6 +1420,97 @@ impl HttpClient {
         self.call(run, "echo", json!({"text": big}), false, Expect::Text(big), rng.millis(5, 20)).await;
     }
 
+    /// A flood before the first `.await` or a large answer (see [`heavy_body`]): the answer comes all the same.
+    async fn heavy(&self, run: &Run, op: Op) {
+        let id = run.id();
+        let (body, expect) = heavy_body(self.era, id, op);
+        self.exchange(run, id, &body, expect, Duration::ZERO).await;
+    }
+
+    /// A change for the stuck readers to miss: a resource update with a large URI under [`WATCHED`], or a tool
+    /// disabled and enabled again (`add`, which the soak never calls: a tool the mix calls could be found disabled
+    /// in between, as with the testbed's `flip_echo`).
+    async fn change(&self, run: &Run, rng: &mut Rng) {
+        if rng.below(3) > 0 {
+            return self.call(run, "touch", json!({"uri": big_uri()}), false, Expect::Done, Duration::ZERO).await;
+        }
+        for enabled in [false, true] {
+            let arguments = json!({"kind": "tool", "name": "add", "enabled": enabled});
+            self.call(run, "toggle", arguments, false, Expect::Text("ok".into()), Duration::ZERO).await;
+        }
+    }
+
+    /// A reader that stops reading, held to the end of the run (see [`StuckReader`]). 2026: a `subscriptions/listen`
+    /// for tool list changes and the resources under [`WATCHED`]. 2025: a session of its own, subscribed to
+    /// [`big_uri`], whose standalone (GET) stream is the one not read.
+    async fn stuck(&self, run: &Run) {
+        Stats::add(&run.stats.stuck, 1);
+        let deadline = Instant::now() + CALL_TIMEOUT;
+        let authority = self.url.trim_start_matches("http://").split('/').next().unwrap_or_default().to_owned();
+        let (request, session) = match self.era {
+            Era::V2026 => {
+                let mut meta = Map::new();
+                add_envelope(&mut meta);
+                let params = json!({
+                    "notifications": {"toolsListChanged": true, "resourceSubscriptions": [WATCHED]},
+                    "_meta": meta,
+                });
+                let body =
+                    json!({"jsonrpc": "2.0", "id": run.id(), "method": "subscriptions/listen", "params": params})
+                        .to_string();
+                let request = format!(
+                    "POST /mcp HTTP/1.1\r\nHost: {authority}\r\nContent-Type: application/json\r\nAccept: {ACCEPT}\r\n\
+                     Mcp-Protocol-Version: {V2026_VERSION}\r\nMcp-Method: subscriptions/listen\r\n\
+                     Content-Length: {}\r\n\r\n{body}",
+                    body.len()
+                );
+                (request, None)
+            }
+            Era::V2025 => {
+                let mut own =
+                    HttpClient { http: self.http.clone(), url: self.url.clone(), era: Era::V2025, session: None };
+                if let Err(e) = own.initialize(run).await {
+                    return run.stats.problem(&run.stats.bad, format!("a stuck reader's session: {e}"));
+                }
+                let id = run.id();
+                let subscribe =
+                    json!({"jsonrpc": "2.0", "id": id, "method": "resources/subscribe", "params": {"uri": big_uri()}});
+                let subscribed = match own.send(&subscribe, deadline).await {
+                    Ok(r) => {
+                        read_answer(r, id, deadline, Duration::ZERO).await.answer.filter(|a| a.get("result").is_some())
+                    }
+                    Err(_) => None,
+                };
+                let session = own.session.take().unwrap_or_default();
+                if subscribed.is_none() {
+                    let _ = HttpClient { session: Some(session), ..own }.end_session().await;
+                    return run.stats.problem(&run.stats.bad, "a stuck reader's session could not subscribe".into());
+                }
+                let request = format!(
+                    "GET /mcp HTTP/1.1\r\nHost: {authority}\r\nAccept: text/event-stream\r\n\
+                     Mcp-Protocol-Version: {V2025_VERSION}\r\nMcp-Session-Id: {session}\r\n\r\n"
+                );
+                (request, Some(session))
+            }
+        };
+        match stuck_connection(&authority, request.as_bytes(), deadline).await {
+            Ok(socket) => run.stuck.lock().unwrap().push(StuckReader { socket, session }),
+            Err(e) => {
+                run.stats.problem(&run.stats.bad, format!("a stuck reader: {e}"));
+                if let Some(session) = session {
+                    let _ = HttpClient {
+                        http: self.http.clone(),
+                        url: self.url.clone(),
+                        era: Era::V2025,
+                        session: Some(session),
+                    }
+                    .end_session()
+                    .await;
+                }
+            }
+        }
+    }
+
     /// A client that drops its stream after the first event. 2025: the request goes on, and resuming the stream
     /// with `Last-Event-ID` must deliver its response exactly once. 2026: closing the stream cancels the request.
     async fn disconnect(&self, run: &Run, rng: &mut Rng) {
@@ -1345,6 +1586,43 @@ impl HttpClient {
     }
 }
 
+/// A reader that stopped reading: a connection with a small receive buffer whose response head was read, and nothing
+/// after it; on 2025 its own session. At the end of the run the connection is closed and the session ended.
+struct StuckReader {
+    socket: tokio::net::TcpStream,
+    session: Option<String>,
+}
+
+/// Sends `request` on a connection with a small receive buffer and reads the response head (a 200 event stream),
+/// and only what comes with it.
+async fn stuck_connection(authority: &str, request: &[u8], deadline: Instant) -> Result<tokio::net::TcpStream, String> {
+    let addr: std::net::SocketAddr = authority.parse().map_err(|e| format!("the address {authority}: {e}"))?;
+    let socket = tokio::net::TcpSocket::new_v4().map_err(|e| format!("a socket: {e}"))?;
+    socket.set_recv_buffer_size(4096).map_err(|e| format!("a small receive buffer: {e}"))?;
+    let mut stream = match tokio::time::timeout_at(at(deadline), socket.connect(addr)).await {
+        Ok(Ok(s)) => s,
+        Ok(Err(e)) => return Err(format!("connecting: {e}")),
+        Err(_) => return Err("connecting timed out".into()),
+    };
+    stream.write_all(request).await.map_err(|e| format!("writing the request: {e}"))?;
+    let mut head = Vec::new();
+    let mut chunk = [0; 512];
+    let until = at(deadline.min(Instant::now() + START_TIMEOUT));
+    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+        match tokio::time::timeout_at(until, stream.read(&mut chunk)).await {
+            Ok(Ok(0)) => return Err("the connection closed before its response head".into()),
+            Ok(Ok(n)) => head.extend_from_slice(&chunk[..n]),
+            Ok(Err(e)) => return Err(format!("reading the response head: {e}")),
+            Err(_) => return Err(format!("no response head within {START_TIMEOUT:?}")),
+        }
+    }
+    let head = String::from_utf8_lossy(&head).to_ascii_lowercase();
+    if !head.starts_with("http/1.1 200") || !head.contains("content-type: text/event-stream") {
+        return Err(format!("expected a 200 event stream: {}", shorten(&head)));
+    }
+    Ok(stream)
+}
+
 async fn http_worker(run: Arc<Run>, url: Arc<str>, mut rng: Rng) {
     let http = reqwest::Client::builder().pool_max_idle_per_host(8).build().expect("an HTTP client");
     let mut client = HttpClient { http, url, era: run.era, session: None };
@@ -1366,13 +1644,16 @@ async fn http_worker(run: Arc<Run>, url: Arc<str>, mut rng: Rng) {
             ops_in_session = 0;
         }
         ops_in_session += 1;
-        let op = pick(&mut rng, mix);
+        let op = run.due(pick(&mut rng, mix));
         run.stats.op(op);
         match op {
             Op::Cancel => client.cancel(&run, &mut rng, false).await,
             Op::Spin => client.cancel(&run, &mut rng, true).await,
             Op::Slow => client.slow(&run, &mut rng).await,
             Op::Disconnect => client.disconnect(&run, &mut rng).await,
+            Op::Flood | Op::Large => client.heavy(&run, op).await,
+            Op::Change => client.change(&run, &mut rng).await,
+            Op::Stuck => client.stuck(&run).await,
             Op::Panic => {
                 let _quiet = run.quiet.write().await;
                 let tool = if rng.below(2) == 0 { "panic_async" } else { "panic_blocking" };
@@ -1407,6 +1688,7 @@ async fn run_one(transport: Transport, era: Era, args: &Args, seed: u64) -> Repo
     let started = Instant::now();
     let warm_end = started + Duration::from_secs(args.warmup);
     let run = Arc::new(Run {
+        transport,
         era,
         mix,
         stats: Stats::default(),
@@ -1414,8 +1696,11 @@ async fn run_one(transport: Transport, era: Era, args: &Args, seed: u64) -> Repo
         next_id: AtomicU64::new(1),
         deadline: warm_end + Duration::from_secs(args.seconds),
         stopped: AtomicBool::new(false),
-        last_disconnect: Mutex::new(None),
+        spaced: Mutex::default(),
         quiet: tokio::sync::RwLock::new(()),
+        heavy: tokio::sync::Mutex::new(()),
+        stuck: Mutex::default(),
+        stuck_slots: AtomicUsize::new(MAX_STUCK),
     });
     let (mut server, stdin, stdout, url) = start_server(&run, transport == Transport::Http).await;
     let mut workers = Vec::new();
@@ -1447,7 +1732,7 @@ async fn run_one(transport: Transport, era: Era, args: &Args, seed: u64) -> Repo
         }
         conn = Some(c);
     } else {
-        let url: Arc<str> = url.into();
+        let url: Arc<str> = url.as_str().into();
         for w in 0..args.concurrency {
             workers.push(tokio::spawn(http_worker(run.clone(), url.clone(), Rng::new(seed ^ (w as u64 + 1)))));
         }
@@ -1493,6 +1778,18 @@ async fn run_one(transport: Transport, era: Era, args: &Args, seed: u64) -> Repo
     });
     for w in workers {
         let _ = w.await;
+    }
+    // The readers that stopped reading are closed (2025: their sessions ended): the server lets them go.
+    let stuck = std::mem::take(&mut *run.stuck.lock().unwrap());
+    if !stuck.is_empty() {
+        let http = reqwest::Client::new();
+        for reader in stuck {
+            drop(reader.socket);
+            let mut client = HttpClient { http: http.clone(), url: url.as_str().into(), era, session: reader.session };
+            if let Err(e) = client.end_session().await {
+                run.stats.problem(&run.stats.bad, format!("ending a stuck reader's session: {e}"));
+            }
+        }
     }
     // Late responses, duplicates and answers after a cancel still count while things settle.
     tokio::time::sleep(Duration::from_secs(1)).await;
@@ -1540,10 +1837,15 @@ async fn run_one(transport: Transport, era: Era, args: &Args, seed: u64) -> Repo
     } else {
         String::new()
     };
+    let stuck = if g(&s.stuck) + g(&s.cut_off) > 0 {
+        format!(", {} stuck readers ({} times a client was cut off at the hard bound)", g(&s.stuck), g(&s.cut_off))
+    } else {
+        String::new()
+    };
     println!(
         "{label:<10} sent {sent:>6}  answered {answered:>6}  cancelled {cancelled:>5}  lost {lost}  duplicated {dup}  \
          after-cancel {after}  ran-on {ran_on}  unhonoured {unhonoured}  bad {bad}  late {}  |  {rss}  |  {}; \
-         {} notifications{raced}",
+         {} notifications{raced}{stuck}",
         g(&s.late),
         ops.join(", "),
         g(&s.notifications),
