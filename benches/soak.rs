@@ -660,8 +660,8 @@ fn testbed() -> Command {
     command.env("RUST_LOG", "info").env("RUST_BACKTRACE", "0").kill_on_drop(true);
     // The growth check looks for leaks, not for what the allocator keeps: with its default, glibc raises its mmap
     // threshold after each large buffer is freed, so the 20 MiB answers and 60 kB notifications of a run are later
-    // served from a heap it does not give back (about 35 MiB of growth in 8 s of stuck readers, 1.4 MiB with this).
-    command.env("MALLOC_MMAP_THRESHOLD_", "131072");
+    // served from a heap it does not give back (about 35 MiB of growth in 8 s of stuck readers, 1.4 MiB with this threshold).
+    command.env("MALLOC_MMAP_THRESHOLD_", "32768");
     command
 }
 
