@@ -228,7 +228,11 @@ fn large_answers_waiting_their_turn_are_not_a_stuck_client() {
     let mut line = String::new();
     while answered.len() < 42 {
         line.clear();
-        assert!(stdout.read_line(&mut line).unwrap() > 0, "stdout ended after {} answers: {answered:?}", answered.len());
+        assert!(
+            stdout.read_line(&mut line).unwrap() > 0,
+            "stdout ended after {} answers: {answered:?}",
+            answered.len()
+        );
         let message: Value = serde_json::from_str(&line).unwrap();
         if let Some(id) = message["id"].as_i64() {
             assert!(message.get("result").is_some(), "call {id} failed");

@@ -150,7 +150,11 @@ mod tests {
         let backlog = Backlog::new(limits);
         assert_eq!(backlog.admit(50, false), Admit::Send);
         assert_eq!(backlog.admit(900, false), Admit::Send, "over the hard limit, but only 50 bytes wait before it");
-        assert_eq!(backlog.admit(60, false), Admit::Stuck, "more than the soft bound waits, and the hard one is passed");
+        assert_eq!(
+            backlog.admit(60, false),
+            Admit::Stuck,
+            "more than the soft bound waits, and the hard one is passed"
+        );
         let backlog = Backlog::new(limits);
         assert_eq!(backlog.admit(1001, false), Admit::Drop, "over the limit of one frame");
         assert_eq!(backlog.admit(10, false), Admit::Send, "and nothing else changes");

@@ -171,19 +171,30 @@ impl TransportError {
     }
 }
 
+/// Whether an error is rustls's (feature `tls`; without it the client speaks no TLS).
+fn is_tls(e: &(dyn std::error::Error + 'static)) -> bool {
+    #[cfg(feature = "tls")]
+    return e.is::<rustls::Error>();
+    #[cfg(not(feature = "tls"))]
+    {
+        let _ = e;
+        false
+    }
+}
+
 /// The kind of a reqwest failure: a rustls error anywhere in the chain is TLS; a resolver failure is DNS (hyper's
 /// connector says so only in its message, "dns error"); then reqwest's own connect, timeout and builder flags.
 fn classify(error: &reqwest::Error) -> TransportErrorKind {
     let mut next: Option<&(dyn std::error::Error + 'static)> = Some(error);
     let mut dns = false;
     while let Some(e) = next {
-        if e.downcast_ref::<rustls::Error>().is_some() {
+        if is_tls(e) {
             return TransportErrorKind::Tls;
         }
         // An I/O error hides its payload from `source()`: look inside, through nested I/O errors.
         let mut io = e.downcast_ref::<std::io::Error>();
         while let Some(payload) = io.and_then(std::io::Error::get_ref) {
-            if payload.is::<rustls::Error>() {
+            if is_tls(payload) {
                 return TransportErrorKind::Tls;
             }
             io = payload.downcast_ref::<std::io::Error>();
