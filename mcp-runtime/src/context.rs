@@ -300,6 +300,12 @@ impl RequestState {
         self.token.cancel();
     }
 
+    /// Tells a blocking handler to stop (its flag), without ending the request or waking what waits on its
+    /// token: a layer dropped the handler's future (a timeout), and the layer's answer is still to be sent.
+    pub(crate) fn stop_handler(&self) {
+        self.cancelled.store(true, Ordering::Release);
+    }
+
     fn is_finished(&self) -> bool {
         self.finished.load(Ordering::Acquire)
     }

@@ -49,6 +49,7 @@ pub use client_requests::{
     Ask, ClientError, ElicitAction, ElicitResult, Elicitation, Root, SamplingMessage, SamplingRequest, SamplingResult,
 };
 pub use context::{AuthInfo, ClientInfo, Context, Era, FromContext, HttpRequest, RequestMeta};
+pub use dispatch::layer as middleware;
 pub use entry::{run, ArgSpec, Args, FromArgs, MainOutput};
 pub use era::seal::KEY_ENV as REQUEST_STATE_KEY_ENV;
 pub use era::v2026::{
@@ -116,6 +117,8 @@ pub use serde;
 /// that puts an [`AuthInfo`] in the request's extensions, CORS, tracing) with the same axum.
 #[cfg(feature = "http")]
 pub use axum;
+/// The `tower` this crate's middleware is built on (`ServerBuilder::layer`), so layers need no direct dependency.
+pub use tower;
 
 /// The README's examples, compiled as doctests.
 #[cfg(doctest)]

@@ -92,6 +92,8 @@ pub(crate) struct ServerInner {
     pub max_in_flight: usize,
     /// The bounds of every outbound queue.
     pub outbound: crate::base::backlog::OutboundLimits,
+    /// The middleware every request the dispatcher serves goes through; `None` without layers.
+    pub layers: Option<crate::dispatch::layer::Next>,
     pub methods: HashMap<&'static str, MethodDef>,
     pub state: StateMap,
     pub shutdown_hooks: Mutex<Vec<BoxFuture<'static, ()>>>,
@@ -325,6 +327,7 @@ pub struct ServerBuilder {
     request_state_ttl: Option<Duration>,
     task_store: Option<Arc<dyn crate::task::TaskStore>>,
     task_config: crate::task::TaskConfig,
+    layers: crate::dispatch::layer::Layers,
 }
 
 /// The `serverInfo` name of a server built without `#[mcp::main]` and without [`ServerBuilder::name`].
@@ -612,6 +615,39 @@ impl ServerBuilder {
         self
     }
 
+    /// Adds a middleware layer: a [`tower::Layer`] over the dispatcher, which sees every request the dispatcher
+    /// serves (tools, prompts, resources, completion, tasks, custom methods), on every transport and in both eras,
+    /// as an [`McpRequest`](crate::middleware::McpRequest), and its outcome as an
+    /// [`McpResponse`](crate::middleware::McpResponse). Layers run in the order they are added: the first sees each
+    /// request first and its response last. `tower::timeout`, `tower::limit::ConcurrencyLimitLayer`,
+    /// `tower::load_shed` and layers of your own work as they are; see [`mcp::middleware`](crate::middleware).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use mcp::tower::{limit::ConcurrencyLimitLayer, timeout::TimeoutLayer};
+    ///
+    /// let server = mcp::Server::builder()
+    ///     .layer(TimeoutLayer::new(Duration::from_secs(30)))
+    ///     .layer(ConcurrencyLimitLayer::new(16))
+    ///     .build()
+    ///     .unwrap();
+    /// # let _ = server;
+    /// ```
+    pub fn layer<L>(mut self, layer: L) -> Self
+    where
+        L: tower::Layer<crate::middleware::Next> + Send + 'static,
+        L::Service: tower::Service<crate::middleware::McpRequest, Response = crate::middleware::McpResponse>
+            + Clone
+            + Send
+            + Sync
+            + 'static,
+        <L::Service as tower::Service<crate::middleware::McpRequest>>::Error: Into<crate::middleware::BoxError>,
+        <L::Service as tower::Service<crate::middleware::McpRequest>>::Future: Send + 'static,
+    {
+        self.layers.push(layer);
+        self
+    }
+
     /// Builds the server: computes every schema and the list results once.
     pub fn build(self) -> Result<Server, BuildError> {
         if let Some(type_name) = self.duplicate_state {
@@ -709,6 +745,7 @@ impl ServerBuilder {
                 max_line_bytes: self.max_line_bytes.unwrap_or(DEFAULT_MAX_LINE_BYTES),
                 max_in_flight: self.max_in_flight.unwrap_or(DEFAULT_MAX_IN_FLIGHT),
                 outbound: self.outbound.unwrap_or_default(),
+                layers: self.layers.build(),
                 methods,
                 state: self.state,
                 shutdown_hooks: Mutex::new(self.shutdown_hooks),

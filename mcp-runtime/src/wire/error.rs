@@ -32,6 +32,9 @@ impl ErrorCode {
     pub const INTERNAL_ERROR: ErrorCode = ErrorCode(-32603);
     /// A resource was not found (MCP 2025-11-25).
     pub const RESOURCE_NOT_FOUND: ErrorCode = ErrorCode(-32002);
+    /// The request timed out on the server (a timeout layer, see [`mcp::middleware`](crate::middleware)): the
+    /// code the TypeScript and Python SDKs use for a request that timed out.
+    pub const REQUEST_TIMEOUT: ErrorCode = ErrorCode(-32001);
     /// The server is at one of its limits (requests in flight on a connection, sessions): try again later. An
     /// application code, outside the ranges JSON-RPC and MCP reserve.
     pub const OVERLOADED: ErrorCode = ErrorCode(-31000);

@@ -31,6 +31,8 @@ use crate::wire::error::{Error, ErrorCode};
 use crate::wire::jsonrpc::{self, RequestId};
 use crate::wire::protocol::WireResult;
 
+pub mod layer;
+
 /// Where a message came from and where its replies go: the sink, and on HTTP the request's headers and caller.
 pub(crate) struct Origin {
     pub sink: Sink,
@@ -175,7 +177,7 @@ impl Connection {
         call: Call<R>,
     ) -> Result<(), Error> {
         self.register(&request)?;
-        let eager = matches!(call.handler, Handler::Async(_));
+        let eager = !matches!(call.work, Work::Handler(Handler::Blocking(_)));
         let mut run = Box::pin(run_handler(call, request));
         // A future may be polled with any waker; the spawned task polls it again with its own.
         if eager && run.as_mut().poll(&mut TaskContext::from_waker(std::task::Waker::noop())).is_ready() {
@@ -276,10 +278,17 @@ pub(crate) struct Call<R> {
     /// The request's method (for its tracing span).
     pub method: &'static str,
     pub name: &'static str,
-    pub handler: Handler<R>,
+    pub work: Work<R>,
     pub arguments: Arguments,
     /// How the result is written in the request's era (2026 results carry `resultType` and server info).
     pub kind: ResultKind,
+}
+
+/// What answers a call: its handler, or (a request answered inline, on its way through the layers) its result.
+pub(crate) enum Work<R> {
+    Handler(Handler<R>),
+    /// Boxed: a result would make every call's future larger (a call is moved into its task whole).
+    Ready(Box<Result<R, Error>>),
 }
 
 /// What kind of result a call produces, for the era's decoration of it.
@@ -291,6 +300,8 @@ pub(crate) enum ResultKind {
     Read,
     /// A list: cacheable.
     List,
+    /// Already in its era's form (a stored list page, a decorated completion): written as it is.
+    Encoded,
 }
 
 /// Serves a method both eras share. `None` if the method is not one of them (the front answers it).
@@ -301,54 +312,72 @@ pub(crate) fn dispatch(conn: &Arc<Connection>, request: Request, origin: &Origin
     let state = |id: RequestId, meta: RequestMeta, era: EraState| {
         Arc::new(RequestState::new(id, meta, conn.clone(), origin.sink.clone(), era))
     };
+    // Lists and completions are answered inline, from stored pages; with layers they go through the stack like
+    // any other request.
+    let inline = |name: &'static str,
+                  result: Result<ListResult, Error>,
+                  params: Map<String, Value>,
+                  meta: RequestMeta,
+                  era: EraState| {
+        if server.inner.layers.is_none() {
+            return result.map(|r| finish_inline(origin, &id, r));
+        }
+        let call = Call {
+            method: name,
+            name,
+            work: Work::Ready(Box::new(result)),
+            arguments: params,
+            kind: ResultKind::Encoded,
+        };
+        conn.start(state(id.clone(), meta, era), call)
+    };
     let started = match method.as_str() {
-        "tools/list" => Ok(list(&server, ListKind::Tools, &params, &era).map(|r| finish_inline(origin, &id, r))),
-        "prompts/list" => Ok(list(&server, ListKind::Prompts, &params, &era).map(|r| finish_inline(origin, &id, r))),
+        "tools/list" => inline("tools/list", list(&server, ListKind::Tools, &params, &era), params, meta, era),
+        "prompts/list" => inline("prompts/list", list(&server, ListKind::Prompts, &params, &era), params, meta, era),
         "resources/templates/list" => {
-            Ok(list(&server, ListKind::Templates, &params, &era).map(|r| finish_inline(origin, &id, r)))
+            inline("resources/templates/list", list(&server, ListKind::Templates, &params, &era), params, meta, era)
         }
         "resources/list" if server.registry().listers().is_empty() => {
-            Ok(list(&server, ListKind::Resources, &params, &era).map(|r| finish_inline(origin, &id, r)))
+            inline("resources/list", list(&server, ListKind::Resources, &params, &era), params, meta, era)
         }
         "resources/list" => {
             // Templates list their resources at run time: a request like any other, cancellable.
             let call = Call {
                 method: "resources/list",
                 name: "resources/list",
-                handler: Handler::Blocking(list_resources),
+                work: Work::Handler(Handler::Blocking(list_resources)),
                 arguments: params,
                 kind: ResultKind::List,
             };
-            Err(conn.start(state(id.clone(), meta, era), call))
+            conn.start(state(id.clone(), meta, era), call)
         }
-        "tools/call" => Err(call_tool(&server, &mut params, &meta).and_then(|(call, plan)| {
+        "tools/call" => call_tool(&server, &mut params, &meta).and_then(|(call, plan)| {
             let request = state(id.clone(), meta, era);
             if let Some(plan) = plan {
                 let _ = request.task_plan.set(plan);
             }
             conn.start(request, call)
-        })),
+        }),
         "prompts/get" => {
-            Err(get_prompt(&server, &mut params).and_then(|call| conn.start(state(id.clone(), meta, era), call)))
+            get_prompt(&server, &mut params).and_then(|call| conn.start(state(id.clone(), meta, era), call))
         }
         "resources/read" => {
-            Err(read_resource(&server, &params, &mut meta)
-                .and_then(|call| conn.start(state(id.clone(), meta, era), call)))
+            read_resource(&server, &params, &mut meta).and_then(|call| conn.start(state(id.clone(), meta, era), call))
         }
         "completion/complete" => {
             let result = complete_argument(&server, &params).map(|r| decorate(&server, &era, r, ResultKind::Plain));
-            Ok(result.map(|r| finish_inline(origin, &id, r)))
+            inline("completion/complete", result, params, meta, era)
         }
         m if m.starts_with("tasks/") && server.inner.tasks_enabled => match crate::task::methods::handler(m) {
             Some((name, handler)) => {
                 let call = Call {
                     method: name,
                     name,
-                    handler: Handler::Async(handler),
+                    work: Work::Handler(Handler::Async(handler)),
                     arguments: params,
                     kind: ResultKind::Plain,
                 };
-                Err(conn.start(state(id.clone(), meta, era), call))
+                conn.start(state(id.clone(), meta, era), call)
             }
             None => return None,
         },
@@ -357,19 +386,18 @@ pub(crate) fn dispatch(conn: &Arc<Connection>, request: Request, origin: &Origin
                 let call = Call {
                     method: def.name,
                     name: def.name,
-                    handler: def.handler,
+                    work: Work::Handler(def.handler),
                     arguments: params,
                     kind: ResultKind::Plain,
                 };
-                Err(conn.start(state(id.clone(), meta, era), call))
+                conn.start(state(id.clone(), meta, era), call)
             }
             None => return None,
         },
     };
-    // `Ok`: answered inline (or an error to answer); `Err`: started (or failed to start).
-    match started {
-        Ok(Ok(())) | Err(Ok(())) => {}
-        Ok(Err(e)) | Err(Err(e)) => respond(origin, &id, Err::<(), _>(e)),
+    // An error here is one to answer: the request was refused before it started.
+    if let Err(e) = started {
+        respond(origin, &id, Err::<(), _>(e));
     }
     Some(())
 }
@@ -386,6 +414,24 @@ fn finish_inline(origin: &Origin, id: &RequestId, result: ListResult) {
 pub(crate) enum ListResult {
     Raw(Arc<serde_json::value::RawValue>),
     Value(Value),
+}
+
+impl serde::Serialize for ListResult {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            ListResult::Raw(raw) => raw.serialize(serializer),
+            ListResult::Value(v) => v.serialize(serializer),
+        }
+    }
+}
+
+impl WireResult for ListResult {
+    fn payload_len(&self) -> usize {
+        match self {
+            ListResult::Raw(raw) => raw.get().len(),
+            ListResult::Value(_) => 0,
+        }
+    }
 }
 
 fn list(server: &Server, kind: ListKind, params: &Map<String, Value>, era: &EraState) -> Result<ListResult, Error> {
@@ -438,7 +484,16 @@ fn call_tool(
     };
     let plan = task_plan(server, &def, params, meta)?;
     let arguments = arguments(params, "an object")?;
-    Ok((Call { method: "tools/call", name: def.name, handler: def.handler, arguments, kind: ResultKind::Plain }, plan))
+    Ok((
+        Call {
+            method: "tools/call",
+            name: def.name,
+            work: Work::Handler(def.handler),
+            arguments,
+            kind: ResultKind::Plain,
+        },
+        plan,
+    ))
 }
 
 /// Whether a call runs as a task: in the 2025 era when it asks (`task`) and the tool allows it; in the 2026 era when
@@ -494,7 +549,13 @@ fn get_prompt(server: &Server, params: &mut Map<String, Value>) -> Result<Call<c
         return Err(Error::invalid_params(format!("unknown prompt: {name}")));
     };
     let arguments = arguments(params, "an object of strings")?;
-    Ok(Call { method: "prompts/get", name: def.name, handler: def.handler, arguments, kind: ResultKind::Plain })
+    Ok(Call {
+        method: "prompts/get",
+        name: def.name,
+        work: Work::Handler(def.handler),
+        arguments,
+        kind: ResultKind::Plain,
+    })
 }
 
 fn read_resource(
@@ -512,7 +573,13 @@ fn read_resource(
     let arguments: Map<String, Value> = bound.into_iter().map(|(k, v)| (k, Value::String(v))).collect();
     meta.resource_uri = Some(uri.into());
     meta.cache = def.cache;
-    Ok(Call { method: "resources/read", name: def.name, handler: def.handler, arguments, kind: ResultKind::Read })
+    Ok(Call {
+        method: "resources/read",
+        name: def.name,
+        work: Work::Handler(def.handler),
+        arguments,
+        kind: ResultKind::Read,
+    })
 }
 
 fn complete_argument(server: &Server, params: &Map<String, Value>) -> Result<Value, Error> {
@@ -609,49 +676,140 @@ fn request_span(method: &'static str, name: &'static str, request: &RequestState
 }
 
 async fn run_in_span<R: WireResult + Send + 'static>(call: Call<R>, request: Arc<RequestState>) {
-    let Call { name, handler, arguments, kind, .. } = call;
+    let Call { method, name, work, arguments, kind } = call;
+    let ctx = Context::new(request.clone());
+    let outcome = match &request.conn.server().inner.layers {
+        None => run(&request, ctx, name, work, arguments).await.map(Answer::Typed),
+        // Boxed, so that the layers' state does not grow every request's future (each is moved into its task).
+        Some(stack) => Box::pin(through_layers(stack, &request, ctx, method, name, work, arguments)).await,
+    };
+    deliver(&request, outcome, kind).await
+}
+
+/// What a request is answered with: its handler's result, or a result a layer made.
+enum Answer<R> {
+    Typed(R),
+    Value(Value),
+}
+
+/// Runs the request's work: the task it may become, then its handler, raced against its cancel and its
+/// interruption.
+async fn run<R: WireResult + Send + 'static>(
+    request: &Arc<RequestState>,
+    ctx: Context,
+    name: &'static str,
+    work: Work<R>,
+    arguments: Arguments,
+) -> Outcome<R> {
+    let handler = match work {
+        Work::Ready(result) => return Outcome::Done(*result),
+        Work::Handler(handler) => handler,
+    };
     // A task that starts at once is stored, and the client told, before the handler runs.
     // Where the tool's task support is optional, a task the store refuses (it is full, or holds this client's share)
     // is a plain call instead.
     if let Some(plan) = request.task_plan.get().filter(|plan| !plan.options.deferred) {
-        match crate::task::begin(&request).await {
+        match crate::task::begin(request).await {
             Ok(_) => {}
             Err(crate::task::Refused::Store(e)) if plan.options.support == crate::task::TaskSupport::Optional => {
                 tracing::info!(id = %request.id, reason = %e.message, "the task store refused the task: a plain call");
             }
-            Err(refused) => {
-                return finish(&request, jsonrpc::encode_error(Some(&request.id), &Error::from(refused)));
-            }
+            Err(refused) => return Outcome::Done(Err(Error::from(refused))),
         }
     }
-    let ctx = Context::new(request.clone());
     let interrupted = request.era.interrupted();
-    let outcome = match handler {
+    match handler {
         Handler::Async(f) => {
             let call = CatchUnwind(f(&ctx, arguments));
-            race(&request, call, interrupted, |r| r.unwrap_or_else(|panic| Err(panicked(name, &*panic)))).await
+            race(request, call, interrupted, |r| r.unwrap_or_else(|panic| Err(panicked(name, &*panic)))).await
         }
         Handler::Blocking(f) => {
-            let thread_ctx = ctx.clone();
             let span = tracing::Span::current();
             let call = cleanup_tasks().spawn_blocking(move || {
                 let _entered = span.enter();
-                std::panic::catch_unwind(AssertUnwindSafe(|| f(&thread_ctx, arguments)))
+                std::panic::catch_unwind(AssertUnwindSafe(|| f(&ctx, arguments)))
             });
-            race(&request, call, interrupted, |r| match r {
+            race(request, call, interrupted, |r| match r {
                 Ok(Ok(result)) => result,
                 Ok(Err(panic)) => Err(panicked(name, &*panic)),
                 Err(e) => Err(Error::internal(format!("`{name}` failed: {e}"))),
             })
             .await
         }
+    }
+}
+
+/// Runs the request's work at the bottom of the server's layers; a cancel drops the whole stack's future.
+async fn through_layers<R: WireResult + Send + 'static>(
+    stack: &layer::Next,
+    request: &Arc<RequestState>,
+    ctx: Context,
+    method: &'static str,
+    name: &'static str,
+    work: Work<R>,
+    arguments: Arguments,
+) -> Outcome<Answer<R>> {
+    let inner = request.clone();
+    let bottom_ctx = ctx.clone();
+    let bottom: layer::Run = Box::new(move |arguments| {
+        Box::pin(async move {
+            match run(&inner, bottom_ctx, name, work, arguments).await {
+                Outcome::Done(result) => layer::McpResponse::typed(result),
+                Outcome::Interrupted => layer::McpResponse { outcome: layer::Outcome::InputRequired },
+                Outcome::Cancelled => layer::McpResponse { outcome: layer::Outcome::Cancelled },
+            }
+        })
+    });
+    let served = layer::serve(stack, layer::McpRequest::new(method, name, arguments, ctx, bottom));
+    let response = match race(request, served, std::future::pending(), Ok).await {
+        Outcome::Done(Ok(response)) => response,
+        Outcome::Done(Err(e)) => return Outcome::Done(Err(e)),
+        Outcome::Cancelled => return Outcome::Cancelled,
+        Outcome::Interrupted => return Outcome::Interrupted,
     };
+    match response.outcome {
+        layer::Outcome::Result(payload) if payload.as_any().is::<R>() => match payload.into_any().downcast::<R>() {
+            Ok(typed) => Outcome::Done(Ok(Answer::Typed(*typed))),
+            Err(_) => unreachable!("checked above"),
+        },
+        // A layer answered with another request's result: written as JSON.
+        layer::Outcome::Result(payload) => Outcome::Done(
+            payload
+                .to_json()
+                .map(Answer::Value)
+                .map_err(|e| Error::internal(format!("could not serialize the result: {e}"))),
+        ),
+        layer::Outcome::Value(v) => Outcome::Done(Ok(Answer::Value(v))),
+        layer::Outcome::Error(e) => Outcome::Done(Err(e)),
+        layer::Outcome::InputRequired => Outcome::Interrupted,
+        layer::Outcome::Cancelled => Outcome::Cancelled,
+    }
+}
+
+impl<R> Outcome<R> {
+    fn map<T>(self, f: impl FnOnce(R) -> T) -> Outcome<T> {
+        match self {
+            Outcome::Done(result) => Outcome::Done(result.map(f)),
+            Outcome::Cancelled => Outcome::Cancelled,
+            Outcome::Interrupted => Outcome::Interrupted,
+        }
+    }
+}
+
+/// Answers a request with its outcome, or stores the outcome in its task.
+async fn deliver<R: WireResult + Send + 'static>(
+    request: &Arc<RequestState>,
+    outcome: Outcome<Answer<R>>,
+    kind: ResultKind,
+) {
     if let Some(task) = request.task.get().cloned() {
         // A task: its record takes the outcome; its request was answered when it began.
         return match outcome {
             Outcome::Done(result) => {
-                let result = result.and_then(|r| {
-                    serde_json::to_value(r).map_err(|e| Error::internal(format!("could not serialize the result: {e}")))
+                let result = result.and_then(|answer| match answer {
+                    Answer::Value(v) => Ok(v),
+                    Answer::Typed(r) => serde_json::to_value(r)
+                        .map_err(|e| Error::internal(format!("could not serialize the result: {e}"))),
                 });
                 task.complete(result).await
             }
@@ -665,19 +823,28 @@ async fn run_in_span<R: WireResult + Send + 'static>(call: Call<R>, request: Arc
         Outcome::Interrupted => {
             // The handler stops here; a blocking one sees its flag (its question already returned an error).
             request.stop_quietly();
-            let result = crate::era::v2026::interrupted_result(&request);
-            complete(&request, result.map(ListResult::Value));
+            let result = crate::era::v2026::interrupted_result(request);
+            complete(request, result.map(ListResult::Value));
         }
         Outcome::Done(result) => {
+            let server = request.conn.server();
             let frame = match result {
                 Err(e) => jsonrpc::encode_error(Some(&request.id), &e),
+                Ok(Answer::Typed(r)) if kind == ResultKind::Encoded => jsonrpc::encode_result(&request.id, &r),
                 // The 2025 era writes the value as it is.
-                Ok(r) if !request.era.is_modern() => jsonrpc::encode_result_sized(&request.id, &r, r.payload_len()),
-                Ok(r) => {
-                    crate::era::v2026::encode_complete(request.conn.server(), &request.id, &r, kind, request.meta.cache)
+                Ok(Answer::Typed(r)) if !request.era.is_modern() => {
+                    jsonrpc::encode_result_sized(&request.id, &r, r.payload_len())
+                }
+                Ok(Answer::Typed(r)) => {
+                    crate::era::v2026::encode_complete(server, &request.id, &r, kind, request.meta.cache)
+                }
+                Ok(Answer::Value(v)) if !request.era.is_modern() => jsonrpc::encode_result(&request.id, &v),
+                Ok(Answer::Value(v)) => {
+                    let kind = if kind == ResultKind::Encoded { ResultKind::List } else { kind };
+                    crate::era::v2026::encode_complete(server, &request.id, &v, kind, request.meta.cache)
                 }
             };
-            finish(&request, frame);
+            finish(request, frame);
         }
     }
 }
