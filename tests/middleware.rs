@@ -8,13 +8,13 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use common::duplex::Stdio;
 use mcp::client::{Client, EraChoice};
 use mcp::middleware::{BoxError, McpRequest, McpResponse, Next};
 use mcp::tower::util::BoxCloneSyncService;
 use mcp::tower::{self, Layer, ServiceExt};
 use mcp::{Context, Server, State};
 use serde_json::{json, Value};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 /// What the test's tools report: whether a handler was stopped, and how many ran at once.
 #[derive(Default)]
@@ -154,89 +154,6 @@ fn server(configure: impl FnOnce(mcp::ServerBuilder) -> mcp::ServerBuilder) -> (
         .method::<custom>()
         .state(probe.clone());
     (configure(builder).build().unwrap(), probe)
-}
-
-/// One stdio session over an in-memory pipe, in either era.
-struct Stdio {
-    modern: bool,
-    to_server: tokio::io::WriteHalf<tokio::io::DuplexStream>,
-    from_server: tokio::io::Lines<BufReader<tokio::io::ReadHalf<tokio::io::DuplexStream>>>,
-    /// Responses read while waiting for another one.
-    early: Vec<Value>,
-}
-
-impl Stdio {
-    async fn open(server: &Server, modern: bool) -> Stdio {
-        let (client, server_end) = tokio::io::duplex(1 << 16);
-        let (server_read, server_write) = tokio::io::split(server_end);
-        tokio::spawn(server.clone().serve_streams(server_read, server_write));
-        let (read, write) = tokio::io::split(client);
-        let mut session =
-            Stdio { modern, to_server: write, from_server: BufReader::new(read).lines(), early: Vec::new() };
-        if !modern {
-            let init = json!({"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
-                              "clientInfo": {"name": "middleware-tests", "version": "0"}});
-            session.send(json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init})).await;
-            session.response(0).await;
-            session.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
-        }
-        session
-    }
-
-    async fn send(&mut self, message: Value) {
-        self.to_server.write_all(format!("{message}\n").as_bytes()).await.unwrap();
-    }
-
-    /// Sends a request (with the 2026 envelope in that era).
-    async fn request(&mut self, id: i64, method: &str, params: Value) {
-        let params =
-            if self.modern { common::modern::with_envelope(params, json!({"elicitation": {}})) } else { params };
-        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})).await;
-    }
-
-    /// The next message with this id; notifications are skipped, a request from the server is a test failure.
-    async fn response(&mut self, id: i64) -> Value {
-        if let Some(at) = self.early.iter().position(|m| m["id"] == id) {
-            return self.early.remove(at);
-        }
-        loop {
-            let line = tokio::time::timeout(Duration::from_secs(10), self.from_server.next_line())
-                .await
-                .unwrap_or_else(|_| panic!("no response to request {id}"))
-                .unwrap()
-                .expect("the session ended");
-            let message: Value = serde_json::from_str(&line).unwrap();
-            if message.get("method").is_some() {
-                continue;
-            }
-            if message["id"] == id {
-                return message;
-            }
-            self.early.push(message);
-        }
-    }
-
-    async fn call(&mut self, id: i64, method: &str, params: Value) -> Value {
-        self.request(id, method, params).await;
-        self.response(id).await
-    }
-
-    /// Whether anything with this id arrives within `wait`.
-    async fn silent(&mut self, id: i64, wait: Duration) -> bool {
-        let deadline = tokio::time::Instant::now() + wait;
-        loop {
-            match tokio::time::timeout_at(deadline, self.from_server.next_line()).await {
-                Err(_) => return true,
-                Ok(line) => {
-                    let Some(line) = line.unwrap() else { return true };
-                    let message: Value = serde_json::from_str(&line).unwrap();
-                    if message["id"] == id {
-                        return false;
-                    }
-                }
-            }
-        }
-    }
 }
 
 /// An HTTP server in this process, on a loopback port.

@@ -70,6 +70,11 @@ impl RequestMeta {
         self
     }
 
+    /// The settings the client declared for an extension (`capabilities.extensions.<id>`), if it declared it.
+    pub fn client_extension(&self, id: &str) -> Option<&Value> {
+        self.client.as_ref()?.capabilities.get("extensions")?.get(id).filter(|v| !v.is_null())
+    }
+
     /// Whether the client declared a capability, given as a path (`["sampling", "tools"]`).
     pub fn client_supports(&self, path: &[&str]) -> bool {
         let Some(client) = &self.client else { return false };

@@ -69,6 +69,7 @@ pub use protocol::{
     Annotations, CallToolResult, Content, GetPromptResult, Icon, Implementation, LogLevel, PromptMessage,
     ReadResourceResult, Resource, ResourceContents, Role,
 };
+pub use server::extension::Extension;
 pub use server::state::{Requirement, State};
 pub use server::{
     BuildError, Server, ServerBuilder, DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_LINE_BYTES, DEFAULT_PAGE_SIZE,

@@ -368,20 +368,8 @@ pub(crate) fn dispatch(conn: &Arc<Connection>, request: Request, origin: &Origin
             let result = complete_argument(&server, &params).map(|r| decorate(&server, &era, r, ResultKind::Plain));
             inline("completion/complete", result, params, meta, era)
         }
-        m if m.starts_with("tasks/") && server.inner.tasks_enabled => match crate::task::methods::handler(m) {
-            Some((name, handler)) => {
-                let call = Call {
-                    method: name,
-                    name,
-                    work: Work::Handler(Handler::Async(handler)),
-                    arguments: params,
-                    kind: ResultKind::Plain,
-                };
-                conn.start(state(id.clone(), meta, era), call)
-            }
-            None => return None,
-        },
-        _ => match server.inner.methods.get(method.as_str()).copied() {
+        // Custom methods, then the extensions' (the Tasks extension's `tasks/*` among them).
+        m => match server.inner.methods.get(m).or_else(|| server.inner.extension_methods.get(m)).copied() {
             Some(def) => {
                 let call = Call {
                     method: def.name,

@@ -1,6 +1,7 @@
 //! [`Server`]: the shared configuration (info, state, capabilities) and the registry of what it serves. The
 //! registry can change while the server runs; every change makes a new snapshot and tells every session.
 
+pub(crate) mod extension;
 pub(crate) mod hub;
 pub(crate) mod registry;
 pub(crate) mod state;
@@ -14,6 +15,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use crate::base::sync::{Unpoisoned, UnpoisonedRw};
+use crate::context::Era;
 use crate::handler::method::{MethodDef, MethodItem};
 use crate::handler::prompt::{PromptDef, PromptItem};
 use crate::handler::resource::CacheHint;
@@ -95,6 +97,8 @@ pub(crate) struct ServerInner {
     /// The middleware every request the dispatcher serves goes through; `None` without layers.
     pub layers: Option<crate::dispatch::layer::Next>,
     pub methods: HashMap<&'static str, MethodDef>,
+    /// The methods of the server's extensions (Tasks' among them when a tool can run as a task).
+    pub extension_methods: HashMap<&'static str, MethodDef>,
     pub state: StateMap,
     pub shutdown_hooks: Mutex<Vec<BoxFuture<'static, ()>>>,
     pub shutdown_timeout: Duration,
@@ -170,6 +174,14 @@ pub enum BuildError {
         /// Where the second definition is.
         second: String,
     },
+    /// An extension's identifier or one of its methods is not one an extension may have (a method that would
+    /// shadow the specification's or another's, two extensions with one identifier).
+    BadExtension {
+        /// The extension.
+        id: String,
+        /// What is wrong.
+        message: String,
+    },
     /// A custom method's name would shadow a method of the specification.
     ReservedMethod {
         /// Why.
@@ -241,6 +253,7 @@ impl fmt::Display for BuildError {
                 write!(f, "two custom methods are named `{name}`: one at {first}, one at {second}")
             }
             BuildError::ReservedMethod { message } => f.write_str(message),
+            BuildError::BadExtension { message, .. } => f.write_str(message),
             BuildError::MissingState { kind, handler, type_name, location } => write!(
                 f,
                 "{kind} `{handler}` (at {location}) takes `&State<{type_name}>`, but the server has no `{type_name}`: \
@@ -328,6 +341,7 @@ pub struct ServerBuilder {
     task_store: Option<Arc<dyn crate::task::TaskStore>>,
     task_config: crate::task::TaskConfig,
     layers: crate::dispatch::layer::Layers,
+    extensions: Vec<Box<dyn extension::Extension>>,
 }
 
 /// The `serverInfo` name of a server built without `#[mcp::main]` and without [`ServerBuilder::name`].
@@ -648,8 +662,27 @@ impl ServerBuilder {
         self
     }
 
+    /// Adds a protocol extension: its `capabilities.extensions` entry, its methods, and what its
+    /// [`setup`](crate::Extension::setup) adds. See [`Extension`](crate::Extension).
+    pub fn extension(mut self, extension: impl extension::Extension) -> Self {
+        self.extensions.push(Box::new(extension));
+        self
+    }
+
     /// Builds the server: computes every schema and the list results once.
-    pub fn build(self) -> Result<Server, BuildError> {
+    pub fn build(mut self) -> Result<Server, BuildError> {
+        // Each extension adds what it serves first (an extension may add another).
+        let mut extensions = Vec::new();
+        while !self.extensions.is_empty() {
+            for extension in std::mem::take(&mut self.extensions) {
+                self = extension.setup(self);
+                extensions.push(extension);
+            }
+        }
+        self.build_with(extensions)
+    }
+
+    fn build_with(self, mut extensions: Vec<Box<dyn extension::Extension>>) -> Result<Server, BuildError> {
         if let Some(type_name) = self.duplicate_state {
             return Err(BuildError::DuplicateState { type_name });
         }
@@ -704,6 +737,30 @@ impl ServerBuilder {
             }
             methods.insert(def.name, def);
         }
+        let tasks_enabled = registry.tools.values().any(|t| t.def.task.support != crate::task::TaskSupport::Forbidden);
+        if tasks_enabled {
+            extensions.insert(0, Box::new(crate::task::Tasks));
+        }
+        let mut extension_methods: HashMap<&'static str, MethodDef> = HashMap::new();
+        let mut ids = std::collections::HashSet::new();
+        for ext in &extensions {
+            let id = ext.id();
+            let bad = |message| BuildError::BadExtension { id: id.to_owned(), message };
+            extension::check(id, None).map_err(bad)?;
+            if !ids.insert(id.to_owned()) {
+                return Err(bad(format!("two extensions have the identifier `{id}`")));
+            }
+            for def in ext.methods() {
+                extension::check(id, Some(def.name)).map_err(bad)?;
+                if methods.contains_key(def.name) || extension_methods.insert(def.name, def).is_some() {
+                    return Err(bad(format!(
+                        "extension `{id}` defines the method `{}`, which another method (of the server's or of an \
+                         extension) has already",
+                        def.name
+                    )));
+                }
+            }
+        }
         let handlers = registry
             .tools
             .values()
@@ -711,7 +768,9 @@ impl ServerBuilder {
             .chain(registry.prompts.values().map(|l| ("prompt", l.def.name, l.def.location, l.def.injected)))
             .chain(registry.resources.values().map(|l| ("resource", l.def.name, l.def.location, l.def.injected)))
             .chain(registry.templates.values().map(|(l, _)| ("resource", l.def.name, l.def.location, l.def.injected)))
-            .chain(methods.values().map(|d| ("method", d.name, d.location, d.injected)));
+            .chain(
+                methods.values().chain(extension_methods.values()).map(|d| ("method", d.name, d.location, d.injected)),
+            );
         check_requirements(&self.state, handlers)?;
 
         let mut capabilities = json!({ "logging": {} });
@@ -727,12 +786,19 @@ impl ServerBuilder {
         if !registry.prompts.is_empty() || !registry.templates.is_empty() {
             capabilities["completions"] = json!({});
         }
-        let tasks_enabled = registry.tools.values().any(|t| t.def.task.support != crate::task::TaskSupport::Forbidden);
-        // The 2026-07-28 era declares tasks as an extension, and must not show the 2025 capability.
+        // Each era lists the extensions it has settings for (the 2026-07-28 era has Tasks as an extension, 2025-11-25
+        // as a capability of its own).
         let mut modern_capabilities = capabilities.clone();
-        if tasks_enabled {
-            capabilities["tasks"] = json!({ "list": {}, "cancel": {}, "requests": { "tools": { "call": {} } } });
-            modern_capabilities["extensions"] = json!({ crate::task::EXTENSION: {} });
+        for ext in &extensions {
+            for (era, capabilities) in [(Era::V2025, &mut capabilities), (Era::V2026, &mut modern_capabilities)] {
+                if let (Some(settings), Value::Object(capabilities)) = (ext.settings(era), capabilities) {
+                    let listed = capabilities.entry("extensions").or_insert_with(|| json!({}));
+                    listed[ext.id()] = settings;
+                }
+            }
+            if let Value::Object(capabilities) = &mut capabilities {
+                capabilities.extend(ext.legacy_capabilities());
+            }
         }
         let discover =
             crate::era::v2026::discover_result(&info, &modern_capabilities, self.instructions.as_deref(), cache);
@@ -747,6 +813,7 @@ impl ServerBuilder {
                 outbound: self.outbound.unwrap_or_default(),
                 layers: self.layers.build(),
                 methods,
+                extension_methods,
                 state: self.state,
                 shutdown_hooks: Mutex::new(self.shutdown_hooks),
                 shutdown_timeout: self.shutdown_timeout.unwrap_or(DEFAULT_SHUTDOWN_TIMEOUT),

@@ -23,32 +23,52 @@ use crate::wire::jsonrpc::{self, RequestId};
 
 /// The handler of a `tasks/*` method.
 #[allow(clippy::type_complexity)]
-pub(crate) fn handler(
-    method: &str,
-) -> Option<(&'static str, for<'a> fn(&'a Context, Arguments) -> BoxFuture<'a, Result<Value, Error>>)> {
-    fn boxed_get(ctx: &Context, args: Arguments) -> BoxFuture<'_, Result<Value, Error>> {
-        Box::pin(get(ctx, args))
+/// The Tasks extension (`io.modelcontextprotocol/tasks`), as every extension is added: its settings in the 2026-07-28
+/// era, its capability in 2025-11-25, and its methods, the same handlers for both (each answers in its request's
+/// era). The server adds it when a tool can run as a task. What turns a `tools/call` into a task is the dispatcher's
+/// `task_plan`, before the handler runs.
+pub(crate) struct Tasks;
+
+impl crate::server::extension::Extension for Tasks {
+    fn id(&self) -> &str {
+        super::EXTENSION
     }
-    fn boxed_result(ctx: &Context, args: Arguments) -> BoxFuture<'_, Result<Value, Error>> {
-        Box::pin(result(ctx, args))
+
+    fn settings(&self, era: crate::Era) -> Option<Value> {
+        (era == crate::Era::V2026).then(|| json!({}))
     }
-    fn boxed_list(ctx: &Context, args: Arguments) -> BoxFuture<'_, Result<Value, Error>> {
-        Box::pin(list(ctx, args))
+
+    fn legacy_capabilities(&self) -> Map<String, Value> {
+        let tasks = json!({ "list": {}, "cancel": {}, "requests": { "tools": { "call": {} } } });
+        Map::from_iter([("tasks".to_owned(), tasks)])
     }
-    fn boxed_cancel(ctx: &Context, args: Arguments) -> BoxFuture<'_, Result<Value, Error>> {
-        Box::pin(cancel(ctx, args))
+
+    fn methods(&self) -> Vec<crate::MethodDef> {
+        fn boxed_get(ctx: &Context, args: Arguments) -> BoxFuture<'_, Result<Value, Error>> {
+            Box::pin(get(ctx, args))
+        }
+        fn boxed_result(ctx: &Context, args: Arguments) -> BoxFuture<'_, Result<Value, Error>> {
+            Box::pin(result(ctx, args))
+        }
+        fn boxed_list(ctx: &Context, args: Arguments) -> BoxFuture<'_, Result<Value, Error>> {
+            Box::pin(list(ctx, args))
+        }
+        fn boxed_cancel(ctx: &Context, args: Arguments) -> BoxFuture<'_, Result<Value, Error>> {
+            Box::pin(cancel(ctx, args))
+        }
+        fn boxed_update(ctx: &Context, args: Arguments) -> BoxFuture<'_, Result<Value, Error>> {
+            Box::pin(update(ctx, args))
+        }
+        let here = concat!(file!(), ":", line!());
+        let def = |name, f| crate::MethodDef::new(name, crate::MethodHandler::Async(f), here);
+        vec![
+            def("tasks/get", boxed_get),
+            def("tasks/result", boxed_result),
+            def("tasks/list", boxed_list),
+            def("tasks/cancel", boxed_cancel),
+            def("tasks/update", boxed_update),
+        ]
     }
-    fn boxed_update(ctx: &Context, args: Arguments) -> BoxFuture<'_, Result<Value, Error>> {
-        Box::pin(update(ctx, args))
-    }
-    Some(match method {
-        "tasks/get" => ("tasks/get", boxed_get as _),
-        "tasks/result" => ("tasks/result", boxed_result as _),
-        "tasks/list" => ("tasks/list", boxed_list as _),
-        "tasks/cancel" => ("tasks/cancel", boxed_cancel as _),
-        "tasks/update" => ("tasks/update", boxed_update as _),
-        _ => return None,
-    })
 }
 
 /// -32021 naming the Tasks extension.

@@ -12,6 +12,7 @@
 //! [`Context`]: crate::Context
 
 pub(crate) mod methods;
+pub(crate) use methods::Tasks;
 mod store;
 
 use std::collections::{HashMap, HashSet, VecDeque};

@@ -1,0 +1,191 @@
+//! Extensions (`ServerBuilder::extension`): an extension's entry under `capabilities.extensions` in `initialize`
+//! and `server/discover`, its methods with typed parameters in both eras, what its `setup` adds (a tool, a layer),
+//! the client's declaration as a handler sees it, names that would shadow the specification refused — and the Tasks
+//! extension, which the server adds the same way.
+
+mod common;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use common::duplex::Stdio;
+use mcp::middleware::{McpRequest, Next};
+use mcp::tower::{self, ServiceExt};
+use mcp::{BuildError, Context, Era, Extension, MethodDef, MethodItem, Server, ServerBuilder};
+use serde_json::{json, Value};
+
+const AUDIT: &str = "com.example/audit";
+
+/// Record an audit entry.
+#[mcp::method(name = "com.example.audit/record")]
+async fn record(
+    /// What happened.
+    event: String,
+    /// How bad it was, 0 to 9.
+    severity: Option<u8>,
+) -> mcp::Json<Value> {
+    mcp::Json(json!({ "recorded": event, "severity": severity.unwrap_or(0) }))
+}
+
+/// Whether the client declared the audit extension, and with what.
+#[mcp::tool]
+fn audit_declared(ctx: &Context) -> String {
+    ctx.meta().client_extension(AUDIT).map_or("not declared".to_owned(), |settings| settings.to_string())
+}
+
+/// The audit extension: settings in both eras, one method, one tool and a layer that counts tool calls.
+struct Audit {
+    calls: Arc<AtomicUsize>,
+}
+
+impl Extension for Audit {
+    fn id(&self) -> &str {
+        AUDIT
+    }
+    fn settings(&self, era: Era) -> Option<Value> {
+        Some(json!({ "retentionDays": 30, "era": if era == Era::V2025 { "2025" } else { "2026" } }))
+    }
+    fn methods(&self) -> Vec<MethodDef> {
+        vec![*record::DEF]
+    }
+    fn setup(&self, builder: ServerBuilder) -> ServerBuilder {
+        let calls = self.calls.clone();
+        builder.tool::<audit_declared>().layer(tower::layer::layer_fn(move |inner: Next| {
+            let calls = calls.clone();
+            tower::util::BoxCloneSyncService::new(tower::service_fn(move |request: McpRequest| {
+                if request.method() == "tools/call" {
+                    calls.fetch_add(1, Ordering::SeqCst);
+                }
+                inner.clone().oneshot(request)
+            }))
+        }))
+    }
+}
+
+/// Sleep a little, as a task when the client can.
+#[mcp::tool(task = "optional")]
+async fn nap() -> &'static str {
+    "rested"
+}
+
+fn audited() -> (Server, Arc<AtomicUsize>) {
+    let calls = Arc::new(AtomicUsize::new(0));
+    (Server::builder().extension(Audit { calls: calls.clone() }).build().unwrap(), calls)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_extension_is_listed_in_both_eras_and_its_typed_methods_and_setup_serve_both() {
+    let (server, calls) = audited();
+    let declared = json!({"extensions": {AUDIT: {"level": "full"}}});
+    // 2025: listed in `initialize`.
+    let mut s = Stdio::open_with(&server, false, declared.clone()).await;
+    let init = s.initialized.clone().unwrap();
+    assert_eq!(init["result"]["capabilities"]["extensions"][AUDIT], json!({"retentionDays": 30, "era": "2025"}));
+    common::schema::check_server_message(&init, Some("initialize")).unwrap();
+    // 2026: listed in `server/discover`.
+    let mut m = Stdio::open_with(&server, true, declared).await;
+    let discovered = m.call(1, "server/discover", json!({})).await;
+    assert_eq!(
+        discovered["result"]["capabilities"]["extensions"][AUDIT],
+        json!({"retentionDays": 30, "era": "2026"}),
+        "{discovered}"
+    );
+    common::schema::check_modern_message(&discovered, Some("server/discover")).unwrap();
+    for session in [&mut s, &mut m] {
+        let recorded = session.call(2, "com.example.audit/record", json!({"event": "login", "severity": 3})).await;
+        assert_eq!(recorded["result"]["recorded"], "login", "{recorded}");
+        assert_eq!(recorded["result"]["severity"], 3, "{recorded}");
+        // Typed parameters: a wrong type is -32602 naming the parameter.
+        let wrong = session.call(3, "com.example.audit/record", json!({"event": 7})).await;
+        assert_eq!(wrong["error"]["code"], -32602, "{wrong}");
+        assert!(wrong["error"]["message"].as_str().unwrap().contains("event"), "{wrong}");
+        // The tool its setup added sees what the client declared.
+        let seen = session.call(4, "tools/call", json!({"name": "audit_declared", "arguments": {}})).await;
+        assert_eq!(seen["result"]["content"][0]["text"], r#"{"level":"full"}"#, "{seen}");
+    }
+    assert_eq!(calls.load(Ordering::SeqCst), 2, "the layer its setup added saw both calls");
+    // A client that did not declare it.
+    let mut plain = Stdio::open_with(&server, true, json!({})).await;
+    let seen = plain.call(1, "tools/call", json!({"name": "audit_declared", "arguments": {}})).await;
+    assert_eq!(seen["result"]["content"][0]["text"], "not declared", "{seen}");
+}
+
+/// An extension with the given identifier and methods.
+struct Named(&'static str, Vec<MethodDef>);
+
+impl Extension for Named {
+    fn id(&self) -> &str {
+        self.0
+    }
+    fn methods(&self) -> Vec<MethodDef> {
+        self.1.clone()
+    }
+}
+
+fn method(name: &'static str) -> MethodDef {
+    fn nothing(_: &Context, _: mcp::__private::Arguments) -> Result<Value, mcp::Error> {
+        Ok(json!({}))
+    }
+    MethodDef::new(name, mcp::MethodHandler::Blocking(nothing), "here")
+}
+
+fn refusal(builder: ServerBuilder) -> String {
+    match builder.build() {
+        Err(e @ BuildError::BadExtension { .. }) => e.to_string(),
+        Err(e) => panic!("another error: {e}"),
+        Ok(_) => panic!("built"),
+    }
+}
+
+#[test]
+fn extension_names_that_would_shadow_the_specification_or_each_other_are_refused() {
+    for core in ["tools/call", "initialize", "server/discover", "notifications/progress"] {
+        let message = refusal(Server::builder().extension(Named("com.example/x", vec![method(core)])));
+        assert!(message.contains(core) && message.contains("shadow"), "{message}");
+    }
+    let message = refusal(Server::builder().extension(Named("audit", vec![])));
+    assert!(message.contains("needs a prefix"), "{message}");
+    let message =
+        refusal(Server::builder().extension(Named("com.example/a", vec![])).extension(Named("com.example/a", vec![])));
+    assert!(message.contains("two extensions"), "{message}");
+    let message = refusal(
+        Server::builder()
+            .extension(Named("com.example/a", vec![method("x/run")]))
+            .extension(Named("com.example/b", vec![method("x/run")])),
+    );
+    assert!(message.contains("x/run") && message.contains("already"), "{message}");
+    // Tasks is an extension too: with a tool that can run as a task, its methods are taken.
+    let message = refusal(Server::builder().tool::<nap>().extension(Named("com.example/t", vec![method("tasks/get")])));
+    assert!(message.contains("tasks/get"), "{message}");
+    // A method of its own namespace, under any prefix, is fine.
+    assert!(Server::builder().extension(Named("com.example/x", vec![method("x/run")])).build().is_ok());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tasks_come_through_the_extension_api_as_a_2025_capability_and_a_2026_extension() {
+    let server = Server::builder().tool::<nap>().extension(Audit { calls: Arc::default() }).build().unwrap();
+    let s = Stdio::open_with(&server, false, json!({})).await;
+    let capabilities = &s.initialized.as_ref().unwrap()["result"]["capabilities"];
+    assert!(capabilities["tasks"]["requests"]["tools"]["call"].is_object(), "{capabilities}");
+    assert!(capabilities["extensions"].get("io.modelcontextprotocol/tasks").is_none(), "{capabilities}");
+    assert!(capabilities["extensions"].get(AUDIT).is_some(), "{capabilities}");
+    let mut m = Stdio::open_with(&server, true, json!({"extensions": {"io.modelcontextprotocol/tasks": {}}})).await;
+    let discovered = m.call(1, "server/discover", json!({})).await;
+    let extensions = &discovered["result"]["capabilities"]["extensions"];
+    assert_eq!(extensions["io.modelcontextprotocol/tasks"], json!({}), "{discovered}");
+    assert!(extensions.get(AUDIT).is_some(), "{discovered}");
+    assert!(discovered["result"]["capabilities"].get("tasks").is_none(), "{discovered}");
+    // Its methods are served: a 2026 call becomes a task, which `tasks/get` reads.
+    let created = m.call(2, "tools/call", json!({"name": "nap", "arguments": {}})).await;
+    assert_eq!(created["result"]["resultType"], "task", "{created}");
+    let id = created["result"]["taskId"].as_str().expect("a task id").to_owned();
+    let got = m.call(3, "tasks/get", json!({"taskId": id})).await;
+    assert!(got.get("result").is_some(), "{got}");
+    // Without a task tool there is no Tasks extension, and its methods are not found.
+    let (server, _) = audited();
+    let mut m = Stdio::open_with(&server, true, json!({})).await;
+    let discovered = m.call(1, "server/discover", json!({})).await;
+    assert!(discovered["result"]["capabilities"]["extensions"].get("io.modelcontextprotocol/tasks").is_none());
+    let missing = m.call(2, "tasks/get", json!({"taskId": "x"})).await;
+    assert_eq!(missing["error"]["code"], -32601, "{missing}");
+}
