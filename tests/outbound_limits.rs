@@ -272,3 +272,60 @@ fn a_result_over_the_frame_limit_is_an_error_that_says_so() {
     let echo = server.call_tool("echo", json!({"text": "still here"}));
     assert_eq!(echo["content"][0]["text"], "still here", "{echo}");
 }
+
+/// Input is back-pressured: a stdio client that writes calls and never reads their answers is not read either once
+/// more than the soft bound of answers waits, so its requests wait in the pipe (its writes block) instead of in the
+/// server, which stays small; when it reads again, every call is answered. (The server used to read and admit up to
+/// 10 000 requests in flight, each holding its handler: +55 MiB in 25 s.)
+#[test]
+fn a_stdio_client_that_does_not_read_its_answers_is_not_read_either() {
+    use std::io::{BufRead, Write};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let mut child = std::process::Command::new(common::testbed())
+        .env("RUST_LOG", "warn")
+        .env("TESTBED_OUTBOUND", "262144,67108864")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let mut stdin = child.stdin.take().unwrap();
+    let init = r#"{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#;
+    writeln!(stdin, "{init}").unwrap();
+    let before = peak_rss_kib(pid);
+    // Each answer is about 8 KB: 2 000 of them (16 MB) are far past the soft bound (256 KiB).
+    let written = std::sync::Arc::new(AtomicUsize::new(0));
+    let counter = written.clone();
+    let writer = std::thread::spawn(move || {
+        let text = "x".repeat(8000);
+        for id in 0..2000 {
+            let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": text}}});
+            if writeln!(stdin, "{call}").is_err() {
+                break;
+            }
+            counter.store(id + 1, Ordering::SeqCst);
+        }
+        stdin
+    });
+    std::thread::sleep(Duration::from_millis(1500));
+    let stalled = written.load(Ordering::SeqCst);
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(written.load(Ordering::SeqCst), stalled, "the client's writes block: the server stopped reading");
+    assert!(stalled < 2000, "all {stalled} calls were taken without an answer read");
+    let grown = peak_rss_kib(pid).saturating_sub(before);
+    assert!(grown < 16 * 1024, "the server grew by {grown} KiB while its client did not read");
+    // Now the client reads: every call is answered, and its remaining writes go through.
+    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut answered = 0;
+    let mut line = String::new();
+    while answered < 2001 {
+        line.clear();
+        assert!(stdout.read_line(&mut line).unwrap() > 0, "stdout ended after {answered} answers");
+        let message: Value = serde_json::from_str(&line).unwrap();
+        assert!(message.get("result").is_some(), "{message}");
+        answered += 1;
+    }
+    drop(writer.join().unwrap());
+    let _ = child.wait();
+}

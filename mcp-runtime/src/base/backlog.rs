@@ -77,11 +77,22 @@ pub(crate) struct Backlog {
     queued: AtomicUsize,
     dropped: AtomicU64,
     stuck: AtomicBool,
+    /// Set while the connection's reader waits for the queue to fall back to the soft bound.
+    waiting: AtomicBool,
+    /// Wakes that reader.
+    drained: tokio::sync::Notify,
 }
 
 impl Backlog {
     pub(crate) fn new(limits: OutboundLimits) -> Backlog {
-        Backlog { limits, queued: AtomicUsize::new(0), dropped: AtomicU64::new(0), stuck: AtomicBool::new(false) }
+        Backlog {
+            limits,
+            queued: AtomicUsize::new(0),
+            dropped: AtomicU64::new(0),
+            stuck: AtomicBool::new(false),
+            waiting: AtomicBool::new(false),
+            drained: tokio::sync::Notify::new(),
+        }
     }
 
     /// Decides on a frame of `len` bytes; counts it as queued when it is to be sent.
@@ -104,6 +115,7 @@ impl Backlog {
         }
         if queued > self.limits.soft_bytes && queued + len > self.limits.hard_bytes {
             self.stuck.store(true, Ordering::Relaxed);
+            self.drained.notify_waiters();
             tracing::warn!(queued, limit = self.limits.hard_bytes, "a client stopped reading: disconnecting it");
             return Admit::Stuck;
         }
@@ -114,7 +126,33 @@ impl Backlog {
     /// A frame of `len` bytes left the queue: the writer took it (it is being written), or it was handed to the
     /// connection.
     pub(crate) fn sent(&self, len: usize) {
-        self.queued.fetch_sub(self.charge(len), Ordering::Relaxed);
+        let before = self.queued.fetch_sub(self.charge(len), Ordering::SeqCst);
+        if self.waiting.load(Ordering::SeqCst) && before - self.charge(len) <= self.limits.soft_bytes {
+            self.waiting.store(false, Ordering::SeqCst);
+            self.drained.notify_waiters();
+        }
+    }
+
+    /// Whether more than the soft bound waits: the connection's input should wait too.
+    pub(crate) fn is_backed_up(&self) -> bool {
+        self.queued.load(Ordering::SeqCst) > self.limits.soft_bytes && !self.stuck.load(Ordering::Relaxed)
+    }
+
+    /// Waits until no more than the soft bound waits (or the client is found stuck): the connection's reader calls
+    /// it before it reads the next message, so a client that sends requests and does not read their answers is not
+    /// read either (its requests wait in its own pipe or socket, not in this process), as flow control would have it.
+    pub(crate) async fn backed_off(&self) {
+        loop {
+            let drained = self.drained.notified();
+            tokio::pin!(drained);
+            drained.as_mut().enable();
+            self.waiting.store(true, Ordering::SeqCst);
+            if !self.is_backed_up() {
+                self.waiting.store(false, Ordering::SeqCst);
+                return;
+            }
+            drained.await;
+        }
     }
 
     /// What a frame of `len` bytes counts for while it waits: its size, but no more than the soft bound. A large

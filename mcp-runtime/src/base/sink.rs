@@ -19,6 +19,11 @@ pub(crate) trait FrameSink: Send + Sync {
     }
     /// Ends a request's stream without a response (it was cancelled).
     fn close(&self) {}
+    /// The bytes waiting for the client, for a sink that is a connection's single queue: its reader waits while
+    /// they are past the soft bound.
+    fn backlog(&self) -> Option<&crate::base::backlog::Backlog> {
+        None
+    }
 }
 
 /// A shared sink.

@@ -207,6 +207,9 @@ impl FrameSink for DirectStdout {
     fn send_droppable(&self, frame: String) {
         self.push(frame, true)
     }
+    fn backlog(&self) -> Option<&Backlog> {
+        Some(&self.out.backlog)
+    }
 }
 
 impl Drop for DirectStdout {

@@ -107,6 +107,9 @@ impl FrameSink for StdoutSink {
     fn send_droppable(&self, frame: String) {
         self.push(frame, true)
     }
+    fn backlog(&self) -> Option<&Backlog> {
+        Some(&self.backlog)
+    }
 }
 
 /// The stdout writer thread, and its sink: frames wait in a queue bounded by `limits`; `stuck` is cancelled when the

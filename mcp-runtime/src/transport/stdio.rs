@@ -57,12 +57,21 @@ where
 {
     let limit = server.inner.max_line_bytes;
     let grace = server.inner.shutdown_timeout;
-    let session = Session::new(server, sink);
+    let session = Session::new(server, sink.clone());
     let mut reader = BufReader::with_capacity(64 * 1024, reader);
     let mut line = Vec::new();
     tokio::pin!(stop);
     let mut at_eof = false;
     let read_result = loop {
+        // A client that does not read its answers is not read either, until they are down to the soft bound.
+        if let Some(backlog) = sink.backlog().filter(|b| b.is_backed_up()) {
+            tracing::debug!("the client is not reading its answers: its input waits");
+            tokio::select! {
+                () = backlog.backed_off() => {}
+                () = &mut stop => break Ok(()),
+                () = stuck.cancelled() => break Ok(()),
+            }
+        }
         let frame = tokio::select! {
             frame = read_frame(&mut reader, &mut line, limit) => frame,
             () = &mut stop => break Ok(()),
@@ -102,6 +111,7 @@ where
     tracing::debug!("cancelling what is in flight");
     shutdown(&session, deadline).await;
     drop(session);
+    drop(sink);
     // Every sender is gone once the request tasks are; the writer then drains its queue and ends. A blocking
     // handler that ignores its cancel flag still holds its sender: the deadline ends the wait.
     match tokio::time::timeout_at(deadline, written).await {
@@ -232,6 +242,9 @@ impl FrameSink for ChannelSink {
     }
     fn send_droppable(&self, frame: String) {
         self.push(frame, true)
+    }
+    fn backlog(&self) -> Option<&Backlog> {
+        Some(&self.backlog)
     }
 }
 
