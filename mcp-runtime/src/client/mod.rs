@@ -146,6 +146,10 @@ pub const DEFAULT_FRAME_LIMIT: usize = 64 * 1024 * 1024;
 /// [`ClientBuilder::handshake_timeout`].
 pub const DEFAULT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// The capacity of each direction of the in-memory pipe of [`ClientBuilder::in_process`], in bytes: 64 KiB, a
+/// pipe's usual size (a longer message simply takes several writes).
+const IN_PROCESS_PIPE: usize = 64 * 1024;
+
 /// How many questions from the server (elicitation, sampling, roots) the client answers at once; past that a
 /// question is answered at once with an error. A `ping` is answered inline and never waits.
 const ANSWERING: usize = 64;
@@ -334,6 +338,50 @@ impl ClientBuilder {
         Ok(client)
     }
 
+    /// Connects to `server` in this process, through an in-memory pipe (`tokio::io::duplex`) served by
+    /// [`Server::serve_streams`](crate::Server::serve_streams): the real protocol, in either era (the era choice,
+    /// handlers and limits of this builder apply), without a child process or a socket. Made for tests: a test builds
+    /// its server with [`Server::builder`](crate::Server::builder) and calls its tools through the client.
+    ///
+    /// The session ends when the last clone of the client is dropped, or on [`Client::close`], which waits for it:
+    /// the server sees the end of its input, answers what is in flight (within its
+    /// [`shutdown_timeout`](crate::ServerBuilder::shutdown_timeout)) and ends the session. Other sessions of the same
+    /// server go on, and its shutdown hooks do not run (call [`Server::shutdown`](crate::Server::shutdown) for that).
+    ///
+    /// ```
+    /// use mcp::client::{Client, EraChoice};
+    /// use serde_json::json;
+    ///
+    /// /// Add two numbers.
+    /// #[mcp::tool]
+    /// fn add(a: i64, b: i64) -> String {
+    ///     (a + b).to_string()
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), mcp::client::Error> {
+    /// let server = mcp::Server::builder().tool::<add>().build().unwrap();
+    /// for era in [EraChoice::Legacy, EraChoice::Modern] {
+    ///     let client = Client::builder().era(era).in_process(server.clone()).await?;
+    ///     let sum = client.call_tool("add", json!({"a": 2, "b": 3})).await?;
+    ///     assert_eq!(sum.text(), Some("5"));
+    ///     client.close().await;
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn in_process(self, server: crate::Server) -> Result<Client, Error> {
+        let limit = self.frame_limit.unwrap_or(DEFAULT_FRAME_LIMIT);
+        let (ours, theirs) = tokio::io::duplex(IN_PROCESS_PIPE);
+        let (server_input, server_output) = tokio::io::split(theirs);
+        let session = tokio::spawn(server.serve_streams(server_input, server_output));
+        let (output, input) = tokio::io::split(ours);
+        let timeout = self.handshake_timeout.unwrap_or(DEFAULT_HANDSHAKE_TIMEOUT);
+        let client = self.into_client(Link::Stdio(stdio::Stdio::in_process(input, session)));
+        stdio::read_loop(output, Arc::downgrade(&client.inner), limit);
+        client.handshake_within(timeout).await?;
+        Ok(client)
+    }
+
     /// Connects to a Streamable HTTP endpoint (`http://host:port/mcp`, or `https://`: TLS is rustls, with the
     /// platform's roots unless [`ClientBuilder::http_client`] passes a client configured otherwise).
     pub async fn http(self, url: impl Into<String>) -> Result<Client, Error> {
@@ -445,6 +493,7 @@ type PageKey = (String, Option<String>);
 
 /// How the client reaches the server.
 pub(crate) enum Link {
+    /// Lines on a byte stream: a child's stdio, or an in-process server's pipe.
     Stdio(stdio::Stdio),
     Http(http::Http),
 }
@@ -518,6 +567,11 @@ impl Client {
     /// A builder.
     pub fn builder() -> ClientBuilder {
         ClientBuilder::default()
+    }
+
+    /// Connects to `server` in this process, with the builder's defaults: see [`ClientBuilder::in_process`].
+    pub async fn in_process(server: crate::Server) -> Result<Client, Error> {
+        Client::builder().in_process(server).await
     }
 
     fn session(&self) -> &Session {
