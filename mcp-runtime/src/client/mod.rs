@@ -10,7 +10,7 @@
 //!     .await?;
 //! println!("{:?} speaks {}", client.server_info().name, client.protocol_version());
 //! for tool in client.list_tools().await? {
-//!     println!("{}", tool["name"]);
+//!     println!("{}: {}", tool.name, tool.description.as_deref().unwrap_or_default());
 //! }
 //! let result = client
 //!     .call_tool("rebuild_index", serde_json::json!({"titles": ["Dune", "Emma"]}))
@@ -43,6 +43,7 @@ mod call;
 mod error;
 pub(crate) mod frame;
 mod http;
+mod list;
 mod listen;
 pub(crate) mod stdio;
 mod task;
@@ -59,6 +60,7 @@ use tokio::sync::{oneshot, Notify};
 
 pub use call::{Call, Progress};
 pub use error::{Error, TransportError, TransportErrorKind};
+pub use list::{ItemStream, List, ListItem, Page, PageStream, Prompt, Resource, ResourceTemplate, Tool};
 pub use listen::{ListenFilter, Notification, Subscription};
 pub use task::{Started, TaskHandle, TaskState};
 
@@ -513,16 +515,6 @@ impl fmt::Debug for Client {
     }
 }
 
-/// A page of a list.
-#[derive(Clone, Debug, Default)]
-#[non_exhaustive]
-pub struct Page {
-    /// The items (tools, prompts, resources or templates), as the server wrote them.
-    pub items: Vec<Value>,
-    /// Where the next page starts.
-    pub next_cursor: Option<String>,
-}
-
 /// The result of `tools/call`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ToolResult {
@@ -712,89 +704,6 @@ impl Client {
             "completion/complete",
             json!({ "ref": reference, "argument": { "name": argument, "value": value } }),
         )
-    }
-
-    /// One page of a list (`tools/list`, `prompts/list`, `resources/list`, `resources/templates/list`). In the
-    /// 2026 era a page is kept for the `ttlMs` the server gave it and served from memory until then (a list-changed
-    /// notification drops the kept pages of its list; [`Client::list_page_fresh`] skips them).
-    pub async fn list_page(&self, method: &str, cursor: Option<&str>) -> Result<Page, Error> {
-        self.list_page_with(method, cursor, false).await
-    }
-
-    /// [`Client::list_page`] from the server, never from the kept pages.
-    pub async fn list_page_fresh(&self, method: &str, cursor: Option<&str>) -> Result<Page, Error> {
-        self.list_page_with(method, cursor, true).await
-    }
-
-    async fn list_page_with(&self, method: &str, cursor: Option<&str>, fresh: bool) -> Result<Page, Error> {
-        let key = match method {
-            "tools/list" => "tools",
-            "prompts/list" => "prompts",
-            "resources/list" => "resources",
-            "resources/templates/list" => "resourceTemplates",
-            other => return Err(Error::Protocol(format!("{other} is not a list method"))),
-        };
-        let params = match cursor {
-            Some(c) => json!({ "cursor": c }),
-            None => json!({}),
-        };
-        let cache_key = (method.to_owned(), cursor.map(str::to_owned));
-        let kept = (!fresh)
-            .then(|| self.inner.cache.locked().get(&cache_key).cloned())
-            .flatten()
-            .filter(|(until, _)| *until > std::time::Instant::now())
-            .map(|(_, page)| page);
-        let result = match kept {
-            Some(page) => page,
-            None => {
-                let result = self.request(method, params).await?;
-                let ttl = result["ttlMs"].as_u64().unwrap_or(0);
-                if self.is_modern() && ttl > 0 {
-                    let until = std::time::Instant::now() + Duration::from_millis(ttl);
-                    self.inner.cache.locked().insert(cache_key, (until, result.clone()));
-                }
-                result
-            }
-        };
-        let mut items = result[key].as_array().cloned().unwrap_or_default();
-        if method == "tools/list" {
-            items = self.inner.remember_headers(items, self.is_modern());
-        }
-        Ok(Page { items, next_cursor: result["nextCursor"].as_str().map(str::to_owned) })
-    }
-
-    /// Every page of a list, in order.
-    pub async fn list_all(&self, method: &str) -> Result<Vec<Value>, Error> {
-        let mut items = Vec::new();
-        let mut cursor: Option<String> = None;
-        loop {
-            let page = self.list_page(method, cursor.as_deref()).await?;
-            items.extend(page.items);
-            match page.next_cursor {
-                Some(next) if Some(&next) != cursor.as_ref() => cursor = Some(next),
-                _ => return Ok(items),
-            }
-        }
-    }
-
-    /// Every tool.
-    pub async fn list_tools(&self) -> Result<Vec<Value>, Error> {
-        self.list_all("tools/list").await
-    }
-
-    /// Every prompt.
-    pub async fn list_prompts(&self) -> Result<Vec<Value>, Error> {
-        self.list_all("prompts/list").await
-    }
-
-    /// Every resource.
-    pub async fn list_resources(&self) -> Result<Vec<Value>, Error> {
-        self.list_all("resources/list").await
-    }
-
-    /// Every resource template.
-    pub async fn list_resource_templates(&self) -> Result<Vec<Value>, Error> {
-        self.list_all("resources/templates/list").await
     }
 
     /// `ping` (2025 era; the 2026 era has none, so this asks `server/discover` instead).
