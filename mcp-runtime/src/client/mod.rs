@@ -37,6 +37,11 @@
 //!   to write it); a stdio server that exits fails every call at once with [`Error::Exited`] (its exit status and
 //!   the end of its stderr). Over HTTP, a failure is [`Error::Http`] (a status and body) or
 //!   [`Error::Transport`] with a [`TransportErrorKind`].
+//! - **Lists are typed**: [`Client::list_tools`] and the others return [`Tool`], [`Prompt`], [`Resource`] and
+//!   [`ResourceTemplate`], each with its JSON as the server wrote it; [`Client::list`] reads a list by page or as a
+//!   stream of items that fetches each page when it is needed.
+//! - **In process**: [`Client::in_process`] speaks to a [`Server`](crate::Server) of this process through an
+//!   in-memory pipe, the real protocol in either era, for tests.
 //! - `Client` is `Clone + Send + Sync`: many tasks can call through one connection at once.
 
 mod call;
@@ -80,7 +85,29 @@ const META_CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
 const META_LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
 const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
 
-/// Which protocol era to speak.
+/// Which protocol era to speak, given to [`ClientBuilder::era`]; [`Client::is_modern`] says which one the
+/// handshake chose.
+///
+/// ```
+/// use mcp::client::{Client, EraChoice};
+///
+/// /// Say hi.
+/// #[mcp::tool]
+/// fn hi() -> &'static str {
+///     "hi"
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), mcp::client::Error> {
+/// let server = mcp::Server::builder().tool::<hi>().build().unwrap();
+/// // Auto: this server offers 2026-07-28, so `server/discover` finds it.
+/// let auto = Client::builder().in_process(server.clone()).await?;
+/// assert_eq!((auto.is_modern(), auto.protocol_version()), (true, "2026-07-28"));
+/// // Pinned to the 2025-11-25 era: `initialize`, then a session.
+/// let legacy = Client::builder().era(EraChoice::Legacy).in_process(server).await?;
+/// assert_eq!((legacy.is_modern(), legacy.protocol_version()), (false, "2025-11-25"));
+/// # Ok(()) }
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum EraChoice {
@@ -102,7 +129,31 @@ pub type NotificationHandler = Arc<dyn Fn(&str, &Value) + Send + Sync>;
 /// A callback for the stdio server's stderr, one line at a time (see [`ClientBuilder::on_stderr`]).
 pub type StderrHandler = Arc<dyn Fn(&str) + Send + Sync>;
 
-/// Builds a [`Client`]: who it is, what it can answer, which era, and where to connect.
+/// Builds a [`Client`]: who it is, what it can answer, which era, and where to connect
+/// ([`stdio`](ClientBuilder::stdio), [`http`](ClientBuilder::http) or [`in_process`](ClientBuilder::in_process)).
+///
+/// ```no_run
+/// use std::time::Duration;
+///
+/// use mcp::client::{Client, EraChoice};
+/// use serde_json::json;
+///
+/// # async fn run() -> Result<(), mcp::client::Error> {
+/// let client = Client::builder()
+///     .name("shopkeeper")
+///     .era(EraChoice::Legacy) // `initialize` only; the default asks `server/discover` first
+///     .log_level(mcp::LogLevel::Warning)
+///     .on_elicitation(|question| async move {
+///         println!("the server asks: {}", question["message"]);
+///         Ok(json!({ "action": "accept", "content": { "confirm": true } }))
+///     })
+///     .on_notification(|method, params| println!("{method}: {params}"))
+///     .handshake_timeout(Duration::from_secs(5))
+///     .stdio(tokio::process::Command::new("target/debug/examples/bookshop"))
+///     .await?;
+/// # drop(client); Ok(()) }
+/// # fn main() { let _ = run(); }
+/// ```
 #[derive(Clone, Default)]
 #[must_use]
 pub struct ClientBuilder {
@@ -501,6 +552,36 @@ pub(crate) enum Link {
 }
 
 /// A connection to an MCP server. Cheap to clone; the connection closes when the last clone is dropped.
+///
+/// Made with [`Client::builder`] (or [`Client::in_process`]); every request is a [`Call`] to configure and
+/// `.await`, and dropping it cancels the request.
+///
+/// ```
+/// use mcp::client::{Client, Tool};
+/// use serde_json::json;
+///
+/// /// Reverse a text.
+/// #[mcp::tool]
+/// fn reverse(text: String) -> String {
+///     text.chars().rev().collect()
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), mcp::client::Error> {
+/// let server = mcp::Server::builder().tool::<reverse>().build().unwrap();
+/// let client = Client::in_process(server).await?;
+/// let tools: Vec<Tool> = client.list_tools().await?;
+/// assert_eq!(tools[0].name, "reverse");
+/// assert_eq!(tools[0].description.as_deref(), Some("Reverse a text."));
+/// let reversed = client.call_tool("reverse", json!({ "text": "abc" })).await?;
+/// assert_eq!(reversed.text(), Some("cba"));
+/// // Clones share the connection: many tasks can call at once.
+/// let other = client.clone();
+/// let call = tokio::spawn(async move { other.call_tool("reverse", json!({ "text": "xy" })).await });
+/// assert_eq!(call.await.unwrap()?.text(), Some("yx"));
+/// client.close().await;
+/// # Ok(()) }
+/// ```
 #[derive(Clone)]
 pub struct Client {
     inner: Arc<Inner>,
@@ -515,8 +596,44 @@ impl fmt::Debug for Client {
     }
 }
 
-/// The result of `tools/call`.
+/// The result of `tools/call` ([`Client::call_tool`]): read its text, its content blocks, or its
+/// `structuredContent` into your own type; [`ToolResult::raw`] is the result as the server wrote it.
+///
+/// ```
+/// use mcp::client::Client;
+/// use serde_json::json;
+///
+/// #[derive(serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+/// struct Stats {
+///     words: usize,
+/// }
+///
+/// /// Count the words of a text.
+/// #[mcp::tool]
+/// fn count(text: String) -> Result<mcp::Json<Stats>, String> {
+///     match text.split_whitespace().count() {
+///         0 => Err("there is nothing to count".into()),
+///         words => Ok(mcp::Json(Stats { words })),
+///     }
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), mcp::client::Error> {
+/// let server = mcp::Server::builder().tool::<count>().build().unwrap();
+/// let client = Client::in_process(server).await?;
+/// let result = client.call_tool("count", json!({ "text": "to be or not" })).await?;
+/// assert!(!result.is_error());
+/// assert_eq!(result.json::<Stats>()?.words, 4);
+/// assert_eq!(result.structured(), Some(&json!({ "words": 4 })));
+/// // A tool's own error is a result too, with `isError`.
+/// let failed = client.call_tool("count", json!({ "text": "" })).await?;
+/// assert!(failed.is_error());
+/// assert_eq!(failed.text(), Some("there is nothing to count"));
+/// assert!(failed.json::<Stats>().is_err());
+/// # Ok(()) }
+/// ```
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct ToolResult {
     /// The result as the server wrote it.
     pub raw: Value,
