@@ -8,7 +8,7 @@
 
 use std::process::ExitCode;
 
-use mcp::client::{Client, EraChoice, Error};
+use mcp::client::{Client, EraChoice, Error, Tool};
 use serde_json::{json, Map, Value};
 
 /// Accepts an elicitation with every field's default filled in (SEP-1034): what a user who just presses "OK" sends.
@@ -25,9 +25,9 @@ async fn accept_defaults(params: Value) -> Result<Value, mcp::Error> {
 }
 
 /// Arguments for a tool the scenario does not spell out: a placeholder for each required string, integer or boolean.
-fn placeholder_arguments(tool: &Value) -> Value {
+fn placeholder_arguments(tool: &Tool) -> Value {
     let mut args = Map::new();
-    let schema = &tool["inputSchema"];
+    let schema = &tool.input_schema;
     for name in schema["required"].as_array().into_iter().flatten().filter_map(Value::as_str) {
         let value = match schema["properties"][name]["type"].as_str() {
             Some("integer" | "number") => json!(1),
@@ -58,8 +58,8 @@ async fn run(scenario: &str, client: &Client, context: &Value) -> Result<(), Err
             let tools = client.list_tools().await?;
             let schema = tools
                 .iter()
-                .find(|t| t["name"] == "json_schema_2020_12_tool")
-                .map(|t| t["inputSchema"].clone())
+                .find(|t| t.name == "json_schema_2020_12_tool")
+                .map(|t| t.input_schema.clone())
                 .ok_or_else(|| Error::Protocol("no json_schema_2020_12_tool".into()))?;
             // The schema as the client holds it, sent back untouched.
             client.call_tool("json_schema_echo", json!({ "schema": schema })).await?;
@@ -74,13 +74,13 @@ async fn run(scenario: &str, client: &Client, context: &Value) -> Result<(), Err
         }
         "http-standard-headers" => {
             for tool in client.list_tools().await? {
-                client.call_tool(tool["name"].as_str().unwrap_or_default(), json!({})).await?;
+                client.call_tool(&tool.name, json!({})).await?;
             }
             for resource in client.list_resources().await? {
-                client.read_resource(resource["uri"].as_str().unwrap_or_default()).await?;
+                client.read_resource(&resource.uri).await?;
             }
             for prompt in client.list_prompts().await? {
-                client.get_prompt(prompt["name"].as_str().unwrap_or_default(), json!({})).await?;
+                client.get_prompt(&prompt.name, json!({})).await?;
             }
         }
         "http-custom-headers" => {
@@ -92,7 +92,7 @@ async fn run(scenario: &str, client: &Client, context: &Value) -> Result<(), Err
         "http-invalid-tool-headers" => {
             // The client leaves out tools whose x-mcp-header annotations are invalid; it calls the rest.
             for tool in client.list_tools().await? {
-                client.call_tool(tool["name"].as_str().unwrap_or_default(), placeholder_arguments(&tool)).await?;
+                client.call_tool(&tool.name, placeholder_arguments(&tool)).await?;
             }
         }
         // initialize, request-metadata, json-schema-ref-no-deref, and anything else: connect and list.

@@ -127,7 +127,7 @@ async fn every_method_works_on_every_transport_and_era() {
         let (client, target) = connect(transport, era).await;
         let why = format!("{transport:?} {era:?}");
         let tools = client.list_tools().await.unwrap();
-        assert!(tools.iter().any(|t| t["name"] == "echo"), "{why}");
+        assert!(tools.iter().any(|t| t.name == "echo"), "{why}");
         let echo = client.call_tool("echo", json!({"text": "hi"})).await.unwrap();
         assert_eq!(echo.text(), Some("hi"), "{why}");
         assert!(!echo.is_error());
@@ -347,6 +347,6 @@ async fn a_subscription_yields_what_it_asked_for_in_both_eras() {
         assert_eq!(second.method, "notifications/tools/list_changed", "{why}");
         drop(changes);
         // The connection goes on.
-        assert!(client.list_tools().await.unwrap().iter().all(|t| t["name"] != "echo"), "{why}");
+        assert!(client.list_tools().await.unwrap().iter().all(|t| t.name != "echo"), "{why}");
     }
 }

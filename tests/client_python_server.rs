@@ -170,10 +170,6 @@ async fn connect(transport: Transport, era: EraChoice) -> (Client, Target, Asked
     }
 }
 
-fn names(items: &[Value]) -> Vec<&str> {
-    items.iter().filter_map(|i| i["name"].as_str()).collect()
-}
-
 #[tokio::test]
 async fn auto_picks_the_2026_era_and_a_pinned_era_is_kept() {
     for transport in [Transport::Stdio, Transport::Http] {
@@ -208,11 +204,11 @@ async fn lists_a_tool_call_a_prompt_and_a_resource_in_every_combination() {
         let (client, target, _) = connect(transport, era).await;
 
         let tools = client.list_tools().await.unwrap_or_else(|e| panic!("{why}: {e}"));
-        let mut listed = names(&tools);
+        let mut listed: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
         listed.sort_unstable();
         assert_eq!(listed, ["add", "ask_name", "ask_name_resolved", "slow"], "{why}");
-        let add = tools.iter().find(|t| t["name"] == "add").unwrap();
-        assert_eq!(add["inputSchema"]["required"], json!(["a", "b"]), "{why}: {add}");
+        let add = tools.iter().find(|t| t.name == "add").unwrap();
+        assert_eq!(add.input_schema["required"], json!(["a", "b"]), "{why}: {:?}", add.raw());
 
         let sum = client.call_tool("add", json!({"a": 2, "b": 3})).await.unwrap_or_else(|e| panic!("{why}: {e}"));
         assert!(!sum.is_error(), "{why}: {:?}", sum.raw);
@@ -232,14 +228,14 @@ async fn lists_a_tool_call_a_prompt_and_a_resource_in_every_combination() {
         }
 
         let prompts = client.list_prompts().await.unwrap_or_else(|e| panic!("{why}: {e}"));
-        assert_eq!(names(&prompts), ["greet"], "{why}");
-        assert_eq!(prompts[0]["arguments"][0]["name"], "name", "{why}: {}", prompts[0]);
+        assert_eq!(prompts.iter().map(|p| p.name.as_str()).collect::<Vec<_>>(), ["greet"], "{why}");
+        assert_eq!(prompts[0].arguments[0].name, "name", "{why}: {:?}", prompts[0].raw());
         let prompt = client.get_prompt("greet", json!({"name": "Ada"})).await.unwrap_or_else(|e| panic!("{why}: {e}"));
         assert_eq!(prompt["messages"][0]["role"], "user", "{why}: {prompt}");
         assert_eq!(prompt["messages"][0]["content"]["text"], "Hello, Ada!", "{why}: {prompt}");
 
         let resources = client.list_resources().await.unwrap_or_else(|e| panic!("{why}: {e}"));
-        assert!(resources.iter().any(|r| r["uri"] == "test://hello"), "{why}: {resources:?}");
+        assert!(resources.iter().any(|r| r.uri == "test://hello"), "{why}: {resources:?}");
         let read = client.read_resource("test://hello").await.unwrap_or_else(|e| panic!("{why}: {e}"));
         assert_eq!(read["contents"][0]["uri"], "test://hello", "{why}: {read}");
         assert_eq!(read["contents"][0]["text"], "hello", "{why}: {read}");

@@ -523,7 +523,7 @@ async fn a_header_reaches_the_server_on_every_request_and_a_401_is_readable() {
         let client = Client::builder().era(era).header("Authorization", "Bearer x").http(&url).await.unwrap();
         let hello = client.call_tool("hello", json!({})).await.unwrap();
         assert_eq!(hello.text(), Some("hello"), "{era:?}");
-        assert!(client.list_tools().await.unwrap().iter().any(|t| t["name"] == "hello"));
+        assert!(client.list_tools().await.unwrap().iter().any(|t| t.name == "hello"));
         client.close().await;
     }
 }

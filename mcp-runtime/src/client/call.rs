@@ -36,7 +36,35 @@ impl Progress {
 }
 
 /// A request to the server, to configure and then `.await`. Dropping it (or the future it becomes) cancels the
-/// request.
+/// request: the server gets `notifications/cancelled` (or, in 2026-era HTTP, its stream closes).
+///
+/// ```no_run
+/// use std::time::Duration;
+///
+/// use mcp::client::{Client, Error};
+/// use serde_json::json;
+///
+/// # #[allow(dead_code)]
+/// # async fn run(client: Client) -> Result<(), Error> {
+/// let rebuilt = client
+///     .call_tool("rebuild_index", json!({ "titles": ["Dune", "Emma"] }))
+///     .on_progress(|p| println!("{} of {:?}: {}", p.progress, p.total, p.message.unwrap_or_default()))
+///     .idle_timeout(Duration::from_secs(5)) // each progress notification restarts it
+///     .await?;
+/// println!("{}", rebuilt.text().unwrap_or_default());
+///
+/// // Cancelling is dropping: here the first of the call and Ctrl-C wins, and the loser is dropped.
+/// tokio::select! {
+///     done = client.call_tool("export", json!({})).timeout(Duration::from_secs(60)) => println!("{:?}", done?.text()),
+///     _ = tokio::signal::ctrl_c() => println!("cancelled"),
+/// }
+///
+/// // Any method, with keys of your own in `_meta`.
+/// let stock = client.request("bookshop/stock", json!({})).meta(json!({ "example.com/trace": "t-1" })).await?;
+/// println!("{stock}");
+/// # Ok(()) }
+/// # fn main() {}
+/// ```
 #[must_use = "a call does nothing until it is awaited"]
 pub struct Call<T = Value> {
     client: Client,

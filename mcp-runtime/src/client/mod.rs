@@ -10,7 +10,7 @@
 //!     .await?;
 //! println!("{:?} speaks {}", client.server_info().name, client.protocol_version());
 //! for tool in client.list_tools().await? {
-//!     println!("{}", tool["name"]);
+//!     println!("{}: {}", tool.name, tool.description.as_deref().unwrap_or_default());
 //! }
 //! let result = client
 //!     .call_tool("rebuild_index", serde_json::json!({"titles": ["Dune", "Emma"]}))
@@ -37,12 +37,18 @@
 //!   to write it); a stdio server that exits fails every call at once with [`Error::Exited`] (its exit status and
 //!   the end of its stderr). Over HTTP, a failure is [`Error::Http`] (a status and body) or
 //!   [`Error::Transport`] with a [`TransportErrorKind`].
+//! - **Lists are typed**: [`Client::list_tools`] and the others return [`Tool`], [`Prompt`], [`Resource`] and
+//!   [`ResourceTemplate`], each with its JSON as the server wrote it; [`Client::list`] reads a list by page or as a
+//!   stream of items that fetches each page when it is needed.
+//! - **In process**: [`Client::in_process`] speaks to a [`Server`](crate::Server) of this process through an
+//!   in-memory pipe, the real protocol in either era, for tests.
 //! - `Client` is `Clone + Send + Sync`: many tasks can call through one connection at once.
 
 mod call;
 mod error;
 pub(crate) mod frame;
 mod http;
+mod list;
 mod listen;
 pub(crate) mod stdio;
 mod task;
@@ -59,6 +65,7 @@ use tokio::sync::{oneshot, Notify};
 
 pub use call::{Call, Progress};
 pub use error::{Error, TransportError, TransportErrorKind};
+pub use list::{ItemStream, List, ListItem, Page, PageStream, Prompt, Resource, ResourceTemplate, Tool};
 pub use listen::{ListenFilter, Notification, Subscription};
 pub use task::{Started, TaskHandle, TaskState};
 
@@ -78,7 +85,29 @@ const META_CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
 const META_LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
 const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
 
-/// Which protocol era to speak.
+/// Which protocol era to speak, given to [`ClientBuilder::era`]; [`Client::is_modern`] says which one the
+/// handshake chose.
+///
+/// ```
+/// use mcp::client::{Client, EraChoice};
+///
+/// /// Say hi.
+/// #[mcp::tool]
+/// fn hi() -> &'static str {
+///     "hi"
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), mcp::client::Error> {
+/// let server = mcp::Server::builder().tool::<hi>().build().unwrap();
+/// // Auto: this server offers 2026-07-28, so `server/discover` finds it.
+/// let auto = Client::builder().in_process(server.clone()).await?;
+/// assert_eq!((auto.is_modern(), auto.protocol_version()), (true, "2026-07-28"));
+/// // Pinned to the 2025-11-25 era: `initialize`, then a session.
+/// let legacy = Client::builder().era(EraChoice::Legacy).in_process(server).await?;
+/// assert_eq!((legacy.is_modern(), legacy.protocol_version()), (false, "2025-11-25"));
+/// # Ok(()) }
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum EraChoice {
@@ -100,7 +129,31 @@ pub type NotificationHandler = Arc<dyn Fn(&str, &Value) + Send + Sync>;
 /// A callback for the stdio server's stderr, one line at a time (see [`ClientBuilder::on_stderr`]).
 pub type StderrHandler = Arc<dyn Fn(&str) + Send + Sync>;
 
-/// Builds a [`Client`]: who it is, what it can answer, which era, and where to connect.
+/// Builds a [`Client`]: who it is, what it can answer, which era, and where to connect
+/// ([`stdio`](ClientBuilder::stdio), [`http`](ClientBuilder::http) or [`in_process`](ClientBuilder::in_process)).
+///
+/// ```no_run
+/// use std::time::Duration;
+///
+/// use mcp::client::{Client, EraChoice};
+/// use serde_json::json;
+///
+/// # async fn run() -> Result<(), mcp::client::Error> {
+/// let client = Client::builder()
+///     .name("shopkeeper")
+///     .era(EraChoice::Legacy) // `initialize` only; the default asks `server/discover` first
+///     .log_level(mcp::LogLevel::Warning)
+///     .on_elicitation(|question| async move {
+///         println!("the server asks: {}", question["message"]);
+///         Ok(json!({ "action": "accept", "content": { "confirm": true } }))
+///     })
+///     .on_notification(|method, params| println!("{method}: {params}"))
+///     .handshake_timeout(Duration::from_secs(5))
+///     .stdio(tokio::process::Command::new("target/debug/examples/bookshop"))
+///     .await?;
+/// # drop(client); Ok(()) }
+/// # fn main() { let _ = run(); }
+/// ```
 #[derive(Clone, Default)]
 #[must_use]
 pub struct ClientBuilder {
@@ -145,6 +198,10 @@ pub const DEFAULT_FRAME_LIMIT: usize = 64 * 1024 * 1024;
 /// How long the handshake (`server/discover`, `initialize`) may take by default: 30 s. See
 /// [`ClientBuilder::handshake_timeout`].
 pub const DEFAULT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The capacity of each direction of the in-memory pipe of [`ClientBuilder::in_process`], in bytes: 64 KiB, a
+/// pipe's usual size (a longer message simply takes several writes).
+const IN_PROCESS_PIPE: usize = 64 * 1024;
 
 /// How many questions from the server (elicitation, sampling, roots) the client answers at once; past that a
 /// question is answered at once with an error. A `ping` is answered inline and never waits.
@@ -334,6 +391,50 @@ impl ClientBuilder {
         Ok(client)
     }
 
+    /// Connects to `server` in this process, through an in-memory pipe (`tokio::io::duplex`) served by
+    /// [`Server::serve_streams`](crate::Server::serve_streams): the real protocol, in either era (the era choice,
+    /// handlers and limits of this builder apply), without a child process or a socket. Made for tests: a test builds
+    /// its server with [`Server::builder`](crate::Server::builder) and calls its tools through the client.
+    ///
+    /// The session ends when the last clone of the client is dropped, or on [`Client::close`], which waits for it:
+    /// the server sees the end of its input, answers what is in flight (within its
+    /// [`shutdown_timeout`](crate::ServerBuilder::shutdown_timeout)) and ends the session. Other sessions of the same
+    /// server go on, and its shutdown hooks do not run (call [`Server::shutdown`](crate::Server::shutdown) for that).
+    ///
+    /// ```
+    /// use mcp::client::{Client, EraChoice};
+    /// use serde_json::json;
+    ///
+    /// /// Add two numbers.
+    /// #[mcp::tool]
+    /// fn add(a: i64, b: i64) -> String {
+    ///     (a + b).to_string()
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), mcp::client::Error> {
+    /// let server = mcp::Server::builder().tool::<add>().build().unwrap();
+    /// for era in [EraChoice::Legacy, EraChoice::Modern] {
+    ///     let client = Client::builder().era(era).in_process(server.clone()).await?;
+    ///     let sum = client.call_tool("add", json!({"a": 2, "b": 3})).await?;
+    ///     assert_eq!(sum.text(), Some("5"));
+    ///     client.close().await;
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn in_process(self, server: crate::Server) -> Result<Client, Error> {
+        let limit = self.frame_limit.unwrap_or(DEFAULT_FRAME_LIMIT);
+        let (ours, theirs) = tokio::io::duplex(IN_PROCESS_PIPE);
+        let (server_input, server_output) = tokio::io::split(theirs);
+        let session = tokio::spawn(server.serve_streams(server_input, server_output));
+        let (output, input) = tokio::io::split(ours);
+        let timeout = self.handshake_timeout.unwrap_or(DEFAULT_HANDSHAKE_TIMEOUT);
+        let client = self.into_client(Link::Stdio(stdio::Stdio::in_process(input, session)));
+        stdio::read_loop(output, Arc::downgrade(&client.inner), limit);
+        client.handshake_within(timeout).await?;
+        Ok(client)
+    }
+
     /// Connects to a Streamable HTTP endpoint (`http://host:port/mcp`, or `https://`: TLS is rustls, with the
     /// platform's roots unless [`ClientBuilder::http_client`] passes a client configured otherwise).
     pub async fn http(self, url: impl Into<String>) -> Result<Client, Error> {
@@ -445,11 +546,42 @@ type PageKey = (String, Option<String>);
 
 /// How the client reaches the server.
 pub(crate) enum Link {
+    /// Lines on a byte stream: a child's stdio, or an in-process server's pipe.
     Stdio(stdio::Stdio),
     Http(http::Http),
 }
 
 /// A connection to an MCP server. Cheap to clone; the connection closes when the last clone is dropped.
+///
+/// Made with [`Client::builder`] (or [`Client::in_process`]); every request is a [`Call`] to configure and
+/// `.await`, and dropping it cancels the request.
+///
+/// ```
+/// use mcp::client::{Client, Tool};
+/// use serde_json::json;
+///
+/// /// Reverse a text.
+/// #[mcp::tool]
+/// fn reverse(text: String) -> String {
+///     text.chars().rev().collect()
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), mcp::client::Error> {
+/// let server = mcp::Server::builder().tool::<reverse>().build().unwrap();
+/// let client = Client::in_process(server).await?;
+/// let tools: Vec<Tool> = client.list_tools().await?;
+/// assert_eq!(tools[0].name, "reverse");
+/// assert_eq!(tools[0].description.as_deref(), Some("Reverse a text."));
+/// let reversed = client.call_tool("reverse", json!({ "text": "abc" })).await?;
+/// assert_eq!(reversed.text(), Some("cba"));
+/// // Clones share the connection: many tasks can call at once.
+/// let other = client.clone();
+/// let call = tokio::spawn(async move { other.call_tool("reverse", json!({ "text": "xy" })).await });
+/// assert_eq!(call.await.unwrap()?.text(), Some("yx"));
+/// client.close().await;
+/// # Ok(()) }
+/// ```
 #[derive(Clone)]
 pub struct Client {
     inner: Arc<Inner>,
@@ -464,18 +596,44 @@ impl fmt::Debug for Client {
     }
 }
 
-/// A page of a list.
-#[derive(Clone, Debug, Default)]
-#[non_exhaustive]
-pub struct Page {
-    /// The items (tools, prompts, resources or templates), as the server wrote them.
-    pub items: Vec<Value>,
-    /// Where the next page starts.
-    pub next_cursor: Option<String>,
-}
-
-/// The result of `tools/call`.
+/// The result of `tools/call` ([`Client::call_tool`]): read its text, its content blocks, or its
+/// `structuredContent` into your own type; [`ToolResult::raw`] is the result as the server wrote it.
+///
+/// ```
+/// use mcp::client::Client;
+/// use serde_json::json;
+///
+/// #[derive(serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+/// struct Stats {
+///     words: usize,
+/// }
+///
+/// /// Count the words of a text.
+/// #[mcp::tool]
+/// fn count(text: String) -> Result<mcp::Json<Stats>, String> {
+///     match text.split_whitespace().count() {
+///         0 => Err("there is nothing to count".into()),
+///         words => Ok(mcp::Json(Stats { words })),
+///     }
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), mcp::client::Error> {
+/// let server = mcp::Server::builder().tool::<count>().build().unwrap();
+/// let client = Client::in_process(server).await?;
+/// let result = client.call_tool("count", json!({ "text": "to be or not" })).await?;
+/// assert!(!result.is_error());
+/// assert_eq!(result.json::<Stats>()?.words, 4);
+/// assert_eq!(result.structured(), Some(&json!({ "words": 4 })));
+/// // A tool's own error is a result too, with `isError`.
+/// let failed = client.call_tool("count", json!({ "text": "" })).await?;
+/// assert!(failed.is_error());
+/// assert_eq!(failed.text(), Some("there is nothing to count"));
+/// assert!(failed.json::<Stats>().is_err());
+/// # Ok(()) }
+/// ```
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct ToolResult {
     /// The result as the server wrote it.
     pub raw: Value,
@@ -518,6 +676,11 @@ impl Client {
     /// A builder.
     pub fn builder() -> ClientBuilder {
         ClientBuilder::default()
+    }
+
+    /// Connects to `server` in this process, with the builder's defaults: see [`ClientBuilder::in_process`].
+    pub async fn in_process(server: crate::Server) -> Result<Client, Error> {
+        Client::builder().in_process(server).await
     }
 
     fn session(&self) -> &Session {
@@ -658,89 +821,6 @@ impl Client {
             "completion/complete",
             json!({ "ref": reference, "argument": { "name": argument, "value": value } }),
         )
-    }
-
-    /// One page of a list (`tools/list`, `prompts/list`, `resources/list`, `resources/templates/list`). In the
-    /// 2026 era a page is kept for the `ttlMs` the server gave it and served from memory until then (a list-changed
-    /// notification drops the kept pages of its list; [`Client::list_page_fresh`] skips them).
-    pub async fn list_page(&self, method: &str, cursor: Option<&str>) -> Result<Page, Error> {
-        self.list_page_with(method, cursor, false).await
-    }
-
-    /// [`Client::list_page`] from the server, never from the kept pages.
-    pub async fn list_page_fresh(&self, method: &str, cursor: Option<&str>) -> Result<Page, Error> {
-        self.list_page_with(method, cursor, true).await
-    }
-
-    async fn list_page_with(&self, method: &str, cursor: Option<&str>, fresh: bool) -> Result<Page, Error> {
-        let key = match method {
-            "tools/list" => "tools",
-            "prompts/list" => "prompts",
-            "resources/list" => "resources",
-            "resources/templates/list" => "resourceTemplates",
-            other => return Err(Error::Protocol(format!("{other} is not a list method"))),
-        };
-        let params = match cursor {
-            Some(c) => json!({ "cursor": c }),
-            None => json!({}),
-        };
-        let cache_key = (method.to_owned(), cursor.map(str::to_owned));
-        let kept = (!fresh)
-            .then(|| self.inner.cache.locked().get(&cache_key).cloned())
-            .flatten()
-            .filter(|(until, _)| *until > std::time::Instant::now())
-            .map(|(_, page)| page);
-        let result = match kept {
-            Some(page) => page,
-            None => {
-                let result = self.request(method, params).await?;
-                let ttl = result["ttlMs"].as_u64().unwrap_or(0);
-                if self.is_modern() && ttl > 0 {
-                    let until = std::time::Instant::now() + Duration::from_millis(ttl);
-                    self.inner.cache.locked().insert(cache_key, (until, result.clone()));
-                }
-                result
-            }
-        };
-        let mut items = result[key].as_array().cloned().unwrap_or_default();
-        if method == "tools/list" {
-            items = self.inner.remember_headers(items, self.is_modern());
-        }
-        Ok(Page { items, next_cursor: result["nextCursor"].as_str().map(str::to_owned) })
-    }
-
-    /// Every page of a list, in order.
-    pub async fn list_all(&self, method: &str) -> Result<Vec<Value>, Error> {
-        let mut items = Vec::new();
-        let mut cursor: Option<String> = None;
-        loop {
-            let page = self.list_page(method, cursor.as_deref()).await?;
-            items.extend(page.items);
-            match page.next_cursor {
-                Some(next) if Some(&next) != cursor.as_ref() => cursor = Some(next),
-                _ => return Ok(items),
-            }
-        }
-    }
-
-    /// Every tool.
-    pub async fn list_tools(&self) -> Result<Vec<Value>, Error> {
-        self.list_all("tools/list").await
-    }
-
-    /// Every prompt.
-    pub async fn list_prompts(&self) -> Result<Vec<Value>, Error> {
-        self.list_all("prompts/list").await
-    }
-
-    /// Every resource.
-    pub async fn list_resources(&self) -> Result<Vec<Value>, Error> {
-        self.list_all("resources/list").await
-    }
-
-    /// Every resource template.
-    pub async fn list_resource_templates(&self) -> Result<Vec<Value>, Error> {
-        self.list_all("resources/templates/list").await
     }
 
     /// `ping` (2025 era; the 2026 era has none, so this asks `server/discover` instead).

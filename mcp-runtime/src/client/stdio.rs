@@ -1,21 +1,24 @@
-//! The stdio transport of the client: a child process, one JSON-RPC message per line each way. Lines from the child
-//! are bounded by the frame limit; its stderr is forwarded (to the client's stderr, or to `on_stderr`) and its last
-//! few KiB kept, so that when the child exits every waiting call fails with its exit status and what it said last.
+//! The stdio transport of the client: one JSON-RPC message per line each way, to a child process or to a server in
+//! this process ([`ClientBuilder::in_process`](super::ClientBuilder::in_process), over an in-memory pipe). Lines
+//! from the server are bounded by the frame limit; a child's stderr is forwarded (to the client's stderr, or to
+//! `on_stderr`) and its last few KiB kept, so that when the child exits every waiting call fails with its exit
+//! status and what it said last.
 
 use std::process::{ExitStatus, Stdio as Piped};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::process::{Child, ChildStdout};
 use tokio::sync::{mpsc, watch};
+use tokio::task::JoinHandle;
 
 use super::frame::{Lines, Piece, HEAD};
 use super::{Error, Inner, Link, StderrHandler, TransportError, TransportErrorKind};
 use crate::base::sync::Unpoisoned;
 use crate::wire::jsonrpc::RequestId;
 
-/// How many frames may wait for the child's stdin.
+/// How many frames may wait for the server's input.
 const QUEUE: usize = 1024;
 /// How much of the child's stderr is kept for the error that reports its exit.
 pub(crate) const STDERR_TAIL: usize = 4096;
@@ -25,13 +28,25 @@ const EXIT_WAIT: Duration = Duration::from_millis(1000);
 const STDERR_LINE: usize = 16 * 1024;
 
 pub(crate) struct Stdio {
-    /// The writer's queue; taken on close, so that the writer ends and the child's stdin closes.
+    /// The writer's queue; taken on close, so that the writer ends and the server's input closes.
     tx: Mutex<Option<mpsc::Sender<String>>>,
-    child: Mutex<Option<Child>>,
-    /// The end of the child's stderr.
-    tail: Arc<Mutex<Tail>>,
-    /// Becomes true when the child's stderr has ended.
-    stderr_done: watch::Receiver<bool>,
+    peer: Peer,
+}
+
+/// Who reads what the client writes.
+enum Peer {
+    /// A child process.
+    Child {
+        /// Boxed: a `Child` is large beside a session's handle.
+        child: Box<Mutex<Option<Child>>>,
+        /// The end of the child's stderr.
+        tail: Arc<Mutex<Tail>>,
+        /// Becomes true when the child's stderr has ended.
+        stderr_done: watch::Receiver<bool>,
+    },
+    /// A session of a server in this process (`Server::serve_streams`), running in a task; taken by whoever waits
+    /// for its end.
+    Session(Mutex<Option<JoinHandle<std::io::Result<()>>>>),
 }
 
 /// The last [`STDERR_TAIL`] bytes of the child's stderr.
@@ -76,33 +91,25 @@ impl Stdio {
         let missing = |what: &str| {
             Error::Transport(TransportError::new(TransportErrorKind::Io, format!("the child has no {what}")))
         };
-        let mut stdin = child.stdin.take().ok_or_else(|| missing("stdin"))?;
+        let stdin = child.stdin.take().ok_or_else(|| missing("stdin"))?;
         let stdout = child.stdout.take().ok_or_else(|| missing("stdout"))?;
         let stderr = child.stderr.take().ok_or_else(|| missing("stderr"))?;
         let tail = Arc::new(Mutex::new(Tail::default()));
         let (done, stderr_done) = watch::channel(false);
         tokio::spawn(forward_stderr(stderr, tail.clone(), on_stderr, done));
-        let (tx, mut rx) = mpsc::channel::<String>(QUEUE);
-        tokio::spawn(async move {
-            while let Some(mut frame) = rx.recv().await {
-                frame.push('\n');
-                if stdin.write_all(frame.as_bytes()).await.is_err() {
-                    break;
-                }
-                // Write whatever else is ready before flushing.
-                while let Ok(mut more) = rx.try_recv() {
-                    more.push('\n');
-                    if stdin.write_all(more.as_bytes()).await.is_err() {
-                        return;
-                    }
-                }
-                if stdin.flush().await.is_err() {
-                    break;
-                }
-            }
-        });
-        let stdio = Stdio { tx: Mutex::new(Some(tx)), child: Mutex::new(Some(child)), tail, stderr_done };
-        Ok((stdio, stdout))
+        let tx = writer(stdin);
+        let peer = Peer::Child { child: Box::new(Mutex::new(Some(child))), tail, stderr_done };
+        Ok((Stdio { tx: Mutex::new(Some(tx)), peer }, stdout))
+    }
+
+    /// Speaks to a server session in this process: frames go to `input` (the session's reader), which closes when
+    /// the client closes or is dropped; `session` is the task serving it.
+    pub(crate) fn in_process(
+        input: impl AsyncWrite + Unpin + Send + 'static,
+        session: JoinHandle<std::io::Result<()>>,
+    ) -> Stdio {
+        let tx = writer(input);
+        Stdio { tx: Mutex::new(Some(tx)), peer: Peer::Session(Mutex::new(Some(session))) }
     }
 
     fn sender(&self) -> Option<mpsc::Sender<String>> {
@@ -119,31 +126,59 @@ impl Stdio {
     /// Queues a frame now, or drops it if the queue is full (a cancel, from a destructor; an answer to a ping).
     pub(crate) fn try_send(&self, frame: String) {
         if let Some(Err(mpsc::error::TrySendError::Full(_))) = self.sender().map(|tx| tx.try_send(frame)) {
-            tracing::warn!("the server's stdin is not keeping up: a message to it was dropped");
+            tracing::warn!("the server is not reading its input fast enough: a message to it was dropped");
         }
     }
 
-    /// Closes the child's stdin (by dropping the writer's queue) and waits up to 2 s for it to exit; kills it after.
+    /// Closes the server's input (by dropping the writer's queue); then waits up to 2 s for a child to exit (and
+    /// kills it after), or for an in-process session to end (bounded by the server's own shutdown timeout).
     pub(crate) async fn close(&self) {
-        let child = self.child.locked().take();
-        let Some(mut child) = child else { return };
-        // The writer ends once the queue is closed and drained, and drops the child's stdin: end of input.
-        self.tx.locked().take();
-        match tokio::time::timeout(Duration::from_secs(2), child.wait()).await {
-            Ok(_) => {}
-            Err(_) => {
-                let _ = child.kill().await;
+        match &self.peer {
+            Peer::Child { child, .. } => {
+                let child = child.locked().take();
+                let Some(mut child) = child else { return };
+                // The writer ends once the queue is closed and drained, and drops the child's stdin: end of input.
+                self.tx.locked().take();
+                match tokio::time::timeout(Duration::from_secs(2), child.wait()).await {
+                    Ok(_) => {}
+                    Err(_) => {
+                        let _ = child.kill().await;
+                    }
+                }
+            }
+            Peer::Session(session) => {
+                let session = session.locked().take();
+                self.tx.locked().take();
+                if let Some(session) = session {
+                    // The session sees the end of its input, answers what is in flight and ends.
+                    let _ = session.await;
+                }
             }
         }
     }
 
-    /// Why the connection ended, once the child's stdout has: its exit status (waited for up to [`EXIT_WAIT`];
-    /// `None` if it is still running) and the end of its stderr.
+    /// Why the connection ended, once the server's output has: a child's exit status (waited for up to
+    /// [`EXIT_WAIT`]; `None` if it is still running) and the end of its stderr; or how an in-process session ended.
     async fn ended(&self) -> Error {
+        let (child, tail, stderr_done) = match &self.peer {
+            Peer::Child { child, tail, stderr_done } => (child, tail, stderr_done),
+            Peer::Session(session) => {
+                let session = session.locked().take();
+                let Some(session) = session else { return Error::Closed };
+                let failed = |what: &str| TransportError::new(TransportErrorKind::Io, what.to_owned());
+                return match tokio::time::timeout(EXIT_WAIT, session).await {
+                    Ok(Ok(Err(e))) => Error::Transport(failed("the in-process server's session failed").source(e)),
+                    Ok(Err(e)) => {
+                        Error::Transport(failed("the in-process server's session ended abnormally").source(e))
+                    }
+                    Ok(Ok(Ok(()))) | Err(_) => Error::Closed,
+                };
+            }
+        };
         let deadline = tokio::time::Instant::now() + EXIT_WAIT;
         let status = loop {
             let polled: Option<ExitStatus> = {
-                let mut child = self.child.locked();
+                let mut child = child.locked();
                 child.as_mut().and_then(|c| c.try_wait().ok().flatten())
             };
             if polled.is_some() || tokio::time::Instant::now() >= deadline {
@@ -151,15 +186,42 @@ impl Stdio {
             }
             tokio::time::sleep(Duration::from_millis(10)).await;
         };
-        let mut done = self.stderr_done.clone();
+        let mut done = stderr_done.clone();
         let _ = tokio::time::timeout_at(
             deadline.max(tokio::time::Instant::now() + Duration::from_millis(100)),
             done.wait_for(|d| *d),
         )
         .await;
-        let stderr = self.tail.locked().text();
+        let stderr = tail.locked().text();
         Error::Exited { status, stderr }
     }
+}
+
+/// The one task that writes to the server's input: what is ready, then a flush. When its queue closes and is
+/// drained, or a write fails, it shuts `input` down and drops it: the end of the server's input (an in-memory pipe
+/// ends at its shutdown, not when one half of it is dropped).
+fn writer(mut input: impl AsyncWrite + Unpin + Send + 'static) -> mpsc::Sender<String> {
+    let (tx, mut rx) = mpsc::channel::<String>(QUEUE);
+    tokio::spawn(async move {
+        'frames: while let Some(mut frame) = rx.recv().await {
+            frame.push('\n');
+            if input.write_all(frame.as_bytes()).await.is_err() {
+                break;
+            }
+            // Write whatever else is ready before flushing.
+            while let Ok(mut more) = rx.try_recv() {
+                more.push('\n');
+                if input.write_all(more.as_bytes()).await.is_err() {
+                    break 'frames;
+                }
+            }
+            if input.flush().await.is_err() {
+                break;
+            }
+        }
+        let _ = input.shutdown().await;
+    });
+    tx
 }
 
 /// Copies the child's stderr to the handler (line by line) or to the client's own stderr (as it comes), keeping its
@@ -193,9 +255,9 @@ async fn forward_stderr(
     let _ = done.send(true);
 }
 
-/// Reads the child's stdout, one message per line, until it ends; then every waiting call (and every later one)
-/// fails with the child's exit status and the end of its stderr.
-pub(crate) fn read_loop(mut stdout: ChildStdout, inner: Weak<Inner>, limit: usize) {
+/// Reads the server's output (a child's stdout), one message per line, until it ends; then every waiting call (and
+/// every later one) fails with why it ended (a child's exit status and the end of its stderr).
+pub(crate) fn read_loop(mut stdout: impl AsyncRead + Unpin + Send + 'static, inner: Weak<Inner>, limit: usize) {
     tokio::spawn(async move {
         let mut lines = Lines::new(limit);
         let mut buffer = vec![0u8; 64 * 1024];

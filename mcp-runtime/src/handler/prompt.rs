@@ -139,6 +139,7 @@ impl PromptDef {
                 .iter()
                 .map(|a| PromptArgument {
                     name: a.name.to_owned(),
+                    title: None,
                     description: a.description.map(str::to_owned),
                     required: Some((a.required)()),
                 })

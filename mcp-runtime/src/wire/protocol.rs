@@ -492,6 +492,9 @@ pub struct Icon {
     /// Sizes it suits, such as `48x48` or `any`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sizes: Option<Vec<String>>,
+    /// The background it is drawn for: `light` or `dark` (any, if absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub theme: Option<String>,
 }
 
 impl Icon {
@@ -508,6 +511,9 @@ impl Icon {
 pub struct PromptArgument {
     /// Its name.
     pub name: String,
+    /// Display name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
     /// What it is for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
