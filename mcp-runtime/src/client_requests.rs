@@ -14,7 +14,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
-use crate::context::{Context, EraState, RequestState};
+use crate::context::{Context, RequestState};
 use crate::era::v2026::Round;
 use crate::wire::error::Error;
 use crate::wire::jsonrpc::{self, RequestId};
@@ -366,10 +366,7 @@ impl Context {
     }
 
     fn round(&self) -> Option<&Round> {
-        match &self.request_state().era {
-            EraState::V2026(round) => Some(round),
-            EraState::V2025 { .. } => None,
-        }
+        self.request_state().era.round()
     }
 
     /// The handler's own state, as the previous round of this request left it (2026 era: carried, sealed, in
@@ -492,7 +489,7 @@ impl Ask<'_> {
             return Err(ClientError::Unsupported { capability: capability_name(question.capability) });
         }
         self.ctx.check_cancelled()?;
-        if task.era == crate::context::Era::V2025 {
+        if task.era.asks_tasks_questions_as_requests() {
             if let Value::Object(params) = &mut question.params {
                 params.insert("_meta".into(), crate::task::related_meta(&task.id));
             }

@@ -1,7 +1,7 @@
 //! [`Context`]: what a handler sees of its request — cancellation, progress, logging and the request's metadata.
 
 use std::fmt;
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use serde::Serialize;
@@ -11,7 +11,6 @@ use tokio_util::sync::CancellationToken;
 use crate::base::cancel::Cancelled;
 use crate::base::sync::Unpoisoned;
 use crate::dispatch::{Connection, Sink};
-use crate::era::v2026::Round;
 use crate::wire::jsonrpc::{self, RequestId};
 use crate::wire::protocol::{Implementation, LogLevel};
 
@@ -226,49 +225,7 @@ pub(crate) struct RequestState {
     pub task: OnceLock<Arc<crate::task::TaskRun>>,
 }
 
-/// The part of a request that depends on its era.
-pub(crate) enum EraState {
-    /// The session's log level (set by `logging/setLevel`, read at each log call).
-    V2025 { log_level: Arc<AtomicU8> },
-    /// The questions asked and answered in this round.
-    V2026(Box<Round>),
-}
-
-/// The session's log level before any `logging/setLevel`: everything is sent.
-pub(crate) const LOG_LEVEL_UNSET: u8 = u8::MAX;
-
-impl EraState {
-    pub(crate) fn is_modern(&self) -> bool {
-        matches!(self, EraState::V2026(_))
-    }
-
-    /// Completes when a 2026 handler asked the client something (or needs a capability it was not given); never in
-    /// the 2025 era, where questions are requests to the client.
-    pub(crate) async fn interrupted(&self) {
-        match self {
-            EraState::V2025 { .. } => std::future::pending().await,
-            EraState::V2026(round) => round.interrupted().await,
-        }
-    }
-
-    /// Whether the handler was interrupted already (2026: it asked something, or its round failed).
-    pub(crate) fn was_interrupted(&self) -> bool {
-        match self {
-            EraState::V2025 { .. } => false,
-            EraState::V2026(round) => round.was_interrupted(),
-        }
-    }
-
-    fn log_enabled(&self, level: LogLevel) -> bool {
-        match self {
-            EraState::V2025 { log_level } => {
-                let min = log_level.load(Ordering::Relaxed);
-                min == LOG_LEVEL_UNSET || level as u8 >= min
-            }
-            EraState::V2026(round) => round.log_level.is_some_and(|min| level >= min),
-        }
-    }
-}
+pub(crate) use crate::era::{EraState, LOG_LEVEL_UNSET};
 
 #[derive(Default)]
 struct Slot {

@@ -22,7 +22,7 @@ use tracing::Instrument;
 use crate::base::cancel::cleanup_tasks;
 pub(crate) use crate::base::sink::{FrameSink, NoSink, Sink};
 use crate::base::sync::Unpoisoned;
-use crate::context::{Context, Era, EraState, RequestMeta, RequestState};
+use crate::context::{Context, EraState, RequestMeta, RequestState};
 use crate::handler::tool::{Arguments, Handler};
 use crate::server::registry::ListKind;
 use crate::server::Server;
@@ -365,7 +365,7 @@ pub(crate) fn dispatch(conn: &Arc<Connection>, request: Request, origin: &Origin
             read_resource(&server, &params, &mut meta).and_then(|call| conn.start(state(id.clone(), meta, era), call))
         }
         "completion/complete" => {
-            let result = complete_argument(&server, &params).map(|r| decorate(&server, &era, r, ResultKind::Plain));
+            let result = complete_argument(&server, &params).map(|r| era.decorate(&server, r, ResultKind::Plain));
             inline("completion/complete", result, params, meta, era)
         }
         // Custom methods, then the extensions' (the Tasks extension's `tasks/*` among them).
@@ -428,16 +428,7 @@ fn list(server: &Server, kind: ListKind, params: &Map<String, Value>, era: &EraS
         Some(Value::String(c)) => Some(c.as_str()),
         Some(c) => return Err(Error::invalid_params(format!("invalid cursor {c}: cursors are strings"))),
     };
-    server.registry().page(kind, cursor, era.is_modern()).map(ListResult::Raw)
-}
-
-/// Adds what the request's era asks of every result: nothing in the 2025 era; `resultType`, the server's info and,
-/// on cacheable results, the caching hints in the 2026 era.
-pub(crate) fn decorate(server: &Server, era: &EraState, result: Value, kind: ResultKind) -> ListResult {
-    if !era.is_modern() {
-        return ListResult::Value(result);
-    }
-    ListResult::Value(crate::era::v2026::decorate(server, result, kind, None))
+    era.list_page(server, kind, cursor).map(ListResult::Raw)
 }
 
 /// Sends a reply to a request that is answered inline.
@@ -470,7 +461,7 @@ fn call_tool(
     let Some(def) = server.registry().tool(name) else {
         return Err(Error::invalid_params(format!("unknown tool: {name}")));
     };
-    let plan = task_plan(server, &def, params, meta)?;
+    let plan = crate::era::task_plan(server, &def, params, meta)?;
     let arguments = arguments(params, "an object")?;
     Ok((
         Call {
@@ -482,50 +473,6 @@ fn call_tool(
         },
         plan,
     ))
-}
-
-/// Whether a call runs as a task: in the 2025 era when it asks (`task`) and the tool allows it; in the 2026 era when
-/// the tool can and the request declared the Tasks extension (the server decides; a `task` field is ignored).
-fn task_plan(
-    server: &Server,
-    def: &crate::ToolDef,
-    params: &Map<String, Value>,
-    meta: &RequestMeta,
-) -> Result<Option<TaskPlan>, Error> {
-    use crate::task::TaskSupport;
-    let support = def.task.support;
-    let plan = |requested_ttl, deferred| {
-        Some(TaskPlan { tool: def.name, options: def.task.deferred(deferred), requested_ttl })
-    };
-    match meta.era {
-        // A server that runs no tool as a task did not declare the capability: `task` is ignored.
-        Era::V2025 if !server.inner.tasks_enabled => Ok(None),
-        Era::V2025 => match (params.get("task"), support) {
-            (Some(Value::Object(_)), TaskSupport::Forbidden) => Err(Error::new(
-                ErrorCode::METHOD_NOT_FOUND,
-                format!("tool {:?} does not run as a task (its execution.taskSupport is \"forbidden\"): call it without `task`", def.name),
-            )),
-            (Some(Value::Object(task)), _) => {
-                let ttl = task.get("ttl").and_then(Value::as_u64);
-                Ok(plan(ttl, false))
-            }
-            (Some(_), _) => Err(Error::invalid_params("`task` must be an object (`{\"ttl\": milliseconds}`)")),
-            (None, TaskSupport::Required) => Err(Error::new(
-                ErrorCode::METHOD_NOT_FOUND,
-                format!("tool {:?} runs only as a task (its execution.taskSupport is \"required\"): call it with `task`", def.name),
-            )),
-            (None, _) => Ok(None),
-        },
-        Era::V2026 => {
-            let declared = meta.client_supports(&["extensions", crate::task::EXTENSION]);
-            match support {
-                TaskSupport::Forbidden => Ok(None),
-                _ if declared => Ok(plan(None, def.task.deferred)),
-                TaskSupport::Required => Err(crate::task::methods::extension_required()),
-                _ => Ok(None),
-            }
-        }
-    }
 }
 
 fn get_prompt(server: &Server, params: &mut Map<String, Value>) -> Result<Call<crate::GetPromptResult>, Error> {
@@ -636,10 +583,7 @@ pub(crate) const REQUEST_SPAN_TARGET: &str = "mcp::request";
 
 /// The tracing span of a request: its method, id, handler, era, session and client.
 fn request_span(method: &'static str, name: &'static str, request: &RequestState) -> tracing::Span {
-    let era = match request.meta.era {
-        Era::V2025 => "2025-11-25",
-        Era::V2026 => "2026-07-28",
-    };
+    let era = request.meta.era.name();
     let span = tracing::info_span!(
         target: REQUEST_SPAN_TARGET,
         "mcp.request",
@@ -651,7 +595,7 @@ fn request_span(method: &'static str, name: &'static str, request: &RequestState
         client = tracing::field::Empty,
     );
     if !span.is_disabled() {
-        if let Some(session) = request.conn.session_key().filter(|_| request.meta.era == Era::V2025) {
+        if let Some(session) = request.meta.era.session(&request.conn) {
             span.record("session", session.as_str());
         }
         if let Some(client) = &request.meta.client {
@@ -816,20 +760,14 @@ async fn deliver<R: WireResult + Send + 'static>(
         }
         Outcome::Done(result) => {
             let server = request.conn.server();
+            let (era, cache) = (&request.era, request.meta.cache);
             let frame = match result {
                 Err(e) => jsonrpc::encode_error(Some(&request.id), &e),
-                Ok(Answer::Typed(r)) if kind == ResultKind::Encoded => jsonrpc::encode_result(&request.id, &r),
-                // The 2025 era writes the value as it is.
-                Ok(Answer::Typed(r)) if !request.era.is_modern() => {
-                    jsonrpc::encode_result_sized(&request.id, &r, r.payload_len())
-                }
-                Ok(Answer::Typed(r)) => {
-                    crate::era::v2026::encode_complete(server, &request.id, &r, kind, request.meta.cache)
-                }
-                Ok(Answer::Value(v)) if !request.era.is_modern() => jsonrpc::encode_result(&request.id, &v),
+                Ok(Answer::Typed(r)) => era.encode_result(server, &request.id, &r, kind, cache),
+                // A result a layer made is decorated like any other (a list's as a list).
                 Ok(Answer::Value(v)) => {
                     let kind = if kind == ResultKind::Encoded { ResultKind::List } else { kind };
-                    crate::era::v2026::encode_complete(server, &request.id, &v, kind, request.meta.cache)
+                    era.encode_result(server, &request.id, &v, kind, cache)
                 }
             };
             finish(request, frame);

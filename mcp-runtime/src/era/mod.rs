@@ -13,3 +13,185 @@
 pub(crate) mod seal;
 pub(crate) mod v2025;
 pub(crate) mod v2026;
+
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+
+use crate::context::{Era, RequestMeta};
+use crate::dispatch::{ListResult, ResultKind};
+use crate::server::registry::ListKind;
+use crate::server::Server;
+use crate::wire::error::{Error, ErrorCode};
+use crate::wire::jsonrpc::{self, RequestId};
+use crate::wire::protocol::{LogLevel, WireResult};
+use v2026::Round;
+
+/// The part of a request that depends on its era.
+pub(crate) enum EraState {
+    /// The session's log level (set by `logging/setLevel`, read at each log call).
+    V2025 { log_level: Arc<AtomicU8> },
+    /// The questions asked and answered in this round.
+    V2026(Box<Round>),
+}
+
+/// The session's log level before any `logging/setLevel`: everything is sent.
+pub(crate) const LOG_LEVEL_UNSET: u8 = u8::MAX;
+
+impl EraState {
+    pub(crate) fn is_modern(&self) -> bool {
+        matches!(self, EraState::V2026(_))
+    }
+
+    /// Completes when a 2026 handler asked the client something (or needs a capability it was not given); never in
+    /// the 2025 era, where questions are requests to the client.
+    pub(crate) async fn interrupted(&self) {
+        match self {
+            EraState::V2025 { .. } => std::future::pending().await,
+            EraState::V2026(round) => round.interrupted().await,
+        }
+    }
+
+    /// Whether the handler was interrupted already (2026: it asked something, or its round failed).
+    pub(crate) fn was_interrupted(&self) -> bool {
+        match self {
+            EraState::V2025 { .. } => false,
+            EraState::V2026(round) => round.was_interrupted(),
+        }
+    }
+
+    pub(crate) fn log_enabled(&self, level: LogLevel) -> bool {
+        match self {
+            EraState::V2025 { log_level } => {
+                let min = log_level.load(Ordering::Relaxed);
+                min == LOG_LEVEL_UNSET || level as u8 >= min
+            }
+            EraState::V2026(round) => round.log_level.is_some_and(|min| level >= min),
+        }
+    }
+}
+
+impl EraState {
+    /// The 2026 round of questions; none in the 2025 era, where questions are requests to the client.
+    pub(crate) fn round(&self) -> Option<&Round> {
+        match self {
+            EraState::V2026(round) => Some(round),
+            EraState::V2025 { .. } => None,
+        }
+    }
+
+    /// A stored page of a list, in this era's form.
+    pub(crate) fn list_page(
+        &self,
+        server: &Server,
+        kind: ListKind,
+        cursor: Option<&str>,
+    ) -> Result<Arc<serde_json::value::RawValue>, Error> {
+        server.registry().page(kind, cursor, self.is_modern())
+    }
+
+    /// Adds what this era asks of every result: nothing in the 2025 era; `resultType`, the server's info and, on
+    /// cacheable results, the caching hints in the 2026 era.
+    pub(crate) fn decorate(&self, server: &Server, result: Value, kind: ResultKind) -> ListResult {
+        match self {
+            EraState::V2025 { .. } => ListResult::Value(result),
+            EraState::V2026(_) => ListResult::Value(v2026::decorate(server, result, kind, None)),
+        }
+    }
+
+    /// A handler's response frame as this era writes it: the 2025 era writes the value as it is; the 2026 era
+    /// stamps `resultType` and the server's info (and caching hints) into it. A result already in its era's form
+    /// ([`ResultKind::Encoded`]) is written as it is.
+    pub(crate) fn encode_result<R: WireResult>(
+        &self,
+        server: &Server,
+        id: &RequestId,
+        result: &R,
+        kind: ResultKind,
+        cache: Option<crate::handler::resource::CacheHint>,
+    ) -> String {
+        match self {
+            _ if kind == ResultKind::Encoded => jsonrpc::encode_result(id, result),
+            EraState::V2025 { .. } => jsonrpc::encode_result_sized(id, result, result.payload_len()),
+            EraState::V2026(_) => v2026::encode_complete(server, id, result, kind, cache),
+        }
+    }
+}
+
+impl Era {
+    /// The protocol version that names the era.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Era::V2025 => "2025-11-25",
+            Era::V2026 => "2026-07-28",
+        }
+    }
+
+    /// The 2025 session a request belongs to, for its span: none in the 2026 era, which has no sessions.
+    pub(crate) fn session(self, conn: &crate::dispatch::Connection) -> Option<String> {
+        match self {
+            Era::V2025 => conn.session_key(),
+            Era::V2026 => None,
+        }
+    }
+
+    /// A resource's error as this era spells it: the 2026 era has no -32002, its "not found" is -32602 (SEP-2164).
+    pub(crate) fn resource_error(self, mut error: Error) -> Error {
+        if self == Era::V2026 && error.code == ErrorCode::RESOURCE_NOT_FOUND {
+            error.code = ErrorCode::INVALID_PARAMS;
+        }
+        error
+    }
+
+    /// Whether a question to the client from a task is a request of the task's own (2025: tagged with the task
+    /// and sent on the session), rather than an input request in the task's record (2026).
+    pub(crate) fn asks_tasks_questions_as_requests(self) -> bool {
+        self == Era::V2025
+    }
+}
+
+/// Whether a `tools/call` runs as a task: in the 2025 era when it asks (`task`) and the tool allows it; in the 2026
+/// era when the tool can and the request declared the Tasks extension (the server decides; a `task` field is
+/// ignored).
+pub(crate) fn task_plan(
+    server: &Server,
+    def: &crate::ToolDef,
+    params: &Map<String, Value>,
+    meta: &RequestMeta,
+) -> Result<Option<crate::task::TaskPlan>, Error> {
+    use crate::task::TaskSupport;
+    let support = def.task.support;
+    let plan = |requested_ttl, deferred| {
+        Some(crate::task::TaskPlan { tool: def.name, options: def.task.deferred(deferred), requested_ttl })
+    };
+    match meta.era {
+        // A server that runs no tool as a task did not declare the capability: `task` is ignored.
+        Era::V2025 if !server.inner.tasks_enabled => Ok(None),
+        Era::V2025 => match (params.get("task"), support) {
+            (Some(Value::Object(_)), TaskSupport::Forbidden) => Err(Error::new(
+                ErrorCode::METHOD_NOT_FOUND,
+                format!("tool {:?} does not run as a task (its execution.taskSupport is \"forbidden\"): call it without `task`", def.name),
+            )),
+            (Some(Value::Object(task)), _) => {
+                let ttl = task.get("ttl").and_then(Value::as_u64);
+                Ok(plan(ttl, false))
+            }
+            (Some(_), _) => Err(Error::invalid_params("`task` must be an object (`{\"ttl\": milliseconds}`)")),
+            (None, TaskSupport::Required) => Err(Error::new(
+                ErrorCode::METHOD_NOT_FOUND,
+                format!("tool {:?} runs only as a task (its execution.taskSupport is \"required\"): call it with `task`", def.name),
+            )),
+            (None, _) => Ok(None),
+        },
+        Era::V2026 => {
+            let declared = meta.client_supports(&["extensions", crate::task::EXTENSION]);
+            match support {
+                TaskSupport::Forbidden => Ok(None),
+                _ if declared => Ok(plan(None, def.task.deferred)),
+                TaskSupport::Required => Err(crate::task::methods::extension_required()),
+                _ => Ok(None),
+            }
+        }
+    }
+}

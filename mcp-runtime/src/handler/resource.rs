@@ -349,9 +349,6 @@ pub(crate) fn not_found(uri: &str, era: crate::context::Era) -> Error {
 }
 
 /// A resource's error as its era spells it: the 2026 era has no -32002, its "not found" is -32602.
-pub(crate) fn for_era(mut error: Error, era: crate::context::Era) -> Error {
-    if era == crate::context::Era::V2026 && error.code == crate::ErrorCode::RESOURCE_NOT_FOUND {
-        error.code = crate::ErrorCode::INVALID_PARAMS;
-    }
-    error
+pub(crate) fn for_era(error: Error, era: crate::context::Era) -> Error {
+    era.resource_error(error)
 }
