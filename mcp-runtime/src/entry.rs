@@ -414,7 +414,7 @@ fn init_tracing() {}
 #[cfg(feature = "subscriber")]
 fn init_tracing() {
     use tracing_subscriber::EnvFilter;
-    // Without RUST_LOG: info, but not the per-request span (see `dispatch::REQUEST_SPAN_TARGET`).
+    // Without RUST_LOG: info, but not the per-request span (see `dispatch::run::REQUEST_SPAN_TARGET`).
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info,mcp::request=off"));
     use std::io::IsTerminal;
     let _ = tracing_subscriber::fmt()

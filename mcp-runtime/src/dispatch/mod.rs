@@ -6,18 +6,14 @@
 //! The rule that a cancelled request never gets a response lives here: the response path and the cancel path race
 //! for the request's slot, and only the first one acts.
 
-use std::any::Any;
 use std::collections::HashMap;
 use std::future::Future;
-use std::panic::AssertUnwindSafe;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::task::{Context as TaskContext, Poll};
+use std::task::Context as TaskContext;
 
 use serde_json::{json, Map, Value};
 use tokio::sync::oneshot;
-use tracing::Instrument;
 
 use crate::base::cancel::cleanup_tasks;
 pub(crate) use crate::base::sink::{FrameSink, NoSink, Sink};
@@ -32,6 +28,7 @@ use crate::wire::jsonrpc::{self, RequestId};
 use crate::wire::protocol::WireResult;
 
 pub mod layer;
+mod run;
 
 /// Where a message came from and where its replies go: the sink, and on HTTP the request's headers and caller.
 pub(crate) struct Origin {
@@ -178,7 +175,7 @@ impl Connection {
     ) -> Result<(), Error> {
         self.register(&request)?;
         let eager = !matches!(call.work, Work::Handler(Handler::Blocking(_)));
-        let mut run = Box::pin(run_handler(call, request));
+        let mut run = Box::pin(run::run_handler(call, request));
         // A future may be polled with any waker; the spawned task polls it again with its own.
         if eager && run.as_mut().poll(&mut TaskContext::from_waker(std::task::Waker::noop())).is_ready() {
             return Ok(());
@@ -556,320 +553,4 @@ fn list_resources(ctx: &Context, mut args: Arguments) -> Result<Value, Error> {
         page["nextCursor"] = Value::String(crate::server::registry::encode_cursor(ListKind::Resources, end));
     }
     Ok(page)
-}
-
-/// How a handler's run ended.
-enum Outcome<R> {
-    /// It returned (or panicked: an `Err`).
-    Done(Result<R, Error>),
-    /// The request was cancelled: nothing is sent.
-    Cancelled,
-    /// 2026 era: it asked the client something, or needs a capability the request did not declare.
-    Interrupted,
-}
-
-/// Runs one handler to its end, its cancellation or (2026 era) its question to the client.
-async fn run_handler<R: WireResult + Send + 'static>(call: Call<R>, request: Arc<RequestState>) {
-    // One span per request, entered in the handler's task and its blocking thread: a `tracing` event inside a tool
-    // says which request it belongs to.
-    let span = request_span(call.method, call.name, &request);
-    run_in_span(call, request).instrument(span).await
-}
-
-/// The target of the per-request span. `#[mcp::main]`'s default filter turns it off (`info,mcp::request=off`): with
-/// a formatting subscriber a span costs about 11 000 instructions per request (its fields are formatted when it is
-/// created), a third of a pipelined call. `RUST_LOG=info` (or any subscriber of the program's own) turns it on.
-pub(crate) const REQUEST_SPAN_TARGET: &str = "mcp::request";
-
-/// The tracing span of a request: its method, id, handler, era, session and client.
-fn request_span(method: &'static str, name: &'static str, request: &RequestState) -> tracing::Span {
-    let era = request.meta.era.name();
-    let span = tracing::info_span!(
-        target: REQUEST_SPAN_TARGET,
-        "mcp.request",
-        method,
-        id = %request.id,
-        handler = name,
-        era,
-        session = tracing::field::Empty,
-        client = tracing::field::Empty,
-    );
-    if !span.is_disabled() {
-        if let Some(session) = request.meta.era.session(&request.conn) {
-            span.record("session", session.as_str());
-        }
-        if let Some(client) = &request.meta.client {
-            span.record("client", client.info.name.as_str());
-        }
-        #[cfg(feature = "opentelemetry")]
-        crate::otel::adopt_parent(&span, request.meta.meta.as_ref());
-    }
-    span
-}
-
-async fn run_in_span<R: WireResult + Send + 'static>(call: Call<R>, request: Arc<RequestState>) {
-    let Call { method, name, work, arguments, kind } = call;
-    let ctx = Context::new(request.clone());
-    let outcome = match &request.conn.server().inner.layers {
-        None => run(&request, ctx, name, work, arguments).await.map(Answer::Typed),
-        // Boxed, so that the layers' state does not grow every request's future (each is moved into its task).
-        Some(stack) => Box::pin(through_layers(stack, &request, ctx, method, name, work, arguments)).await,
-    };
-    deliver(&request, outcome, kind).await
-}
-
-/// What a request is answered with: its handler's result, or a result a layer made.
-enum Answer<R> {
-    Typed(R),
-    Value(Value),
-}
-
-/// Runs the request's work: the task it may become, then its handler, raced against its cancel and its
-/// interruption.
-async fn run<R: WireResult + Send + 'static>(
-    request: &Arc<RequestState>,
-    ctx: Context,
-    name: &'static str,
-    work: Work<R>,
-    arguments: Arguments,
-) -> Outcome<R> {
-    let handler = match work {
-        Work::Ready(result) => return Outcome::Done(*result),
-        Work::Handler(handler) => handler,
-    };
-    // A task that starts at once is stored, and the client told, before the handler runs.
-    // Where the tool's task support is optional, a task the store refuses (it is full, or holds this client's share)
-    // is a plain call instead.
-    if let Some(plan) = request.task_plan.get().filter(|plan| !plan.options.deferred) {
-        match crate::task::begin(request).await {
-            Ok(_) => {}
-            Err(crate::task::Refused::Store(e)) if plan.options.support == crate::task::TaskSupport::Optional => {
-                tracing::info!(id = %request.id, reason = %e.message, "the task store refused the task: a plain call");
-            }
-            Err(refused) => return Outcome::Done(Err(Error::from(refused))),
-        }
-    }
-    let interrupted = request.era.interrupted();
-    match handler {
-        Handler::Async(f) => {
-            let call = CatchUnwind(f(&ctx, arguments));
-            race(request, call, interrupted, |r| r.unwrap_or_else(|panic| Err(panicked(name, &*panic)))).await
-        }
-        Handler::Blocking(f) => {
-            let span = tracing::Span::current();
-            let call = cleanup_tasks().spawn_blocking(move || {
-                let _entered = span.enter();
-                std::panic::catch_unwind(AssertUnwindSafe(|| f(&ctx, arguments)))
-            });
-            race(request, call, interrupted, |r| match r {
-                Ok(Ok(result)) => result,
-                Ok(Err(panic)) => Err(panicked(name, &*panic)),
-                Err(e) => Err(Error::internal(format!("`{name}` failed: {e}"))),
-            })
-            .await
-        }
-    }
-}
-
-/// Runs the request's work at the bottom of the server's layers; a cancel drops the whole stack's future.
-async fn through_layers<R: WireResult + Send + 'static>(
-    stack: &layer::Next,
-    request: &Arc<RequestState>,
-    ctx: Context,
-    method: &'static str,
-    name: &'static str,
-    work: Work<R>,
-    arguments: Arguments,
-) -> Outcome<Answer<R>> {
-    let inner = request.clone();
-    let bottom_ctx = ctx.clone();
-    let bottom: layer::Run = Box::new(move |arguments| {
-        Box::pin(async move {
-            match run(&inner, bottom_ctx, name, work, arguments).await {
-                Outcome::Done(result) => layer::McpResponse::typed(result),
-                Outcome::Interrupted => layer::McpResponse { outcome: layer::Outcome::InputRequired },
-                Outcome::Cancelled => layer::McpResponse { outcome: layer::Outcome::Cancelled },
-            }
-        })
-    });
-    let served = layer::serve(stack, layer::McpRequest::new(method, name, arguments, ctx, bottom));
-    let response = match race(request, served, std::future::pending(), Ok).await {
-        Outcome::Done(Ok(response)) => response,
-        Outcome::Done(Err(e)) => return Outcome::Done(Err(e)),
-        Outcome::Cancelled => return Outcome::Cancelled,
-        Outcome::Interrupted => return Outcome::Interrupted,
-    };
-    match response.outcome {
-        layer::Outcome::Result(payload) if payload.as_any().is::<R>() => match payload.into_any().downcast::<R>() {
-            Ok(typed) => Outcome::Done(Ok(Answer::Typed(*typed))),
-            Err(_) => unreachable!("checked above"),
-        },
-        // A layer answered with another request's result: written as JSON.
-        layer::Outcome::Result(payload) => Outcome::Done(
-            payload
-                .to_json()
-                .map(Answer::Value)
-                .map_err(|e| Error::internal(format!("could not serialize the result: {e}"))),
-        ),
-        layer::Outcome::Value(v) => Outcome::Done(Ok(Answer::Value(v))),
-        layer::Outcome::Error(e) => Outcome::Done(Err(e)),
-        layer::Outcome::InputRequired => Outcome::Interrupted,
-        layer::Outcome::Cancelled => Outcome::Cancelled,
-    }
-}
-
-impl<R> Outcome<R> {
-    fn map<T>(self, f: impl FnOnce(R) -> T) -> Outcome<T> {
-        match self {
-            Outcome::Done(result) => Outcome::Done(result.map(f)),
-            Outcome::Cancelled => Outcome::Cancelled,
-            Outcome::Interrupted => Outcome::Interrupted,
-        }
-    }
-}
-
-/// Answers a request with its outcome, or stores the outcome in its task.
-async fn deliver<R: WireResult + Send + 'static>(
-    request: &Arc<RequestState>,
-    outcome: Outcome<Answer<R>>,
-    kind: ResultKind,
-) {
-    if let Some(task) = request.task.get().cloned() {
-        // A task: its record takes the outcome; its request was answered when it began.
-        return match outcome {
-            Outcome::Done(result) => {
-                let result = result.and_then(|answer| match answer {
-                    Answer::Value(v) => Ok(v),
-                    Answer::Typed(r) => serde_json::to_value(r)
-                        .map_err(|e| Error::internal(format!("could not serialize the result: {e}"))),
-                });
-                task.complete(result).await
-            }
-            Outcome::Cancelled | Outcome::Interrupted => task.stopped().await,
-        };
-    }
-    match outcome {
-        // The handler's future has been dropped (async) or its result will be (blocking); whatever its drop sent
-        // (cancels of its own requests to the client) went first, and the request's stream ends now.
-        Outcome::Cancelled => request.out.close(),
-        Outcome::Interrupted => {
-            // The handler stops here; a blocking one sees its flag (its question already returned an error).
-            request.stop_quietly();
-            let result = crate::era::v2026::interrupted_result(request);
-            complete(request, result.map(ListResult::Value));
-        }
-        Outcome::Done(result) => {
-            let server = request.conn.server();
-            let (era, cache) = (&request.era, request.meta.cache);
-            let frame = match result {
-                Err(e) => jsonrpc::encode_error(Some(&request.id), &e),
-                Ok(Answer::Typed(r)) => era.encode_result(server, &request.id, &r, kind, cache),
-                // A result a layer made is decorated like any other (a list's as a list).
-                Ok(Answer::Value(v)) => {
-                    let kind = if kind == ResultKind::Encoded { ResultKind::List } else { kind };
-                    era.encode_result(server, &request.id, &v, kind, cache)
-                }
-            };
-            finish(request, frame);
-        }
-    }
-}
-
-/// Runs a handler's future against its request's cancel and (2026) interruption. The handler is polled first, once
-/// the token is seen not cancelled: one that finishes at once never registers with the token or the round (each a
-/// waiter list, locked to enter and to leave), and a cancelled one still stops at its next `.await`.
-async fn race<T, R>(
-    request: &RequestState,
-    call: impl Future<Output = T>,
-    interrupted: impl Future<Output = ()>,
-    done: impl FnOnce(T) -> Result<R, Error>,
-) -> Outcome<R> {
-    let mut call = std::pin::pin!(call);
-    let mut cancelled = std::pin::pin!(request.token.cancelled());
-    let mut interrupted = std::pin::pin!(interrupted);
-    let mut done = Some(done);
-    std::future::poll_fn(|cx| {
-        if request.token.is_cancelled() {
-            return Poll::Ready(Outcome::Cancelled);
-        }
-        if let Poll::Ready(r) = call.as_mut().poll(cx) {
-            // A blocking handler whose question interrupted it returns too (with the error its question gave it):
-            // the interruption is the outcome.
-            if request.era.was_interrupted() {
-                return Poll::Ready(Outcome::Interrupted);
-            }
-            let done = done.take().expect("a finished handler is not polled again");
-            return Poll::Ready(Outcome::Done(done(r)));
-        }
-        if cancelled.as_mut().poll(cx).is_ready() {
-            return Poll::Ready(Outcome::Cancelled);
-        }
-        if interrupted.as_mut().poll(cx).is_ready() {
-            return Poll::Ready(Outcome::Interrupted);
-        }
-        Poll::Pending
-    })
-    .await
-}
-
-/// Sends a finished request's response, unless a cancel went first.
-fn complete(request: &Arc<RequestState>, result: Result<ListResult, Error>) {
-    let frame = match result {
-        Ok(ListResult::Value(r)) => jsonrpc::encode_result(&request.id, &r),
-        Ok(ListResult::Raw(r)) => jsonrpc::encode_result(&request.id, &r),
-        Err(e) => jsonrpc::encode_error(Some(&request.id), &e),
-    };
-    finish(request, frame);
-}
-
-/// Sends a finished request's final frame, unless a cancel went first.
-fn finish(request: &Arc<RequestState>, frame: String) {
-    request.conn.forget(request);
-    let frame = within_frame_limit(request, frame);
-    if !request.finish(frame) {
-        tracing::debug!(id = %request.id, "response dropped: the request was cancelled first");
-    }
-}
-
-/// A response over the limit of one frame becomes an error that says so: nothing else could reach the client.
-fn within_frame_limit(request: &RequestState, frame: String) -> String {
-    let limit = request.conn.server().inner.outbound.max_frame_bytes;
-    if frame.len() <= limit {
-        return frame;
-    }
-    tracing::warn!(id = %request.id, len = frame.len(), limit, "a response over the limit of one frame: sending an error instead");
-    let error = Error::internal(format!(
-        "the result is {} bytes, over this server's limit of {limit} bytes for one message; the server can raise it \
-         with ServerBuilder::outbound_limits(OutboundLimits::default().with_max_frame_bytes(..))",
-        frame.len()
-    ));
-    jsonrpc::encode_error(Some(&request.id), &error)
-}
-
-fn panicked(name: &str, panic: &(dyn Any + Send)) -> Error {
-    let message = if let Some(s) = panic.downcast_ref::<&str>() {
-        (*s).to_owned()
-    } else if let Some(s) = panic.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "unknown panic".to_owned()
-    };
-    tracing::error!(handler = name, %message, "handler panicked");
-    Error::internal(format!("`{name}` panicked: {message}"))
-}
-
-/// Polls a boxed future, turning a panic into an `Err` with its payload.
-struct CatchUnwind<F>(F);
-
-impl<F: Future + Unpin> Future for CatchUnwind<F> {
-    type Output = Result<F::Output, Box<dyn Any + Send>>;
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Self::Output> {
-        let inner = &mut self.0;
-        match std::panic::catch_unwind(AssertUnwindSafe(|| Pin::new(inner).poll(cx))) {
-            Ok(Poll::Pending) => Poll::Pending,
-            Ok(Poll::Ready(v)) => Poll::Ready(Ok(v)),
-            Err(panic) => Poll::Ready(Err(panic)),
-        }
-    }
 }

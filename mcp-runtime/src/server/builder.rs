@@ -1,0 +1,617 @@
+//! [`ServerBuilder`]: what a server is built from, and `build()`, which checks it all and computes every schema,
+//! list page and capability object once.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use super::{
+    extension, hub, BuildError, MethodRegistration, PromptRegistration, ResourceRegistration, Server, ServerInner,
+    ToolRegistration,
+};
+use crate::context::Era;
+use crate::handler::method::{MethodDef, MethodItem};
+use crate::handler::prompt::{PromptDef, PromptItem};
+use crate::handler::resource::{CacheHint, ResourceDef, ResourceItem};
+use crate::handler::tool::{BoxFuture, Injected, ToolDef, ToolItem};
+use crate::server::registry::Registry;
+use crate::server::state::StateMap;
+use crate::wire::protocol::Implementation;
+
+/// Builds a [`Server`] from the tools linked into the program or from tools named one by one.
+///
+/// ```
+/// use std::sync::atomic::{AtomicU64, Ordering};
+///
+/// struct Greetings(AtomicU64);
+///
+/// /// Say hello.
+/// #[mcp::tool]
+/// fn hello(name: String, greetings: &mcp::State<Greetings>) -> String {
+///     greetings.0.fetch_add(1, Ordering::Relaxed);
+///     format!("Hello, {name}!")
+/// }
+///
+/// /// Say goodbye.
+/// #[mcp::tool]
+/// fn goodbye() -> &'static str {
+///     "Goodbye!"
+/// }
+///
+/// let server = mcp::Server::builder()
+///     .name("greeter")
+///     .tool::<hello>()
+///     .tool::<goodbye>()
+///     .state(Greetings(AtomicU64::new(0)))
+///     .page_size(1) // one tool per page of `tools/list`
+///     .build()
+///     .unwrap();
+/// let tools = &server.tools_list()["tools"]; // every page, by name
+/// assert_eq!(tools.as_array().unwrap().len(), 2);
+/// assert_eq!(tools[1]["name"], "hello");
+/// assert_eq!(tools[1]["inputSchema"]["required"], serde_json::json!(["name"]));
+/// ```
+#[derive(Default)]
+#[must_use]
+pub struct ServerBuilder {
+    /// The whole `serverInfo`, from [`ServerBuilder::info`].
+    info: Option<Implementation>,
+    /// What [`ServerBuilder::default_info`] gave (`#[mcp::main]`: the binary's name and version).
+    default_info: Option<Implementation>,
+    /// [`ServerBuilder::name`] and [`ServerBuilder::version`], laid over the info.
+    name: Option<String>,
+    version: Option<String>,
+    instructions: Option<String>,
+    tools: Vec<ToolDef>,
+    prompts: Vec<PromptDef>,
+    resources: Vec<ResourceDef>,
+    methods: Vec<MethodDef>,
+    page_size: Option<usize>,
+    nullable_options: bool,
+    on_start: Vec<Box<dyn FnOnce(Server) + Send>>,
+    max_line_bytes: Option<usize>,
+    state: StateMap,
+    duplicate_state: Option<&'static str>,
+    shutdown_hooks: Vec<BoxFuture<'static, ()>>,
+    shutdown_timeout: Option<Duration>,
+    cache: Option<CacheHint>,
+    max_in_flight: Option<usize>,
+    outbound: Option<crate::base::backlog::OutboundLimits>,
+    state_key: Option<[u8; 32]>,
+    request_state_ttl: Option<Duration>,
+    task_store: Option<Arc<dyn crate::task::TaskStore>>,
+    task_config: crate::task::TaskConfig,
+    layers: crate::dispatch::layer::Layers,
+    extensions: Vec<Box<dyn extension::Extension>>,
+}
+
+/// The `serverInfo` name of a server built without `#[mcp::main]` and without [`ServerBuilder::name`].
+pub const DEFAULT_SERVER_NAME: &str = "mcp-server";
+
+/// The `serverInfo` version of a server built without `#[mcp::main]` and without [`ServerBuilder::version`]: not
+/// the runtime's version, which says nothing about the server (the caller's `CARGO_PKG_VERSION` is only known to
+/// code compiled in its crate, as `#[mcp::main]` is).
+pub const DEFAULT_SERVER_VERSION: &str = "0.0.0";
+
+/// The default limit on one incoming stdio line: 4 MiB.
+pub const DEFAULT_MAX_LINE_BYTES: usize = 4 << 20;
+
+impl ServerBuilder {
+    /// Sets the name reported in `serverInfo`, keeping the version (and the rest of the info) as it is.
+    ///
+    /// Under `#[mcp::main]` the name defaults to the binary's and the version to its package's
+    /// (`CARGO_PKG_VERSION`); a server built by hand defaults to [`DEFAULT_SERVER_NAME`] and
+    /// [`DEFAULT_SERVER_VERSION`], so set both there.
+    ///
+    /// ```
+    /// let server = mcp::Server::builder().name("notes").build().unwrap();
+    /// assert_eq!(server.schema()["serverInfo"]["name"], "notes");
+    /// assert_eq!(server.schema()["serverInfo"]["version"], mcp::DEFAULT_SERVER_VERSION);
+    /// ```
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+
+    /// Sets the version reported in `serverInfo`, keeping the name (see [`ServerBuilder::name`] for the defaults).
+    pub fn version(mut self, version: impl Into<String>) -> Self {
+        self.version = Some(version.into());
+        self
+    }
+
+    /// Sets the whole `serverInfo` (title, description, website too). [`ServerBuilder::name`] and
+    /// [`ServerBuilder::version`], called before or after, still override its name and version.
+    pub fn info(mut self, info: Implementation) -> Self {
+        self.info = Some(info);
+        self
+    }
+
+    /// The `serverInfo` to use where [`ServerBuilder::info`] was not called (as `#[mcp::main]` does with the
+    /// binary's name and version); [`ServerBuilder::name`] and [`ServerBuilder::version`] still override it.
+    pub fn default_info(mut self, info: Implementation) -> Self {
+        self.default_info = Some(info);
+        self
+    }
+
+    /// Instructions for the client's model, sent in `initialize`.
+    pub fn instructions(mut self, instructions: impl Into<String>) -> Self {
+        self.instructions = Some(instructions.into());
+        self
+    }
+
+    /// Adds a tool defined with `#[mcp::tool]`: `builder.tool::<my_tool>()`.
+    pub fn tool<T: ToolItem>(self) -> Self {
+        self.tool_def(*T::DEF)
+    }
+
+    /// Adds a tool from its definition.
+    pub fn tool_def(mut self, def: ToolDef) -> Self {
+        self.tools.push(def);
+        self
+    }
+
+    /// Adds every tool linked into the program with `#[mcp::tool]`.
+    pub fn registered_tools(mut self) -> Self {
+        self.tools.extend(inventory::iter::<ToolRegistration>.into_iter().map(|r| *r.0));
+        self
+    }
+
+    /// Adds a custom method defined with `#[mcp::method]`: `builder.method::<my_method>()`.
+    pub fn method<M: MethodItem>(self) -> Self {
+        self.method_def(*M::DEF)
+    }
+
+    /// Adds a custom method from its definition.
+    pub fn method_def(mut self, def: MethodDef) -> Self {
+        self.methods.push(def);
+        self
+    }
+
+    /// Adds every custom method linked into the program with `#[mcp::method]`.
+    pub fn registered_methods(mut self) -> Self {
+        self.methods.extend(inventory::iter::<MethodRegistration>.into_iter().map(|r| *r.0));
+        self
+    }
+
+    /// Adds a prompt defined with `#[mcp::prompt]`: `builder.prompt::<my_prompt>()`.
+    pub fn prompt<P: PromptItem>(self) -> Self {
+        self.prompt_def(*P::DEF)
+    }
+
+    /// Adds a prompt from its definition.
+    pub fn prompt_def(mut self, def: PromptDef) -> Self {
+        self.prompts.push(def);
+        self
+    }
+
+    /// Adds every prompt linked into the program with `#[mcp::prompt]`.
+    pub fn registered_prompts(mut self) -> Self {
+        self.prompts.extend(inventory::iter::<PromptRegistration>.into_iter().map(|r| *r.0));
+        self
+    }
+
+    /// Adds a resource or template defined with `#[mcp::resource]`: `builder.resource::<my_resource>()`.
+    pub fn resource<R: ResourceItem>(self) -> Self {
+        self.resource_def(*R::DEF)
+    }
+
+    /// Adds a resource or template from its definition.
+    pub fn resource_def(mut self, def: ResourceDef) -> Self {
+        self.resources.push(def);
+        self
+    }
+
+    /// Adds every resource and template linked into the program with `#[mcp::resource]`.
+    pub fn registered_resources(mut self) -> Self {
+        self.resources.extend(inventory::iter::<ResourceRegistration>.into_iter().map(|r| *r.0));
+        self
+    }
+
+    /// Adds everything linked into the program: tools, prompts, resources and custom methods.
+    pub fn registered(self) -> Self {
+        self.registered_tools().registered_prompts().registered_resources().registered_methods()
+    }
+
+    /// How many items each page of `tools/list`, `prompts/list`, `resources/list` and `resources/templates/list`
+    /// holds; a longer list is split with opaque cursors. Default [`DEFAULT_PAGE_SIZE`].
+    pub fn page_size(mut self, items: usize) -> Self {
+        self.page_size = Some(items);
+        self
+    }
+
+    /// Whether an optional argument's schema also accepts `null`. By default an `Option<T>` argument (and an
+    /// `Option` field of a struct argument) is simply not `required`, with the schema of `T`: the portable form,
+    /// which every client and model provider accepts. With `true` it is written as schemars writes it, `"type":
+    /// ["integer", "null"]` or an `anyOf` with `{"type": "null"}`, for clients that send explicit `null`s and
+    /// validate them. Either way a missing argument and a `null` one both read as `None`. Output schemas always keep
+    /// their `null`: a result's `None` is serialized as one.
+    ///
+    /// ```
+    /// #[mcp::tool]
+    /// fn forecast(city: String, days: Option<u32>) -> String {
+    ///     format!("{city}: {days:?}")
+    /// }
+    ///
+    /// let portable = mcp::Server::builder().tool::<forecast>().build().unwrap();
+    /// let schema = &portable.tools_list()["tools"][0]["inputSchema"];
+    /// assert_eq!(schema["properties"]["days"]["type"], "integer");
+    /// assert_eq!(schema["required"], serde_json::json!(["city"]));
+    ///
+    /// let nullable = mcp::Server::builder().tool::<forecast>().nullable_options(true).build().unwrap();
+    /// let schema = &nullable.tools_list()["tools"][0]["inputSchema"];
+    /// assert_eq!(schema["properties"]["days"]["type"], serde_json::json!(["integer", "null"]));
+    /// ```
+    pub fn nullable_options(mut self, nullable: bool) -> Self {
+        self.nullable_options = nullable;
+        self
+    }
+
+    /// Runs `f` with the built server before anything is served: the place to start a background task that holds a
+    /// [`Server`] handle (to announce resource updates or change what is listed).
+    pub fn on_start(mut self, f: impl FnOnce(Server) + Send + 'static) -> Self {
+        self.on_start.push(Box::new(f));
+        self
+    }
+
+    /// Gives the server a state value, which handlers borrow by declaring a `&State<T>` parameter (see
+    /// [`State`](crate::State)). One value per type; a second value of the same type is a build error.
+    pub fn state<T: Send + Sync + 'static>(mut self, value: T) -> Self {
+        if let Err(name) = self.state.insert(value) {
+            self.duplicate_state.get_or_insert(name);
+        }
+        self
+    }
+
+    /// Runs `hook` when the server stops (stdin closed, Ctrl-C, SIGTERM), after in-flight requests were cancelled and
+    /// their cleanups ran. Hooks run in the order they were added, within the shutdown timeout.
+    pub fn on_shutdown(mut self, hook: impl Future<Output = ()> + Send + 'static) -> Self {
+        self.shutdown_hooks.push(Box::pin(hook));
+        self
+    }
+
+    /// How long shutdown may take, all of it: at the end of stdin, waiting for what is in flight to be answered (up
+    /// to four fifths of it); then waiting for cancelled handlers and their cleanups, writing the last frames, then
+    /// the shutdown hooks, which get what is left. Default 5 s.
+    pub fn shutdown_timeout(mut self, timeout: Duration) -> Self {
+        self.shutdown_timeout = Some(timeout);
+        self
+    }
+
+    /// The largest incoming message, in bytes, that the stdio transport reads; longer lines are rejected with -32600
+    /// without being held in memory. Defaults to [`DEFAULT_MAX_LINE_BYTES`].
+    pub fn max_message_bytes(mut self, bytes: usize) -> Self {
+        self.max_line_bytes = Some(bytes);
+        self
+    }
+
+    /// The caching hints (`ttlMs`, `cacheScope`) of 2026-era lists, `server/discover` and resource reads that do not
+    /// set their own (`#[mcp::resource(ttl_ms = ..., cache_scope = "public")]`). Default [`CacheHint::NONE`]: no
+    /// reuse. Clients of the 2025 era see no hints.
+    pub fn cache(mut self, hint: CacheHint) -> Self {
+        self.cache = Some(hint);
+        self
+    }
+
+    /// The most requests in flight on one connection (a stdio process, a 2025 session); one more is refused with
+    /// [`ErrorCode::OVERLOADED`](crate::ErrorCode::OVERLOADED). Default [`DEFAULT_MAX_IN_FLIGHT`].
+    pub fn max_in_flight(mut self, requests: usize) -> Self {
+        self.max_in_flight = Some(requests);
+        self
+    }
+
+    /// The bounds of every outbound queue (stdout, each SSE stream, each 2026 answer), for clients that stop
+    /// reading: above the soft limit progress and log notifications are dropped; a frame past the hard limit
+    /// disconnects the client and cancels what it asked for. Default 4 MiB and 16 MiB.
+    pub fn outbound_limits(mut self, limits: crate::base::backlog::OutboundLimits) -> Self {
+        self.outbound = Some(limits);
+        self
+    }
+
+    /// The key that seals the `requestState` of 2026 `input_required` results (XChaCha20-Poly1305). Give every
+    /// instance behind one endpoint the same key, so that any of them can take a retry. Without one, the key comes
+    /// from `MCP_REQUEST_STATE_KEY` (64 hex digits), else it is random for this process.
+    pub fn request_state_key(mut self, key: [u8; 32]) -> Self {
+        self.state_key = Some(key);
+        self
+    }
+
+    /// How long a `requestState` stays valid. Default 10 minutes.
+    pub fn request_state_ttl(mut self, ttl: Duration) -> Self {
+        self.request_state_ttl = Some(ttl);
+        self
+    }
+
+    /// Where tasks are kept (default: a [`MemoryTaskStore`](crate::MemoryTaskStore) of
+    /// [`DEFAULT_MAX_TASKS`](crate::DEFAULT_MAX_TASKS)). A store shared by several instances lets any of them answer
+    /// `tasks/get` for a task another runs.
+    pub fn task_store(mut self, store: impl crate::task::TaskStore) -> Self {
+        self.task_store = Some(Arc::new(store));
+        self
+    }
+
+    /// How long a task and its result are kept, from its creation, unless its tool says otherwise (default
+    /// [`DEFAULT_TASK_TTL`](crate::DEFAULT_TASK_TTL)). A task still running when its TTL ends is stopped and
+    /// marked `failed`.
+    pub fn task_ttl(mut self, ttl: Duration) -> Self {
+        self.task_config.ttl = ttl.max(Duration::from_millis(1));
+        self
+    }
+
+    /// The longest TTL a client may ask for (2025-11-25 `task.ttl`) or a tool may set (default
+    /// [`DEFAULT_MAX_TASK_TTL`](crate::DEFAULT_MAX_TASK_TTL)).
+    pub fn task_max_ttl(mut self, ttl: Duration) -> Self {
+        self.task_config.max_ttl = ttl.max(Duration::from_millis(1));
+        self
+    }
+
+    /// The poll interval suggested to clients, unless a tool says otherwise (default
+    /// [`DEFAULT_POLL_INTERVAL`](crate::DEFAULT_POLL_INTERVAL)).
+    pub fn task_poll_interval(mut self, interval: Duration) -> Self {
+        self.task_config.poll_interval = interval.max(Duration::from_millis(1));
+        self
+    }
+
+    /// How many tasks one client may have running at once; more are refused with -31000, or run as plain calls
+    /// where the tool's task support is optional (default
+    /// [`DEFAULT_MAX_RUNNING_TASKS`](crate::DEFAULT_MAX_RUNNING_TASKS)). A client is its authenticated principal,
+    /// else its 2025 session, else (2026 era) its peer address, else its connection. A finished or cancelled task
+    /// no longer counts.
+    pub fn max_running_tasks(mut self, tasks: usize) -> Self {
+        self.task_config.max_running = tasks.max(1);
+        self
+    }
+
+    /// How many tasks one client (as for [`max_running_tasks`](Self::max_running_tasks)) may have stored at once:
+    /// running, or finished and kept for their TTL. More are refused with -31000 (or run as plain calls where the
+    /// tool's task support is optional), so that no client can fill the task store for the others (default
+    /// [`DEFAULT_MAX_TASKS_PER_CLIENT`](crate::DEFAULT_MAX_TASKS_PER_CLIENT)).
+    pub fn max_tasks_per_client(mut self, tasks: usize) -> Self {
+        self.task_config.max_stored = tasks.max(1);
+        self
+    }
+
+    /// Adds a middleware layer: a [`tower::Layer`] over the dispatcher, which sees every request the dispatcher
+    /// serves (tools, prompts, resources, completion, tasks, custom methods), on every transport and in both eras,
+    /// as an [`McpRequest`](crate::middleware::McpRequest), and its outcome as an
+    /// [`McpResponse`](crate::middleware::McpResponse). Layers run in the order they are added: the first sees each
+    /// request first and its response last. `tower::timeout`, `tower::limit::ConcurrencyLimitLayer`,
+    /// `tower::load_shed` and layers of your own work as they are; see [`mcp::middleware`](crate::middleware).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use mcp::tower::{limit::ConcurrencyLimitLayer, timeout::TimeoutLayer};
+    ///
+    /// let server = mcp::Server::builder()
+    ///     .layer(TimeoutLayer::new(Duration::from_secs(30)))
+    ///     .layer(ConcurrencyLimitLayer::new(16))
+    ///     .build()
+    ///     .unwrap();
+    /// # let _ = server;
+    /// ```
+    pub fn layer<L>(mut self, layer: L) -> Self
+    where
+        L: tower::Layer<crate::middleware::Next> + Send + 'static,
+        L::Service: tower::Service<crate::middleware::McpRequest, Response = crate::middleware::McpResponse>
+            + Clone
+            + Send
+            + Sync
+            + 'static,
+        <L::Service as tower::Service<crate::middleware::McpRequest>>::Error: Into<crate::middleware::BoxError>,
+        <L::Service as tower::Service<crate::middleware::McpRequest>>::Future: Send + 'static,
+    {
+        self.layers.push(layer);
+        self
+    }
+
+    /// Adds a protocol extension: its `capabilities.extensions` entry, its methods, and what its
+    /// [`setup`](crate::Extension::setup) adds. See [`Extension`](crate::Extension).
+    pub fn extension(mut self, extension: impl extension::Extension) -> Self {
+        self.extensions.push(Box::new(extension));
+        self
+    }
+
+    /// Builds the server: computes every schema and the list results once.
+    pub fn build(mut self) -> Result<Server, BuildError> {
+        // Each extension adds what it serves first (an extension may add another).
+        let mut extensions = Vec::new();
+        while !self.extensions.is_empty() {
+            for extension in std::mem::take(&mut self.extensions) {
+                self = extension.setup(self);
+                extensions.push(extension);
+            }
+        }
+        self.build_with(extensions)
+    }
+
+    fn build_with(self, mut extensions: Vec<Box<dyn extension::Extension>>) -> Result<Server, BuildError> {
+        if let Some(type_name) = self.duplicate_state {
+            return Err(BuildError::DuplicateState { type_name });
+        }
+        let mut info = self
+            .info
+            .or(self.default_info)
+            .unwrap_or_else(|| Implementation::new(DEFAULT_SERVER_NAME, DEFAULT_SERVER_VERSION));
+        if let Some(name) = self.name {
+            info.name = name;
+        }
+        if let Some(version) = self.version {
+            info.version = version;
+        }
+        let info_value = serde_json::to_value(&info).expect("server info serializes");
+        let cache = self.cache.unwrap_or_default();
+        let sealer = crate::era::seal::Sealer::from_config(self.state_key)
+            .map_err(|message| BuildError::BadStateKey { message })?;
+        let modern_extra = json!({
+            "resultType": "complete",
+            "ttlMs": cache.ttl_ms,
+            "cacheScope": cache.scope.as_str(),
+            "_meta": { crate::era::v2026::META_SERVER_INFO: info_value },
+        });
+        let modern_extra = match modern_extra {
+            Value::Object(m) => m,
+            _ => unreachable!("an object"),
+        };
+        let mut registry = Registry::new(self.page_size.unwrap_or(DEFAULT_PAGE_SIZE), modern_extra);
+        registry.nullable_options = self.nullable_options;
+        for def in self.tools {
+            registry.insert_tool(def)?;
+        }
+        for def in self.prompts {
+            registry.insert_prompt(def)?;
+        }
+        for def in self.resources {
+            registry.insert_resource(def)?;
+        }
+        registry.paginate();
+        let mut methods: HashMap<&'static str, MethodDef> = HashMap::with_capacity(self.methods.len());
+        for def in self.methods {
+            crate::handler::method::check_name(def.name).map_err(|message| BuildError::ReservedMethod { message })?;
+            if let Some(first) = methods.get(def.name) {
+                if first.location == def.location {
+                    continue;
+                }
+                return Err(BuildError::DuplicateMethod {
+                    name: def.name.to_owned(),
+                    first: first.location.to_owned(),
+                    second: def.location.to_owned(),
+                });
+            }
+            methods.insert(def.name, def);
+        }
+        let tasks_enabled = registry.tools.values().any(|t| t.def.task.support != crate::task::TaskSupport::Forbidden);
+        if tasks_enabled {
+            extensions.insert(0, Box::new(crate::task::Tasks));
+        }
+        let mut extension_methods: HashMap<&'static str, MethodDef> = HashMap::new();
+        let mut ids = std::collections::HashSet::new();
+        for ext in &extensions {
+            let id = ext.id();
+            let bad = |message| BuildError::BadExtension { id: id.to_owned(), message };
+            extension::check(id, None).map_err(bad)?;
+            if !ids.insert(id.to_owned()) {
+                return Err(bad(format!("two extensions have the identifier `{id}`")));
+            }
+            for def in ext.methods() {
+                extension::check(id, Some(def.name)).map_err(bad)?;
+                if methods.contains_key(def.name) || extension_methods.insert(def.name, def).is_some() {
+                    return Err(bad(format!(
+                        "extension `{id}` defines the method `{}`, which another method (of the server's or of an \
+                         extension) has already",
+                        def.name
+                    )));
+                }
+            }
+        }
+        let handlers = registry
+            .tools
+            .values()
+            .map(|l| ("tool", l.def.name, l.def.location, l.def.injected))
+            .chain(registry.prompts.values().map(|l| ("prompt", l.def.name, l.def.location, l.def.injected)))
+            .chain(registry.resources.values().map(|l| ("resource", l.def.name, l.def.location, l.def.injected)))
+            .chain(registry.templates.values().map(|(l, _)| ("resource", l.def.name, l.def.location, l.def.injected)))
+            .chain(
+                methods.values().chain(extension_methods.values()).map(|d| ("method", d.name, d.location, d.injected)),
+            );
+        check_requirements(&self.state, handlers)?;
+
+        let mut capabilities = json!({ "logging": {} });
+        if !registry.tools.is_empty() {
+            capabilities["tools"] = json!({ "listChanged": true });
+        }
+        if !registry.prompts.is_empty() {
+            capabilities["prompts"] = json!({ "listChanged": true });
+        }
+        if !registry.resources.is_empty() || !registry.templates.is_empty() {
+            capabilities["resources"] = json!({ "subscribe": true, "listChanged": true });
+        }
+        if !registry.prompts.is_empty() || !registry.templates.is_empty() {
+            capabilities["completions"] = json!({});
+        }
+        // Each era lists the extensions it has settings for (the 2026-07-28 era has Tasks as an extension, 2025-11-25
+        // as a capability of its own).
+        let mut modern_capabilities = capabilities.clone();
+        for ext in &extensions {
+            for (era, capabilities) in [(Era::V2025, &mut capabilities), (Era::V2026, &mut modern_capabilities)] {
+                if let (Some(settings), Value::Object(capabilities)) = (ext.settings(era), capabilities) {
+                    let listed = capabilities.entry("extensions").or_insert_with(|| json!({}));
+                    listed[ext.id()] = settings;
+                }
+            }
+            if let Value::Object(capabilities) = &mut capabilities {
+                capabilities.extend(ext.legacy_capabilities());
+            }
+        }
+        let discover =
+            crate::era::v2026::discover_result(&info, &modern_capabilities, self.instructions.as_deref(), cache);
+        let server = Server {
+            inner: Arc::new(ServerInner {
+                info,
+                instructions: self.instructions,
+                registry: RwLock::new(Arc::new(registry)),
+                capabilities,
+                max_line_bytes: self.max_line_bytes.unwrap_or(DEFAULT_MAX_LINE_BYTES),
+                max_in_flight: self.max_in_flight.unwrap_or(DEFAULT_MAX_IN_FLIGHT),
+                outbound: self.outbound.unwrap_or_default(),
+                layers: self.layers.build(),
+                methods,
+                extension_methods,
+                state: self.state,
+                shutdown_hooks: Mutex::new(self.shutdown_hooks),
+                shutdown_timeout: self.shutdown_timeout.unwrap_or(DEFAULT_SHUTDOWN_TIMEOUT),
+                hub: Box::new(hub::MemoryHub::default()),
+                result_prefix: crate::era::v2026::result_prefix(&info_value),
+                info_value,
+                discover,
+                cache,
+                sealer,
+                request_state_ttl: self.request_state_ttl.unwrap_or(crate::era::v2026::DEFAULT_REQUEST_STATE_TTL),
+                tasks_enabled,
+                tasks: crate::task::TaskEngine::new(
+                    self.task_store.unwrap_or_else(|| Arc::new(crate::task::MemoryTaskStore::default())),
+                    self.task_config,
+                ),
+            }),
+        };
+        for f in self.on_start {
+            f(server.clone());
+        }
+        Ok(server)
+    }
+}
+
+/// The default limit on requests in flight on one connection: 10 000.
+pub const DEFAULT_MAX_IN_FLIGHT: usize = 10_000;
+
+/// The default number of items on one page of a list result.
+pub const DEFAULT_PAGE_SIZE: usize = 100;
+
+/// The default bound on each step of shutdown: 5 s.
+pub const DEFAULT_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(5);
+
+pub(super) fn check_requirements<'a>(
+    state: &StateMap,
+    handlers: impl Iterator<Item = (&'static str, &'a str, &'a str, Injected)>,
+) -> Result<(), BuildError> {
+    let mut missing: Vec<BuildError> = Vec::new();
+    for (kind, name, location, injected) in handlers {
+        for requirement in injected.iter().filter_map(|f| f()) {
+            if !state.contains(&requirement) {
+                missing.push(BuildError::MissingState {
+                    kind,
+                    handler: name.to_owned(),
+                    type_name: requirement.type_name,
+                    location: location.to_owned(),
+                });
+            }
+        }
+    }
+    // Report the same one whatever the order of the maps.
+    missing.sort_by_key(|e| e.to_string());
+    match missing.into_iter().next() {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
