@@ -517,6 +517,8 @@ struct HttpState {
     /// the request of the client that sent it and no other. Entries leave when their POST ends.
     stateless_requests: Mutex<StatelessTable>,
     next_stateless: AtomicU64,
+    /// The 2026 requests whose POST waits for its answer (cancelled when the server stops).
+    waiting: modern::Waiting,
     /// Makes each session's event store (sharing one total by default).
     event_stores: Arc<dyn EventStoreFactory>,
     /// The Host and Origin values refused so far, each logged once.
@@ -611,6 +613,7 @@ impl Server {
             sessions: Mutex::new(HashMap::new()),
             stateless_requests: Mutex::new(HashMap::new()),
             next_stateless: AtomicU64::new(1),
+            waiting: modern::Waiting::default(),
             event_stores: options_store,
             refused: RefusedNames::default(),
         });
@@ -725,13 +728,14 @@ impl Server {
             });
         }
         // One deadline for all of shutdown, from the signal on. Every stream ends now, so that connections can
-        // close: listen streams with their result, 2025 sessions (and their standalone streams) by cancelling what
-        // is in flight. Connections still open at the deadline are dropped.
+        // close: listen streams with their result, 2025 sessions (and their standalone streams) and 2026 requests
+        // by cancelling what is in flight. Connections still open at the deadline are dropped.
         let deadline = tokio::time::Instant::now() + self.inner.shutdown_timeout;
         drop(listener);
         self.end_streams(None);
         self.tasks().cancel_all("the server is stopping");
         state.end_all_sessions("the server is stopping");
+        state.waiting.stop();
         let _ = tokio::time::timeout_at(deadline, graceful.shutdown()).await;
         let tasks = crate::base::cancel::cleanup_tasks();
         self.stop_subscribers("the server is stopping");
