@@ -652,6 +652,15 @@ async fn a_stopping_server_cancels_the_calls_in_flight_of_both_eras_and_runs_the
     stop_with_sleeps_in_flight(server, session, [101, 102]).await;
 }
 
+/// The same in stateless mode, where each 2025 request has a session of its own (it also held the shutdown for
+/// the whole deadline).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopping_stateless_server_cancels_the_calls_in_flight_of_both_eras_and_runs_their_cleanup() {
+    let server = HttpServer::start(&["--stateless"]);
+    let client = server.client();
+    stop_with_sleeps_in_flight(server, client, [201, 202]).await;
+}
+
 /// Starts a long `sleep` as a 2025 request of `old` (`ids[0]`) and as a 2026 request (`ids[1]`), sends SIGTERM once
 /// both run, and checks that the server exits within 3 s with both handlers dropped and their cleanups done.
 async fn stop_with_sleeps_in_flight(server: HttpServer, old: Client, ids: [i64; 2]) {

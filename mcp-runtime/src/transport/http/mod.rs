@@ -534,12 +534,19 @@ impl HttpState {
         self.event_stores.create()
     }
 
-    /// Ends every session (the server is stopping): their requests are cancelled and their streams end.
+    /// Ends every session, stateless ones too (the server is stopping): their requests are cancelled and their
+    /// streams end.
     fn end_all_sessions(&self, reason: &str) {
         let ended: Vec<Arc<HttpSession>> = self.sessions.locked().drain().map(|(_, s)| s).collect();
         for s in ended {
             s.session.cancel_all(reason);
             s.standalone.close();
+        }
+        // Stateless mode: each request has a session of its own, which only the table of cancels lists.
+        let stateless: Vec<Arc<Session>> =
+            self.stateless_requests.locked().values().flatten().filter_map(|(_, s)| s.upgrade()).collect();
+        for session in stateless {
+            session.cancel_all(reason);
         }
     }
 
