@@ -10,9 +10,12 @@
 //! mix, for a reproduction: echo, burst, cancel, spin, race, slow, disconnect, panic, flood, large, stuck, change).
 //! `MCP_BENCH_SERVER=path` drives another build of the testbed. One run per transport × era, each against its own
 //! server process; one summary line per run, then a verdict. The exit status is 1 on any lost, duplicated or
-//! after-cancel response, any wrong answer, a server that does not exit cleanly, or RSS growth (from the end of the
-//! warm-up to the end) past the bound. A check, not a benchmark: it reports no timings. All traffic goes to
-//! 127.0.0.1; every wait is bounded.
+//! after-cancel response, any wrong answer, a server that does not exit cleanly, or RSS growth past the bound. The
+//! growth is what the server holds, from the end of the warm-up to the end: at both ends nothing is in flight (at the
+//! first, the workers pause and 2025 clients end their sessions; at the last, they are done and the stuck readers
+//! closed), and the testbed's `trim` has given the allocator's free memory back; the line shows the untrimmed RSS
+//! and its peak beside it. A check, not a benchmark: it reports no timings. All traffic goes to 127.0.0.1; every
+//! wait is bounded.
 //!
 //! Per request it counts: sent; answered (once, with the right content); duplicated (a second response); answered
 //! after its cancel (on the wire); ran on (a cancelled handler that finished anyway: the testbed's `SLEEP_DONE`
@@ -31,11 +34,12 @@
 //! second; 20 MiB answers (past the hard bound) to a client that reads them, checked for their length, at most one
 //! every 4 s (on stdio neither overlaps a slow reader nor the other: one pipe more than the soft bound behind is,
 //! by the server's rule, a client that stopped reading); on HTTP, readers that stop reading (one every 5 s, four at
-//! most, from the start: a connection with a 4 KiB receive buffer whose response head is read and nothing more;
-//! 2026: a `subscriptions/listen` for tool list changes and resources under `file:///soak/`; 2025: a session
-//! subscribed to a resource, whose GET stream is the one not read), held to the end of the run and closed before
-//! the last RSS sample, while changes (a 60 kB URI touched, or a tool disabled and enabled) keep coming: every other
-//! operation keeps its deadline, and the server exits cleanly; and on 2025 HTTP a new session every 40 operations.
+//! most, from the end of the warm-up: a connection with a 4 KiB receive buffer whose response head is read and
+//! nothing more; 2026: a `subscriptions/listen` for tool list changes and resources under `file:///soak/`; 2025: a
+//! session subscribed to a resource, whose GET stream is the one not read), held to the end of the run and closed
+//! before the last RSS sample, while changes (a 60 kB URI touched, or a tool disabled and enabled) keep coming: every
+//! other operation keeps its deadline, and the server exits cleanly; and on 2025 HTTP a new session every 40
+//! operations.
 
 use std::collections::{HashMap, VecDeque};
 use std::process::Stdio;
@@ -256,8 +260,6 @@ fn spacing(transport: Transport, op: Op) -> Option<(Duration, Op)> {
         (Transport::Stdio, Op::Disconnect) => Some((Duration::from_secs(2), Op::Echo)),
         (_, Op::Flood) => Some((Duration::from_secs(1), Op::Echo)),
         (_, Op::Large) => Some((Duration::from_secs(4), Op::Echo)),
-        // One at a time fills to the hard bound, and what the server frees when it lets one go is what the next
-        // fills: the first, in the warm-up, sets the allocator's high-water mark (glibc keeps the freed frames).
         (_, Op::Stuck) => Some((Duration::from_secs(5), Op::Change)),
         _ => None,
     }
@@ -466,6 +468,9 @@ struct Run {
     stats: Stats,
     markers: Markers,
     next_id: AtomicU64,
+    /// The end of the warm-up, where the workers pause for the first memory sample (see [`Pause`]).
+    warm_end: Instant,
+    pause: Pause,
     deadline: Instant,
     /// Set when the server is gone: the workers stop.
     stopped: AtomicBool,
@@ -497,6 +502,10 @@ impl Run {
     /// after the last, a stuck reader when the run has opened its share).
     fn due(&self, op: Op) -> Op {
         let Some((every, instead)) = spacing(self.transport, op) else { return op };
+        // A reader that stops reading holds memory until the end of the run: none is open at the first sample.
+        if op == Op::Stuck && !self.pause.is_over() {
+            return instead;
+        }
         let mut spaced = self.spaced.lock().unwrap();
         if spaced.get(&op).is_some_and(|last| last.elapsed() < every) {
             return instead;
@@ -522,6 +531,87 @@ impl Run {
                 .problem(&self.stats.unhonoured, format!("cancelled request {id} did not stop within {SETTLE:?}"));
         }
         self.markers.forget(id);
+    }
+}
+
+/// The pause at the end of the warm-up: each worker parks between two operations (a 2025 HTTP client ends its
+/// session first), so that the first memory sample, like the last, sees a server with nothing in flight.
+#[derive(Default)]
+struct Pause {
+    parked: AtomicUsize,
+    arrived: Notify,
+    over: AtomicBool,
+    resumed: Notify,
+}
+
+impl Pause {
+    fn is_over(&self) -> bool {
+        self.over.load(Ordering::SeqCst)
+    }
+
+    /// Parks a worker until the sample is taken.
+    async fn park(&self) {
+        let resumed = self.resumed.notified();
+        tokio::pin!(resumed);
+        resumed.as_mut().enable();
+        self.parked.fetch_add(1, Ordering::SeqCst);
+        self.arrived.notify_one();
+        if !self.is_over() {
+            resumed.await;
+        }
+    }
+
+    /// A worker that ends before the pause (the run stopped) counts as parked.
+    fn leave(&self) {
+        self.parked.fetch_add(1, Ordering::SeqCst);
+        self.arrived.notify_one();
+    }
+
+    /// Waits until `workers` workers are parked, or `within`; says whether they all are.
+    async fn hold(&self, workers: usize, within: Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + within;
+        while self.parked.load(Ordering::SeqCst) < workers {
+            if tokio::time::timeout_at(deadline, self.arrived.notified()).await.is_err() {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Lets the parked workers go on (and any that come later pass).
+    fn resume(&self) {
+        self.over.store(true, Ordering::SeqCst);
+        self.resumed.notify_waiters();
+    }
+}
+
+/// How the soak reaches the server to call the testbed's `trim`: its stdio pipe, or a 2026 POST (no session).
+enum Trimmer {
+    Stdio(Arc<StdioConn>),
+    Http(HttpClient),
+}
+
+/// Asks the server to give its allocator's free memory back (the testbed's `trim`), so that the RSS read next is
+/// what the server holds rather than what its allocator keeps for later.
+async fn trim(run: &Run, via: &Trimmer) -> Result<(), String> {
+    let id = run.id();
+    let deadline = Instant::now() + CALL_TIMEOUT;
+    let answer = match via {
+        Trimmer::Stdio(conn) => {
+            let rx = conn.expect(id);
+            conn.write(&format!("{}\n", call_body(run.era, id, "trim", json!({}), false))).await?;
+            tokio::time::timeout_at(at(deadline), rx).await.ok().and_then(Result::ok)
+        }
+        Trimmer::Http(client) => {
+            let response = client.send(&call_body(client.era, id, "trim", json!({}), false), deadline).await?;
+            read_answer(response, id, deadline, Duration::ZERO).await.answer
+        }
+    };
+    match answer {
+        Some(answer) => {
+            check(&Expect::Done, &answer).map_err(|e| format!("trim: {e}; got {}", shorten(&answer.to_string())))
+        }
+        None => Err(format!("trim: no answer within {CALL_TIMEOUT:?}")),
     }
 }
 
@@ -658,9 +748,12 @@ fn testbed() -> Command {
         Command::new(std::env::var_os("MCP_BENCH_SERVER").unwrap_or_else(|| env!("CARGO_BIN_EXE_testbed").into()));
     // No backtraces: a panic's report is written to stderr piece by piece, without the lock `eprintln!` takes.
     command.env("RUST_LOG", "info").env("RUST_BACKTRACE", "0").kill_on_drop(true);
-    // The growth check looks for leaks, not for what the allocator keeps: with its default, glibc raises its mmap
-    // threshold after each large buffer is freed, so the 20 MiB answers and 60 kB notifications of a run are later
-    // served from a heap it does not give back (about 35 MiB of growth in 8 s of stuck readers, 1.4 MiB with this threshold).
+    // The growth check looks for leaks, not for what glibc's allocator keeps of what the server freed. With its
+    // default, glibc raises its mmap threshold (and with it the trim threshold) after each large buffer is freed, so
+    // that the 20 MiB answers and 60 kB notifications of a run are later served from thread arenas whose free tops
+    // (up to 64 MiB each) are never given back, not even by `malloc_trim`. A fixed threshold fixes the trim
+    // threshold too (128 KiB); what the heaps still keep, free pages between live blocks, the testbed's `trim`
+    // gives back before each sample (see `Memory`).
     command.env("MALLOC_MMAP_THRESHOLD_", "32768");
     command
 }
@@ -920,7 +1013,13 @@ async fn stdio_call(run: &Run, conn: &StdioConn, tool: &str, arguments: Value, p
 
 async fn stdio_worker(run: Arc<Run>, conn: Arc<StdioConn>, mut rng: Rng) {
     let mix = &run.mix;
+    let mut paused = false;
     while run.going() {
+        if !paused && Instant::now() >= run.warm_end {
+            paused = true;
+            run.pause.park().await;
+            continue;
+        }
         let op = run.due(pick(&mut rng, mix));
         run.stats.op(op);
         match op {
@@ -1029,6 +1128,9 @@ async fn stdio_worker(run: Arc<Run>, conn: Arc<StdioConn>, mut rng: Rng) {
             }
             Op::Churn | Op::Stuck | Op::Change => {}
         }
+    }
+    if !paused {
+        run.pause.leave();
     }
 }
 
@@ -1632,7 +1734,18 @@ async fn http_worker(run: Arc<Run>, url: Arc<str>, mut rng: Rng) {
     let mut client = HttpClient { http, url, era: run.era, session: None };
     let mix = &run.mix;
     let mut ops_in_session = 0;
+    let mut paused = false;
     while run.going() {
+        if !paused && Instant::now() >= run.warm_end {
+            paused = true;
+            // 2025: the session ends first, so that what its event store keeps is not in the sample.
+            if let Err(e) = client.end_session().await {
+                run.stats.problem(&run.stats.bad, e);
+            }
+            ops_in_session = 0;
+            run.pause.park().await;
+            continue;
+        }
         if run.era == Era::V2025 && (client.session.is_none() || ops_in_session >= SESSION_OPS) {
             if ops_in_session > 0 {
                 run.stats.op(Op::Churn);
@@ -1669,6 +1782,9 @@ async fn http_worker(run: Arc<Run>, url: Arc<str>, mut rng: Rng) {
             }
         }
     }
+    if !paused {
+        run.pause.leave();
+    }
     if let Err(e) = client.end_session().await {
         run.stats.problem(&run.stats.bad, e);
     }
@@ -1680,6 +1796,20 @@ async fn http_worker(run: Arc<Run>, url: Arc<str>, mut rng: Rng) {
 struct Report {
     label: String,
     failures: Vec<String>,
+}
+
+/// The server's resident memory in KiB: at the first sample (the end of the warm-up) and the last (after the
+/// workers, stuck readers and sessions are gone), each read after the testbed's `trim` and before it; the peak in
+/// between, as it was (untrimmed).
+#[derive(Default)]
+struct Memory {
+    start: Option<u64>,
+    start_untrimmed: Option<u64>,
+    end: Option<u64>,
+    end_untrimmed: Option<u64>,
+    peak: u64,
+    /// What went wrong while measuring (a pause not reached, a trim not answered).
+    problems: Vec<String>,
 }
 
 async fn run_one(transport: Transport, era: Era, args: &Args, seed: u64) -> Report {
@@ -1698,6 +1828,8 @@ async fn run_one(transport: Transport, era: Era, args: &Args, seed: u64) -> Repo
         stats: Stats::default(),
         markers: Markers::default(),
         next_id: AtomicU64::new(1),
+        warm_end,
+        pause: Pause::default(),
         deadline: warm_end + Duration::from_secs(args.seconds),
         stopped: AtomicBool::new(false),
         spaced: Mutex::default(),
@@ -1742,26 +1874,48 @@ async fn run_one(transport: Transport, era: Era, args: &Args, seed: u64) -> Repo
         }
     }
 
-    // Resident memory: at the end of the warm-up, its peak, and at the end.
+    // Resident memory: at the end of the warm-up and at the end, each time with nothing in flight and the
+    // allocator's free memory given back (what the server holds), and its peak in between.
+    let trimmer = Arc::new(match &conn {
+        Some(c) => Trimmer::Stdio(c.clone()),
+        None => {
+            let http = reqwest::Client::new();
+            Trimmer::Http(HttpClient { http, url: url.as_str().into(), era: Era::V2026, session: None })
+        }
+    });
     let pid = server.pid;
     let sampling = Arc::new(AtomicBool::new(true));
     let sampler = tokio::spawn({
         let (sampling, run, label, every) = (sampling.clone(), run.clone(), label.clone(), args.every);
+        let (trimmer, workers) = (trimmer.clone(), args.concurrency);
         async move {
-            let mut start = None;
-            let mut peak = 0;
-            let mut next_line = warm_end + Duration::from_secs(every);
+            let mut memory = Memory::default();
+            while Instant::now() < warm_end {
+                if rss_kib(pid).is_none() {
+                    // The server is gone: stop the workers rather than let them fail in a loop.
+                    run.stopped.store(true, Ordering::Relaxed);
+                    run.pause.resume();
+                    return memory;
+                }
+                tokio::time::sleep(Duration::from_millis(250)).await;
+            }
+            if !run.pause.hold(workers, CALL_TIMEOUT).await {
+                memory.problems.push(format!("not every worker paused within {CALL_TIMEOUT:?} for the first sample"));
+            }
+            memory.start_untrimmed = rss_kib(pid);
+            if let Err(e) = trim(&run, &trimmer).await {
+                memory.problems.push(e);
+            }
+            memory.start = rss_kib(pid);
+            run.pause.resume();
+            memory.peak = memory.start_untrimmed.unwrap_or(0);
+            let mut next_line = Instant::now() + Duration::from_secs(every);
             while sampling.load(Ordering::Relaxed) {
                 let Some(now) = rss_kib(pid) else {
-                    // The server is gone: stop the workers rather than let them fail in a loop.
                     run.stopped.store(true, Ordering::Relaxed);
                     break;
                 };
-                if Instant::now() < warm_end {
-                    tokio::time::sleep(Duration::from_millis(250)).await;
-                    continue;
-                }
-                peak = peak.max(now).max(*start.get_or_insert(now));
+                memory.peak = memory.peak.max(now);
                 if every > 0 && Instant::now() >= next_line {
                     next_line += Duration::from_secs(every);
                     let s = &run.stats;
@@ -1777,7 +1931,7 @@ async fn run_one(transport: Transport, era: Era, args: &Args, seed: u64) -> Repo
                 }
                 tokio::time::sleep(Duration::from_millis(250)).await;
             }
-            (start, peak)
+            memory
         }
     });
     for w in workers {
@@ -1798,8 +1952,14 @@ async fn run_one(transport: Transport, era: Era, args: &Args, seed: u64) -> Repo
     // Late responses, duplicates and answers after a cancel still count while things settle.
     tokio::time::sleep(Duration::from_secs(1)).await;
     sampling.store(false, Ordering::Relaxed);
-    let (rss_start, peak) = sampler.await.unwrap_or((None, 0));
-    let rss_end = rss_kib(pid);
+    let mut memory = sampler.await.unwrap_or_default();
+    memory.end_untrimmed = rss_kib(pid);
+    if memory.end_untrimmed.is_some() {
+        if let Err(e) = trim(&run, &trimmer).await {
+            memory.problems.push(e);
+        }
+    }
+    memory.end = rss_kib(pid);
 
     // Stop the server as its client would: stdio by closing its input, HTTP by SIGTERM.
     let exit = if let Some(c) = &conn {
@@ -1822,9 +1982,16 @@ async fn run_one(transport: Transport, era: Era, args: &Args, seed: u64) -> Repo
     let (sent, answered, cancelled, lost) = (g(&s.sent), g(&s.answered), g(&s.cancelled), g(&s.lost));
     let (dup, after, ran_on, unhonoured, bad) =
         (g(&s.duplicated), g(&s.after_cancel), g(&s.ran_on), g(&s.unhonoured), g(&s.bad));
-    let rss = match (rss_start, rss_end) {
+    let rss = match (memory.start, memory.end) {
         (Some(a), Some(b)) => {
-            format!("RSS {a} -> {b} KiB ({:+} KiB, peak {peak})", b as i64 - a as i64)
+            let untrimmed = |v: Option<u64>| v.map_or("?".to_owned(), |v| v.to_string());
+            format!(
+                "RSS {a} -> {b} KiB ({:+} KiB; untrimmed {} -> {}, peak {})",
+                b as i64 - a as i64,
+                untrimmed(memory.start_untrimmed),
+                untrimmed(memory.end_untrimmed),
+                memory.peak
+            )
         }
         _ => "RSS unknown (the server was gone)".to_owned(),
     };
@@ -1863,7 +2030,8 @@ async fn run_one(transport: Transport, era: Era, args: &Args, seed: u64) -> Repo
             failures.push(format!("{n} {what}"));
         }
     }
-    match (rss_start, rss_end) {
+    failures.extend(memory.problems.iter().map(|p| format!("measuring memory: {p}")));
+    match (memory.start, memory.end) {
         (Some(a), Some(b)) if b.saturating_sub(a) > args.max_rss_growth_kib => {
             failures.push(format!("RSS grew by {} KiB, over the bound of {} KiB", b - a, args.max_rss_growth_kib))
         }

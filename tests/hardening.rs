@@ -64,6 +64,43 @@ fn a_declared_length_over_the_limit_is_413_before_the_body_is_sent() {
     assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
 }
 
+/// Issue 19, Medium 8: a client that sends a body over the limit without `Expect` reads the 413. The server reads
+/// the rest of the body and throws it away (a lingering close) rather than close with the upload unread, which
+/// resets the connection: the client's writes failed and its read of the answer with them.
+#[test]
+fn a_body_over_the_limit_sent_without_expect_gets_its_413_not_a_reset() {
+    let server = HttpServer::start(&[]);
+    let authority = server.url.trim_start_matches("http://").split('/').next().unwrap().to_owned();
+    for attempt in 0..3 {
+        let mut tcp = std::net::TcpStream::connect(&authority).unwrap();
+        tcp.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        tcp.set_write_timeout(Some(Duration::from_secs(10))).unwrap();
+        let length = 64 << 20;
+        let head = format!(
+            "POST /mcp HTTP/1.1\r\nHost: {authority}\r\nContent-Type: application/json\r\n\
+             Accept: application/json, text/event-stream\r\nContent-Length: {length}\r\n\r\n"
+        );
+        tcp.write_all(head.as_bytes()).unwrap();
+        let chunk = vec![b' '; 1 << 20];
+        for sent in 0..length / chunk.len() {
+            if let Err(e) = tcp.write_all(&chunk) {
+                panic!("attempt {attempt}: the upload failed after {sent} MiB of 64: {e}");
+            }
+        }
+        let mut answer = Vec::new();
+        let mut buffer = [0u8; 4096];
+        while !answer.windows(4).any(|w| w == b"\r\n\r\n") {
+            match tcp.read(&mut buffer) {
+                Ok(0) => break,
+                Ok(n) => answer.extend_from_slice(&buffer[..n]),
+                Err(e) => panic!("attempt {attempt}: reading the answer failed: {e}"),
+            }
+        }
+        let answer = String::from_utf8_lossy(&answer);
+        assert!(answer.starts_with("HTTP/1.1 413"), "attempt {attempt}: {answer}");
+    }
+}
+
 /// Defect 6: a session that is working is not idle. A call longer than the idle timeout gets its response, and the
 /// session lives on; a session whose only activity is an open GET stream lives on too.
 #[tokio::test]

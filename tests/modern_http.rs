@@ -641,6 +641,65 @@ async fn a_stopping_server_ends_an_open_listen_with_its_result() {
     assert!(stream.ended(WAIT).await, "the stream closes after the result");
 }
 
+/// Issue 19, Medium 6: SIGTERM cancels a 2026 call in flight as it does a 2025 one: its handler is dropped, its
+/// deferred cleanup runs, and the process exits well inside the 5 s shutdown deadline (a 2026 call used to hold it
+/// for the whole deadline, and its cleanup never ran).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopping_server_cancels_the_calls_in_flight_of_both_eras_and_runs_their_cleanup() {
+    let server = HttpServer::start(&[]);
+    let mut session = server.client();
+    session.initialize(json!({})).await;
+    stop_with_sleeps_in_flight(server, session, [101, 102]).await;
+}
+
+/// The same in stateless mode, where each 2025 request has a session of its own (it also held the shutdown for
+/// the whole deadline).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopping_stateless_server_cancels_the_calls_in_flight_of_both_eras_and_runs_their_cleanup() {
+    let server = HttpServer::start(&["--stateless"]);
+    let client = server.client();
+    stop_with_sleeps_in_flight(server, client, [201, 202]).await;
+}
+
+/// Starts a long `sleep` as a 2025 request of `old` (`ids[0]`) and as a 2026 request (`ids[1]`), sends SIGTERM once
+/// both run, and checks that the server exits within 3 s with both handlers dropped and their cleanups done.
+async fn stop_with_sleeps_in_flight(server: HttpServer, old: Client, ids: [i64; 2]) {
+    let sleep = json!({"ms": 30_000});
+    let old_call = common::http::request(ids[0], "tools/call", json!({"name": "sleep", "arguments": sleep}));
+    let new_call = call(ids[1], "sleep", sleep);
+    let modern = server.client();
+    // Each answer is read to its end (a client that goes away cancels its call, which is not what is tested); it
+    // ends without a response: how (an empty 202, a stream that closes, a connection dropped) is not the point.
+    let calls = [
+        tokio::spawn(async move { old.post(&old_call).send().await?.text().await }),
+        tokio::spawn(async move { modern.modern_post(&new_call).send().await?.text().await }),
+    ];
+    for id in ids {
+        assert!(server.wait_stderr(&format!("SLEEP_START {id}"), WAIT).await, "{}", server.stderr_text());
+    }
+    let term = std::process::Command::new("kill").args(["-TERM", &server.pid().to_string()]).status().unwrap();
+    assert!(term.success());
+    let (server, status, took) = tokio::task::spawn_blocking(move || {
+        let mut server = server;
+        let started = std::time::Instant::now();
+        let status = server.wait_exit(WAIT);
+        (server, status, started.elapsed())
+    })
+    .await
+    .unwrap();
+    assert!(status.is_some_and(|s| s.success()), "{status:?}: {}", server.stderr_text());
+    assert!(took < Duration::from_secs(3), "shutdown took {took:?}: {}", server.stderr_text());
+    for id in ids {
+        for marker in ["SLEEP_ABORTED", "CLEANUP_DONE"] {
+            let line = format!("{marker} {id}");
+            assert!(server.stderr_text().contains(&line), "no {line}: {}", server.stderr_text());
+        }
+    }
+    for call in calls {
+        let _ = call.await;
+    }
+}
+
 async fn next_result(stream: &mut Body) -> Value {
     loop {
         let m = stream.next_modern_message(WAIT, "subscriptions/listen").await.expect("the listen's result");

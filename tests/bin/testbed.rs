@@ -705,6 +705,31 @@ async fn large(mib: usize, ctx: &Context) -> String {
     "x".repeat(mib << 20)
 }
 
+/// Give the allocator's free memory back to the system, then answer `trimmed` (or `kept`, where the allocator is not
+/// glibc's). A memory check that follows sees what the server holds, not what its allocator keeps for later (the
+/// soak's growth check).
+#[mcp::tool]
+fn trim() -> String {
+    if release_free_memory() { "trimmed" } else { "kept" }.into()
+}
+
+/// glibc's `malloc_trim(0)`: the free pages between live blocks, in every arena, go back to the system (by itself the
+/// allocator gives back only the free top of a heap, past its trim threshold).
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn release_free_memory() -> bool {
+    extern "C" {
+        fn malloc_trim(pad: usize) -> std::ffi::c_int;
+    }
+    // SAFETY: `malloc_trim` takes no pointer and may be called from any thread at any time.
+    unsafe { malloc_trim(0) };
+    true
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn release_free_memory() -> bool {
+    false
+}
+
 /// Log `count` messages of `size` bytes each without ever yielding, then return.
 #[mcp::tool]
 async fn log_burst(count: u32, size: usize, ctx: &Context) -> String {

@@ -93,6 +93,18 @@ impl HttpServer {
         self.child.id()
     }
 
+    /// Waits (up to `within`) for the process to exit; its status, or `None` if it still runs.
+    pub fn wait_exit(&mut self, within: Duration) -> Option<std::process::ExitStatus> {
+        let deadline = Instant::now() + within;
+        loop {
+            match self.child.try_wait() {
+                Ok(Some(status)) => return Some(status),
+                Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(10)),
+                _ => return None,
+            }
+        }
+    }
+
     /// The `host:port` the server listens on.
     pub fn authority(&self) -> &str {
         self.url.trim_start_matches("http://").trim_end_matches("/mcp")

@@ -89,7 +89,8 @@ pub struct HttpOptions {
     pub allowed_hosts: Vec<String>,
     /// Allow any `Origin` and `Host` (behind a proxy that checks them). Default false.
     pub allow_any_origin: bool,
-    /// The largest request body, in bytes; larger ones get 413. Default 4 MiB.
+    /// The largest request body, in bytes; larger ones get 413 (a client that sends one without waiting for
+    /// `100 Continue` is read on, up to 64 MiB more, so that it reads the answer rather than a reset). Default 4 MiB.
     pub max_body_bytes: usize,
     /// A session unused this long is ended. Default 30 minutes.
     pub session_idle_timeout: Duration,
@@ -516,6 +517,8 @@ struct HttpState {
     /// the request of the client that sent it and no other. Entries leave when their POST ends.
     stateless_requests: Mutex<StatelessTable>,
     next_stateless: AtomicU64,
+    /// The 2026 requests whose POST waits for its answer (cancelled when the server stops).
+    waiting: modern::Waiting,
     /// Makes each session's event store (sharing one total by default).
     event_stores: Arc<dyn EventStoreFactory>,
     /// The Host and Origin values refused so far, each logged once.
@@ -531,12 +534,19 @@ impl HttpState {
         self.event_stores.create()
     }
 
-    /// Ends every session (the server is stopping): their requests are cancelled and their streams end.
+    /// Ends every session, stateless ones too (the server is stopping): their requests are cancelled and their
+    /// streams end.
     fn end_all_sessions(&self, reason: &str) {
         let ended: Vec<Arc<HttpSession>> = self.sessions.locked().drain().map(|(_, s)| s).collect();
         for s in ended {
             s.session.cancel_all(reason);
             s.standalone.close();
+        }
+        // Stateless mode: each request has a session of its own, which only the table of cancels lists.
+        let stateless: Vec<Arc<Session>> =
+            self.stateless_requests.locked().values().flatten().filter_map(|(_, s)| s.upgrade()).collect();
+        for session in stateless {
+            session.cancel_all(reason);
         }
     }
 
@@ -610,6 +620,7 @@ impl Server {
             sessions: Mutex::new(HashMap::new()),
             stateless_requests: Mutex::new(HashMap::new()),
             next_stateless: AtomicU64::new(1),
+            waiting: modern::Waiting::default(),
             event_stores: options_store,
             refused: RefusedNames::default(),
         });
@@ -724,13 +735,14 @@ impl Server {
             });
         }
         // One deadline for all of shutdown, from the signal on. Every stream ends now, so that connections can
-        // close: listen streams with their result, 2025 sessions (and their standalone streams) by cancelling what
-        // is in flight. Connections still open at the deadline are dropped.
+        // close: listen streams with their result, 2025 sessions (and their standalone streams) and 2026 requests
+        // by cancelling what is in flight. Connections still open at the deadline are dropped.
         let deadline = tokio::time::Instant::now() + self.inner.shutdown_timeout;
         drop(listener);
         self.end_streams(None);
         self.tasks().cancel_all("the server is stopping");
         state.end_all_sessions("the server is stopping");
+        state.waiting.stop();
         let _ = tokio::time::timeout_at(deadline, graceful.shutdown()).await;
         let tasks = crate::base::cancel::cleanup_tasks();
         self.stop_subscribers("the server is stopping");
@@ -999,6 +1011,55 @@ fn session_of(state: &HttpState, headers: &HeaderMap) -> Result<Arc<HttpSession>
     }
 }
 
+/// How much more than the limit a body may send before it is refused unread: 64 MiB.
+const DISCARD_BYTES: u64 = 64 << 20;
+
+/// A request body, as [`read_body`] read it.
+enum BodyRead {
+    /// The whole body, within the limit.
+    Whole(Vec<u8>),
+    /// Over the limit.
+    TooLarge,
+    /// It did not arrive within the body read timeout.
+    TimedOut,
+    /// The connection broke off in the middle, or the body's framing was wrong.
+    Broken,
+}
+
+/// Reads a request body of at most `limit` bytes within `timeout`. Of a longer one, the rest is read and thrown
+/// away (up to [`DISCARD_BYTES`] more, within the same timeout) before the 413 goes out: a connection closed with
+/// part of its upload unread is reset, and a client still sending (one that did not ask for `100 Continue`) would
+/// see its writes fail instead of the answer. A body declared longer than that is refused without reading on.
+async fn read_body(body: Body, limit: usize, declared: Option<u64>, timeout: Duration) -> BodyRead {
+    let deadline = tokio::time::Instant::now() + timeout;
+    let (limit, most) = (limit as u64, (limit as u64).saturating_add(DISCARD_BYTES));
+    if declared.is_some_and(|n| n > most) {
+        return BodyRead::TooLarge;
+    }
+    let mut stream = body.into_data_stream();
+    let mut kept = Vec::with_capacity(declared.unwrap_or(0).min(limit) as usize);
+    let mut read = 0u64;
+    loop {
+        let next = std::future::poll_fn(|cx| futures_core::Stream::poll_next(Pin::new(&mut stream), cx));
+        let chunk = match (tokio::time::timeout_at(deadline, next).await, read > limit) {
+            (Ok(Some(Ok(chunk))), _) => chunk,
+            (Ok(None), false) => return BodyRead::Whole(kept),
+            (Err(_), false) => return BodyRead::TimedOut,
+            (Ok(Some(Err(_))), false) => return BodyRead::Broken,
+            // Over the limit, however the rest went.
+            (_, true) => return BodyRead::TooLarge,
+        };
+        read += chunk.len() as u64;
+        if read <= limit {
+            kept.extend_from_slice(&chunk);
+        } else if read > most {
+            return BodyRead::TooLarge;
+        } else if kept.capacity() > 0 {
+            kept = Vec::new();
+        }
+    }
+}
+
 async fn post(
     state: Arc<HttpState>,
     headers: HeaderMap,
@@ -1021,33 +1082,32 @@ async fn post(
     }
     let limit = state.options.max_body_bytes;
     // A client that waits for `100 Continue` before sending a declared length over the limit is refused at once,
-    // before it uploads anything. (One that sends without waiting is read up to the limit, so it sees the answer.)
+    // before it uploads anything. (One that sends without waiting is read on, so it sees the answer.)
     let declared =
         headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
     let waits = headers.get(header::EXPECT).is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue"));
-    if waits && declared.is_some_and(|n| n > limit as u64) {
-        return error_response(
+    let over_limit = || {
+        error_response(
             StatusCode::PAYLOAD_TOO_LARGE,
             ErrorCode::INVALID_REQUEST,
             format!("the request body is over the limit of {limit} bytes"),
-        );
+        )
+    };
+    if waits && declared.is_some_and(|n| n > limit as u64) {
+        return over_limit();
     }
-    let read = tokio::time::timeout(state.options.body_read_timeout, axum::body::to_bytes(body, limit)).await;
-    let bytes = match read {
-        Err(_) => {
+    let bytes = match read_body(body, limit, declared, state.options.body_read_timeout).await {
+        BodyRead::Whole(bytes) => bytes,
+        BodyRead::TooLarge => return over_limit(),
+        BodyRead::TimedOut => {
             return error_response(
                 StatusCode::REQUEST_TIMEOUT,
                 ErrorCode::INVALID_REQUEST,
                 format!("the request body did not arrive within {:?}", state.options.body_read_timeout),
             )
         }
-        Ok(Ok(b)) => b,
-        Ok(Err(_)) => {
-            return error_response(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                ErrorCode::INVALID_REQUEST,
-                format!("the request body is over the limit of {limit} bytes"),
-            )
+        BodyRead::Broken => {
+            return error_response(StatusCode::BAD_REQUEST, ErrorCode::INVALID_REQUEST, "the request body broke off")
         }
     };
     let message = match Incoming::parse(&bytes) {

@@ -5,8 +5,9 @@
 //! (progress, a log, a listen stream's acknowledgement) it is an SSE stream instead. The client closing either one
 //! cancels the request, as `notifications/cancelled` does on stdio.
 
+use std::collections::HashMap;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::task::{Context as TaskContext, Poll};
 use std::time::Duration;
 
@@ -110,11 +111,72 @@ impl FrameSink for ModernRoute {
     }
 }
 
-/// Cancels the request if the client goes away before its response was handed over.
+/// The 2026 requests whose POST waits for its answer, so that a server that stops can cancel them (each has a
+/// connection of its own, which no session lists).
+#[derive(Default)]
+pub(super) struct Waiting {
+    inner: Mutex<WaitingInner>,
+}
+
+#[derive(Default)]
+struct WaitingInner {
+    next: u64,
+    connections: HashMap<u64, Weak<Connection>>,
+    /// The server is stopping: a request that comes to wait now is cancelled at once.
+    stopping: bool,
+}
+
+impl Waiting {
+    /// Lists a request's connection while its POST waits (until the entry drops); cancels the request at once if
+    /// the server is stopping.
+    fn enter(state: &Arc<HttpState>, conn: &Arc<Connection>) -> Option<WaitingEntry> {
+        let mut inner = state.waiting.inner.locked();
+        if inner.stopping {
+            drop(inner);
+            conn.cancel_all(STOPPING);
+            return None;
+        }
+        let key = inner.next;
+        inner.next += 1;
+        inner.connections.insert(key, Arc::downgrade(conn));
+        Some(WaitingEntry { state: state.clone(), key })
+    }
+
+    /// The server is stopping: every request waiting now is cancelled (its handler dropped, its deferred cleanup
+    /// run), as a 2025 session's are, and so is any that comes to wait later.
+    pub(super) fn stop(&self) {
+        let connections: Vec<Weak<Connection>> = {
+            let mut inner = self.inner.locked();
+            inner.stopping = true;
+            inner.connections.drain().map(|(_, conn)| conn).collect()
+        };
+        for conn in connections.iter().filter_map(Weak::upgrade) {
+            conn.cancel_all(STOPPING);
+        }
+    }
+}
+
+const STOPPING: &str = "the server is stopping";
+
+/// A request's place in [`Waiting`]; removed when dropped.
+struct WaitingEntry {
+    state: Arc<HttpState>,
+    key: u64,
+}
+
+impl Drop for WaitingEntry {
+    fn drop(&mut self) {
+        self.state.waiting.inner.locked().connections.remove(&self.key);
+    }
+}
+
+/// Cancels the request if the client goes away before its response was handed over. While it lives, the request
+/// is listed among those [`Waiting`].
 struct CancelOnDrop {
     conn: Arc<Connection>,
     id: RequestId,
     armed: bool,
+    _waiting: Option<WaitingEntry>,
 }
 
 impl Drop for CancelOnDrop {
@@ -161,7 +223,8 @@ pub(super) async fn post(
         Err(opened) => opened,
     };
     // If the client goes away while this waits, axum drops the future and the guard cancels the request.
-    let mut guard = CancelOnDrop { conn, id, armed: true };
+    let waiting = Waiting::enter(state, &conn);
+    let mut guard = CancelOnDrop { conn, id, armed: true, _waiting: waiting };
     match rx.recv().await {
         Some(Out::Final(frame)) => {
             guard.armed = false;
