@@ -85,9 +85,23 @@ fn encode(message: &Message) -> Vec<u8> {
     serde_json::to_vec(&Value::Object(out)).expect("a message serializes")
 }
 
+/// The object key serde_json (with `raw_value`) reserves: an object whose first key it is reads as a raw value, so
+/// a message holding it anywhere cannot round-trip through serde_json (written back out with sorted keys, it may
+/// come first). Not ours to model: such inputs are skipped.
+const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
+
+fn holds_reserved_key(value: &Value) -> bool {
+    match value {
+        Value::Object(map) => map.iter().any(|(k, v)| k == RAW_VALUE_TOKEN || holds_reserved_key(v)),
+        Value::Array(items) => items.iter().any(holds_reserved_key),
+        _ => false,
+    }
+}
+
 fuzz_target!(|data: &[u8]| {
     let parsed = parse_message(data).map(message);
     let expected = match serde_json::from_slice::<Value>(data) {
+        Ok(value) if holds_reserved_key(&value) => return,
         Ok(value) => model(&value),
         Err(_) => {
             let (id, error) = parsed.expect_err("bytes that are not JSON were accepted");
