@@ -13,6 +13,10 @@
 //!   client in the 2025 era, an `input_required` result in the 2026 era; the same code serves both.
 //! - Resources: `bookshop://holds` (JSON, announced to subscribers whenever it changes) and the template
 //!   `bookshop://books/{title}/pages/{page}`, whose titles complete. A prompt, `recommend`, asks for a book.
+//! - With `--http ADDR --auth-issuer URL --auth-resource URL` it is an OAuth resource server: every request needs a
+//!   bearer JWT from that issuer for that resource; `order_book` and `cancel_hold` need the scope `books:write`,
+//!   `rebuild_index` needs `books:admin` (a token without it gets `403 insufficient_scope`, and the client steps
+//!   up), everything else a valid token only.
 
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -51,7 +55,7 @@ impl Shop {
 }
 
 /// Hold a copy of a book while the customer pays for it.
-#[mcp::tool(destructive = false)]
+#[mcp::tool(destructive = false, scopes = ["books:write"])]
 async fn order_book(
     /// The book's title.
     title: String,
@@ -78,7 +82,7 @@ struct Confirm {
 ///
 /// In the 2025 era the confirmation is an `elicitation/create` request to the client; in the 2026 era it is an
 /// `input_required` result, and the client's retry runs this function again with the answer.
-#[mcp::tool(destructive)]
+#[mcp::tool(destructive, scopes = ["books:write"])]
 async fn cancel_hold(
     /// The book's title.
     title: String,
@@ -121,7 +125,7 @@ impl Drop for SearchOffline<'_> {
 /// Take search offline and rebuild its index, one book at a time. Runs as a task when the client asks for one
 /// (2025-11-25: `task` in the call; 2026-07-28: the Tasks extension declared): the call returns at once, and the
 /// client polls the task, sees its progress, or cancels it.
-#[mcp::tool(task = "optional")]
+#[mcp::tool(task = "optional", scopes = ["books:admin"])]
 fn rebuild_index(
     /// The titles to index.
     titles: Vec<String>,

@@ -11,16 +11,68 @@ mod kw {
     syn::custom_keyword!(title);
     syn::custom_keyword!(description);
     syn::custom_keyword!(icon);
+    syn::custom_keyword!(scopes);
 }
 
-/// The options tools, prompts and resources share: `name`, `title`, `description`, `icon` (repeatable), `crate`.
+/// The options tools, prompts and resources share: `name`, `title`, `description`, `icon` (repeatable),
+/// `scopes = ["..", ..]`, `crate`.
 #[derive(Default)]
 pub(crate) struct Common {
     pub name: Option<LitStr>,
     pub title: Option<LitStr>,
     pub description: Option<LitStr>,
     pub icons: Vec<LitStr>,
+    pub scopes: Option<Scopes>,
     pub krate: Option<syn::Path>,
+}
+
+/// `scopes = ["books:write", ...]`: the OAuth scopes a handler needs.
+pub(crate) struct Scopes(pub Vec<LitStr>);
+
+impl Scopes {
+    /// Parses `scopes = [..]` when the next key is `scopes`; whether it was.
+    pub(crate) fn parse_key(
+        input: ParseStream,
+        lookahead: &Lookahead1,
+        span: Span,
+        slot: &mut Option<Scopes>,
+    ) -> syn::Result<bool> {
+        if !lookahead.peek(kw::scopes) {
+            return Ok(false);
+        }
+        input.parse::<kw::scopes>()?;
+        input.parse::<Token![=]>()?;
+        let content;
+        syn::bracketed!(content in input);
+        let list = syn::punctuated::Punctuated::<LitStr, Token![,]>::parse_terminated(&content)?;
+        let mut scopes: Vec<LitStr> = Vec::new();
+        for scope in list {
+            let value = scope.value();
+            // RFC 6749 §3.3: a scope token is printable ASCII without space, `"` or `\`.
+            if value.is_empty()
+                || !value.bytes().all(|b| b == b'!' || (b'#'..=b'[').contains(&b) || (b']'..=b'~').contains(&b))
+            {
+                return Err(syn::Error::new(
+                    scope.span(),
+                    "a scope is one OAuth scope token: printable ASCII without spaces, `\"` or `\\`",
+                ));
+            }
+            if scopes.iter().any(|s| s.value() == value) {
+                return Err(syn::Error::new(scope.span(), format!("scope `{value}` is listed twice")));
+            }
+            scopes.push(scope);
+        }
+        set(slot, Scopes(scopes), span, "scopes")?;
+        Ok(true)
+    }
+
+    /// `.scopes(&[..])` for a definition's builder.
+    pub(crate) fn builder(slot: &Option<Scopes>) -> TokenStream {
+        match slot {
+            Some(Scopes(list)) if !list.is_empty() => quote!(.scopes(&[#(#list),*])),
+            _ => quote!(),
+        }
+    }
 }
 
 impl Common {
@@ -46,6 +98,7 @@ impl Common {
             } else if lookahead.peek(kw::icon) {
                 input.parse::<kw::icon>()?;
                 c.icons.push(string_value(input)?);
+            } else if Scopes::parse_key(input, &lookahead, span, &mut c.scopes)? {
             } else if extra(input, &lookahead, span)? {
             } else if lookahead.peek(Token![crate]) {
                 input.parse::<Token![crate]>()?;
@@ -75,6 +128,7 @@ impl Common {
             let icons = &self.icons;
             out.extend(quote!(.icons(&[#(#icons),*])));
         }
+        out.extend(Scopes::builder(&self.scopes));
         out
     }
 }

@@ -5,6 +5,7 @@ use quote::quote;
 use syn::parse::{Parse, ParseStream};
 use syn::{ItemFn, LitStr, Token};
 
+use crate::attr::Scopes;
 use crate::diagnostics::{self, Errors};
 use crate::handler::{self, Glue, Kind};
 use crate::{params, paths};
@@ -16,6 +17,7 @@ mod kw {
 #[derive(Default)]
 struct Options {
     name: Option<LitStr>,
+    scopes: Option<Scopes>,
     krate: Option<syn::Path>,
 }
 
@@ -32,6 +34,7 @@ impl Parse for Options {
                 if o.name.replace(value).is_some() {
                     return Err(syn::Error::new(span, "duplicate option `name`"));
                 }
+            } else if Scopes::parse_key(input, &lookahead, span, &mut o.scopes)? {
             } else if lookahead.peek(Token![crate]) {
                 input.parse::<Token![crate]>()?;
                 input.parse::<Token![=]>()?;
@@ -115,9 +118,11 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
     let mcp = paths::runtime(options.krate.as_ref());
     let ident = &function.sig.ident;
     let Glue { call_fn, handler, injects } = handler::glue(&Kind::Method, &mcp, &function, &params);
+    let scopes = Scopes::builder(&options.scopes);
     let def = quote! {
         #mcp::MethodDef::new(#name, #handler, ::core::concat!(::core::file!(), ":", ::core::line!()))
         #injects
+        #scopes
     };
     let tokens = paths::item(&mcp, &function, "Method", call_fn, def);
     diagnostics::debug_print(&ident.to_string(), &tokens);

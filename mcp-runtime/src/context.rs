@@ -8,6 +8,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
+use crate::auth::AuthInfo;
 use crate::base::cancel::Cancelled;
 use crate::base::sync::Unpoisoned;
 use crate::dispatch::{Connection, Sink};
@@ -103,93 +104,15 @@ pub enum Era {
 #[derive(Clone, Debug, Default)]
 #[non_exhaustive]
 pub struct HttpRequest {
-    /// The request's headers.
+    /// The request's headers (without `Authorization` when the server verified its token: handlers never see
+    /// the token).
     pub headers: http::HeaderMap,
-    /// The caller, when a layer in front of the endpoint authenticated it and put an [`AuthInfo`] in the
-    /// request's extensions.
+    /// The caller: verified by the server's [`Authorization`](crate::auth::Authorization), or put in the request's
+    /// extensions as an [`AuthInfo`] by a layer in front of the endpoint.
     pub auth: Option<AuthInfo>,
     /// The address of the peer that sent it, when the server knows it (`serve_http` always does; a router mounted
     /// elsewhere when it is served with axum's `ConnectInfo`).
     pub peer: Option<std::net::IpAddr>,
-}
-
-/// Who is calling, as an authentication layer established it. A tower/axum layer in front of the MCP endpoint
-/// inserts one into the HTTP request's extensions (`request.extensions_mut().insert(auth)`); handlers read it from
-/// `ctx.meta().http`.
-///
-/// A bearer-token layer with axum's `middleware::from_fn` (through [`mcp::axum`](crate::axum), the version the
-/// router is built with), driven here without a socket:
-///
-/// ```
-/// # #[cfg(feature = "http")]
-/// # mod with_http {
-/// use mcp::axum::{self, extract::Request, http::StatusCode, middleware::Next, response::Response};
-///
-/// /// Admits a request with a known token and says who sent it; refuses the others with 401.
-/// pub async fn bearer(mut request: Request, next: Next) -> Result<Response, StatusCode> {
-///     let token = request.headers().get("authorization").and_then(|v| v.to_str().ok());
-///     let auth = match token.and_then(|t| t.strip_prefix("Bearer ")) {
-///         Some("alice-token") => mcp::AuthInfo::new("alice", vec!["notes:read".into()]),
-///         _ => return Err(StatusCode::UNAUTHORIZED),
-///     };
-///     request.extensions_mut().insert(auth);
-///     Ok(next.run(request).await)
-/// }
-///
-/// /// Say who is calling.
-/// #[mcp::tool]
-/// pub fn whoami(ctx: &mcp::Context) -> String {
-///     let auth = ctx.meta().http.as_ref().and_then(|http| http.auth.as_ref());
-///     auth.map_or("anonymous".to_owned(), |auth| auth.subject.clone())
-/// }
-///
-/// pub fn app() -> axum::Router {
-///     let server = mcp::Server::builder().tool::<whoami>().build().unwrap();
-///     server.http_router(mcp::HttpOptions::new()).layer(axum::middleware::from_fn(bearer))
-///     // then: axum::serve(tokio::net::TcpListener::bind("127.0.0.1:8000").await?, app()).await
-/// }
-/// # }
-/// # #[cfg(feature = "http")]
-/// # #[tokio::main(flavor = "current_thread")]
-/// # async fn main() {
-/// use tower::ServiceExt; // `oneshot`: one request through the router
-/// use with_http::app;
-/// use mcp::axum::{body::Body, http};
-///
-/// let initialize = serde_json::json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-///     "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "doc", "version": "0" } } });
-/// let post = |token: Option<&str>| {
-///     let mut request = http::Request::post("/mcp")
-///         .header("host", "localhost")
-///         .header("content-type", "application/json")
-///         .header("accept", "application/json, text/event-stream");
-///     if let Some(token) = token {
-///         request = request.header("authorization", format!("Bearer {token}"));
-///     }
-///     request.body(Body::from(initialize.to_string())).unwrap()
-/// };
-/// assert_eq!(app().oneshot(post(None)).await.unwrap().status(), 401);
-/// assert_eq!(app().oneshot(post(Some("alice-token"))).await.unwrap().status(), 200);
-/// # }
-/// # #[cfg(not(feature = "http"))]
-/// # fn main() {}
-/// ```
-#[derive(Clone, Debug, Default, PartialEq)]
-#[non_exhaustive]
-pub struct AuthInfo {
-    /// The principal: a user or client id.
-    pub subject: String,
-    /// The scopes granted.
-    pub scopes: Vec<String>,
-    /// Anything else the layer knows (token claims).
-    pub claims: Value,
-}
-
-impl AuthInfo {
-    /// A principal with these scopes.
-    pub fn new(subject: impl Into<String>, scopes: Vec<String>) -> AuthInfo {
-        AuthInfo { subject: subject.into(), scopes, claims: Value::Null }
-    }
 }
 
 /// What a client said about itself.

@@ -52,6 +52,10 @@ OPTIONS:
                            Repeatable
     --json-response        With --http: answer each request with one JSON body instead of an SSE stream
     --stateless            With --http: no sessions; every POST stands alone
+    --auth-issuer URL      With --http and --auth-resource: require a bearer JWT access token from this OAuth issuer
+                           (keys from its JWKS, found through its metadata) on every request
+    --auth-resource URL    With --http and --auth-issuer: this server's resource identifier, which tokens must
+                           name in their audience (the endpoint's public URL, such as https://mcp.example.com/mcp)
     --list-tools           Print every tool as `tools/list` describes it (names, descriptions, JSON Schemas) and exit
     --schema               Print everything served (server info, capabilities, tools, prompts, resources,
                            templates, custom methods, with their schemas) as one JSON document, and exit
@@ -64,6 +68,8 @@ ENVIRONMENT:
                        request). stdout carries only protocol messages.
     MCP_ALLOW_HOST     With --http: more names for --allow-host, comma-separated
     MCP_ALLOW_ORIGIN   With --http: more origins for --allow-origin, comma-separated
+    MCP_AUTH_ISSUER    With --http: --auth-issuer, when it is not given
+    MCP_AUTH_RESOURCE  With --http: --auth-resource, when it is not given
 ";
 
 /// The framework's own options, for "did you mean" and for the check that a program's option does not shadow one.
@@ -73,6 +79,8 @@ const FRAMEWORK_OPTIONS: &[&str] = &[
     "--allow-origin",
     "--json-response",
     "--stateless",
+    "--auth-issuer",
+    "--auth-resource",
     "--list-tools",
     "--schema",
     "--version",
@@ -247,18 +255,28 @@ impl HttpOptions {
 enum Command {
     Serve,
     #[cfg_attr(not(feature = "http"), allow(dead_code))]
-    Http(std::net::SocketAddr, Box<HttpOptions>),
+    Http(std::net::SocketAddr, Box<HttpOptions>, Option<AuthArgs>),
     ListTools,
     Schema,
     Version,
     Help,
 }
 
-/// What the environment adds to the command line: `MCP_ALLOW_HOST` and `MCP_ALLOW_ORIGIN`, comma-separated.
+/// `--auth-issuer` and `--auth-resource`: the HTTP endpoint needs a JWT from the issuer for the resource.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct AuthArgs {
+    issuer: String,
+    resource: String,
+}
+
+/// What the environment adds to the command line: `MCP_ALLOW_HOST` and `MCP_ALLOW_ORIGIN`, comma-separated;
+/// `MCP_AUTH_ISSUER` and `MCP_AUTH_RESOURCE`.
 #[derive(Default)]
 struct Environment {
     allow_hosts: Vec<String>,
     allow_origins: Vec<String>,
+    auth_issuer: Option<String>,
+    auth_resource: Option<String>,
 }
 
 impl Environment {
@@ -272,7 +290,13 @@ impl Environment {
                 .map(str::to_owned)
                 .collect()
         };
-        Environment { allow_hosts: list("MCP_ALLOW_HOST"), allow_origins: list("MCP_ALLOW_ORIGIN") }
+        let text = |name: &str| std::env::var(name).ok().map(|v| v.trim().to_owned()).filter(|v| !v.is_empty());
+        Environment {
+            allow_hosts: list("MCP_ALLOW_HOST"),
+            allow_origins: list("MCP_ALLOW_ORIGIN"),
+            auth_issuer: text("MCP_AUTH_ISSUER"),
+            auth_resource: text("MCP_AUTH_RESOURCE"),
+        }
     }
 }
 
@@ -314,6 +338,7 @@ fn parse_args(
     let mut http: Option<std::net::SocketAddr> = None;
     let mut options = HttpOptions::new();
     let mut http_only = None;
+    let (mut auth_issuer, mut auth_resource) = (None, None);
     while let Some(arg) = args.next() {
         // `--name=value` as well as `--name value`.
         let (name, inline) = match arg.split_once('=') {
@@ -357,6 +382,19 @@ fn parse_args(
                 options = options.stateless(true);
                 http_only = Some("--stateless");
             }
+            "--auth-issuer" | "--auth-resource" if cfg!(not(feature = "auth")) => {
+                return Err(format!(
+                    "`{name}` needs the `auth` feature of mcp-runtime, which this program was built without"
+                ))
+            }
+            "--auth-issuer" => {
+                auth_issuer = Some(value("https://login.example.com")?);
+                http_only = Some("--auth-issuer");
+            }
+            "--auth-resource" => {
+                auth_resource = Some(value("https://mcp.example.com/mcp")?);
+                http_only = Some("--auth-resource");
+            }
             other => match program.iter().find(|spec| spec.name == other) {
                 Some(spec) => match spec.value {
                     Some(what) => {
@@ -385,7 +423,21 @@ fn parse_args(
             for origin in env.allow_origins {
                 options = options.allow_origin(origin);
             }
-            Ok(Command::Http(addr, Box::new(options)))
+            let auth = match (auth_issuer.or(env.auth_issuer), auth_resource.or(env.auth_resource)) {
+                (Some(issuer), Some(resource)) => Some(AuthArgs { issuer, resource }),
+                (None, None) => None,
+                (Some(_), None) => {
+                    return Err("`--auth-issuer` needs `--auth-resource` (or MCP_AUTH_RESOURCE): the URL tokens \
+                                must be issued for"
+                        .into())
+                }
+                (None, Some(_)) => {
+                    return Err("`--auth-resource` needs `--auth-issuer` (or MCP_AUTH_ISSUER): the OAuth issuer \
+                                whose tokens to accept"
+                        .into())
+                }
+            };
+            Ok(Command::Http(addr, Box::new(options), auth))
         }
         (None, Some(flag)) => Err(format!("`{flag}` goes with `--http`")),
         _ => Ok(command),
@@ -526,6 +578,22 @@ where
                 return ExitCode::FAILURE;
             }
         };
+        let builder = match &command {
+            #[cfg(feature = "auth")]
+            Command::Http(_, _, Some(auth)) if builder.has_authorization() => {
+                eprintln!(
+                    "error: --auth-issuer {} was given, but the program configures its own authorization \
+                     (ServerBuilder::authorization); drop one",
+                    auth.issuer
+                );
+                return ExitCode::from(2);
+            }
+            #[cfg(feature = "auth")]
+            Command::Http(_, _, Some(auth)) => {
+                builder.authorization(crate::auth::Authorization::jwt(auth.issuer.clone(), auth.resource.clone()))
+            }
+            _ => builder,
+        };
         let server = match builder.default_info(info).build() {
             Ok(s) => s,
             Err(e) => {
@@ -542,7 +610,7 @@ where
                 print_out(&format!("{}\n", serde_json::to_string_pretty(&server.schema()).unwrap_or_default()))
             }
             #[cfg(feature = "http")]
-            Command::Http(addr, options) => match server.serve_http(addr, *options).await {
+            Command::Http(addr, options, _) => match server.serve_http(addr, *options).await {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
                     eprintln!("error: could not serve HTTP on {addr}: {e}");

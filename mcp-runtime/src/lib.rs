@@ -27,6 +27,7 @@
 #![cfg_attr(not(feature = "http"), allow(dead_code))]
 #![doc(test(attr(deny(warnings))))]
 
+pub mod auth;
 mod base;
 #[cfg(feature = "client")]
 pub mod client;
@@ -43,12 +44,13 @@ mod task;
 mod transport;
 mod wire;
 
+pub use auth::AuthInfo;
 pub use base::backlog::OutboundLimits;
 pub use base::cancel::{defer, Cancelled, Defer};
 pub use client_requests::{
     Ask, ClientError, ElicitAction, ElicitResult, Elicitation, Root, SamplingMessage, SamplingRequest, SamplingResult,
 };
-pub use context::{AuthInfo, ClientInfo, Context, Era, FromContext, HttpRequest, RequestMeta};
+pub use context::{ClientInfo, Context, Era, FromContext, HttpRequest, RequestMeta};
 pub use dispatch::layer as middleware;
 pub use entry::{run, ArgSpec, Args, FromArgs, MainOutput};
 pub use era::seal::KEY_ENV as REQUEST_STATE_KEY_ENV;

@@ -329,13 +329,19 @@ pub(crate) fn dispatch(conn: &Arc<Connection>, request: Request, origin: &Origin
         conn.start(state(id.clone(), meta, era), call)
     };
     let started = match method.as_str() {
-        "tools/list" => inline("tools/list", list(&server, ListKind::Tools, &params, &era), params, meta, era),
-        "prompts/list" => inline("prompts/list", list(&server, ListKind::Prompts, &params, &era), params, meta, era),
-        "resources/templates/list" => {
-            inline("resources/templates/list", list(&server, ListKind::Templates, &params, &era), params, meta, era)
+        "tools/list" => inline("tools/list", list(&server, ListKind::Tools, &params, &era, &meta), params, meta, era),
+        "prompts/list" => {
+            inline("prompts/list", list(&server, ListKind::Prompts, &params, &era, &meta), params, meta, era)
         }
+        "resources/templates/list" => inline(
+            "resources/templates/list",
+            list(&server, ListKind::Templates, &params, &era, &meta),
+            params,
+            meta,
+            era,
+        ),
         "resources/list" if server.registry().listers().is_empty() => {
-            inline("resources/list", list(&server, ListKind::Resources, &params, &era), params, meta, era)
+            inline("resources/list", list(&server, ListKind::Resources, &params, &era, &meta), params, meta, era)
         }
         "resources/list" => {
             // Templates list their resources at run time: a request like any other, cancellable.
@@ -419,13 +425,33 @@ impl WireResult for ListResult {
     }
 }
 
-fn list(server: &Server, kind: ListKind, params: &Map<String, Value>, era: &EraState) -> Result<ListResult, Error> {
+fn list(
+    server: &Server,
+    kind: ListKind,
+    params: &Map<String, Value>,
+    era: &EraState,
+    meta: &RequestMeta,
+) -> Result<ListResult, Error> {
     let cursor = match params.get("cursor") {
         None | Some(Value::Null) => None,
         Some(Value::String(c)) => Some(c.as_str()),
         Some(c) => return Err(Error::invalid_params(format!("invalid cursor {c}: cursors are strings"))),
     };
+    if let Some(granted) = hidden_beyond(server, meta) {
+        return server.registry().page_for(kind, cursor, era.is_modern(), granted).map(ListResult::Raw);
+    }
     era.list_page(server, kind, cursor).map(ListResult::Raw)
+}
+
+/// The scopes of the caller, when the server hides from lists what a caller's scopes cannot use.
+fn hidden_beyond<'a>(server: &Server, meta: &'a RequestMeta) -> Option<&'a [String]> {
+    let hides = server.inner.auth.as_ref().is_some_and(crate::auth::Guard::hides_unauthorized);
+    let auth = meta.http.as_ref().and_then(|h| h.auth.as_ref());
+    match (hides, auth) {
+        (true, Some(auth)) => Some(&auth.scopes),
+        (true, None) => Some(&[]),
+        (false, _) => None,
+    }
 }
 
 /// Sends a reply to a request that is answered inline.
@@ -537,8 +563,15 @@ fn list_resources(ctx: &Context, mut args: Arguments) -> Result<Value, Error> {
         Some(Value::String(c)) => crate::server::registry::decode_cursor(ListKind::Resources, &c)?,
         Some(c) => return Err(Error::invalid_params(format!("invalid cursor {c}: cursors are strings"))),
     };
-    let mut items = registry.fixed_resources();
-    for def in registry.listers() {
+    let granted = hidden_beyond(ctx.server(), ctx.meta());
+    let mut items = match granted {
+        Some(granted) => registry.fixed_resources_for(granted),
+        None => registry.fixed_resources(),
+    };
+    let allowed = |def: &crate::handler::resource::ResourceDef| {
+        granted.is_none_or(|g| def.scopes.iter().all(|s| g.iter().any(|x| x == s)))
+    };
+    for def in registry.listers().into_iter().filter(allowed) {
         ctx.check_cancelled().map_err(|e| Error::internal(e.to_string()))?;
         if let Some(list) = def.list {
             items.extend(list(ctx).into_iter().filter_map(|r| serde_json::to_value(r).ok()));

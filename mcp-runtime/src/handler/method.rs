@@ -41,17 +41,27 @@ pub struct MethodDef {
     pub location: &'static str,
     /// What its injected parameters need from the server.
     pub injected: Injected,
+    /// The OAuth scopes a caller's access token must grant to use it, when the server verifies tokens
+    /// ([`Authorization`](crate::auth::Authorization)); none beyond a valid token unless set.
+    pub scopes: &'static [&'static str],
 }
 
 impl MethodDef {
     /// A definition.
     pub const fn new(name: &'static str, handler: MethodHandler, location: &'static str) -> MethodDef {
-        MethodDef { name, handler, location, injected: &[] }
+        MethodDef { name, handler, location, injected: &[], scopes: &[] }
     }
 
     /// Declares what the injected parameters need.
     pub const fn injects(mut self, injected: Injected) -> MethodDef {
         self.injected = injected;
+        self
+    }
+
+    /// The OAuth scopes a caller's access token must grant to use it (`scopes = [...]` on its attribute), when the
+    /// server verifies tokens; a request without them is answered `403 insufficient_scope`.
+    pub const fn scopes(mut self, scopes: &'static [&'static str]) -> MethodDef {
+        self.scopes = scopes;
         self
     }
 }

@@ -74,6 +74,9 @@ pub struct PromptDef {
     pub handler: PromptHandler,
     /// Where it was defined (`file:line`).
     pub location: &'static str,
+    /// The OAuth scopes a caller's access token must grant to use it, when the server verifies tokens
+    /// ([`Authorization`](crate::auth::Authorization)); none beyond a valid token unless set.
+    pub scopes: &'static [&'static str],
     /// What its injected parameters need from the server.
     pub injected: Injected,
 }
@@ -95,8 +98,16 @@ impl PromptDef {
             completions: &[],
             handler,
             location,
+            scopes: &[],
             injected: &[],
         }
+    }
+
+    /// The OAuth scopes a caller's access token must grant to use it (`scopes = [...]` on its attribute), when the
+    /// server verifies tokens; a request without them is answered `403 insufficient_scope`.
+    pub const fn scopes(mut self, scopes: &'static [&'static str]) -> PromptDef {
+        self.scopes = scopes;
+        self
     }
 
     /// Sets the title.

@@ -71,6 +71,9 @@ pub struct ResourceDef {
     pub handler: ResourceHandler,
     /// Where it was defined (`file:line`).
     pub location: &'static str,
+    /// The OAuth scopes a caller's access token must grant to read it, when the server verifies tokens
+    /// ([`Authorization`](crate::auth::Authorization)); none beyond a valid token unless set.
+    pub scopes: &'static [&'static str],
     /// What its injected parameters need from the server.
     pub injected: Injected,
     /// Its caching hints in the 2026 era (`ttlMs`, `cacheScope` of `resources/read`); the server's defaults if
@@ -177,9 +180,17 @@ impl ResourceDef {
             list: None,
             handler,
             location,
+            scopes: &[],
             injected: &[],
             cache: None,
         }
+    }
+
+    /// The OAuth scopes a caller's access token must grant to read it (`#[mcp::resource(scopes = [...])]`), when
+    /// the server verifies tokens; a request without them is answered `403 insufficient_scope`.
+    pub const fn scopes(mut self, scopes: &'static [&'static str]) -> Self {
+        self.scopes = scopes;
+        self
     }
 
     /// Sets the title.

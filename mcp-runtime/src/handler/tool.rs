@@ -92,6 +92,9 @@ pub struct ToolDef {
     pub handler: ToolHandler,
     /// Where it was defined (`file:line`), to name both places of a duplicate.
     pub location: &'static str,
+    /// The OAuth scopes a caller's access token must grant to use it, when the server verifies tokens
+    /// ([`Authorization`](crate::auth::Authorization)); none beyond a valid token unless set.
+    pub scopes: &'static [&'static str],
     /// What its injected parameters need from the server (state types); checked when the server is built.
     pub injected: Injected,
     /// Icon URIs.
@@ -123,11 +126,19 @@ impl ToolDef {
             output_schema,
             handler,
             location,
+            scopes: &[],
             injected: &[],
             icons: &[],
             task: crate::task::TaskOptions::NONE,
             can_ask: true,
         }
+    }
+
+    /// The OAuth scopes a caller's access token must grant to use it (`scopes = [...]` on its attribute), when the
+    /// server verifies tokens; a request without them is answered `403 insufficient_scope`.
+    pub const fn scopes(mut self, scopes: &'static [&'static str]) -> ToolDef {
+        self.scopes = scopes;
+        self
     }
 
     /// Declares that the handler never asks the client anything: no elicitation, sampling or roots request

@@ -86,6 +86,7 @@ pub struct ServerBuilder {
     task_config: crate::task::TaskConfig,
     layers: crate::dispatch::layer::Layers,
     extensions: Vec<Box<dyn extension::Extension>>,
+    authorization: Option<crate::auth::Authorization>,
 }
 
 /// The `serverInfo` name of a server built without `#[mcp::main]` and without [`ServerBuilder::name`].
@@ -413,6 +414,19 @@ impl ServerBuilder {
         self
     }
 
+    /// Makes the server an OAuth 2.1 resource server over HTTP: every request needs a bearer token that
+    /// `authorization` accepts, and the scopes of the handler it is for (`scopes = [...]` on its attribute). See
+    /// [`Authorization`](crate::auth::Authorization). stdio stays unauthenticated.
+    pub fn authorization(mut self, authorization: crate::auth::Authorization) -> Self {
+        self.authorization = Some(authorization);
+        self
+    }
+
+    /// Whether [`authorization`](Self::authorization) was given.
+    pub fn has_authorization(&self) -> bool {
+        self.authorization.is_some()
+    }
+
     /// Builds the server: computes every schema and the list results once.
     pub fn build(mut self) -> Result<Server, BuildError> {
         // Each extension adds what it serves first (an extension may add another).
@@ -544,6 +558,10 @@ impl ServerBuilder {
                 capabilities.extend(ext.legacy_capabilities());
             }
         }
+        let auth = match self.authorization {
+            Some(config) => Some(config.build().map_err(|message| BuildError::BadAuthorization { message })?),
+            None => None,
+        };
         let discover =
             crate::era::v2026::discover_result(&info, &modern_capabilities, self.instructions.as_deref(), cache);
         let server = Server {
@@ -569,6 +587,7 @@ impl ServerBuilder {
                 sealer,
                 request_state_ttl: self.request_state_ttl.unwrap_or(crate::era::v2026::DEFAULT_REQUEST_STATE_TTL),
                 tasks_enabled,
+                auth,
                 tasks: crate::task::TaskEngine::new(
                     self.task_store.unwrap_or_else(|| Arc::new(crate::task::MemoryTaskStore::default())),
                     self.task_config,

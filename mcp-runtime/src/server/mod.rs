@@ -1,6 +1,7 @@
 //! [`Server`]: the shared configuration (info, state, capabilities) and the registry of what it serves. The
 //! registry can change while the server runs; every change makes a new snapshot and tells every session.
 
+mod auth;
 mod builder;
 pub(crate) mod extension;
 pub(crate) mod hub;
@@ -123,6 +124,8 @@ pub(crate) struct ServerInner {
     /// Whether any tool runs as a task: then the `tasks/*` methods are served (and the 2025 capability and the
     /// 2026 extension declared).
     pub tasks_enabled: bool,
+    /// The server as an OAuth resource server: what HTTP requests must present.
+    pub auth: Option<crate::auth::Guard>,
     /// The task engine.
     pub tasks: crate::task::TaskEngine,
 }
@@ -183,6 +186,12 @@ pub enum BuildError {
         /// The extension.
         id: String,
         /// What is wrong.
+        message: String,
+    },
+    /// The authorization is not one the server can enforce (a resource or issuer that is not an https URL, no way
+    /// to check tokens).
+    BadAuthorization {
+        /// What is wrong, and how to fix it.
         message: String,
     },
     /// A custom method's name would shadow a method of the specification.
@@ -255,6 +264,7 @@ impl fmt::Display for BuildError {
             BuildError::DuplicateMethod { name, first, second } => {
                 write!(f, "two custom methods are named `{name}`: one at {first}, one at {second}")
             }
+            BuildError::BadAuthorization { message } => write!(f, "bad authorization: {message}"),
             BuildError::ReservedMethod { message } => f.write_str(message),
             BuildError::BadExtension { message, .. } => f.write_str(message),
             BuildError::MissingState { kind, handler, type_name, location } => write!(

@@ -206,6 +206,42 @@ impl Registry {
             .ok_or_else(|| Error::invalid_params(format!("invalid cursor {cursor:?}: no such page")))
     }
 
+    /// The same page of a list made for one caller: only what `granted` scopes can use (the server hides what a
+    /// caller cannot use). Made per request, so cursors count in this caller's list.
+    pub(crate) fn page_for(
+        &self,
+        kind: ListKind,
+        cursor: Option<&str>,
+        modern: bool,
+        granted: &[String],
+    ) -> Result<Arc<RawValue>, Error> {
+        let allowed = |scopes: &[&str]| scopes.iter().all(|s| granted.iter().any(|g| g == s));
+        fn pick<'a, D: 'a>(
+            it: impl Iterator<Item = &'a Listed<D>>,
+            scopes: impl Fn(&D) -> bool,
+            modern: bool,
+        ) -> Vec<&'a Value> {
+            it.filter(|l| l.enabled && scopes(&l.def))
+                .map(|l| if modern { &l.descriptor } else { l.legacy.as_ref().unwrap_or(&l.descriptor) })
+                .collect()
+        }
+        let items = match kind {
+            ListKind::Tools => pick(self.tools.values(), |d| allowed(d.scopes), modern),
+            ListKind::Prompts => pick(self.prompts.values(), |d| allowed(d.scopes), modern),
+            ListKind::Resources => pick(self.resources.values(), |d| allowed(d.scopes), modern),
+            ListKind::Templates => pick(self.templates.values().map(|(l, _)| l), |d| allowed(d.scopes), modern),
+        };
+        let pages = paginate(kind, &items, self.page_size, modern.then_some(&self.modern_extra));
+        let index = match cursor {
+            None => 0,
+            Some(c) => decode_cursor(kind, c)?,
+        };
+        pages
+            .get(index)
+            .cloned()
+            .ok_or_else(|| Error::invalid_params(format!("invalid cursor {cursor:?}: no such page")))
+    }
+
     pub(crate) fn page_size(&self) -> usize {
         self.page_size
     }
@@ -224,6 +260,12 @@ impl Registry {
             return Some((l.def, Vec::new()));
         }
         self.templates.values().filter(|(l, _)| l.enabled).find_map(|(l, t)| t.matches(uri).map(|bound| (l.def, bound)))
+    }
+
+    /// The descriptors of the fixed resources that `granted` scopes can read, in order.
+    pub(crate) fn fixed_resources_for(&self, granted: &[String]) -> Vec<Value> {
+        let allowed = |scopes: &[&str]| scopes.iter().all(|s| granted.iter().any(|g| g == s));
+        self.resources.values().filter(|l| l.enabled && allowed(l.def.scopes)).map(|l| l.descriptor.clone()).collect()
     }
 
     /// The templates that list their resources at run time.

@@ -206,7 +206,7 @@ pub(crate) struct Owner {
 impl Owner {
     pub(crate) fn of(request: &RequestState) -> Owner {
         let http = request.meta.http.as_ref();
-        let subject = http.and_then(|h| h.auth.as_ref()).map(|a| a.subject.clone());
+        let subject = http.and_then(|h| h.auth.as_ref()).map(crate::auth::AuthInfo::principal);
         let session = match request.meta.era {
             Era::V2025 => request.conn.session_key().or_else(|| subject.as_ref().map(|s| format!("principal:{s}"))),
             Era::V2026 => None,

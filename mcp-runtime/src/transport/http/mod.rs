@@ -6,6 +6,7 @@
 // Handlers return axum's `Response` as their error, as axum code does.
 #![allow(clippy::result_large_err)]
 
+mod auth;
 mod event_store;
 mod first_poll;
 mod modern;
@@ -33,9 +34,10 @@ use axum::Router;
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
+use crate::auth::AuthInfo;
 use crate::base::backlog::{Admit, Backlog, OutboundLimits};
 use crate::base::sync::Unpoisoned;
-use crate::context::{AuthInfo, HttpRequest};
+use crate::context::HttpRequest;
 use crate::dispatch::{FrameSink, NoSink, Origin, Sink};
 use crate::era::v2025::Session;
 use crate::server::Server;
@@ -476,6 +478,8 @@ struct HttpSession {
     last_seen: Mutex<Instant>,
     /// Streams (request streams and the standalone one) a client is reading.
     open_streams: AtomicU64,
+    /// The principal that opened it, when requests are authenticated: only it may use the session.
+    owner: Option<String>,
 }
 
 impl HttpSession {
@@ -638,7 +642,8 @@ impl Server {
                 }
             });
         }
-        (Router::new().route(&path, any(endpoint)).with_state(state.clone()), state)
+        let router = auth::metadata_routes(Router::new().route(&path, any(endpoint)), &state);
+        (router.with_state(state.clone()), state)
     }
 
     /// Serves Streamable HTTP on `addr` until Ctrl-C or SIGTERM; then cancels what is in flight, waits (bounded)
@@ -978,27 +983,43 @@ fn accepts(headers: &HeaderMap, kinds: &[&str]) -> bool {
 
 async fn endpoint(AxumState(state): AxumState<Arc<HttpState>>, request: axum::extract::Request) -> Response {
     let (parts, body) = request.into_parts();
-    let (method, headers) = (parts.method, parts.headers);
+    let (method, mut headers) = (parts.method, parts.headers);
     if let Err(r) = check_origin(&state.options, &state.refused, &headers) {
         return r;
     }
+    let query = parts.uri.query();
+    // Without the server's own authorization, a layer in front may have said who is calling.
+    let mut auth = parts.extensions.get::<AuthInfo>().cloned();
+    if let (Some(guard), false) = (&state.server.inner.auth, method == Method::POST) {
+        // A POST is checked once its body says what it asks for (its scopes); the rest at once.
+        match auth::admit(guard, &mut headers, query, &[]).await {
+            Ok(admitted) => auth = Some(admitted),
+            Err(refused) => return refused,
+        }
+    }
     match method {
         Method::POST => {
-            let auth = parts.extensions.get::<AuthInfo>().cloned();
             let peer = parts.extensions.get::<axum::extract::ConnectInfo<SocketAddr>>().map(|c| c.0.ip());
-            post(state, headers, body, auth, peer).await
+            post(state, headers, query, body, auth, peer).await
         }
-        Method::GET => get(state, headers),
-        Method::DELETE => delete(state, headers),
+        Method::GET => get(state, headers, auth),
+        Method::DELETE => delete(state, headers, auth),
         _ => (StatusCode::METHOD_NOT_ALLOWED, [(header::ALLOW, "GET, POST, DELETE")]).into_response(),
     }
 }
 
-fn session_of(state: &HttpState, headers: &HeaderMap) -> Result<Arc<HttpSession>, Response> {
+/// The session a request names; one that belongs to another principal (a session is bound to the one that opened
+/// it) is refused.
+fn session_of(state: &HttpState, headers: &HeaderMap, auth: Option<&AuthInfo>) -> Result<Arc<HttpSession>, Response> {
     let Some(id) = headers.get(&SESSION_NAME).and_then(|v| v.to_str().ok()) else {
         return Err(plain(StatusCode::BAD_REQUEST, "bad request: the Mcp-Session-Id header is missing"));
     };
     match state.session(id) {
+        Some(s) if s.owner.is_some() && s.owner != auth.map(AuthInfo::principal) => Err(error_response(
+            StatusCode::FORBIDDEN,
+            ErrorCode::INVALID_REQUEST,
+            "forbidden: this session belongs to another principal; start a session of your own with initialize",
+        )),
         Some(s) => {
             s.touch();
             Ok(s)
@@ -1062,7 +1083,8 @@ async fn read_body(body: Body, limit: usize, declared: Option<u64>, timeout: Dur
 
 async fn post(
     state: Arc<HttpState>,
-    headers: HeaderMap,
+    mut headers: HeaderMap,
+    query: Option<&str>,
     body: Body,
     auth: Option<AuthInfo>,
     peer: Option<std::net::IpAddr>,
@@ -1117,6 +1139,19 @@ async fn post(
             return (StatusCode::BAD_REQUEST, [(header::CONTENT_TYPE, "application/json")], body).into_response();
         }
     };
+    let auth = match &state.server.inner.auth {
+        Some(guard) => {
+            let needed = match &message {
+                Incoming::Request { method, params, .. } => state.server.scopes_needed(method, params.as_ref()),
+                _ => &[],
+            };
+            match auth::admit(guard, &mut headers, query, needed).await {
+                Ok(admitted) => Some(admitted),
+                Err(refused) => return refused,
+            }
+        }
+        None => auth,
+    };
     let http = Arc::new(HttpRequest { headers, auth, peer });
     let headers = &http.headers;
     if modern::is_modern(headers, &message) {
@@ -1151,10 +1186,11 @@ async fn post(
             next_stream: AtomicU64::new(1),
             last_seen: Mutex::new(Instant::now()),
             open_streams: AtomicU64::new(0),
+            owner: http.auth.as_ref().map(AuthInfo::principal),
         });
         (http_session, true)
     } else {
-        let s = match session_of(&state, headers) {
+        let s = match session_of(&state, headers, http.auth.as_ref()) {
             Ok(s) => s,
             Err(r) => return r,
         };
@@ -1351,7 +1387,7 @@ async fn post_stateless(
     }
 }
 
-fn get(state: Arc<HttpState>, headers: HeaderMap) -> Response {
+fn get(state: Arc<HttpState>, headers: HeaderMap, auth: Option<AuthInfo>) -> Response {
     // The 2026 era has no standalone stream: change notifications come through `subscriptions/listen`.
     if state.options.stateless || modern::is_modern_version(&headers) {
         return (StatusCode::METHOD_NOT_ALLOWED, [(header::ALLOW, "POST")]).into_response();
@@ -1359,7 +1395,7 @@ fn get(state: Arc<HttpState>, headers: HeaderMap) -> Response {
     if !accepts(&headers, &["text/event-stream"]) {
         return plain(StatusCode::NOT_ACCEPTABLE, "not acceptable: the client must accept text/event-stream");
     }
-    let http_session = match session_of(&state, &headers) {
+    let http_session = match session_of(&state, &headers, auth.as_ref()) {
         Ok(s) => s,
         Err(r) => return r,
     };
@@ -1420,11 +1456,11 @@ fn get(state: Arc<HttpState>, headers: HeaderMap) -> Response {
     sse_response(&state, priming, (events, Some(backlog)), None, Some(&http_session), None)
 }
 
-fn delete(state: Arc<HttpState>, headers: HeaderMap) -> Response {
+fn delete(state: Arc<HttpState>, headers: HeaderMap, auth: Option<AuthInfo>) -> Response {
     if state.options.stateless || !state.options.allow_delete || modern::is_modern_version(&headers) {
         return (StatusCode::METHOD_NOT_ALLOWED, [(header::ALLOW, "GET, POST")]).into_response();
     }
-    let http_session = match session_of(&state, &headers) {
+    let http_session = match session_of(&state, &headers, auth.as_ref()) {
         Ok(s) => s,
         Err(r) => return r,
     };
@@ -1444,7 +1480,7 @@ type StatelessTable = HashMap<CallerId, Vec<(u64, Weak<Session>)>>;
 /// Who sent a stateless request, for matching its cancel: the authenticated subject, else the peer's address.
 fn caller_key(auth: Option<&AuthInfo>, peer: Option<std::net::IpAddr>) -> String {
     match (auth, peer) {
-        (Some(a), _) => format!("subject:{}", a.subject),
+        (Some(a), _) => format!("subject:{}", a.principal()),
         (None, Some(ip)) => format!("address:{ip}"),
         (None, None) => String::new(),
     }
