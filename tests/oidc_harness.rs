@@ -37,6 +37,15 @@ async fn discovery_names_the_issuer_its_jwks_and_pkce() {
     assert!(grants.contains(&json!("client_credentials")), "{grants:?}");
     let supported = discovery["scopes_supported"].as_array().unwrap();
     assert!(supported.contains(&json!("books:admin")), "{supported:?}");
+    assert_eq!(provider.requests("/.well-known/openid-configuration").await, 0, "the harness's own look");
+
+    // RFC 8414's path too, where an MCP client looks first.
+    let rfc8414 = provider.url("/.well-known/oauth-authorization-server");
+    let text = reqwest::get(&rfc8414).await.unwrap().text().await.unwrap();
+    let metadata: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(metadata["issuer"], provider.issuer());
+    assert_eq!(metadata["token_endpoint"], provider.url("/token"));
+    assert_eq!(provider.requests("/.well-known/oauth-authorization-server").await, 1);
 }
 
 #[tokio::test]
@@ -146,7 +155,7 @@ async fn rotation_changes_the_kids_and_new_tokens_use_them() {
 #[tokio::test]
 async fn the_stats_count_jwks_fetches() {
     let provider = Provider::start(Config::default());
-    assert_eq!(provider.stats().await, json!({"jwks_requests": 0}));
+    assert_eq!(provider.stats().await, json!({"jwks_requests": 0, "requests": {}}));
     provider.jwks().await; // the harness's own look does not count
     provider.discovery().await;
     provider.client_credentials_token(oidc::SERVICE, oidc::SECRET, "", RESOURCE).await;
@@ -330,6 +339,23 @@ async fn a_browser_keeps_its_session() {
         assert_eq!(status, 200, "{body}");
         assert_eq!(decode_jwt(body["access_token"].as_str().unwrap()).1["sub"], "alice");
     }
+    // The second needed no login (the session cookie), but consent again: oidc-provider asks a native client's
+    // user every time (its redirect URI could be another app's).
+    assert_eq!(provider.requests("/token").await, 2);
+    let stats = provider.stats().await;
+    let interactions = stats["requests"].as_object().unwrap().keys().filter(|p| p.starts_with("/interaction/")).count();
+    let log = provider.stderr_text();
+    assert_eq!(interactions, 3, "login and consent, then consent: {stats}\n{log}");
+    assert_eq!(log.matches(": login (").count(), 1, "{log}");
+    assert!(log.contains(": consent (native_client_prompt): approved"), "{log}");
+
+    // A user who says no.
+    let pkce = Pkce::new();
+    let url = provider.authorization_url(oidc::APP, redirect_uri, "books:read", RESOURCE, &pkce, "three");
+    let redirect = provider.browser().denying().authorize(&url).await.unwrap();
+    assert_eq!(redirect.param("error").as_deref(), Some("access_denied"), "{}", redirect.url);
+    assert_eq!(redirect.param("state").as_deref(), Some("three"));
+    assert_eq!(redirect.param("code"), None);
 }
 
 #[test]

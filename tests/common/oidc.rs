@@ -279,8 +279,8 @@ impl Provider {
         (status, body)
     }
 
-    /// The discovery document (`/.well-known/openid-configuration`; oidc-provider serves no separate RFC 8414
-    /// `oauth-authorization-server` document).
+    /// The discovery document (`/.well-known/openid-configuration`; oidc-provider serves the same at RFC 8414's
+    /// `/.well-known/oauth-authorization-server`).
     pub async fn discovery(&self) -> Value {
         self.get_json("/.well-known/openid-configuration").await
     }
@@ -338,12 +338,20 @@ impl Provider {
         answer["kids"].as_array().unwrap().iter().map(|k| k.as_str().unwrap().to_owned()).collect()
     }
 
-    /// The harness's counters: `{"jwks_requests": N}`.
+    /// The harness's counters: `{"jwks_requests": N, "requests": {"/token": N, ...}}`, requests by path but for the
+    /// harness's own.
     pub async fn stats(&self) -> Value {
         self.get_json("/__harness/stats").await
     }
 
-    /// How many times the JWKS was fetched from `jwks_uri` (by anyone but [`Provider::jwks`]).
+    /// How many requests came to this path (`/token`, `/reg`, `/auth`, `/.well-known/openid-configuration`), but
+    /// for the harness's own.
+    pub async fn requests(&self, path: &str) -> u64 {
+        self.stats().await["requests"][path].as_u64().unwrap_or(0)
+    }
+
+    /// How many times the JWKS was fetched from `jwks_uri` (by anyone but [`Provider::jwks`]); the count goes on
+    /// across key rotations.
     pub async fn jwks_requests(&self) -> u64 {
         self.stats().await["jwks_requests"].as_u64().expect("jwks_requests")
     }
@@ -404,7 +412,7 @@ impl Provider {
 
     /// A user-agent with a cookie jar of its own, on the provider's origin (its session outlives one flow).
     pub fn browser(&self) -> Browser {
-        Browser { http: self.http.clone(), origin: origin(&self.issuer), cookies: HashMap::new() }
+        Browser { http: self.http.clone(), origin: origin(&self.issuer), cookies: HashMap::new(), deny: false }
     }
 
     /// Exchanges an authorization code (with its PKCE verifier, for `resource`) at the token endpoint as a public
@@ -455,6 +463,7 @@ pub struct Browser {
     http: reqwest::Client,
     origin: String,
     cookies: HashMap<String, String>,
+    deny: bool,
 }
 
 /// Where the provider sent the user-agent: the client's redirect URI with `code`, `state` and `iss`, or `error`.
@@ -476,6 +485,12 @@ impl Redirect {
 }
 
 impl Browser {
+    /// This user-agent's user refuses the prompts instead: the client gets `error=access_denied`.
+    pub fn denying(mut self) -> Browser {
+        self.deny = true;
+        self
+    }
+
     /// Follows `url` through the provider's redirects (its login and consent prompts are approved by the harness)
     /// until a redirect leaves the provider's origin, and returns it; `Err` with the status and page where the
     /// provider answered with a page instead (an unknown client, a redirect URI it refuses).
@@ -497,9 +512,12 @@ impl Browser {
                 return Err(format!("GET {url}: {status}\n{page}"));
             }
             let location = response.headers().get(LOCATION).and_then(|l| l.to_str().ok()).unwrap_or_default();
-            let next = url.join(location).map_err(|e| format!("{url}: bad Location {location:?}: {e}"))?;
+            let mut next = url.join(location).map_err(|e| format!("{url}: bad Location {location:?}: {e}"))?;
             if origin(next.as_str()) != self.origin {
                 return Ok(Redirect { url: next });
+            }
+            if self.deny && next.path().starts_with("/interaction/") {
+                next.query_pairs_mut().append_pair("decision", "deny");
             }
             url = next;
         }

@@ -18,10 +18,11 @@
 // Around the provider, on the same port, what a test needs of it and that no client would ask of a real server:
 //   GET  /interaction/:uid   finishes the login or consent prompt oidc-provider sends the user-agent to (the
 //                            account above; every scope and resource asked for is granted), so a user-agent that
-//                            follows redirects ends at the client's redirect URI
+//                            follows redirects ends at the client's redirect URI; ?decision=deny refuses instead
 //   POST /__harness/rotate   new signing keys (generated, or the body's "jwks"); {"retain": true} keeps the old
 //                            ones published after the new; answers {"kids": [...]}
-//   GET  /__harness/stats    {"jwks_requests": N} (GET /jwks, not counting requests with x-harness-uncounted)
+//   GET  /__harness/stats    {"jwks_requests": N, "requests": {"/token": N, ...}}: requests by path, not counting
+//                            those with an x-harness-uncounted header
 //
 // Rotation builds a new Provider with the new keystore and serves it from then on (a Provider's keystore is fixed at
 // construction); every Provider shares one in-memory store, so clients registered, grants, sessions and interactions
@@ -57,7 +58,8 @@ function generateKeys() {
 
 let keys = config.jwks?.keys ?? generateKeys();
 const adapter = createMemoryAdapter();
-let jwksRequests = 0;
+// Requests by path, but for the harness's own (those with x-harness-uncounted, and /__harness/).
+const requests = {};
 
 // What a client's or a resource's harness-only settings make of the access tokens issued to it for a resource.
 async function getResourceServerInfo(ctx, indicator, client) {
@@ -130,12 +132,15 @@ function makeProvider(issuer) {
 }
 
 // Finishes whichever prompt oidc-provider asks for: login with the fixed account, consent with every scope, claim
-// and resource scope the request is missing.
-async function approve(provider, req, res) {
+// and resource scope the request is missing; or, with ?decision=deny, refuses it (access_denied).
+async function interact(provider, req, res, deny) {
   const details = await provider.interactionDetails(req, res);
   const { prompt, params, session, grantId } = details;
+  console.error(`harness: interaction ${details.uid}: ${prompt.name} (${prompt.reasons.join(', ')}): ${deny ? 'denied' : 'approved'}`);
   let result;
-  if (prompt.name === 'login') {
+  if (deny) {
+    result = { error: 'access_denied', error_description: 'the harness user denied the request' };
+  } else if (prompt.name === 'login') {
     result = { login: { accountId: account } };
   } else if (prompt.name === 'consent') {
     const grant = grantId
@@ -172,13 +177,14 @@ let provider;
 let serve;
 
 const server = http.createServer(async (req, res) => {
-  const { pathname } = new URL(req.url, 'http://harness');
+  const url = new URL(req.url, 'http://harness');
+  const { pathname } = url;
   try {
-    if (pathname === '/jwks' && req.method === 'GET' && !req.headers['x-harness-uncounted']) {
-      jwksRequests += 1;
+    if (!req.headers['x-harness-uncounted'] && !pathname.startsWith('/__harness/')) {
+      requests[pathname] = (requests[pathname] ?? 0) + 1;
     }
     if (pathname === '/__harness/stats' && req.method === 'GET') {
-      return sendJson(res, 200, { jwks_requests: jwksRequests });
+      return sendJson(res, 200, { jwks_requests: requests['/jwks'] ?? 0, requests });
     }
     if (pathname === '/__harness/rotate' && req.method === 'POST') {
       const body = JSON.parse((await readBody(req)) || '{}');
@@ -189,7 +195,7 @@ const server = http.createServer(async (req, res) => {
       return sendJson(res, 200, { kids: keys.map((k) => k.kid) });
     }
     if (pathname.startsWith('/interaction/') && req.method === 'GET') {
-      return await approve(provider, req, res);
+      return await interact(provider, req, res, url.searchParams.get('decision') === 'deny');
     }
     return serve(req, res);
   } catch (error) {
