@@ -370,3 +370,10 @@ fn forged_tokens_keep_the_old_signature() {
     assert_eq!(payload, json!({"aud": "b"}));
     assert!(forged.ends_with(".c2ln"));
 }
+
+#[test]
+#[should_panic(expected = "client_secret is mandatory property")]
+fn a_client_the_provider_refuses_fails_the_start() {
+    // A client is confidential by default (client_secret_basic): one without a secret is refused.
+    Provider::start(Config::new().client(json!({"client_id": "no-secret", "grant_types": ["client_credentials"]})));
+}

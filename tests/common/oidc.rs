@@ -208,7 +208,7 @@ impl Provider {
         let stderr = child.stderr.take().unwrap();
         let lines: Arc<Mutex<Vec<String>>> = Arc::default();
         let lines_w = lines.clone();
-        std::thread::spawn(move || {
+        let stderr_reader = std::thread::spawn(move || {
             for line in BufReader::new(stderr).lines() {
                 let Ok(line) = line else { break };
                 lines_w.lock().unwrap().push(line);
@@ -223,9 +223,15 @@ impl Provider {
             // Drain the rest, so that the provider never blocks on a full pipe.
             for _ in lines {}
         });
-        let line = rx.recv_timeout(Duration::from_secs(30)).unwrap_or_else(|_| {
+        let line = rx.recv_timeout(Duration::from_secs(30)).unwrap_or_else(|e| {
+            let what = match e {
+                mpsc::RecvTimeoutError::Timeout => "did not listen within 30 s",
+                mpsc::RecvTimeoutError::Disconnected => "exited before it listened",
+            };
             let _ = child.kill();
-            panic!("oidc-provider did not start within 30 s; stderr:\n{}", lines.lock().unwrap().join("\n"))
+            let status = child.wait();
+            let _ = stderr_reader.join();
+            panic!("oidc-provider {what} ({status:?}); stderr:\n{}", lines.lock().unwrap().join("\n"))
         });
         let ready: Ready = serde_json::from_str(&line)
             .unwrap_or_else(|e| panic!("oidc-provider's first line is not its ready line ({e}): {line}"));

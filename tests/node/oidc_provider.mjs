@@ -205,11 +205,21 @@ const server = http.createServer(async (req, res) => {
   }
 });
 
-server.listen(config.port ?? 0, '127.0.0.1', () => {
+server.listen(config.port ?? 0, '127.0.0.1', async () => {
   const { port } = server.address();
   const issuer = `http://127.0.0.1:${port}`;
   provider = makeProvider(issuer);
   serve = provider.callback();
+  // oidc-provider checks a configured client's metadata when the client is first used: check each now, so that a
+  // test with a client it refuses fails at the start, with the reason.
+  for (const { client_id: id } of config.clients ?? []) {
+    try {
+      await provider.Client.find(id);
+    } catch (error) {
+      console.error(`harness: client ${id}: ${error.error_description ?? error.message}`);
+      process.exit(1);
+    }
+  }
   process.stdout.write(`${JSON.stringify({ issuer })}\n`);
 });
 
