@@ -111,7 +111,7 @@ function makeProvider(issuer) {
     ttl: {
       AccessToken: (ctx, token) => token.resourceServer?.accessTokenTTL ?? config.access_token_ttl ?? 3600,
       ClientCredentials: (ctx, token) => token.resourceServer?.accessTokenTTL ?? config.access_token_ttl ?? 3600,
-      // oidc-provider's defaults, set so that it does not warn about them.
+      // About oidc-provider's default lengths, set so that it does not warn about them.
       AuthorizationCode: 60,
       IdToken: 3600,
       Interaction: 3600,
