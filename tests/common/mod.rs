@@ -9,6 +9,7 @@ pub mod http;
 pub mod install;
 pub mod modern;
 pub mod node;
+pub mod oidc;
 pub mod python;
 pub mod schema;
 
