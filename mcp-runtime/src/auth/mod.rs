@@ -581,15 +581,8 @@ impl Guard {
         needed: &[&str],
     ) -> Result<AuthInfo, Refusal> {
         let challenge_scopes = || needed.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
-        let in_query = query.is_some_and(|q| q.split('&').any(|pair| pair.split('=').next() == Some("access_token")));
-        if in_query {
-            return Err(Refusal::Unauthorized {
-                error: Some((
-                    "invalid_request",
-                    "an access token in the query string is refused; send it in the Authorization header".into(),
-                )),
-                scopes: challenge_scopes(),
-            });
+        if let Some(refusal) = Guard::token_in_query(query) {
+            return Err(refusal);
         }
         let token = match Presented::of(header) {
             Presented::Nothing => return Err(Refusal::Unauthorized { error: None, scopes: challenge_scopes() }),
@@ -614,6 +607,19 @@ impl Guard {
         };
         self.check_scopes(&auth, needed)?;
         Ok(auth)
+    }
+
+    /// The refusal of a request that carries an access token in its query string (RFC 6750 §2.3, which OAuth 2.1
+    /// drops): checked before anything else.
+    pub(crate) fn token_in_query(query: Option<&str>) -> Option<Refusal> {
+        let in_query = query.is_some_and(|q| q.split('&').any(|pair| pair.split('=').next() == Some("access_token")));
+        in_query.then(|| Refusal::Unauthorized {
+            error: Some((
+                "invalid_request",
+                "an access token in the query string is refused; send it in the Authorization header".into(),
+            )),
+            scopes: Vec::new(),
+        })
     }
 
     /// `403` unless `auth` grants every scope in `needed`.

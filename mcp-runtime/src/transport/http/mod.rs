@@ -990,6 +990,9 @@ async fn endpoint(AxumState(state): AxumState<Arc<HttpState>>, request: axum::ex
     let query = parts.uri.query();
     // Without the server's own authorization, a layer in front may have said who is calling.
     let mut auth = parts.extensions.get::<AuthInfo>().cloned();
+    if let Some((guard, refusal)) = state.server.inner.auth.as_ref().zip(crate::auth::Guard::token_in_query(query)) {
+        return auth::refused(guard, &refusal);
+    }
     if let (Some(guard), false) = (&state.server.inner.auth, method == Method::POST) {
         // A POST is checked once its body says what it asks for (its scopes); the rest at once.
         match auth::admit(guard, &mut headers, query, &[]).await {
