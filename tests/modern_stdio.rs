@@ -145,6 +145,14 @@ fn a_broken_envelope_is_32602_and_an_unsupported_version_is_32022() {
         ("no-version", "server/discover", json!({"_meta": {META_CAPABILITIES: {}}})),
         ("no-capabilities", "server/discover", json!({"_meta": {META_VERSION: "2026-07-28"}})),
         ("no-capabilities-tools", "tools/list", json!({"_meta": {META_VERSION: "2026-07-28"}})),
+        // The envelope's other keys without its version: a malformed 2026 envelope, not a 2025 request before
+        // `initialize`.
+        ("no-version-tools", "tools/list", json!({"_meta": {META_CAPABILITIES: {}}})),
+        (
+            "no-version-client-info",
+            "tools/call",
+            json!({"name": "echo", "_meta": {"io.modelcontextprotocol/clientInfo": {"name": "c", "version": "0"}}}),
+        ),
         (
             "capabilities-not-an-object",
             "tools/list",
@@ -162,6 +170,9 @@ fn a_broken_envelope_is_32602_and_an_unsupported_version_is_32022() {
         s.send(message);
         let r = s.response(&id);
         assert_eq!(error_code(&r), -32602, "{id}: {r}");
+        if id.as_str().is_some_and(|i| i.starts_with("no-version")) {
+            assert!(r["error"]["message"].as_str().unwrap().contains("protocolVersion"), "{id}: {r}");
+        }
     }
 
     let discover = s.modern_call("server/discover", json!({}));

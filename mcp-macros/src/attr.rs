@@ -98,8 +98,7 @@ impl Common {
             } else if lookahead.peek(kw::icon) {
                 input.parse::<kw::icon>()?;
                 c.icons.push(string_value(input)?);
-            } else if Scopes::parse_key(input, &lookahead, span, &mut c.scopes)? {
-            } else if extra(input, &lookahead, span)? {
+            } else if Scopes::parse_key(input, &lookahead, span, &mut c.scopes)? || extra(input, &lookahead, span)? {
             } else if lookahead.peek(Token![crate]) {
                 input.parse::<Token![crate]>()?;
                 let path: LitStr = string_value(input)?;

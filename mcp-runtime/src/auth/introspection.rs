@@ -19,6 +19,9 @@ pub const CACHE_TTL: Duration = Duration::from_secs(30);
 /// The most answers kept.
 const CACHE_ENTRIES: usize = 10_000;
 
+/// Introspection answers by the SHA-256 of their token, with until when each is reused.
+type Answers = HashMap<[u8; 32], (Instant, Result<AuthInfo, TokenError>)>;
+
 /// Checks opaque tokens at an introspection endpoint (RFC 7662), authenticating as a client of the issuer
 /// (`client_secret_basic`). A token is accepted when the answer is `active`, and its `aud`, when there is one,
 /// names this resource.
@@ -38,7 +41,7 @@ pub struct Introspection {
     client_id: String,
     client_secret: String,
     resource: Option<String>,
-    cache: Arc<Mutex<HashMap<[u8; 32], (Instant, Result<AuthInfo, TokenError>)>>>,
+    cache: Arc<Mutex<Answers>>,
     fetcher: Option<Fetcher>,
 }
 

@@ -420,6 +420,7 @@ impl TokenVerifier for BuiltIn {
 }
 
 /// A URL as far as this module needs it: its origin (`scheme://host[:port]`), path and fragment.
+#[derive(Debug)]
 pub(crate) struct Url<'a> {
     pub origin: &'a str,
     pub path: &'a str,

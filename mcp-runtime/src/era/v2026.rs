@@ -50,11 +50,13 @@ pub const MISSING_CAPABILITY: ErrorCode = ErrorCode(-32021);
 /// -32022: the request names a protocol version the server does not serve statelessly.
 pub const UNSUPPORTED_VERSION: ErrorCode = ErrorCode(-32022);
 
-/// Whether a request belongs to the 2026 era: its `_meta` names a protocol version, or its method exists only in
-/// this era.
+/// Whether a request belongs to the 2026 era: its `_meta` holds a key of the 2026 envelope (a protocol version,
+/// client capabilities or client info: one without the version is a malformed 2026 envelope, answered -32602
+/// naming what is missing), or its method exists only in this era.
 pub(crate) fn is_modern(method: &str, params: Option<&Value>) -> bool {
+    let meta = params.and_then(|p| p.get("_meta"));
     matches!(method, "server/discover" | "subscriptions/listen")
-        || params.and_then(|p| p.get("_meta")).and_then(|m| m.get(META_VERSION)).is_some()
+        || [META_VERSION, META_CAPABILITIES, META_CLIENT_INFO].iter().any(|k| meta.and_then(|m| m.get(*k)).is_some())
 }
 
 /// What the envelope of a request said.
@@ -330,8 +332,12 @@ struct Binding {
 struct SealedState {
     #[serde(flatten)]
     binding: Binding,
-    /// Expiry, seconds since the Unix epoch.
-    e: u64,
+    /// Expiry, seconds since the Unix epoch (states sealed before `m` was written).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    e: Option<u64>,
+    /// Expiry, milliseconds since the Unix epoch (so a sub-second TTL is kept as given).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    m: Option<u64>,
     /// The answers given in earlier rounds, by question key.
     a: Map<String, Value>,
     /// The handler's own state, carried across rounds.
@@ -368,8 +374,8 @@ const NO_QUESTIONS_HERE: &str = "the 2026-07-28 protocol allows no questions: on
 /// Why a round cannot ask: the tool's.
 const NO_QUESTIONS_DECLARED: &str = "the tool declared that it never asks (`ToolDef::cannot_ask`)";
 
-fn now_secs() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or_default()
+fn now_millis() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or_default()
 }
 
 /// The request a round belongs to; its digest is computed only when a state is opened or sealed.
@@ -451,7 +457,8 @@ impl Round {
                         "invalid requestState: it belongs to another request (method, target, arguments or caller differ)",
                     ));
                 }
-                if opened.e < now_secs() {
+                let expires_ms = opened.m.or(opened.e.map(|e| e.saturating_mul(1000))).unwrap_or(0);
+                if expires_ms < now_millis() {
                     return Err(Error::invalid_params("invalid requestState: it has expired; call again without it"));
                 }
                 answers = opened.a;
@@ -557,7 +564,8 @@ pub(crate) fn interrupted_result(request: &RequestState) -> Result<Value, Error>
         .collect();
     let state = SealedState {
         binding,
-        e: now_secs() + server.inner.request_state_ttl.as_secs(),
+        e: None,
+        m: Some(now_millis() + server.inner.request_state_ttl.as_millis() as u64),
         a: answers,
         s: inner.carry.take().or_else(|| round.carried.clone()),
     };
@@ -846,6 +854,25 @@ fn mismatch(message: impl Into<String>) -> Error {
     Error::new(HEADER_MISMATCH, message)
 }
 
+/// Whether a header's text is the same number as an argument: integers compared exactly (2^53 and 2^53 + 1 differ,
+/// though they are one `f64`), `3` and `3.0` the same, other numbers as `f64`.
+fn same_number(given: &str, n: &serde_json::Number) -> bool {
+    if let (Ok(g), Some(v)) = (given.parse::<i64>(), n.as_i64()) {
+        return g == v;
+    }
+    if let (Ok(g), Some(v)) = (given.parse::<u64>(), n.as_u64()) {
+        return g == v;
+    }
+    // An integer on one side only: equal only if the other is that integer written with a fraction of zero.
+    let integer = |text: &str| text.parse::<i128>().ok();
+    match (integer(given), n.as_i64().map(i128::from).or_else(|| n.as_u64().map(i128::from))) {
+        (Some(_), Some(_)) => false,
+        (Some(g), None) => n.as_f64().is_some_and(|v| v.fract() == 0.0 && v.abs() < 9.0e15 && v as i128 == g),
+        (None, Some(v)) => given.parse::<f64>().is_ok_and(|g| g.fract() == 0.0 && g.abs() < 9.0e15 && g as i128 == v),
+        (None, None) => given.parse::<f64>().ok().zip(n.as_f64()).is_some_and(|(g, v)| g == v),
+    }
+}
+
 /// A header value, with the `=?base64?…?=` form decoded (strict RFC 4648 with padding).
 pub(crate) fn decode_header_value(raw: &str) -> Result<String, String> {
     let Some(encoded) = raw.strip_prefix("=?base64?").and_then(|r| r.strip_suffix("?=")) else {
@@ -894,7 +921,7 @@ fn check_param_headers(headers: &http::HeaderMap, params: Option<&Value>, server
         let agrees = match value {
             Value::String(s) => given == *s,
             Value::Bool(b) => given == if *b { "true" } else { "false" },
-            Value::Number(n) => given.parse::<f64>().ok().zip(n.as_f64()).is_some_and(|(g, n)| g == n),
+            Value::Number(n) => same_number(&given, n),
             _ => false,
         };
         if !agrees {
@@ -923,6 +950,22 @@ pub const DEFAULT_REQUEST_STATE_TTL: Duration = Duration::from_secs(10 * 60);
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn header_numbers_are_compared_exactly_when_they_are_integers() {
+        let n = |v: serde_json::Value| match v {
+            serde_json::Value::Number(n) => n,
+            _ => unreachable!(),
+        };
+        assert!(same_number("9007199254740992", &n(serde_json::json!(9007199254740992u64))));
+        assert!(!same_number("9007199254740992", &n(serde_json::json!(9007199254740993u64))));
+        assert!(!same_number("9223372036854775806", &n(serde_json::json!(i64::MAX))));
+        assert!(same_number("-5", &n(serde_json::json!(-5))));
+        assert!(same_number("3", &n(serde_json::json!(3.0))));
+        assert!(same_number("3.0", &n(serde_json::json!(3))));
+        assert!(same_number("2.5", &n(serde_json::json!(2.5))));
+        assert!(!same_number("-1", &n(serde_json::json!(u64::MAX))));
+    }
 
     #[test]
     fn complete_results_are_stamped_in_one_pass_and_stay_valid_json() {

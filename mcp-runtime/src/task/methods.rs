@@ -231,7 +231,13 @@ async fn update(ctx: &Context, mut args: Arguments) -> Result<Value, Error> {
         _ => return Err(Error::invalid_params("`tasks/update` needs an `inputResponses` object of answers by key")),
     };
     let engine = ctx.server().tasks();
-    engine.find(&id, &owner, era).await?;
+    let record = engine.find(&id, &owner, era).await?;
+    if record.status.is_terminal() {
+        return Err(Error::invalid_params(format!(
+            "task {id} is {}: it takes no more answers",
+            record.status.as_str()
+        )));
+    }
     if let Some(run) = engine.running(&id) {
         run.answer(responses).await;
     }

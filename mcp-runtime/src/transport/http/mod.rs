@@ -897,11 +897,38 @@ impl RefusedNames {
 
 /// DNS-rebinding protection: `Host` and `Origin` must be loopback or allowed. The first refusal of each value is
 /// logged at `warn`, with the option that would allow it.
-fn check_origin(options: &HttpOptions, refused: &RefusedNames, headers: &HeaderMap) -> Result<(), Response> {
+/// Checks `Host` (or, in HTTP/2, the request's authority) and `Origin` against DNS rebinding. A request with two of
+/// either, or with no host at all, is 400: which one a proxy or a check would read is anyone's guess.
+fn check_origin(
+    options: &HttpOptions,
+    refused: &RefusedNames,
+    headers: &HeaderMap,
+    authority: Option<&str>,
+) -> Result<(), Response> {
+    for (name, what) in [(header::HOST, "Host"), (header::ORIGIN, "Origin")] {
+        if headers.get_all(&name).iter().nth(1).is_some() {
+            return Err(error_response(
+                StatusCode::BAD_REQUEST,
+                ErrorCode::INVALID_REQUEST,
+                format!("bad request: the {what} header is given more than once"),
+            ));
+        }
+    }
+    let host = match headers.get(header::HOST) {
+        Some(h) => h.to_str().ok(),
+        None => authority,
+    };
+    if host.is_none() {
+        return Err(error_response(
+            StatusCode::BAD_REQUEST,
+            ErrorCode::INVALID_REQUEST,
+            "bad request: the Host header is missing (or not text)",
+        ));
+    }
     if options.allow_any_origin {
         return Ok(());
     }
-    if let Some(host) = headers.get(header::HOST).and_then(|h| h.to_str().ok()) {
+    if let Some(host) = host {
         if !is_loopback_host(host) && !options.allowed_hosts.iter().any(|allowed| host_allowed(allowed, host)) {
             if refused.first("host", host) {
                 tracing::warn!(
@@ -934,6 +961,12 @@ fn check_origin(options: &HttpOptions, refused: &RefusedNames, headers: &HeaderM
         }
     }
     Ok(())
+}
+
+/// Whether the request names a protocol version of the stateless era (which has no GET stream and no DELETE).
+fn is_stateless_version(headers: &HeaderMap) -> bool {
+    let version = headers.get(&VERSION_NAME).and_then(|v| v.to_str().ok()).map(str::trim);
+    version.is_some_and(|v| crate::era::v2026::STATELESS_VERSIONS.contains(&v))
 }
 
 /// The protocol version of a request: the header, or 2025-03-26 when it is missing; unsupported is 400.
@@ -984,7 +1017,7 @@ fn accepts(headers: &HeaderMap, kinds: &[&str]) -> bool {
 async fn endpoint(AxumState(state): AxumState<Arc<HttpState>>, request: axum::extract::Request) -> Response {
     let (parts, body) = request.into_parts();
     let (method, mut headers) = (parts.method, parts.headers);
-    if let Err(r) = check_origin(&state.options, &state.refused, &headers) {
+    if let Err(r) = check_origin(&state.options, &state.refused, &headers, parts.uri.authority().map(|a| a.as_str())) {
         return r;
     }
     let query = parts.uri.query();
@@ -1392,8 +1425,11 @@ async fn post_stateless(
 
 fn get(state: Arc<HttpState>, headers: HeaderMap, auth: Option<AuthInfo>) -> Response {
     // The 2026 era has no standalone stream: change notifications come through `subscriptions/listen`.
-    if state.options.stateless || modern::is_modern_version(&headers) {
+    if state.options.stateless || is_stateless_version(&headers) {
         return (StatusCode::METHOD_NOT_ALLOWED, [(header::ALLOW, "POST")]).into_response();
+    }
+    if let Err(r) = check_version(&headers) {
+        return r;
     }
     if !accepts(&headers, &["text/event-stream"]) {
         return plain(StatusCode::NOT_ACCEPTABLE, "not acceptable: the client must accept text/event-stream");
@@ -1460,8 +1496,11 @@ fn get(state: Arc<HttpState>, headers: HeaderMap, auth: Option<AuthInfo>) -> Res
 }
 
 fn delete(state: Arc<HttpState>, headers: HeaderMap, auth: Option<AuthInfo>) -> Response {
-    if state.options.stateless || !state.options.allow_delete || modern::is_modern_version(&headers) {
+    if state.options.stateless || !state.options.allow_delete || is_stateless_version(&headers) {
         return (StatusCode::METHOD_NOT_ALLOWED, [(header::ALLOW, "GET, POST")]).into_response();
+    }
+    if let Err(r) = check_version(&headers) {
+        return r;
     }
     let http_session = match session_of(&state, &headers, auth.as_ref()) {
         Ok(s) => s,

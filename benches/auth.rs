@@ -1,0 +1,102 @@
+//! The cost of authorization per call: `JwtVerifier::verify` on an RS256 access token, the first time a token is
+//! seen (its signature checked against the issuer's cached keys) and again (the verified-token cache: a SHA-256 of
+//! the token and a lookup), against no verification at all. The issuer is an in-process axum app serving RFC 8414
+//! metadata and a JWKS with one RSA-2048 key (generated for this benchmark; its private half below signs the
+//! tokens): what is measured is the resource server's side only.
+//!
+//! Run with `cargo bench --bench auth` (optionally `-- --tokens N`). A benchmark, not a test: compare runs from one
+//! sitting.
+
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use mcp::auth::{JwtVerifier, TokenVerifier};
+use serde_json::json;
+
+/// A key for this benchmark only (RSA-2048, PKCS#8).
+const PRIVATE_KEY: &str = "-----BEGIN PRIVATE KEY-----
+MIIEvwIBADANBgkqhkiG9w0BAQEFAASCBKkwggSlAgEAAoIBAQDiX4Umkh1LMODB
+IBW7RmiqJg+aHrRh0Kbcg+ouRuw7GflwKDOCJS8Qy8k9SGNc9ZRoKWV/r4Ngpd03
+OMmiJFS7vuNDrKdn8rB6ND5vDC+dXANvjz6UJ6uApFRUZ3Ao+uJI03eMXiV0naJ5
+y6ciO9qEZGoTNekQK/YktFQsg+VxRgcaDFk+qpb+JDPqGCIWMPejoa0ZYQSPsKln
+u6HM9BSrnCJUHHU97vwUDcuiVBNwEt02seDGYxk8qsWvquZB9b41MAHp+7S+3J+5
+SC3uslhYnAkmIZ4ZKZ5dDmpKdnDQG9EsiKxWF0rCCFV23X9HXtktqZih+tZ5B8yH
+Kei8jtVvAgMBAAECggEACLzTPGArwdgrvniVg3wsMJrgfIN5OJn8F7XiOPVjS28m
+DzvO5SlGX9mJYD8fGO/ZfG+LSB4HPFF+MHXAZcINWaruRbwpJHjU4/4zBZ23aI5W
+7vGV/ylpDPp8liIZ+CEwQufo4jcv2XpMYQFzoDZe4pVuwEgTCLl8Vqx1pxCo6EAk
+hJdAgvBHaSEZuxAXHvsPS8khwQC1ezKRRCoMTjPJcm79UgIE5ynKTQ/KhvnUDcn9
+3/MyQURyFHOwZNAyc8Ub8U+cG9wUW+In3YkDrU9Hdte205vi/P7Owc9T6gewOLJl
+4FvO9A8S0KzKNdrQDyUEPARQCjt6LdsGq1xA379AzQKBgQDzdlYeafuoOTIXgGRX
+ukmaaOGIGY1+pUIjPXOlK/FtcjhXuIiLXOyBGZbAjjUAFIqrPyk1vPb6LcPBgSEl
+byna+48X2OowIVkGi6ljJz7AxZ41t2vs8fUWGdKnWCVItwM0bvRhP1l/nQZv8bnu
+OYNSpFBy+Pu6jkI/LG53+Odn7QKBgQDuB+QEx/+G1Was463kFFYM6HyfU6zh98NM
+/EafqVPf6fnGMzoztwfrtvuGD9Ftvx7pkDM6Ux8g0S6Gappm7o8J2N0R29cHlyXs
+Lu5jUY0BWGlf4lJoxyyvpWsSrIF+gelpSwXtfbSUgSKNHJh6z59OXcx9Bqxojf0Z
+EZgMAc6PSwKBgQC3D93FVK+TWB5gKXxJspsxbXdXnM8V0TEfyk8wfRA12VKgMvMI
+x0BV+mWuN7+GZeu2w/E6pPGYP90XnP7NZP61171KkyHUOt7z2wPsuE+pJ27EuTx/
+l5dPnO8WQWMXf/T68grzLG0hVXLHrZy+kaQ6+a48JRcyuVD6q3AM6a0mKQKBgQCW
+zQj4vnx0v948ykHwrbGWm/PYPPrabk2dCHb10CEDSwijOPE2sk6iV1sipALatKqw
+7lqGKQMfl2cSYZdQfvLAGlR0bALfHDM6XsFIyvG6WHjp9kifeRAmd3ZOblvb+hIW
+UyF+RJWTP/zTyboQlFkpHOPgkcnIs6wVpb/eW4ax4QKBgQDYj9Gds8xEo3kqog20
+glF6SRKmuc3zLimWyj+wW+axhj/JHQofAdQVuGFa+Q4JVP7bT3uA2bJAJSAHX59F
+xE9TkzKw5LxAOB3RTJJM2Ae+iwxBJ3/Qjd51eqBEGe1RNHEnkMYBpW73lrZcuE8f
+MwfyzMI+G8CIDK8IPF63kwwVAg==
+-----END PRIVATE KEY-----";
+/// Its public modulus, base64url.
+const MODULUS: &str = "4l-FJpIdSzDgwSAVu0ZoqiYPmh60YdCm3IPqLkbsOxn5cCgzgiUvEMvJPUhjXPWUaCllf6-DYKXdNzjJoiRUu77jQ6ynZ_KwejQ-bwwvnVwDb48-lCergKRUVGdwKPriSNN3jF4ldJ2iecunIjvahGRqEzXpECv2JLRULIPlcUYHGgxZPqqW_iQz6hgiFjD3o6GtGWEEj7CpZ7uhzPQUq5wiVBx1Pe78FA3LolQTcBLdNrHgxmMZPKrFr6rmQfW-NTAB6fu0vtyfuUgt7rJYWJwJJiGeGSmeXQ5qSnZw0BvRLIisVhdKwghVdt1_R17ZLamYofrWeQfMhynovI7Vbw";
+
+fn tokens_arg() -> usize {
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        if a == "--tokens" {
+            return args.next().and_then(|v| v.parse().ok()).expect("a number after --tokens");
+        }
+    }
+    2000
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() {
+    let tokens = tokens_arg();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let issuer = format!("http://{}", listener.local_addr().unwrap());
+    let metadata = json!({"issuer": issuer, "jwks_uri": format!("{issuer}/jwks")}).to_string();
+    let jwks =
+        json!({"keys": [{"kty": "RSA", "kid": "bench", "use": "sig", "alg": "RS256", "n": MODULUS, "e": "AQAB"}]})
+            .to_string();
+    let app = axum::Router::new()
+        .route("/.well-known/oauth-authorization-server", axum::routing::get(move || async move { metadata }))
+        .route("/jwks", axum::routing::get(move || async move { jwks }));
+    tokio::spawn(async move { axum::serve(listener, app).await });
+
+    let resource = "https://books.example.com/mcp";
+    let verifier = JwtVerifier::new(issuer.clone(), resource).unwrap();
+    let key = jsonwebtoken::EncodingKey::from_rsa_pem(PRIVATE_KEY.as_bytes()).unwrap();
+    let mut header = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::RS256);
+    header.kid = Some("bench".into());
+    header.typ = Some("at+jwt".into());
+    let exp = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs() + 3600;
+    let signed: Vec<String> = (0..tokens)
+        .map(|i| {
+            let claims = json!({"iss": issuer, "aud": resource, "sub": format!("user-{i}"), "client_id": "bench",
+                "scope": "books:read books:write", "exp": exp, "iat": exp - 3600, "jti": format!("{i}")});
+            jsonwebtoken::encode(&header, &claims, &key).unwrap()
+        })
+        .collect();
+    // The keys are fetched once, outside the measurement.
+    verifier.verify(&signed[0]).await.expect("the first token verifies");
+
+    let per = |elapsed: Duration, n: usize| elapsed.as_secs_f64() * 1e6 / n as f64;
+    let started = Instant::now();
+    for token in &signed[1..] {
+        verifier.verify(token).await.expect("verifies");
+    }
+    let first_time = per(started.elapsed(), tokens - 1);
+    let started = Instant::now();
+    for _ in 0..tokens {
+        verifier.verify(&signed[1]).await.expect("verifies");
+    }
+    let cached = per(started.elapsed(), tokens);
+    println!("auth: {tokens} RS256 access tokens (RSA-2048), keys cached");
+    println!("auth: a token seen for the first time: {first_time:.1} µs per verification (signature checked)");
+    println!("auth: a token seen again:              {cached:.1} µs per verification (verified-token cache)");
+}

@@ -1,0 +1,5 @@
+/// Order a book.
+#[mcp::tool(scopes = ["books write"])]
+fn order() {}
+
+fn main() {}
