@@ -332,12 +332,12 @@ struct Binding {
 struct SealedState {
     #[serde(flatten)]
     binding: Binding,
-    /// Expiry, seconds since the Unix epoch (states sealed before `m` was written).
+    /// Expiry, seconds since the Unix epoch (states sealed before `x` was written).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     e: Option<u64>,
     /// Expiry, milliseconds since the Unix epoch (so a sub-second TTL is kept as given).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    m: Option<u64>,
+    x: Option<u64>,
     /// The answers given in earlier rounds, by question key.
     a: Map<String, Value>,
     /// The handler's own state, carried across rounds.
@@ -457,7 +457,7 @@ impl Round {
                         "invalid requestState: it belongs to another request (method, target, arguments or caller differ)",
                     ));
                 }
-                let expires_ms = opened.m.or(opened.e.map(|e| e.saturating_mul(1000))).unwrap_or(0);
+                let expires_ms = opened.x.or(opened.e.map(|e| e.saturating_mul(1000))).unwrap_or(0);
                 if expires_ms < now_millis() {
                     return Err(Error::invalid_params("invalid requestState: it has expired; call again without it"));
                 }
@@ -565,7 +565,7 @@ pub(crate) fn interrupted_result(request: &RequestState) -> Result<Value, Error>
     let state = SealedState {
         binding,
         e: None,
-        m: Some(now_millis() + server.inner.request_state_ttl.as_millis() as u64),
+        x: Some(now_millis() + server.inner.request_state_ttl.as_millis() as u64),
         a: answers,
         s: inner.carry.take().or_else(|| round.carried.clone()),
     };

@@ -231,13 +231,9 @@ async fn update(ctx: &Context, mut args: Arguments) -> Result<Value, Error> {
         _ => return Err(Error::invalid_params("`tasks/update` needs an `inputResponses` object of answers by key")),
     };
     let engine = ctx.server().tasks();
-    let record = engine.find(&id, &owner, era).await?;
-    if record.status.is_terminal() {
-        return Err(Error::invalid_params(format!(
-            "task {id} is {}: it takes no more answers",
-            record.status.as_str()
-        )));
-    }
+    // A finished task has no outstanding question: its answers are ignored and acknowledged, as the extension
+    // says of any answer to a key that is not outstanding (tasks.md, "Response" of tasks/update).
+    engine.find(&id, &owner, era).await?;
     if let Some(run) = engine.running(&id) {
         run.answer(responses).await;
     }
