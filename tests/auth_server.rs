@@ -179,6 +179,21 @@ async fn a_request_without_a_token_is_401_with_a_challenge_naming_the_metadata_i
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn initial_scopes_are_what_a_401_asks_for_when_the_request_needs_none() {
+    let provider = Provider::start(Config::default());
+    let url = serve(|url| jwt(&provider)(url).initial_scopes(["books:read"]), false).await;
+    let response = post(&url, None, None, &initialize()).await;
+    assert_eq!(response.status(), 401);
+    assert!(challenge(&response).contains("scope=\"books:read\""), "{}", challenge(&response));
+    // A call that needs more names what it needs.
+    let response = post(&url, None, None, &call(1, "order", json!({"title": "Dune"}))).await;
+    assert!(challenge(&response).contains("scope=\"books:write\""), "{}", challenge(&response));
+    let metadata = http().get(url.replace("/mcp", "/.well-known/oauth-protected-resource/mcp")).send().await.unwrap();
+    let metadata: Value = serde_json::from_str(&metadata.text().await.unwrap()).unwrap();
+    assert_eq!(metadata["scopes_supported"], json!(["books:admin", "books:read", "books:write"]));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_valid_token_reaches_the_handler_as_its_principal_and_never_as_a_header() {
     let provider = Provider::start(Config::default());
     for stateless in [false, true] {

@@ -245,6 +245,7 @@ pub struct Authorization {
     pub(crate) leeway: Duration,
     pub(crate) jwks_cooldown: Duration,
     pub(crate) scopes: Vec<String>,
+    pub(crate) initial_scopes: Vec<String>,
     pub(crate) hide_unauthorized: bool,
     pub(crate) resource_name: Option<String>,
 }
@@ -275,6 +276,7 @@ impl Authorization {
             leeway: Duration::from_secs(30),
             jwks_cooldown: Duration::from_secs(30),
             scopes: Vec::new(),
+            initial_scopes: Vec::new(),
             hide_unauthorized: false,
             resource_name: None,
         }
@@ -332,6 +334,15 @@ impl Authorization {
     /// Scopes to advertise in `scopes_supported` besides those the handlers require.
     pub fn scopes_supported<I: IntoIterator<Item = S>, S: Into<String>>(mut self, scopes: I) -> Authorization {
         self.scopes.extend(scopes.into_iter().map(Into::into));
+        self
+    }
+
+    /// The scopes a `401` asks for when the request itself needs none (`initialize`, `server/discover`, lists):
+    /// what a client signs in with first. Without them the challenge names no scope, and a client that follows
+    /// the specification asks for every scope in `scopes_supported`, the powerful ones included; with them it asks
+    /// for these, and steps up (on a `403`) when it calls what needs more.
+    pub fn initial_scopes<I: IntoIterator<Item = S>, S: Into<String>>(mut self, scopes: I) -> Authorization {
+        self.initial_scopes.extend(scopes.into_iter().map(Into::into));
         self
     }
 
@@ -581,7 +592,10 @@ impl Guard {
         query: Option<&str>,
         needed: &[&str],
     ) -> Result<AuthInfo, Refusal> {
-        let challenge_scopes = || needed.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        let challenge_scopes = || match needed {
+            [] => self.config.initial_scopes.clone(),
+            needed => needed.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>(),
+        };
         if let Some(refusal) = Guard::token_in_query(query) {
             return Err(refusal);
         }
@@ -636,6 +650,7 @@ impl Guard {
     pub(crate) fn metadata(&self, required: BTreeSet<&str>, server_name: &str) -> Value {
         let mut scopes: BTreeSet<&str> = required;
         scopes.extend(self.config.scopes.iter().map(String::as_str));
+        scopes.extend(self.config.initial_scopes.iter().map(String::as_str));
         json!({
             "resource": self.config.resource,
             "authorization_servers": self.config.authorization_servers,
