@@ -1,0 +1,723 @@
+//! The authorizer the HTTP transport consults: the bearer token of each request, and what to do when the server
+//! challenges one (discover, register, authorize with PKCE, exchange the code, refresh, step up).
+
+use std::sync::Mutex;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use oauth2::basic::BasicClient;
+use oauth2::{
+    AuthType, AuthUrl, AuthorizationCode, ClientId, ClientSecret, CsrfToken, PkceCodeChallenge, RedirectUrl,
+    RefreshToken, RequestTokenError, Scope, TokenResponse, TokenUrl,
+};
+use reqwest::header::HeaderMap;
+use reqwest::{StatusCode, Url};
+use serde_json::{json, Value};
+
+use super::discovery::{self, Challenge, ServerMetadata};
+use super::{jwt, Grant, OAuth, Registration, Tokens};
+use crate::base::sync::Unpoisoned;
+use crate::client::{AuthError, Error, TransportError};
+
+/// The longest answer of an authorization server read (a token response, a registration).
+const RESPONSE_LIMIT: usize = 1024 * 1024;
+/// The RFC 7523 JWT bearer grant.
+const JWT_BEARER: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
+
+/// Where the authorization server takes each request.
+struct Endpoints {
+    authorization: Url,
+    token: Url,
+    registration: Option<Url>,
+}
+
+/// How the client authenticates at the token endpoint.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ClientAuth {
+    Basic,
+    Post,
+    None,
+    PrivateKeyJwt,
+}
+
+/// What a challenge led to: the authorization server, its metadata, and the resource to name.
+struct Found {
+    issuer: String,
+    metadata: Option<ServerMetadata>,
+    endpoints: Endpoints,
+    resource: String,
+    resource_scopes: Option<Vec<String>>,
+}
+
+/// The authorization state of one HTTP connection: the configuration, the server, and a gate so that one
+/// authorization runs at a time (requests challenged meanwhile wait for it and use its token).
+pub(crate) struct Authorizer {
+    config: OAuth,
+    server: Url,
+    key: String,
+    gate: tokio::sync::Mutex<()>,
+    /// The issuer a pre-registered client without one was first used with.
+    bound: Mutex<Option<String>>,
+}
+
+impl Authorizer {
+    pub(crate) fn new(config: OAuth, server: &str) -> Result<Authorizer, Error> {
+        let url = discovery::web_url(server, "the MCP server")?;
+        Ok(Authorizer {
+            config,
+            server: url,
+            key: server.to_owned(),
+            gate: tokio::sync::Mutex::new(()),
+            bound: Mutex::new(None),
+        })
+    }
+
+    /// The access token to send, if the client holds one.
+    pub(crate) fn bearer(&self) -> Option<String> {
+        self.config.store.tokens(&self.key).map(|t| t.access_token)
+    }
+
+    /// The server challenged a request (401, or 403 `insufficient_scope`) that carried `sent`: get a token that
+    /// may do better, or say why not. `step_ups` counts the 403s of this request.
+    pub(crate) async fn challenged(
+        &self,
+        http: &reqwest::Client,
+        status: StatusCode,
+        headers: &HeaderMap,
+        sent: Option<&str>,
+        step_ups: &mut usize,
+    ) -> Result<(), Error> {
+        let _one_at_a_time = self.gate.lock().await;
+        let held = self.config.store.tokens(&self.key);
+        if held.as_ref().map(|t| t.access_token.as_str()) != sent {
+            return Ok(()); // another request got a new token meanwhile
+        }
+        let challenge = Challenge::from_headers(headers);
+        let step_up = status == StatusCode::FORBIDDEN;
+        if step_up {
+            *step_ups += 1;
+            if *step_ups > self.config.max_step_up {
+                return Err(Error::Auth(AuthError::scope(format!(
+                    "the server still refuses the request for lack of scope (it asks for {:?}) after {} step-up \
+                     authorizations; the authorization server does not grant what the server requires, or the user \
+                     declined it (OAuth::max_step_up raises the limit)",
+                    challenge.scope.as_deref().unwrap_or_default(),
+                    self.config.max_step_up
+                ))));
+            }
+        }
+        let found = self.discover(http, &challenge).await?;
+
+        // A refresh token from the same authorization server answers a 401 before a new authorization does.
+        if let (false, Some(tokens), Grant::AuthorizationCode) = (step_up, &held, &self.config.grant) {
+            if let (true, Some(refresh)) = (tokens.issuer == found.issuer, &tokens.refresh_token) {
+                match self.refresh(http, &found, tokens, refresh).await {
+                    Ok(fresh) => {
+                        self.config.store.save_tokens(&self.key, fresh);
+                        return Ok(());
+                    }
+                    Err(e) => tracing::debug!(error = %e, "refreshing the token failed; authorizing anew"),
+                }
+            }
+        }
+
+        let scopes = self.scopes(&challenge, &found, held.as_ref());
+        let registration = self.register(http, &found).await?;
+        let tokens = match &self.config.grant {
+            Grant::AuthorizationCode => self.authorize(http, &found, &registration, scopes).await?,
+            Grant::ClientCredentials => self.client_credentials(http, &found, &registration, scopes).await?,
+            Grant::JwtBearer { assertion } => {
+                self.jwt_bearer(http, &found, &registration, assertion.clone(), scopes).await?
+            }
+            Grant::Enterprise { token_endpoint, client_id, client_secret, id_token } => {
+                let idp = discovery::web_url(token_endpoint, "the identity provider's token endpoint")?;
+                let audience =
+                    found.metadata.as_ref().and_then(|m| m.issuer.clone()).unwrap_or_else(|| found.issuer.clone());
+                let mut params = vec![
+                    ("grant_type", "urn:ietf:params:oauth:grant-type:token-exchange".to_owned()),
+                    ("requested_token_type", "urn:ietf:params:oauth:token-type:id-jag".to_owned()),
+                    ("audience", audience),
+                    ("resource", found.resource.clone()),
+                    ("subject_token", id_token.clone()),
+                    ("subject_token_type", "urn:ietf:params:oauth:token-type:id_token".to_owned()),
+                ];
+                if !scopes.is_empty() {
+                    params.push(("scope", scopes.join(" ")));
+                }
+                let idp_client = Registration {
+                    client_id: client_id.clone(),
+                    client_secret: client_secret.clone(),
+                    token_endpoint_auth_method: None,
+                };
+                let auth = if client_secret.is_some() { ClientAuth::Post } else { ClientAuth::None };
+                let answer = self.form_post(http, &idp, params, &idp_client, auth, &found.issuer).await?;
+                let Some(grant) = answer["access_token"].as_str() else {
+                    return Err(Error::Auth(AuthError::token(format!(
+                        "the identity provider's token exchange at {idp} gave no identity assertion grant"
+                    ))));
+                };
+                self.jwt_bearer(http, &found, &registration, grant.to_owned(), scopes).await?
+            }
+        };
+        self.config.store.save_tokens(&self.key, tokens);
+        Ok(())
+    }
+
+    /// The protected resource metadata, its checks, and the authorization server's metadata.
+    async fn discover(&self, http: &reqwest::Client, challenge: &Challenge) -> Result<Found, Error> {
+        let prm = discovery::resource_metadata(http, &self.server, challenge).await?;
+        let origin = self.server.origin().ascii_serialization();
+        let Some(prm) = prm else {
+            // 2025-03-26: no protected resource metadata; the server's origin is the authorization server.
+            let metadata = discovery::server_metadata(http, &origin).await?;
+            let endpoints = match &metadata {
+                Some(metadata) => endpoints(metadata, &origin)?,
+                None => Endpoints {
+                    authorization: discovery::web_url(&format!("{origin}/authorize"), "the default endpoint")?,
+                    token: discovery::web_url(&format!("{origin}/token"), "the default endpoint")?,
+                    registration: Some(discovery::web_url(&format!("{origin}/register"), "the default endpoint")?),
+                },
+            };
+            return Ok(Found {
+                issuer: origin,
+                metadata,
+                endpoints,
+                resource: self.key.clone(),
+                resource_scopes: None,
+            });
+        };
+        let resource = match prm.resource {
+            Some(resource) if discovery::resource_matches(&self.server, &resource) => resource,
+            Some(resource) => {
+                return Err(Error::Auth(AuthError::discovery(format!(
+                    "the protected resource metadata names the resource {resource:?}, which is not this server ({}): \
+                     the client does not authorize for it (RFC 9728 §3.3); the server's metadata must name its own \
+                     URL",
+                    self.server
+                ))))
+            }
+            None => self.key.clone(),
+        };
+        let Some(issuer) = prm.authorization_servers.first().cloned() else {
+            return Err(Error::Auth(AuthError::discovery(
+                "the protected resource metadata lists no authorization_servers: the server does not say where to \
+                 get a token",
+            )));
+        };
+        discovery::web_url(&issuer, "the authorization server")?;
+        let Some(metadata) = discovery::server_metadata(http, &issuer).await? else {
+            return Err(Error::Auth(AuthError::discovery(format!(
+                "the authorization server {issuer} publishes no metadata (neither RFC 8414 nor OpenID Connect \
+                 discovery at its well-known URIs)"
+            ))));
+        };
+        let endpoints = endpoints(&metadata, &issuer)?;
+        Ok(Found { issuer, metadata: Some(metadata), endpoints, resource, resource_scopes: prm.scopes_supported })
+    }
+
+    /// The scopes to ask for: the challenge's, else the resource's `scopes_supported`, else none; with those asked
+    /// for before (a step-up keeps them), and `offline_access` where the authorization server lists it.
+    fn scopes(&self, challenge: &Challenge, found: &Found, held: Option<&Tokens>) -> Vec<String> {
+        let mut scopes: Vec<String> = held.map(|t| t.scopes.clone()).unwrap_or_default();
+        let asked = challenge.scopes();
+        let wanted = if asked.is_empty() { found.resource_scopes.clone().unwrap_or_default() } else { asked };
+        for scope in wanted {
+            if !scopes.contains(&scope) {
+                scopes.push(scope);
+            }
+        }
+        let offline = "offline_access".to_owned();
+        let listed =
+            found.metadata.as_ref().and_then(|m| m.scopes_supported.as_ref()).is_some_and(|s| s.contains(&offline));
+        if self.config.refresh_tokens && listed && !scopes.contains(&offline) {
+            scopes.push(offline);
+        } else if !listed {
+            scopes.retain(|s| s != "offline_access");
+        }
+        scopes
+    }
+
+    /// How the client is known to this issuer: stored, pre-registered, a Client ID Metadata Document, or registered
+    /// now (RFC 7591).
+    async fn register(&self, http: &reqwest::Client, found: &Found) -> Result<Registration, Error> {
+        let store = &self.config.store;
+        if let Some(registration) = store.registration(&found.issuer) {
+            return Ok(registration);
+        }
+        if let Some(pre) = &self.config.preregistered {
+            let mine = match &pre.issuer {
+                Some(issuer) => *issuer == found.issuer,
+                None => {
+                    let mut bound = self.bound.locked();
+                    let first = bound.get_or_insert_with(|| found.issuer.clone());
+                    *first == found.issuer
+                }
+            };
+            if mine {
+                let registration = Registration {
+                    client_id: pre.client_id.clone(),
+                    client_secret: pre.client_secret.clone(),
+                    token_endpoint_auth_method: None,
+                };
+                store.save_registration(&found.issuer, registration.clone());
+                return Ok(registration);
+            }
+        }
+        let cimd = found.metadata.as_ref().is_some_and(|m| m.client_id_metadata_document_supported);
+        if let (true, Some(url)) = (cimd, &self.config.client_metadata_url) {
+            let registration = Registration::new(url.clone());
+            store.save_registration(&found.issuer, registration.clone());
+            return Ok(registration);
+        }
+        let Some(endpoint) = &found.endpoints.registration else {
+            return Err(Error::Auth(AuthError::registration(format!(
+                "the authorization server {} offers no dynamic client registration{}, and the client has no \
+                 credentials for it: register the client there and pass them with OAuth::client_id (and \
+                 OAuth::issuer){}",
+                found.issuer,
+                if cimd { " and the client has no metadata document" } else { "" },
+                if cimd {
+                    ", or publish a Client ID Metadata Document and pass OAuth::client_metadata_url"
+                } else {
+                    ""
+                }
+            ))));
+        };
+        let mut grant_types = vec!["authorization_code"];
+        if self.config.refresh_tokens {
+            grant_types.push("refresh_token");
+        }
+        let mut body = json!({
+            "client_name": self.config.client_name.as_deref().unwrap_or("mcp-rust-client"),
+            "redirect_uris": [self.config.redirect_uri],
+            "grant_types": grant_types,
+            "response_types": ["code"],
+            "application_type": self.config.application_type.as_str(),
+        });
+        if self.config.signing_key.is_some() {
+            body["token_endpoint_auth_method"] = json!("private_key_jwt");
+        }
+        let response = http
+            .post(endpoint.clone())
+            .header("accept", "application/json")
+            .header("content-type", "application/json")
+            .body(body.to_string())
+            .send()
+            .await
+            .map_err(|e| Error::Transport(TransportError::from_reqwest("registering the client", e)))?;
+        let status = response.status();
+        let bytes = crate::client::http::read_limited(response, RESPONSE_LIMIT).await?;
+        let answer: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+        let Some(client_id) = answer["client_id"].as_str().filter(|_| status.is_success()) else {
+            return Err(Error::Auth(AuthError::registration(format!(
+                "dynamic client registration at {endpoint} failed (HTTP {status}): {}",
+                oauth_error(&answer, &bytes)
+            ))));
+        };
+        let registration = Registration {
+            client_id: client_id.to_owned(),
+            client_secret: answer["client_secret"].as_str().map(str::to_owned),
+            token_endpoint_auth_method: answer["token_endpoint_auth_method"].as_str().map(str::to_owned),
+        };
+        store.save_registration(&found.issuer, registration.clone());
+        Ok(registration)
+    }
+
+    /// How to authenticate at the token endpoint: as registered, else the best the server supports for what the
+    /// client holds.
+    fn client_auth(&self, registration: &Registration, metadata: Option<&ServerMetadata>) -> ClientAuth {
+        match registration.token_endpoint_auth_method.as_deref() {
+            Some("client_secret_basic") if registration.client_secret.is_some() => return ClientAuth::Basic,
+            Some("client_secret_post") if registration.client_secret.is_some() => return ClientAuth::Post,
+            Some("private_key_jwt") if self.config.signing_key.is_some() => return ClientAuth::PrivateKeyJwt,
+            Some("none") => return ClientAuth::None,
+            _ => {}
+        }
+        let supported = metadata.and_then(|m| m.token_endpoint_auth_methods_supported.clone());
+        let supports = |method: &str| supported.as_ref().is_none_or(|s| s.iter().any(|m| m == method));
+        if self.config.signing_key.is_some()
+            && supported.as_ref().is_some_and(|s| s.iter().any(|m| m == "private_key_jwt"))
+        {
+            return ClientAuth::PrivateKeyJwt;
+        }
+        if registration.client_secret.is_some() {
+            if supports("client_secret_basic") {
+                return ClientAuth::Basic;
+            }
+            if supports("client_secret_post") {
+                return ClientAuth::Post;
+            }
+        }
+        ClientAuth::None
+    }
+
+    /// An oauth2 client for this registration and these endpoints.
+    fn oauth_client(
+        &self,
+        found: &Found,
+        registration: &Registration,
+        auth: ClientAuth,
+    ) -> Result<
+        BasicClient<
+            oauth2::EndpointSet,
+            oauth2::EndpointNotSet,
+            oauth2::EndpointNotSet,
+            oauth2::EndpointNotSet,
+            oauth2::EndpointSet,
+        >,
+        Error,
+    > {
+        let redirect = RedirectUrl::new(self.config.redirect_uri.clone()).map_err(|e| {
+            Error::Auth(AuthError::config(format!(
+                "the redirect URI {:?} is not a URL ({e})",
+                self.config.redirect_uri
+            )))
+        })?;
+        let mut client = BasicClient::new(ClientId::new(registration.client_id.clone()))
+            .set_auth_uri(AuthUrl::from_url(found.endpoints.authorization.clone()))
+            .set_token_uri(TokenUrl::from_url(found.endpoints.token.clone()))
+            .set_redirect_uri(redirect);
+        match auth {
+            ClientAuth::Basic => {
+                client = client.set_auth_type(AuthType::BasicAuth);
+                if let Some(secret) = &registration.client_secret {
+                    client = client.set_client_secret(ClientSecret::new(secret.clone()));
+                }
+            }
+            ClientAuth::Post => {
+                client = client.set_auth_type(AuthType::RequestBody);
+                if let Some(secret) = &registration.client_secret {
+                    client = client.set_client_secret(ClientSecret::new(secret.clone()));
+                }
+            }
+            ClientAuth::None | ClientAuth::PrivateKeyJwt => client = client.set_auth_type(AuthType::RequestBody),
+        }
+        Ok(client)
+    }
+
+    /// The authorization code flow with PKCE: the user's part through the callback, then the token request.
+    async fn authorize(
+        &self,
+        http: &reqwest::Client,
+        found: &Found,
+        registration: &Registration,
+        scopes: Vec<String>,
+    ) -> Result<Tokens, Error> {
+        if let Some(metadata) = &found.metadata {
+            let methods = metadata.code_challenge_methods_supported.as_deref().unwrap_or_default();
+            if metadata.code_challenge_methods_supported.is_none() {
+                return Err(Error::Auth(AuthError::authorization(format!(
+                    "the authorization server metadata of {} lacks code_challenge_methods_supported: it does not \
+                     support PKCE, which MCP requires, so the client does not authorize there",
+                    found.issuer
+                ))));
+            }
+            if !methods.iter().any(|m| m == "S256") {
+                return Err(Error::Auth(AuthError::authorization(format!(
+                    "the authorization server {} supports PKCE only with {methods:?}, not S256, which MCP requires",
+                    found.issuer
+                ))));
+            }
+        }
+        let auth = self.client_auth(registration, found.metadata.as_ref());
+        let client = self.oauth_client(found, registration, auth)?;
+        let (challenge, verifier) = PkceCodeChallenge::new_random_sha256();
+        let mut request = client
+            .authorize_url(CsrfToken::new_random)
+            .set_pkce_challenge(challenge)
+            .add_extra_param("resource", found.resource.clone());
+        for scope in &scopes {
+            request = request.add_scope(Scope::new(scope.clone()));
+        }
+        let (url, state) = request.url();
+        let landed = (self.config.authorize)(url).await.map_err(|e| {
+            Error::Auth(AuthError::authorization(format!("the user's part of the authorization did not finish: {e}")))
+        })?;
+        let landed = Url::parse(&landed).map_err(|e| {
+            Error::Auth(AuthError::authorization(format!(
+                "the authorization callback returned {landed:?}, which is not the URL the browser was sent back to \
+                 ({e})"
+            )))
+        })?;
+        let param = |name: &str| landed.query_pairs().find(|(k, _)| k == name).map(|(_, v)| v.into_owned());
+        if let Some(error) = param("error") {
+            let description = param("error_description").map(|d| format!(": {d}")).unwrap_or_default();
+            return Err(Error::Auth(AuthError::authorization(format!(
+                "the authorization server refused the authorization ({error}{description})"
+            ))));
+        }
+        if param("state").as_deref() != Some(state.secret().as_str()) {
+            return Err(Error::Auth(AuthError::authorization(
+                "the authorization response's state is not the one sent: it answers another request (or was forged), \
+                 so the client does not use it",
+            )));
+        }
+        // RFC 9207: a present `iss` must be the issuer, compared as strings; a server that advertises it must send it.
+        let issuer = found.metadata.as_ref().and_then(|m| m.issuer.clone()).unwrap_or_else(|| found.issuer.clone());
+        match param("iss") {
+            Some(iss) if iss != issuer => {
+                return Err(Error::Auth(AuthError::authorization(format!(
+                    "the authorization response comes from the issuer {iss:?}, not {issuer:?}, the one asked (RFC \
+                     9207): a mix-up attack or a misconfigured server; the client does not use its code"
+                ))))
+            }
+            None if found.metadata.as_ref().is_some_and(|m| m.authorization_response_iss_parameter_supported) => {
+                return Err(Error::Auth(AuthError::authorization(format!(
+                    "the authorization response has no iss, though {issuer} advertises \
+                     authorization_response_iss_parameter_supported (RFC 9207): the client does not use its code"
+                ))))
+            }
+            _ => {}
+        }
+        let Some(code) = param("code") else {
+            return Err(Error::Auth(AuthError::authorization("the authorization response has no code")));
+        };
+        let mut exchange = client
+            .exchange_code(AuthorizationCode::new(code))
+            .set_pkce_verifier(verifier)
+            .add_extra_param("resource", found.resource.clone());
+        if auth == ClientAuth::PrivateKeyJwt {
+            for (name, value) in self.assertion(registration, found)? {
+                exchange = exchange.add_extra_param(name, value);
+            }
+        }
+        let send = sender(http);
+        let response = exchange.request_async(&send).await.map_err(|e| token_error(&found.endpoints.token, e))?;
+        Ok(tokens(&response, scopes, &found.issuer, None))
+    }
+
+    /// The `client_credentials` grant (oauth2), with the resource and scopes.
+    async fn client_credentials(
+        &self,
+        http: &reqwest::Client,
+        found: &Found,
+        registration: &Registration,
+        scopes: Vec<String>,
+    ) -> Result<Tokens, Error> {
+        let auth = self.client_auth(registration, found.metadata.as_ref());
+        let client = self.oauth_client(found, registration, auth)?;
+        let mut exchange = client.exchange_client_credentials().add_extra_param("resource", found.resource.clone());
+        for scope in &scopes {
+            exchange = exchange.add_scope(Scope::new(scope.clone()));
+        }
+        if auth == ClientAuth::PrivateKeyJwt {
+            for (name, value) in self.assertion(registration, found)? {
+                exchange = exchange.add_extra_param(name, value);
+            }
+        }
+        let send = sender(http);
+        let response = exchange.request_async(&send).await.map_err(|e| token_error(&found.endpoints.token, e))?;
+        Ok(tokens(&response, scopes, &found.issuer, None))
+    }
+
+    /// The RFC 7523 JWT bearer grant with `assertion`, authenticated as registered.
+    async fn jwt_bearer(
+        &self,
+        http: &reqwest::Client,
+        found: &Found,
+        registration: &Registration,
+        assertion: String,
+        scopes: Vec<String>,
+    ) -> Result<Tokens, Error> {
+        let mut params =
+            vec![("grant_type", JWT_BEARER.to_owned()), ("assertion", assertion), ("resource", found.resource.clone())];
+        if !scopes.is_empty() {
+            params.push(("scope", scopes.join(" ")));
+        }
+        let auth = self.client_auth(registration, found.metadata.as_ref());
+        let answer = self.form_post(http, &found.endpoints.token, params, registration, auth, &found.issuer).await?;
+        let Some(access_token) = answer["access_token"].as_str() else {
+            return Err(Error::Auth(AuthError::token(format!(
+                "the token endpoint {} answered without an access_token",
+                found.endpoints.token
+            ))));
+        };
+        let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or(Duration::ZERO).as_secs();
+        Ok(Tokens {
+            access_token: access_token.to_owned(),
+            refresh_token: answer["refresh_token"].as_str().map(str::to_owned),
+            expires_at: answer["expires_in"].as_u64().map(|s| now + s),
+            scopes,
+            issuer: found.issuer.clone(),
+        })
+    }
+
+    /// A token request oauth2 has no builder for (RFC 8693 token exchange, the RFC 7523 JWT bearer grant): the form,
+    /// the client's authentication, and the JSON answer, or the OAuth error it carries.
+    async fn form_post(
+        &self,
+        http: &reqwest::Client,
+        endpoint: &Url,
+        mut params: Vec<(&'static str, String)>,
+        registration: &Registration,
+        auth: ClientAuth,
+        issuer: &str,
+    ) -> Result<Value, Error> {
+        let mut request = http.post(endpoint.clone()).header("accept", "application/json");
+        let encode = |s: &str| oauth2::url::form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>();
+        match (auth, &registration.client_secret) {
+            (ClientAuth::Basic, Some(secret)) => {
+                use base64::Engine;
+                let pair = format!("{}:{}", encode(&registration.client_id), encode(secret));
+                let basic = base64::engine::general_purpose::STANDARD.encode(pair);
+                request = request.header("authorization", format!("Basic {basic}"));
+            }
+            (ClientAuth::Post, Some(secret)) => {
+                params.push(("client_id", registration.client_id.clone()));
+                params.push(("client_secret", secret.clone()));
+            }
+            (ClientAuth::PrivateKeyJwt, _) => {
+                params.push(("client_id", registration.client_id.clone()));
+                let Some(key) = &self.config.signing_key else {
+                    return Err(Error::Auth(AuthError::config("private_key_jwt needs a key: OAuth::private_key_jwt")));
+                };
+                params.push(("client_assertion_type", "urn:ietf:params:oauth:client-assertion-type:jwt-bearer".into()));
+                params.push(("client_assertion", jwt::client_assertion(key, &registration.client_id, issuer)?));
+            }
+            _ => params.push(("client_id", registration.client_id.clone())),
+        }
+        let body: String = oauth2::url::form_urlencoded::Serializer::new(String::new()).extend_pairs(params).finish();
+        let response = request
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(body)
+            .send()
+            .await
+            .map_err(|e| Error::Transport(TransportError::from_reqwest("the token request failed", e)))?;
+        let status = response.status();
+        let bytes = crate::client::http::read_limited(response, RESPONSE_LIMIT).await?;
+        let answer: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+        if !status.is_success() || !answer["access_token"].is_string() {
+            return Err(Error::Auth(AuthError::token(format!(
+                "the token endpoint {endpoint} refused the request (HTTP {status}: {})",
+                oauth_error(&answer, &bytes)
+            ))));
+        }
+        Ok(answer)
+    }
+
+    /// A refresh token grant, with the same resource.
+    async fn refresh(
+        &self,
+        http: &reqwest::Client,
+        found: &Found,
+        held: &Tokens,
+        refresh: &str,
+    ) -> Result<Tokens, Error> {
+        let registration = self.register(http, found).await?;
+        let auth = self.client_auth(&registration, found.metadata.as_ref());
+        let client = self.oauth_client(found, &registration, auth)?;
+        let token = RefreshToken::new(refresh.to_owned());
+        let mut exchange = client.exchange_refresh_token(&token).add_extra_param("resource", found.resource.clone());
+        if auth == ClientAuth::PrivateKeyJwt {
+            for (name, value) in self.assertion(&registration, found)? {
+                exchange = exchange.add_extra_param(name, value);
+            }
+        }
+        let send = sender(http);
+        let response = exchange.request_async(&send).await.map_err(|e| token_error(&found.endpoints.token, e))?;
+        Ok(tokens(&response, held.scopes.clone(), &found.issuer, Some(refresh)))
+    }
+
+    /// The `client_assertion` parameters of `private_key_jwt`.
+    fn assertion(&self, registration: &Registration, found: &Found) -> Result<Vec<(&'static str, String)>, Error> {
+        let Some(key) = &self.config.signing_key else { return Ok(Vec::new()) };
+        let audience = found.metadata.as_ref().and_then(|m| m.issuer.clone()).unwrap_or_else(|| found.issuer.clone());
+        let assertion = jwt::client_assertion(key, &registration.client_id, &audience)?;
+        Ok(vec![
+            ("client_assertion_type", "urn:ietf:params:oauth:client-assertion-type:jwt-bearer".to_owned()),
+            ("client_assertion", assertion),
+        ])
+    }
+}
+
+/// The endpoints a metadata document gives, each an `http` or `https` URL.
+fn endpoints(metadata: &ServerMetadata, issuer: &str) -> Result<Endpoints, Error> {
+    let required = |field: &Option<String>, name: &str| match field {
+        Some(url) => discovery::web_url(url, name),
+        None => Err(Error::Auth(AuthError::discovery(format!(
+            "the authorization server metadata of {issuer} has no {name}"
+        )))),
+    };
+    Ok(Endpoints {
+        authorization: required(&metadata.authorization_endpoint, "authorization_endpoint")?,
+        token: required(&metadata.token_endpoint, "token_endpoint")?,
+        registration: match &metadata.registration_endpoint {
+            Some(url) => Some(discovery::web_url(url, "registration_endpoint")?),
+            None => None,
+        },
+    })
+}
+
+/// The `error` and `error_description` of an OAuth error body, or the start of the body.
+fn oauth_error(answer: &Value, bytes: &[u8]) -> String {
+    match (answer["error"].as_str(), answer["error_description"].as_str()) {
+        (Some(error), Some(description)) => format!("{error}: {description}"),
+        (Some(error), None) => error.to_owned(),
+        _ => String::from_utf8_lossy(&bytes[..bytes.len().min(512)]).trim().to_owned(),
+    }
+}
+
+/// Tokens from a token response.
+fn tokens(
+    response: &oauth2::basic::BasicTokenResponse,
+    scopes: Vec<String>,
+    issuer: &str,
+    old_refresh: Option<&str>,
+) -> Tokens {
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or(Duration::ZERO);
+    Tokens {
+        access_token: response.access_token().secret().clone(),
+        refresh_token: response.refresh_token().map(|t| t.secret().clone()).or_else(|| old_refresh.map(str::to_owned)),
+        expires_at: response.expires_in().map(|d| (now + d).as_secs()),
+        scopes,
+        issuer: issuer.to_owned(),
+    }
+}
+
+/// Why a token request failed.
+fn token_error(endpoint: &Url, error: RequestTokenError<Error, oauth2::basic::BasicErrorResponse>) -> Error {
+    match error {
+        RequestTokenError::ServerResponse(answer) => {
+            let description = answer.error_description().map(|d| format!(": {d}")).unwrap_or_default();
+            Error::Auth(AuthError::token(format!(
+                "the token endpoint {endpoint} refused the request ({}{description})",
+                answer.error()
+            )))
+        }
+        RequestTokenError::Request(e) => e,
+        RequestTokenError::Parse(e, _) => Error::Auth(AuthError::token(format!(
+            "the token endpoint {endpoint} answered with something that is not a token response ({e})"
+        ))),
+        RequestTokenError::Other(why) => {
+            Error::Auth(AuthError::token(format!("the token request to {endpoint} failed: {why}")))
+        }
+    }
+}
+
+/// oauth2's HTTP client, over the transport's reqwest client.
+fn sender(
+    http: &reqwest::Client,
+) -> impl Fn(
+    oauth2::HttpRequest,
+) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<oauth2::HttpResponse, Error>> + Send>> {
+    let http = http.clone();
+    move |request: oauth2::HttpRequest| {
+        let http = http.clone();
+        Box::pin(async move {
+            let (parts, body) = request.into_parts();
+            let response = http
+                .request(parts.method, parts.uri.to_string())
+                .headers(parts.headers)
+                .body(body)
+                .send()
+                .await
+                .map_err(|e| Error::Transport(TransportError::from_reqwest("the token request failed", e)))?;
+            let status = response.status();
+            let headers = response.headers().clone();
+            let body = crate::client::http::read_limited(response, RESPONSE_LIMIT).await?;
+            let mut answer = oauth2::HttpResponse::new(body);
+            *answer.status_mut() = status;
+            *answer.headers_mut() = headers;
+            Ok(answer)
+        })
+    }
+}
