@@ -58,21 +58,40 @@ async fn approve(url: reqwest::Url) -> mcp::client::auth::AuthorizeResult {
     Ok(location.to_str()?.to_owned())
 }
 
-/// The authorization of an `auth/*` scenario, with the pre-registered credentials its context may hold.
-fn oauth(context: &Value) -> OAuth {
-    let mut oauth = OAuth::new("http://localhost:3000/callback", approve)
-        .client_name("mcp-rust-conformance-client")
-        .client_metadata_url(CLIENT_METADATA_URL);
-    if let Some(id) = context["client_id"].as_str() {
-        oauth = oauth.client_id(id);
-        if let Some(secret) = context["client_secret"].as_str() {
-            oauth = oauth.client_secret(secret);
+/// The authorization of an `auth/*` scenario: the grant it tests, with the credentials its context holds.
+fn oauth(scenario: &str, context: &Value) -> Result<OAuth, Error> {
+    let text = |key: &str| context[key].as_str().unwrap_or_default().to_owned();
+    let oauth = match scenario {
+        "auth/client-credentials-jwt" => OAuth::client_credentials(text("client_id"))
+            .private_key_jwt(text("private_key_pem"), &text("signing_algorithm"))?,
+        "auth/client-credentials-basic" => {
+            OAuth::client_credentials(text("client_id")).client_secret(text("client_secret"))
         }
-        if let Some(issuer) = context["issuer"].as_str() {
-            oauth = oauth.issuer(issuer);
+        "auth/wif-jwt-bearer" => OAuth::jwt_bearer(text("client_id"), text("valid_jwt")),
+        "auth/enterprise-managed-authorization" => OAuth::enterprise(
+            text("client_id"),
+            text("idp_token_endpoint"),
+            text("idp_client_id"),
+            text("idp_id_token"),
+        )
+        .client_secret(text("client_secret")),
+        _ => {
+            let mut oauth = OAuth::new("http://localhost:3000/callback", approve)
+                .client_name("mcp-rust-conformance-client")
+                .client_metadata_url(CLIENT_METADATA_URL);
+            if let Some(id) = context["client_id"].as_str() {
+                oauth = oauth.client_id(id);
+                if let Some(secret) = context["client_secret"].as_str() {
+                    oauth = oauth.client_secret(secret);
+                }
+                if let Some(issuer) = context["issuer"].as_str() {
+                    oauth = oauth.issuer(issuer);
+                }
+            }
+            oauth
         }
-    }
-    oauth
+    };
+    Ok(oauth)
 }
 
 async fn run(scenario: &str, client: &Client, context: &Value) -> Result<(), Error> {
@@ -157,7 +176,13 @@ async fn main() -> ExitCode {
     let era = if version == mcp::STATELESS_PROTOCOL_VERSION { EraChoice::Modern } else { EraChoice::Legacy };
     let mut builder = Client::builder();
     if scenario.starts_with("auth/") {
-        builder = builder.auth(oauth(&context));
+        match oauth(&scenario, &context) {
+            Ok(oauth) => builder = builder.auth(oauth),
+            Err(e) => {
+                eprintln!("{scenario}: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
     }
     let client = builder
         .name("mcp-rust-conformance-client")

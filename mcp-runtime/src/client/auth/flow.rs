@@ -366,16 +366,18 @@ impl Authorizer {
         >,
         Error,
     > {
-        let redirect = RedirectUrl::new(self.config.redirect_uri.clone()).map_err(|e| {
-            Error::Auth(AuthError::config(format!(
-                "the redirect URI {:?} is not a URL ({e})",
-                self.config.redirect_uri
-            )))
-        })?;
         let mut client = BasicClient::new(ClientId::new(registration.client_id.clone()))
             .set_auth_uri(AuthUrl::from_url(found.endpoints.authorization.clone()))
-            .set_token_uri(TokenUrl::from_url(found.endpoints.token.clone()))
-            .set_redirect_uri(redirect);
+            .set_token_uri(TokenUrl::from_url(found.endpoints.token.clone()));
+        if matches!(self.config.grant, Grant::AuthorizationCode) {
+            let redirect = RedirectUrl::new(self.config.redirect_uri.clone()).map_err(|e| {
+                Error::Auth(AuthError::config(format!(
+                    "the redirect URI {:?} is not a URL ({e})",
+                    self.config.redirect_uri
+                )))
+            })?;
+            client = client.set_redirect_uri(redirect);
+        }
         match auth {
             ClientAuth::Basic => {
                 client = client.set_auth_type(AuthType::BasicAuth);
@@ -417,6 +419,13 @@ impl Authorizer {
                     found.issuer
                 ))));
             }
+        }
+        if found.metadata.as_ref().is_some_and(|m| m.authorization_endpoint.is_none()) {
+            return Err(Error::Auth(AuthError::discovery(format!(
+                "the authorization server metadata of {} has no authorization_endpoint: it serves machine clients \
+                 only (OAuth::client_credentials)",
+                found.issuer
+            ))));
         }
         let auth = self.client_auth(registration, found.metadata.as_ref());
         let client = self.oauth_client(found, registration, auth)?;
@@ -637,9 +646,15 @@ fn endpoints(metadata: &ServerMetadata, issuer: &str) -> Result<Endpoints, Error
             "the authorization server metadata of {issuer} has no {name}"
         )))),
     };
+    let token = required(&metadata.token_endpoint, "token_endpoint")?;
     Ok(Endpoints {
-        authorization: required(&metadata.authorization_endpoint, "authorization_endpoint")?,
-        token: required(&metadata.token_endpoint, "token_endpoint")?,
+        // A server for machine clients only (client credentials, JWT bearer) may have no authorization endpoint;
+        // then the token endpoint stands in for it, unused.
+        authorization: match &metadata.authorization_endpoint {
+            Some(url) => discovery::web_url(url, "authorization_endpoint")?,
+            None => token.clone(),
+        },
+        token,
         registration: match &metadata.registration_endpoint {
             Some(url) => Some(discovery::web_url(url, "registration_endpoint")?),
             None => None,
