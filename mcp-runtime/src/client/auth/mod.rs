@@ -112,7 +112,7 @@ pub(crate) struct SigningKey {
 /// .client_name("shopkeeper")
 /// .client_metadata_url("https://shopkeeper.example.com/oauth/client.json");
 /// let client = mcp::client::Client::builder().auth(oauth).http("https://books.example.com/mcp").await?;
-/// # Ok(()) }
+/// # drop(client); Ok(()) }
 /// # fn main() { let _ = run(); }
 /// ```
 #[derive(Clone)]
