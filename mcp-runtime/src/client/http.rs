@@ -316,19 +316,37 @@ impl Shared {
         let Some(auth) = &self.auth else { return request.send().await.map_err(failed) };
         let mut step_ups = 0;
         let mut reauthorized = 0;
+        let mut nonces = 0;
         loop {
             let Some(attempt) = request.try_clone() else { return request.send().await.map_err(failed) };
+            let mut attempt = attempt.build().map_err(failed)?;
             let token = auth.bearer();
-            let attempt = match &token {
-                Some(token) => attempt.bearer_auth(token),
-                None => attempt,
-            };
-            let response = attempt.send().await.map_err(failed)?;
+            if let Some((authorization, proof)) = auth.authorization(attempt.method().as_str(), attempt.url())? {
+                let headers = attempt.headers_mut();
+                let value = |text: String| {
+                    HeaderValue::from_str(&text).map_err(|_| {
+                        Error::Auth(super::AuthError::token("the access token is not a valid header value"))
+                    })
+                };
+                headers.insert(reqwest::header::AUTHORIZATION, value(authorization)?);
+                if let Some(proof) = proof {
+                    headers.insert("dpop", value(proof)?);
+                }
+            }
+            let url = attempt.url().clone();
+            let response = self.client.execute(attempt).await.map_err(failed)?;
             let status = response.status();
             let insufficient =
                 status == reqwest::StatusCode::FORBIDDEN && super::auth::insufficient_scope(response.headers());
             if status != reqwest::StatusCode::UNAUTHORIZED && !insufficient {
                 return Ok(response);
+            }
+            if status == reqwest::StatusCode::UNAUTHORIZED
+                && nonces < 2
+                && auth.nonce_challenge(&url, response.headers())
+            {
+                nonces += 1;
+                continue;
             }
             if status == reqwest::StatusCode::UNAUTHORIZED {
                 reauthorized += 1;

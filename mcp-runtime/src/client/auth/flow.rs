@@ -1,7 +1,7 @@
 //! The authorizer the HTTP transport consults: the bearer token of each request, and what to do when the server
 //! challenges one (discover, register, authorize with PKCE, exchange the code, refresh, step up).
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use oauth2::basic::BasicClient;
@@ -14,6 +14,7 @@ use reqwest::{StatusCode, Url};
 use serde_json::{json, Value};
 
 use super::discovery::{self, Challenge, ServerMetadata};
+use super::dpop::{self, Dpop};
 use super::{jwt, Grant, OAuth, Registration, Tokens};
 use crate::base::sync::Unpoisoned;
 use crate::client::{AuthError, Error, TransportError};
@@ -57,6 +58,8 @@ pub(crate) struct Authorizer {
     gate: tokio::sync::Mutex<()>,
     /// The issuer a pre-registered client without one was first used with.
     bound: Mutex<Option<String>>,
+    /// The DPoP key, made when an authorization server first supports DPoP.
+    dpop: Mutex<Option<Arc<Dpop>>>,
 }
 
 impl Authorizer {
@@ -68,12 +71,48 @@ impl Authorizer {
             key: server.to_owned(),
             gate: tokio::sync::Mutex::new(()),
             bound: Mutex::new(None),
+            dpop: Mutex::new(None),
         })
     }
 
     /// The access token to send, if the client holds one.
     pub(crate) fn bearer(&self) -> Option<String> {
         self.config.store.tokens(&self.key).map(|t| t.access_token)
+    }
+
+    /// The `Authorization` header for a request with the token held (and, for a DPoP-bound token, the `DPoP`
+    /// proof for this method and URL); `None` without a token.
+    pub(crate) fn authorization(&self, method: &str, url: &Url) -> Result<Option<(String, Option<String>)>, Error> {
+        let Some(tokens) = self.config.store.tokens(&self.key) else { return Ok(None) };
+        let dpop = self.dpop.locked().clone();
+        match (tokens.token_type.as_deref(), dpop) {
+            (Some(kind), Some(dpop)) if kind.eq_ignore_ascii_case("dpop") => {
+                let proof = dpop.proof(method, url, Some(&tokens.access_token))?;
+                Ok(Some((format!("DPoP {}", tokens.access_token), Some(proof))))
+            }
+            _ => Ok(Some((format!("Bearer {}", tokens.access_token), None))),
+        }
+    }
+
+    /// Whether a 401 only asks for a DPoP nonce (RFC 9449 §9): then it is kept, and the request sent again.
+    pub(crate) fn nonce_challenge(&self, url: &Url, headers: &HeaderMap) -> bool {
+        let Some(dpop) = self.dpop.locked().clone() else { return false };
+        Challenge::from_headers(headers).error.as_deref() == Some("use_dpop_nonce") && dpop.remember_nonce(url, headers)
+    }
+
+    /// The DPoP key, if this authorization server supports DPoP with the algorithm the client signs with.
+    fn dpop_for(&self, found: &Found) -> Result<Option<Arc<Dpop>>, Error> {
+        let supported = found.metadata.as_ref().and_then(|m| m.dpop_signing_alg_values_supported.as_ref());
+        if !supported.is_some_and(|algs| algs.iter().any(|a| a == dpop::ALGORITHM)) {
+            return Ok(None);
+        }
+        let mut held = self.dpop.locked();
+        if let Some(dpop) = &*held {
+            return Ok(Some(dpop.clone()));
+        }
+        let dpop = Arc::new(Dpop::new()?);
+        *held = Some(dpop.clone());
+        Ok(Some(dpop))
     }
 
     /// The server challenged a request (401, or 403 `insufficient_scope`) that carried `sent`: get a token that
@@ -489,7 +528,7 @@ impl Authorizer {
                 exchange = exchange.add_extra_param(name, value);
             }
         }
-        let send = sender(http);
+        let send = sender(http, self.dpop_for(found)?);
         let response = exchange.request_async(&send).await.map_err(|e| token_error(&found.endpoints.token, e))?;
         Ok(tokens(&response, scopes, &found.issuer, None))
     }
@@ -513,7 +552,7 @@ impl Authorizer {
                 exchange = exchange.add_extra_param(name, value);
             }
         }
-        let send = sender(http);
+        let send = sender(http, self.dpop_for(found)?);
         let response = exchange.request_async(&send).await.map_err(|e| token_error(&found.endpoints.token, e))?;
         Ok(tokens(&response, scopes, &found.issuer, None))
     }
@@ -547,6 +586,7 @@ impl Authorizer {
             expires_at: answer["expires_in"].as_u64().map(|s| now + s),
             scopes,
             issuer: found.issuer.clone(),
+            token_type: answer["token_type"].as_str().map(str::to_owned),
         })
     }
 
@@ -621,7 +661,7 @@ impl Authorizer {
                 exchange = exchange.add_extra_param(name, value);
             }
         }
-        let send = sender(http);
+        let send = sender(http, self.dpop_for(found)?);
         let response = exchange.request_async(&send).await.map_err(|e| token_error(&found.endpoints.token, e))?;
         Ok(tokens(&response, held.scopes.clone(), &found.issuer, Some(refresh)))
     }
@@ -685,6 +725,10 @@ fn tokens(
         expires_at: response.expires_in().map(|d| (now + d).as_secs()),
         scopes,
         issuer: issuer.to_owned(),
+        token_type: Some(match response.token_type() {
+            oauth2::basic::BasicTokenType::Extension(kind) if kind.eq_ignore_ascii_case("dpop") => "DPoP".to_owned(),
+            _ => "Bearer".to_owned(),
+        }),
     }
 }
 
@@ -708,31 +752,120 @@ fn token_error(endpoint: &Url, error: RequestTokenError<Error, oauth2::basic::Ba
     }
 }
 
-/// oauth2's HTTP client, over the transport's reqwest client.
+/// oauth2's HTTP client, over the transport's reqwest client; with a DPoP key, each request carries a proof, and a
+/// `use_dpop_nonce` answer (RFC 9449 §8) is sent once more with the nonce it gave.
 fn sender(
     http: &reqwest::Client,
+    dpop: Option<Arc<Dpop>>,
 ) -> impl Fn(
     oauth2::HttpRequest,
 ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<oauth2::HttpResponse, Error>> + Send>> {
     let http = http.clone();
     move |request: oauth2::HttpRequest| {
         let http = http.clone();
+        let dpop = dpop.clone();
         Box::pin(async move {
             let (parts, body) = request.into_parts();
-            let response = http
-                .request(parts.method, parts.uri.to_string())
-                .headers(parts.headers)
-                .body(body)
-                .send()
-                .await
-                .map_err(|e| Error::Transport(TransportError::from_reqwest("the token request failed", e)))?;
-            let status = response.status();
-            let headers = response.headers().clone();
-            let body = crate::client::http::read_limited(response, RESPONSE_LIMIT).await?;
-            let mut answer = oauth2::HttpResponse::new(body);
-            *answer.status_mut() = status;
-            *answer.headers_mut() = headers;
-            Ok(answer)
+            let url = Url::parse(&parts.uri.to_string())
+                .map_err(|e| Error::Auth(AuthError::config(format!("a token endpoint that is not a URL: {e}"))))?;
+            let mut retried = false;
+            loop {
+                let mut request =
+                    http.request(parts.method.clone(), url.clone()).headers(parts.headers.clone()).body(body.clone());
+                if let Some(dpop) = &dpop {
+                    request = request.header("dpop", dpop.proof(parts.method.as_str(), &url, None)?);
+                }
+                let response = request
+                    .send()
+                    .await
+                    .map_err(|e| Error::Transport(TransportError::from_reqwest("the token request failed", e)))?;
+                let status = response.status();
+                let headers = response.headers().clone();
+                let body = crate::client::http::read_limited(response, RESPONSE_LIMIT).await?;
+                if let (Some(dpop), false, StatusCode::BAD_REQUEST) = (&dpop, retried, status) {
+                    let answer: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+                    if answer["error"] == "use_dpop_nonce" && dpop.remember_nonce(&url, &headers) {
+                        retried = true;
+                        continue;
+                    }
+                }
+                let mut answer = oauth2::HttpResponse::new(body);
+                *answer.status_mut() = status;
+                *answer.headers_mut() = headers;
+                return Ok(answer);
+            }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn authorizer(oauth: OAuth) -> Authorizer {
+        Authorizer::new(oauth, "http://localhost:3000/mcp").unwrap()
+    }
+
+    fn user() -> OAuth {
+        OAuth::new("http://127.0.0.1:1/callback", |_| async { Err("no user here".into()) })
+    }
+
+    fn found(metadata: ServerMetadata, resource_scopes: Option<Vec<&str>>) -> Found {
+        let url = Url::parse("http://localhost:4000/token").unwrap();
+        Found {
+            issuer: "http://localhost:4000".into(),
+            metadata: Some(metadata),
+            endpoints: Endpoints { authorization: url.clone(), token: url, registration: None },
+            resource: "http://localhost:3000/mcp".into(),
+            resource_scopes: resource_scopes.map(|s| s.into_iter().map(str::to_owned).collect()),
+        }
+    }
+
+    fn challenge(scope: Option<&str>) -> Challenge {
+        Challenge { scope: scope.map(str::to_owned), ..Challenge::default() }
+    }
+
+    #[test]
+    fn scopes_come_from_the_challenge_then_the_resource_then_nothing() {
+        let a = authorizer(user());
+        let none = ServerMetadata::default();
+        assert_eq!(a.scopes(&challenge(Some("a b")), &found(none.clone(), Some(vec!["c"])), None), ["a", "b"]);
+        assert_eq!(a.scopes(&challenge(None), &found(none.clone(), Some(vec!["c", "d"])), None), ["c", "d"]);
+        assert!(a.scopes(&challenge(None), &found(none.clone(), None), None).is_empty());
+        // A step-up keeps what was asked before.
+        let held = Tokens {
+            access_token: "t".into(),
+            refresh_token: None,
+            expires_at: None,
+            scopes: vec!["a".into()],
+            issuer: "http://localhost:4000".into(),
+            token_type: None,
+        };
+        assert_eq!(a.scopes(&challenge(Some("w")), &found(none, None), Some(&held)), ["a", "w"]);
+        // offline_access only where the authorization server lists it.
+        let offline =
+            ServerMetadata { scopes_supported: Some(vec!["a".into(), "offline_access".into()]), ..Default::default() };
+        assert_eq!(a.scopes(&challenge(Some("a")), &found(offline.clone(), None), None), ["a", "offline_access"]);
+        let quiet = authorizer(user().refresh_tokens(false));
+        assert_eq!(quiet.scopes(&challenge(Some("a")), &found(offline, None), None), ["a"]);
+    }
+
+    #[test]
+    fn the_token_endpoint_method_is_the_registered_one_else_the_best_supported() {
+        let a = authorizer(user());
+        let with_secret = |method: Option<&str>| Registration {
+            client_id: "c".into(),
+            client_secret: Some("s".into()),
+            token_endpoint_auth_method: method.map(str::to_owned),
+        };
+        let supports = |methods: &[&str]| ServerMetadata {
+            token_endpoint_auth_methods_supported: Some(methods.iter().map(|m| (*m).to_owned()).collect()),
+            ..Default::default()
+        };
+        assert_eq!(a.client_auth(&with_secret(Some("client_secret_post")), None), ClientAuth::Post);
+        assert_eq!(a.client_auth(&with_secret(None), None), ClientAuth::Basic, "RFC 7591's default");
+        assert_eq!(a.client_auth(&with_secret(None), Some(&supports(&["client_secret_post"]))), ClientAuth::Post);
+        assert_eq!(a.client_auth(&with_secret(None), Some(&supports(&["none"]))), ClientAuth::None);
+        assert_eq!(a.client_auth(&Registration::new("c"), Some(&supports(&["client_secret_basic"]))), ClientAuth::None);
     }
 }

@@ -62,3 +62,28 @@ pub(crate) async fn receive(
         Err(_) => Err(format!("the browser did not come back to 127.0.0.1:{port} within {WAIT:?}").into()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn the_listener_returns_where_the_browser_came_back_to() {
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let url = reqwest::Url::parse("https://as.example.com/authorize?x=1").unwrap();
+        let browser = move |_: &reqwest::Url| {
+            tokio::spawn(async move {
+                // A stray request first (a favicon), then the redirect.
+                for path in ["/favicon.ico", "/callback?code=abc&state=xyz"] {
+                    let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+                    stream.write_all(format!("GET {path} HTTP/1.1\r\nhost: x\r\n\r\n").as_bytes()).await.unwrap();
+                    let mut answer = Vec::new();
+                    stream.read_to_end(&mut answer).await.unwrap();
+                }
+            });
+        };
+        let landed = receive(port, &url, &browser).await.unwrap();
+        assert_eq!(landed, format!("http://127.0.0.1:{port}/callback?code=abc&state=xyz"));
+        assert_eq!(redirect_uri(port), format!("http://127.0.0.1:{port}/callback"));
+    }
+}

@@ -33,11 +33,16 @@
 //!   most [`OAuth::max_step_up`] times per request. A 401 with a refresh token from the same issuer refreshes first.
 //! - **Client authentication at the token endpoint**: `client_secret_basic`, `client_secret_post`, `none` and
 //!   `private_key_jwt` ([`OAuth::private_key_jwt`]), as registered or as the server supports.
+//! - **DPoP** (RFC 9449) where the authorization server supports ES256 proofs: a key per connection, a proof on
+//!   token requests and on each request with the bound token (`Authorization: DPoP`), and the nonces servers ask for.
+//! - **Machine clients** (the ext-auth extensions): [`OAuth::client_credentials`], [`OAuth::jwt_bearer`] (workload
+//!   identity federation) and [`OAuth::enterprise`] (Enterprise-Managed Authorization).
 //!
 //! Tokens live in a [`TokenStore`] ([`MemoryTokenStore`] unless [`OAuth::token_store`] says otherwise); they never
 //! reach a log.
 
 mod discovery;
+mod dpop;
 mod flow;
 mod jwt;
 mod loopback;

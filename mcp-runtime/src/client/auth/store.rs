@@ -26,6 +26,9 @@ pub struct Tokens {
     pub scopes: Vec<String>,
     /// The issuer of the authorization server that gave them.
     pub issuer: String,
+    /// `DPoP` for a DPoP-bound token (RFC 9449), sent with a proof of the connection's key; `Bearer` otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_type: Option<String>,
 }
 
 impl fmt::Debug for Tokens {
@@ -36,6 +39,7 @@ impl fmt::Debug for Tokens {
             .field("expires_at", &self.expires_at)
             .field("scopes", &self.scopes)
             .field("issuer", &self.issuer)
+            .field("token_type", &self.token_type)
             .finish()
     }
 }
