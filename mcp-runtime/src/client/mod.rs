@@ -40,6 +40,9 @@
 //! - **Lists are typed**: [`Client::list_tools`] and the others return [`Tool`], [`Prompt`], [`Resource`] and
 //!   [`ResourceTemplate`], each with its JSON as the server wrote it; [`Client::list`] reads a list by page or as a
 //!   stream of items that fetches each page when it is needed.
+//! - **Authorization**: over HTTP, [`ClientBuilder::auth`] with an [`auth::OAuth`] answers the server's 401 and 403
+//!   challenges by itself (OAuth 2.1: discovery, registration, PKCE, step-up, refresh, DPoP, the machine grants of
+//!   the ext-auth extensions); a failure is [`Error::Auth`], whose [`AuthError::kind`] says at which step.
 //! - **In process**: [`Client::in_process`] speaks to a [`Server`](crate::Server) of this process through an
 //!   in-memory pipe, the real protocol in either era, for tests.
 //! - `Client` is `Clone + Send + Sync`: many tasks can call through one connection at once.

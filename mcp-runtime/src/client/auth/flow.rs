@@ -282,7 +282,7 @@ impl Authorizer {
         if let Some(registration) = store.registration(&found.issuer) {
             return Ok(registration);
         }
-        if let Some(pre) = &self.config.preregistered {
+        if let Some(pre) = self.config.preregistered.as_ref().filter(|p| !p.client_id.is_empty()) {
             let mine = match &pre.issuer {
                 Some(issuer) => *issuer == found.issuer,
                 None => {

@@ -257,29 +257,24 @@ impl OAuth {
     /// A pre-registered client id, used before any other way of registering. Unless [`OAuth::issuer`] says which
     /// authorization server it belongs to, it is bound to the first one it is used with and never shown to another.
     pub fn client_id(mut self, client_id: impl Into<String>) -> Self {
-        let pre = self.preregistered.get_or_insert(Preregistered {
-            client_id: String::new(),
-            client_secret: None,
-            issuer: None,
-        });
-        pre.client_id = client_id.into();
+        self.preregistered().client_id = client_id.into();
         self
+    }
+
+    fn preregistered(&mut self) -> &mut Preregistered {
+        self.preregistered.get_or_insert(Preregistered { client_id: String::new(), client_secret: None, issuer: None })
     }
 
     /// The secret of the pre-registered client ([`OAuth::client_id`]): a confidential client.
     pub fn client_secret(mut self, secret: impl Into<String>) -> Self {
-        if let Some(pre) = &mut self.preregistered {
-            pre.client_secret = Some(secret.into());
-        }
+        self.preregistered().client_secret = Some(secret.into());
         self
     }
 
     /// The issuer the pre-registered client belongs to: its credentials are used with that authorization server
     /// only.
     pub fn issuer(mut self, issuer: impl Into<String>) -> Self {
-        if let Some(pre) = &mut self.preregistered {
-            pre.issuer = Some(issuer.into());
-        }
+        self.preregistered().issuer = Some(issuer.into());
         self
     }
 
