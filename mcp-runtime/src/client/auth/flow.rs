@@ -144,6 +144,7 @@ impl Authorizer {
                 ))));
             }
         }
+        tracing::debug!(%status, scope = ?challenge.scope, "the server challenged a request: authorizing");
         let found = self.discover(http, &challenge).await?;
 
         // A refresh token from the same authorization server answers a 401 before a new authorization does.
@@ -151,6 +152,7 @@ impl Authorizer {
             if let (true, Some(refresh)) = (tokens.issuer == found.issuer, &tokens.refresh_token) {
                 match self.refresh(http, &found, tokens, refresh).await {
                     Ok(fresh) => {
+                        tracing::debug!(issuer = %found.issuer, "refreshed the access token");
                         self.config.store.save_tokens(&self.key, fresh);
                         return Ok(());
                     }
@@ -197,6 +199,13 @@ impl Authorizer {
                 self.jwt_bearer(http, &found, &registration, grant.to_owned(), scopes).await?
             }
         };
+        tracing::debug!(
+            issuer = %found.issuer,
+            resource = %found.resource,
+            scopes = ?tokens.scopes,
+            token_type = ?tokens.token_type,
+            "authorized"
+        );
         self.config.store.save_tokens(&self.key, tokens);
         Ok(())
     }
