@@ -236,16 +236,26 @@ impl std::io::Write for Captured {
     }
 }
 
+/// What the runtime logged in this test binary, from the first call on: a global subscriber (a thread's own default
+/// misses events whose callsite another thread registered first).
+fn logs() -> &'static Captured {
+    static LOGS: std::sync::OnceLock<Captured> = std::sync::OnceLock::new();
+    LOGS.get_or_init(|| {
+        let captured = Captured::default();
+        let writer = captured.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_env_filter("mcp=trace")
+            .with_writer(move || writer.clone())
+            .with_ansi(false)
+            .finish();
+        tracing::subscriber::set_global_default(subscriber).expect("the only subscriber of this binary");
+        captured
+    })
+}
+
 #[tokio::test]
 async fn no_token_reaches_the_runtimes_logs() {
-    let captured = Captured::default();
-    let writer = captured.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_env_filter("mcp=trace")
-        .with_writer(move || writer.clone())
-        .with_ansi(false)
-        .finish();
-    let _default = tracing::subscriber::set_default(subscriber);
+    let captured = logs();
     let (base, books) = start().await;
     let client = connect(&base).await;
     books.lock().unwrap().valid.clear(); // and a refresh on the way

@@ -20,20 +20,18 @@ use crate::base::sync::Unpoisoned;
 use crate::client::{AuthError, Error, TransportError};
 
 /// The longest answer of an authorization server read (a token response, a registration).
-const RESPONSE_LIMIT: usize = 1024 * 1024;
-/// The RFC 7523 JWT bearer grant.
-const JWT_BEARER: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
+pub(super) const RESPONSE_LIMIT: usize = 1024 * 1024;
 
 /// Where the authorization server takes each request.
-struct Endpoints {
-    authorization: Url,
-    token: Url,
-    registration: Option<Url>,
+pub(super) struct Endpoints {
+    pub(super) authorization: Url,
+    pub(super) token: Url,
+    pub(super) registration: Option<Url>,
 }
 
 /// How the client authenticates at the token endpoint.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum ClientAuth {
+pub(super) enum ClientAuth {
     Basic,
     Post,
     None,
@@ -41,18 +39,18 @@ enum ClientAuth {
 }
 
 /// What a challenge led to: the authorization server, its metadata, and the resource to name.
-struct Found {
-    issuer: String,
-    metadata: Option<ServerMetadata>,
-    endpoints: Endpoints,
-    resource: String,
-    resource_scopes: Option<Vec<String>>,
+pub(super) struct Found {
+    pub(super) issuer: String,
+    pub(super) metadata: Option<ServerMetadata>,
+    pub(super) endpoints: Endpoints,
+    pub(super) resource: String,
+    pub(super) resource_scopes: Option<Vec<String>>,
 }
 
 /// The authorization state of one HTTP connection: the configuration, the server, and a gate so that one
 /// authorization runs at a time (requests challenged meanwhile wait for it and use its token).
 pub(crate) struct Authorizer {
-    config: OAuth,
+    pub(super) config: OAuth,
     server: Url,
     key: String,
     gate: tokio::sync::Mutex<()>,
@@ -101,7 +99,7 @@ impl Authorizer {
     }
 
     /// The DPoP key, if this authorization server supports DPoP with the algorithm the client signs with.
-    fn dpop_for(&self, found: &Found) -> Result<Option<Arc<Dpop>>, Error> {
+    pub(super) fn dpop_for(&self, found: &Found) -> Result<Option<Arc<Dpop>>, Error> {
         let supported = found.metadata.as_ref().and_then(|m| m.dpop_signing_alg_values_supported.as_ref());
         if !supported.is_some_and(|algs| algs.iter().any(|a| a == dpop::ALGORITHM)) {
             return Ok(None);
@@ -169,34 +167,8 @@ impl Authorizer {
             Grant::JwtBearer { assertion } => {
                 self.jwt_bearer(http, &found, &registration, assertion.clone(), scopes).await?
             }
-            Grant::Enterprise { token_endpoint, client_id, client_secret, id_token } => {
-                let idp = discovery::web_url(token_endpoint, "the identity provider's token endpoint")?;
-                let audience =
-                    found.metadata.as_ref().and_then(|m| m.issuer.clone()).unwrap_or_else(|| found.issuer.clone());
-                let mut params = vec![
-                    ("grant_type", "urn:ietf:params:oauth:grant-type:token-exchange".to_owned()),
-                    ("requested_token_type", "urn:ietf:params:oauth:token-type:id-jag".to_owned()),
-                    ("audience", audience),
-                    ("resource", found.resource.clone()),
-                    ("subject_token", id_token.clone()),
-                    ("subject_token_type", "urn:ietf:params:oauth:token-type:id_token".to_owned()),
-                ];
-                if !scopes.is_empty() {
-                    params.push(("scope", scopes.join(" ")));
-                }
-                let idp_client = Registration {
-                    client_id: client_id.clone(),
-                    client_secret: client_secret.clone(),
-                    token_endpoint_auth_method: None,
-                };
-                let auth = if client_secret.is_some() { ClientAuth::Post } else { ClientAuth::None };
-                let answer = self.form_post(http, &idp, params, &idp_client, auth, &found.issuer).await?;
-                let Some(grant) = answer["access_token"].as_str() else {
-                    return Err(Error::Auth(AuthError::token(format!(
-                        "the identity provider's token exchange at {idp} gave no identity assertion grant"
-                    ))));
-                };
-                self.jwt_bearer(http, &found, &registration, grant.to_owned(), scopes).await?
+            Grant::Enterprise { token_endpoint, client_id, id_token } => {
+                self.enterprise(http, &found, &registration, (token_endpoint, client_id, id_token), scopes).await?
             }
         };
         tracing::debug!(
@@ -372,7 +344,7 @@ impl Authorizer {
 
     /// How to authenticate at the token endpoint: as registered, else the best the server supports for what the
     /// client holds.
-    fn client_auth(&self, registration: &Registration, metadata: Option<&ServerMetadata>) -> ClientAuth {
+    pub(super) fn client_auth(&self, registration: &Registration, metadata: Option<&ServerMetadata>) -> ClientAuth {
         match registration.token_endpoint_auth_method.as_deref() {
             Some("client_secret_basic") if registration.client_secret.is_some() => return ClientAuth::Basic,
             Some("client_secret_post") if registration.client_secret.is_some() => return ClientAuth::Post,
@@ -399,7 +371,7 @@ impl Authorizer {
     }
 
     /// An oauth2 client for this registration and these endpoints.
-    fn oauth_client(
+    pub(super) fn oauth_client(
         &self,
         found: &Found,
         registration: &Registration,
@@ -542,116 +514,6 @@ impl Authorizer {
         Ok(tokens(&response, scopes, &found.issuer, None))
     }
 
-    /// The `client_credentials` grant (oauth2), with the resource and scopes.
-    async fn client_credentials(
-        &self,
-        http: &reqwest::Client,
-        found: &Found,
-        registration: &Registration,
-        scopes: Vec<String>,
-    ) -> Result<Tokens, Error> {
-        let auth = self.client_auth(registration, found.metadata.as_ref());
-        let client = self.oauth_client(found, registration, auth)?;
-        let mut exchange = client.exchange_client_credentials().add_extra_param("resource", found.resource.clone());
-        for scope in &scopes {
-            exchange = exchange.add_scope(Scope::new(scope.clone()));
-        }
-        if auth == ClientAuth::PrivateKeyJwt {
-            for (name, value) in self.assertion(registration, found)? {
-                exchange = exchange.add_extra_param(name, value);
-            }
-        }
-        let send = sender(http, self.dpop_for(found)?);
-        let response = exchange.request_async(&send).await.map_err(|e| token_error(&found.endpoints.token, e))?;
-        Ok(tokens(&response, scopes, &found.issuer, None))
-    }
-
-    /// The RFC 7523 JWT bearer grant with `assertion`, authenticated as registered.
-    async fn jwt_bearer(
-        &self,
-        http: &reqwest::Client,
-        found: &Found,
-        registration: &Registration,
-        assertion: String,
-        scopes: Vec<String>,
-    ) -> Result<Tokens, Error> {
-        let mut params =
-            vec![("grant_type", JWT_BEARER.to_owned()), ("assertion", assertion), ("resource", found.resource.clone())];
-        if !scopes.is_empty() {
-            params.push(("scope", scopes.join(" ")));
-        }
-        let auth = self.client_auth(registration, found.metadata.as_ref());
-        let answer = self.form_post(http, &found.endpoints.token, params, registration, auth, &found.issuer).await?;
-        let Some(access_token) = answer["access_token"].as_str() else {
-            return Err(Error::Auth(AuthError::token(format!(
-                "the token endpoint {} answered without an access_token",
-                found.endpoints.token
-            ))));
-        };
-        let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or(Duration::ZERO).as_secs();
-        Ok(Tokens {
-            access_token: access_token.to_owned(),
-            refresh_token: answer["refresh_token"].as_str().map(str::to_owned),
-            expires_at: answer["expires_in"].as_u64().map(|s| now + s),
-            scopes,
-            issuer: found.issuer.clone(),
-            token_type: answer["token_type"].as_str().map(str::to_owned),
-        })
-    }
-
-    /// A token request oauth2 has no builder for (RFC 8693 token exchange, the RFC 7523 JWT bearer grant): the form,
-    /// the client's authentication, and the JSON answer, or the OAuth error it carries.
-    async fn form_post(
-        &self,
-        http: &reqwest::Client,
-        endpoint: &Url,
-        mut params: Vec<(&'static str, String)>,
-        registration: &Registration,
-        auth: ClientAuth,
-        issuer: &str,
-    ) -> Result<Value, Error> {
-        let mut request = http.post(endpoint.clone()).header("accept", "application/json");
-        let encode = |s: &str| oauth2::url::form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>();
-        match (auth, &registration.client_secret) {
-            (ClientAuth::Basic, Some(secret)) => {
-                use base64::Engine;
-                let pair = format!("{}:{}", encode(&registration.client_id), encode(secret));
-                let basic = base64::engine::general_purpose::STANDARD.encode(pair);
-                request = request.header("authorization", format!("Basic {basic}"));
-            }
-            (ClientAuth::Post, Some(secret)) => {
-                params.push(("client_id", registration.client_id.clone()));
-                params.push(("client_secret", secret.clone()));
-            }
-            (ClientAuth::PrivateKeyJwt, _) => {
-                params.push(("client_id", registration.client_id.clone()));
-                let Some(key) = &self.config.signing_key else {
-                    return Err(Error::Auth(AuthError::config("private_key_jwt needs a key: OAuth::private_key_jwt")));
-                };
-                params.push(("client_assertion_type", "urn:ietf:params:oauth:client-assertion-type:jwt-bearer".into()));
-                params.push(("client_assertion", jwt::client_assertion(key, &registration.client_id, issuer)?));
-            }
-            _ => params.push(("client_id", registration.client_id.clone())),
-        }
-        let body: String = oauth2::url::form_urlencoded::Serializer::new(String::new()).extend_pairs(params).finish();
-        let response = request
-            .header("content-type", "application/x-www-form-urlencoded")
-            .body(body)
-            .send()
-            .await
-            .map_err(|e| Error::Transport(TransportError::from_reqwest("the token request failed", e)))?;
-        let status = response.status();
-        let bytes = crate::client::http::read_limited(response, RESPONSE_LIMIT).await?;
-        let answer: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-        if !status.is_success() || !answer["access_token"].is_string() {
-            return Err(Error::Auth(AuthError::token(format!(
-                "the token endpoint {endpoint} refused the request (HTTP {status}: {})",
-                oauth_error(&answer, &bytes)
-            ))));
-        }
-        Ok(answer)
-    }
-
     /// A refresh token grant, with the same resource.
     async fn refresh(
         &self,
@@ -676,7 +538,11 @@ impl Authorizer {
     }
 
     /// The `client_assertion` parameters of `private_key_jwt`.
-    fn assertion(&self, registration: &Registration, found: &Found) -> Result<Vec<(&'static str, String)>, Error> {
+    pub(super) fn assertion(
+        &self,
+        registration: &Registration,
+        found: &Found,
+    ) -> Result<Vec<(&'static str, String)>, Error> {
         let Some(key) = &self.config.signing_key else { return Ok(Vec::new()) };
         let audience = found.metadata.as_ref().and_then(|m| m.issuer.clone()).unwrap_or_else(|| found.issuer.clone());
         let assertion = jwt::client_assertion(key, &registration.client_id, &audience)?;
@@ -712,7 +578,7 @@ fn endpoints(metadata: &ServerMetadata, issuer: &str) -> Result<Endpoints, Error
 }
 
 /// The `error` and `error_description` of an OAuth error body, or the start of the body.
-fn oauth_error(answer: &Value, bytes: &[u8]) -> String {
+pub(super) fn oauth_error(answer: &Value, bytes: &[u8]) -> String {
     match (answer["error"].as_str(), answer["error_description"].as_str()) {
         (Some(error), Some(description)) => format!("{error}: {description}"),
         (Some(error), None) => error.to_owned(),
@@ -721,7 +587,7 @@ fn oauth_error(answer: &Value, bytes: &[u8]) -> String {
 }
 
 /// Tokens from a token response.
-fn tokens(
+pub(super) fn tokens(
     response: &oauth2::basic::BasicTokenResponse,
     scopes: Vec<String>,
     issuer: &str,
@@ -742,7 +608,7 @@ fn tokens(
 }
 
 /// Why a token request failed.
-fn token_error(endpoint: &Url, error: RequestTokenError<Error, oauth2::basic::BasicErrorResponse>) -> Error {
+pub(super) fn token_error(endpoint: &Url, error: RequestTokenError<Error, oauth2::basic::BasicErrorResponse>) -> Error {
     match error {
         RequestTokenError::ServerResponse(answer) => {
             let description = answer.error_description().map(|d| format!(": {d}")).unwrap_or_default();
@@ -763,7 +629,7 @@ fn token_error(endpoint: &Url, error: RequestTokenError<Error, oauth2::basic::Ba
 
 /// oauth2's HTTP client, over the transport's reqwest client; with a DPoP key, each request carries a proof, and a
 /// `use_dpop_nonce` answer (RFC 9449 §8) is sent once more with the nonce it gave.
-fn sender(
+pub(super) fn sender(
     http: &reqwest::Client,
     dpop: Option<Arc<Dpop>>,
 ) -> impl Fn(

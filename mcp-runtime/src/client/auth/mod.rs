@@ -46,6 +46,7 @@ mod dpop;
 mod flow;
 mod jwt;
 mod loopback;
+mod machine;
 mod store;
 
 use std::fmt;
@@ -148,7 +149,7 @@ pub(crate) enum Grant {
     /// Enterprise-Managed Authorization: the user's identity token from the enterprise identity provider is
     /// exchanged there (RFC 8693) for an identity assertion grant (ID-JAG), which the authorization server takes in
     /// a JWT bearer grant.
-    Enterprise { token_endpoint: String, client_id: String, client_secret: Option<String>, id_token: String },
+    Enterprise { token_endpoint: String, client_id: String, id_token: String },
 }
 
 impl fmt::Debug for OAuth {
@@ -231,7 +232,6 @@ impl OAuth {
         oauth.grant = Grant::Enterprise {
             token_endpoint: idp_token_endpoint.into(),
             client_id: idp_client_id.into(),
-            client_secret: None,
             id_token: id_token.into(),
         };
         oauth
