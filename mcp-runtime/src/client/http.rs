@@ -258,7 +258,8 @@ impl Http {
         }
         let session = self.shared.session.locked().take();
         if let Some(session) = session {
-            let _ = self.shared.send(self.shared.delete().header("mcp-session-id", session)).await;
+            // With the token held, but no authorization for it: closing never asks a user to sign in.
+            let _ = self.shared.send_as_is(self.shared.delete().header("mcp-session-id", session)).await;
         }
     }
 }
@@ -312,6 +313,19 @@ impl Shared {
     /// Sends a request, with the bearer token when the client authorizes; a 401 (or a 403 `insufficient_scope`) is
     /// handed to the authorizer and the request sent again with what it got.
     async fn send(&self, request: reqwest::RequestBuilder) -> Result<reqwest::Response, Error> {
+        self.send_authorized(request, true).await
+    }
+
+    /// Sends a request with the token held, if any, and takes its answer as it is.
+    async fn send_as_is(&self, request: reqwest::RequestBuilder) -> Result<reqwest::Response, Error> {
+        self.send_authorized(request, false).await
+    }
+
+    async fn send_authorized(
+        &self,
+        request: reqwest::RequestBuilder,
+        reauthorize: bool,
+    ) -> Result<reqwest::Response, Error> {
         let failed = |e| Error::Transport(TransportError::from_reqwest("the request failed", e));
         let Some(auth) = &self.auth else { return request.send().await.map_err(failed) };
         let mut step_ups = 0;
@@ -338,7 +352,7 @@ impl Shared {
             let status = response.status();
             let insufficient =
                 status == reqwest::StatusCode::FORBIDDEN && super::auth::insufficient_scope(response.headers());
-            if status != reqwest::StatusCode::UNAUTHORIZED && !insufficient {
+            if !reauthorize || (status != reqwest::StatusCode::UNAUTHORIZED && !insufficient) {
                 return Ok(response);
             }
             if status == reqwest::StatusCode::UNAUTHORIZED

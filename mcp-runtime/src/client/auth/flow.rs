@@ -612,9 +612,10 @@ pub(super) fn token_error(endpoint: &Url, error: RequestTokenError<Error, oauth2
     match error {
         RequestTokenError::ServerResponse(answer) => {
             let description = answer.error_description().map(|d| format!(": {d}")).unwrap_or_default();
+            let code = answer.error().to_string();
             Error::Auth(AuthError::token(format!(
-                "the token endpoint {endpoint} refused the request ({}{description})",
-                answer.error()
+                "the token endpoint {endpoint} refused the request ({code}{description}){}",
+                token_error_hint(&code)
             )))
         }
         RequestTokenError::Request(e) => e,
@@ -624,6 +625,23 @@ pub(super) fn token_error(endpoint: &Url, error: RequestTokenError<Error, oauth2
         RequestTokenError::Other(why) => {
             Error::Auth(AuthError::token(format!("the token request to {endpoint} failed: {why}")))
         }
+    }
+}
+
+/// What to do about an OAuth error code (RFC 6749 §5.2), as the end of a sentence.
+pub(super) fn token_error_hint(code: &str) -> &'static str {
+    match code {
+        "invalid_client" => {
+            ": the authorization server does not know the client or its credentials; check OAuth::client_id and \
+             OAuth::client_secret (or the private_key_jwt key), or drop the registration kept in the TokenStore"
+        }
+        "invalid_grant" => ": the code, refresh token or assertion is expired, used already, or for another client",
+        "unauthorized_client" => ": the client is not allowed this grant; register it for the grant, or use another",
+        "unsupported_grant_type" => ": the authorization server does not offer this grant to this client",
+        "invalid_scope" => {
+            ": the scopes asked for are not granted; the server's challenge or scopes_supported names them"
+        }
+        _ => "",
     }
 }
 

@@ -9,7 +9,9 @@ use reqwest::Url;
 use serde_json::Value;
 
 use super::discovery;
-use super::flow::{oauth_error, sender, token_error, tokens, Authorizer, ClientAuth, Found, RESPONSE_LIMIT};
+use super::flow::{
+    oauth_error, sender, token_error, token_error_hint, tokens, Authorizer, ClientAuth, Found, RESPONSE_LIMIT,
+};
 use super::{jwt, Registration, Tokens};
 use crate::client::{AuthError, Error, TransportError};
 
@@ -120,8 +122,9 @@ impl Authorizer {
         let answer: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
         if !status.is_success() || !answer["access_token"].is_string() {
             return Err(Error::Auth(AuthError::token(format!(
-                "the token endpoint {endpoint} refused the request (HTTP {status}: {})",
-                oauth_error(&answer, &bytes)
+                "the token endpoint {endpoint} refused the request (HTTP {status}: {}){}",
+                oauth_error(&answer, &bytes),
+                token_error_hint(answer["error"].as_str().unwrap_or_default())
             ))));
         }
         Ok(answer)
