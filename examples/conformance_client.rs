@@ -4,10 +4,13 @@
 //! URL as its last argument, and does what the scenario asks through `mcp::client`.
 //!
 //! `npx @modelcontextprotocol/conformance@0.2.0-alpha.12 client --command target/debug/examples/conformance_client
-//! --requirements 2026-07-28` (or `2025-11-25`). The `auth/*` scenarios belong to the authorization work.
+//! --requirements 2026-07-28` (or `2025-11-25`). In the `auth/*` scenarios the client authorizes with
+//! [`mcp::client::auth::OAuth`]: the user's part is a GET of the authorization URL whose redirect is not followed
+//! but read (the suite's authorization server approves at once), with the credentials the scenario's context gives.
 
 use std::process::ExitCode;
 
+use mcp::client::auth::OAuth;
 use mcp::client::{Client, EraChoice, Error, Tool};
 use serde_json::{json, Map, Value};
 
@@ -40,7 +43,64 @@ fn placeholder_arguments(tool: &Tool) -> Value {
     Value::Object(args)
 }
 
+/// The Client ID Metadata Document URL the suite's authorization servers accept as a client id.
+const CLIENT_METADATA_URL: &str = "https://conformance-test.local/client-metadata.json";
+
+/// The user's part of the authorization code flow, for a server that approves at once: GET the authorization URL
+/// without following its redirect, and return where it points.
+async fn approve(url: reqwest::Url) -> mcp::client::auth::AuthorizeResult {
+    let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build()?;
+    let response = http.get(url).send().await?;
+    let location = response
+        .headers()
+        .get("location")
+        .ok_or_else(|| format!("the authorization endpoint answered {} without a redirect", response.status()))?;
+    Ok(location.to_str()?.to_owned())
+}
+
+/// The authorization of an `auth/*` scenario: the grant it tests, with the credentials its context holds.
+fn oauth(scenario: &str, context: &Value) -> Result<OAuth, Error> {
+    let text = |key: &str| context[key].as_str().unwrap_or_default().to_owned();
+    let oauth = match scenario {
+        "auth/client-credentials-jwt" => OAuth::client_credentials(text("client_id"))
+            .private_key_jwt(text("private_key_pem"), &text("signing_algorithm"))?,
+        "auth/client-credentials-basic" => {
+            OAuth::client_credentials(text("client_id")).client_secret(text("client_secret"))
+        }
+        "auth/wif-jwt-bearer" => OAuth::jwt_bearer(text("client_id"), text("valid_jwt")),
+        "auth/enterprise-managed-authorization" => OAuth::enterprise(
+            text("client_id"),
+            text("idp_token_endpoint"),
+            text("idp_client_id"),
+            text("idp_id_token"),
+        )
+        .client_secret(text("client_secret")),
+        _ => {
+            let mut oauth = OAuth::new("http://localhost:3000/callback", approve)
+                .client_name("mcp-rust-conformance-client")
+                .client_metadata_url(CLIENT_METADATA_URL);
+            if let Some(id) = context["client_id"].as_str() {
+                oauth = oauth.client_id(id);
+                if let Some(secret) = context["client_secret"].as_str() {
+                    oauth = oauth.client_secret(secret);
+                }
+                if let Some(issuer) = context["issuer"].as_str() {
+                    oauth = oauth.issuer(issuer);
+                }
+            }
+            oauth
+        }
+    };
+    Ok(oauth)
+}
+
 async fn run(scenario: &str, client: &Client, context: &Value) -> Result<(), Error> {
+    if scenario.starts_with("auth/") {
+        // What the suite's authorization scenarios serve: a tool list and one tool; authorization happens on the way.
+        client.list_tools().await?;
+        client.call_tool("test-tool", json!({})).await?;
+        return Ok(());
+    }
     match scenario {
         "tools_call" => {
             client.list_tools().await?;
@@ -114,7 +174,17 @@ async fn main() -> ExitCode {
     let context: Value =
         std::env::var("MCP_CONFORMANCE_CONTEXT").ok().and_then(|c| serde_json::from_str(&c).ok()).unwrap_or_default();
     let era = if version == mcp::STATELESS_PROTOCOL_VERSION { EraChoice::Modern } else { EraChoice::Legacy };
-    let client = Client::builder()
+    let mut builder = Client::builder();
+    if scenario.starts_with("auth/") {
+        match oauth(&scenario, &context) {
+            Ok(oauth) => builder = builder.auth(oauth),
+            Err(e) => {
+                eprintln!("{scenario}: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
+    }
+    let client = builder
         .name("mcp-rust-conformance-client")
         .era(era)
         .on_elicitation(accept_defaults)

@@ -1,7 +1,8 @@
 //! The official MCP conformance suite (`@modelcontextprotocol/conformance`), every server scenario of the 2025-11-25
 //! and the 2026-07-28 requirement sets (with the ten `tasks-*` scenarios of the Tasks extension, which the set runs
 //! unscored), against `examples/everything.rs` over Streamable HTTP: both eras from one binary and one endpoint. No
-//! expected-failures list.
+//! expected-failures list. The client leg of both sets, every `auth/*` scenario included, against
+//! `examples/conformance_client.rs`, and the authorization scenarios the sets do not run, by name.
 
 mod common;
 
@@ -69,20 +70,89 @@ fn the_everything_server_passes_the_2026_07_28_requirements_and_the_pending_serv
     assert!(summary.contains("✓ server-stateless:") && summary.contains("✓ input-required-result-multi-round:"));
 }
 
+/// The authorization extension scenarios the requirement sets run unscored; they must pass too (and are tested by
+/// name below, with their checks).
+const AUTH_EXTENSIONS: &[&str] = &[
+    "auth/client-credentials-jwt",
+    "auth/client-credentials-basic",
+    "auth/enterprise-managed-authorization",
+    "auth/dpop",
+    "auth/dpop-nonce",
+    "auth/wif-jwt-bearer",
+];
+
 /// Runs the suite's client leg for one requirement set against `examples/conformance_client.rs`; returns the summary.
-/// The `auth/*` scenarios belong to the authorization work: they run, and fail, and are left out of the verdict.
+/// Every scenario must pass, the `auth/*` ones included.
 fn run_client(requirements: &str) -> String {
     let client = common::example("conformance_client");
     let (_, summary) = conformance(&["client", "--command", &client.to_string_lossy(), "--requirements", requirements]);
     println!("{summary}");
-    let failing: Vec<&str> = summary.lines().filter(|l| l.starts_with('✗') && !l.starts_with("✗ auth/")).collect();
+    let failing: Vec<&str> = summary.lines().filter(|l| l.starts_with('✗')).collect();
     assert!(failing.is_empty(), "failing client scenarios ({requirements}): {failing:?}\n{summary}");
     summary
 }
 
+/// Runs one client scenario by name (`--scenario`) and asserts that it passed with its checks run: the client exited
+/// 0, no check failed or warned, and each of `checks` is among those that succeeded.
+fn run_client_scenario(scenario: &str, checks: &[&str]) {
+    let client = common::example("conformance_client");
+    let (out, _) = conformance(&["client", "--command", &client.to_string_lossy(), "--scenario", scenario]);
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let results = text.lines().find(|l| l.starts_with("Passed: ")).unwrap_or_default();
+    assert!(out.status.success(), "{scenario} failed: {results}\n{text}");
+    let (passed, total) =
+        results.trim_start_matches("Passed: ").split(',').next().and_then(|n| n.split_once('/')).unwrap_or(("0", "?"));
+    assert!(
+        passed != "0" && passed == total && results.contains(" 0 failed, 0 warnings"),
+        "{scenario}: {results}\n{text}"
+    );
+    for check in checks {
+        let ran = text
+            .lines()
+            .any(|l| (l.contains(&format!("[{check} ")) || l.contains(&format!("[{check}]"))) && l.contains("SUCCESS"));
+        assert!(ran, "{scenario}: the check {check} did not run and succeed\n{text}");
+    }
+}
+
+/// Every `auth/*` scenario of a requirement set's client leg, by name.
+const AUTH_2025_11_25: &[&str] = &[
+    "auth/metadata-default",
+    "auth/metadata-var1",
+    "auth/metadata-var2",
+    "auth/metadata-var3",
+    "auth/basic-cimd",
+    "auth/scope-from-www-authenticate",
+    "auth/scope-from-scopes-supported",
+    "auth/scope-omitted-when-undefined",
+    "auth/scope-step-up",
+    "auth/scope-retry-limit",
+    "auth/token-endpoint-auth-basic",
+    "auth/token-endpoint-auth-post",
+    "auth/token-endpoint-auth-none",
+    "auth/pre-registration",
+];
+
+/// What 2026-07-28 adds to [`AUTH_2025_11_25`].
+const AUTH_2026_07_28: &[&str] = &[
+    "auth/resource-mismatch",
+    "auth/offline-access-scope",
+    "auth/offline-access-not-supported",
+    "auth/authorization-server-migration",
+    "auth/iss-supported",
+    "auth/iss-not-advertised",
+    "auth/iss-supported-missing",
+    "auth/iss-wrong-issuer",
+    "auth/iss-unexpected",
+    "auth/iss-normalized",
+    "auth/metadata-issuer-mismatch",
+];
+
 #[test]
-fn the_conformance_client_passes_every_client_scenario_of_2025_11_25_outside_auth() {
+fn the_conformance_client_passes_every_client_scenario_of_2025_11_25() {
     let summary = run_client("2025-11-25");
+    for scenario in AUTH_2025_11_25.iter().chain(AUTH_EXTENSIONS) {
+        assert!(summary.contains(&format!("✓ {scenario}:")), "{scenario} must pass:\n{summary}");
+    }
     for scenario in [
         "initialize",
         "tools_call",
@@ -95,8 +165,11 @@ fn the_conformance_client_passes_every_client_scenario_of_2025_11_25_outside_aut
 }
 
 #[test]
-fn the_conformance_client_passes_every_client_scenario_of_2026_07_28_outside_auth() {
+fn the_conformance_client_passes_every_client_scenario_of_2026_07_28() {
     let summary = run_client("2026-07-28");
+    for scenario in AUTH_2025_11_25.iter().chain(AUTH_2026_07_28).chain(AUTH_EXTENSIONS) {
+        assert!(summary.contains(&format!("✓ {scenario}:")), "{scenario} must pass:\n{summary}");
+    }
     for scenario in [
         "tools_call",
         "request-metadata",
@@ -109,4 +182,65 @@ fn the_conformance_client_passes_every_client_scenario_of_2026_07_28_outside_aut
     ] {
         assert!(summary.contains(&format!("✓ {scenario}:")), "{scenario} must pass:\n{summary}");
     }
+}
+
+#[test]
+fn the_conformance_client_passes_the_2025_03_26_oauth_metadata_backcompat_scenario() {
+    run_client_scenario(
+        "auth/2025-03-26-oauth-metadata-backcompat",
+        &["authorization-server-metadata", "client-registration", "authorization-request", "token-request"],
+    );
+}
+
+#[test]
+fn the_conformance_client_passes_the_2025_03_26_oauth_endpoint_fallback_scenario() {
+    run_client_scenario(
+        "auth/2025-03-26-oauth-endpoint-fallback",
+        &["client-registration", "authorization-request", "token-request"],
+    );
+}
+
+#[test]
+fn the_conformance_client_passes_the_client_credentials_jwt_extension_scenario() {
+    run_client_scenario("auth/client-credentials-jwt", &["token-request", "client-credentials-jwt-verified"]);
+}
+
+#[test]
+fn the_conformance_client_passes_the_client_credentials_basic_extension_scenario() {
+    run_client_scenario("auth/client-credentials-basic", &["token-request", "client-credentials-basic-auth"]);
+}
+
+#[test]
+fn the_conformance_client_passes_the_enterprise_managed_authorization_extension_scenario() {
+    run_client_scenario(
+        "auth/enterprise-managed-authorization",
+        &["complete-flow-token-exchange", "complete-flow-jwt-bearer", "valid-bearer-token"],
+    );
+}
+
+#[test]
+fn the_conformance_client_passes_the_wif_jwt_bearer_extension_scenario() {
+    run_client_scenario("auth/wif-jwt-bearer", &["wif-assertion-verified", "valid-bearer-token"]);
+}
+
+#[test]
+fn the_conformance_client_passes_the_dpop_extension_scenario() {
+    run_client_scenario(
+        "auth/dpop",
+        &["sep-1932-client-token-request-proof", "sep-1932-client-dpop-auth-scheme", "sep-1932-client-fresh-proof"],
+    );
+}
+
+#[test]
+fn the_conformance_client_passes_the_dpop_nonce_extension_scenario() {
+    run_client_scenario(
+        "auth/dpop-nonce",
+        &[
+            "sep-1932-client-token-request-proof",
+            "sep-1932-client-dpop-auth-scheme",
+            "sep-1932-client-fresh-proof",
+            "sep-1932-client-as-nonce",
+            "sep-1932-client-rs-nonce",
+        ],
+    );
 }

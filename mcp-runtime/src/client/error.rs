@@ -44,6 +44,9 @@ pub enum Error {
     Closed,
     /// 2026 era: the server kept asking (`input_required`) past the limit of rounds.
     TooManyRounds(usize),
+    /// The server wants authorization ([`ClientBuilder::auth`](super::ClientBuilder::auth)) and the client could not
+    /// get a token it accepts: what went wrong, and at which step.
+    Auth(AuthError),
 }
 
 impl fmt::Display for Error {
@@ -78,6 +81,7 @@ impl fmt::Display for Error {
             Error::Protocol(why) => write!(f, "protocol error: {why}"),
             Error::Closed => f.write_str("the connection is closed"),
             Error::TooManyRounds(n) => write!(f, "the server asked for input more than {n} times in one call"),
+            Error::Auth(e) => write!(f, "authorization failed: {e}"),
         }
     }
 }
@@ -86,6 +90,7 @@ impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             Error::Transport(e) => Some(e),
+            Error::Auth(e) => Some(e),
             _ => None,
         }
     }
@@ -100,6 +105,68 @@ impl Error {
         }
     }
 }
+
+/// At which step of authorization an [`AuthError`] happened.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum AuthErrorKind {
+    /// The client's own configuration ([`OAuth`](super::auth::OAuth)) is wrong: a key, a URL.
+    Config,
+    /// Finding or trusting the authorization server: its metadata, the resource it names, its issuer.
+    Discovery,
+    /// Registering the client with the authorization server.
+    Registration,
+    /// The authorization request and its response (the user's part, `state`, `iss`, PKCE support).
+    Authorization,
+    /// The token request.
+    Token,
+    /// The server keeps asking for scopes the client was not granted.
+    Scope,
+}
+
+/// Why authorization failed: the step, and a sentence that names the problem and, where there is one, its fix.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AuthError {
+    kind: AuthErrorKind,
+    message: String,
+}
+
+impl AuthError {
+    fn new(kind: AuthErrorKind, message: impl Into<String>) -> AuthError {
+        AuthError { kind, message: message.into() }
+    }
+    pub(crate) fn config(message: impl Into<String>) -> AuthError {
+        AuthError::new(AuthErrorKind::Config, message)
+    }
+    pub(crate) fn discovery(message: impl Into<String>) -> AuthError {
+        AuthError::new(AuthErrorKind::Discovery, message)
+    }
+    pub(crate) fn registration(message: impl Into<String>) -> AuthError {
+        AuthError::new(AuthErrorKind::Registration, message)
+    }
+    pub(crate) fn authorization(message: impl Into<String>) -> AuthError {
+        AuthError::new(AuthErrorKind::Authorization, message)
+    }
+    pub(crate) fn token(message: impl Into<String>) -> AuthError {
+        AuthError::new(AuthErrorKind::Token, message)
+    }
+    pub(crate) fn scope(message: impl Into<String>) -> AuthError {
+        AuthError::new(AuthErrorKind::Scope, message)
+    }
+
+    /// At which step it failed.
+    pub fn kind(&self) -> AuthErrorKind {
+        self.kind
+    }
+}
+
+impl fmt::Display for AuthError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for AuthError {}
 
 /// What kind of transport failure a [`TransportError`] is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

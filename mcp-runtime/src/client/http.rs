@@ -42,6 +42,8 @@ pub(crate) struct Options {
     pub(crate) headers: Vec<(String, String)>,
     /// The longest JSON body or SSE event accepted.
     pub(crate) frame_limit: usize,
+    /// OAuth authorization, if the client does it.
+    pub(crate) auth: Option<super::auth::OAuth>,
 }
 
 pub(crate) struct Http {
@@ -78,8 +80,13 @@ impl Http {
                 .build()
                 .map_err(|e| Error::Transport(TransportError::from_reqwest("could not build the HTTP client", e)))?,
         };
+        let auth = match options.auth {
+            Some(config) => Some(super::auth::Authorizer::new(config, &url)?),
+            None => None,
+        };
         let shared = Arc::new(Shared {
             client,
+            auth,
             url,
             headers,
             frame_limit: options.frame_limit,
@@ -152,7 +159,7 @@ impl Http {
         let http = self.shared.clone();
         let task = tokio::spawn(async move {
             let id = id_for_task;
-            let outcome = match request.send().await {
+            let outcome = match http.send(request).await {
                 Ok(response) => {
                     if initialize {
                         if let Some(session) = response.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()) {
@@ -161,7 +168,7 @@ impl Http {
                     }
                     read_response(&http, response, &weak, Some(&id)).await
                 }
-                Err(e) => Err(Error::Transport(TransportError::from_reqwest("the request failed", e))),
+                Err(e) => Err(e),
             };
             if let (Err(e), Some(inner)) = (outcome, weak.upgrade()) {
                 inner.fail(&id, e);
@@ -207,7 +214,7 @@ impl Http {
                 if let Some(id) = &last_event {
                     request = request.header("last-event-id", id);
                 }
-                let Ok(response) = request.send().await else { return };
+                let Ok(response) = http.send(request).await else { return };
                 if let Some(opened) = opened.take() {
                     let _ = opened.send(());
                 }
@@ -251,7 +258,8 @@ impl Http {
         }
         let session = self.shared.session.locked().take();
         if let Some(session) = session {
-            let _ = self.shared.delete().header("mcp-session-id", session).send().await;
+            // With the token held, but no authorization for it: closing never asks a user to sign in.
+            let _ = self.shared.send_as_is(self.shared.delete().header("mcp-session-id", session)).await;
         }
     }
 }
@@ -271,6 +279,8 @@ impl Drop for Http {
 /// session.
 struct Shared {
     client: reqwest::Client,
+    /// OAuth authorization, if the client does it.
+    auth: Option<super::auth::Authorizer>,
     url: String,
     headers: HeaderMap,
     frame_limit: usize,
@@ -284,8 +294,9 @@ async fn post_loop(http: Arc<Shared>, mut queue: mpsc::Receiver<String>) {
     while let Some(frame) = queue.recv().await {
         let Ok(permit) = room.clone().acquire_owned().await else { return };
         let request = http.session_headers(http.post()).body(frame);
+        let http = http.clone();
         tokio::spawn(async move {
-            match request.send().await {
+            match http.send(request).await {
                 Ok(r) if r.status().is_success() => {}
                 Ok(r) => tracing::debug!(status = %r.status(), "the server refused a notification or response"),
                 Err(e) => tracing::debug!(error = %e, "could not post a notification or response"),
@@ -295,7 +306,75 @@ async fn post_loop(http: Arc<Shared>, mut queue: mpsc::Receiver<String>) {
     }
 }
 
+/// How many times one request is sent again after a 401 that the client answered with a new token.
+const MAX_REAUTHORIZATIONS: usize = 2;
+
 impl Shared {
+    /// Sends a request, with the bearer token when the client authorizes; a 401 (or a 403 `insufficient_scope`) is
+    /// handed to the authorizer and the request sent again with what it got.
+    async fn send(&self, request: reqwest::RequestBuilder) -> Result<reqwest::Response, Error> {
+        self.send_authorized(request, true).await
+    }
+
+    /// Sends a request with the token held, if any, and takes its answer as it is.
+    async fn send_as_is(&self, request: reqwest::RequestBuilder) -> Result<reqwest::Response, Error> {
+        self.send_authorized(request, false).await
+    }
+
+    async fn send_authorized(
+        &self,
+        request: reqwest::RequestBuilder,
+        reauthorize: bool,
+    ) -> Result<reqwest::Response, Error> {
+        let failed = |e| Error::Transport(TransportError::from_reqwest("the request failed", e));
+        let Some(auth) = &self.auth else { return request.send().await.map_err(failed) };
+        let mut step_ups = 0;
+        let mut reauthorized = 0;
+        let mut nonces = 0;
+        loop {
+            let Some(attempt) = request.try_clone() else { return request.send().await.map_err(failed) };
+            let mut attempt = attempt.build().map_err(failed)?;
+            let token = auth.bearer();
+            if let Some((authorization, proof)) = auth.authorization(attempt.method().as_str(), attempt.url())? {
+                let headers = attempt.headers_mut();
+                let value = |text: String| {
+                    HeaderValue::from_str(&text).map_err(|_| {
+                        Error::Auth(super::AuthError::token("the access token is not a valid header value"))
+                    })
+                };
+                headers.insert(reqwest::header::AUTHORIZATION, value(authorization)?);
+                if let Some(proof) = proof {
+                    headers.insert("dpop", value(proof)?);
+                }
+            }
+            let url = attempt.url().clone();
+            let response = self.client.execute(attempt).await.map_err(failed)?;
+            let status = response.status();
+            let insufficient =
+                status == reqwest::StatusCode::FORBIDDEN && super::auth::insufficient_scope(response.headers());
+            if !reauthorize || (status != reqwest::StatusCode::UNAUTHORIZED && !insufficient) {
+                return Ok(response);
+            }
+            if status == reqwest::StatusCode::UNAUTHORIZED
+                && nonces < 2
+                && auth.nonce_challenge(&url, response.headers())
+            {
+                nonces += 1;
+                continue;
+            }
+            if status == reqwest::StatusCode::UNAUTHORIZED {
+                reauthorized += 1;
+                if reauthorized > MAX_REAUTHORIZATIONS {
+                    return Err(Error::Auth(super::AuthError::token(
+                        "the server refuses the token the authorization server just issued (HTTP 401 again): the \
+                         two disagree about the resource, the audience or the issuer",
+                    )));
+                }
+            }
+            auth.challenged(&self.client, status, response.headers(), token.as_deref(), &mut step_ups).await?;
+        }
+    }
+
     fn post(&self) -> reqwest::RequestBuilder {
         self.client
             .post(&self.url)
@@ -411,10 +490,7 @@ async fn read_response(
         }
         tokio::time::sleep(retry).await;
         let request = http.session_headers(http.get()).header("last-event-id", last);
-        let response = request
-            .send()
-            .await
-            .map_err(|e| Error::Transport(TransportError::from_reqwest("resuming the stream", e)))?;
+        let response = http.send(request).await?;
         if !response.status().is_success() {
             let status = response.status();
             return Err(http_error(status, &read_prefix(response).await));
@@ -440,6 +516,11 @@ async fn read_prefix(mut response: reqwest::Response) -> Vec<u8> {
     }
     body.truncate(ERROR_BODY);
     body
+}
+
+/// A whole body of at most `limit` bytes (the authorization's documents and answers).
+pub(crate) async fn read_limited(response: reqwest::Response, limit: usize) -> Result<Vec<u8>, Error> {
+    read_body(response, limit).await
 }
 
 /// A whole body of at most `limit` bytes; a longer one is [`Error::FrameTooLarge`], found out as soon as it is.

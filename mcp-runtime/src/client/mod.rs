@@ -40,10 +40,14 @@
 //! - **Lists are typed**: [`Client::list_tools`] and the others return [`Tool`], [`Prompt`], [`Resource`] and
 //!   [`ResourceTemplate`], each with its JSON as the server wrote it; [`Client::list`] reads a list by page or as a
 //!   stream of items that fetches each page when it is needed.
+//! - **Authorization**: over HTTP, [`ClientBuilder::auth`] with an [`auth::OAuth`] answers the server's 401 and 403
+//!   challenges by itself (OAuth 2.1: discovery, registration, PKCE, step-up, refresh, DPoP, the machine grants of
+//!   the ext-auth extensions); a failure is [`Error::Auth`], whose [`AuthError::kind`] says at which step.
 //! - **In process**: [`Client::in_process`] speaks to a [`Server`](crate::Server) of this process through an
 //!   in-memory pipe, the real protocol in either era, for tests.
 //! - `Client` is `Clone + Send + Sync`: many tasks can call through one connection at once.
 
+pub mod auth;
 mod call;
 mod error;
 pub(crate) mod frame;
@@ -64,7 +68,7 @@ use serde_json::{json, Map, Value};
 use tokio::sync::{oneshot, Notify};
 
 pub use call::{Call, Progress};
-pub use error::{Error, TransportError, TransportErrorKind};
+pub use error::{AuthError, AuthErrorKind, Error, TransportError, TransportErrorKind};
 pub use list::{ItemStream, List, ListItem, Page, PageStream, Prompt, Resource, ResourceTemplate, Tool};
 pub use listen::{ListenFilter, Notification, Subscription};
 pub use task::{Started, TaskHandle, TaskState};
@@ -171,6 +175,7 @@ pub struct ClientBuilder {
     on_stderr: Option<StderrHandler>,
     headers: Vec<(String, String)>,
     http_client: Option<reqwest::Client>,
+    auth: Option<auth::OAuth>,
 }
 
 impl fmt::Debug for ClientBuilder {
@@ -198,6 +203,10 @@ pub const DEFAULT_FRAME_LIMIT: usize = 64 * 1024 * 1024;
 /// How long the handshake (`server/discover`, `initialize`) may take by default: 30 s. See
 /// [`ClientBuilder::handshake_timeout`].
 pub const DEFAULT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How long the handshake may take by default when the client authorizes ([`ClientBuilder::auth`]): 5 minutes,
+/// time for a user to sign in.
+pub const DEFAULT_AUTH_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// The capacity of each direction of the in-memory pipe of [`ClientBuilder::in_process`], in bytes: 64 KiB, a
 /// pipe's usual size (a longer message simply takes several writes).
@@ -362,6 +371,26 @@ impl ClientBuilder {
         self
     }
 
+    /// HTTP: OAuth 2.1 authorization ([`auth`]). A request the server answers with 401 (or 403
+    /// `insufficient_scope`) is authorized and sent again, the caller none the wiser; every request carries the
+    /// token as `Authorization: Bearer`. Unless [`ClientBuilder::handshake_timeout`] is set, the handshake, which
+    /// may now wait for a user to sign in, has [`DEFAULT_AUTH_HANDSHAKE_TIMEOUT`]. Ignored on stdio, which the
+    /// specification leaves unauthenticated.
+    ///
+    /// ```no_run
+    /// # async fn run() -> Result<(), mcp::client::Error> {
+    /// use mcp::client::{auth::OAuth, Client};
+    ///
+    /// let oauth = OAuth::loopback(8976, |url| println!("Sign in at {url}")).client_name("shopkeeper");
+    /// let client = Client::builder().auth(oauth).http("https://books.example.com/mcp").await?;
+    /// # drop(client); Ok(()) }
+    /// # fn main() { let _ = run(); }
+    /// ```
+    pub fn auth(mut self, oauth: auth::OAuth) -> Self {
+        self.auth = Some(oauth);
+        self
+    }
+
     /// Starts `command` and speaks MCP over its stdin and stdout. The child is killed when the last clone of the
     /// client is dropped (or on [`Client::close`]).
     ///
@@ -442,9 +471,11 @@ impl ClientBuilder {
             client: self.http_client.clone(),
             headers: self.headers.clone(),
             frame_limit: self.frame_limit.unwrap_or(DEFAULT_FRAME_LIMIT),
+            auth: self.auth.clone(),
         };
         let link = http::Http::new(url.into(), options)?;
-        let timeout = self.handshake_timeout.unwrap_or(DEFAULT_HANDSHAKE_TIMEOUT);
+        let default = if self.auth.is_some() { DEFAULT_AUTH_HANDSHAKE_TIMEOUT } else { DEFAULT_HANDSHAKE_TIMEOUT };
+        let timeout = self.handshake_timeout.unwrap_or(default);
         let client = self.into_client(Link::Http(link));
         client.handshake_within(timeout).await?;
         Ok(client)
