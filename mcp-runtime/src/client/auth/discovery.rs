@@ -16,6 +16,8 @@ pub(crate) struct Challenge {
     pub(crate) resource_metadata: Option<String>,
     pub(crate) scope: Option<String>,
     pub(crate) error: Option<String>,
+    /// Whether the server challenged with the `DPoP` scheme (RFC 9449 §7.1): it takes DPoP-bound tokens.
+    pub(crate) dpop: bool,
 }
 
 impl Challenge {
@@ -28,6 +30,7 @@ impl Challenge {
                 if !scheme.eq_ignore_ascii_case("bearer") && !scheme.eq_ignore_ascii_case("dpop") {
                     continue;
                 }
+                challenge.dpop |= scheme.eq_ignore_ascii_case("dpop");
                 let slot = match name.to_ascii_lowercase().as_str() {
                     "resource_metadata" => &mut challenge.resource_metadata,
                     "scope" => &mut challenge.scope,
@@ -121,6 +124,12 @@ pub(crate) struct ResourceMetadata {
     pub(crate) authorization_servers: Vec<String>,
     #[serde(default)]
     pub(crate) scopes_supported: Option<Vec<String>>,
+    /// The DPoP algorithms the resource server validates proofs with (RFC 9728 §2): it takes DPoP-bound tokens.
+    #[serde(default)]
+    pub(crate) dpop_signing_alg_values_supported: Option<Vec<String>>,
+    /// Whether it takes only DPoP-bound tokens (RFC 9728 §2).
+    #[serde(default)]
+    pub(crate) dpop_bound_access_tokens_required: bool,
 }
 
 /// Authorization server metadata (RFC 8414 / OpenID Connect discovery), the fields the client reads.

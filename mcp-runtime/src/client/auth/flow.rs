@@ -45,6 +45,10 @@ pub(super) struct Found {
     pub(super) endpoints: Endpoints,
     pub(super) resource: String,
     pub(super) resource_scopes: Option<Vec<String>>,
+    /// Whether the resource server takes DPoP-bound tokens: its challenge used the `DPoP` scheme, or its metadata
+    /// lists DPoP algorithms. A server that challenges with `Bearer` alone would refuse a `DPoP` token, so the
+    /// client asks for a bearer token there even when the authorization server supports DPoP.
+    pub(super) resource_takes_dpop: bool,
 }
 
 /// The authorization state of one HTTP connection: the configuration, the server, and a gate so that one
@@ -101,7 +105,7 @@ impl Authorizer {
     /// The DPoP key, if this authorization server supports DPoP with the algorithm the client signs with.
     pub(super) fn dpop_for(&self, found: &Found) -> Result<Option<Arc<Dpop>>, Error> {
         let supported = found.metadata.as_ref().and_then(|m| m.dpop_signing_alg_values_supported.as_ref());
-        if !supported.is_some_and(|algs| algs.iter().any(|a| a == dpop::ALGORITHM)) {
+        if !found.resource_takes_dpop || !supported.is_some_and(|algs| algs.iter().any(|a| a == dpop::ALGORITHM)) {
             return Ok(None);
         }
         let mut held = self.dpop.locked();
@@ -203,6 +207,7 @@ impl Authorizer {
                 endpoints,
                 resource: self.key.clone(),
                 resource_scopes: None,
+                resource_takes_dpop: challenge.dpop,
             });
         };
         let resource = match prm.resource {
@@ -231,7 +236,17 @@ impl Authorizer {
             ))));
         };
         let endpoints = endpoints(&metadata, &issuer)?;
-        Ok(Found { issuer, metadata: Some(metadata), endpoints, resource, resource_scopes: prm.scopes_supported })
+        let resource_takes_dpop = challenge.dpop
+            || prm.dpop_bound_access_tokens_required
+            || prm.dpop_signing_alg_values_supported.is_some_and(|algs| !algs.is_empty());
+        Ok(Found {
+            issuer,
+            metadata: Some(metadata),
+            endpoints,
+            resource,
+            resource_scopes: prm.scopes_supported,
+            resource_takes_dpop,
+        })
     }
 
     /// The scopes to ask for: the challenge's, else the resource's `scopes_supported`, else none; with those asked
@@ -711,6 +726,7 @@ mod tests {
             endpoints: Endpoints { authorization: url.clone(), token: url, registration: None },
             resource: "http://localhost:3000/mcp".into(),
             resource_scopes: resource_scopes.map(|s| s.into_iter().map(str::to_owned).collect()),
+            resource_takes_dpop: false,
         }
     }
 
