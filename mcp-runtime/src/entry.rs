@@ -255,7 +255,7 @@ impl HttpOptions {
 enum Command {
     Serve,
     #[cfg_attr(not(feature = "http"), allow(dead_code))]
-    Http(std::net::SocketAddr, Box<HttpOptions>, Option<AuthArgs>),
+    Http(std::net::SocketAddr, Box<HttpOptions>, #[cfg_attr(not(feature = "auth"), allow(dead_code))] Option<AuthArgs>),
     ListTools,
     Schema,
     Version,
