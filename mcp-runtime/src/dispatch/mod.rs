@@ -194,14 +194,16 @@ impl Connection {
                 format!("too many requests in flight on this connection (the limit is {limit}); try again later"),
             ));
         }
-        if table.contains_key(&request.id) {
-            return Err(Error::new(
-                ErrorCode::INVALID_REQUEST,
-                format!("request id {} is already in flight", request.id),
-            ));
+        // One hash for the check and the insert (this runs for every request).
+        match table.entry(request.id.clone()) {
+            std::collections::hash_map::Entry::Occupied(_) => {
+                Err(Error::new(ErrorCode::INVALID_REQUEST, format!("request id {} is already in flight", request.id)))
+            }
+            std::collections::hash_map::Entry::Vacant(slot) => {
+                slot.insert(request.clone());
+                Ok(())
+            }
         }
-        table.insert(request.id.clone(), request.clone());
-        Ok(())
     }
 
     /// Cancels an in-flight request. Unknown, finished and already cancelled ids are ignored.
@@ -238,8 +240,11 @@ impl Connection {
     pub(crate) fn forget(&self, request: &Arc<RequestState>) {
         {
             let mut table = self.table();
-            if table.get(&request.id).is_some_and(|r| Arc::ptr_eq(r, request)) {
-                table.remove(&request.id);
+            // Only this request's own entry (a later request may reuse a finished one's id); one hash.
+            if let std::collections::hash_map::Entry::Occupied(entry) = table.entry(request.id.clone()) {
+                if Arc::ptr_eq(entry.get(), request) {
+                    entry.remove();
+                }
             }
         }
         self.left_table();

@@ -397,15 +397,12 @@ impl Server {
 
     /// Removes a tool; `false` if there was none of that name.
     pub fn remove_tool(&self, name: &str) -> bool {
-        self.change("notifications/tools/list_changed", |r| Ok(r.tools.remove(name).is_some())).unwrap_or(false)
+        self.change("notifications/tools/list_changed", |r| Ok(r.remove_tool(name))).unwrap_or(false)
     }
 
     /// Enables or disables a tool (a disabled tool is neither listed nor callable); `false` if there is none.
     pub fn set_tool_enabled(&self, name: &str, enabled: bool) -> bool {
-        self.change("notifications/tools/list_changed", |r| {
-            Ok(r.tools.get_mut(name).map(|l| l.enabled = enabled).is_some())
-        })
-        .unwrap_or(false)
+        self.change("notifications/tools/list_changed", |r| Ok(r.set_tool_enabled(name, enabled))).unwrap_or(false)
     }
 
     /// Adds a prompt while the server runs; every session gets `notifications/prompts/list_changed`.

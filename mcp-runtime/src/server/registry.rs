@@ -1,7 +1,7 @@
 //! The registry: what a server serves (tools, prompts, resources, templates), each with its descriptor computed once,
 //! and every list result paginated and serialized once. A change builds a new snapshot; readers hold an `Arc` to one.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use base64::Engine;
@@ -51,6 +51,9 @@ impl ListKind {
 #[derive(Clone, Default)]
 pub(crate) struct Registry {
     pub tools: BTreeMap<String, Listed<ToolDef>>,
+    /// The enabled tools by name: `tools/call` finds its tool with one hash (the ordered map above serves the lists;
+    /// its lookup compares the name with a node's keys one by one).
+    callable: HashMap<&'static str, ToolDef>,
     pub prompts: BTreeMap<String, Listed<PromptDef>>,
     pub resources: BTreeMap<String, Listed<ResourceDef>>,
     pub templates: BTreeMap<String, (Listed<ResourceDef>, UriTemplate)>,
@@ -132,7 +135,27 @@ impl Registry {
             legacy
         });
         self.tools.insert(def.name.to_owned(), Listed { def, descriptor, legacy, enabled: true });
+        self.callable.insert(def.name, def);
         Ok(())
+    }
+
+    /// Removes a tool; `false` if there was none of that name.
+    pub(crate) fn remove_tool(&mut self, name: &str) -> bool {
+        self.callable.remove(name);
+        self.headers.remove(name);
+        self.tools.remove(name).is_some()
+    }
+
+    /// Enables or disables a tool; `false` if there is none of that name.
+    pub(crate) fn set_tool_enabled(&mut self, name: &str, enabled: bool) -> bool {
+        let Some(listed) = self.tools.get_mut(name) else { return false };
+        listed.enabled = enabled;
+        if enabled {
+            self.callable.insert(listed.def.name, listed.def);
+        } else {
+            self.callable.remove(name);
+        }
+        true
     }
 
     pub(crate) fn insert_prompt(&mut self, def: PromptDef) -> Result<(), BuildError> {
@@ -247,7 +270,7 @@ impl Registry {
     }
 
     pub(crate) fn tool(&self, name: &str) -> Option<ToolDef> {
-        self.tools.get(name).filter(|l| l.enabled).map(|l| l.def)
+        self.callable.get(name).copied()
     }
 
     pub(crate) fn prompt(&self, name: &str) -> Option<PromptDef> {
