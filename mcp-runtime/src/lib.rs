@@ -50,6 +50,7 @@ pub use base::cancel::{defer, Cancelled, Defer};
 pub use client_requests::{
     Ask, ClientError, ElicitAction, ElicitResult, Elicitation, Root, SamplingMessage, SamplingRequest, SamplingResult,
 };
+pub use context::state::{Requirement, State};
 pub use context::{ClientInfo, Context, Era, FromContext, HttpRequest, RequestMeta};
 pub use dispatch::layer as middleware;
 pub use entry::{run, ArgSpec, Args, FromArgs, MainOutput};
@@ -59,9 +60,7 @@ pub use era::v2026::{
 };
 pub use handler::method::{IntoMethodResult, IntoRpcError, MethodDef, MethodHandler, MethodItem};
 pub use handler::prompt::{ArgDef, Completer, IntoPromptResult, PromptDef, PromptHandler, PromptItem};
-pub use handler::resource::{
-    CacheHint, CacheScope, IntoResourceResult, Lister, ResourceDef, ResourceHandler, ResourceItem,
-};
+pub use handler::resource::{IntoResourceResult, Lister, ResourceDef, ResourceHandler, ResourceItem};
 pub use handler::tool::{
     BoxFuture, Handler, HeaderParam, Hints, Injected, IntoToolResult, Json, ObjectSchema, ToolDef, ToolHandler,
     ToolItem,
@@ -72,7 +71,6 @@ pub use protocol::{
     ReadResourceResult, Resource, ResourceContents, Role,
 };
 pub use server::extension::Extension;
-pub use server::state::{Requirement, State};
 pub use server::{
     BuildError, Server, ServerBuilder, DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_LINE_BYTES, DEFAULT_PAGE_SIZE,
     DEFAULT_SERVER_NAME, DEFAULT_SERVER_VERSION, DEFAULT_SHUTDOWN_TIMEOUT,
@@ -90,6 +88,7 @@ pub use transport::http::{
 pub use wire::error::{Error, ErrorCode};
 pub use wire::jsonrpc::RequestId;
 pub use wire::protocol;
+pub use wire::protocol::{CacheHint, CacheScope};
 
 pub use mcp_macros::{main, method, prompt, resource, tool};
 

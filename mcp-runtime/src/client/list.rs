@@ -14,8 +14,8 @@ use serde_json::{json, Map, Value};
 
 use super::{Client, Error};
 use crate::base::sync::Unpoisoned;
-use crate::task::TaskSupport;
 use crate::wire::protocol::{Annotations, Icon, PromptArgument, ToolAnnotations};
+use crate::wire::task::TaskSupport;
 
 /// A page of a list.
 #[derive(Clone, Debug)]

@@ -106,7 +106,7 @@ async fn run<R: WireResult + Send + 'static>(
     if let Some(plan) = request.task_plan.get().filter(|plan| !plan.options.deferred) {
         match crate::task::begin(request).await {
             Ok(_) => {}
-            Err(crate::task::Refused::Store(e)) if plan.options.support == crate::task::TaskSupport::Optional => {
+            Err(crate::task::Refused::Store(e)) if plan.options.support == crate::wire::task::TaskSupport::Optional => {
                 tracing::info!(id = %request.id, reason = %e.message, "the task store refused the task: a plain call");
             }
             Err(refused) => return Outcome::Done(Err(Error::from(refused))),

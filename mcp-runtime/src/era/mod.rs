@@ -109,7 +109,7 @@ impl EraState {
         id: &RequestId,
         result: &R,
         kind: ResultKind,
-        cache: Option<crate::handler::resource::CacheHint>,
+        cache: Option<crate::wire::protocol::CacheHint>,
     ) -> String {
         match self {
             _ if kind == ResultKind::Encoded => jsonrpc::encode_result(id, result),
@@ -160,7 +160,7 @@ pub(crate) fn task_plan(
     params: &Map<String, Value>,
     meta: &RequestMeta,
 ) -> Result<Option<crate::task::TaskPlan>, Error> {
-    use crate::task::TaskSupport;
+    use crate::wire::task::TaskSupport;
     let support = def.task.support;
     let plan = |requested_ttl, deferred| {
         Some(crate::task::TaskPlan { tool: def.name, options: def.task.deferred(deferred), requested_ttl })

@@ -199,7 +199,7 @@ pub(crate) fn discover_result(
     info: &Implementation,
     capabilities: &Value,
     instructions: Option<&str>,
-    cache: crate::handler::resource::CacheHint,
+    cache: crate::wire::protocol::CacheHint,
 ) -> Value {
     let mut versions: Vec<&str> = STATELESS_VERSIONS.to_vec();
     versions.extend(crate::wire::protocol::SUPPORTED_PROTOCOL_VERSIONS);
@@ -223,7 +223,7 @@ pub(crate) fn decorate(
     server: &Server,
     mut result: Value,
     kind: ResultKind,
-    cache: Option<crate::handler::resource::CacheHint>,
+    cache: Option<crate::wire::protocol::CacheHint>,
 ) -> Value {
     if let Value::Object(map) = &mut result {
         map.insert("resultType".into(), Value::String("complete".into()));
@@ -251,7 +251,7 @@ pub(crate) fn encode_complete<T: crate::wire::protocol::WireResult>(
     id: &RequestId,
     result: &T,
     kind: ResultKind,
-    cache: Option<crate::handler::resource::CacheHint>,
+    cache: Option<crate::wire::protocol::CacheHint>,
 ) -> String {
     let prefix = &server.inner.result_prefix;
     let mut out = Vec::with_capacity(prefix.len() + 160 + jsonrpc::payload_room(result.payload_len()));

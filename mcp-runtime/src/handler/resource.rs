@@ -8,7 +8,7 @@ use crate::handler::prompt::{error_of, Completer};
 use crate::handler::tool::{Handler, Injected};
 use crate::wire::error::Error;
 use crate::wire::protocol::{
-    Annotations, Icon, ReadResourceResult, Resource, ResourceContents, ResourceTemplate, Role,
+    Annotations, CacheHint, CacheScope, Icon, ReadResourceResult, Resource, ResourceContents, ResourceTemplate, Role,
 };
 
 /// How a resource is read.
@@ -79,62 +79,6 @@ pub struct ResourceDef {
     /// Its caching hints in the 2026 era (`ttlMs`, `cacheScope` of `resources/read`); the server's defaults if
     /// `None`.
     pub cache: Option<CacheHint>,
-}
-
-/// Caching hints of a 2026-era result: how long a client may reuse it, and with whom.
-///
-/// ```
-/// use mcp::{CacheHint, CacheScope};
-///
-/// let minute = CacheHint::new(60_000, CacheScope::Public);
-/// assert_eq!(minute.scope.as_str(), "public");
-/// assert_eq!(CacheHint::default(), CacheHint::NONE);
-///
-/// // What lists, `server/discover` and resource reads without hints of their own say:
-/// let _server = mcp::Server::builder().cache(minute).build().unwrap();
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct CacheHint {
-    /// `ttlMs`: milliseconds the result stays fresh (0: immediately stale).
-    pub ttl_ms: u64,
-    /// `cacheScope`.
-    pub scope: CacheScope,
-}
-
-impl CacheHint {
-    /// No reuse: `ttlMs: 0`, `cacheScope: "private"` (the default).
-    pub const NONE: CacheHint = CacheHint { ttl_ms: 0, scope: CacheScope::Private };
-
-    /// Fresh for `ttl_ms` milliseconds, shared as `scope` says.
-    pub const fn new(ttl_ms: u64, scope: CacheScope) -> CacheHint {
-        CacheHint { ttl_ms, scope }
-    }
-}
-
-impl Default for CacheHint {
-    fn default() -> Self {
-        CacheHint::NONE
-    }
-}
-
-/// Who may reuse a cached result.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CacheScope {
-    /// Any client or shared cache, for anyone: the result holds nothing user-specific.
-    Public,
-    /// Only within the same authorization context.
-    Private,
-}
-
-impl CacheScope {
-    /// The value on the wire.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            CacheScope::Public => "public",
-            CacheScope::Private => "private",
-        }
-    }
 }
 
 impl ResourceDef {

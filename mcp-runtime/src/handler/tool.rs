@@ -42,7 +42,7 @@ impl<R> Copy for Handler<R> {}
 pub type ToolHandler = Handler<CallToolResult>;
 
 /// What a handler needs from the server, one function per injected parameter (called once, at build time).
-pub type Injected = &'static [fn() -> Option<crate::server::state::Requirement>];
+pub type Injected = &'static [fn() -> Option<crate::context::state::Requirement>];
 
 /// Everything known about a tool at compile time. `#[mcp::tool]` emits one as a `static`; it can also be written by
 /// hand for tools defined at run time.
@@ -100,7 +100,7 @@ pub struct ToolDef {
     /// Icon URIs.
     pub icons: &'static [&'static str],
     /// Whether (and how) it runs as a task.
-    pub task: crate::task::TaskOptions,
+    pub task: crate::wire::task::TaskOptions,
     /// Whether the handler may ask the client something mid-call (elicitation, sampling, roots) through its
     /// [`Context`](crate::Context). True unless declared otherwise with [`ToolDef::cannot_ask`]; `#[mcp::tool]`
     /// declares it for a function that takes no injected parameter. A 2026-07-28 call to a tool that cannot ask
@@ -129,7 +129,7 @@ impl ToolDef {
             scopes: &[],
             injected: &[],
             icons: &[],
-            task: crate::task::TaskOptions::NONE,
+            task: crate::wire::task::TaskOptions::NONE,
             can_ask: true,
         }
     }
@@ -150,7 +150,7 @@ impl ToolDef {
     }
 
     /// Lets it run as a task (`#[mcp::tool(task = "optional")]`).
-    pub const fn task(mut self, task: crate::task::TaskOptions) -> ToolDef {
+    pub const fn task(mut self, task: crate::wire::task::TaskOptions) -> ToolDef {
         self.task = task;
         self
     }

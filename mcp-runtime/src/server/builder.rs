@@ -12,13 +12,14 @@ use super::{
     extension, hub, BuildError, MethodRegistration, PromptRegistration, ResourceRegistration, Server, ServerInner,
     ToolRegistration,
 };
+use crate::context::state::StateMap;
 use crate::context::Era;
 use crate::handler::method::{MethodDef, MethodItem};
 use crate::handler::prompt::{PromptDef, PromptItem};
-use crate::handler::resource::{CacheHint, ResourceDef, ResourceItem};
+use crate::handler::resource::{ResourceDef, ResourceItem};
 use crate::handler::tool::{BoxFuture, Injected, ToolDef, ToolItem};
 use crate::server::registry::Registry;
-use crate::server::state::StateMap;
+use crate::wire::protocol::CacheHint;
 use crate::wire::protocol::Implementation;
 
 /// Builds a [`Server`] from the tools linked into the program or from tools named one by one.
@@ -495,7 +496,8 @@ impl ServerBuilder {
             }
             methods.insert(def.name, def);
         }
-        let tasks_enabled = registry.tools.values().any(|t| t.def.task.support != crate::task::TaskSupport::Forbidden);
+        let tasks_enabled =
+            registry.tools.values().any(|t| t.def.task.support != crate::wire::task::TaskSupport::Forbidden);
         if tasks_enabled {
             extensions.insert(0, Box::new(crate::task::Tasks));
         }

@@ -6,7 +6,6 @@ mod builder;
 pub(crate) mod extension;
 pub(crate) mod hub;
 pub(crate) mod registry;
-pub(crate) mod state;
 
 use std::collections::HashMap;
 use std::fmt;
@@ -16,13 +15,13 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use crate::base::sync::{Unpoisoned, UnpoisonedRw};
+use crate::context::state::StateMap;
 use crate::handler::method::MethodDef;
 use crate::handler::prompt::PromptDef;
-use crate::handler::resource::CacheHint;
 use crate::handler::resource::ResourceDef;
 use crate::handler::tool::{BoxFuture, Injected, ToolDef};
 use crate::server::registry::Registry;
-use crate::server::state::StateMap;
+use crate::wire::protocol::CacheHint;
 use crate::wire::protocol::Implementation;
 pub use builder::{
     ServerBuilder, DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_LINE_BYTES, DEFAULT_PAGE_SIZE, DEFAULT_SERVER_NAME,

@@ -129,7 +129,7 @@ impl Registry {
         };
         let descriptor = serde_json::to_value(tool).expect("a tool descriptor serializes");
         // `execution` is a 2025-11-25 field: the 2026-07-28 Tasks extension decides per request instead.
-        let legacy = (def.task.support != crate::task::TaskSupport::Forbidden).then(|| {
+        let legacy = (def.task.support != crate::wire::task::TaskSupport::Forbidden).then(|| {
             let mut legacy = descriptor.clone();
             legacy["execution"] = json!({ "taskSupport": def.task.support.as_str() });
             legacy

@@ -3,3 +3,4 @@
 pub(crate) mod error;
 pub(crate) mod jsonrpc;
 pub mod protocol;
+pub(crate) mod task;

@@ -1,5 +1,7 @@
 //! [`Context`]: what a handler sees of its request — cancellation, progress, logging and the request's metadata.
 
+pub(crate) mod state;
+
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -41,7 +43,7 @@ pub struct RequestMeta {
     /// 2026 era: the log level the request asked for (`io.modelcontextprotocol/logLevel`); no logs without one.
     pub log_level: Option<LogLevel>,
     /// For `resources/read` of a resource with its own caching hints.
-    pub(crate) cache: Option<crate::handler::resource::CacheHint>,
+    pub(crate) cache: Option<crate::wire::protocol::CacheHint>,
 }
 
 impl RequestMeta {
@@ -143,12 +145,22 @@ pub(crate) struct RequestState {
     /// What the request's era adds: the 2025 session's log level, or the 2026 request's round of questions.
     pub era: EraState,
     /// A `tools/call` whose tool may run as a task here: how.
-    pub task_plan: OnceLock<crate::task::TaskPlan>,
+    pub task_plan: OnceLock<TaskPlan>,
     /// Once the request became a task: the task. Its frames then go where the task's go.
     pub task: OnceLock<Arc<crate::task::TaskRun>>,
 }
 
 pub(crate) use crate::era::{EraState, LOG_LEVEL_UNSET};
+
+/// What a request may become: set by the dispatcher on a `tools/call` whose tool runs as a task here.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct TaskPlan {
+    /// The tool.
+    pub tool: &'static str,
+    pub options: crate::wire::task::TaskOptions,
+    /// 2025 era: the TTL the client asked for.
+    pub requested_ttl: Option<u64>,
+}
 
 #[derive(Default)]
 struct Slot {
@@ -336,7 +348,7 @@ impl Context {
         self.server_state().get::<T>().map(|s| &**s)
     }
 
-    pub(crate) fn server_state(&self) -> &crate::server::state::StateMap {
+    pub(crate) fn server_state(&self) -> &crate::context::state::StateMap {
         &self.request.conn.server().inner.state
     }
 
@@ -536,7 +548,7 @@ pub trait FromContext {
     fn from_context(ctx: &Context) -> Result<&Self, crate::Error>;
 
     /// What the server must provide for this to succeed, checked once when the server is built.
-    fn requirement() -> Option<crate::server::state::Requirement> {
+    fn requirement() -> Option<crate::context::state::Requirement> {
         None
     }
 }
