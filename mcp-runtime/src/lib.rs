@@ -37,6 +37,7 @@ mod dispatch;
 mod entry;
 mod era;
 mod handler;
+pub mod middleware;
 #[cfg(feature = "opentelemetry")]
 mod otel;
 mod server;
@@ -52,9 +53,9 @@ pub use client_requests::{
 };
 pub use context::state::{Requirement, State};
 pub use context::{ClientInfo, Context, Era, FromContext, HttpRequest, RequestMeta};
-pub use dispatch::layer as middleware;
+
+pub use base::seal::KEY_ENV as REQUEST_STATE_KEY_ENV;
 pub use entry::{run, ArgSpec, Args, FromArgs, MainOutput};
-pub use era::seal::KEY_ENV as REQUEST_STATE_KEY_ENV;
 pub use era::v2026::{
     HEADER_MISMATCH, MISSING_CAPABILITY, PROTOCOL_VERSION as STATELESS_PROTOCOL_VERSION, UNSUPPORTED_VERSION,
 };
@@ -229,12 +230,12 @@ pub mod __fuzz {
     }
 
     /// Seals and opens `requestState`s with one key.
-    pub struct Sealer(crate::era::seal::Sealer);
+    pub struct Sealer(crate::base::seal::Sealer);
 
     impl Sealer {
         /// A sealer with this key.
         pub fn new(key: [u8; 32]) -> Sealer {
-            Sealer(crate::era::seal::Sealer::new(key, false))
+            Sealer(crate::base::seal::Sealer::new(key, false))
         }
 
         /// Seals `plaintext`.

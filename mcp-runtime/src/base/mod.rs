@@ -4,5 +4,6 @@
 pub(crate) mod backlog;
 pub(crate) mod cancel;
 pub(crate) mod future;
+pub(crate) mod seal;
 pub(crate) mod sink;
 pub(crate) mod sync;

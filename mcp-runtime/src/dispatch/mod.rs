@@ -27,7 +27,6 @@ use crate::wire::error::{Error, ErrorCode};
 use crate::wire::jsonrpc::{self, RequestId};
 use crate::wire::protocol::WireResult;
 
-pub mod layer;
 mod run;
 
 /// Where a message came from and where its replies go: the sink, and on HTTP the request's headers and caller.

@@ -13,10 +13,11 @@ use std::task::{Context as TaskContext, Poll};
 use serde_json::Value;
 use tracing::Instrument;
 
-use super::{layer, Call, ListResult, ResultKind, Work};
+use super::{Call, ListResult, ResultKind, Work};
 use crate::base::cancel::cleanup_tasks;
 use crate::context::{Context, RequestState};
 use crate::handler::tool::{Arguments, Handler};
+use crate::middleware as layer;
 use crate::wire::error::Error;
 use crate::wire::jsonrpc;
 use crate::wire::protocol::WireResult;

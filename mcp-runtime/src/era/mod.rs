@@ -10,7 +10,6 @@
 //! `io.modelcontextprotocol/protocolVersion` (and `server/discover` or `subscriptions/listen`, which exist only in
 //! the 2026 era) goes to the 2026 front; everything else to the 2025 session.
 
-pub(crate) mod seal;
 pub(crate) mod v2025;
 pub(crate) mod v2026;
 

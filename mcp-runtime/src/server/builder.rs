@@ -85,7 +85,7 @@ pub struct ServerBuilder {
     request_state_ttl: Option<Duration>,
     task_store: Option<Arc<dyn crate::task::TaskStore>>,
     task_config: crate::task::TaskConfig,
-    layers: crate::dispatch::layer::Layers,
+    layers: crate::middleware::Layers,
     extensions: Vec<Box<dyn extension::Extension>>,
     authorization: Option<crate::auth::Authorization>,
 }
@@ -457,7 +457,7 @@ impl ServerBuilder {
         }
         let info_value = serde_json::to_value(&info).expect("server info serializes");
         let cache = self.cache.unwrap_or_default();
-        let sealer = crate::era::seal::Sealer::from_config(self.state_key)
+        let sealer = crate::base::seal::Sealer::from_config(self.state_key)
             .map_err(|message| BuildError::BadStateKey { message })?;
         let modern_extra = json!({
             "resultType": "complete",

@@ -98,7 +98,7 @@ pub(crate) struct ServerInner {
     /// The bounds of every outbound queue.
     pub outbound: crate::base::backlog::OutboundLimits,
     /// The middleware every request the dispatcher serves goes through; `None` without layers.
-    pub layers: Option<crate::dispatch::layer::Next>,
+    pub layers: Option<crate::middleware::Next>,
     pub methods: HashMap<&'static str, MethodDef>,
     /// The methods of the server's extensions (Tasks' among them when a tool can run as a task).
     pub extension_methods: HashMap<&'static str, MethodDef>,
@@ -117,7 +117,7 @@ pub(crate) struct ServerInner {
     /// The caching hints of 2026 lists, `server/discover` and resource reads without their own.
     pub cache: CacheHint,
     /// Seals the `requestState` of input-required results.
-    pub sealer: crate::era::seal::Sealer,
+    pub sealer: crate::base::seal::Sealer,
     /// How long a `requestState` stays valid.
     pub request_state_ttl: Duration,
     /// Whether any tool runs as a task: then the `tasks/*` methods are served (and the 2025 capability and the

@@ -694,7 +694,7 @@ impl Server {
                 "the requestState of input_required results is sealed with a random key for this process: a retry \
                  that reaches another instance, or this one after a restart, fails; set {} (64 hex digits) or \
                  ServerBuilder::request_state_key",
-                crate::era::seal::KEY_ENV
+                crate::base::seal::KEY_ENV
             );
         }
         // hyper's header timer runs whenever a connection waits for a request head, so it also ends idle
