@@ -252,7 +252,7 @@ struct Pending {
 impl Drop for Pending {
     fn drop(&mut self) {
         let Some(id) = self.id.take() else { return };
-        if self.request.conn.forget_outgoing(&id) {
+        if self.request.peer.forget_outgoing(&id) {
             let frame = jsonrpc::encode_notification(
                 "notifications/cancelled",
                 &json!({ "requestId": id, "reason": "the server request that needed it was cancelled" }),
@@ -283,7 +283,7 @@ impl OpenQuestion {
 impl Drop for OpenQuestion {
     fn drop(&mut self) {
         if let Some(id) = self.id.take() {
-            let waiting = self.request.conn.forget_outgoing(&id);
+            let waiting = self.request.peer.forget_outgoing(&id);
             self.task.close_question(&id, waiting);
         }
     }
@@ -344,7 +344,7 @@ impl Context {
     async fn send_request(&self, method: &str, params: Value) -> Result<Value, ClientError> {
         self.check_cancelled()?;
         let request = self.request_state();
-        let (id, answer) = request.conn.register_outgoing();
+        let (id, answer) = request.peer.register_outgoing();
         let mut pending = Pending { request: request.clone(), id: Some(id.clone()) };
         if !request.send_if_open(jsonrpc::encode_request(&id, method, &params)) {
             return Err(ClientError::Cancelled);
@@ -366,7 +366,7 @@ impl Context {
     }
 
     fn round(&self) -> Option<&Round> {
-        self.request_state().era.round()
+        crate::era::round(&self.request_state().era)
     }
 
     /// The handler's own state, as the previous round of this request left it (2026 era: carried, sealed, in
@@ -494,7 +494,7 @@ impl Ask<'_> {
                 params.insert("_meta".into(), crate::task::related_meta(&task.id));
             }
             let request = self.ctx.request_state();
-            let (id, answer) = request.conn.register_outgoing();
+            let (id, answer) = request.peer.register_outgoing();
             let mut open = OpenQuestion { task: task.clone(), request: request.clone(), id: Some(id.clone()) };
             // The status first: a client that sees the question can already see why the task waits.
             task.set_status(crate::task::TaskStatus::InputRequired).await;
@@ -535,7 +535,7 @@ impl Ask<'_> {
         question: Question,
         parse: impl FnOnce(Value) -> Result<T, String>,
     ) -> Result<T, ClientError> {
-        if let Some(task) = self.ctx.request_state().task.get() {
+        if let Some(task) = &self.ctx.request_state().task_run() {
             return self.in_task(task, question, parse).await;
         }
         if let Some(round) = self.ctx.round() {
@@ -555,7 +555,7 @@ impl Ask<'_> {
         parse: impl FnOnce(Value) -> Result<T, String>,
     ) -> Result<T, ClientError> {
         let runtime = tokio::runtime::Handle::try_current().map_err(|_| ClientError::Disconnected)?;
-        if let Some(task) = self.ctx.request_state().task.get() {
+        if let Some(task) = &self.ctx.request_state().task_run() {
             return runtime.block_on(self.in_task(task, question, parse));
         }
         if let Some(round) = self.ctx.round() {

@@ -2,6 +2,7 @@
 
 pub(crate) mod state;
 
+use std::any::Any;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -12,8 +13,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::auth::AuthInfo;
 use crate::base::cancel::Cancelled;
+use crate::base::sink::Sink;
 use crate::base::sync::Unpoisoned;
-use crate::dispatch::{Connection, Sink};
+use crate::context::state::StateMap;
 use crate::wire::jsonrpc::{self, RequestId};
 use crate::wire::protocol::{Implementation, LogLevel};
 
@@ -139,7 +141,8 @@ pub(crate) struct RequestState {
     /// Held while a frame of this request is sent, so that no frame follows the response.
     slot: Mutex<Slot>,
     pub meta: RequestMeta,
-    pub conn: Arc<Connection>,
+    /// The connection it came on (the dispatcher's `Connection`).
+    pub peer: Arc<dyn Peer>,
     /// Where this request's frames go.
     pub out: Sink,
     /// What the request's era adds: the 2025 session's log level, or the 2026 request's round of questions.
@@ -147,10 +150,61 @@ pub(crate) struct RequestState {
     /// A `tools/call` whose tool may run as a task here: how.
     pub task_plan: OnceLock<TaskPlan>,
     /// Once the request became a task: the task. Its frames then go where the task's go.
-    pub task: OnceLock<Arc<crate::task::TaskRun>>,
+    pub task: OnceLock<Arc<dyn TaskRoute>>,
 }
 
-pub(crate) use crate::era::{EraState, LOG_LEVEL_UNSET};
+/// What a request's era adds to it, as its [`Context`] and the dispatcher see it: how its logs are gated, and
+/// whether the handler can be interrupted (a 2026 question ends the round). The era fronts implement it (the 2025
+/// session's log level, the 2026 round of questions); only they know what is behind it.
+pub(crate) trait RequestEra: Send + Sync + 'static {
+    /// Whether a log message at `level` goes to the client.
+    fn log_enabled(&self, level: LogLevel) -> bool;
+    /// Signalled when the handler asked the client something (or needs a capability it was not given); `None`
+    /// where questions are requests to the client and never interrupt the handler.
+    fn interrupt(&self) -> Option<&tokio::sync::Notify>;
+    /// Whether the handler was interrupted already.
+    fn was_interrupted(&self) -> bool;
+    /// The era's own state, for its front.
+    fn as_any(&self) -> &(dyn Any + Send + Sync);
+}
+
+/// A request's era part (see [`RequestEra`]).
+pub(crate) type EraState = Arc<dyn RequestEra>;
+
+impl dyn RequestEra {
+    /// Completes when the handler is interrupted; never where it cannot be.
+    pub(crate) async fn interrupted(&self) {
+        match self.interrupt() {
+            Some(interrupt) => interrupt.notified().await,
+            None => std::future::pending().await,
+        }
+    }
+}
+
+/// A request that became a task, as its [`Context`] sees it (the task engine's run of it).
+pub(crate) trait TaskRoute: Send + Sync + 'static {
+    /// The task's id.
+    fn id(&self) -> &str;
+    /// Sends a frame where the task's frames go (`droppable`: a notification that may be dropped under pressure).
+    fn send(&self, frame: String, droppable: bool);
+    /// The run itself, for the task engine.
+    fn into_any(self: Arc<Self>) -> Arc<dyn Any + Send + Sync>;
+}
+
+/// The connection a request came on, as the request's [`Context`] sees it. The dispatcher's `Connection` is the one
+/// there is; a trait here so that the context knows nothing above it.
+pub(crate) trait Peer: Send + Sync + 'static {
+    /// The server that serves the connection (a `Server`: `Context::server`, which lives with the server, reads it).
+    fn server(&self) -> &(dyn Any + Send + Sync);
+    /// The server's shared state, for `&State<T>`.
+    fn state(&self) -> &StateMap;
+    /// Registers a request to the client; its answer (or error) arrives on the receiver.
+    fn register_outgoing(&self) -> (RequestId, tokio::sync::oneshot::Receiver<Result<Value, Value>>);
+    /// Forgets a request to the client (it was cancelled); `true` if it was still waiting.
+    fn forget_outgoing(&self, id: &RequestId) -> bool;
+    /// The connection itself, for the dispatcher.
+    fn as_any(&self) -> &(dyn Any + Send + Sync);
+}
 
 /// What a request may become: set by the dispatcher on a `tools/call` whose tool runs as a task here.
 #[derive(Clone, Copy, Debug)]
@@ -168,13 +222,7 @@ struct Slot {
 }
 
 impl RequestState {
-    pub(crate) fn new(
-        id: RequestId,
-        meta: RequestMeta,
-        conn: Arc<Connection>,
-        out: Sink,
-        era: EraState,
-    ) -> RequestState {
+    pub(crate) fn new(id: RequestId, meta: RequestMeta, peer: Arc<dyn Peer>, out: Sink, era: EraState) -> RequestState {
         RequestState {
             id,
             token: CancellationToken::new(),
@@ -182,7 +230,7 @@ impl RequestState {
             finished: AtomicBool::new(false),
             slot: Mutex::new(Slot::default()),
             meta,
-            conn,
+            peer,
             out,
             era,
             task_plan: OnceLock::new(),
@@ -348,13 +396,8 @@ impl Context {
         self.server_state().get::<T>().map(|s| &**s)
     }
 
-    pub(crate) fn server_state(&self) -> &crate::context::state::StateMap {
-        &self.request.conn.server().inner.state
-    }
-
-    /// The server this request is served by: to announce resource updates, or to change what is listed.
-    pub fn server(&self) -> &crate::Server {
-        self.request.conn.server()
+    pub(crate) fn server_state(&self) -> &StateMap {
+        self.request.peer.state()
     }
 
     /// Tells the sessions subscribed to `uri` that the resource changed.
@@ -387,47 +430,9 @@ impl Context {
         self.request.token.clone()
     }
 
-    /// Makes this call a task now, for a tool with `task = "optional"` or `"required"` and `defer_task`: the client
-    /// gets the task at once, and this handler goes on running as it. Questions asked before it are ordinary
-    /// questions of the request (in the 2026-07-28 era, `input_required` results, the handler running again with
-    /// the answers); questions after it are the task's. A call that is already a task, or that cannot become one
-    /// (its tool does not run as a task, or the client cannot take a task), goes on as it is.
-    ///
-    /// Fails when the task cannot be stored (the store is full or unreachable); the call then still answers in its
-    /// request.
-    ///
-    /// ```
-    /// # use mcp::{Context, Elicitation};
-    /// #[derive(serde::Deserialize, schemars::JsonSchema)]
-    /// struct Scope {
-    ///     /// The directory to index.
-    ///     path: String,
-    /// }
-    ///
-    /// /// Indexes a directory the user chooses, in the background.
-    /// #[mcp::tool(task = "required", defer_task)]
-    /// async fn index(ctx: &Context) -> Result<String, mcp::ClientError> {
-    ///     let Elicitation::Accept(scope) = ctx.elicit::<Scope>("What should be indexed?").await? else {
-    ///         return Ok("nothing to do".into());
-    ///     };
-    ///     let _ = ctx.start_task().await; // the client gets its task id here
-    ///     Ok(format!("indexed {}", scope.path))
-    /// }
-    /// ```
-    pub async fn start_task(&self) -> Result<(), crate::Error> {
-        crate::task::begin(&self.request).await.map(|_| ()).map_err(crate::Error::from)
-    }
-
-    /// [`Context::start_task`] for a plain `fn` handler.
-    pub fn start_task_blocking(&self) -> Result<(), crate::Error> {
-        let runtime = tokio::runtime::Handle::try_current()
-            .map_err(|_| crate::Error::internal("start_task_blocking needs the server's runtime"))?;
-        runtime.block_on(self.start_task())
-    }
-
     /// The id of the task this call runs as, once it is one.
     pub fn task_id(&self) -> Option<&str> {
-        self.request.task.get().map(|t| t.id.as_str())
+        self.request.task.get().map(|t| t.id())
     }
 
     /// Reports progress to the client.
@@ -445,7 +450,7 @@ impl Context {
             return;
         }
         slot.last_progress = Some(progress);
-        let meta = task.map(|t| crate::task::related_meta(&t.id));
+        let meta = task.map(|t| crate::wire::task::related_meta(t.id()));
         let frame = jsonrpc::encode_notification(
             "notifications/progress",
             &ProgressParams { progress_token: token, progress, total, message, meta },
@@ -472,7 +477,7 @@ impl Context {
         if !self.request.era.log_enabled(level) {
             return;
         }
-        let meta = self.request.task.get().map(|t| crate::task::related_meta(&t.id));
+        let meta = self.request.task.get().map(|t| crate::wire::task::related_meta(t.id()));
         let frame = jsonrpc::encode_notification("notifications/message", &LogParams { level, logger, data, meta });
         self.request.notify(frame);
     }

@@ -18,7 +18,8 @@ use tokio::sync::oneshot;
 use crate::base::cancel::cleanup_tasks;
 pub(crate) use crate::base::sink::{FrameSink, NoSink, Sink};
 use crate::base::sync::Unpoisoned;
-use crate::context::{Context, EraState, RequestMeta, RequestState};
+use crate::context::state::StateMap;
+use crate::context::{Context, EraState, Peer, RequestMeta, RequestState};
 use crate::handler::tool::{Arguments, Handler};
 use crate::server::registry::ListKind;
 use crate::server::Server;
@@ -68,6 +69,31 @@ pub(crate) struct Connection {
     /// the request that empties the in-flight table then wakes `idle`, and requests to the client fail at once.
     draining: AtomicBool,
     idle: tokio::sync::Notify,
+}
+
+impl Peer for Connection {
+    fn server(&self) -> &(dyn std::any::Any + Send + Sync) {
+        &self.server
+    }
+    fn state(&self) -> &StateMap {
+        &self.server.inner.state
+    }
+    fn register_outgoing(&self) -> (RequestId, oneshot::Receiver<Result<Value, Value>>) {
+        Connection::register_outgoing(self)
+    }
+    fn forget_outgoing(&self, id: &RequestId) -> bool {
+        Connection::forget_outgoing(self, id)
+    }
+    fn as_any(&self) -> &(dyn std::any::Any + Send + Sync) {
+        self
+    }
+}
+
+impl RequestState {
+    /// The connection this request came on.
+    pub(crate) fn conn(&self) -> &Connection {
+        self.peer.as_any().downcast_ref().expect("a request's peer is a dispatcher Connection")
+    }
 }
 
 /// Numbers connections.
@@ -372,7 +398,8 @@ pub(crate) fn dispatch(conn: &Arc<Connection>, request: Request, origin: &Origin
             read_resource(&server, &params, &mut meta).and_then(|call| conn.start(state(id.clone(), meta, era), call))
         }
         "completion/complete" => {
-            let result = complete_argument(&server, &params).map(|r| era.decorate(&server, r, ResultKind::Plain));
+            let result =
+                complete_argument(&server, &params).map(|r| crate::era::decorate(&era, &server, r, ResultKind::Plain));
             inline("completion/complete", result, params, meta, era)
         }
         // Custom methods, then the extensions' (the Tasks extension's `tasks/*` among them).
@@ -442,9 +469,9 @@ fn list(
         Some(c) => return Err(Error::invalid_params(format!("invalid cursor {c}: cursors are strings"))),
     };
     if let Some(granted) = hidden_beyond(server, meta) {
-        return server.registry().page_for(kind, cursor, era.is_modern(), granted).map(ListResult::Raw);
+        return server.registry().page_for(kind, cursor, crate::era::is_modern(era), granted).map(ListResult::Raw);
     }
-    era.list_page(server, kind, cursor).map(ListResult::Raw)
+    crate::era::list_page(era, server, kind, cursor).map(ListResult::Raw)
 }
 
 /// The scopes of the caller, when the server hides from lists what a caller's scopes cannot use.

@@ -59,7 +59,7 @@ fn request_span(method: &'static str, name: &'static str, request: &RequestState
         client = tracing::field::Empty,
     );
     if !span.is_disabled() {
-        if let Some(session) = request.meta.era.session(&request.conn) {
+        if let Some(session) = request.meta.era.session(request.conn()) {
             span.record("session", session.as_str());
         }
         if let Some(client) = &request.meta.client {
@@ -74,7 +74,7 @@ fn request_span(method: &'static str, name: &'static str, request: &RequestState
 async fn run_in_span<R: WireResult + Send + 'static>(call: Call<R>, request: Arc<RequestState>) {
     let Call { method, name, work, arguments, kind } = call;
     let ctx = Context::new(request.clone());
-    let outcome = match &request.conn.server().inner.layers {
+    let outcome = match &request.conn().server().inner.layers {
         None => run(&request, ctx, name, work, arguments).await.map(Answer::Typed),
         // Boxed, so that the layers' state does not grow every request's future (each is moved into its task).
         Some(stack) => Box::pin(through_layers(stack, &request, ctx, method, name, work, arguments)).await,
@@ -198,7 +198,7 @@ async fn deliver<R: WireResult + Send + 'static>(
     outcome: Outcome<Answer<R>>,
     kind: ResultKind,
 ) {
-    if let Some(task) = request.task.get().cloned() {
+    if let Some(task) = request.task_run() {
         // A task: its record takes the outcome; its request was answered when it began.
         return match outcome {
             Outcome::Done(result) => {
@@ -223,15 +223,15 @@ async fn deliver<R: WireResult + Send + 'static>(
             complete(request, result.map(ListResult::Value));
         }
         Outcome::Done(result) => {
-            let server = request.conn.server();
+            let server = request.conn().server();
             let (era, cache) = (&request.era, request.meta.cache);
             let frame = match result {
                 Err(e) => jsonrpc::encode_error(Some(&request.id), &e),
-                Ok(Answer::Typed(r)) => era.encode_result(server, &request.id, &r, kind, cache),
+                Ok(Answer::Typed(r)) => crate::era::encode_result(era, server, &request.id, &r, kind, cache),
                 // A result a layer made is decorated like any other (a list's as a list).
                 Ok(Answer::Value(v)) => {
                     let kind = if kind == ResultKind::Encoded { ResultKind::List } else { kind };
-                    era.encode_result(server, &request.id, &v, kind, cache)
+                    crate::era::encode_result(era, server, &request.id, &v, kind, cache)
                 }
             };
             finish(request, frame);
@@ -288,7 +288,7 @@ fn complete(request: &Arc<RequestState>, result: Result<ListResult, Error>) {
 
 /// Sends a finished request's final frame, unless a cancel went first.
 fn finish(request: &Arc<RequestState>, frame: String) {
-    request.conn.forget(request);
+    request.conn().forget(request);
     let frame = within_frame_limit(request, frame);
     if !request.finish(frame) {
         tracing::debug!(id = %request.id, "response dropped: the request was cancelled first");
@@ -297,7 +297,7 @@ fn finish(request: &Arc<RequestState>, frame: String) {
 
 /// A response over the limit of one frame becomes an error that says so: nothing else could reach the client.
 fn within_frame_limit(request: &RequestState, frame: String) -> String {
-    let limit = request.conn.server().inner.outbound.max_frame_bytes;
+    let limit = request.conn().server().inner.outbound.max_frame_bytes;
     if frame.len() <= limit {
         return frame;
     }

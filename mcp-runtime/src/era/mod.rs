@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use crate::context::{Era, RequestMeta};
+use crate::context::{Era, EraState, RequestEra, RequestMeta};
 use crate::dispatch::{ListResult, ResultKind};
 use crate::server::registry::ListKind;
 use crate::server::Server;
@@ -27,94 +27,83 @@ use crate::wire::jsonrpc::{self, RequestId};
 use crate::wire::protocol::{LogLevel, WireResult};
 use v2026::Round;
 
-/// The part of a request that depends on its era.
-pub(crate) enum EraState {
-    /// The session's log level (set by `logging/setLevel`, read at each log call).
-    V2025 { log_level: Arc<AtomicU8> },
-    /// The questions asked and answered in this round.
-    V2026(Box<Round>),
-}
-
 /// The session's log level before any `logging/setLevel`: everything is sent.
 pub(crate) const LOG_LEVEL_UNSET: u8 = u8::MAX;
 
-impl EraState {
-    pub(crate) fn is_modern(&self) -> bool {
-        matches!(self, EraState::V2026(_))
-    }
+/// The 2025 session's part of each of its requests: the log level `logging/setLevel` set, read at each log call.
+pub(crate) struct SessionLog {
+    pub level: AtomicU8,
+}
 
-    /// Completes when a 2026 handler asked the client something (or needs a capability it was not given); never in
-    /// the 2025 era, where questions are requests to the client.
-    pub(crate) async fn interrupted(&self) {
-        match self {
-            EraState::V2025 { .. } => std::future::pending().await,
-            EraState::V2026(round) => round.interrupted().await,
-        }
-    }
-
-    /// Whether the handler was interrupted already (2026: it asked something, or its round failed).
-    pub(crate) fn was_interrupted(&self) -> bool {
-        match self {
-            EraState::V2025 { .. } => false,
-            EraState::V2026(round) => round.was_interrupted(),
-        }
-    }
-
-    pub(crate) fn log_enabled(&self, level: LogLevel) -> bool {
-        match self {
-            EraState::V2025 { log_level } => {
-                let min = log_level.load(Ordering::Relaxed);
-                min == LOG_LEVEL_UNSET || level as u8 >= min
-            }
-            EraState::V2026(round) => round.log_level.is_some_and(|min| level >= min),
-        }
+impl Default for SessionLog {
+    fn default() -> SessionLog {
+        SessionLog { level: AtomicU8::new(LOG_LEVEL_UNSET) }
     }
 }
 
-impl EraState {
-    /// The 2026 round of questions; none in the 2025 era, where questions are requests to the client.
-    pub(crate) fn round(&self) -> Option<&Round> {
-        match self {
-            EraState::V2026(round) => Some(round),
-            EraState::V2025 { .. } => None,
-        }
+impl RequestEra for SessionLog {
+    fn log_enabled(&self, level: LogLevel) -> bool {
+        let min = self.level.load(Ordering::Relaxed);
+        min == LOG_LEVEL_UNSET || level as u8 >= min
     }
-
-    /// A stored page of a list, in this era's form.
-    pub(crate) fn list_page(
-        &self,
-        server: &Server,
-        kind: ListKind,
-        cursor: Option<&str>,
-    ) -> Result<Arc<serde_json::value::RawValue>, Error> {
-        server.registry().page(kind, cursor, self.is_modern())
+    fn interrupt(&self) -> Option<&tokio::sync::Notify> {
+        None
     }
-
-    /// Adds what this era asks of every result: nothing in the 2025 era; `resultType`, the server's info and, on
-    /// cacheable results, the caching hints in the 2026 era.
-    pub(crate) fn decorate(&self, server: &Server, result: Value, kind: ResultKind) -> ListResult {
-        match self {
-            EraState::V2025 { .. } => ListResult::Value(result),
-            EraState::V2026(_) => ListResult::Value(v2026::decorate(server, result, kind, None)),
-        }
+    fn was_interrupted(&self) -> bool {
+        false
     }
+    fn as_any(&self) -> &(dyn std::any::Any + Send + Sync) {
+        self
+    }
+}
 
-    /// A handler's response frame as this era writes it: the 2025 era writes the value as it is; the 2026 era
-    /// stamps `resultType` and the server's info (and caching hints) into it. A result already in its era's form
-    /// ([`ResultKind::Encoded`]) is written as it is.
-    pub(crate) fn encode_result<R: WireResult>(
-        &self,
-        server: &Server,
-        id: &RequestId,
-        result: &R,
-        kind: ResultKind,
-        cache: Option<crate::wire::protocol::CacheHint>,
-    ) -> String {
-        match self {
-            _ if kind == ResultKind::Encoded => jsonrpc::encode_result(id, result),
-            EraState::V2025 { .. } => jsonrpc::encode_result_sized(id, result, result.payload_len()),
-            EraState::V2026(_) => v2026::encode_complete(server, id, result, kind, cache),
-        }
+/// The 2026 round of questions of a request; none in the 2025 era, where questions are requests to the client.
+pub(crate) fn round(era: &EraState) -> Option<&Round> {
+    era.as_any().downcast_ref()
+}
+
+/// Whether a request is a 2026 one (its results carry `resultType` and the server's info).
+pub(crate) fn is_modern(era: &EraState) -> bool {
+    round(era).is_some()
+}
+
+/// A stored page of a list, in the request's era's form.
+pub(crate) fn list_page(
+    era: &EraState,
+    server: &Server,
+    kind: ListKind,
+    cursor: Option<&str>,
+) -> Result<Arc<serde_json::value::RawValue>, Error> {
+    server.registry().page(kind, cursor, is_modern(era))
+}
+
+/// Adds what the request's era asks of every result: nothing in the 2025 era; `resultType`, the server's info and,
+/// on cacheable results, the caching hints in the 2026 era.
+pub(crate) fn decorate(era: &EraState, server: &Server, result: Value, kind: ResultKind) -> ListResult {
+    if is_modern(era) {
+        ListResult::Value(v2026::decorate(server, result, kind, None))
+    } else {
+        ListResult::Value(result)
+    }
+}
+
+/// A handler's response frame as the request's era writes it: the 2025 era writes the value as it is; the 2026
+/// era stamps `resultType` and the server's info (and caching hints) into it. A result already in its era's form
+/// ([`ResultKind::Encoded`]) is written as it is.
+pub(crate) fn encode_result<R: WireResult>(
+    era: &EraState,
+    server: &Server,
+    id: &RequestId,
+    result: &R,
+    kind: ResultKind,
+    cache: Option<crate::wire::protocol::CacheHint>,
+) -> String {
+    if kind == ResultKind::Encoded {
+        jsonrpc::encode_result(id, result)
+    } else if is_modern(era) {
+        v2026::encode_complete(server, id, result, kind, cache)
+    } else {
+        jsonrpc::encode_result_sized(id, result, result.payload_len())
     }
 }
 

@@ -3,15 +3,16 @@
 //! `ping` and `logging/setLevel`); methods both eras share go to the dispatcher with metadata from the session.
 
 use std::collections::HashSet;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
 use crate::base::sync::Unpoisoned;
-use crate::context::{ClientInfo, Era, EraState, RequestMeta, LOG_LEVEL_UNSET};
+use crate::context::{ClientInfo, Era, RequestMeta};
 use crate::dispatch::{self, respond, Connection, Origin, Request, Sink};
+use crate::era::SessionLog;
 use crate::server::hub::{Change, Subscriber};
 use crate::server::Server;
 use crate::wire::error::{Error, ErrorCode};
@@ -23,7 +24,7 @@ pub(crate) struct Session {
     conn: Arc<Connection>,
     /// Set once `initialize` has been answered.
     client: OnceLock<(Arc<str>, Arc<ClientInfo>)>,
-    log_level: Arc<AtomicU8>,
+    log_level: Arc<SessionLog>,
     /// URIs this session subscribed to with `resources/subscribe`.
     subscriptions: Mutex<HashSet<String>>,
 }
@@ -41,7 +42,7 @@ impl Session {
         let session = Arc::new(Session {
             conn: Connection::new(server, out),
             client: OnceLock::new(),
-            log_level: Arc::new(AtomicU8::new(LOG_LEVEL_UNSET)),
+            log_level: Arc::default(),
             subscriptions: Mutex::new(HashSet::new()),
         });
         let subscriber: std::sync::Weak<dyn Subscriber> = Arc::downgrade(&session) as _;
@@ -144,7 +145,7 @@ impl Session {
                     Err(e) => return respond(origin, &id, Err::<(), _>(e)),
                 };
                 let meta = self.request_meta(take_meta(&mut params));
-                let era = EraState::V2025 { log_level: self.log_level.clone() };
+                let era = self.log_level.clone();
                 let request = Request { id: id.clone(), method, params, meta, era };
                 let method_name = request.method.clone();
                 if dispatch::dispatch(&self.conn, request, origin).is_none() {
@@ -209,7 +210,7 @@ impl Session {
             .and_then(Value::as_str)
             .ok_or_else(|| Error::invalid_params("`logging/setLevel` needs a `level`"))?;
         let level: LogLevel = level.parse().map_err(Error::invalid_params)?;
-        self.log_level.store(level as u8, Ordering::Relaxed);
+        self.log_level.level.store(level as u8, Ordering::Relaxed);
         Ok(json!({}))
     }
 

@@ -21,7 +21,7 @@ use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 
 use crate::base::sync::Unpoisoned;
-use crate::context::{ClientInfo, Era, EraState, RequestMeta, RequestState};
+use crate::context::{ClientInfo, Era, RequestEra, RequestMeta, RequestState};
 use crate::dispatch::{self, respond, Connection, Origin, Request, ResultKind};
 use crate::server::hub::{Change, Subscriber};
 use crate::server::Server;
@@ -185,7 +185,7 @@ fn serve(
         }
         _ => {
             let round = Round::for_request(server, &method, &mut params, &meta, envelope.log_level)?;
-            let request = Request { id, method: method.clone(), params, meta, era: EraState::V2026(Box::new(round)) };
+            let request = Request { id, method: method.clone(), params, meta, era: Arc::new(round) };
             match dispatch::dispatch(conn, request, origin) {
                 Some(()) => Ok(()),
                 None => Err(Error::method_not_found(&method)),
@@ -358,6 +358,21 @@ pub(crate) struct Round {
     interrupt: tokio::sync::Notify,
 }
 
+impl RequestEra for Round {
+    fn log_enabled(&self, level: LogLevel) -> bool {
+        self.log_level.is_some_and(|min| level >= min)
+    }
+    fn interrupt(&self) -> Option<&tokio::sync::Notify> {
+        Some(&self.interrupt)
+    }
+    fn was_interrupted(&self) -> bool {
+        Round::was_interrupted(self)
+    }
+    fn as_any(&self) -> &(dyn std::any::Any + Send + Sync) {
+        self
+    }
+}
+
 #[derive(Default)]
 struct RoundInner {
     next: u32,
@@ -485,10 +500,6 @@ impl Round {
         self.inner.locked()
     }
 
-    pub(crate) async fn interrupted(&self) {
-        self.interrupt.notified().await
-    }
-
     /// Whether `interrupted` has been signalled: a question was asked, or the round failed.
     pub(crate) fn was_interrupted(&self) -> bool {
         let inner = self.lock();
@@ -544,7 +555,7 @@ impl Round {
 
 /// The response of an interrupted 2026 handler: its error, or an `input_required` result.
 pub(crate) fn interrupted_result(request: &RequestState) -> Result<Value, Error> {
-    let EraState::V2026(round) = &request.era else {
+    let Some(round) = super::round(&request.era) else {
         return Err(Error::internal("interrupted outside the 2026 era"));
     };
     let mut inner = round.lock();
@@ -554,7 +565,7 @@ pub(crate) fn interrupted_result(request: &RequestState) -> Result<Value, Error>
     let Ok(binding) = round.target.as_ref().map(Target::binding) else {
         return Err(Error::internal("a question where none is allowed"));
     };
-    let server = request.conn.server();
+    let server = request.conn().server();
     // Only answers the handler used are carried: not the client's extra keys, not what is asked again.
     let answers: Map<String, Value> = round
         .answers
@@ -682,19 +693,19 @@ impl Listener {
 
     /// Whether the stream belongs to this connection.
     pub(crate) fn is_on(&self, conn: &Arc<Connection>) -> bool {
-        Arc::ptr_eq(&self.request.conn, conn)
+        std::ptr::eq(self.request.conn(), &**conn)
     }
 
     /// Ends the stream from the server's side: the listen request gets its result.
     pub(crate) fn finish(&self) {
-        let server = self.request.conn.server();
+        let server = self.request.conn().server();
         let mut result = Map::new();
         result.insert("resultType".into(), "complete".into());
         stamp_server_info(server, &mut result);
         if let Some(Value::Object(meta)) = result.get_mut("_meta") {
             meta.insert(META_SUBSCRIPTION_ID.into(), serde_json::to_value(&self.request.id).unwrap_or_default());
         }
-        self.request.conn.forget(&self.request);
+        self.request.conn().forget(&self.request);
         self.request.finish(jsonrpc::encode_result(&self.request.id, &result));
         self.request.stop_quietly();
     }
@@ -740,7 +751,7 @@ fn listen(
         meta,
         conn.clone(),
         origin.sink.clone(),
-        EraState::V2026(Box::new(Round::plain(log_level, NO_QUESTIONS_HERE))),
+        Arc::new(Round::plain(log_level, NO_QUESTIONS_HERE)),
     ));
     conn.register(&request)?;
     let listener = Arc::new(Listener { request: request.clone(), filter });

@@ -129,6 +129,13 @@ pub(crate) struct ServerInner {
     pub tasks: crate::task::TaskEngine,
 }
 
+impl crate::context::Context {
+    /// The server this request is served by: to announce resource updates, or to change what is listed.
+    pub fn server(&self) -> &Server {
+        self.request_state().peer.server().downcast_ref().expect("a request's connection is served by a Server")
+    }
+}
+
 impl fmt::Debug for Server {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let registry = self.registry();

@@ -38,8 +38,7 @@ use crate::wire::jsonrpc;
 /// The identifier of the Tasks extension of the 2026-07-28 protocol.
 pub const EXTENSION: &str = "io.modelcontextprotocol/tasks";
 
-/// The `_meta` key that ties a 2025-11-25 message to its task.
-pub(crate) const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
+pub(crate) use crate::wire::task::{related_meta, RELATED_TASK};
 
 /// The default time a task and its result are kept: one hour from its creation.
 pub const DEFAULT_TASK_TTL: Duration = Duration::from_secs(3600);
@@ -112,14 +111,14 @@ impl Owner {
         let http = request.meta.http.as_ref();
         let subject = http.and_then(|h| h.auth.as_ref()).map(crate::auth::AuthInfo::principal);
         let session = match request.meta.era {
-            Era::V2025 => request.conn.session_key().or_else(|| subject.as_ref().map(|s| format!("principal:{s}"))),
+            Era::V2025 => request.conn().session_key().or_else(|| subject.as_ref().map(|s| format!("principal:{s}"))),
             Era::V2026 => None,
         };
         let client = match (&subject, &session, http.and_then(|h| h.peer)) {
             (Some(s), _, _) => format!("principal:{s}"),
             (None, Some(session), _) => session.clone(),
             (None, None, Some(peer)) => format!("peer:{peer}"),
-            (None, None, None) => request.conn.connection_key(),
+            (None, None, None) => request.conn().connection_key(),
         };
         Owner { session, subject, client }
     }
@@ -272,7 +271,7 @@ impl TaskRun {
     }
 
     fn is_on(&self, conn: &crate::dispatch::Connection) -> bool {
-        self.request.upgrade().is_some_and(|r| std::ptr::eq(Arc::as_ptr(&r.conn), conn))
+        self.request.upgrade().is_some_and(|r| std::ptr::eq(r.conn(), conn))
     }
 
     /// Applies a change to a live record (none once it is terminal) and returns the record to store.
@@ -543,13 +542,13 @@ impl From<Refused> for Error {
 /// is answered with the task, and from then on the handler runs as the task. `Ok(None)` when the request is not one
 /// that becomes a task; the task when it already is one.
 pub(crate) async fn begin(request: &Arc<RequestState>) -> Result<Option<Arc<TaskRun>>, Refused> {
-    if let Some(run) = request.task.get() {
-        return Ok(Some(run.clone()));
+    if let Some(run) = request.task_run() {
+        return Ok(Some(run));
     }
     let Some(plan) = request.task_plan.get().copied() else {
         return Ok(None);
     };
-    let server = request.conn.server().clone();
+    let server = request.conn().server().clone();
     let engine = server.tasks();
     let owner = Owner::of(request);
     if engine.running_for(&owner) >= engine.config.max_running {
@@ -591,7 +590,7 @@ pub(crate) async fn begin(request: &Arc<RequestState>) -> Result<Option<Arc<Task
         return Err(Refused::Store(store_error(e)));
     }
     let session_sink = if request.meta.era == Era::V2025 {
-        request.conn.sink().clone()
+        request.conn().sink().clone()
     } else {
         Arc::new(crate::dispatch::NoSink) as Sink
     };
@@ -614,7 +613,7 @@ pub(crate) async fn begin(request: &Arc<RequestState>) -> Result<Option<Arc<Task
     engine.table().insert(run.id.clone(), run.clone());
     let _ = request.task.set(run.clone());
     // From here a cancel of the request (or its stream closing) no longer reaches the handler: tasks/cancel does.
-    request.conn.forget(request);
+    request.conn().forget(request);
     let frame = methods::create_result(&server, &request.id, &record, request.meta.era);
     if !request.finish(frame) {
         // The request was cancelled while the task was being stored: the task is cancelled with it.
@@ -643,9 +642,64 @@ pub(crate) async fn begin(request: &Arc<RequestState>) -> Result<Option<Arc<Task
     Ok(Some(run))
 }
 
-/// The `_meta` that ties a 2025 message to its task.
-pub(crate) fn related_meta(task_id: &str) -> Value {
-    json!({ RELATED_TASK: { "taskId": task_id } })
+impl crate::context::Context {
+    /// Makes this call a task now, for a tool with `task = "optional"` or `"required"` and `defer_task`: the client
+    /// gets the task at once, and this handler goes on running as it. Questions asked before it are ordinary
+    /// questions of the request (in the 2026-07-28 era, `input_required` results, the handler running again with
+    /// the answers); questions after it are the task's. A call that is already a task, or that cannot become one
+    /// (its tool does not run as a task, or the client cannot take a task), goes on as it is.
+    ///
+    /// Fails when the task cannot be stored (the store is full or unreachable); the call then still answers in its
+    /// request.
+    ///
+    /// ```
+    /// # use mcp::{Context, Elicitation};
+    /// #[derive(serde::Deserialize, schemars::JsonSchema)]
+    /// struct Scope {
+    ///     /// The directory to index.
+    ///     path: String,
+    /// }
+    ///
+    /// /// Indexes a directory the user chooses, in the background.
+    /// #[mcp::tool(task = "required", defer_task)]
+    /// async fn index(ctx: &Context) -> Result<String, mcp::ClientError> {
+    ///     let Elicitation::Accept(scope) = ctx.elicit::<Scope>("What should be indexed?").await? else {
+    ///         return Ok("nothing to do".into());
+    ///     };
+    ///     let _ = ctx.start_task().await; // the client gets its task id here
+    ///     Ok(format!("indexed {}", scope.path))
+    /// }
+    /// ```
+    pub async fn start_task(&self) -> Result<(), crate::Error> {
+        begin(self.request_state()).await.map(|_| ()).map_err(crate::Error::from)
+    }
+
+    /// [`Context::start_task`] for a plain `fn` handler.
+    pub fn start_task_blocking(&self) -> Result<(), crate::Error> {
+        let runtime = tokio::runtime::Handle::try_current()
+            .map_err(|_| crate::Error::internal("start_task_blocking needs the server's runtime"))?;
+        runtime.block_on(self.start_task())
+    }
+}
+
+impl crate::context::TaskRoute for TaskRun {
+    fn id(&self) -> &str {
+        &self.id
+    }
+    fn send(&self, frame: String, droppable: bool) {
+        TaskRun::send(self, frame, droppable)
+    }
+    fn into_any(self: Arc<Self>) -> Arc<dyn std::any::Any + Send + Sync> {
+        self
+    }
+}
+
+impl RequestState {
+    /// The task this request became, if it became one.
+    pub(crate) fn task_run(&self) -> Option<Arc<TaskRun>> {
+        let run = self.task.get()?.clone().into_any();
+        Some(run.downcast().expect("a request's task is a TaskRun"))
+    }
 }
 
 #[cfg(test)]

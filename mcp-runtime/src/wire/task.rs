@@ -1,4 +1,15 @@
-//! A tool's task settings: whether it runs as a task (`execution.taskSupport`), and how.
+//! A tool's task settings: whether it runs as a task (`execution.taskSupport`), and how; the `_meta` that ties a
+//! message to its task.
+
+use serde_json::{json, Value};
+
+/// The `_meta` key that ties a 2025-11-25 message to its task.
+pub(crate) const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
+
+/// The `_meta` of a message that belongs to a task.
+pub(crate) fn related_meta(task_id: &str) -> Value {
+    json!({ RELATED_TASK: { "taskId": task_id } })
+}
 
 /// Whether a tool can run as a task.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
