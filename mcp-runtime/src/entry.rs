@@ -5,7 +5,8 @@ use std::future::Future;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use crate::server::{Server, ServerBuilder};
+use crate::builder::ServerBuilder;
+use crate::server::Server;
 use crate::wire::protocol::Implementation;
 
 /// What the body of an `#[mcp::main]` function may return: nothing (serve everything registered), a

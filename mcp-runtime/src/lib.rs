@@ -29,6 +29,7 @@
 
 pub mod auth;
 mod base;
+mod builder;
 #[cfg(feature = "client")]
 pub mod client;
 mod client_requests;
@@ -41,6 +42,7 @@ pub mod middleware;
 #[cfg(feature = "opentelemetry")]
 mod otel;
 mod server;
+mod store;
 mod task;
 mod transport;
 mod wire;
@@ -55,6 +57,11 @@ pub use context::state::{Requirement, State};
 pub use context::{ClientInfo, Context, Era, FromContext, HttpRequest, RequestMeta};
 
 pub use base::seal::KEY_ENV as REQUEST_STATE_KEY_ENV;
+pub use builder::extension::Extension;
+pub use builder::{
+    ServerBuilder, DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_LINE_BYTES, DEFAULT_PAGE_SIZE, DEFAULT_SERVER_NAME,
+    DEFAULT_SERVER_VERSION, DEFAULT_SHUTDOWN_TIMEOUT,
+};
 pub use entry::{run, ArgSpec, Args, FromArgs, MainOutput};
 pub use era::v2026::{
     HEADER_MISMATCH, MISSING_CAPABILITY, PROTOCOL_VERSION as STATELESS_PROTOCOL_VERSION, UNSUPPORTED_VERSION,
@@ -71,11 +78,7 @@ pub use protocol::{
     Annotations, CallToolResult, Content, GetPromptResult, Icon, Implementation, LogLevel, PromptMessage,
     ReadResourceResult, Resource, ResourceContents, Role,
 };
-pub use server::extension::Extension;
-pub use server::{
-    BuildError, Server, ServerBuilder, DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_LINE_BYTES, DEFAULT_PAGE_SIZE,
-    DEFAULT_SERVER_NAME, DEFAULT_SERVER_VERSION, DEFAULT_SHUTDOWN_TIMEOUT,
-};
+pub use server::{BuildError, Server};
 pub use task::{
     MemoryTaskStore, StoreError, TaskOptions, TaskPage, TaskRecord, TaskStatus, TaskStore, TaskSupport,
     DEFAULT_MAX_RUNNING_TASKS, DEFAULT_MAX_TASKS, DEFAULT_MAX_TASKS_PER_CLIENT, DEFAULT_MAX_TASK_TTL,

@@ -7,3 +7,8 @@ pub(crate) mod future;
 pub(crate) mod seal;
 pub(crate) mod sink;
 pub(crate) mod sync;
+
+/// Milliseconds since the Unix epoch.
+pub(crate) fn now_ms() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or_default()
+}

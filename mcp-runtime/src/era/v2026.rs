@@ -692,8 +692,8 @@ impl Listener {
     }
 
     /// Whether the stream belongs to this connection.
-    pub(crate) fn is_on(&self, conn: &Arc<Connection>) -> bool {
-        std::ptr::eq(self.request.conn(), &**conn)
+    pub(crate) fn is_on(&self, conn: &dyn crate::context::Peer) -> bool {
+        std::ptr::addr_eq(Arc::as_ptr(&self.request.peer), conn)
     }
 
     /// Ends the stream from the server's side: the listen request gets its result.
@@ -779,7 +779,7 @@ impl Subscriber for Listener {
         }
     }
 
-    fn end(&self, conn: Option<&Arc<Connection>>) {
+    fn end(&self, conn: Option<&dyn crate::context::Peer>) {
         if conn.is_none_or(|c| self.is_on(c)) {
             self.finish();
         }

@@ -9,8 +9,8 @@
 use std::sync::{Arc, Mutex, Weak};
 
 use crate::base::sync::Unpoisoned;
-use crate::dispatch::Connection;
-use crate::task::TaskRecord;
+use crate::context::Peer;
+use crate::store::task::TaskRecord;
 
 /// Something that changed on the server, for the clients that listen.
 #[derive(Clone, Copy, Debug)]
@@ -30,7 +30,7 @@ pub(crate) trait Subscriber: Send + Sync {
 
     /// Ends what this subscriber streams, cleanly (a 2026 listen stream gets its result), if it belongs to `conn`
     /// (or whatever its connection, with `None`).
-    fn end(&self, conn: Option<&Arc<Connection>>) {
+    fn end(&self, conn: Option<&dyn Peer>) {
         let _ = conn;
     }
 

@@ -2,8 +2,6 @@
 //! registry can change while the server runs; every change makes a new snapshot and tells every session.
 
 mod auth;
-mod builder;
-pub(crate) mod extension;
 pub(crate) mod hub;
 pub(crate) mod registry;
 
@@ -23,10 +21,6 @@ use crate::handler::tool::{BoxFuture, Injected, ToolDef};
 use crate::server::registry::Registry;
 use crate::wire::protocol::CacheHint;
 use crate::wire::protocol::Implementation;
-pub use builder::{
-    ServerBuilder, DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_LINE_BYTES, DEFAULT_PAGE_SIZE, DEFAULT_SERVER_NAME,
-    DEFAULT_SERVER_VERSION, DEFAULT_SHUTDOWN_TIMEOUT,
-};
 
 /// A registration emitted by `#[mcp::tool]` into the global registry.
 #[doc(hidden)]
@@ -89,7 +83,7 @@ pub(crate) struct ServerInner {
     pub info: Implementation,
     pub instructions: Option<String>,
     /// The current snapshot of what is served; replaced whole on a change.
-    registry: RwLock<Arc<Registry>>,
+    pub(crate) registry: RwLock<Arc<Registry>>,
     /// The `capabilities` object of `initialize`, built once.
     pub capabilities: Value,
     pub max_line_bytes: usize,
@@ -106,7 +100,7 @@ pub(crate) struct ServerInner {
     pub shutdown_hooks: Mutex<Vec<BoxFuture<'static, ()>>>,
     pub shutdown_timeout: Duration,
     /// Who listens for changes: 2025 sessions, 2026 listen streams.
-    hub: Box<dyn hub::ChangeHub>,
+    pub(crate) hub: Box<dyn hub::ChangeHub>,
     /// Open 2026 `subscriptions/listen` streams, for the same notifications.
     /// The `serverInfo`, as JSON (2026 results carry it in `_meta`).
     pub info_value: Value,
@@ -125,8 +119,9 @@ pub(crate) struct ServerInner {
     pub tasks_enabled: bool,
     /// The server as an OAuth resource server: what HTTP requests must present.
     pub auth: Option<crate::auth::Guard>,
-    /// The task engine.
-    pub tasks: crate::task::TaskEngine,
+    /// What the server's built-in extensions keep, by type (the task engine): the server holds it without knowing
+    /// it.
+    pub parts: StateMap,
 }
 
 impl crate::context::Context {
@@ -297,16 +292,6 @@ impl fmt::Display for BuildError {
 impl std::error::Error for BuildError {}
 
 impl Server {
-    /// A builder with nothing registered.
-    pub fn builder() -> ServerBuilder {
-        ServerBuilder::default()
-    }
-
-    /// A server with everything linked into the program by `#[mcp::tool]` and `#[mcp::method]`.
-    pub fn from_registry() -> Result<Server, BuildError> {
-        Server::builder().registered().build()
-    }
-
     /// The names of the state types the server holds.
     pub fn state_types(&self) -> Vec<&'static str> {
         self.inner.state.type_names()
@@ -392,7 +377,7 @@ impl Server {
         location: &str,
         injected: Injected,
     ) -> Result<(), BuildError> {
-        builder::check_requirements(&self.inner.state, std::iter::once((kind, name, location, injected)))
+        check_requirements(&self.inner.state, std::iter::once((kind, name, location, injected)))
     }
 
     /// Adds a tool while the server runs; every session gets `notifications/tools/list_changed`.
@@ -460,13 +445,8 @@ impl Server {
         self.inner.hub.publish(hub::Change::ResourceUpdated(uri));
     }
 
-    /// The task engine.
-    pub(crate) fn tasks(&self) -> &crate::task::TaskEngine {
-        &self.inner.tasks
-    }
-
     /// Tells the listeners that follow a task that it changed.
-    pub(crate) fn notify_task(&self, record: &crate::task::TaskRecord) {
+    pub(crate) fn notify_task(&self, record: &crate::store::task::TaskRecord) {
         self.inner.hub.publish(hub::Change::Task(record));
     }
 
@@ -476,7 +456,7 @@ impl Server {
     }
 
     /// Ends what the subscribers of one connection (or of all) stream, cleanly: listen streams get their result.
-    pub(crate) fn end_streams(&self, conn: Option<&Arc<crate::dispatch::Connection>>) {
+    pub(crate) fn end_streams(&self, conn: Option<&dyn crate::context::Peer>) {
         for subscriber in self.inner.hub.subscribers() {
             subscriber.end(conn);
         }
@@ -526,5 +506,31 @@ impl Server {
                  `Server::builder().registered()`, or add each item with `.tool::<name>()`"
             );
         }
+    }
+}
+
+/// The state a handler declares (`&State<T>`) that the server was not given: the first, by its message.
+pub(crate) fn check_requirements<'a>(
+    state: &StateMap,
+    handlers: impl Iterator<Item = (&'static str, &'a str, &'a str, Injected)>,
+) -> Result<(), BuildError> {
+    let mut missing: Vec<BuildError> = Vec::new();
+    for (kind, name, location, injected) in handlers {
+        for requirement in injected.iter().filter_map(|f| f()) {
+            if !state.contains(&requirement) {
+                missing.push(BuildError::MissingState {
+                    kind,
+                    handler: name.to_owned(),
+                    type_name: requirement.type_name,
+                    location: location.to_owned(),
+                });
+            }
+        }
+    }
+    // Report the same one whatever the order of the maps.
+    missing.sort_by_key(|e| e.to_string());
+    match missing.into_iter().next() {
+        Some(e) => Err(e),
+        None => Ok(()),
     }
 }

@@ -16,6 +16,7 @@ use serde_json::{json, Map, Value};
 
 use super::{Owner, TaskRecord, TaskStatus, EXTENSION, RELATED_TASK};
 use crate::context::{Context, Era};
+use crate::handler::method::{MethodDef, MethodHandler};
 use crate::handler::tool::{Arguments, BoxFuture};
 use crate::server::Server;
 use crate::wire::error::{Error, ErrorCode};
@@ -29,21 +30,20 @@ use crate::wire::jsonrpc::{self, RequestId};
 /// `task_plan`, before the handler runs.
 pub(crate) struct Tasks;
 
-impl crate::server::extension::Extension for Tasks {
-    fn id(&self) -> &str {
-        super::EXTENSION
+impl Tasks {
+    /// Its settings in an era: `{}` in the 2026-07-28 era; none in 2025-11-25, where it is a capability of its own.
+    pub(crate) fn settings(era: Era) -> Option<Value> {
+        (era == Era::V2026).then(|| json!({}))
     }
 
-    fn settings(&self, era: crate::Era) -> Option<Value> {
-        (era == crate::Era::V2026).then(|| json!({}))
-    }
-
-    fn legacy_capabilities(&self) -> Map<String, Value> {
+    /// The 2025-11-25 `tasks` capability.
+    pub(crate) fn legacy_capabilities() -> Map<String, Value> {
         let tasks = json!({ "list": {}, "cancel": {}, "requests": { "tools": { "call": {} } } });
         Map::from_iter([("tasks".to_owned(), tasks)])
     }
 
-    fn methods(&self) -> Vec<crate::MethodDef> {
+    /// The `tasks/*` methods.
+    pub(crate) fn methods() -> Vec<MethodDef> {
         fn boxed_get(ctx: &Context, args: Arguments) -> BoxFuture<'_, Result<Value, Error>> {
             Box::pin(get(ctx, args))
         }
@@ -60,7 +60,7 @@ impl crate::server::extension::Extension for Tasks {
             Box::pin(update(ctx, args))
         }
         let here = concat!(file!(), ":", line!());
-        let def = |name, f| crate::MethodDef::new(name, crate::MethodHandler::Async(f), here);
+        let def = |name, f| MethodDef::new(name, MethodHandler::Async(f), here);
         vec![
             def("tasks/get", boxed_get),
             def("tasks/result", boxed_result),

@@ -13,20 +13,21 @@
 
 pub(crate) mod methods;
 pub(crate) use methods::Tasks;
-mod store;
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, Weak};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, UNIX_EPOCH};
 
 use serde_json::{json, Map, Value};
 use tokio::sync::{oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
 pub(crate) use crate::context::TaskPlan;
+pub use crate::store::task::{
+    MemoryTaskStore, StoreError, TaskPage, TaskRecord, TaskStatus, TaskStore, DEFAULT_MAX_TASKS,
+};
 pub use crate::wire::task::{TaskOptions, TaskSupport};
-pub use store::{MemoryTaskStore, StoreError, TaskPage, TaskRecord, TaskStatus, TaskStore, DEFAULT_MAX_TASKS};
 
 use crate::base::sync::Unpoisoned;
 use crate::context::{Era, RequestState};
@@ -79,10 +80,7 @@ impl Default for TaskConfig {
     }
 }
 
-/// Milliseconds since the Unix epoch.
-pub(crate) fn now_ms() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or_default()
-}
+pub(crate) use crate::base::now_ms;
 
 /// An RFC 3339 timestamp (UTC, milliseconds) for milliseconds since the Unix epoch.
 pub(crate) fn timestamp(ms: u64) -> String {
@@ -679,6 +677,13 @@ impl crate::context::Context {
         let runtime = tokio::runtime::Handle::try_current()
             .map_err(|_| crate::Error::internal("start_task_blocking needs the server's runtime"))?;
         runtime.block_on(self.start_task())
+    }
+}
+
+impl Server {
+    /// The task engine.
+    pub(crate) fn tasks(&self) -> &TaskEngine {
+        self.inner.parts.get::<TaskEngine>().expect("every server has a task engine")
     }
 }
 

@@ -101,7 +101,7 @@ where
         let answered = started + grace.mul_f64(0.8);
         tracing::debug!("input closed; waiting for what is in flight");
         // Open `subscriptions/listen` streams would never finish: they end now, with their result.
-        session.connection().server().end_streams(Some(session.connection()));
+        session.connection().server().end_streams(Some(&**session.connection()));
         tokio::select! {
             _ = tokio::time::timeout_at(answered, session.connection().drained()) => {}
             () = &mut stop => {}
@@ -135,7 +135,7 @@ fn dispatch(session: &Arc<Session>, line: &[u8]) {
 /// Cancels everything in flight, then waits (bounded) for the handlers to stop and for their cleanups.
 pub(crate) async fn shutdown(session: &Arc<Session>, deadline: tokio::time::Instant) {
     // Open `subscriptions/listen` streams end cleanly, with their result; everything else is cancelled.
-    session.connection().server().end_streams(Some(session.connection()));
+    session.connection().server().end_streams(Some(&**session.connection()));
     session.cancel_all("the session is ending");
     let tasks = cleanup_tasks();
     tasks.close();

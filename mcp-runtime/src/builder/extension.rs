@@ -4,9 +4,9 @@
 
 use serde_json::{Map, Value};
 
+use crate::builder::ServerBuilder;
 use crate::context::Era;
 use crate::handler::method::MethodDef;
-use crate::server::ServerBuilder;
 
 /// A protocol extension, added with [`ServerBuilder::extension`].
 ///
@@ -120,5 +120,24 @@ pub(crate) fn check(id: &str, method: Option<&str>) -> Result<(), String> {
         )),
         Some("") => Err(format!("extension `{id}` defines a method without a name")),
         Some(_) => Ok(()),
+    }
+}
+
+/// The Tasks extension, added as every extension is: the task engine says what it declares and serves.
+impl Extension for crate::task::Tasks {
+    fn id(&self) -> &str {
+        crate::task::EXTENSION
+    }
+
+    fn settings(&self, era: Era) -> Option<Value> {
+        crate::task::Tasks::settings(era)
+    }
+
+    fn legacy_capabilities(&self) -> Map<String, Value> {
+        crate::task::Tasks::legacy_capabilities()
+    }
+
+    fn methods(&self) -> Vec<MethodDef> {
+        crate::task::Tasks::methods()
     }
 }

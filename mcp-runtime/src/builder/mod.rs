@@ -8,17 +8,19 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use super::{
-    extension, hub, BuildError, MethodRegistration, PromptRegistration, ResourceRegistration, Server, ServerInner,
-    ToolRegistration,
-};
+pub(crate) mod extension;
+
 use crate::context::state::StateMap;
 use crate::context::Era;
 use crate::handler::method::{MethodDef, MethodItem};
 use crate::handler::prompt::{PromptDef, PromptItem};
 use crate::handler::resource::{ResourceDef, ResourceItem};
-use crate::handler::tool::{BoxFuture, Injected, ToolDef, ToolItem};
+use crate::handler::tool::{BoxFuture, ToolDef, ToolItem};
 use crate::server::registry::Registry;
+use crate::server::{
+    hub, BuildError, MethodRegistration, PromptRegistration, ResourceRegistration, Server, ServerInner,
+    ToolRegistration,
+};
 use crate::wire::protocol::CacheHint;
 use crate::wire::protocol::Implementation;
 
@@ -100,6 +102,18 @@ pub const DEFAULT_SERVER_VERSION: &str = "0.0.0";
 
 /// The default limit on one incoming stdio line: 4 MiB.
 pub const DEFAULT_MAX_LINE_BYTES: usize = 4 << 20;
+
+impl Server {
+    /// A builder with nothing registered.
+    pub fn builder() -> ServerBuilder {
+        ServerBuilder::default()
+    }
+
+    /// A server with everything linked into the program by `#[mcp::tool]` and `#[mcp::method]`.
+    pub fn from_registry() -> Result<Server, BuildError> {
+        Server::builder().registered().build()
+    }
+}
 
 impl ServerBuilder {
     /// Sets the name reported in `serverInfo`, keeping the version (and the rest of the info) as it is.
@@ -531,7 +545,7 @@ impl ServerBuilder {
             .chain(
                 methods.values().chain(extension_methods.values()).map(|d| ("method", d.name, d.location, d.injected)),
             );
-        check_requirements(&self.state, handlers)?;
+        crate::server::check_requirements(&self.state, handlers)?;
 
         let mut capabilities = json!({ "logging": {} });
         if !registry.tools.is_empty() {
@@ -566,6 +580,12 @@ impl ServerBuilder {
         };
         let discover =
             crate::era::v2026::discover_result(&info, &modern_capabilities, self.instructions.as_deref(), cache);
+        let mut parts = StateMap::default();
+        let engine = crate::task::TaskEngine::new(
+            self.task_store.unwrap_or_else(|| Arc::new(crate::task::MemoryTaskStore::default())),
+            self.task_config,
+        );
+        parts.insert(engine).expect("the first part of its type");
         let server = Server {
             inner: Arc::new(ServerInner {
                 info,
@@ -590,10 +610,7 @@ impl ServerBuilder {
                 request_state_ttl: self.request_state_ttl.unwrap_or(crate::era::v2026::DEFAULT_REQUEST_STATE_TTL),
                 tasks_enabled,
                 auth,
-                tasks: crate::task::TaskEngine::new(
-                    self.task_store.unwrap_or_else(|| Arc::new(crate::task::MemoryTaskStore::default())),
-                    self.task_config,
-                ),
+                parts,
             }),
         };
         for f in self.on_start {
@@ -611,28 +628,3 @@ pub const DEFAULT_PAGE_SIZE: usize = 100;
 
 /// The default bound on each step of shutdown: 5 s.
 pub const DEFAULT_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(5);
-
-pub(super) fn check_requirements<'a>(
-    state: &StateMap,
-    handlers: impl Iterator<Item = (&'static str, &'a str, &'a str, Injected)>,
-) -> Result<(), BuildError> {
-    let mut missing: Vec<BuildError> = Vec::new();
-    for (kind, name, location, injected) in handlers {
-        for requirement in injected.iter().filter_map(|f| f()) {
-            if !state.contains(&requirement) {
-                missing.push(BuildError::MissingState {
-                    kind,
-                    handler: name.to_owned(),
-                    type_name: requirement.type_name,
-                    location: location.to_owned(),
-                });
-            }
-        }
-    }
-    // Report the same one whatever the order of the maps.
-    missing.sort_by_key(|e| e.to_string());
-    match missing.into_iter().next() {
-        Some(e) => Err(e),
-        None => Ok(()),
-    }
-}

@@ -8,8 +8,8 @@ use std::sync::Mutex;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::base::future::BoxFuture;
 use crate::base::sync::Unpoisoned;
-use crate::handler::tool::BoxFuture;
 use crate::wire::error::Error;
 
 /// Where a task is in its life.
@@ -260,7 +260,7 @@ impl MemoryTaskStore {
     }
 
     fn get_now(&self, id: &str) -> Option<TaskRecord> {
-        let now = super::now_ms();
+        let now = crate::base::now_ms();
         let mut memory = self.lock();
         let (_, record) = memory.tasks.get(id)?;
         if record.expires_at_ms().is_some_and(|at| at <= now) {
@@ -287,7 +287,7 @@ impl TaskStore for MemoryTaskStore {
     fn create(&self, record: TaskRecord) -> BoxFuture<'_, Result<(), StoreError>> {
         let mut memory = self.lock();
         if memory.tasks.len() >= self.max_tasks {
-            memory.sweep(super::now_ms());
+            memory.sweep(crate::base::now_ms());
         }
         let result = if memory.tasks.len() >= self.max_tasks {
             Err(StoreError::Full { limit: self.max_tasks })
@@ -328,7 +328,7 @@ impl TaskStore for MemoryTaskStore {
                 None => 0,
                 Some(c) => c.parse::<u64>().ok()?,
             };
-            let now = super::now_ms();
+            let now = crate::base::now_ms();
             let memory = self.lock();
             let mut page = TaskPage::default();
             let mine = memory
