@@ -170,20 +170,7 @@ fn installed() -> std::path::PathBuf {
     // The script is part of what is installed, so it is copied under the lock, not while another test runs it.
     let wanted = format!("{manifest}\n{script}");
     install::once(&install::target_dir().join("node-oidc.installed"), &wanted, || {
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(dir.join("package.json"), &manifest).unwrap();
-        let out = Command::new("npm")
-            .args(["install", "--no-audit", "--no-fund", "--loglevel=error"])
-            .current_dir(&dir)
-            .output()
-            .expect("npm (Node's package manager) must be on PATH");
-        assert!(
-            out.status.success(),
-            "npm install in {} failed:\n{}\n{}",
-            dir.display(),
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
+        node::npm_install(&dir, &manifest);
         std::fs::write(dir.join("oidc_provider.mjs"), &script).unwrap();
     });
     dir
