@@ -10,22 +10,10 @@ mod common;
 
 use std::sync::{Arc, Mutex};
 
-use common::http::HttpServer;
-use common::oidc::{Config, Provider};
+use common::oidc::{self, Config, Provider};
 use mcp::client::auth::OAuth;
 use mcp::client::{Client, EraChoice};
 use serde_json::json;
-
-/// The bookshop with authorization, on a port chosen first (the resource names it).
-fn bookshop(provider: &Provider) -> HttpServer {
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let address = format!("127.0.0.1:{port}");
-    let resource = format!("http://{address}/mcp");
-    HttpServer::start_binary(
-        common::example("bookshop"),
-        &["--http", &address, "--auth-issuer", provider.issuer(), "--auth-resource", &resource],
-    )
-}
 
 /// The user's part, done by the harness's browser (one per test, so its sign-in cookie is kept): every
 /// authorization URL the client asked the user to open, in order.
@@ -52,7 +40,7 @@ fn param(url: &reqwest::Url, name: &str) -> Option<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn our_client_signs_in_to_the_bookshop_with_pkce_once_for_many_calls_in_both_eras() {
     let provider = Provider::start(Config::default());
-    let shop = bookshop(&provider);
+    let shop = oidc::bookshop(&provider);
     for era in [EraChoice::Legacy, EraChoice::Modern] {
         let (oauth, asked) = user(&provider);
         let decline = |_| async { Ok(json!({"action": "decline"})) };
@@ -133,7 +121,7 @@ async fn a_403_insufficient_scope_sends_the_user_back_once_for_the_union_of_scop
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_calls_share_one_sign_in() {
     let provider = Provider::start(Config::default());
-    let shop = bookshop(&provider);
+    let shop = oidc::bookshop(&provider);
     let (oauth, asked) = user(&provider);
     let client = Client::builder().era(EraChoice::Modern).auth(oauth).http(shop.url.clone()).await.unwrap();
     let calls: Vec<_> = (0..16)

@@ -20,6 +20,7 @@ use reqwest::Url;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
+use super::http::HttpServer;
 use super::{install, node};
 
 /// The confidential client of [`Config::default`] (client credentials, every `books:` scope).
@@ -448,6 +449,18 @@ impl Drop for Provider {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// The bookshop example served with authorization (`--auth-issuer` this provider, `--auth-resource` its own
+/// `/mcp`), on a loopback port chosen first (the resource names it).
+pub fn bookshop(provider: &Provider) -> HttpServer {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let address = format!("127.0.0.1:{port}");
+    let resource = format!("http://{address}/mcp");
+    HttpServer::start_binary(
+        super::example("bookshop"),
+        &["--http", &address, "--auth-issuer", provider.issuer(), "--auth-resource", &resource],
+    )
 }
 
 /// A user-agent for the code flow: follows redirects on the provider's origin with the cookies it set, and stops
