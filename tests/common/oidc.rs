@@ -332,8 +332,8 @@ impl Provider {
         answer["kids"].as_array().unwrap().iter().map(|k| k.as_str().unwrap().to_owned()).collect()
     }
 
-    /// The harness's counters: `{"jwks_requests": N, "requests": {"/token": N, ...}}`, requests by path but for the
-    /// harness's own.
+    /// The harness's counters: `{"jwks_requests": N, "requests": {"/token": N, ...}, "grants": {...}}`, requests
+    /// by path but for the harness's own, and successful token requests by `grant_type`.
     pub async fn stats(&self) -> Value {
         self.get_json("/__harness/stats").await
     }
@@ -342,6 +342,12 @@ impl Provider {
     /// for the harness's own.
     pub async fn requests(&self, path: &str) -> u64 {
         self.stats().await["requests"][path].as_u64().unwrap_or(0)
+    }
+
+    /// How many token requests of this `grant_type` (`authorization_code`, `refresh_token`, `client_credentials`)
+    /// the token endpoint granted.
+    pub async fn grants(&self, grant_type: &str) -> u64 {
+        self.stats().await["grants"][grant_type].as_u64().unwrap_or(0)
     }
 
     /// How many times the JWKS was fetched from `jwks_uri` (by anyone but [`Provider::jwks`]); the count goes on
