@@ -4,8 +4,9 @@
 //! authorization code with PKCE (the harness's browser, which signs in and consents), and calls. One sign-in serves
 //! many calls, concurrent ones too. Against a server that asks for less at first (`initial_scopes`), a tool that
 //! needs `books:write` is 403 `insufficient_scope` and the client steps up with the union of scopes and retries, in
-//! the same session. An access token that expired is refreshed with the refresh token, without the user;
-//! `OAuth::loopback` receives the browser on its own listener; and no token reaches the runtime's logs.
+//! the same session. An access token that expired is refreshed with the refresh token, without the user, once for
+//! many calls that meet the 401 at once; `OAuth::loopback` receives the browser on its own listener; and no token
+//! reaches the runtime's logs.
 
 mod common;
 
@@ -226,6 +227,42 @@ async fn an_expired_access_token_is_refreshed_without_the_user() {
     }
     assert_eq!(provider.grants("authorization_code").await, 2, "a code per era, none for a refresh");
     assert_eq!(provider.requests("/auth").await, 2);
+}
+
+/// Eight calls at once after the access token expired all meet a 401, and the client gets one new token for all of
+/// them: one refresh where it holds a refresh token, else one new sign-in (the calls that waited for it use it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_challenged_at_once_get_one_new_token() {
+    let provider = Provider::start(Config::default().access_token_ttl(2));
+    let url = strict_server(&provider).await;
+    for refresh in [true, false] {
+        let store = Arc::new(MemoryTokenStore::default());
+        let (oauth, user) = user(&provider);
+        let oauth = oauth.refresh_tokens(refresh).token_store(store.clone());
+        let client = Client::builder().era(EraChoice::Modern).auth(oauth).http(url.clone()).await.unwrap();
+        assert_eq!(client.call_tool("hello", json!({})).await.unwrap().text(), Some("hello"));
+        let expired = store.tokens(&url).unwrap();
+        assert_eq!(expired.refresh_token.is_some(), refresh, "a refresh token only when asked for");
+        outlive(&expired).await;
+
+        let before = (provider.grants("refresh_token").await, provider.grants("authorization_code").await);
+        let asked_before = user.asked().len();
+        let calls: Vec<_> = (0..8)
+            .map(|_| {
+                let client = client.clone();
+                tokio::spawn(async move { client.call_tool("hello", json!({})).await })
+            })
+            .collect();
+        for call in calls {
+            assert_eq!(call.await.unwrap().unwrap().text(), Some("hello"), "refresh tokens: {refresh}");
+        }
+        let refreshed = provider.grants("refresh_token").await - before.0;
+        let signed_in = provider.grants("authorization_code").await - before.1;
+        let asked = user.asked().len() - asked_before;
+        let expected = if refresh { (1, 0, 0) } else { (0, 1, 1) };
+        assert_eq!((refreshed, signed_in, asked), expected, "refresh tokens: {refresh}: (refreshes, codes, sign-ins)");
+        client.close().await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
