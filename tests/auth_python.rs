@@ -14,17 +14,6 @@ use serde_json::{json, Value};
 
 const TOOLS: [&str; 5] = ["cancel_hold", "list_holds", "order_book", "rebuild_index", "search_status"];
 
-/// The bookshop with `--auth-issuer` and `--auth-resource`, on a port chosen first (the resource names it).
-fn bookshop(provider: &Provider) -> HttpServer {
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let address = format!("127.0.0.1:{port}");
-    let resource = format!("http://{address}/mcp");
-    HttpServer::start_binary(
-        common::example("bookshop"),
-        &["--http", &address, "--auth-issuer", provider.issuer(), "--auth-resource", &resource],
-    )
-}
-
 /// What `oauth_client.py` saw, running `scenario` in `era` against `shop` as `client` (`dynamic`: registered by
 /// the SDK).
 async fn python(shop: &HttpServer, era: &str, scenario: &str, client: &str) -> Value {
@@ -96,7 +85,7 @@ async fn assert_ordered(summary: &Value, provider: &Provider, shop: &HttpServer,
 /// and `order_book` needs no step-up.
 async fn upfront(era: &str) {
     let provider = Provider::start(Config::default());
-    let shop = bookshop(&provider);
+    let shop = oidc::bookshop(&provider);
     let summary = python(&shop, era, "upfront", "dynamic").await;
     assert_ordered(&summary, &provider, &shop, era).await;
     assert_eq!(summary["registrations"], 1, "one dynamic registration: {summary}");
@@ -160,7 +149,7 @@ fn assert_stepped_up_on_403(summary: &Value, shop: &HttpServer) {
 /// call retried with the new token succeeds; in the 2025 era on a session opened with the first token.
 async fn step_up(era: &str) {
     let provider = Provider::start(Config::default());
-    let shop = bookshop(&provider);
+    let shop = oidc::bookshop(&provider);
     let summary = python(&shop, era, "stepup", oidc::APP).await;
     assert_ordered(&summary, &provider, &shop, era).await;
     assert_eq!(summary["client_id"], oidc::APP);
@@ -202,7 +191,7 @@ async fn python_oauth_client_steps_up_on_403_insufficient_scope_in_the_2026_era(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn python_oauth_clients_dynamic_registration_holds_its_first_scope_so_its_step_up_is_refused() {
     let provider = Provider::start(Config::default());
-    let shop = bookshop(&provider);
+    let shop = oidc::bookshop(&provider);
     let summary = python(&shop, "2026-07-28", "stepup", "dynamic").await;
     assert_eq!(summary["registrations"], 1, "{summary}");
     assert_eq!(summary["registered_scope"], "books:admin offline_access", "{summary}");

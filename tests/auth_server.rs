@@ -9,7 +9,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::http::{modern_headers, Body, HttpServer};
+use common::http::{modern_headers, Body};
 use common::oidc::{self, forge_jwt, Config, Provider};
 use mcp::auth::{Authorization, Introspection};
 use serde_json::{json, Value};
@@ -443,22 +443,10 @@ fn an_authorization_that_cannot_be_enforced_is_refused_at_build() {
     assert!(err.to_string().contains("absolute"), "{err}");
 }
 
-/// The bookshop example, served with `--auth-issuer` and `--auth-resource`, on a port chosen first (the resource
-/// names it).
-fn bookshop(provider: &Provider) -> HttpServer {
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let address = format!("127.0.0.1:{port}");
-    let resource = format!("http://{address}/mcp");
-    HttpServer::start_binary(
-        common::example("bookshop"),
-        &["--http", &address, "--auth-issuer", provider.issuer(), "--auth-resource", &resource],
-    )
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bookshop_with_auth_needs_books_write_to_order_and_books_admin_to_rebuild() {
     let provider = Provider::start(Config::default());
-    let shop = bookshop(&provider);
+    let shop = oidc::bookshop(&provider);
     let url = shop.url.clone();
     let metadata = http().get(url.replace("/mcp", "/.well-known/oauth-protected-resource/mcp")).send().await.unwrap();
     let metadata: Value = serde_json::from_str(&metadata.text().await.unwrap()).unwrap();

@@ -155,11 +155,12 @@ async fn rotation_changes_the_kids_and_new_tokens_use_them() {
 #[tokio::test]
 async fn the_stats_count_jwks_fetches() {
     let provider = Provider::start(Config::default());
-    assert_eq!(provider.stats().await, json!({"jwks_requests": 0, "requests": {}}));
+    assert_eq!(provider.stats().await, json!({"jwks_requests": 0, "requests": {}, "grants": {}}));
     provider.jwks().await; // the harness's own look does not count
     provider.discovery().await;
     provider.client_credentials_token(oidc::SERVICE, oidc::SECRET, "", RESOURCE).await;
     assert_eq!(provider.jwks_requests().await, 0);
+    assert_eq!(provider.grants("client_credentials").await, 1);
     let jwks_uri = provider.discovery().await["jwks_uri"].as_str().unwrap().to_owned();
     let http = reqwest::Client::new();
     for _ in 0..3 {
@@ -322,6 +323,10 @@ async fn the_code_flow_is_approved_and_exchanges_for_a_jwt() {
         .await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(decode_jwt(body["access_token"].as_str().unwrap()).1["aud"], RESOURCE);
+    // The grants counted are those granted: four codes exchanged (not the one without its verifier, nor the one
+    // exchanged twice) and one refresh.
+    assert_eq!(provider.grants("authorization_code").await, 4);
+    assert_eq!(provider.grants("refresh_token").await, 1);
 }
 
 #[tokio::test]

@@ -11,22 +11,26 @@ pub fn tools() -> PathBuf {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let manifest = std::fs::read_to_string(root.join("tests/node/package.json")).expect("tests/node/package.json");
     let dir = install::target_dir().join("node-tools");
-    install::once(&install::target_dir().join("node-tools.installed"), &manifest, || {
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(dir.join("package.json"), &manifest).unwrap();
-        let out = Command::new("npm")
-            .args(["install", "--no-audit", "--no-fund", "--loglevel=error"])
-            .current_dir(&dir)
-            .output()
-            .expect("npm (Node's package manager) must be on PATH");
-        assert!(
-            out.status.success(),
-            "npm install failed:\n{}\n{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-    });
+    install::once(&install::target_dir().join("node-tools.installed"), &manifest, || npm_install(&dir, &manifest));
     dir.join("node_modules/.bin")
+}
+
+/// Writes `manifest` as `dir/package.json` and runs `npm install` there (under [`install::once`]'s lock).
+pub fn npm_install(dir: &Path, manifest: &str) {
+    std::fs::create_dir_all(dir).unwrap();
+    std::fs::write(dir.join("package.json"), manifest).unwrap();
+    let out = Command::new("npm")
+        .args(["install", "--no-audit", "--no-fund", "--loglevel=error"])
+        .current_dir(dir)
+        .output()
+        .expect("npm (Node's package manager) must be on PATH");
+    assert!(
+        out.status.success(),
+        "npm install in {} failed:\n{}\n{}",
+        dir.display(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// `PATH` with the tools first, so `#!/usr/bin/env node` finds Node 22.

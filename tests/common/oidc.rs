@@ -20,6 +20,7 @@ use reqwest::Url;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
+use super::http::HttpServer;
 use super::{install, node};
 
 /// The confidential client of [`Config::default`] (client credentials, every `books:` scope).
@@ -170,20 +171,7 @@ fn installed() -> std::path::PathBuf {
     // The script is part of what is installed, so it is copied under the lock, not while another test runs it.
     let wanted = format!("{manifest}\n{script}");
     install::once(&install::target_dir().join("node-oidc.installed"), &wanted, || {
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(dir.join("package.json"), &manifest).unwrap();
-        let out = Command::new("npm")
-            .args(["install", "--no-audit", "--no-fund", "--loglevel=error"])
-            .current_dir(&dir)
-            .output()
-            .expect("npm (Node's package manager) must be on PATH");
-        assert!(
-            out.status.success(),
-            "npm install in {} failed:\n{}\n{}",
-            dir.display(),
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
+        node::npm_install(&dir, &manifest);
         std::fs::write(dir.join("oidc_provider.mjs"), &script).unwrap();
     });
     dir
@@ -344,8 +332,8 @@ impl Provider {
         answer["kids"].as_array().unwrap().iter().map(|k| k.as_str().unwrap().to_owned()).collect()
     }
 
-    /// The harness's counters: `{"jwks_requests": N, "requests": {"/token": N, ...}}`, requests by path but for the
-    /// harness's own.
+    /// The harness's counters: `{"jwks_requests": N, "requests": {"/token": N, ...}, "grants": {...}}`, requests
+    /// by path but for the harness's own, and successful token requests by `grant_type`.
     pub async fn stats(&self) -> Value {
         self.get_json("/__harness/stats").await
     }
@@ -354,6 +342,12 @@ impl Provider {
     /// for the harness's own.
     pub async fn requests(&self, path: &str) -> u64 {
         self.stats().await["requests"][path].as_u64().unwrap_or(0)
+    }
+
+    /// How many token requests of this `grant_type` (`authorization_code`, `refresh_token`, `client_credentials`)
+    /// the token endpoint granted.
+    pub async fn grants(&self, grant_type: &str) -> u64 {
+        self.stats().await["grants"][grant_type].as_u64().unwrap_or(0)
     }
 
     /// How many times the JWKS was fetched from `jwks_uri` (by anyone but [`Provider::jwks`]); the count goes on
@@ -461,6 +455,18 @@ impl Drop for Provider {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// The bookshop example served with authorization (`--auth-issuer` this provider, `--auth-resource` its own
+/// `/mcp`), on a loopback port chosen first (the resource names it).
+pub fn bookshop(provider: &Provider) -> HttpServer {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let address = format!("127.0.0.1:{port}");
+    let resource = format!("http://{address}/mcp");
+    HttpServer::start_binary(
+        super::example("bookshop"),
+        &["--http", &address, "--auth-issuer", provider.issuer(), "--auth-resource", &resource],
+    )
 }
 
 /// A user-agent for the code flow: follows redirects on the provider's origin with the cookies it set, and stops

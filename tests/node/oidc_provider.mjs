@@ -21,8 +21,9 @@
 //                            follows redirects ends at the client's redirect URI; ?decision=deny refuses instead
 //   POST /__harness/rotate   new signing keys (generated, or the body's "jwks"); {"retain": true} keeps the old
 //                            ones published after the new; answers {"kids": [...]}
-//   GET  /__harness/stats    {"jwks_requests": N, "requests": {"/token": N, ...}}: requests by path, not counting
-//                            those with an x-harness-uncounted header
+//   GET  /__harness/stats    {"jwks_requests": N, "requests": {"/token": N, ...}, "grants": {"refresh_token": N,
+//                            ...}}: requests by path, not counting those with an x-harness-uncounted header, and
+//                            the token endpoint's successful grants by grant_type
 //
 // Rotation builds a new Provider with the new keystore and serves it from then on (a Provider's keystore is fixed at
 // construction); every Provider shares one in-memory store, so clients registered, grants, sessions and interactions
@@ -60,6 +61,8 @@ let keys = config.jwks?.keys ?? generateKeys();
 const adapter = createMemoryAdapter();
 // Requests by path, but for the harness's own (those with x-harness-uncounted, and /__harness/).
 const requests = {};
+// Successful token requests by grant_type (authorization_code, refresh_token, client_credentials), all providers'.
+const grants = {};
 
 // What a client's or a resource's harness-only settings make of the access tokens issued to it for a resource.
 async function getResourceServerInfo(ctx, indicator, client) {
@@ -127,6 +130,10 @@ function makeProvider(issuer) {
       return { accountId: sub, claims: async () => ({ sub }) };
     },
   });
+  provider.on('grant.success', (ctx) => {
+    const type = ctx.oidc.params.grant_type;
+    grants[type] = (grants[type] ?? 0) + 1;
+  });
   provider.on('server_error', (ctx, error) => console.error(`oidc-provider server_error: ${error.stack}`));
   return provider;
 }
@@ -184,7 +191,7 @@ const server = http.createServer(async (req, res) => {
       requests[pathname] = (requests[pathname] ?? 0) + 1;
     }
     if (pathname === '/__harness/stats' && req.method === 'GET') {
-      return sendJson(res, 200, { jwks_requests: requests['/jwks'] ?? 0, requests });
+      return sendJson(res, 200, { jwks_requests: requests['/jwks'] ?? 0, requests, grants });
     }
     if (pathname === '/__harness/rotate' && req.method === 'POST') {
       const body = JSON.parse((await readBody(req)) || '{}');
