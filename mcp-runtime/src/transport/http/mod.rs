@@ -98,7 +98,9 @@ pub struct HttpOptions {
     pub session_idle_timeout: Duration,
     /// The `retry:` hint sent on each stream. Default 1 s.
     pub retry: Duration,
-    /// The most sessions at once; an `initialize` beyond it gets 503 with `Retry-After`. Default 10 000.
+    /// The most sessions at once. At it, a new `initialize` ends the idle session (no request in flight, no open
+    /// stream, no task running) unused longest, taken from the principal (else client address) holding the most
+    /// sessions, as idle expiry would; when none is idle, it gets 503 with `Retry-After`. Default 10 000.
     pub max_sessions: usize,
     /// How long a connection may take to send a request's headers, and how long it may stay idle between requests
     /// (`serve_http` only). Default 30 s.
@@ -480,11 +482,39 @@ struct HttpSession {
     open_streams: AtomicU64,
     /// The principal that opened it, when requests are authenticated: only it may use the session.
     owner: Option<String>,
+    /// The address of the client that opened it (when the server knows it): at the cap, the holder of the most
+    /// sessions (its principal, else this address) gives one up first.
+    peer: Option<std::net::IpAddr>,
+}
+
+/// Who holds a session, for sharing the cap: its principal, else the address of the client that opened it.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+enum Holder<'a> {
+    Principal(&'a str),
+    Address(Option<std::net::IpAddr>),
 }
 
 impl HttpSession {
     fn touch(&self) {
         *self.last_seen.locked() = Instant::now();
+    }
+
+    fn holder(&self) -> Holder<'_> {
+        match &self.owner {
+            Some(principal) => Holder::Principal(principal),
+            None => Holder::Address(self.peer),
+        }
+    }
+
+    /// Whether work in flight or an open stream keeps the session alive.
+    fn is_busy(&self) -> bool {
+        self.open_streams.load(Ordering::Relaxed) > 0 || self.session.connection().is_busy()
+    }
+
+    /// Ends the session (it has left the map): its requests and tasks are cancelled, its streams end.
+    fn end(&self, reason: &str) {
+        self.session.cancel_all(reason);
+        self.standalone.close();
     }
 
     fn new_route(&self) -> Arc<Route> {
@@ -543,8 +573,7 @@ impl HttpState {
     fn end_all_sessions(&self, reason: &str) {
         let ended: Vec<Arc<HttpSession>> = self.sessions.locked().drain().map(|(_, s)| s).collect();
         for s in ended {
-            s.session.cancel_all(reason);
-            s.standalone.close();
+            s.end(reason);
         }
         // Stateless mode: each request has a session of its own, which only the table of cancels lists.
         let stateless: Vec<Arc<Session>> =
@@ -562,7 +591,7 @@ impl HttpState {
                 .iter()
                 .filter(|(_, s)| {
                     // Work in flight and open streams keep a session alive; its idle time starts when they end.
-                    if s.open_streams.load(Ordering::Relaxed) > 0 || s.session.connection().is_busy() {
+                    if s.is_busy() {
                         s.touch();
                         return false;
                     }
@@ -574,8 +603,41 @@ impl HttpState {
         };
         for s in ended {
             tracing::info!("ending an idle session");
-            s.session.cancel_all("the session expired");
-            s.standalone.close();
+            s.end("the session expired");
+        }
+    }
+
+    /// At the session cap: ends the idle session (no request in flight, no open stream, no task running) unused
+    /// longest, taken from the holder (principal, else client address) with the most sessions, as idle expiry
+    /// would end it; false when no session is idle. A scan of every session, only when the cap is reached.
+    fn reclaim_idle_session(&self) -> bool {
+        let with_tasks = self.server.tasks().connections_running();
+        let reclaimed = {
+            let mut sessions = self.sessions.locked();
+            let victim = {
+                let mut held: HashMap<Holder<'_>, usize> = HashMap::new();
+                for s in sessions.values() {
+                    *held.entry(s.holder()).or_default() += 1;
+                }
+                sessions
+                    .iter()
+                    .filter(|(_, s)| !s.is_busy() && !with_tasks.contains(&Arc::as_ptr(s.session.connection())))
+                    .max_by_key(|(_, s)| (held[&s.holder()], std::cmp::Reverse(*s.last_seen.locked())))
+                    .map(|(id, _)| id.clone())
+            };
+            victim.and_then(|id| sessions.remove(&id))
+        };
+        match reclaimed {
+            Some(s) => {
+                tracing::info!(
+                    max_sessions = self.options.max_sessions,
+                    peer = ?s.peer,
+                    "ending the session idle longest to make room for a new one"
+                );
+                s.end("the session was ended to make room for a new one (the server has its most sessions)");
+                true
+            }
+            None => false,
         }
     }
 }
@@ -1202,7 +1264,8 @@ async fn post(
 
     let (http_session, created) = if is_initialize && headers.get(&SESSION_NAME).is_none() {
         let count = state.sessions.locked().len();
-        if count >= state.options.max_sessions {
+        // At the cap, the session idle longest makes room; only when none is idle is the initialize refused.
+        if count >= state.options.max_sessions && !state.reclaim_idle_session() {
             let mut response = error_response(
                 StatusCode::SERVICE_UNAVAILABLE,
                 crate::ErrorCode::OVERLOADED,
@@ -1223,6 +1286,7 @@ async fn post(
             last_seen: Mutex::new(Instant::now()),
             open_streams: AtomicU64::new(0),
             owner: http.auth.as_ref().map(AuthInfo::principal),
+            peer,
         });
         (http_session, true)
     } else {
@@ -1508,8 +1572,7 @@ fn delete(state: Arc<HttpState>, headers: HeaderMap, auth: Option<AuthInfo>) -> 
     };
     let id = headers.get(&SESSION_NAME).and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned();
     state.sessions.locked().remove(&id);
-    http_session.session.cancel_all("the client ended the session");
-    http_session.standalone.close();
+    http_session.end("the client ended the session");
     StatusCode::OK.into_response()
 }
 
