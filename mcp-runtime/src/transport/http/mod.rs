@@ -7,6 +7,7 @@
 #![allow(clippy::result_large_err)]
 
 mod auth;
+mod connections;
 mod event_store;
 mod first_poll;
 mod modern;
@@ -110,7 +111,9 @@ pub struct HttpOptions {
     /// How long a client may take no byte while the server has something to write to it; then its connection is
     /// closed (`serve_http` only). Default 30 s.
     pub write_timeout: Duration,
-    /// The most connections at once (`serve_http` only); one more gets 503 and is closed. Default 1 000.
+    /// The most connections at once (`serve_http` only). At it, a new connection closes the idle one (no request in
+    /// progress) idle longest, taken from the peer address holding the most connections; when every one is busy,
+    /// the newcomer gets 503 and is closed. Default 1 000.
     pub max_connections: usize,
     /// Where stream events are kept for resumption. Default: in memory, the newest 1024 events and 4 MiB of each
     /// session, 256 MiB for all sessions together ([`MemoryEventStoreFactory::default`]).
@@ -763,8 +766,11 @@ impl Server {
         // keep-alive connections and ones that drip their headers.
         let mut http1 = hyper::server::conn::http1::Builder::new();
         http1.timer(hyper_util::rt::TokioTimer::new()).header_read_timeout(header_read_timeout).keep_alive(true);
-        let connections = Arc::new(tokio::sync::Semaphore::new(max_connections));
-        let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+        // A slot per connection, held until it ends; `open` lists them, to choose one to close at the cap.
+        let slots = Arc::new(tokio::sync::Semaphore::new(max_connections));
+        let open = Arc::new(connections::Connections::new());
+        let serve = Arc::new(ServeConnection { http1, router, write_timeout, open: open.clone() });
+        let running = tokio_util::task::TaskTracker::new();
         let mut stop = std::pin::pin!(crate::transport::stop_signal());
         loop {
             let (tcp, peer) = tokio::select! {
@@ -779,27 +785,37 @@ impl Server {
                 },
                 () = &mut stop => break,
             };
-            let Ok(permit) = connections.clone().try_acquire_owned() else {
-                tracing::warn!(%peer, max_connections, "refusing a connection: the server has its most connections");
-                tokio::spawn(refuse_connection(tcp));
-                continue;
+            let permit = match slots.clone().try_acquire_owned() {
+                Ok(permit) => permit,
+                // At the cap: the connection idle longest (of the address holding the most) is asked to close, and
+                // its slot goes to this one as soon as it has.
+                Err(_) => match open.reclaim_idle() {
+                    Some(from) => {
+                        tracing::debug!(%peer, %from, max_connections, "closing the connection idle longest to make room");
+                        let (slots, serve) = (slots.clone(), serve.clone());
+                        running.spawn(async move {
+                            match tokio::time::timeout(RECLAIM_WAIT, slots.acquire_owned()).await {
+                                Ok(Ok(permit)) => serve.run(tcp, peer, permit).await,
+                                _ => {
+                                    tracing::warn!(%peer, max_connections, "refusing a connection: the server has its most connections");
+                                    refuse_connection(tcp).await
+                                }
+                            }
+                        });
+                        continue;
+                    }
+                    None => {
+                        tracing::warn!(
+                            %peer,
+                            max_connections,
+                            "refusing a connection: the server has its most connections, all of them busy"
+                        );
+                        tokio::spawn(refuse_connection(tcp));
+                        continue;
+                    }
+                },
             };
-            // Small SSE events must not wait for Nagle's algorithm.
-            let _ = tcp.set_nodelay(true);
-            let router = router.clone();
-            let service = hyper::service::service_fn(move |mut request: hyper::Request<hyper::body::Incoming>| {
-                // The peer's address reaches stateless requests, to match a cancel to its caller.
-                request.extensions_mut().insert(axum::extract::ConnectInfo(peer));
-                tower::ServiceExt::oneshot(router.clone(), request)
-            });
-            let tcp = WriteTimeout { inner: tcp, timeout: write_timeout, stalled: None };
-            let connection = graceful.watch(http1.serve_connection(hyper_util::rt::TokioIo::new(tcp), service));
-            tokio::spawn(async move {
-                if let Err(e) = connection.await {
-                    tracing::debug!(%peer, error = %e, "connection ended");
-                }
-                drop(permit);
-            });
+            running.spawn(serve.clone().run(tcp, peer, permit));
         }
         // One deadline for all of shutdown, from the signal on. Every stream ends now, so that connections can
         // close: listen streams with their result, 2025 sessions (and their standalone streams) and 2026 requests
@@ -810,7 +826,9 @@ impl Server {
         self.tasks().cancel_all("the server is stopping");
         state.end_all_sessions("the server is stopping");
         state.waiting.stop();
-        let _ = tokio::time::timeout_at(deadline, graceful.shutdown()).await;
+        open.stop();
+        running.close();
+        let _ = tokio::time::timeout_at(deadline, running.wait()).await;
         let tasks = crate::base::cancel::cleanup_tasks();
         self.stop_subscribers("the server is stopping");
         tasks.close();
@@ -818,6 +836,64 @@ impl Server {
         tasks.reopen();
         self.shutdown_by(deadline).await;
         Ok(())
+    }
+}
+
+/// How long a newcomer at the connection cap waits for the idle connection asked to make room to close (at once,
+/// unless a request reached it meanwhile, which it then serves to its end first); then it is refused.
+const RECLAIM_WAIT: Duration = Duration::from_secs(5);
+
+/// What serving one connection takes.
+struct ServeConnection {
+    http1: hyper::server::conn::http1::Builder,
+    router: Router,
+    write_timeout: Duration,
+    open: Arc<connections::Connections>,
+}
+
+impl ServeConnection {
+    /// Serves a connection until it ends or, once asked to close (at the cap, or at shutdown), is idle; then gives
+    /// back its slot.
+    async fn run(
+        self: Arc<Self>,
+        tcp: tokio::net::TcpStream,
+        peer: SocketAddr,
+        slot: tokio::sync::OwnedSemaphorePermit,
+    ) {
+        let Some(conn) = self.open.open(peer.ip()) else { return };
+        // Small SSE events must not wait for Nagle's algorithm.
+        let _ = tcp.set_nodelay(true);
+        let router = self.router.clone();
+        let of = conn.clone();
+        let service = hyper::service::service_fn(move |mut request: hyper::Request<hyper::body::Incoming>| {
+            // The peer's address reaches stateless requests, to match a cancel to its caller.
+            request.extensions_mut().insert(axum::extract::ConnectInfo(peer));
+            // The connection is busy from the request's head to its response's last byte.
+            let busy = connections::Busy::new(&of);
+            let answer = tower::ServiceExt::oneshot(router.clone(), request);
+            async move {
+                let response = answer.await?;
+                Ok::<_, std::convert::Infallible>(response.map(|body| connections::Tracked::new(body, busy)))
+            }
+        });
+        let tcp = WriteTimeout { inner: tcp, timeout: self.write_timeout, stalled: None };
+        let mut connection = std::pin::pin!(self.http1.serve_connection(hyper_util::rt::TokioIo::new(tcp), service));
+        let mut asked = false;
+        let ended = loop {
+            tokio::select! {
+                ended = connection.as_mut() => break ended,
+                () = conn.asked_to_close(), if !asked => {
+                    asked = true;
+                    // An idle HTTP/1 connection closes at once; a busy one after its response.
+                    connection.as_mut().graceful_shutdown();
+                }
+            }
+        };
+        if let Err(e) = ended {
+            tracing::debug!(%peer, error = %e, "connection ended");
+        }
+        self.open.ended(&conn);
+        drop(slot);
     }
 }
 
