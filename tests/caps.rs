@@ -24,8 +24,15 @@ async fn hold() -> String {
     "held".into()
 }
 
+/// Runs as a task that holds on (its creating request is answered at once).
+#[mcp::tool(task = "optional")]
+async fn hold_task() -> String {
+    tokio::time::sleep(Duration::from_secs(600)).await;
+    "held".into()
+}
+
 fn server() -> mcp::Server {
-    mcp::Server::builder().name("caps").tool::<hold>().build().unwrap()
+    mcp::Server::builder().name("caps").tool::<hold>().tool::<hold_task>().build().unwrap()
 }
 
 /// Serves `options` with `serve_http_on` (which knows each client's address) on a free loopback port.
@@ -263,11 +270,11 @@ async fn idle_sessions_at_the_cap_make_room_for_a_new_initialize_oldest_first() 
     assert_eq!(ping_status(&old[0]).await, 200, "the session used since was kept");
 }
 
-/// Sessions with work in flight or an open stream are not ended to make room: when every session at the cap is
-/// busy, a new `initialize` is refused as before (503, `Retry-After: 1`, error -31000).
+/// Sessions with work in flight, an open stream or a task running are not ended to make room: when every session
+/// at the cap is busy, a new `initialize` is refused as before (503, `Retry-After: 1`, error -31000).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn busy_sessions_at_the_cap_still_refuse_a_new_initialize() {
-    let addr = serve(mcp::HttpOptions::new().max_sessions(2)).await;
+    let addr = serve(mcp::HttpOptions::new().max_sessions(3)).await;
     let mut streaming = client(addr, 1);
     streaming.initialize(json!({})).await;
     let stream = streaming.get(None).await;
@@ -278,6 +285,11 @@ async fn busy_sessions_at_the_cap_still_refuse_a_new_initialize() {
     assert_eq!(call.status(), 200);
     let mut call = Body::of(call).await;
     call.next_event(PATIENCE).await.expect("the call's stream is open");
+    // A task outlives the request that created it: nothing is in flight on this session, but a task runs.
+    let mut tasking = client(addr, 1);
+    tasking.initialize(json!({})).await;
+    let (created, _) = tasking.call(2, "tools/call", json!({"name": "hold_task", "arguments": {}, "task": {}})).await;
+    assert_eq!(created["result"]["task"]["status"], "working", "{created}");
 
     let refused = client(addr, 1).send(&initialize()).await;
     assert_eq!(refused.status(), 503);
@@ -288,6 +300,7 @@ async fn busy_sessions_at_the_cap_still_refuse_a_new_initialize() {
     // Neither busy session was touched.
     assert_eq!(ping_status(&streaming).await, 200);
     assert_eq!(ping_status(&calling).await, 200);
+    assert_eq!(ping_status(&tasking).await, 200);
     drop(stream);
 }
 
