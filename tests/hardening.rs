@@ -276,11 +276,17 @@ async fn in_flight_requests_and_sessions_are_limited_with_a_clear_error() {
     let echoed = s.call("tools/call", json!({"name": "echo", "arguments": {"text": "room again"}}));
     assert!(echoed["result"].is_object(), "{echoed}");
 
+    // Sessions at the cap that are busy (here each has its GET stream open) refuse a new one; idle ones would make
+    // room instead (tests/caps.rs).
     let server = mcp::Server::builder().name("few").build().unwrap();
     let url = serve_in_process(server, mcp::HttpOptions::new().max_sessions(2)).await;
+    let mut streams = Vec::new();
     for _ in 0..2 {
         let mut client = common::http::Client { http: reqwest::Client::new(), url: url.clone(), session: None };
         client.initialize(json!({})).await;
+        let stream = client.get(None).await;
+        assert_eq!(stream.status(), 200);
+        streams.push(stream);
     }
     let third = common::http::Client { http: reqwest::Client::new(), url, session: None };
     let init = request(
@@ -291,6 +297,7 @@ async fn in_flight_requests_and_sessions_are_limited_with_a_clear_error() {
     let refused = third.send(&init).await;
     assert_eq!(refused.status(), 503);
     assert_eq!(refused.headers().get("retry-after").and_then(|v| v.to_str().ok()), Some("1"));
+    drop(streams);
 }
 
 /// Reads from a raw connection until it closes or `within` passes; returns what came and whether it closed.
@@ -354,12 +361,18 @@ async fn slow_and_idle_connections_are_timed_out_and_connections_are_limited() {
         let (answer, _) = read_until_closed(&mut no_body, Duration::from_secs(5));
         assert!(answer.starts_with("HTTP/1.1 408"), "{answer:?}");
 
-        // Three connections are the limit: a fourth gets 503 at once.
+        // Three connections are the limit, but idle ones do not keep a fourth out: the one idle longest makes
+        // room, and the fourth is served (busy ones still refuse it: tests/caps.rs).
         let held: Vec<_> = (0..3).map(|_| std::net::TcpStream::connect(addr).unwrap()).collect();
         std::thread::sleep(Duration::from_millis(100));
         let mut fourth = std::net::TcpStream::connect(addr).unwrap();
-        let (answer, _) = read_until_closed(&mut fourth, Duration::from_secs(2));
-        assert!(answer.starts_with("HTTP/1.1 503"), "{answer:?}");
+        let get = format!(
+            "GET /mcp HTTP/1.1\r\nHost: {addr}\r\nAccept: text/event-stream\r\n\
+             MCP-Protocol-Version: 2025-11-25\r\nConnection: close\r\n\r\n"
+        );
+        fourth.write_all(get.as_bytes()).unwrap();
+        let (answer, _) = read_until_closed(&mut fourth, Duration::from_secs(5));
+        assert!(answer.starts_with("HTTP/1.1 400"), "{answer:?}");
         drop(held);
     })
     .await

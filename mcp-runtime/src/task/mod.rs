@@ -215,6 +215,11 @@ impl TaskEngine {
         }
     }
 
+    /// The connections (by address) with a task running on them: a 2025 session with one is not idle.
+    pub(crate) fn connections_running(&self) -> std::collections::HashSet<*const crate::dispatch::Connection> {
+        self.table().values().filter_map(|r| r.request.upgrade()).map(|r| Arc::as_ptr(&r.conn)).collect()
+    }
+
     /// Cancels every running task (the server is stopping).
     pub(crate) fn cancel_all(&self, reason: &str) {
         let runs: Vec<_> = self.table().values().cloned().collect();

@@ -7,6 +7,7 @@
 #![allow(clippy::result_large_err)]
 
 mod auth;
+mod connections;
 mod event_store;
 mod first_poll;
 mod modern;
@@ -98,7 +99,9 @@ pub struct HttpOptions {
     pub session_idle_timeout: Duration,
     /// The `retry:` hint sent on each stream. Default 1 s.
     pub retry: Duration,
-    /// The most sessions at once; an `initialize` beyond it gets 503 with `Retry-After`. Default 10 000.
+    /// The most sessions at once. At it, a new `initialize` ends the idle session (no request in flight, no open
+    /// stream, no task running) unused longest, taken from the principal (else client address) holding the most
+    /// sessions, as idle expiry would; when none is idle, it gets 503 with `Retry-After`. Default 10 000.
     pub max_sessions: usize,
     /// How long a connection may take to send a request's headers, and how long it may stay idle between requests
     /// (`serve_http` only). Default 30 s.
@@ -108,7 +111,9 @@ pub struct HttpOptions {
     /// How long a client may take no byte while the server has something to write to it; then its connection is
     /// closed (`serve_http` only). Default 30 s.
     pub write_timeout: Duration,
-    /// The most connections at once (`serve_http` only); one more gets 503 and is closed. Default 1 000.
+    /// The most connections at once (`serve_http` only). At it, a new connection closes the idle one (no request in
+    /// progress) idle longest, taken from the peer address holding the most connections; when every one is busy,
+    /// the newcomer gets 503 and is closed. Default 1 000.
     pub max_connections: usize,
     /// Where stream events are kept for resumption. Default: in memory, the newest 1024 events and 4 MiB of each
     /// session, 256 MiB for all sessions together ([`MemoryEventStoreFactory::default`]).
@@ -480,11 +485,39 @@ struct HttpSession {
     open_streams: AtomicU64,
     /// The principal that opened it, when requests are authenticated: only it may use the session.
     owner: Option<String>,
+    /// The address of the client that opened it (when the server knows it): at the cap, the holder of the most
+    /// sessions (its principal, else this address) gives one up first.
+    peer: Option<std::net::IpAddr>,
+}
+
+/// Who holds a session, for sharing the cap: its principal, else the address of the client that opened it.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+enum Holder<'a> {
+    Principal(&'a str),
+    Address(Option<std::net::IpAddr>),
 }
 
 impl HttpSession {
     fn touch(&self) {
         *self.last_seen.locked() = Instant::now();
+    }
+
+    fn holder(&self) -> Holder<'_> {
+        match &self.owner {
+            Some(principal) => Holder::Principal(principal),
+            None => Holder::Address(self.peer),
+        }
+    }
+
+    /// Whether work in flight or an open stream keeps the session alive.
+    fn is_busy(&self) -> bool {
+        self.open_streams.load(Ordering::Relaxed) > 0 || self.session.connection().is_busy()
+    }
+
+    /// Ends the session (it has left the map): its requests and tasks are cancelled, its streams end.
+    fn end(&self, reason: &str) {
+        self.session.cancel_all(reason);
+        self.standalone.close();
     }
 
     fn new_route(&self) -> Arc<Route> {
@@ -543,8 +576,7 @@ impl HttpState {
     fn end_all_sessions(&self, reason: &str) {
         let ended: Vec<Arc<HttpSession>> = self.sessions.locked().drain().map(|(_, s)| s).collect();
         for s in ended {
-            s.session.cancel_all(reason);
-            s.standalone.close();
+            s.end(reason);
         }
         // Stateless mode: each request has a session of its own, which only the table of cancels lists.
         let stateless: Vec<Arc<Session>> =
@@ -562,7 +594,7 @@ impl HttpState {
                 .iter()
                 .filter(|(_, s)| {
                     // Work in flight and open streams keep a session alive; its idle time starts when they end.
-                    if s.open_streams.load(Ordering::Relaxed) > 0 || s.session.connection().is_busy() {
+                    if s.is_busy() {
                         s.touch();
                         return false;
                     }
@@ -574,8 +606,41 @@ impl HttpState {
         };
         for s in ended {
             tracing::info!("ending an idle session");
-            s.session.cancel_all("the session expired");
-            s.standalone.close();
+            s.end("the session expired");
+        }
+    }
+
+    /// At the session cap: ends the idle session (no request in flight, no open stream, no task running) unused
+    /// longest, taken from the holder (principal, else client address) with the most sessions, as idle expiry
+    /// would end it; false when no session is idle. A scan of every session, only when the cap is reached.
+    fn reclaim_idle_session(&self) -> bool {
+        let with_tasks = self.server.tasks().connections_running();
+        let reclaimed = {
+            let mut sessions = self.sessions.locked();
+            let victim = {
+                let mut held: HashMap<Holder<'_>, usize> = HashMap::new();
+                for s in sessions.values() {
+                    *held.entry(s.holder()).or_default() += 1;
+                }
+                sessions
+                    .iter()
+                    .filter(|(_, s)| !s.is_busy() && !with_tasks.contains(&Arc::as_ptr(s.session.connection())))
+                    .max_by_key(|(_, s)| (held[&s.holder()], std::cmp::Reverse(*s.last_seen.locked())))
+                    .map(|(id, _)| id.clone())
+            };
+            victim.and_then(|id| sessions.remove(&id))
+        };
+        match reclaimed {
+            Some(s) => {
+                tracing::info!(
+                    max_sessions = self.options.max_sessions,
+                    peer = ?s.peer,
+                    "ending the session idle longest to make room for a new one"
+                );
+                s.end("the session was ended to make room for a new one (the server has its most sessions)");
+                true
+            }
+            None => false,
         }
     }
 }
@@ -701,8 +766,11 @@ impl Server {
         // keep-alive connections and ones that drip their headers.
         let mut http1 = hyper::server::conn::http1::Builder::new();
         http1.timer(hyper_util::rt::TokioTimer::new()).header_read_timeout(header_read_timeout).keep_alive(true);
-        let connections = Arc::new(tokio::sync::Semaphore::new(max_connections));
-        let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+        // A slot per connection, held until it ends; `open` lists them, to choose one to close at the cap.
+        let slots = Arc::new(tokio::sync::Semaphore::new(max_connections));
+        let open = Arc::new(connections::Connections::new());
+        let serve = Arc::new(ServeConnection { http1, router, write_timeout, open: open.clone() });
+        let running = tokio_util::task::TaskTracker::new();
         let mut stop = std::pin::pin!(crate::transport::stop_signal());
         loop {
             let (tcp, peer) = tokio::select! {
@@ -717,27 +785,37 @@ impl Server {
                 },
                 () = &mut stop => break,
             };
-            let Ok(permit) = connections.clone().try_acquire_owned() else {
-                tracing::warn!(%peer, max_connections, "refusing a connection: the server has its most connections");
-                tokio::spawn(refuse_connection(tcp));
-                continue;
+            let permit = match slots.clone().try_acquire_owned() {
+                Ok(permit) => permit,
+                // At the cap: the connection idle longest (of the address holding the most) is asked to close, and
+                // its slot goes to this one as soon as it has.
+                Err(_) => match open.reclaim_idle() {
+                    Some(from) => {
+                        tracing::debug!(%peer, %from, max_connections, "closing the connection idle longest to make room");
+                        let (slots, serve) = (slots.clone(), serve.clone());
+                        running.spawn(async move {
+                            match tokio::time::timeout(RECLAIM_WAIT, slots.acquire_owned()).await {
+                                Ok(Ok(permit)) => serve.run(tcp, peer, permit).await,
+                                _ => {
+                                    tracing::warn!(%peer, max_connections, "refusing a connection: the server has its most connections");
+                                    refuse_connection(tcp).await
+                                }
+                            }
+                        });
+                        continue;
+                    }
+                    None => {
+                        tracing::warn!(
+                            %peer,
+                            max_connections,
+                            "refusing a connection: the server has its most connections, all of them busy"
+                        );
+                        tokio::spawn(refuse_connection(tcp));
+                        continue;
+                    }
+                },
             };
-            // Small SSE events must not wait for Nagle's algorithm.
-            let _ = tcp.set_nodelay(true);
-            let router = router.clone();
-            let service = hyper::service::service_fn(move |mut request: hyper::Request<hyper::body::Incoming>| {
-                // The peer's address reaches stateless requests, to match a cancel to its caller.
-                request.extensions_mut().insert(axum::extract::ConnectInfo(peer));
-                tower::ServiceExt::oneshot(router.clone(), request)
-            });
-            let tcp = WriteTimeout { inner: tcp, timeout: write_timeout, stalled: None };
-            let connection = graceful.watch(http1.serve_connection(hyper_util::rt::TokioIo::new(tcp), service));
-            tokio::spawn(async move {
-                if let Err(e) = connection.await {
-                    tracing::debug!(%peer, error = %e, "connection ended");
-                }
-                drop(permit);
-            });
+            running.spawn(serve.clone().run(tcp, peer, permit));
         }
         // One deadline for all of shutdown, from the signal on. Every stream ends now, so that connections can
         // close: listen streams with their result, 2025 sessions (and their standalone streams) and 2026 requests
@@ -748,7 +826,9 @@ impl Server {
         self.tasks().cancel_all("the server is stopping");
         state.end_all_sessions("the server is stopping");
         state.waiting.stop();
-        let _ = tokio::time::timeout_at(deadline, graceful.shutdown()).await;
+        open.stop();
+        running.close();
+        let _ = tokio::time::timeout_at(deadline, running.wait()).await;
         let tasks = crate::base::cancel::cleanup_tasks();
         self.stop_subscribers("the server is stopping");
         tasks.close();
@@ -756,6 +836,64 @@ impl Server {
         tasks.reopen();
         self.shutdown_by(deadline).await;
         Ok(())
+    }
+}
+
+/// How long a newcomer at the connection cap waits for the idle connection asked to make room to close (at once,
+/// unless a request reached it meanwhile, which it then serves to its end first); then it is refused.
+const RECLAIM_WAIT: Duration = Duration::from_secs(5);
+
+/// What serving one connection takes.
+struct ServeConnection {
+    http1: hyper::server::conn::http1::Builder,
+    router: Router,
+    write_timeout: Duration,
+    open: Arc<connections::Connections>,
+}
+
+impl ServeConnection {
+    /// Serves a connection until it ends or, once asked to close (at the cap, or at shutdown), is idle; then gives
+    /// back its slot.
+    async fn run(
+        self: Arc<Self>,
+        tcp: tokio::net::TcpStream,
+        peer: SocketAddr,
+        slot: tokio::sync::OwnedSemaphorePermit,
+    ) {
+        let Some(conn) = self.open.open(peer.ip()) else { return };
+        // Small SSE events must not wait for Nagle's algorithm.
+        let _ = tcp.set_nodelay(true);
+        let router = self.router.clone();
+        let of = conn.clone();
+        let service = hyper::service::service_fn(move |mut request: hyper::Request<hyper::body::Incoming>| {
+            // The peer's address reaches stateless requests, to match a cancel to its caller.
+            request.extensions_mut().insert(axum::extract::ConnectInfo(peer));
+            // The connection is busy from the request's head to its response's last byte.
+            let busy = connections::Busy::new(&of);
+            let answer = tower::ServiceExt::oneshot(router.clone(), request);
+            async move {
+                let response = answer.await?;
+                Ok::<_, std::convert::Infallible>(response.map(|body| connections::Tracked::new(body, busy)))
+            }
+        });
+        let tcp = WriteTimeout { inner: tcp, timeout: self.write_timeout, stalled: None };
+        let mut connection = std::pin::pin!(self.http1.serve_connection(hyper_util::rt::TokioIo::new(tcp), service));
+        let mut asked = false;
+        let ended = loop {
+            tokio::select! {
+                ended = connection.as_mut() => break ended,
+                () = conn.asked_to_close(), if !asked => {
+                    asked = true;
+                    // An idle HTTP/1 connection closes at once; a busy one after its response.
+                    connection.as_mut().graceful_shutdown();
+                }
+            }
+        };
+        if let Err(e) = ended {
+            tracing::debug!(%peer, error = %e, "connection ended");
+        }
+        self.open.ended(&conn);
+        drop(slot);
     }
 }
 
@@ -1202,7 +1340,8 @@ async fn post(
 
     let (http_session, created) = if is_initialize && headers.get(&SESSION_NAME).is_none() {
         let count = state.sessions.locked().len();
-        if count >= state.options.max_sessions {
+        // At the cap, the session idle longest makes room; only when none is idle is the initialize refused.
+        if count >= state.options.max_sessions && !state.reclaim_idle_session() {
             let mut response = error_response(
                 StatusCode::SERVICE_UNAVAILABLE,
                 crate::ErrorCode::OVERLOADED,
@@ -1223,6 +1362,7 @@ async fn post(
             last_seen: Mutex::new(Instant::now()),
             open_streams: AtomicU64::new(0),
             owner: http.auth.as_ref().map(AuthInfo::principal),
+            peer,
         });
         (http_session, true)
     } else {
@@ -1508,8 +1648,7 @@ fn delete(state: Arc<HttpState>, headers: HeaderMap, auth: Option<AuthInfo>) -> 
     };
     let id = headers.get(&SESSION_NAME).and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned();
     state.sessions.locked().remove(&id);
-    http_session.session.cancel_all("the client ended the session");
-    http_session.standalone.close();
+    http_session.end("the client ended the session");
     StatusCode::OK.into_response()
 }
 
