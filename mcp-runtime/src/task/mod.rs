@@ -216,8 +216,8 @@ impl TaskEngine {
     }
 
     /// The connections (by address) with a task running on them: a 2025 session with one is not idle.
-    pub(crate) fn connections_running(&self) -> std::collections::HashSet<*const crate::dispatch::Connection> {
-        self.table().values().filter_map(|r| r.request.upgrade()).map(|r| Arc::as_ptr(&r.conn)).collect()
+    pub(crate) fn connections_running(&self) -> std::collections::HashSet<*const ()> {
+        self.table().values().filter_map(|r| r.request.upgrade()).map(|r| Arc::as_ptr(&r.peer) as *const ()).collect()
     }
 
     /// Cancels every running task (the server is stopping).

@@ -624,7 +624,9 @@ impl HttpState {
                 }
                 sessions
                     .iter()
-                    .filter(|(_, s)| !s.is_busy() && !with_tasks.contains(&Arc::as_ptr(s.session.connection())))
+                    .filter(|(_, s)| {
+                        !s.is_busy() && !with_tasks.contains(&(Arc::as_ptr(s.session.connection()) as *const ()))
+                    })
                     .max_by_key(|(_, s)| (held[&s.holder()], std::cmp::Reverse(*s.last_seen.locked())))
                     .map(|(id, _)| id.clone())
             };
