@@ -452,7 +452,7 @@ fn a_stdio_client_stuck_past_the_hard_bound_is_disconnected() {
             assert!(status.success(), "{status:?}");
             break;
         }
-        assert!(started.elapsed() < Duration::from_secs(20), "the stuck client's session did not end");
+        assert!(started.elapsed() < Duration::from_secs(60), "the stuck client's session did not end");
         std::thread::sleep(Duration::from_millis(50));
     }
 }
