@@ -14,15 +14,8 @@ use std::path::{Path, PathBuf};
 /// Modules that import no other top-level module of the crate.
 const FLOOR: &[&str] = &["base", "wire", "otel"];
 
-/// The imports that still close a cycle (issue 20 pays them off): `(from, to)`.
-const CYCLE_DEBT: &[(&str, &str)] = &[
-    ("dispatch", "era"),
-    ("dispatch", "task"),
-    ("era", "dispatch"),
-    ("era", "task"),
-    ("task", "dispatch"),
-    ("task", "era"),
-];
+/// The imports that still close a cycle, `(from, to)`: none. A change that needs one has to say why here.
+const CYCLE_DEBT: &[(&str, &str)] = &[];
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     for entry in std::fs::read_dir(dir).unwrap() {

@@ -104,6 +104,30 @@ pub enum Era {
     V2026,
 }
 
+impl Era {
+    /// The protocol version that names the era.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Era::V2025 => "2025-11-25",
+            Era::V2026 => "2026-07-28",
+        }
+    }
+
+    /// A resource's error as this era spells it: the 2026 era has no -32002, its "not found" is -32602 (SEP-2164).
+    pub(crate) fn resource_error(self, mut error: crate::wire::error::Error) -> crate::wire::error::Error {
+        if self == Era::V2026 && error.code == crate::wire::error::ErrorCode::RESOURCE_NOT_FOUND {
+            error.code = crate::wire::error::ErrorCode::INVALID_PARAMS;
+        }
+        error
+    }
+
+    /// Whether a question to the client from a task is a request of the task's own (2025: tagged with the task
+    /// and sent on the session), rather than an input request in the task's record (2026).
+    pub(crate) fn asks_tasks_questions_as_requests(self) -> bool {
+        self == Era::V2025
+    }
+}
+
 /// What a handler sees of the HTTP request that carried its message.
 #[derive(Clone, Debug, Default)]
 #[non_exhaustive]
@@ -164,6 +188,25 @@ pub(crate) trait RequestEra: Send + Sync + 'static {
     fn interrupt(&self) -> Option<&tokio::sync::Notify>;
     /// Whether the handler was interrupted already.
     fn was_interrupted(&self) -> bool;
+    /// The 2025 session the request belongs to, for its span; none where there are no sessions.
+    fn session(&self, peer: &dyn Peer) -> Option<String>;
+    /// What every result of the request starts with, as JSON members (the 2026 `resultType` and server info); `None`:
+    /// results are written as they are.
+    fn result_prefix<'a>(&self, peer: &'a dyn Peer) -> Option<&'a str>;
+    /// A result with those members merged in, and the caching hints of a cacheable result.
+    fn decorate(&self, peer: &dyn Peer, result: Value, hints: Option<crate::wire::protocol::CacheHint>) -> Value;
+    /// Whether a `tools/call` of a tool with these task settings runs as a task here, and how (an error when it
+    /// must and cannot, or asked wrongly).
+    fn task_plan(
+        &self,
+        tasks_enabled: bool,
+        tool: &'static str,
+        options: crate::wire::task::TaskOptions,
+        params: &Map<String, Value>,
+        meta: &RequestMeta,
+    ) -> Result<Option<TaskPlan>, crate::wire::error::Error>;
+    /// The answer of a handler its questions interrupted.
+    fn interrupted_result(&self, request: &RequestState) -> Result<Value, crate::wire::error::Error>;
     /// The era's own state, for its front.
     fn as_any(&self) -> &(dyn Any + Send + Sync);
 }
@@ -202,8 +245,14 @@ pub(crate) trait Peer: Send + Sync + 'static {
     fn register_outgoing(&self) -> (RequestId, tokio::sync::oneshot::Receiver<Result<Value, Value>>);
     /// Forgets a request to the client (it was cancelled); `true` if it was still waiting.
     fn forget_outgoing(&self, id: &RequestId) -> bool;
-    /// The connection itself, for the dispatcher.
-    fn as_any(&self) -> &(dyn Any + Send + Sync);
+    /// The 2025 session the connection is, for the tasks it creates; `None` when stateless.
+    fn session_key(&self) -> Option<String>;
+    /// The connection, as the client its limits are counted for when nothing better names the client.
+    fn connection_key(&self) -> String;
+    /// The connection's default route (frames that belong to no request).
+    fn sink(&self) -> &Sink;
+    /// Takes a finished request out of the connection's in-flight table.
+    fn forget(&self, request: &Arc<RequestState>);
 }
 
 /// What a request may become: set by the dispatcher on a `tools/call` whose tool runs as a task here.

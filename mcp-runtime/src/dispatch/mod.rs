@@ -84,15 +84,17 @@ impl Peer for Connection {
     fn forget_outgoing(&self, id: &RequestId) -> bool {
         Connection::forget_outgoing(self, id)
     }
-    fn as_any(&self) -> &(dyn std::any::Any + Send + Sync) {
-        self
+    fn session_key(&self) -> Option<String> {
+        Connection::session_key(self)
     }
-}
-
-impl RequestState {
-    /// The connection this request came on.
-    pub(crate) fn conn(&self) -> &Connection {
-        self.peer.as_any().downcast_ref().expect("a request's peer is a dispatcher Connection")
+    fn connection_key(&self) -> String {
+        Connection::connection_key(self)
+    }
+    fn sink(&self) -> &Sink {
+        Connection::sink(self)
+    }
+    fn forget(&self, request: &Arc<RequestState>) {
+        Connection::forget(self, request)
     }
 }
 
@@ -359,20 +361,26 @@ pub(crate) fn dispatch(conn: &Arc<Connection>, request: Request, origin: &Origin
         conn.start(state(id.clone(), meta, era), call)
     };
     let started = match method.as_str() {
-        "tools/list" => inline("tools/list", list(&server, ListKind::Tools, &params, &era, &meta), params, meta, era),
+        "tools/list" => {
+            inline("tools/list", list(&**conn, &server, ListKind::Tools, &params, &era, &meta), params, meta, era)
+        }
         "prompts/list" => {
-            inline("prompts/list", list(&server, ListKind::Prompts, &params, &era, &meta), params, meta, era)
+            inline("prompts/list", list(&**conn, &server, ListKind::Prompts, &params, &era, &meta), params, meta, era)
         }
         "resources/templates/list" => inline(
             "resources/templates/list",
-            list(&server, ListKind::Templates, &params, &era, &meta),
+            list(&**conn, &server, ListKind::Templates, &params, &era, &meta),
             params,
             meta,
             era,
         ),
-        "resources/list" if server.registry().listers().is_empty() => {
-            inline("resources/list", list(&server, ListKind::Resources, &params, &era, &meta), params, meta, era)
-        }
+        "resources/list" if server.registry().listers().is_empty() => inline(
+            "resources/list",
+            list(&**conn, &server, ListKind::Resources, &params, &era, &meta),
+            params,
+            meta,
+            era,
+        ),
         "resources/list" => {
             // Templates list their resources at run time: a request like any other, cancellable.
             let call = Call {
@@ -384,7 +392,7 @@ pub(crate) fn dispatch(conn: &Arc<Connection>, request: Request, origin: &Origin
             };
             conn.start(state(id.clone(), meta, era), call)
         }
-        "tools/call" => call_tool(&server, &mut params, &meta).and_then(|(call, plan)| {
+        "tools/call" => call_tool(&server, &mut params, &meta, &era).and_then(|(call, plan)| {
             let request = state(id.clone(), meta, era);
             if let Some(plan) = plan {
                 let _ = request.task_plan.set(plan);
@@ -398,8 +406,7 @@ pub(crate) fn dispatch(conn: &Arc<Connection>, request: Request, origin: &Origin
             read_resource(&server, &params, &mut meta).and_then(|call| conn.start(state(id.clone(), meta, era), call))
         }
         "completion/complete" => {
-            let result =
-                complete_argument(&server, &params).map(|r| crate::era::decorate(&era, &server, r, ResultKind::Plain));
+            let result = complete_argument(&server, &params).map(|r| ListResult::Value(era.decorate(&**conn, r, None)));
             inline("completion/complete", result, params, meta, era)
         }
         // Custom methods, then the extensions' (the Tasks extension's `tasks/*` among them).
@@ -457,6 +464,7 @@ impl WireResult for ListResult {
 }
 
 fn list(
+    peer: &dyn Peer,
     server: &Server,
     kind: ListKind,
     params: &Map<String, Value>,
@@ -468,10 +476,13 @@ fn list(
         Some(Value::String(c)) => Some(c.as_str()),
         Some(c) => return Err(Error::invalid_params(format!("invalid cursor {c}: cursors are strings"))),
     };
+    // The stored pages come in two forms: as they are, and with the members every result of the request's era
+    // starts with.
+    let modern = era.result_prefix(peer).is_some();
     if let Some(granted) = hidden_beyond(server, meta) {
-        return server.registry().page_for(kind, cursor, crate::era::is_modern(era), granted).map(ListResult::Raw);
+        return server.registry().page_for(kind, cursor, modern, granted).map(ListResult::Raw);
     }
-    crate::era::list_page(era, server, kind, cursor).map(ListResult::Raw)
+    server.registry().page(kind, cursor, modern).map(ListResult::Raw)
 }
 
 /// The scopes of the caller, when the server hides from lists what a caller's scopes cannot use.
@@ -507,6 +518,7 @@ fn call_tool(
     server: &Server,
     params: &mut Map<String, Value>,
     meta: &RequestMeta,
+    era: &EraState,
 ) -> Result<(Call<crate::CallToolResult>, Option<TaskPlan>), Error> {
     let name = match params.get("name") {
         Some(Value::String(n)) => n,
@@ -515,7 +527,7 @@ fn call_tool(
     let Some(def) = server.registry().tool(name) else {
         return Err(Error::invalid_params(format!("unknown tool: {name}")));
     };
-    let plan = crate::era::task_plan(server, &def, params, meta)?;
+    let plan = era.task_plan(server.inner.tasks_enabled, def.name, def.task, params, meta)?;
     let arguments = arguments(params, "an object")?;
     Ok((
         Call {

@@ -59,7 +59,7 @@ fn request_span(method: &'static str, name: &'static str, request: &RequestState
         client = tracing::field::Empty,
     );
     if !span.is_disabled() {
-        if let Some(session) = request.meta.era.session(request.conn()) {
+        if let Some(session) = request.era.session(&*request.peer) {
             span.record("session", session.as_str());
         }
         if let Some(client) = &request.meta.client {
@@ -74,7 +74,7 @@ fn request_span(method: &'static str, name: &'static str, request: &RequestState
 async fn run_in_span<R: WireResult + Send + 'static>(call: Call<R>, request: Arc<RequestState>) {
     let Call { method, name, work, arguments, kind } = call;
     let ctx = Context::new(request.clone());
-    let outcome = match &request.conn().server().inner.layers {
+    let outcome = match &request.server().inner.layers {
         None => run(&request, ctx, name, work, arguments).await.map(Answer::Typed),
         // Boxed, so that the layers' state does not grow every request's future (each is moved into its task).
         Some(stack) => Box::pin(through_layers(stack, &request, ctx, method, name, work, arguments)).await,
@@ -219,19 +219,17 @@ async fn deliver<R: WireResult + Send + 'static>(
         Outcome::Interrupted => {
             // The handler stops here; a blocking one sees its flag (its question already returned an error).
             request.stop_quietly();
-            let result = crate::era::v2026::interrupted_result(request);
+            let result = request.era.interrupted_result(request);
             complete(request, result.map(ListResult::Value));
         }
         Outcome::Done(result) => {
-            let server = request.conn().server();
-            let (era, cache) = (&request.era, request.meta.cache);
             let frame = match result {
                 Err(e) => jsonrpc::encode_error(Some(&request.id), &e),
-                Ok(Answer::Typed(r)) => crate::era::encode_result(era, server, &request.id, &r, kind, cache),
+                Ok(Answer::Typed(r)) => encode_result(request, &r, kind),
                 // A result a layer made is decorated like any other (a list's as a list).
                 Ok(Answer::Value(v)) => {
                     let kind = if kind == ResultKind::Encoded { ResultKind::List } else { kind };
-                    crate::era::encode_result(era, server, &request.id, &v, kind, cache)
+                    encode_result(request, &v, kind)
                 }
             };
             finish(request, frame);
@@ -288,7 +286,7 @@ fn complete(request: &Arc<RequestState>, result: Result<ListResult, Error>) {
 
 /// Sends a finished request's final frame, unless a cancel went first.
 fn finish(request: &Arc<RequestState>, frame: String) {
-    request.conn().forget(request);
+    request.peer.forget(request);
     let frame = within_frame_limit(request, frame);
     if !request.finish(frame) {
         tracing::debug!(id = %request.id, "response dropped: the request was cancelled first");
@@ -297,7 +295,7 @@ fn finish(request: &Arc<RequestState>, frame: String) {
 
 /// A response over the limit of one frame becomes an error that says so: nothing else could reach the client.
 fn within_frame_limit(request: &RequestState, frame: String) -> String {
-    let limit = request.conn().server().inner.outbound.max_frame_bytes;
+    let limit = request.server().inner.outbound.max_frame_bytes;
     if frame.len() <= limit {
         return frame;
     }
@@ -334,6 +332,24 @@ impl<F: Future + Unpin> Future for CatchUnwind<F> {
             Ok(Poll::Pending) => Poll::Pending,
             Ok(Poll::Ready(v)) => Poll::Ready(Ok(v)),
             Err(panic) => Poll::Ready(Err(panic)),
+        }
+    }
+}
+
+/// A handler's response frame as the request's era writes it: as it is, or after the members every result of its
+/// era starts with (the 2026 `resultType` and server info, and caching hints on cacheable results). A result already
+/// in its era's form ([`ResultKind::Encoded`]) is written as it is.
+fn encode_result<R: WireResult>(request: &RequestState, result: &R, kind: ResultKind) -> String {
+    let id = &request.id;
+    if kind == ResultKind::Encoded {
+        return jsonrpc::encode_result(id, result);
+    }
+    let peer = &*request.peer;
+    match request.era.result_prefix(peer) {
+        None => jsonrpc::encode_result_sized(id, result, result.payload_len()),
+        Some(prefix) => {
+            let hints = (kind != ResultKind::Plain).then(|| request.meta.cache.unwrap_or(request.server().inner.cache));
+            jsonrpc::encode_result_stamped(id, result, prefix, hints, |v| request.era.decorate(peer, v, hints))
         }
     }
 }

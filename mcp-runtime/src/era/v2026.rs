@@ -22,7 +22,7 @@ use sha2::{Digest, Sha256};
 
 use crate::base::sync::Unpoisoned;
 use crate::context::{ClientInfo, Era, RequestEra, RequestMeta, RequestState};
-use crate::dispatch::{self, respond, Connection, Origin, Request, ResultKind};
+use crate::dispatch::{self, respond, Connection, Origin, Request};
 use crate::server::hub::{Change, Subscriber};
 use crate::server::Server;
 use crate::wire::error::{Error, ErrorCode};
@@ -40,13 +40,12 @@ pub(crate) const META_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
 pub(crate) const META_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
 pub(crate) const META_CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
 pub(crate) const META_LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
-pub(crate) const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
+pub(crate) use crate::wire::protocol::META_SERVER_INFO;
 pub(crate) const META_SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 
 /// -32020: an HTTP header disagrees with the body, or a required one is missing.
 pub const HEADER_MISMATCH: ErrorCode = ErrorCode(-32020);
-/// -32021: the request needs a client capability it did not declare.
-pub const MISSING_CAPABILITY: ErrorCode = ErrorCode(-32021);
+pub use crate::wire::error::MISSING_CAPABILITY;
 /// -32022: the request names a protocol version the server does not serve statelessly.
 pub const UNSUPPORTED_VERSION: ErrorCode = ErrorCode(-32022);
 
@@ -217,19 +216,12 @@ pub(crate) fn discover_result(
     result
 }
 
-/// What 2026 results carry besides their own fields: `resultType`, the server's info, and on cacheable results the
-/// caching hints (the resource's own, or the server's defaults).
-pub(crate) fn decorate(
-    server: &Server,
-    mut result: Value,
-    kind: ResultKind,
-    cache: Option<crate::wire::protocol::CacheHint>,
-) -> Value {
+/// `resultType`, the server's info and the caching hints (if any), merged into a result.
+pub(crate) fn stamp(server: &Server, mut result: Value, hints: Option<crate::wire::protocol::CacheHint>) -> Value {
     if let Value::Object(map) = &mut result {
         map.insert("resultType".into(), Value::String("complete".into()));
         stamp_server_info(server, map);
-        if kind != ResultKind::Plain {
-            let cache = cache.unwrap_or(server.inner.cache);
+        if let Some(cache) = hints {
             map.insert("ttlMs".into(), cache.ttl_ms.into());
             map.insert("cacheScope".into(), cache.scope.as_str().into());
         }
@@ -242,72 +234,8 @@ pub(crate) fn result_prefix(info: &Value) -> String {
     format!(r#""resultType":"complete","_meta":{{"{META_SERVER_INFO}":{info}}}"#)
 }
 
-/// A handler's 2026 response: its result serialized once, straight into the frame, after `resultType`, the
-/// server's info and (for cacheable results) the caching hints; the result's own opening brace becomes a space, so
-/// its fields follow the stamped ones without a second copy of the payload. Through a `Value` only when the result
-/// has a `_meta` (or a `resultType`) of its own to merge with, or is not an object.
-pub(crate) fn encode_complete<T: crate::wire::protocol::WireResult>(
-    server: &Server,
-    id: &RequestId,
-    result: &T,
-    kind: ResultKind,
-    cache: Option<crate::wire::protocol::CacheHint>,
-) -> String {
-    let prefix = &server.inner.result_prefix;
-    let mut out = Vec::with_capacity(prefix.len() + 160 + jsonrpc::payload_room(result.payload_len()));
-    out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
-    if serde_json::to_writer(&mut out, id).is_err() {
-        out.extend_from_slice(b"null");
-    }
-    out.extend_from_slice(br#","result":{"#);
-    out.extend_from_slice(prefix.as_bytes());
-    if kind != ResultKind::Plain {
-        let cache = cache.unwrap_or(server.inner.cache);
-        out.extend_from_slice(
-            format!(r#","ttlMs":{},"cacheScope":"{}""#, cache.ttl_ms, cache.scope.as_str()).as_bytes(),
-        );
-    }
-    out.push(b',');
-    let start = out.len();
-    if let Err(e) = serde_json::to_writer(&mut out, result) {
-        return jsonrpc::encode_error(Some(id), &Error::internal(format!("could not serialize the result: {e}")));
-    }
-    // serde_json writes UTF-8; checking it (once) costs a pass over the bytes, not a copy.
-    let mut out = match String::from_utf8(out) {
-        Ok(out) => out,
-        Err(e) => {
-            return jsonrpc::encode_error(Some(id), &Error::internal(format!("could not serialize the result: {e}")))
-        }
-    };
-    let body = &out[start..];
-    let spliceable = body.len() >= 2
-        && body.starts_with('{')
-        && body.ends_with('}')
-        && !body.contains(r#""_meta""#)
-        && !body.contains(r#""resultType""#);
-    if !spliceable {
-        return match serde_json::from_str::<Value>(body) {
-            Ok(value) => jsonrpc::encode_result(id, &decorate(server, value, kind, cache)),
-            Err(e) => jsonrpc::encode_error(Some(id), &Error::internal(e.to_string())),
-        };
-    }
-    if body[1..body.len() - 1].trim().is_empty() {
-        // `{}`: nothing to add after the stamped fields, nor the comma before them.
-        out.truncate(start - 1);
-        out.push('}');
-    } else {
-        // The result's own `{` goes: its members follow the stamped fields.
-        out.replace_range(start..start + 1, " ");
-    }
-    out.push('}');
-    out
-}
-
 pub(crate) fn stamp_server_info(server: &Server, map: &mut Map<String, Value>) {
-    let meta = map.entry("_meta").or_insert_with(|| Value::Object(Map::new()));
-    if let Value::Object(meta) = meta {
-        meta.insert(META_SERVER_INFO.into(), server.inner.info_value.clone());
-    }
+    crate::wire::protocol::stamp_server_info(&server.inner.info_value, map)
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -367,6 +295,33 @@ impl RequestEra for Round {
     }
     fn was_interrupted(&self) -> bool {
         Round::was_interrupted(self)
+    }
+    fn session(&self, _peer: &dyn crate::context::Peer) -> Option<String> {
+        None
+    }
+    fn result_prefix<'a>(&self, peer: &'a dyn crate::context::Peer) -> Option<&'a str> {
+        Some(&crate::server::of(peer).inner.result_prefix)
+    }
+    fn decorate(
+        &self,
+        peer: &dyn crate::context::Peer,
+        result: Value,
+        hints: Option<crate::wire::protocol::CacheHint>,
+    ) -> Value {
+        stamp(crate::server::of(peer), result, hints)
+    }
+    fn task_plan(
+        &self,
+        _tasks_enabled: bool,
+        tool: &'static str,
+        options: crate::wire::task::TaskOptions,
+        _params: &Map<String, Value>,
+        meta: &RequestMeta,
+    ) -> Result<Option<crate::context::TaskPlan>, Error> {
+        super::task_plan_2026(tool, options, meta)
+    }
+    fn interrupted_result(&self, request: &RequestState) -> Result<Value, Error> {
+        interrupted_result(request)
     }
     fn as_any(&self) -> &(dyn std::any::Any + Send + Sync) {
         self
@@ -565,7 +520,7 @@ pub(crate) fn interrupted_result(request: &RequestState) -> Result<Value, Error>
     let Ok(binding) = round.target.as_ref().map(Target::binding) else {
         return Err(Error::internal("a question where none is allowed"));
     };
-    let server = request.conn().server();
+    let server = request.server();
     // Only answers the handler used are carried: not the client's extra keys, not what is asked again.
     let answers: Map<String, Value> = round
         .answers
@@ -698,14 +653,14 @@ impl Listener {
 
     /// Ends the stream from the server's side: the listen request gets its result.
     pub(crate) fn finish(&self) {
-        let server = self.request.conn().server();
+        let server = self.request.server();
         let mut result = Map::new();
         result.insert("resultType".into(), "complete".into());
         stamp_server_info(server, &mut result);
         if let Some(Value::Object(meta)) = result.get_mut("_meta") {
             meta.insert(META_SUBSCRIPTION_ID.into(), serde_json::to_value(&self.request.id).unwrap_or_default());
         }
-        self.request.conn().forget(&self.request);
+        self.request.peer.forget(&self.request);
         self.request.finish(jsonrpc::encode_result(&self.request.id, &result));
         self.request.stop_quietly();
     }
@@ -961,6 +916,7 @@ pub const DEFAULT_REQUEST_STATE_TTL: Duration = Duration::from_secs(10 * 60);
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::dispatch::ResultKind;
 
     #[test]
     fn header_numbers_are_compared_exactly_when_they_are_integers() {
@@ -983,7 +939,9 @@ mod tests {
         let server = Server::builder().name("enc").version("1").build().unwrap();
         let id = RequestId::Number(7);
         let frame = |result: &Value, kind| -> Value {
-            let text = encode_complete(&server, &id, result, kind, None);
+            let hints = (kind != ResultKind::Plain).then_some(server.inner.cache);
+            let prefix = &server.inner.result_prefix;
+            let text = jsonrpc::encode_result_stamped(&id, result, prefix, hints, |v| stamp(&server, v, hints));
             serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"))
         };
         let r = frame(&json!({"content": [{"type": "text", "text": "hi"}]}), ResultKind::Plain);

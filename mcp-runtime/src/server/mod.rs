@@ -124,10 +124,22 @@ pub(crate) struct ServerInner {
     pub parts: StateMap,
 }
 
+/// The server a connection is served by.
+pub(crate) fn of(peer: &dyn crate::context::Peer) -> &Server {
+    peer.server().downcast_ref().expect("a connection is served by a Server")
+}
+
+impl crate::context::RequestState {
+    /// The server this request is served by.
+    pub(crate) fn server(&self) -> &Server {
+        of(&*self.peer)
+    }
+}
+
 impl crate::context::Context {
     /// The server this request is served by: to announce resource updates, or to change what is listed.
     pub fn server(&self) -> &Server {
-        self.request_state().peer.server().downcast_ref().expect("a request's connection is served by a Server")
+        self.request_state().server()
     }
 }
 

@@ -74,7 +74,7 @@ impl Tasks {
 /// -32021 naming the Tasks extension.
 pub(crate) fn extension_required() -> Error {
     Error::new(
-        crate::era::v2026::MISSING_CAPABILITY,
+        crate::wire::error::MISSING_CAPABILITY,
         format!("this needs the {EXTENSION} extension, which the request did not declare in its client capabilities"),
     )
     .with_data(json!({ "requiredCapabilities": { "extensions": { EXTENSION: {} } } }))
@@ -306,7 +306,7 @@ pub(crate) fn create_result(server: &Server, id: &RequestId, record: &TaskRecord
             let mut result = Map::new();
             result.insert("resultType".into(), "task".into());
             result.extend(task_2026(record));
-            crate::era::v2026::stamp_server_info(server, &mut result);
+            crate::wire::protocol::stamp_server_info(&server.inner.info_value, &mut result);
             jsonrpc::encode_result(id, &Value::Object(result))
         }
     }

@@ -29,9 +29,9 @@ pub use crate::store::task::{
 };
 pub use crate::wire::task::{TaskOptions, TaskSupport};
 
+use crate::base::sink::Sink;
 use crate::base::sync::Unpoisoned;
 use crate::context::{Era, RequestState};
-use crate::dispatch::Sink;
 use crate::server::Server;
 use crate::wire::error::{Error, ErrorCode};
 use crate::wire::jsonrpc;
@@ -109,14 +109,14 @@ impl Owner {
         let http = request.meta.http.as_ref();
         let subject = http.and_then(|h| h.auth.as_ref()).map(crate::auth::AuthInfo::principal);
         let session = match request.meta.era {
-            Era::V2025 => request.conn().session_key().or_else(|| subject.as_ref().map(|s| format!("principal:{s}"))),
+            Era::V2025 => request.peer.session_key().or_else(|| subject.as_ref().map(|s| format!("principal:{s}"))),
             Era::V2026 => None,
         };
         let client = match (&subject, &session, http.and_then(|h| h.peer)) {
             (Some(s), _, _) => format!("principal:{s}"),
             (None, Some(session), _) => session.clone(),
             (None, None, Some(peer)) => format!("peer:{peer}"),
-            (None, None, None) => request.conn().connection_key(),
+            (None, None, None) => request.peer.connection_key(),
         };
         Owner { session, subject, client }
     }
@@ -208,7 +208,7 @@ impl TaskEngine {
     }
 
     /// Cancels the tasks running on a connection that is going away (its 2025 session ended, or stdio closed).
-    pub(crate) fn cancel_on(&self, conn: &crate::dispatch::Connection, reason: &str) {
+    pub(crate) fn cancel_on(&self, conn: &dyn crate::context::Peer, reason: &str) {
         let runs: Vec<_> = self.table().values().filter(|r| r.is_on(conn)).cloned().collect();
         for run in runs {
             run.stop(reason);
@@ -273,8 +273,8 @@ impl TaskRun {
         self.record.locked()
     }
 
-    fn is_on(&self, conn: &crate::dispatch::Connection) -> bool {
-        self.request.upgrade().is_some_and(|r| std::ptr::eq(r.conn(), conn))
+    fn is_on(&self, conn: &dyn crate::context::Peer) -> bool {
+        self.request.upgrade().is_some_and(|r| std::ptr::addr_eq(Arc::as_ptr(&r.peer), conn))
     }
 
     /// Applies a change to a live record (none once it is terminal) and returns the record to store.
@@ -551,7 +551,7 @@ pub(crate) async fn begin(request: &Arc<RequestState>) -> Result<Option<Arc<Task
     let Some(plan) = request.task_plan.get().copied() else {
         return Ok(None);
     };
-    let server = request.conn().server().clone();
+    let server = request.server().clone();
     let engine = server.tasks();
     let owner = Owner::of(request);
     if engine.running_for(&owner) >= engine.config.max_running {
@@ -593,9 +593,9 @@ pub(crate) async fn begin(request: &Arc<RequestState>) -> Result<Option<Arc<Task
         return Err(Refused::Store(store_error(e)));
     }
     let session_sink = if request.meta.era == Era::V2025 {
-        request.conn().sink().clone()
+        request.peer.sink().clone()
     } else {
-        Arc::new(crate::dispatch::NoSink) as Sink
+        Arc::new(crate::base::sink::NoSink) as Sink
     };
     let run = Arc::new(TaskRun {
         id: record.id.clone(),
@@ -616,7 +616,7 @@ pub(crate) async fn begin(request: &Arc<RequestState>) -> Result<Option<Arc<Task
     engine.table().insert(run.id.clone(), run.clone());
     let _ = request.task.set(run.clone());
     // From here a cancel of the request (or its stream closing) no longer reaches the handler: tasks/cancel does.
-    request.conn().forget(request);
+    request.peer.forget(request);
     let frame = methods::create_result(&server, &request.id, &record, request.meta.era);
     if !request.finish(frame) {
         // The request was cancelled while the task was being stored: the task is cancelled with it.

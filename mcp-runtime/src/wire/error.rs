@@ -136,3 +136,6 @@ impl fmt::Display for Error {
 }
 
 impl std::error::Error for Error {}
+
+/// -32021: the request needs a client capability it did not declare (2026-07-28).
+pub const MISSING_CAPABILITY: ErrorCode = ErrorCode(-32021);

@@ -239,6 +239,63 @@ pub(crate) fn encode_request<T: Serialize + ?Sized>(id: &RequestId, method: &str
     })
 }
 
+/// A result response whose result starts with `prefix` (JSON members: the 2026 `resultType` and server info) and,
+/// when given, caching hints: the result serialized once, straight into the frame; the result's own opening brace
+/// becomes a space, so its fields follow the stamped ones without a second copy of the payload. Through a `Value`
+/// (`merge`) only when the result has a `_meta` (or a `resultType`) of its own to merge with, or is not an object.
+pub(crate) fn encode_result_stamped<T: crate::wire::protocol::WireResult>(
+    id: &RequestId,
+    result: &T,
+    prefix: &str,
+    hints: Option<crate::wire::protocol::CacheHint>,
+    merge: impl FnOnce(Value) -> Value,
+) -> String {
+    let mut out = Vec::with_capacity(prefix.len() + 160 + payload_room(result.payload_len()));
+    out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+    if serde_json::to_writer(&mut out, id).is_err() {
+        out.extend_from_slice(b"null");
+    }
+    out.extend_from_slice(br#","result":{"#);
+    out.extend_from_slice(prefix.as_bytes());
+    if let Some(cache) = hints {
+        out.extend_from_slice(
+            format!(r#","ttlMs":{},"cacheScope":"{}""#, cache.ttl_ms, cache.scope.as_str()).as_bytes(),
+        );
+    }
+    out.push(b',');
+    let start = out.len();
+    if let Err(e) = serde_json::to_writer(&mut out, result) {
+        return encode_error(Some(id), &Error::internal(format!("could not serialize the result: {e}")));
+    }
+    // serde_json writes UTF-8; checking it (once) costs a pass over the bytes, not a copy.
+    let mut out = match String::from_utf8(out) {
+        Ok(out) => out,
+        Err(e) => return encode_error(Some(id), &Error::internal(format!("could not serialize the result: {e}"))),
+    };
+    let body = &out[start..];
+    let spliceable = body.len() >= 2
+        && body.starts_with('{')
+        && body.ends_with('}')
+        && !body.contains(r#""_meta""#)
+        && !body.contains(r#""resultType""#);
+    if !spliceable {
+        return match serde_json::from_str::<Value>(body) {
+            Ok(value) => encode_result(id, &merge(value)),
+            Err(e) => encode_error(Some(id), &Error::internal(e.to_string())),
+        };
+    }
+    if body[1..body.len() - 1].trim().is_empty() {
+        // `{}`: nothing to add after the stamped fields, nor the comma before them.
+        out.truncate(start - 1);
+        out.push('}');
+    } else {
+        // The result's own `{` goes: its members follow the stamped fields.
+        out.replace_range(start..start + 1, " ");
+    }
+    out.push('}');
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

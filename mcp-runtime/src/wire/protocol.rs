@@ -827,3 +827,14 @@ impl CacheScope {
         }
     }
 }
+
+/// The `_meta` key of the server's info in 2026-07-28 results.
+pub(crate) const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
+
+/// Puts the server's info (`serverInfo`, as JSON) into a result's `_meta`.
+pub(crate) fn stamp_server_info(info: &Value, map: &mut Map<String, Value>) {
+    let meta = map.entry("_meta").or_insert_with(|| Value::Object(Map::new()));
+    if let Value::Object(meta) = meta {
+        meta.insert(META_SERVER_INFO.into(), info.clone());
+    }
+}
