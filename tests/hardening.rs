@@ -3,6 +3,8 @@
 
 mod common;
 
+use common::rss_kib;
+
 use std::io::{Read, Write};
 use std::time::{Duration, Instant};
 
@@ -180,16 +182,6 @@ async fn stateless_cancels_never_reach_another_clients_request() {
         "the cancelled request's POST ends with no response: {}",
         server.stderr_text()
     );
-}
-
-/// The server's resident memory, from `/proc`.
-fn rss_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or(0)
 }
 
 /// Defect 4: stateless SSE mode forgets each request once it is answered (it used to keep an entry per request

@@ -4,6 +4,8 @@
 
 mod common;
 
+use common::peak_rss_kib;
+
 use std::time::Duration;
 
 use common::modern;
@@ -139,16 +141,6 @@ fn a_server_with_a_stuck_listener_still_stops() {
 fn unsafe_kill(pid: u32) {
     let status = std::process::Command::new("kill").arg("-TERM").arg(pid.to_string()).status().unwrap();
     assert!(status.success());
-}
-
-/// The peak resident memory of a process, in KiB.
-fn peak_rss_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or(0)
 }
 
 /// Everything a handler sends before its first `.await` is bounded on HTTP as on stdio: a tool that logs 200 000

@@ -358,3 +358,23 @@ impl Drop for Server {
         }
     }
 }
+
+/// A memory figure of a process from `/proc/<pid>/status` (`VmRSS`, `VmHWM`, ...), in KiB; 0 where there is none.
+pub fn proc_kib(pid: u32, field: &str) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// A process's resident memory now, in KiB.
+pub fn rss_kib(pid: u32) -> u64 {
+    proc_kib(pid, "VmRSS")
+}
+
+/// A process's peak resident memory so far, in KiB.
+pub fn peak_rss_kib(pid: u32) -> u64 {
+    proc_kib(pid, "VmHWM")
+}
