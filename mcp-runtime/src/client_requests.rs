@@ -14,7 +14,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
-use crate::context::{Context, RequestState};
+use crate::context::{Context, InFlight};
 use crate::era::v2026::Round;
 use crate::wire::error::Error;
 use crate::wire::jsonrpc::{self, RequestId};
@@ -245,7 +245,7 @@ pub struct Root {
 
 /// Sends `notifications/cancelled` for a request to the client if it is dropped before its answer arrives.
 struct Pending {
-    request: Arc<RequestState>,
+    request: Arc<InFlight>,
     id: Option<RequestId>,
 }
 
@@ -268,7 +268,7 @@ impl Drop for Pending {
 /// task's stream) if the wait ends any way but with the answer.
 struct OpenQuestion {
     task: Arc<crate::task::TaskRun>,
-    request: Arc<RequestState>,
+    request: Arc<InFlight>,
     id: Option<RequestId>,
 }
 
@@ -343,7 +343,7 @@ impl Context {
 
     async fn send_request(&self, method: &str, params: Value) -> Result<Value, ClientError> {
         self.check_cancelled()?;
-        let request = self.request_state();
+        let request = self.in_flight();
         let (id, answer) = request.peer.register_outgoing();
         let mut pending = Pending { request: request.clone(), id: Some(id.clone()) };
         if !request.send_if_open(jsonrpc::encode_request(&id, method, &params)) {
@@ -366,7 +366,7 @@ impl Context {
     }
 
     fn round(&self) -> Option<&Round> {
-        crate::era::round(&self.request_state().era)
+        crate::era::round(&self.in_flight().era)
     }
 
     /// The handler's own state, as the previous round of this request left it (2026 era: carried, sealed, in
@@ -493,7 +493,7 @@ impl Ask<'_> {
             if let Value::Object(params) = &mut question.params {
                 params.insert("_meta".into(), crate::task::related_meta(&task.id));
             }
-            let request = self.ctx.request_state();
+            let request = self.ctx.in_flight();
             let (id, answer) = request.peer.register_outgoing();
             let mut open = OpenQuestion { task: task.clone(), request: request.clone(), id: Some(id.clone()) };
             // The status first: a client that sees the question can already see why the task waits.
@@ -535,7 +535,7 @@ impl Ask<'_> {
         question: Question,
         parse: impl FnOnce(Value) -> Result<T, String>,
     ) -> Result<T, ClientError> {
-        if let Some(task) = &self.ctx.request_state().task_run() {
+        if let Some(task) = &self.ctx.in_flight().task_run() {
             return self.in_task(task, question, parse).await;
         }
         if let Some(round) = self.ctx.round() {
@@ -555,7 +555,7 @@ impl Ask<'_> {
         parse: impl FnOnce(Value) -> Result<T, String>,
     ) -> Result<T, ClientError> {
         let runtime = tokio::runtime::Handle::try_current().map_err(|_| ClientError::Disconnected)?;
-        if let Some(task) = &self.ctx.request_state().task_run() {
+        if let Some(task) = &self.ctx.in_flight().task_run() {
             return runtime.block_on(self.in_task(task, question, parse));
         }
         if let Some(round) = self.ctx.round() {

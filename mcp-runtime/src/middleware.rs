@@ -294,7 +294,7 @@ struct StopOnDrop {
 impl Drop for StopOnDrop {
     fn drop(&mut self) {
         if self.armed {
-            self.ctx.request_state().stop_handler();
+            self.ctx.in_flight().stop_handler();
         }
     }
 }

@@ -154,7 +154,7 @@ pub struct ClientInfo {
 }
 
 /// The shared state of one in-flight request: the dispatcher, the handler's `Context` and the cancel path all hold it.
-pub(crate) struct RequestState {
+pub(crate) struct InFlight {
     pub id: RequestId,
     pub token: CancellationToken,
     cancelled: AtomicBool,
@@ -206,7 +206,7 @@ pub(crate) trait RequestEra: Send + Sync + 'static {
         meta: &RequestMeta,
     ) -> Result<Option<TaskPlan>, crate::wire::error::Error>;
     /// The answer of a handler its questions interrupted.
-    fn interrupted_result(&self, request: &RequestState) -> Result<Value, crate::wire::error::Error>;
+    fn interrupted_result(&self, request: &InFlight) -> Result<Value, crate::wire::error::Error>;
     /// The era's own state, for its front.
     fn as_any(&self) -> &(dyn Any + Send + Sync);
 }
@@ -252,7 +252,7 @@ pub(crate) trait Peer: Send + Sync + 'static {
     /// The connection's default route (frames that belong to no request).
     fn sink(&self) -> &Sink;
     /// Takes a finished request out of the connection's in-flight table.
-    fn forget(&self, request: &Arc<RequestState>);
+    fn forget(&self, request: &Arc<InFlight>);
 }
 
 /// What a request may become: set by the dispatcher on a `tools/call` whose tool runs as a task here.
@@ -270,9 +270,9 @@ struct Slot {
     last_progress: Option<f64>,
 }
 
-impl RequestState {
-    pub(crate) fn new(id: RequestId, meta: RequestMeta, peer: Arc<dyn Peer>, out: Sink, era: EraState) -> RequestState {
-        RequestState {
+impl InFlight {
+    pub(crate) fn new(id: RequestId, meta: RequestMeta, peer: Arc<dyn Peer>, out: Sink, era: EraState) -> InFlight {
+        InFlight {
             id,
             token: CancellationToken::new(),
             cancelled: AtomicBool::new(false),
@@ -383,7 +383,7 @@ impl RequestState {
 /// ```
 #[derive(Clone)]
 pub struct Context {
-    request: Arc<RequestState>,
+    request: Arc<InFlight>,
 }
 
 impl fmt::Debug for Context {
@@ -422,11 +422,11 @@ struct LogParams<'a, T: Serialize> {
 }
 
 impl Context {
-    pub(crate) fn new(request: Arc<RequestState>) -> Context {
+    pub(crate) fn new(request: Arc<InFlight>) -> Context {
         Context { request }
     }
 
-    pub(crate) fn request_state(&self) -> &Arc<RequestState> {
+    pub(crate) fn in_flight(&self) -> &Arc<InFlight> {
         &self.request
     }
 

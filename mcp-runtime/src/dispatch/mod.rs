@@ -19,7 +19,7 @@ use crate::base::cancel::cleanup_tasks;
 pub(crate) use crate::base::sink::{FrameSink, NoSink, Sink};
 use crate::base::sync::Unpoisoned;
 use crate::context::state::StateMap;
-use crate::context::{Context, EraState, Peer, RequestMeta, RequestState};
+use crate::context::{Context, EraState, InFlight, Peer, RequestMeta};
 use crate::handler::tool::{Arguments, Handler};
 use crate::server::registry::ListKind;
 use crate::server::Server;
@@ -57,7 +57,7 @@ pub(crate) struct Connection {
     server: Server,
     /// Frames that belong to no request, and the default route.
     out: Sink,
-    in_flight: Mutex<HashMap<RequestId, Arc<RequestState>>>,
+    in_flight: Mutex<HashMap<RequestId, Arc<InFlight>>>,
     /// Requests this server sent to the client (2025 era), waiting for their responses.
     outgoing: Mutex<HashMap<RequestId, oneshot::Sender<Result<Value, Value>>>>,
     next_outgoing: AtomicI64,
@@ -93,7 +93,7 @@ impl Peer for Connection {
     fn sink(&self) -> &Sink {
         Connection::sink(self)
     }
-    fn forget(&self, request: &Arc<RequestState>) {
+    fn forget(&self, request: &Arc<InFlight>) {
         Connection::forget(self, request)
     }
 }
@@ -154,7 +154,7 @@ impl Connection {
         &self.out
     }
 
-    fn table(&self) -> std::sync::MutexGuard<'_, HashMap<RequestId, Arc<RequestState>>> {
+    fn table(&self) -> std::sync::MutexGuard<'_, HashMap<RequestId, Arc<InFlight>>> {
         self.in_flight.locked()
     }
 
@@ -197,7 +197,7 @@ impl Connection {
     /// cannot stall the reader; plain `fn` handlers go to the blocking pool as before.
     pub(crate) fn start<R: WireResult + Send + 'static>(
         self: &Arc<Self>,
-        request: Arc<RequestState>,
+        request: Arc<InFlight>,
         call: Call<R>,
     ) -> Result<(), Error> {
         self.register(&request)?;
@@ -212,7 +212,7 @@ impl Connection {
     }
 
     /// Puts a request in the in-flight table, so that a cancel that follows it on the wire finds it.
-    pub(crate) fn register(&self, request: &Arc<RequestState>) -> Result<(), Error> {
+    pub(crate) fn register(&self, request: &Arc<InFlight>) -> Result<(), Error> {
         let mut table = self.table();
         let limit = self.server.inner.max_in_flight;
         if table.len() >= limit {
@@ -264,7 +264,7 @@ impl Connection {
     }
 
     /// Takes a finished request out of the table (if it is still there, and still this one).
-    pub(crate) fn forget(&self, request: &Arc<RequestState>) {
+    pub(crate) fn forget(&self, request: &Arc<InFlight>) {
         {
             let mut table = self.table();
             // Only this request's own entry (a later request may reuse a finished one's id); one hash.
@@ -339,7 +339,7 @@ pub(crate) fn dispatch(conn: &Arc<Connection>, request: Request, origin: &Origin
     let Request { id, method, mut params, mut meta, era } = request;
     meta.http = origin.http.clone();
     let state = |id: RequestId, meta: RequestMeta, era: EraState| {
-        Arc::new(RequestState::new(id, meta, conn.clone(), origin.sink.clone(), era))
+        Arc::new(InFlight::new(id, meta, conn.clone(), origin.sink.clone(), era))
     };
     // Lists and completions are answered inline, from stored pages; with layers they go through the stack like
     // any other request.

@@ -15,7 +15,7 @@ use tracing::Instrument;
 
 use super::{Call, ListResult, ResultKind, Work};
 use crate::base::cancel::cleanup_tasks;
-use crate::context::{Context, RequestState};
+use crate::context::{Context, InFlight};
 use crate::handler::tool::{Arguments, Handler};
 use crate::middleware as layer;
 use crate::wire::error::Error;
@@ -33,7 +33,7 @@ enum Outcome<R> {
 }
 
 /// Runs one handler to its end, its cancellation or (2026 era) its question to the client.
-pub(super) async fn run_handler<R: WireResult + Send + 'static>(call: Call<R>, request: Arc<RequestState>) {
+pub(super) async fn run_handler<R: WireResult + Send + 'static>(call: Call<R>, request: Arc<InFlight>) {
     // One span per request, entered in the handler's task and its blocking thread: a `tracing` event inside a tool
     // says which request it belongs to.
     let span = request_span(call.method, call.name, &request);
@@ -46,7 +46,7 @@ pub(super) async fn run_handler<R: WireResult + Send + 'static>(call: Call<R>, r
 pub(crate) const REQUEST_SPAN_TARGET: &str = "mcp::request";
 
 /// The tracing span of a request: its method, id, handler, era, session and client.
-fn request_span(method: &'static str, name: &'static str, request: &RequestState) -> tracing::Span {
+fn request_span(method: &'static str, name: &'static str, request: &InFlight) -> tracing::Span {
     let era = request.meta.era.name();
     let span = tracing::info_span!(
         target: REQUEST_SPAN_TARGET,
@@ -71,7 +71,7 @@ fn request_span(method: &'static str, name: &'static str, request: &RequestState
     span
 }
 
-async fn run_in_span<R: WireResult + Send + 'static>(call: Call<R>, request: Arc<RequestState>) {
+async fn run_in_span<R: WireResult + Send + 'static>(call: Call<R>, request: Arc<InFlight>) {
     let Call { method, name, work, arguments, kind } = call;
     let ctx = Context::new(request.clone());
     let outcome = match &request.server().inner.layers {
@@ -91,7 +91,7 @@ enum Answer<R> {
 /// Runs the request's work: the task it may become, then its handler, raced against its cancel and its
 /// interruption.
 async fn run<R: WireResult + Send + 'static>(
-    request: &Arc<RequestState>,
+    request: &Arc<InFlight>,
     ctx: Context,
     name: &'static str,
     work: Work<R>,
@@ -138,7 +138,7 @@ async fn run<R: WireResult + Send + 'static>(
 /// Runs the request's work at the bottom of the server's layers; a cancel drops the whole stack's future.
 async fn through_layers<R: WireResult + Send + 'static>(
     stack: &layer::Next,
-    request: &Arc<RequestState>,
+    request: &Arc<InFlight>,
     ctx: Context,
     method: &'static str,
     name: &'static str,
@@ -194,7 +194,7 @@ impl<R> Outcome<R> {
 
 /// Answers a request with its outcome, or stores the outcome in its task.
 async fn deliver<R: WireResult + Send + 'static>(
-    request: &Arc<RequestState>,
+    request: &Arc<InFlight>,
     outcome: Outcome<Answer<R>>,
     kind: ResultKind,
 ) {
@@ -241,7 +241,7 @@ async fn deliver<R: WireResult + Send + 'static>(
 /// the token is seen not cancelled: one that finishes at once never registers with the token or the round (each a
 /// waiter list, locked to enter and to leave), and a cancelled one still stops at its next `.await`.
 async fn race<T, R>(
-    request: &RequestState,
+    request: &InFlight,
     call: impl Future<Output = T>,
     interrupted: impl Future<Output = ()>,
     done: impl FnOnce(T) -> Result<R, Error>,
@@ -275,7 +275,7 @@ async fn race<T, R>(
 }
 
 /// Sends a finished request's response, unless a cancel went first.
-fn complete(request: &Arc<RequestState>, result: Result<ListResult, Error>) {
+fn complete(request: &Arc<InFlight>, result: Result<ListResult, Error>) {
     let frame = match result {
         Ok(ListResult::Value(r)) => jsonrpc::encode_result(&request.id, &r),
         Ok(ListResult::Raw(r)) => jsonrpc::encode_result(&request.id, &r),
@@ -285,7 +285,7 @@ fn complete(request: &Arc<RequestState>, result: Result<ListResult, Error>) {
 }
 
 /// Sends a finished request's final frame, unless a cancel went first.
-fn finish(request: &Arc<RequestState>, frame: String) {
+fn finish(request: &Arc<InFlight>, frame: String) {
     request.peer.forget(request);
     let frame = within_frame_limit(request, frame);
     if !request.finish(frame) {
@@ -294,7 +294,7 @@ fn finish(request: &Arc<RequestState>, frame: String) {
 }
 
 /// A response over the limit of one frame becomes an error that says so: nothing else could reach the client.
-fn within_frame_limit(request: &RequestState, frame: String) -> String {
+fn within_frame_limit(request: &InFlight, frame: String) -> String {
     let limit = request.server().inner.outbound.max_frame_bytes;
     if frame.len() <= limit {
         return frame;
@@ -339,7 +339,7 @@ impl<F: Future + Unpin> Future for CatchUnwind<F> {
 /// A handler's response frame as the request's era writes it: as it is, or after the members every result of its
 /// era starts with (the 2026 `resultType` and server info, and caching hints on cacheable results). A result already
 /// in its era's form ([`ResultKind::Encoded`]) is written as it is.
-fn encode_result<R: WireResult>(request: &RequestState, result: &R, kind: ResultKind) -> String {
+fn encode_result<R: WireResult>(request: &InFlight, result: &R, kind: ResultKind) -> String {
     let id = &request.id;
     if kind == ResultKind::Encoded {
         return jsonrpc::encode_result(id, result);

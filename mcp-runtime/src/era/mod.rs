@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicU8, Ordering};
 
 use serde_json::{Map, Value};
 
-use crate::context::{EraState, Peer, RequestEra, RequestMeta, RequestState, TaskPlan};
+use crate::context::{EraState, InFlight, Peer, RequestEra, RequestMeta, TaskPlan};
 use crate::wire::error::{Error, ErrorCode};
 use crate::wire::protocol::{CacheHint, LogLevel};
 use crate::wire::task::{TaskOptions, TaskSupport};
@@ -67,7 +67,7 @@ impl RequestEra for SessionLog {
     ) -> Result<Option<TaskPlan>, Error> {
         task_plan_2025(tasks_enabled, tool, options, params)
     }
-    fn interrupted_result(&self, _request: &RequestState) -> Result<Value, Error> {
+    fn interrupted_result(&self, _request: &InFlight) -> Result<Value, Error> {
         Err(Error::internal("interrupted outside the 2026 era"))
     }
     fn as_any(&self) -> &(dyn std::any::Any + Send + Sync) {

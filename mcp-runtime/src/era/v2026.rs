@@ -21,7 +21,7 @@ use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 
 use crate::base::sync::Unpoisoned;
-use crate::context::{ClientInfo, Era, RequestEra, RequestMeta, RequestState};
+use crate::context::{ClientInfo, Era, InFlight, RequestEra, RequestMeta};
 use crate::dispatch::{self, respond, Connection, Origin, Request};
 use crate::server::hub::{Change, Subscriber};
 use crate::server::Server;
@@ -320,7 +320,7 @@ impl RequestEra for Round {
     ) -> Result<Option<crate::context::TaskPlan>, Error> {
         super::task_plan_2026(tool, options, meta)
     }
-    fn interrupted_result(&self, request: &RequestState) -> Result<Value, Error> {
+    fn interrupted_result(&self, request: &InFlight) -> Result<Value, Error> {
         interrupted_result(request)
     }
     fn as_any(&self) -> &(dyn std::any::Any + Send + Sync) {
@@ -509,7 +509,7 @@ impl Round {
 }
 
 /// The response of an interrupted 2026 handler: its error, or an `input_required` result.
-pub(crate) fn interrupted_result(request: &RequestState) -> Result<Value, Error> {
+pub(crate) fn interrupted_result(request: &InFlight) -> Result<Value, Error> {
     let Some(round) = super::round(&request.era) else {
         return Err(Error::internal("interrupted outside the 2026 era"));
     };
@@ -597,7 +597,7 @@ impl Filter {
 
 /// An open `subscriptions/listen` stream.
 pub(crate) struct Listener {
-    request: Arc<RequestState>,
+    request: Arc<InFlight>,
     filter: Filter,
 }
 
@@ -701,7 +701,7 @@ fn listen(
         uris: if capabilities.get("resources").is_some() { uris } else { Vec::new() },
     };
     let log_level = meta.log_level;
-    let request = Arc::new(RequestState::new(
+    let request = Arc::new(InFlight::new(
         id,
         meta,
         conn.clone(),

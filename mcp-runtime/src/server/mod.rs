@@ -129,7 +129,7 @@ pub(crate) fn of(peer: &dyn crate::context::Peer) -> &Server {
     peer.server().downcast_ref().expect("a connection is served by a Server")
 }
 
-impl crate::context::RequestState {
+impl crate::context::InFlight {
     /// The server this request is served by.
     pub(crate) fn server(&self) -> &Server {
         of(&*self.peer)
@@ -139,7 +139,7 @@ impl crate::context::RequestState {
 impl crate::context::Context {
     /// The server this request is served by: to announce resource updates, or to change what is listed.
     pub fn server(&self) -> &Server {
-        self.request_state().server()
+        self.in_flight().server()
     }
 }
 

@@ -98,7 +98,7 @@ fn begin(ctx: &Context, args: &Arguments, method: &str) -> Result<(String, Owner
     } else if method == "tasks/update" {
         return Err(Error::method_not_found(method));
     }
-    let owner = Owner::of(ctx.request_state());
+    let owner = Owner::of(ctx.in_flight());
     if method == "tasks/list" {
         return Ok((String::new(), owner, era));
     }
@@ -124,7 +124,7 @@ async fn result(ctx: &Context, args: Arguments) -> Result<Value, Error> {
     if !record.status.is_terminal() {
         if let Some(run) = engine.running(&id) {
             // While this waits, the task's messages (its questions, progress) come on this request's stream.
-            run.attach(ctx.request_state().out.clone());
+            run.attach(ctx.in_flight().out.clone());
             let _detach = Detach(&run);
             run.wait_done().await;
         }

@@ -31,7 +31,7 @@ pub use crate::wire::task::{TaskOptions, TaskSupport};
 
 use crate::base::sink::Sink;
 use crate::base::sync::Unpoisoned;
-use crate::context::{Era, RequestState};
+use crate::context::{Era, InFlight};
 use crate::server::Server;
 use crate::wire::error::{Error, ErrorCode};
 use crate::wire::jsonrpc;
@@ -105,7 +105,7 @@ pub(crate) struct Owner {
 }
 
 impl Owner {
-    pub(crate) fn of(request: &RequestState) -> Owner {
+    pub(crate) fn of(request: &InFlight) -> Owner {
         let http = request.meta.http.as_ref();
         let subject = http.and_then(|h| h.auth.as_ref()).map(crate::auth::AuthInfo::principal);
         let session = match request.meta.era {
@@ -248,7 +248,7 @@ pub(crate) struct TaskRun {
     /// The client whose limits it counts against ([`Owner::client`]).
     client: String,
     server: Server,
-    request: Weak<RequestState>,
+    request: Weak<InFlight>,
     record: Mutex<TaskRecord>,
     /// 2026 era: the handler's questions waiting for `tasks/update`, by key.
     waiters: Mutex<HashMap<String, oneshot::Sender<Value>>>,
@@ -544,7 +544,7 @@ impl From<Refused> for Error {
 /// Starts the task a request may become (see [`TaskPlan`]): the record is created in the store, then the request
 /// is answered with the task, and from then on the handler runs as the task. `Ok(None)` when the request is not one
 /// that becomes a task; the task when it already is one.
-pub(crate) async fn begin(request: &Arc<RequestState>) -> Result<Option<Arc<TaskRun>>, Refused> {
+pub(crate) async fn begin(request: &Arc<InFlight>) -> Result<Option<Arc<TaskRun>>, Refused> {
     if let Some(run) = request.task_run() {
         return Ok(Some(run));
     }
@@ -674,7 +674,7 @@ impl crate::context::Context {
     /// }
     /// ```
     pub async fn start_task(&self) -> Result<(), crate::Error> {
-        begin(self.request_state()).await.map(|_| ()).map_err(crate::Error::from)
+        begin(self.in_flight()).await.map(|_| ()).map_err(crate::Error::from)
     }
 
     /// [`Context::start_task`] for a plain `fn` handler.
@@ -704,7 +704,7 @@ impl crate::context::TaskRoute for TaskRun {
     }
 }
 
-impl RequestState {
+impl InFlight {
     /// The task this request became, if it became one.
     pub(crate) fn task_run(&self) -> Option<Arc<TaskRun>> {
         let run = self.task.get()?.clone().into_any();
