@@ -181,7 +181,7 @@ pub mod __fuzz {
 
     /// An HTTP header value of the 2026 era, with the `=?base64?…?=` form decoded.
     pub fn decode_header_value(raw: &str) -> Result<String, String> {
-        crate::era::v2026::decode_header_value(raw)
+        crate::era::v2026::headers::decode_header_value(raw)
     }
 
     /// Checks a 2026 request's HTTP headers against its body.

@@ -16,7 +16,7 @@ use serde_json::{json, Map, Value};
 use tokio::sync::oneshot;
 
 use crate::base::cancel::cleanup_tasks;
-pub(crate) use crate::base::sink::{FrameSink, NoSink, Sink};
+pub(crate) use crate::base::sink::{FrameSink, Sink};
 use crate::base::sync::Unpoisoned;
 use crate::context::state::StateMap;
 use crate::context::{Context, EraState, InFlight, Peer, RequestMeta};

@@ -37,9 +37,10 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::auth::AuthInfo;
 use crate::base::backlog::{Admit, Backlog, OutboundLimits};
+use crate::base::sink::NoSink;
 use crate::base::sync::Unpoisoned;
 use crate::context::HttpRequest;
-use crate::dispatch::{FrameSink, NoSink, Origin, Sink};
+use crate::dispatch::{FrameSink, Origin, Sink};
 use crate::era::v2025::Session;
 use crate::server::Server;
 use crate::wire::error::{Error, ErrorCode};

@@ -1,0 +1,169 @@
+//! The 2026 HTTP header rules: `MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name` and `Mcp-Param-*` agree with the
+//! body (-32020 otherwise).
+
+use super::*;
+/// Checks a 2026 request's HTTP headers against its body, in the order the protocol's reference implementations
+/// use: the version header present (-32020), the envelope complete (-32602), the version header equal to the
+/// body's (-32020), the version served (-32022), then `Mcp-Method`, `Mcp-Name` and `Mcp-Param-*` (-32020).
+pub(crate) fn check_http_headers(
+    headers: &http::HeaderMap,
+    method: &str,
+    params: Option<&Value>,
+    server: &Server,
+) -> Result<(), Error> {
+    let header = |name: &http::HeaderName| -> Result<Option<&str>, Error> {
+        let mut values = headers.get_all(name).iter();
+        let first = values.next();
+        // One value only: with two, a gateway could route on one and the server check the other.
+        if values.next().is_some() {
+            return Err(mismatch(format!("the {name} header appears more than once")));
+        }
+        match first {
+            None => Ok(None),
+            Some(v) => v
+                .to_str()
+                .map(|s| Some(s.trim_matches([' ', '\t'])))
+                .map_err(|_| mismatch(format!("the {name} header holds characters that are not visible ASCII"))),
+        }
+    };
+    let Some(version) = header(&MCP_PROTOCOL_VERSION)? else {
+        return Err(mismatch("the MCP-Protocol-Version header is missing"));
+    };
+    let meta = meta_of(params)?;
+    let body_version = meta.get(META_VERSION).and_then(Value::as_str).unwrap_or_default();
+    if version != body_version {
+        return Err(mismatch(format!(
+            "the MCP-Protocol-Version header ({version:?}) does not match _meta.{META_VERSION} ({body_version:?})"
+        )));
+    }
+    if !STATELESS_VERSIONS.contains(&version) {
+        return Err(unsupported_version(version));
+    }
+    match header(&MCP_METHOD)? {
+        None => return Err(mismatch("the Mcp-Method header is missing")),
+        Some(m) if m != method => {
+            return Err(mismatch(format!("the Mcp-Method header ({m:?}) does not match the method ({method:?})")))
+        }
+        Some(_) => {}
+    }
+    let name_key = match method {
+        "tools/call" | "prompts/get" => Some("name"),
+        "resources/read" => Some("uri"),
+        // The Tasks extension routes its methods by task id.
+        "tasks/get" | "tasks/update" | "tasks/cancel" if server.inner.tasks_enabled => Some("taskId"),
+        _ => None,
+    };
+    if let Some(key) = name_key {
+        let body = params.and_then(|p| p.get(key)).and_then(Value::as_str).unwrap_or_default();
+        let Some(raw) = header(&MCP_NAME)? else {
+            return Err(mismatch("the Mcp-Name header is missing"));
+        };
+        let given = decode_header_value(raw).map_err(|e| mismatch(format!("the Mcp-Name header: {e}")))?;
+        if given != body {
+            return Err(mismatch(format!("the Mcp-Name header ({given:?}) does not match the body ({body:?})")));
+        }
+    }
+    if method == "tools/call" {
+        check_param_headers(headers, params, server)?;
+    }
+    Ok(())
+}
+
+/// The headers a 2026 request is routed by, parsed once (a lookup by `&str` parses the name every time).
+static MCP_PROTOCOL_VERSION: http::HeaderName = http::HeaderName::from_static("mcp-protocol-version");
+static MCP_METHOD: http::HeaderName = http::HeaderName::from_static("mcp-method");
+static MCP_NAME: http::HeaderName = http::HeaderName::from_static("mcp-name");
+
+fn mismatch(message: impl Into<String>) -> Error {
+    Error::new(HEADER_MISMATCH, message)
+}
+
+/// Whether a header's text is the same number as an argument: integers compared exactly (2^53 and 2^53 + 1 differ,
+/// though they are one `f64`), `3` and `3.0` the same, other numbers as `f64`.
+pub(super) fn same_number(given: &str, n: &serde_json::Number) -> bool {
+    if let (Ok(g), Some(v)) = (given.parse::<i64>(), n.as_i64()) {
+        return g == v;
+    }
+    if let (Ok(g), Some(v)) = (given.parse::<u64>(), n.as_u64()) {
+        return g == v;
+    }
+    // An integer on one side only: equal only if the other is that integer written with a fraction of zero.
+    let integer = |text: &str| text.parse::<i128>().ok();
+    match (integer(given), n.as_i64().map(i128::from).or_else(|| n.as_u64().map(i128::from))) {
+        (Some(_), Some(_)) => false,
+        (Some(g), None) => n.as_f64().is_some_and(|v| v.fract() == 0.0 && v.abs() < 9.0e15 && v as i128 == g),
+        (None, Some(v)) => given.parse::<f64>().is_ok_and(|g| g.fract() == 0.0 && g.abs() < 9.0e15 && g as i128 == v),
+        (None, None) => given.parse::<f64>().ok().zip(n.as_f64()).is_some_and(|(g, v)| g == v),
+    }
+}
+
+/// A header value, with the `=?base64?…?=` form decoded (strict RFC 4648 with padding).
+pub(crate) fn decode_header_value(raw: &str) -> Result<String, String> {
+    let Some(encoded) = raw.strip_prefix("=?base64?").and_then(|r| r.strip_suffix("?=")) else {
+        return Ok(raw.to_owned());
+    };
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(encoded)
+        .map_err(|e| format!("invalid Base64 in {raw:?}: {e}"))?;
+    String::from_utf8(bytes).map_err(|_| format!("{raw:?} decodes to bytes that are not UTF-8"))
+}
+
+/// `Mcp-Param-*` headers of a tool call against the arguments they mirror.
+fn check_param_headers(headers: &http::HeaderMap, params: Option<&Value>, server: &Server) -> Result<(), Error> {
+    let Some(name) = params.and_then(|p| p.get("name")).and_then(Value::as_str) else { return Ok(()) };
+    let registry = server.registry();
+    let Some(mirrored) = registry.tool_headers(name) else { return Ok(()) };
+    let arguments = params.and_then(|p| p.get("arguments"));
+    for param in mirrored {
+        let value = param.path.iter().try_fold(arguments, |v, key| Some(v?.get(key))).flatten();
+        let header_name = format!("mcp-param-{}", param.header);
+        if headers.get_all(header_name.as_str()).iter().nth(1).is_some() {
+            return Err(mismatch(format!("the Mcp-Param-{} header appears more than once", param.header)));
+        }
+        let header = headers.get(header_name.as_str());
+        // A header this tool recognises must hold visible ASCII, whether or not its argument is there.
+        if header.is_some_and(|h| h.to_str().is_err()) {
+            return Err(mismatch(format!("the Mcp-Param-{} header holds invalid characters", param.header)));
+        }
+        let value = match value {
+            None | Some(Value::Null) => continue, // nothing to mirror; a header, if any, is not expected
+            Some(v) => v,
+        };
+        let Some(header) = header else {
+            return Err(mismatch(format!(
+                "the Mcp-Param-{} header is missing; it must mirror the argument `{}`",
+                param.header,
+                param.path.join(".")
+            )));
+        };
+        let raw = header
+            .to_str()
+            .map_err(|_| mismatch(format!("the Mcp-Param-{} header holds invalid characters", param.header)))?
+            .trim_matches([' ', '\t']);
+        let given =
+            decode_header_value(raw).map_err(|e| mismatch(format!("the Mcp-Param-{} header: {e}", param.header)))?;
+        let agrees = match value {
+            Value::String(s) => given == *s,
+            Value::Bool(b) => given == if *b { "true" } else { "false" },
+            Value::Number(n) => same_number(&given, n),
+            _ => false,
+        };
+        if !agrees {
+            return Err(mismatch(format!(
+                "the Mcp-Param-{} header ({given:?}) does not match the argument `{}` ({value})",
+                param.header,
+                param.path.join(".")
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The HTTP status of a 2026 error response.
+pub(crate) fn http_status(code: ErrorCode) -> u16 {
+    match code.0 {
+        -32601 => 404,
+        -32700 | -32600 | -32602 | -32020 | -32021 | -32022 => 400,
+        _ => 200,
+    }
+}
