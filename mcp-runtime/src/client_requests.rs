@@ -489,7 +489,7 @@ impl Ask<'_> {
             return Err(ClientError::Unsupported { capability: capability_name(question.capability) });
         }
         self.ctx.check_cancelled()?;
-        if task.era.asks_tasks_questions_as_requests() {
+        if task.front.asks_as_requests() {
             if let Value::Object(params) = &mut question.params {
                 params.insert("_meta".into(), crate::task::related_meta(&task.id));
             }

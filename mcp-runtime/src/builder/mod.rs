@@ -584,6 +584,10 @@ impl ServerBuilder {
         let engine = crate::task::TaskEngine::new(
             self.task_store.unwrap_or_else(|| Arc::new(crate::task::MemoryTaskStore::default())),
             self.task_config,
+            crate::task::front::TaskFronts {
+                v2025: &crate::era::v2025::Tasks2025,
+                v2026: &crate::era::v2026::tasks::Tasks2026,
+            },
         );
         parts.insert(engine).expect("the first part of its type");
         let server = Server {

@@ -120,12 +120,6 @@ impl Era {
         }
         error
     }
-
-    /// Whether a question to the client from a task is a request of the task's own (2025: tagged with the task
-    /// and sent on the session), rather than an input request in the task's record (2026).
-    pub(crate) fn asks_tasks_questions_as_requests(self) -> bool {
-        self == Era::V2025
-    }
 }
 
 /// What a handler sees of the HTTP request that carried its message.

@@ -108,6 +108,8 @@ pub(crate) struct Request {
     pub params: Map<String, Value>,
     pub meta: RequestMeta,
     pub era: EraState,
+    /// A `tools/call`'s tool, when the front found it already.
+    pub tool: Option<crate::handler::tool::ToolDef>,
 }
 
 impl Connection {
@@ -336,7 +338,7 @@ pub(crate) enum ResultKind {
 /// Serves a method both eras share. `None` if the method is not one of them (the front answers it).
 pub(crate) fn dispatch(conn: &Arc<Connection>, request: Request, origin: &Origin) -> Option<()> {
     let server = conn.server().clone();
-    let Request { id, method, mut params, mut meta, era } = request;
+    let Request { id, method, mut params, mut meta, era, tool } = request;
     meta.http = origin.http.clone();
     let state = |id: RequestId, meta: RequestMeta, era: EraState| {
         Arc::new(InFlight::new(id, meta, conn.clone(), origin.sink.clone(), era))
@@ -392,7 +394,7 @@ pub(crate) fn dispatch(conn: &Arc<Connection>, request: Request, origin: &Origin
             };
             conn.start(state(id.clone(), meta, era), call)
         }
-        "tools/call" => call_tool(&server, &mut params, &meta, &era).and_then(|(call, plan)| {
+        "tools/call" => call_tool(&server, tool, &mut params, &meta, &era).and_then(|(call, plan)| {
             let request = state(id.clone(), meta, era);
             if let Some(plan) = plan {
                 let _ = request.task_plan.set(plan);
@@ -516,6 +518,7 @@ fn arguments(params: &mut Map<String, Value>, what: &str) -> Result<Arguments, E
 
 fn call_tool(
     server: &Server,
+    found: Option<crate::handler::tool::ToolDef>,
     params: &mut Map<String, Value>,
     meta: &RequestMeta,
     era: &EraState,
@@ -524,7 +527,7 @@ fn call_tool(
         Some(Value::String(n)) => n,
         _ => return Err(Error::invalid_params("`tools/call` needs a string `name`")),
     };
-    let Some(def) = server.registry().tool(name) else {
+    let Some(def) = found.or_else(|| server.registry().tool(name)) else {
         return Err(Error::invalid_params(format!("unknown tool: {name}")));
     };
     let plan = era.task_plan(server.inner.tasks_enabled, def.name, def.task, params, meta)?;

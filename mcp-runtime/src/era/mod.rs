@@ -114,9 +114,11 @@ pub(crate) fn task_plan_2026(
     options: TaskOptions,
     meta: &RequestMeta,
 ) -> Result<Option<TaskPlan>, Error> {
+    if options.support == TaskSupport::Forbidden {
+        return Ok(None); // most tools: no need to read the client's capabilities
+    }
     let declared = meta.client_supports(&["extensions", crate::task::EXTENSION]);
     match options.support {
-        TaskSupport::Forbidden => Ok(None),
         _ if declared => Ok(Some(TaskPlan { tool, options, requested_ttl: None })),
         TaskSupport::Required => Err(crate::task::methods::extension_required()),
         _ => Ok(None),

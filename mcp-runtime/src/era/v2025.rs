@@ -15,6 +15,8 @@ use crate::dispatch::{self, respond, Connection, Origin, Request, Sink};
 use crate::era::SessionLog;
 use crate::server::hub::{Change, Subscriber};
 use crate::server::Server;
+use crate::store::task::{TaskRecord, TaskStatus};
+use crate::task::front::TaskFront;
 use crate::wire::error::{Error, ErrorCode};
 use crate::wire::jsonrpc::{self, Incoming, RequestId};
 use crate::wire::protocol::{InitializeParams, LogLevel, LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS};
@@ -146,7 +148,7 @@ impl Session {
                 };
                 let meta = self.request_meta(take_meta(&mut params));
                 let era = self.log_level.clone();
-                let request = Request { id: id.clone(), method, params, meta, era };
+                let request = Request { id: id.clone(), method, params, meta, era, tool: None };
                 let method_name = request.method.clone();
                 if dispatch::dispatch(&self.conn, request, origin).is_none() {
                     respond(origin, &id, Err::<(), _>(Error::method_not_found(&method_name)));
@@ -254,4 +256,65 @@ impl Subscriber for Session {
     fn stop(&self, reason: &str) {
         self.cancel_all(reason)
     }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Tasks
+
+/// A task as the 2025-11-25 protocol has it: it belongs to its session, its messages and questions are streamed on
+/// the session (or a waiting `tasks/result`), and a tool's error fails it.
+pub(crate) struct Tasks2025;
+
+impl TaskFront for Tasks2025 {
+    fn owner_session(&self, peer: &dyn crate::context::Peer, subject: Option<&str>) -> Option<String> {
+        peer.session_key().or_else(|| subject.map(|s| format!("principal:{s}")))
+    }
+    fn sees(&self, recorded: Option<&str>, session: Option<&str>) -> bool {
+        recorded.is_none() || recorded == session
+    }
+    fn session_sink(&self, peer: &dyn crate::context::Peer) -> Option<Sink> {
+        Some(peer.sink().clone())
+    }
+    fn tool_error_fails(&self) -> bool {
+        true
+    }
+    fn asks_as_requests(&self) -> bool {
+        true
+    }
+    fn announce(&self, _server: &Server, session: Option<&Sink>, record: &TaskRecord) {
+        if let Some(session) = session {
+            session.send_droppable(jsonrpc::encode_notification("notifications/tasks/status", &task_2025(record)));
+        }
+    }
+    fn create_result(&self, _server: &Server, id: &RequestId, record: &TaskRecord) -> String {
+        jsonrpc::encode_result(id, &json!({ "task": task_2025(record) }))
+    }
+    fn gate(&self, method: &str, _ctx: &crate::context::Context) -> Result<(), Error> {
+        match method {
+            // Questions to the client are requests of the task's own in this era: nothing to update.
+            "tasks/update" => Err(Error::method_not_found(method)),
+            _ => Ok(()),
+        }
+    }
+    fn task(&self, record: &TaskRecord) -> Value {
+        task_2025(record)
+    }
+    fn cancel_finished(&self, record: &TaskRecord) -> Result<Value, Error> {
+        Err(crate::task::front::terminal(record))
+    }
+    fn cancel_done(&self, after: &TaskRecord, cancelled: bool) -> Result<Value, Error> {
+        if cancelled || after.status == TaskStatus::Cancelled {
+            Ok(task_2025(after))
+        } else {
+            Err(crate::task::front::terminal(after))
+        }
+    }
+}
+
+/// A task as the 2025-11-25 protocol writes it (`Task`).
+pub(crate) fn task_2025(record: &TaskRecord) -> Value {
+    let mut task = crate::task::methods::common(record);
+    task.insert("ttl".into(), record.ttl_ms.map_or(Value::Null, Value::from));
+    task.insert("pollInterval".into(), record.poll_interval_ms.into());
+    Value::Object(task)
 }

@@ -14,13 +14,12 @@
 
 use serde_json::{json, Map, Value};
 
+use super::front::TaskFront;
 use super::{Owner, TaskRecord, TaskStatus, EXTENSION, RELATED_TASK};
 use crate::context::{Context, Era};
 use crate::handler::method::{MethodDef, MethodHandler};
 use crate::handler::tool::{Arguments, BoxFuture};
-use crate::server::Server;
-use crate::wire::error::{Error, ErrorCode};
-use crate::wire::jsonrpc::{self, RequestId};
+use crate::wire::error::Error;
 
 /// The handler of a `tasks/*` method.
 #[allow(clippy::type_complexity)]
@@ -85,42 +84,30 @@ pub(crate) fn declares_extension(ctx: &Context) -> bool {
     ctx.meta().client_supports(&["extensions", EXTENSION])
 }
 
-/// The common start of every method: the era's gate, the task id, the caller.
-fn begin(ctx: &Context, args: &Arguments, method: &str) -> Result<(String, Owner, Era), Error> {
-    let era = ctx.meta().era;
-    if era == Era::V2026 {
-        if matches!(method, "tasks/result" | "tasks/list") {
-            return Err(Error::method_not_found(method));
-        }
-        if !declares_extension(ctx) {
-            return Err(extension_required());
-        }
-    } else if method == "tasks/update" {
-        return Err(Error::method_not_found(method));
-    }
+/// The common start of every method: the era's gate, the task id, the caller, the era's front.
+fn begin(ctx: &Context, args: &Arguments, method: &str) -> Result<(String, Owner, &'static dyn TaskFront), Error> {
+    let front = ctx.server().tasks().fronts.of(ctx.meta().era);
+    front.gate(method, ctx)?;
     let owner = Owner::of(ctx.in_flight());
     if method == "tasks/list" {
-        return Ok((String::new(), owner, era));
+        return Ok((String::new(), owner, front));
     }
     match args.get("taskId") {
-        Some(Value::String(id)) => Ok((id.clone(), owner, era)),
+        Some(Value::String(id)) => Ok((id.clone(), owner, front)),
         _ => Err(Error::invalid_params(format!("`{method}` needs a string `taskId`"))),
     }
 }
 
 async fn get(ctx: &Context, args: Arguments) -> Result<Value, Error> {
-    let (id, owner, era) = begin(ctx, &args, "tasks/get")?;
-    let record = ctx.server().tasks().find(&id, &owner, era).await?;
-    Ok(match era {
-        Era::V2025 => task_2025(&record),
-        Era::V2026 => detailed_2026(&record),
-    })
+    let (id, owner, front) = begin(ctx, &args, "tasks/get")?;
+    let record = ctx.server().tasks().find(&id, &owner, front).await?;
+    Ok(front.task(&record))
 }
 
 async fn result(ctx: &Context, args: Arguments) -> Result<Value, Error> {
-    let (id, owner, era) = begin(ctx, &args, "tasks/result")?;
+    let (id, owner, front) = begin(ctx, &args, "tasks/result")?;
     let engine = ctx.server().tasks();
-    let mut record = engine.find(&id, &owner, era).await?;
+    let mut record = engine.find(&id, &owner, front).await?;
     if !record.status.is_terminal() {
         if let Some(run) = engine.running(&id) {
             // While this waits, the task's messages (its questions, progress) come on this request's stream.
@@ -130,7 +117,7 @@ async fn result(ctx: &Context, args: Arguments) -> Result<Value, Error> {
         }
         // Run by another instance (or just finished here): its record says when it is over.
         loop {
-            record = engine.find(&id, &owner, era).await?;
+            record = engine.find(&id, &owner, front).await?;
             if record.status.is_terminal() {
                 break;
             }
@@ -165,7 +152,7 @@ impl Drop for Detach<'_> {
 }
 
 async fn list(ctx: &Context, args: Arguments) -> Result<Value, Error> {
-    let (_, owner, _) = begin(ctx, &args, "tasks/list")?;
+    let (_, owner, front) = begin(ctx, &args, "tasks/list")?;
     let cursor = match args.get("cursor") {
         None | Some(Value::Null) => None,
         Some(Value::String(c)) => Some(c.as_str()),
@@ -183,7 +170,7 @@ async fn list(ctx: &Context, args: Arguments) -> Result<Value, Error> {
         .await
         .map_err(super::store_error)?
         .ok_or_else(|| Error::invalid_params("invalid cursor: no such page"))?;
-    let mut out = json!({ "tasks": page.tasks.iter().map(task_2025).collect::<Vec<_>>() });
+    let mut out = json!({ "tasks": page.tasks.iter().map(|t| front.task(t)).collect::<Vec<_>>() });
     if let Some(next) = page.next_cursor {
         out["nextCursor"] = next.into();
     }
@@ -191,17 +178,11 @@ async fn list(ctx: &Context, args: Arguments) -> Result<Value, Error> {
 }
 
 async fn cancel(ctx: &Context, args: Arguments) -> Result<Value, Error> {
-    let (id, owner, era) = begin(ctx, &args, "tasks/cancel")?;
+    let (id, owner, front) = begin(ctx, &args, "tasks/cancel")?;
     let engine = ctx.server().tasks();
-    let record = engine.find(&id, &owner, era).await?;
-    let terminal = |status: TaskStatus| {
-        Error::invalid_params(format!("cannot cancel task {id}: it is already in the terminal status '{status}'"))
-    };
+    let record = engine.find(&id, &owner, front).await?;
     if record.status.is_terminal() {
-        return match era {
-            Era::V2025 => Err(terminal(record.status)),
-            Era::V2026 => Ok(json!({})),
-        };
+        return front.cancel_finished(&record);
     }
     let cancelled = match engine.running(&id) {
         Some(run) => run.cancel("cancelled by the client").await,
@@ -216,16 +197,12 @@ async fn cancel(ctx: &Context, args: Arguments) -> Result<Value, Error> {
             engine.store.update(record).await.map_err(super::store_error)?
         }
     };
-    let after = engine.find(&id, &owner, era).await?;
-    match era {
-        Era::V2026 => Ok(json!({})),
-        Era::V2025 if cancelled || after.status == TaskStatus::Cancelled => Ok(task_2025(&after)),
-        Era::V2025 => Err(terminal(after.status)),
-    }
+    let after = engine.find(&id, &owner, front).await?;
+    front.cancel_done(&after, cancelled)
 }
 
 async fn update(ctx: &Context, mut args: Arguments) -> Result<Value, Error> {
-    let (id, owner, era) = begin(ctx, &args, "tasks/update")?;
+    let (id, owner, front) = begin(ctx, &args, "tasks/update")?;
     let responses = match args.remove("inputResponses") {
         Some(Value::Object(r)) => r,
         _ => return Err(Error::invalid_params("`tasks/update` needs an `inputResponses` object of answers by key")),
@@ -233,22 +210,15 @@ async fn update(ctx: &Context, mut args: Arguments) -> Result<Value, Error> {
     let engine = ctx.server().tasks();
     // A finished task has no outstanding question: its answers are ignored and acknowledged, as the extension
     // says of any answer to a key that is not outstanding (tasks.md, "Response" of tasks/update).
-    engine.find(&id, &owner, era).await?;
+    engine.find(&id, &owner, front).await?;
     if let Some(run) = engine.running(&id) {
         run.answer(responses).await;
     }
     Ok(json!({}))
 }
 
-/// A task as the 2025-11-25 protocol writes it (`Task`).
-pub(crate) fn task_2025(record: &TaskRecord) -> Value {
-    let mut task = common(record);
-    task.insert("ttl".into(), record.ttl_ms.map_or(Value::Null, Value::from));
-    task.insert("pollInterval".into(), record.poll_interval_ms.into());
-    Value::Object(task)
-}
-
-fn common(record: &TaskRecord) -> Map<String, Value> {
+/// The members every era writes of a task: its id, status and message, and when it was created and last updated.
+pub(crate) fn common(record: &TaskRecord) -> Map<String, Value> {
     let mut task = Map::new();
     task.insert("taskId".into(), record.id.clone().into());
     task.insert("status".into(), record.status.as_str().into());
@@ -258,56 +228,4 @@ fn common(record: &TaskRecord) -> Map<String, Value> {
     task.insert("createdAt".into(), super::timestamp(record.created_at_ms).into());
     task.insert("lastUpdatedAt".into(), super::timestamp(record.updated_at_ms).into());
     task
-}
-
-/// A task as the Tasks extension writes it (`Task`).
-fn task_2026(record: &TaskRecord) -> Map<String, Value> {
-    let mut task = common(record);
-    task.insert("ttlMs".into(), record.ttl_ms.map_or(Value::Null, Value::from));
-    task.insert("pollIntervalMs".into(), record.poll_interval_ms.into());
-    task
-}
-
-/// The detailed task of the Tasks extension: with its questions, result or error as its status says.
-pub(crate) fn detailed_2026(record: &TaskRecord) -> Value {
-    let mut task = task_2026(record);
-    match record.status {
-        TaskStatus::InputRequired => {
-            task.insert("inputRequests".into(), Value::Object(record.input_requests.clone()));
-        }
-        TaskStatus::Completed => {
-            let mut result = match &record.outcome {
-                Some(Ok(Value::Object(r))) => r.clone(),
-                _ => Map::new(),
-            };
-            result.insert("resultType".into(), "complete".into());
-            task.insert("result".into(), Value::Object(result));
-        }
-        TaskStatus::Failed => {
-            let error = match &record.outcome {
-                Some(Err(e)) => e.clone(),
-                _ => Error::new(
-                    ErrorCode::INTERNAL_ERROR,
-                    record.status_message.clone().unwrap_or_else(|| "the task failed".into()),
-                ),
-            };
-            task.insert("error".into(), serde_json::to_value(error).unwrap_or_default());
-        }
-        TaskStatus::Working | TaskStatus::Cancelled => {}
-    }
-    Value::Object(task)
-}
-
-/// The response that creates a task: `{task}` in the 2025 era, a flat task with `resultType: "task"` in 2026.
-pub(crate) fn create_result(server: &Server, id: &RequestId, record: &TaskRecord, era: Era) -> String {
-    match era {
-        Era::V2025 => jsonrpc::encode_result(id, &json!({ "task": task_2025(record) })),
-        Era::V2026 => {
-            let mut result = Map::new();
-            result.insert("resultType".into(), "task".into());
-            result.extend(task_2026(record));
-            crate::wire::protocol::stamp_server_info(&server.inner.info_value, &mut result);
-            jsonrpc::encode_result(id, &Value::Object(result))
-        }
-    }
 }

@@ -11,6 +11,7 @@
 //!
 //! [`Context`]: crate::Context
 
+pub(crate) mod front;
 pub(crate) mod methods;
 pub(crate) use methods::Tasks;
 
@@ -28,10 +29,11 @@ pub use crate::store::task::{
     MemoryTaskStore, StoreError, TaskPage, TaskRecord, TaskStatus, TaskStore, DEFAULT_MAX_TASKS,
 };
 pub use crate::wire::task::{TaskOptions, TaskSupport};
+use front::{TaskFront, TaskFronts};
 
 use crate::base::sink::Sink;
 use crate::base::sync::Unpoisoned;
-use crate::context::{Era, InFlight};
+use crate::context::InFlight;
 use crate::server::Server;
 use crate::wire::error::{Error, ErrorCode};
 use crate::wire::jsonrpc;
@@ -108,10 +110,8 @@ impl Owner {
     pub(crate) fn of(request: &InFlight) -> Owner {
         let http = request.meta.http.as_ref();
         let subject = http.and_then(|h| h.auth.as_ref()).map(crate::auth::AuthInfo::principal);
-        let session = match request.meta.era {
-            Era::V2025 => request.peer.session_key().or_else(|| subject.as_ref().map(|s| format!("principal:{s}"))),
-            Era::V2026 => None,
-        };
+        let front = request.server().tasks().fronts.of(request.meta.era);
+        let session = front.owner_session(&*request.peer, subject.as_deref());
         let client = match (&subject, &session, http.and_then(|h| h.peer)) {
             (Some(s), _, _) => format!("principal:{s}"),
             (None, Some(session), _) => session.clone(),
@@ -123,14 +123,11 @@ impl Owner {
 
     /// Whether this caller may see (and change) the task: the same principal where it had one, and in the 2025 era
     /// the same session where it had one.
-    pub(crate) fn may_see(&self, record: &TaskRecord, era: Era) -> bool {
+    pub(crate) fn may_see(&self, record: &TaskRecord, front: &dyn TaskFront) -> bool {
         if record.subject.is_some() && record.subject != self.subject {
             return false;
         }
-        match era {
-            Era::V2025 => record.session.is_none() || record.session == self.session,
-            Era::V2026 => record.session.is_none(),
-        }
+        front.sees(record.session.as_deref(), self.session.as_deref())
     }
 }
 
@@ -142,11 +139,13 @@ pub(crate) struct TaskEngine {
     /// The tasks this instance stored for each client, with when each expires (milliseconds since the epoch), oldest
     /// first: what [`TaskConfig::max_stored`] counts. A client's entry goes once none of its tasks is left.
     stored: Mutex<HashMap<String, VecDeque<u64>>>,
+    /// What a task does in each era.
+    pub fronts: TaskFronts,
 }
 
 impl TaskEngine {
-    pub(crate) fn new(store: Arc<dyn TaskStore>, config: TaskConfig) -> TaskEngine {
-        TaskEngine { store, config, running: Mutex::new(HashMap::new()), stored: Mutex::new(HashMap::new()) }
+    pub(crate) fn new(store: Arc<dyn TaskStore>, config: TaskConfig, fronts: TaskFronts) -> TaskEngine {
+        TaskEngine { store, config, running: Mutex::new(HashMap::new()), stored: Mutex::new(HashMap::new()), fronts }
     }
 
     /// Counts one more stored task for `client`, expiring at `expires_at`; refuses when the client has its most.
@@ -197,10 +196,10 @@ impl TaskEngine {
     }
 
     /// A task's record, if the caller may see it: unknown, expired and other callers' tasks alike are -32602.
-    pub(crate) async fn find(&self, id: &str, owner: &Owner, era: Era) -> Result<TaskRecord, Error> {
+    pub(crate) async fn find(&self, id: &str, owner: &Owner, front: &dyn TaskFront) -> Result<TaskRecord, Error> {
         let record = self.store.get(id).await.map_err(store_error)?;
         match record {
-            Some(r) if owner.may_see(&r, era) => Ok(r),
+            Some(r) if owner.may_see(&r, front) => Ok(r),
             _ => Err(Error::invalid_params(format!(
                 "no task {id:?}: it is unknown, has expired, or belongs to another client"
             ))),
@@ -244,7 +243,8 @@ pub(crate) fn store_error(e: StoreError) -> Error {
 /// way back to the handler.
 pub(crate) struct TaskRun {
     pub id: String,
-    pub era: Era,
+    /// What the task does as its era has it.
+    pub front: &'static dyn TaskFront,
     /// The client whose limits it counts against ([`Owner::client`]).
     client: String,
     server: Server,
@@ -257,8 +257,8 @@ pub(crate) struct TaskRun {
     next_key: AtomicU32,
     /// 2025 era: a `tasks/result` request waiting on this task; its stream carries the task's messages.
     route: Mutex<Option<Sink>>,
-    /// 2025 era: the session's own route (stdio, or the standalone GET stream).
-    session_sink: Sink,
+    /// The session's own route (2025: stdio, or the standalone GET stream); none where a task has no stream.
+    session_sink: Option<Sink>,
     /// 2025 era: the handler's requests to the client that wait for an answer (sent again on a `tasks/result`
     /// stream when one attaches: the client may not have been listening when they were first sent).
     questions: Mutex<Vec<(crate::wire::jsonrpc::RequestId, String)>>,
@@ -318,13 +318,7 @@ impl TaskRun {
     /// Sends the task's status to whoever follows it: the 2025 session (`notifications/tasks/status`), or the 2026
     /// listen streams that asked for this task (`notifications/tasks`).
     fn announce(&self, record: &TaskRecord) {
-        match self.era {
-            Era::V2025 => {
-                let frame = jsonrpc::encode_notification("notifications/tasks/status", &methods::task_2025(record));
-                self.session_sink.send_droppable(frame);
-            }
-            Era::V2026 => self.server.notify_task(record),
-        }
+        self.front.announce(&self.server, self.session_sink.as_ref(), record)
     }
 
     /// Stops the handler (a cancel, an expiry, the session's end): its record is written by whoever called.
@@ -368,11 +362,13 @@ impl TaskRun {
     /// Records how the handler ended.
     pub(crate) async fn complete(self: &Arc<Self>, outcome: Result<Value, Error>) {
         let is_error = matches!(&outcome, Ok(v) if v.get("isError") == Some(&Value::Bool(true)));
-        let (status, message) = match (&outcome, self.era) {
-            (Err(e), _) => (TaskStatus::Failed, Some(e.message.clone())),
+        let (status, message) = match &outcome {
+            Err(e) => (TaskStatus::Failed, Some(e.message.clone())),
             // 2025-11-25: a tool error fails the task; 2026-07-28: it is a result like any other.
-            (Ok(_), Era::V2025) if is_error => (TaskStatus::Failed, Some("the tool reported an error".to_owned())),
-            (Ok(_), _) => (TaskStatus::Completed, None),
+            Ok(_) if is_error && self.front.tool_error_fails() => {
+                (TaskStatus::Failed, Some("the tool reported an error".to_owned()))
+            }
+            Ok(_) => (TaskStatus::Completed, None),
         };
         let Some(record) = self.change(|r| {
             r.status = status;
@@ -401,16 +397,16 @@ impl TaskRun {
 
     /// Sends a frame that belongs to the task (2025 era): on a waiting `tasks/result` stream, else the session's.
     pub(crate) fn send(&self, frame: String, droppable: bool) {
-        if self.era == Era::V2026 || self.over.is_cancelled() {
-            // The 2026 era has no stream for a task's progress, logs or requests.
+        if self.session_sink.is_none() || self.over.is_cancelled() {
+            // No stream for a task's progress, logs or requests (the 2026 era has none).
             return;
         }
         self.deliver(frame, droppable);
     }
 
     fn deliver(&self, frame: String, droppable: bool) {
-        let sink = self.route.locked().clone();
-        let sink = sink.as_ref().unwrap_or(&self.session_sink);
+        let route = self.route.locked().clone();
+        let Some(sink) = route.as_ref().or(self.session_sink.as_ref()) else { return };
         if droppable {
             sink.send_droppable(frame)
         } else {
@@ -592,14 +588,11 @@ pub(crate) async fn begin(request: &Arc<InFlight>) -> Result<Option<Arc<TaskRun>
         engine.release_stored(&owner.client, expires_at);
         return Err(Refused::Store(store_error(e)));
     }
-    let session_sink = if request.meta.era == Era::V2025 {
-        request.peer.sink().clone()
-    } else {
-        Arc::new(crate::base::sink::NoSink) as Sink
-    };
+    let front = engine.fronts.of(request.meta.era);
+    let session_sink = front.session_sink(&*request.peer);
     let run = Arc::new(TaskRun {
         id: record.id.clone(),
-        era: request.meta.era,
+        front,
         client: owner.client,
         server: server.clone(),
         request: Arc::downgrade(request),
@@ -617,7 +610,7 @@ pub(crate) async fn begin(request: &Arc<InFlight>) -> Result<Option<Arc<TaskRun>
     let _ = request.task.set(run.clone());
     // From here a cancel of the request (or its stream closing) no longer reaches the handler: tasks/cancel does.
     request.peer.forget(request);
-    let frame = methods::create_result(&server, &request.id, &record, request.meta.era);
+    let frame = front.create_result(&server, &request.id, &record);
     if !request.finish(frame) {
         // The request was cancelled while the task was being stored: the task is cancelled with it.
         request.out.close();

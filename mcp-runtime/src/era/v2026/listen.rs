@@ -77,7 +77,7 @@ impl Listener {
         if !self.filter.task_ids.contains(&record.id) {
             return;
         }
-        let task = &crate::task::methods::detailed_2026(record);
+        let task = &super::tasks::detailed_2026(record);
         let subject = self.request.meta.http.as_ref().and_then(|h| h.auth.as_ref()).map(|a| a.subject.as_str());
         if record.subject.is_some() && record.subject.as_deref() != subject {
             return;

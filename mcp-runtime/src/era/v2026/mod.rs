@@ -32,6 +32,7 @@ use crate::wire::protocol::{Implementation, LogLevel};
 pub(crate) mod headers;
 mod listen;
 mod round;
+pub(crate) mod tasks;
 
 #[cfg_attr(not(feature = "http"), allow(unused_imports))]
 pub(crate) use headers::{check_http_headers, http_status};
@@ -192,8 +193,15 @@ fn serve(
             Err(Error::method_not_found(&method))
         }
         _ => {
-            let round = Round::for_request(server, &method, &mut params, &meta, envelope.log_level)?;
-            let request = Request { id, method: method.clone(), params, meta, era: Arc::new(round) };
+            // A `tools/call`'s tool, found once: the round asks whether it can ask, the dispatcher runs it.
+            let tool = match method.as_str() {
+                "tools/call" => {
+                    params.get("name").and_then(Value::as_str).and_then(|name| server.registry().tool(name))
+                }
+                _ => None,
+            };
+            let round = Round::for_request(server, tool.as_ref(), &method, &mut params, &meta, envelope.log_level)?;
+            let request = Request { id, method: method.clone(), params, meta, era: Arc::new(round), tool };
             match dispatch::dispatch(conn, request, origin) {
                 Some(()) => Ok(()),
                 None => Err(Error::method_not_found(&method)),

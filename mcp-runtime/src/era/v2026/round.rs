@@ -152,6 +152,7 @@ impl Round {
     /// -32602.
     pub(super) fn for_request(
         server: &Server,
+        tool: Option<&crate::handler::tool::ToolDef>,
         method: &str,
         params: &mut Map<String, Value>,
         meta: &RequestMeta,
@@ -162,12 +163,9 @@ impl Round {
         }
         let responses = params.remove("inputResponses");
         let state = params.remove("requestState");
-        if responses.is_none() && state.is_none() && method == "tools/call" {
-            let name = params.get("name").and_then(Value::as_str).unwrap_or_default();
-            // A tool that cannot ask needs no copy of its arguments for a state it will never be bound to.
-            if server.registry().tool(name).is_some_and(|def| !def.can_ask) {
-                return Ok(Round::plain(log_level, NO_QUESTIONS_DECLARED));
-            }
+        // A tool that cannot ask needs no copy of its arguments for a state it will never be bound to.
+        if responses.is_none() && state.is_none() && tool.is_some_and(|def| !def.can_ask) {
+            return Ok(Round::plain(log_level, NO_QUESTIONS_DECLARED));
         }
         let target = if method == "resources/read" { params.get("uri") } else { params.get("name") };
         let target = target.and_then(Value::as_str).unwrap_or_default().to_owned();
