@@ -539,7 +539,9 @@ use dpop::{ProofError, Proofs};
 #[cfg(not(feature = "auth"))]
 enum Proofs {}
 
+/// The errors of a proof check, which no `Proofs` can make without the `auth` feature.
 #[cfg(not(feature = "auth"))]
+#[allow(dead_code)]
 enum ProofError {
     Invalid(String),
     Binding,
