@@ -234,7 +234,8 @@ pub enum Dpop {
 /// `MCP_AUTH_RESOURCE`).
 ///
 /// Over HTTP every request (POST, GET and DELETE) then needs `Authorization: Bearer <token>`: without a valid one
-/// it is answered `401` with `WWW-Authenticate: Bearer resource_metadata="…"`; a request for a handler whose
+/// it is answered `401` with `WWW-Authenticate: Bearer resource_metadata="…"` (and, unless [`Dpop::Off`], a
+/// `DPoP` challenge with `algs` after it); a request for a handler whose
 /// `scopes` the token lacks is answered `403` with `error="insufficient_scope"` and every scope that handler
 /// needs. The Protected Resource Metadata (RFC 9728) is served at `/.well-known/oauth-protected-resource` followed
 /// by the resource's path, and at the root form. 2025 sessions, tasks and 2026 `requestState`s are bound to the
