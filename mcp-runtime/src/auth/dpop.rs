@@ -167,7 +167,10 @@ impl Proofs {
         if htu.0 != self.origin || (htu.1 != path && htu.1 != self.resource_path) {
             return invalid("the DPoP proof is for another URL (its htu is not this endpoint)");
         }
-        let Some(iat) = claims.get("iat").and_then(Value::as_u64) else {
+        // A NumericDate (RFC 7519 §2) may have a fraction.
+        let iat =
+            claims.get("iat").and_then(|v| v.as_u64().or_else(|| v.as_f64().filter(|f| *f >= 0.0).map(|f| f as u64)));
+        let Some(iat) = iat else {
             return invalid("the DPoP proof has no numeric `iat`");
         };
         let (now, window) = (now(), self.window.as_secs());

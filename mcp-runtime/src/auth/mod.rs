@@ -646,6 +646,15 @@ impl Refusal {
             }
             Refusal::Unavailable(_) => return None,
         };
+        let offered: &[Scheme] = match (guard.dpop(), only_on) {
+            (_, true) => &[on],
+            (Dpop::Off, false) => &[Scheme::Bearer],
+            (Dpop::Accepted, false) => &[Scheme::Bearer, Scheme::Dpop],
+            (Dpop::Required, false) => &[Scheme::Dpop],
+        };
+        // An error of a scheme not offered (a malformed header, a token in the query, where DPoP is required) goes
+        // on the challenge that is.
+        let on = if offered.contains(&on) { on } else { offered[0] };
         let one = |scheme: Scheme| {
             let mut parts = vec![format!("resource_metadata=\"{}\"", guard.metadata_url)];
             if !scopes.is_empty() {
@@ -662,12 +671,6 @@ impl Refusal {
                     format!("DPoP {}", parts.join(", "))
                 }
             }
-        };
-        let offered: &[Scheme] = match (guard.dpop(), only_on) {
-            (_, true) => &[on],
-            (Dpop::Off, false) => &[Scheme::Bearer],
-            (Dpop::Accepted, false) => &[Scheme::Bearer, Scheme::Dpop],
-            (Dpop::Required, false) => &[Scheme::Dpop],
         };
         Some(offered.iter().map(|s| one(*s)).collect::<Vec<_>>().join(", "))
     }
@@ -902,6 +905,42 @@ mod tests {
     fn a_principal_is_issuer_and_subject() {
         assert_eq!(AuthInfo::new("ada", vec![]).issued_by("https://as").principal(), "https://as ada");
         assert_eq!(AuthInfo::new("ada", vec![]).principal(), "ada");
+    }
+
+    #[test]
+    fn challenges_offer_the_schemes_taken_and_put_the_error_on_one_offered() {
+        struct Nobody;
+        impl TokenVerifier for Nobody {
+            fn verify<'a>(&'a self, _: &'a str) -> BoxFuture<'a, Result<AuthInfo, TokenError>> {
+                Box::pin(async { Err(TokenError::Invalid("no".into())) })
+            }
+        }
+        let guard = |dpop| {
+            let auth = Authorization::new("https://books.example.com/mcp").authorization_server("https://as");
+            auth.verifier(Nobody).dpop(dpop).build().unwrap()
+        };
+        let malformed = Refusal::Unauthorized {
+            error: Some(("invalid_request", "bad".into())),
+            scopes: vec!["a".into()],
+            on: Scheme::Bearer,
+        };
+        let metadata = "resource_metadata=\"https://books.example.com/.well-known/oauth-protected-resource/mcp\"";
+        assert_eq!(
+            malformed.challenge(&guard(Dpop::Off)).unwrap(),
+            format!("Bearer {metadata}, scope=\"a\", error=\"invalid_request\", error_description=\"bad\"")
+        );
+        #[cfg(feature = "auth")]
+        {
+            let required = malformed.challenge(&guard(Dpop::Required)).unwrap();
+            assert!(required.starts_with("DPoP ") && required.contains("error=\"invalid_request\""), "{required}");
+            assert!(!required.contains("Bearer"), "{required}");
+            let accepted = malformed.challenge(&guard(Dpop::Accepted)).unwrap();
+            let (bearer, dpop) = accepted.split_once(", DPoP ").unwrap();
+            assert!(
+                bearer.contains("error=") && !dpop.contains("error=") && dpop.contains("algs=\"ES256"),
+                "{accepted}"
+            );
+        }
     }
 
     #[test]
