@@ -102,10 +102,16 @@ async fn upfront(era: &str) {
     let metadata = shop.url.replace("/mcp", "/.well-known/oauth-protected-resource/mcp");
     let exchanges = mcp_exchanges(&summary, &shop.url);
     let first = if era == "legacy" { "initialize" } else { "tools/list" };
-    assert_eq!(exchanges[0], (first, 401, format!("Bearer resource_metadata=\"{metadata}\"").as_str()), "{summary}");
+    // The bookshop offers DPoP beside Bearer (tests/auth_dpop.rs); this SDK signs in with a bearer token.
+    let challenge =
+        format!("Bearer resource_metadata=\"{metadata}\", DPoP resource_metadata=\"{metadata}\", {DPOP_ALGS}");
+    assert_eq!(exchanges[0], (first, 401, challenge.as_str()), "{summary}");
     assert_eq!(exchanges[1], (first, 200, ""), "{summary}");
     assert!(exchanges.iter().all(|e| e.1 < 400 || e == &exchanges[0]), "one challenge only: {exchanges:?}");
 }
+
+/// The `algs` of the bookshop's `DPoP` challenge.
+const DPOP_ALGS: &str = "algs=\"ES256 ES384 RS256 RS384 RS512 PS256 PS384 PS512 EdDSA\"";
 
 /// The first request is a call of `rebuild_index`, whose 401 names `books:admin`: the first token has that scope
 /// only (the provider grants every scope the client asks for).
@@ -118,7 +124,15 @@ fn assert_first_authorization_for_books_admin(summary: &Value, shop: &HttpServer
     let exchanges = mcp_exchanges(summary, &shop.url);
     assert_eq!(
         exchanges[0],
-        ("tools/call", 401, format!("Bearer resource_metadata=\"{metadata}\", scope=\"books:admin\"").as_str()),
+        (
+            "tools/call",
+            401,
+            format!(
+                "Bearer resource_metadata=\"{metadata}\", scope=\"books:admin\", DPoP resource_metadata=\"{metadata}\", \
+                 scope=\"books:admin\", {DPOP_ALGS}"
+            )
+            .as_str()
+        ),
         "{summary}"
     );
 }

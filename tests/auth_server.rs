@@ -165,7 +165,12 @@ async fn a_request_without_a_token_is_401_with_a_challenge_naming_the_metadata_i
         let metadata = url.replace("/mcp", "/.well-known/oauth-protected-resource/mcp");
         let response = post(&url, None, None, &initialize()).await;
         assert_eq!(response.status(), 401);
-        assert_eq!(challenge(&response), format!("Bearer resource_metadata=\"{metadata}\""));
+        // Both schemes are offered: bearer tokens, and DPoP-bound ones with their proofs (tests/auth_dpop.rs).
+        let algs = "ES256 ES384 RS256 RS384 RS512 PS256 PS384 PS512 EdDSA";
+        assert_eq!(
+            challenge(&response),
+            format!("Bearer resource_metadata=\"{metadata}\", DPoP resource_metadata=\"{metadata}\", algs=\"{algs}\"")
+        );
         // The challenge of a call names the scopes its tool needs.
         let response = post(&url, None, None, &call(1, "order", json!({"title": "Dune"}))).await;
         assert_eq!(response.status(), 401);

@@ -117,6 +117,13 @@ impl Config {
         self
     }
 
+    /// DPoP (RFC 9449) at the token endpoint: listed in the metadata, and access tokens bound to the key of the
+    /// token request's proof (`cnf.jkt`, `token_type: DPoP`). Off unless set.
+    pub fn dpop(mut self) -> Config {
+        self.value["dpop"] = json!(true);
+        self
+    }
+
     /// The provider's signing keys (private JWKs with `kid` and `alg`) instead of generated ones.
     pub fn jwks(mut self, jwks: Value) -> Config {
         self.value["jwks"] = jwks;
@@ -288,6 +295,24 @@ impl Provider {
     pub async fn kids(&self) -> Vec<String> {
         let jwks = self.jwks().await;
         jwks["keys"].as_array().unwrap().iter().map(|k| k["kid"].as_str().unwrap().to_owned()).collect()
+    }
+
+    /// The token endpoint with a `DPoP` proof header (RFC 9449 §5): `form` with client authentication `basic`; the
+    /// status and the JSON answer, error or not.
+    pub async fn dpop_token_request(&self, form: &[(&str, &str)], basic: (&str, &str), proof: &str) -> (u16, Value) {
+        let response = self
+            .http
+            .post(self.url("/token"))
+            .header("content-type", "application/x-www-form-urlencoded")
+            .header("dpop", proof)
+            .basic_auth(encode_component(basic.0), Some(encode_component(basic.1)))
+            .body(encode_form(form))
+            .send()
+            .await
+            .unwrap();
+        let status = response.status().as_u16();
+        let text = response.text().await.unwrap();
+        (status, serde_json::from_str(&text).unwrap_or_else(|e| panic!("POST /token: not JSON ({e}): {text}")))
     }
 
     /// The token endpoint: `form` with client authentication `basic`; the status and the JSON answer, error or not.

@@ -14,6 +14,10 @@
 //   access_token_ttl  seconds (default 3600)
 //   account           the account the auto-approved login signs in (default "harness-user")
 //   jwks              {"keys": [...]} private signing keys; default one RSA (RS256) and one EC P-256 (ES256) key
+//   dpop              true: DPoP (RFC 9449) at the token endpoint, listed in the metadata
+//                     (dpop_signing_alg_values_supported), and access tokens bound to the proof's key (cnf.jkt) when
+//                     the token request carries a proof; off unless set (oidc-provider 9 turns it on by default), so
+//                     a client that does DPoP where both servers offer it keeps to bearer tokens in the other tests
 //
 // Around the provider, on the same port, what a test needs of it and that no client would ask of a real server:
 //   GET  /interaction/:uid   finishes the login or consent prompt oidc-provider sends the user-agent to (the
@@ -94,6 +98,7 @@ function makeProvider(issuer) {
     extraClientMetadata: { properties: ['access_token_ttl', 'access_token_alg', 'access_token_format'] },
     features: {
       devInteractions: { enabled: false },
+      dPoP: { enabled: config.dpop === true },
       clientCredentials: { enabled: true },
       introspection: { enabled: true },
       revocation: { enabled: true },

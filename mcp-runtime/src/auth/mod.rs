@@ -19,6 +19,8 @@ use serde_json::{json, Value};
 use crate::base::future::BoxFuture;
 
 #[cfg(feature = "auth")]
+mod dpop;
+#[cfg(feature = "auth")]
 mod introspection;
 #[cfg(feature = "auth")]
 mod jwt;
@@ -203,17 +205,42 @@ pub const MAX_LEEWAY: Duration = Duration::from_secs(60);
 /// it, and a flood of tokens with made-up `kid`s fetches the keys no more often than this.
 pub const MAX_JWKS_COOLDOWN: Duration = Duration::from_secs(60);
 
+/// Whether the server takes DPoP-bound access tokens (RFC 9449): tokens whose `cnf.jkt` binds them to a key of the
+/// client's, sent as `Authorization: DPoP <token>` with a `DPoP` header holding a proof of that key for the request
+/// (its method and URL, a fresh `iat`, a `jti` used once, the hash of the token). Given to
+/// [`Authorization::dpop`]; [`Dpop::Accepted`] unless set.
+///
+/// A DPoP-bound token sent as `Bearer` is refused whatever this says (anyone who copied it could use it), and so
+/// is a `DPoP` presentation of a token that is not bound to a key. The server asks for no nonce (`DPoP-Nonce`):
+/// a proof's `iat` must be within the [leeway](Authorization::leeway) of now, and each `jti` is remembered for that
+/// window. Checking proofs needs the `auth` feature; without it, DPoP is off.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Dpop {
+    /// Bearer tokens only: the `DPoP` scheme is refused, and challenges and metadata do not offer it.
+    Off,
+    /// Bearer tokens and DPoP-bound ones (with their proofs): a `401` offers both schemes, and the metadata lists
+    /// `dpop_signing_alg_values_supported`.
+    #[default]
+    Accepted,
+    /// DPoP-bound tokens only: a bearer token is refused, a `401` offers the `DPoP` scheme alone, and the metadata
+    /// says `dpop_bound_access_tokens_required: true`.
+    Required,
+}
+
 /// The server as an OAuth 2.1 resource server: which resource it is, whom it trusts, and how tokens are checked.
 /// Given to [`ServerBuilder::authorization`](crate::ServerBuilder::authorization); `#[mcp::main]` programs also take
 /// it from the command line (`--auth-issuer URL --auth-resource URL`, or `MCP_AUTH_ISSUER` and
 /// `MCP_AUTH_RESOURCE`).
 ///
 /// Over HTTP every request (POST, GET and DELETE) then needs `Authorization: Bearer <token>`: without a valid one
-/// it is answered `401` with `WWW-Authenticate: Bearer resource_metadata="…"`; a request for a handler whose
+/// it is answered `401` with `WWW-Authenticate: Bearer resource_metadata="…"` (and, unless [`Dpop::Off`], a
+/// `DPoP` challenge with `algs` after it); a request for a handler whose
 /// `scopes` the token lacks is answered `403` with `error="insufficient_scope"` and every scope that handler
 /// needs. The Protected Resource Metadata (RFC 9728) is served at `/.well-known/oauth-protected-resource` followed
 /// by the resource's path, and at the root form. 2025 sessions, tasks and 2026 `requestState`s are bound to the
-/// principal (issuer and subject) that made them.
+/// principal (issuer and subject) that made them. DPoP-bound tokens (RFC 9449) are taken too, as
+/// `Authorization: DPoP <token>` with a `DPoP` proof; [`dpop`](Self::dpop) turns that off or makes it required.
 ///
 /// ```
 /// # #[cfg(feature = "auth")] {
@@ -248,6 +275,7 @@ pub struct Authorization {
     pub(crate) initial_scopes: Vec<String>,
     pub(crate) hide_unauthorized: bool,
     pub(crate) resource_name: Option<String>,
+    pub(crate) dpop: Dpop,
 }
 
 impl fmt::Debug for Authorization {
@@ -279,6 +307,7 @@ impl Authorization {
             initial_scopes: Vec::new(),
             hide_unauthorized: false,
             resource_name: None,
+            dpop: Dpop::Accepted,
         }
     }
 
@@ -359,6 +388,14 @@ impl Authorization {
         self
     }
 
+    /// Whether DPoP-bound tokens (RFC 9449) are refused, accepted beside bearer tokens (the default), or required;
+    /// see [`Dpop`]. A proof's `htu` must name this resource's origin and the endpoint's path (or the resource's),
+    /// so the resource identifier must be the URL clients call.
+    pub fn dpop(mut self, dpop: Dpop) -> Authorization {
+        self.dpop = dpop;
+        self
+    }
+
     /// The resource identifier.
     pub fn resource(&self) -> &str {
         &self.resource
@@ -382,7 +419,14 @@ impl Authorization {
         };
         let metadata_path = format!("/.well-known/oauth-protected-resource{}", url.path.trim_end_matches('/'));
         let metadata_url = format!("{}{metadata_path}", url.origin);
-        Ok(Guard { config: self, verifier, metadata_path, metadata_url })
+        #[cfg(feature = "auth")]
+        let proofs = match self.dpop {
+            Dpop::Off => None,
+            Dpop::Accepted | Dpop::Required => Some(dpop::Proofs::new(&self.resource, self.leeway)?),
+        };
+        #[cfg(not(feature = "auth"))]
+        let proofs = None;
+        Ok(Guard { config: self, verifier, metadata_path, metadata_url, proofs })
     }
 
     #[cfg(feature = "auth")]
@@ -485,6 +529,64 @@ pub(crate) struct Guard {
     pub metadata_path: String,
     /// The same, absolute: what challenges point at.
     pub metadata_url: String,
+    /// The checker of DPoP proofs, unless DPoP is off.
+    proofs: Option<Proofs>,
+}
+
+#[cfg(feature = "auth")]
+use dpop::{ProofError, Proofs};
+
+/// Without the `auth` feature no proof is checked (DPoP is off).
+#[cfg(not(feature = "auth"))]
+enum Proofs {}
+
+/// The errors of a proof check, which no `Proofs` can make without the `auth` feature.
+#[cfg(not(feature = "auth"))]
+#[allow(dead_code)]
+enum ProofError {
+    Invalid(String),
+    Binding,
+    Full,
+}
+
+#[cfg(not(feature = "auth"))]
+impl Proofs {
+    fn check(&self, _: &str, _: &str, _: &str, _: &str, _: &str) -> Result<(), ProofError> {
+        match *self {}
+    }
+}
+
+/// The algorithms proofs may be signed with.
+#[cfg(feature = "auth")]
+const DPOP_ALGORITHMS: &[&str] = dpop::ALGORITHM_NAMES;
+#[cfg(not(feature = "auth"))]
+const DPOP_ALGORITHMS: &[&str] = &[];
+
+/// The request a token and its DPoP proof are checked for.
+pub(crate) struct Request<'a> {
+    /// Its method (`POST`), what a proof's `htm` must be.
+    pub method: &'a str,
+    /// Its path on this host, what a proof's `htu` must end in (or the resource's path).
+    pub path: &'a str,
+    /// Its query string, where no access token may be.
+    pub query: Option<&'a str>,
+}
+
+/// What a request's `DPoP` headers held.
+pub(crate) enum ProofHeader<'a> {
+    /// None.
+    Missing,
+    /// One, its value.
+    One(&'a [u8]),
+    /// More than one, which RFC 9449 §4.3 refuses.
+    Many,
+}
+
+/// The scheme a challenge or refusal is of.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Scheme {
+    Bearer,
+    Dpop,
 }
 
 /// What a request's `Authorization` header said.
@@ -493,6 +595,8 @@ pub(crate) enum Presented<'a> {
     Nothing,
     /// `Bearer <token>`.
     Bearer(&'a str),
+    /// `DPoP <token>` (RFC 9449 §7.1).
+    Dpop(&'a str),
     /// Something else: another scheme, or a malformed value.
     Malformed,
 }
@@ -501,18 +605,16 @@ impl Presented<'_> {
     pub(crate) fn of(header: Option<&[u8]>) -> Presented<'_> {
         let Some(value) = header else { return Presented::Nothing };
         let Ok(value) = std::str::from_utf8(value) else { return Presented::Malformed };
-        match value.split_once(' ') {
-            Some((scheme, token)) if scheme.eq_ignore_ascii_case("bearer") => {
-                let token = token.trim();
-                let valid =
-                    !token.is_empty() && token.bytes().all(|b| b.is_ascii_alphanumeric() || b"-._~+/=".contains(&b));
-                if valid {
-                    Presented::Bearer(token)
-                } else {
-                    Presented::Malformed
-                }
-            }
-            _ => Presented::Malformed,
+        let (bearer, token) = match value.split_once(' ') {
+            Some((scheme, token)) if scheme.eq_ignore_ascii_case("bearer") => (true, token.trim()),
+            Some((scheme, token)) if scheme.eq_ignore_ascii_case("dpop") => (false, token.trim()),
+            _ => return Presented::Malformed,
+        };
+        let valid = !token.is_empty() && token.bytes().all(|b| b.is_ascii_alphanumeric() || b"-._~+/=".contains(&b));
+        match (valid, bearer) {
+            (false, _) => Presented::Malformed,
+            (true, true) => Presented::Bearer(token),
+            (true, false) => Presented::Dpop(token),
         }
     }
 }
@@ -520,47 +622,65 @@ impl Presented<'_> {
 /// Why a request is refused, as the transport answers it.
 #[derive(Debug, PartialEq)]
 pub(crate) enum Refusal {
-    /// `401`: no token, or one that is not valid.
-    Unauthorized { error: Option<(&'static str, String)>, scopes: Vec<String> },
-    /// `403 insufficient_scope`: the token is valid but lacks scopes the handler needs.
-    InsufficientScope { scopes: Vec<String>, missing: Vec<String> },
+    /// `401`: no token, or one that is not valid; `on` is the scheme whose challenge carries the error.
+    Unauthorized { error: Option<(&'static str, String)>, scopes: Vec<String>, on: Scheme },
+    /// `403 insufficient_scope`: the token is valid but lacks scopes the handler needs; `on` is the scheme it was
+    /// presented with.
+    InsufficientScope { scopes: Vec<String>, missing: Vec<String>, on: Scheme },
     /// `503`: the token could not be checked now.
     Unavailable(String),
 }
 
 impl Refusal {
-    /// The value of the `WWW-Authenticate` header, for the two refusals that have one.
+    /// The value of the `WWW-Authenticate` header, for the two refusals that have one: a `Bearer` challenge, a
+    /// `DPoP` one (with `algs`, RFC 9449 §7.1), or both in one value, as the server takes them; the error goes on
+    /// the challenge of the scheme it concerns.
     pub(crate) fn challenge(&self, guard: &Guard) -> Option<String> {
-        let mut parts = vec![format!("resource_metadata=\"{}\"", guard.metadata_url)];
-        match self {
-            Refusal::Unauthorized { error, scopes } => {
-                if !scopes.is_empty() {
-                    parts.push(format!("scope=\"{}\"", scopes.join(" ")));
-                }
-                if let Some((code, description)) = error {
-                    parts.push(format!("error=\"{code}\""));
-                    parts.push(format!("error_description=\"{}\"", quoted(description)));
-                }
+        let (scopes, error, on, only_on) = match self {
+            Refusal::Unauthorized { error, scopes, on } => {
+                (scopes, error.as_ref().map(|(code, why)| (*code, why.clone())), *on, false)
             }
-            Refusal::InsufficientScope { scopes, missing } => {
-                parts.push(format!("scope=\"{}\"", scopes.join(" ")));
-                parts.push("error=\"insufficient_scope\"".into());
-                parts.push(format!(
-                    "error_description=\"{}\"",
-                    quoted(&format!("this request needs the scope(s) {}", missing.join(" ")))
-                ));
+            Refusal::InsufficientScope { scopes, missing, on } => {
+                let why = format!("this request needs the scope(s) {}", missing.join(" "));
+                (scopes, Some(("insufficient_scope", why)), *on, true)
             }
             Refusal::Unavailable(_) => return None,
-        }
-        Some(format!("Bearer {}", parts.join(", ")))
+        };
+        let offered: &[Scheme] = match (guard.dpop(), only_on) {
+            (_, true) => &[on],
+            (Dpop::Off, false) => &[Scheme::Bearer],
+            (Dpop::Accepted, false) => &[Scheme::Bearer, Scheme::Dpop],
+            (Dpop::Required, false) => &[Scheme::Dpop],
+        };
+        // An error of a scheme not offered (a malformed header, a token in the query, where DPoP is required) goes
+        // on the challenge that is.
+        let on = if offered.contains(&on) { on } else { offered[0] };
+        let one = |scheme: Scheme| {
+            let mut parts = vec![format!("resource_metadata=\"{}\"", guard.metadata_url)];
+            if !scopes.is_empty() {
+                parts.push(format!("scope=\"{}\"", scopes.join(" ")));
+            }
+            if let Some((code, description)) = error.as_ref().filter(|_| scheme == on) {
+                parts.push(format!("error=\"{code}\""));
+                parts.push(format!("error_description=\"{}\"", quoted(description)));
+            }
+            match scheme {
+                Scheme::Bearer => format!("Bearer {}", parts.join(", ")),
+                Scheme::Dpop => {
+                    parts.push(format!("algs=\"{}\"", DPOP_ALGORITHMS.join(" ")));
+                    format!("DPoP {}", parts.join(", "))
+                }
+            }
+        };
+        Some(offered.iter().map(|s| one(*s)).collect::<Vec<_>>().join(", "))
     }
 
     /// A sentence for the body and the log.
     pub(crate) fn message(&self) -> String {
         match self {
             Refusal::Unauthorized { error: None, .. } => {
-                "unauthorized: this server needs an OAuth access token (Authorization: Bearer ...); the \
-                 WWW-Authenticate header names its metadata"
+                "unauthorized: this server needs an OAuth access token (Authorization: Bearer ..., or DPoP ... with a \
+                 DPoP proof where the server takes DPoP); the WWW-Authenticate header names its metadata"
                     .into()
             }
             Refusal::Unauthorized { error: Some((_, why)), .. } => format!("unauthorized: {why}"),
@@ -584,44 +704,126 @@ fn quoted(text: &str) -> String {
 }
 
 impl Guard {
-    /// The principal of a request, from its `Authorization` header and query string; `needed` are the scopes of
-    /// what it asks for (none known for GET and DELETE).
-    pub(crate) async fn admit(
+    /// The principal of a request, from its `Authorization` header (and, for the `DPoP` scheme, the proof that
+    /// `proof` reads from its `DPoP` header, read only then); `needed` are the scopes of what it asks for (none
+    /// known for GET and DELETE).
+    pub(crate) async fn admit<'a>(
         &self,
         header: Option<&[u8]>,
-        query: Option<&str>,
+        proof: impl FnOnce() -> ProofHeader<'a>,
+        request: Request<'_>,
         needed: &[&str],
     ) -> Result<AuthInfo, Refusal> {
         let challenge_scopes = || match needed {
             [] => self.config.initial_scopes.clone(),
             needed => needed.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>(),
         };
-        if let Some(refusal) = Guard::token_in_query(query) {
+        let refuse = |on: Scheme, code: &'static str, why: String| Refusal::Unauthorized {
+            error: Some((code, why)),
+            scopes: challenge_scopes(),
+            on,
+        };
+        if let Some(refusal) = Guard::token_in_query(request.query) {
             return Err(refusal);
         }
-        let token = match Presented::of(header) {
-            Presented::Nothing => return Err(Refusal::Unauthorized { error: None, scopes: challenge_scopes() }),
-            Presented::Malformed => {
-                return Err(Refusal::Unauthorized {
-                    error: Some(("invalid_request", "the Authorization header must be `Bearer <access token>`".into())),
-                    scopes: challenge_scopes(),
-                })
+        let dpop = self.dpop();
+        let (token, on) = match Presented::of(header) {
+            Presented::Nothing => {
+                let on = if dpop == Dpop::Required { Scheme::Dpop } else { Scheme::Bearer };
+                return Err(Refusal::Unauthorized { error: None, scopes: challenge_scopes(), on });
             }
-            Presented::Bearer(token) => token,
+            Presented::Malformed => {
+                let why = match dpop {
+                    Dpop::Off => "the Authorization header must be `Bearer <access token>`",
+                    Dpop::Accepted => {
+                        "the Authorization header must be `Bearer <access token>` or `DPoP <access token>`"
+                    }
+                    Dpop::Required => "the Authorization header must be `DPoP <access token>`, with a DPoP proof",
+                };
+                return Err(refuse(Scheme::Bearer, "invalid_request", why.into()));
+            }
+            Presented::Bearer(_) if dpop == Dpop::Required => {
+                let why = "this server takes DPoP-bound access tokens only (Authorization: DPoP, with a DPoP proof)";
+                return Err(refuse(Scheme::Dpop, "invalid_token", why.into()));
+            }
+            Presented::Dpop(_) if dpop == Dpop::Off => {
+                let why = "this server takes bearer tokens only (Authorization: Bearer); ask for a bearer token";
+                return Err(refuse(Scheme::Bearer, "invalid_request", why.into()));
+            }
+            Presented::Bearer(token) => (token, Scheme::Bearer),
+            Presented::Dpop(token) => (token, Scheme::Dpop),
         };
         let auth = match self.verifier.verify(token).await {
             Ok(auth) => auth,
             Err(TokenError::Invalid(why)) => {
                 tracing::debug!(reason = %why, "refused an access token");
-                return Err(Refusal::Unauthorized { error: Some(("invalid_token", why)), scopes: challenge_scopes() });
+                return Err(refuse(on, "invalid_token", why));
             }
             Err(TokenError::Unavailable(why)) => {
                 tracing::warn!(reason = %why, "could not verify an access token");
                 return Err(Refusal::Unavailable(why));
             }
         };
-        self.check_scopes(&auth, needed)?;
+        // A token bound to a key (RFC 9449 §6, RFC 7800 `cnf`) is only good with a proof of that key: taken as a
+        // bearer token it would let anyone who copied it use it.
+        let jkt = auth.claims.get("cnf").and_then(|cnf| cnf.get("jkt"));
+        match (on, jkt) {
+            (Scheme::Bearer, None) => {}
+            (Scheme::Bearer, Some(_)) => {
+                let why = "it is bound to a DPoP key (cnf.jkt): send it as `Authorization: DPoP` with a DPoP proof";
+                return Err(refuse(Scheme::Bearer, "invalid_token", why.into()));
+            }
+            (Scheme::Dpop, None) => {
+                let why = "it is not bound to a DPoP key (no cnf.jkt): send it as `Authorization: Bearer`";
+                return Err(refuse(Scheme::Dpop, "invalid_token", why.into()));
+            }
+            (Scheme::Dpop, Some(jkt)) => {
+                let Some(jkt) = jkt.as_str() else {
+                    return Err(refuse(Scheme::Dpop, "invalid_token", "its cnf.jkt is not a string".into()));
+                };
+                let Some(proofs) = &self.proofs else {
+                    return Err(refuse(Scheme::Dpop, "invalid_token", "this server checks no DPoP proof".into()));
+                };
+                let proof = match proof() {
+                    ProofHeader::One(value) => std::str::from_utf8(value).unwrap_or_default(),
+                    ProofHeader::Missing => {
+                        let why = "a DPoP-bound token needs a DPoP proof in the `DPoP` header";
+                        return Err(refuse(Scheme::Dpop, "invalid_dpop_proof", why.into()));
+                    }
+                    ProofHeader::Many => {
+                        let why = "the request has more than one `DPoP` header";
+                        return Err(refuse(Scheme::Dpop, "invalid_dpop_proof", why.into()));
+                    }
+                };
+                match proofs.check(proof, request.method, request.path, token, jkt) {
+                    Ok(()) => {}
+                    Err(ProofError::Invalid(why)) => {
+                        tracing::debug!(reason = %why, "refused a DPoP proof");
+                        return Err(refuse(Scheme::Dpop, "invalid_dpop_proof", why));
+                    }
+                    Err(ProofError::Binding) => {
+                        tracing::debug!("refused a DPoP proof of another key than the token's");
+                        let why = "Invalid DPoP key binding: the proof's key is not the one the token is bound to";
+                        return Err(refuse(Scheme::Dpop, "invalid_token", why.into()));
+                    }
+                    Err(ProofError::Full) => {
+                        tracing::warn!("too many DPoP proofs within one window to remember their jti");
+                        return Err(Refusal::Unavailable("too many DPoP proofs at once; try again".into()));
+                    }
+                }
+            }
+        }
+        self.check_scopes(&auth, needed, on)?;
         Ok(auth)
+    }
+
+    /// Whether DPoP is off, accepted or required (off without the checker).
+    pub(crate) fn dpop(&self) -> Dpop {
+        if self.proofs.is_some() {
+            self.config.dpop
+        } else {
+            Dpop::Off
+        }
     }
 
     /// The refusal of a request that carries an access token in its query string (RFC 6750 §2.3, which OAuth 2.1
@@ -634,16 +836,17 @@ impl Guard {
                 "an access token in the query string is refused; send it in the Authorization header".into(),
             )),
             scopes: Vec::new(),
+            on: Scheme::Bearer,
         })
     }
 
     /// `403` unless `auth` grants every scope in `needed`.
-    pub(crate) fn check_scopes(&self, auth: &AuthInfo, needed: &[&str]) -> Result<(), Refusal> {
+    pub(crate) fn check_scopes(&self, auth: &AuthInfo, needed: &[&str], on: Scheme) -> Result<(), Refusal> {
         let missing: Vec<String> = needed.iter().filter(|s| !auth.has_scope(s)).map(|s| (*s).to_owned()).collect();
         if missing.is_empty() {
             return Ok(());
         }
-        Err(Refusal::InsufficientScope { scopes: needed.iter().map(|s| (*s).to_owned()).collect(), missing })
+        Err(Refusal::InsufficientScope { scopes: needed.iter().map(|s| (*s).to_owned()).collect(), missing, on })
     }
 
     /// The Protected Resource Metadata (RFC 9728), with every scope in `required` (what the handlers need).
@@ -651,13 +854,18 @@ impl Guard {
         let mut scopes: BTreeSet<&str> = required;
         scopes.extend(self.config.scopes.iter().map(String::as_str));
         scopes.extend(self.config.initial_scopes.iter().map(String::as_str));
-        json!({
+        let mut metadata = json!({
             "resource": self.config.resource,
             "authorization_servers": self.config.authorization_servers,
             "scopes_supported": scopes,
             "bearer_methods_supported": ["header"],
             "resource_name": self.config.resource_name.as_deref().unwrap_or(server_name),
-        })
+        });
+        if self.dpop() != Dpop::Off {
+            metadata["dpop_signing_alg_values_supported"] = json!(DPOP_ALGORITHMS);
+            metadata["dpop_bound_access_tokens_required"] = json!(self.dpop() == Dpop::Required);
+        }
+        metadata
     }
 
     /// Whether lists leave out what the caller cannot use.
@@ -686,6 +894,8 @@ mod tests {
         assert!(matches!(Presented::of(None), Presented::Nothing));
         assert!(matches!(Presented::of(Some(b"Bearer abc.def-ghi")), Presented::Bearer("abc.def-ghi")));
         assert!(matches!(Presented::of(Some(b"bearer abc")), Presented::Bearer("abc")));
+        assert!(matches!(Presented::of(Some(b"DPoP abc.def")), Presented::Dpop("abc.def")));
+        assert!(matches!(Presented::of(Some(b"dpop abc")), Presented::Dpop("abc")));
         assert!(matches!(Presented::of(Some(b"Basic dXNlcjpwYXNz")), Presented::Malformed));
         assert!(matches!(Presented::of(Some(b"Bearer ")), Presented::Malformed));
         assert!(matches!(Presented::of(Some(b"Bearer a\"b")), Presented::Malformed));
@@ -695,6 +905,42 @@ mod tests {
     fn a_principal_is_issuer_and_subject() {
         assert_eq!(AuthInfo::new("ada", vec![]).issued_by("https://as").principal(), "https://as ada");
         assert_eq!(AuthInfo::new("ada", vec![]).principal(), "ada");
+    }
+
+    #[test]
+    fn challenges_offer_the_schemes_taken_and_put_the_error_on_one_offered() {
+        struct Nobody;
+        impl TokenVerifier for Nobody {
+            fn verify<'a>(&'a self, _: &'a str) -> BoxFuture<'a, Result<AuthInfo, TokenError>> {
+                Box::pin(async { Err(TokenError::Invalid("no".into())) })
+            }
+        }
+        let guard = |dpop| {
+            let auth = Authorization::new("https://books.example.com/mcp").authorization_server("https://as");
+            auth.verifier(Nobody).dpop(dpop).build().unwrap()
+        };
+        let malformed = Refusal::Unauthorized {
+            error: Some(("invalid_request", "bad".into())),
+            scopes: vec!["a".into()],
+            on: Scheme::Bearer,
+        };
+        let metadata = "resource_metadata=\"https://books.example.com/.well-known/oauth-protected-resource/mcp\"";
+        assert_eq!(
+            malformed.challenge(&guard(Dpop::Off)).unwrap(),
+            format!("Bearer {metadata}, scope=\"a\", error=\"invalid_request\", error_description=\"bad\"")
+        );
+        #[cfg(feature = "auth")]
+        {
+            let required = malformed.challenge(&guard(Dpop::Required)).unwrap();
+            assert!(required.starts_with("DPoP ") && required.contains("error=\"invalid_request\""), "{required}");
+            assert!(!required.contains("Bearer"), "{required}");
+            let accepted = malformed.challenge(&guard(Dpop::Accepted)).unwrap();
+            let (bearer, dpop) = accepted.split_once(", DPoP ").unwrap();
+            assert!(
+                bearer.contains("error=") && !dpop.contains("error=") && dpop.contains("algs=\"ES256"),
+                "{accepted}"
+            );
+        }
     }
 
     #[test]

@@ -12,7 +12,7 @@ use axum::routing::get;
 use axum::Router;
 
 use super::{error_response, HttpState};
-use crate::auth::{AuthInfo, Guard, Refusal};
+use crate::auth::{AuthInfo, Guard, ProofHeader, Refusal, Request};
 use crate::wire::error::ErrorCode;
 
 /// The metadata routes, when the server verifies tokens: the path form for the resource's path and for the
@@ -41,17 +41,33 @@ async fn metadata(AxumState(state): AxumState<Arc<HttpState>>) -> Response {
         .into_response()
 }
 
-/// Checks a request's token: its principal (the `Authorization` header then taken out of `headers`, so no handler
-/// sees the token), or the refusal to answer.
+/// The `DPoP` request header (RFC 9449 §4.1).
+static DPOP: header::HeaderName = header::HeaderName::from_static("dpop");
+
+/// Checks a request's token (and, for the `DPoP` scheme, its proof, for `method` and `path`): its principal (the
+/// `Authorization` and `DPoP` headers then taken out of `headers`, so no handler sees the token), or the refusal
+/// to answer.
 pub(super) async fn admit(
     guard: &Guard,
     headers: &mut HeaderMap,
-    query: Option<&str>,
+    (method, path, query): (&str, &str, Option<&str>),
     needed: &[&str],
 ) -> Result<AuthInfo, Response> {
     let presented = headers.get(header::AUTHORIZATION).map(HeaderValue::as_bytes);
-    let admitted = guard.admit(presented, query, needed).await;
+    let dpop_scheme = presented.is_some_and(|v| v.len() > 5 && v[..5].eq_ignore_ascii_case(b"dpop "));
+    let proof = || {
+        let mut values = headers.get_all(&DPOP).iter();
+        match (values.next(), values.next()) {
+            (None, _) => ProofHeader::Missing,
+            (Some(one), None) => ProofHeader::One(one.as_bytes()),
+            (Some(_), Some(_)) => ProofHeader::Many,
+        }
+    };
+    let admitted = guard.admit(presented, proof, Request { method, path, query }, needed).await;
     headers.remove(header::AUTHORIZATION);
+    if dpop_scheme {
+        headers.remove(&DPOP);
+    }
     admitted.map_err(|refusal| refused(guard, &refusal))
 }
 

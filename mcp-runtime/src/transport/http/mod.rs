@@ -1162,6 +1162,8 @@ async fn endpoint(AxumState(state): AxumState<Arc<HttpState>>, request: axum::ex
         return r;
     }
     let query = parts.uri.query();
+    // The path the client called, what a DPoP proof's `htu` names (or the resource's path).
+    let path = parts.uri.path();
     // Without the server's own authorization, a layer in front may have said who is calling.
     let mut auth = parts.extensions.get::<AuthInfo>().cloned();
     if let Some((guard, refusal)) = state.server.inner.auth.as_ref().zip(crate::auth::Guard::token_in_query(query)) {
@@ -1169,7 +1171,7 @@ async fn endpoint(AxumState(state): AxumState<Arc<HttpState>>, request: axum::ex
     }
     if let (Some(guard), false) = (&state.server.inner.auth, method == Method::POST) {
         // A POST is checked once its body says what it asks for (its scopes); the rest at once.
-        match auth::admit(guard, &mut headers, query, &[]).await {
+        match auth::admit(guard, &mut headers, (method.as_str(), path, query), &[]).await {
             Ok(admitted) => auth = Some(admitted),
             Err(refused) => return refused,
         }
@@ -1177,7 +1179,7 @@ async fn endpoint(AxumState(state): AxumState<Arc<HttpState>>, request: axum::ex
     match method {
         Method::POST => {
             let peer = parts.extensions.get::<axum::extract::ConnectInfo<SocketAddr>>().map(|c| c.0.ip());
-            post(state, headers, query, body, auth, peer).await
+            post(state, headers, (path, query), body, auth, peer).await
         }
         Method::GET => get(state, headers, auth),
         Method::DELETE => delete(state, headers, auth),
@@ -1261,7 +1263,7 @@ async fn read_body(body: Body, limit: usize, declared: Option<u64>, timeout: Dur
 async fn post(
     state: Arc<HttpState>,
     mut headers: HeaderMap,
-    query: Option<&str>,
+    (path, query): (&str, Option<&str>),
     body: Body,
     auth: Option<AuthInfo>,
     peer: Option<std::net::IpAddr>,
@@ -1322,7 +1324,7 @@ async fn post(
                 Incoming::Request { method, params, .. } => state.server.scopes_needed(method, params.as_ref()),
                 _ => &[],
             };
-            match auth::admit(guard, &mut headers, query, needed).await {
+            match auth::admit(guard, &mut headers, ("POST", path, query), needed).await {
                 Ok(admitted) => Some(admitted),
                 Err(refused) => return refused,
             }
