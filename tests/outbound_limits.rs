@@ -425,6 +425,11 @@ async fn a_2025_session_that_does_not_read_its_stream_gets_no_new_calls_until_it
     });
     assert_eq!((later.status().as_u16(), also.status().as_u16()), (503, 503));
     assert_eq!(served["result"]["content"][0]["text"], "served", "{served}");
+    // What frees work is admitted however much waits: a cancel, and an answer to a request of the server's.
+    let cancel = common::http::notification("notifications/cancelled", json!({"requestId": 999}));
+    assert_eq!(client.send(&cancel).await.status(), 202, "a cancel while the session is backed up");
+    let answer = json!({"jsonrpc": "2.0", "id": 999, "result": {}});
+    assert_eq!(client.send(&answer).await.status(), 202, "an answer while the session is backed up");
     // A call sent now waits; the client reads its stream again: the call is admitted (or, retried after
     // Retry-After, soon is), and every notification it was owed arrives, none lost.
     let pending = tokio::spawn({
