@@ -457,3 +457,39 @@ async fn a_2025_session_that_does_not_read_its_stream_gets_no_new_calls_until_it
     assert!(answer.get("result").is_some(), "{answer}");
     assert_eq!(seen, owed, "notifications on the stream, after {:?}", started.elapsed());
 }
+
+/// A session whose client gives up its unread stream (closes the connection) is not held back for it: what waited
+/// there went with the connection, and the session's calls are admitted again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_2025_session_that_closes_its_unread_stream_gets_calls_again() {
+    let server = common::http::HttpServer::start_with_env(&[], &[("TESTBED_OUTBOUND", "262144,67108864")]);
+    let mut client = server.client();
+    client.initialize(json!({})).await;
+    let uri = format!("file:///big/{}", "x".repeat(60_000));
+    client.call(1, "resources/subscribe", json!({"uri": uri})).await;
+    let stream = get_and_do_not_read(server.authority(), client.session.as_deref().unwrap()).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let touch = common::http::request(0, "tools/call", json!({"name": "touch", "arguments": {"uri": uri}}));
+    let send = || tokio::time::timeout(Duration::from_secs(60), client.send(&touch));
+    let mut refused = false;
+    for _ in 0..1000 {
+        let response = send().await.expect("a POST hung");
+        if response.status() == 503 {
+            refused = true;
+            break;
+        }
+        assert_eq!(response.status(), 200);
+        let _ = response.bytes().await;
+    }
+    assert!(refused, "calls were admitted while their notifications waited unread");
+    drop(stream);
+    // The server sees the connection gone at its next write: a call retried after Retry-After is admitted.
+    for attempt in 0.. {
+        let response = send().await.expect("a POST hung");
+        if response.status() == 200 {
+            break;
+        }
+        assert!(attempt < 20, "calls were still refused after the client closed its unread stream");
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}

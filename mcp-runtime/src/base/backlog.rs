@@ -165,6 +165,16 @@ impl Backlog {
         }
     }
 
+    /// The reader went away: what waits here will never be taken, and leaves the total now (a frame admitted after
+    /// this leaves it when the queue is dropped). A session whose client closed an unread stream is not held back for
+    /// bytes no one holds.
+    pub(crate) fn abandon(&self) {
+        let queued = self.queued.swap(0, Ordering::SeqCst);
+        if let (Some(total), true) = (&self.total, queued > 0) {
+            total.left(queued);
+        }
+    }
+
     /// Whether more than the soft bound waits: the connection's input should wait too.
     pub(crate) fn is_backed_up(&self) -> bool {
         self.queued.load(Ordering::SeqCst) > self.limits.soft_bytes && !self.stuck.load(Ordering::Relaxed)
@@ -258,7 +268,12 @@ mod tests {
         assert!(total.is_backed_up());
         drop(a);
         assert!(!total.is_backed_up(), "a queue dropped with frames in it leaves the total");
-        b.sent(60);
+        assert_eq!(b.admit(60, false), Admit::Send);
+        assert!(total.is_backed_up());
+        b.abandon();
+        assert!(!total.is_backed_up(), "a queue whose reader went away leaves the total at once");
+        assert_eq!(b.admit(30, false), Admit::Send, "until the stream sees its reader gone");
+        drop(b);
         assert_eq!(total.queued.load(Ordering::SeqCst), 0);
     }
 

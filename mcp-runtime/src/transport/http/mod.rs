@@ -475,6 +475,10 @@ impl futures_core::Stream for SseBody {
 
 impl Drop for SseBody {
     fn drop(&mut self) {
+        // What still waits for this connection goes with it: its session's total no longer counts it.
+        if let Some(backlog) = &self.backlog {
+            backlog.abandon();
+        }
         if let Some(f) = self.on_disconnect.take() {
             f();
         }
