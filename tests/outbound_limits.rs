@@ -323,3 +323,165 @@ fn a_stdio_client_that_does_not_read_its_answers_is_not_read_either() {
     drop(writer.join().unwrap());
     let _ = child.wait();
 }
+
+/// Opens a 2025 session's standalone GET stream on a connection with a small receive window, and does not read it.
+async fn get_and_do_not_read(addr: &str, session: &str) -> tokio::net::TcpStream {
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(4096).unwrap();
+    let mut stream = socket.connect(addr.parse().unwrap()).await.unwrap();
+    let head = format!(
+        "GET /mcp HTTP/1.1\r\nHost: {addr}\r\nAccept: text/event-stream\r\nMcp-Protocol-Version: 2025-11-25\r\n\
+         Mcp-Session-Id: {session}\r\n\r\n"
+    );
+    stream.write_all(head.as_bytes()).await.unwrap();
+    stream
+}
+
+/// Reads a raw stream until `needle` was seen `count` times in all (or the stream ends); how many times it was.
+async fn count_in_stream(stream: &mut tokio::net::TcpStream, needle: &str, count: usize) -> usize {
+    let needle = needle.as_bytes();
+    let (mut seen, mut carry, mut buf) = (0, Vec::new(), vec![0u8; 64 * 1024]);
+    while seen < count {
+        let n = stream.read(&mut buf).await.unwrap_or(0);
+        if n == 0 {
+            break;
+        }
+        carry.extend_from_slice(&buf[..n]);
+        seen += carry.windows(needle.len()).filter(|w| *w == needle).count();
+        let keep = carry.len().min(needle.len() - 1);
+        carry.drain(..carry.len() - keep);
+    }
+    seen
+}
+
+/// Input is back-pressured on each 2025 HTTP session too: a client that opens its GET stream, never reads it, and
+/// keeps POSTing calls that notify on it is not admitted more calls once more than the soft bound waits unread for
+/// the session; each later call waits, then gets 503 with `Retry-After` and an error that names the limit, and the
+/// server stays small. A reading client in another session is served meanwhile, and once the first one reads its
+/// stream again, its calls are admitted and everything it was owed arrives. (Calls used to be admitted however
+/// much waited, up to the stream's hard bound: about 60 MB for these 1 000 calls.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_2025_session_that_does_not_read_its_stream_gets_no_new_calls_until_it_reads() {
+    let server = common::http::HttpServer::start_with_env(&[], &[("TESTBED_OUTBOUND", "262144,67108864")]);
+    let started = std::time::Instant::now();
+    let mut client = server.client();
+    client.initialize(json!({})).await;
+    // Each touch of this resource is a 60 kB notification on the session's GET stream.
+    let uri = format!("file:///big/{}", "x".repeat(60_000));
+    let (subscribed, _) = client.call(1, "resources/subscribe", json!({"uri": uri})).await;
+    assert_eq!(subscribed["result"], json!({}), "{subscribed}");
+    let session = client.session.clone().expect("a session id");
+    let mut stream = get_and_do_not_read(server.authority(), &session).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let before = peak_rss_kib(server.pid());
+    let touch = json!({"name": "touch", "arguments": {"uri": uri}});
+    let call = {
+        let client = client.clone();
+        move |id: i64| {
+            let client = client.clone();
+            let body = common::http::request(id, "tools/call", touch.clone());
+            async move { tokio::time::timeout(Duration::from_secs(60), client.send(&body)).await.expect("a POST hung") }
+        }
+    };
+    // 1 000 calls would queue 60 MB of notifications: far past the soft bound (256 KiB).
+    let mut admitted = 0;
+    let mut refused = None;
+    for id in 2..1002 {
+        let response = call(id).await;
+        if response.status() == 503 {
+            refused = Some(response);
+            break;
+        }
+        assert_eq!(response.status(), 200);
+        let answer = common::http::Body::of(response).await.response(&json!(id), "tools/call").await;
+        assert!(answer.get("result").is_some(), "{answer}");
+        admitted += 1;
+    }
+    let grown = peak_rss_kib(server.pid()).saturating_sub(before);
+    let refused = refused.unwrap_or_else(|| {
+        panic!("all {admitted} calls were admitted while their notifications waited unread (the server grew by {grown} KiB)")
+    });
+    assert!(admitted > 0, "the first call was refused, with nothing waiting yet");
+    assert!(refused.headers().get("retry-after").is_some(), "503 without Retry-After");
+    let body: Value = serde_json::from_str(&refused.text().await.unwrap()).unwrap();
+    assert_eq!(body["error"]["code"], -31000, "{body}");
+    let message = body["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("262144") && message.contains("ServerBuilder::outbound_limits"), "{message}");
+    assert!(grown < 16 * 1024, "the server grew by {grown} KiB while its client did not read");
+    // Later calls are refused too (two at once: each waits, then gets 503), while a reading client in another
+    // session is served.
+    let mut other = server.client();
+    other.initialize(json!({})).await;
+    let (later, also, served) = tokio::join!(call(5000), call(5001), async {
+        other.call(2, "tools/call", json!({"name": "echo", "arguments": {"text": "served"}})).await.0
+    });
+    assert_eq!((later.status().as_u16(), also.status().as_u16()), (503, 503));
+    assert_eq!(served["result"]["content"][0]["text"], "served", "{served}");
+    // What frees work is admitted however much waits: a cancel, and an answer to a request of the server's.
+    let cancel = common::http::notification("notifications/cancelled", json!({"requestId": 999}));
+    assert_eq!(client.send(&cancel).await.status(), 202, "a cancel while the session is backed up");
+    let answer = json!({"jsonrpc": "2.0", "id": 999, "result": {}});
+    assert_eq!(client.send(&answer).await.status(), 202, "an answer while the session is backed up");
+    // A call sent now waits; the client reads its stream again: the call is admitted (or, retried after
+    // Retry-After, soon is), and every notification it was owed arrives, none lost.
+    let pending = tokio::spawn({
+        let call = call.clone();
+        async move {
+            for attempt in 0..20 {
+                let response = call(6000 + attempt).await;
+                if response.status() != 503 {
+                    return (6000 + attempt, response);
+                }
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+            panic!("calls were still refused after the client read its stream");
+        }
+    });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let needle = "notifications/resources/updated";
+    let owed = admitted + 1;
+    let seen = tokio::time::timeout(Duration::from_secs(60), count_in_stream(&mut stream, needle, owed))
+        .await
+        .expect("the stream's notifications hung");
+    let (id, response) = tokio::time::timeout(Duration::from_secs(60), pending).await.expect("the call hung").unwrap();
+    assert_eq!(response.status(), 200, "once the stream was read");
+    let answer = common::http::Body::of(response).await.response(&json!(id), "tools/call").await;
+    assert!(answer.get("result").is_some(), "{answer}");
+    assert_eq!(seen, owed, "notifications on the stream, after {:?}", started.elapsed());
+}
+
+/// A session whose client gives up its unread stream (closes the connection) is not held back for it: what waited
+/// there went with the connection, and the session's calls are admitted again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_2025_session_that_closes_its_unread_stream_gets_calls_again() {
+    let server = common::http::HttpServer::start_with_env(&[], &[("TESTBED_OUTBOUND", "262144,67108864")]);
+    let mut client = server.client();
+    client.initialize(json!({})).await;
+    let uri = format!("file:///big/{}", "x".repeat(60_000));
+    client.call(1, "resources/subscribe", json!({"uri": uri})).await;
+    let stream = get_and_do_not_read(server.authority(), client.session.as_deref().unwrap()).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let touch = common::http::request(0, "tools/call", json!({"name": "touch", "arguments": {"uri": uri}}));
+    let send = || tokio::time::timeout(Duration::from_secs(60), client.send(&touch));
+    let mut refused = false;
+    for _ in 0..1000 {
+        let response = send().await.expect("a POST hung");
+        if response.status() == 503 {
+            refused = true;
+            break;
+        }
+        assert_eq!(response.status(), 200);
+        let _ = response.bytes().await;
+    }
+    assert!(refused, "calls were admitted while their notifications waited unread");
+    drop(stream);
+    // The server sees the connection gone at its next write: a call retried after Retry-After is admitted.
+    for attempt in 0.. {
+        let response = send().await.expect("a POST hung");
+        if response.status() == 200 {
+            break;
+        }
+        assert!(attempt < 20, "calls were still refused after the client closed its unread stream");
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}

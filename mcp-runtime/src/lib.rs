@@ -86,8 +86,9 @@ pub use task::{
 };
 #[cfg(feature = "http")]
 pub use transport::http::{
-    EventStore, EventStoreFactory, HttpOptions, MemoryEventStore, MemoryEventStoreFactory, DEFAULT_EVENT_STORE_BYTES,
-    DEFAULT_EVENT_STORE_EVENTS, DEFAULT_EVENT_STORE_TOTAL_BYTES, DELIVERED_EVENTS, SESSION_HEADER, VERSION_HEADER,
+    EventStore, EventStoreFactory, HttpOptions, MemoryEventStore, MemoryEventStoreFactory, BACKED_UP_WAIT,
+    DEFAULT_EVENT_STORE_BYTES, DEFAULT_EVENT_STORE_EVENTS, DEFAULT_EVENT_STORE_TOTAL_BYTES, DELIVERED_EVENTS,
+    SESSION_HEADER, VERSION_HEADER,
 };
 pub use wire::error::{Error, ErrorCode};
 pub use wire::jsonrpc::RequestId;

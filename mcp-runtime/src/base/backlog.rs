@@ -7,8 +7,13 @@
 //! client: it is admitted while little waits, however large it is, up to the limit of one frame
 //! ([`OutboundLimits::max_frame_bytes`]); a response over that limit is answered with an error that says so. Each
 //! client has its own queues, so one that stops reading slows no other.
+//!
+//! A client with several queues (an HTTP session's streams) has a total too: each of its queues counts what it
+//! holds in the total as well ([`Backlog::within`]), and while the total is past the soft bound, the client's input
+//! waits (its new requests are not admitted), as a stdio client's is while its one queue is.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
 
 /// The limits of an outbound queue, in bytes.
 ///
@@ -77,14 +82,27 @@ pub(crate) struct Backlog {
     queued: AtomicUsize,
     dropped: AtomicU64,
     stuck: AtomicBool,
-    /// Set while the connection's reader waits for the queue to fall back to the soft bound.
+    /// Set while the connection's reader (or an HTTP session's POSTs, on its total) waits for the queue to fall back
+    /// to the soft bound.
     waiting: AtomicBool,
     /// Wakes that reader.
     drained: tokio::sync::Notify,
+    /// The total this queue is part of (an HTTP session's, over all its streams): what waits here waits there too.
+    total: Option<Arc<Backlog>>,
 }
 
 impl Backlog {
     pub(crate) fn new(limits: OutboundLimits) -> Backlog {
+        Backlog::counted_in(limits, None)
+    }
+
+    /// A queue whose bytes count in `total` too, for as long as they wait here (when the queue is dropped with
+    /// frames still in it, they leave the total with it).
+    pub(crate) fn within(limits: OutboundLimits, total: Arc<Backlog>) -> Backlog {
+        Backlog::counted_in(limits, Some(total))
+    }
+
+    fn counted_in(limits: OutboundLimits, total: Option<Arc<Backlog>>) -> Backlog {
         Backlog {
             limits,
             queued: AtomicUsize::new(0),
@@ -92,6 +110,7 @@ impl Backlog {
             stuck: AtomicBool::new(false),
             waiting: AtomicBool::new(false),
             drained: tokio::sync::Notify::new(),
+            total,
         }
     }
 
@@ -120,16 +139,39 @@ impl Backlog {
             return Admit::Stuck;
         }
         self.queued.fetch_add(len, Ordering::Relaxed);
+        if let Some(total) = &self.total {
+            total.queued.fetch_add(len, Ordering::SeqCst);
+        }
         Admit::Send
     }
 
     /// A frame of `len` bytes left the queue: the writer took it (it is being written), or it was handed to the
     /// connection.
     pub(crate) fn sent(&self, len: usize) {
-        let before = self.queued.fetch_sub(self.charge(len), Ordering::SeqCst);
-        if self.waiting.load(Ordering::SeqCst) && before - self.charge(len) <= self.limits.soft_bytes {
+        let charged = self.charge(len);
+        self.left(charged);
+        if let Some(total) = &self.total {
+            total.left(charged);
+        }
+    }
+
+    /// `charged` bytes (as [`Backlog::charge`] counted them) no longer wait: wakes a reader waiting for the queue
+    /// to fall back to the soft bound.
+    fn left(&self, charged: usize) {
+        let before = self.queued.fetch_sub(charged, Ordering::SeqCst);
+        if self.waiting.load(Ordering::SeqCst) && before - charged <= self.limits.soft_bytes {
             self.waiting.store(false, Ordering::SeqCst);
             self.drained.notify_waiters();
+        }
+    }
+
+    /// The reader went away: what waits here will never be taken, and leaves the total now (a frame admitted after
+    /// this leaves it when the queue is dropped). A session whose client closed an unread stream is not held back for
+    /// bytes no one holds.
+    pub(crate) fn abandon(&self) {
+        let queued = self.queued.swap(0, Ordering::SeqCst);
+        if let (Some(total), true) = (&self.total, queued > 0) {
+            total.left(queued);
         }
     }
 
@@ -141,6 +183,8 @@ impl Backlog {
     /// Waits until no more than the soft bound waits (or the client is found stuck): the connection's reader calls
     /// it before it reads the next message, so a client that sends requests and does not read their answers is not
     /// read either (its requests wait in its own pipe or socket, not in this process), as flow control would have it.
+    /// On an HTTP session's total, each of its new POSTs waits on it (bounded) before it is admitted. Any number may
+    /// wait at once: the frame that takes the queue back to the soft bound wakes them all.
     pub(crate) async fn backed_off(&self) {
         loop {
             let drained = self.drained.notified();
@@ -160,6 +204,16 @@ impl Backlog {
     /// them are (what they can hold is bounded by the hard bound over the soft one, times the limit of one frame).
     fn charge(&self, len: usize) -> usize {
         len.min(self.limits.soft_bytes.max(1))
+    }
+}
+
+impl Drop for Backlog {
+    /// A queue dropped with frames in it (its reader went away): they no longer wait, for the total either.
+    fn drop(&mut self) {
+        let queued = *self.queued.get_mut();
+        if let (Some(total), true) = (&self.total, queued > 0) {
+            total.left(queued);
+        }
     }
 }
 
@@ -196,6 +250,51 @@ mod tests {
         let backlog = Backlog::new(limits);
         assert_eq!(backlog.admit(1001, false), Admit::Drop, "over the limit of one frame");
         assert_eq!(backlog.admit(10, false), Admit::Send, "and nothing else changes");
+    }
+
+    #[test]
+    fn the_queues_of_one_client_count_in_its_total_while_they_hold_their_frames() {
+        let limits = OutboundLimits::new(100, 1000);
+        let total = Arc::new(Backlog::new(limits));
+        let (a, b) = (Backlog::within(limits, total.clone()), Backlog::within(limits, total.clone()));
+        assert_eq!(a.admit(60, false), Admit::Send);
+        assert!(!total.is_backed_up() && !a.is_backed_up());
+        assert_eq!(b.admit(60, false), Admit::Send);
+        assert!(total.is_backed_up(), "120 bytes wait in all, past the soft bound");
+        assert!(!a.is_backed_up() && !b.is_backed_up(), "neither queue is past it alone");
+        a.sent(60);
+        assert!(!total.is_backed_up());
+        assert_eq!(a.admit(500, false), Admit::Send, "a large frame counts for no more than the soft bound");
+        assert!(total.is_backed_up());
+        drop(a);
+        assert!(!total.is_backed_up(), "a queue dropped with frames in it leaves the total");
+        assert_eq!(b.admit(60, false), Admit::Send);
+        assert!(total.is_backed_up());
+        b.abandon();
+        assert!(!total.is_backed_up(), "a queue whose reader went away leaves the total at once");
+        assert_eq!(b.admit(30, false), Admit::Send, "until the stream sees its reader gone");
+        drop(b);
+        assert_eq!(total.queued.load(Ordering::SeqCst), 0);
+    }
+
+    #[tokio::test]
+    async fn a_reader_waiting_on_the_total_is_woken_when_any_queue_drains() {
+        let limits = OutboundLimits::new(100, 1000);
+        let total = Arc::new(Backlog::new(limits));
+        let a = Backlog::within(limits, total.clone());
+        assert_eq!(a.admit(80, false), Admit::Send);
+        assert_eq!(a.admit(80, false), Admit::Send);
+        let waiters: Vec<_> = (0..3)
+            .map(|_| {
+                let total = total.clone();
+                tokio::spawn(async move { total.backed_off().await })
+            })
+            .collect();
+        tokio::task::yield_now().await;
+        a.sent(80);
+        for waiter in waiters {
+            tokio::time::timeout(std::time::Duration::from_secs(10), waiter).await.unwrap().unwrap();
+        }
     }
 
     #[test]

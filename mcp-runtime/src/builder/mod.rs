@@ -320,7 +320,9 @@ impl ServerBuilder {
 
     /// The bounds of every outbound queue (stdout, each SSE stream, each 2026 answer), for clients that stop
     /// reading: above the soft limit progress and log notifications are dropped; a frame past the hard limit
-    /// disconnects the client and cancels what it asked for. Default 4 MiB and 16 MiB.
+    /// disconnects the client and cancels what it asked for. Past the soft limit a client's input waits too: a stdio
+    /// client is not read, and a 2025 HTTP session (its streams counted together) has its new POSTs wait, then
+    /// refused with 503 (after `mcp::BACKED_UP_WAIT`). Default 4 MiB and 16 MiB.
     pub fn outbound_limits(mut self, limits: crate::base::backlog::OutboundLimits) -> Self {
         self.outbound = Some(limits);
         self

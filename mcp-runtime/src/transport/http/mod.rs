@@ -245,6 +245,8 @@ struct Route {
     name: String,
     store: Arc<dyn EventStore>,
     limits: OutboundLimits,
+    /// The session's total of bytes waiting unread, which what waits on this stream counts in too.
+    total: Option<Arc<Backlog>>,
     inner: Mutex<RouteInner>,
 }
 
@@ -257,11 +259,17 @@ struct RouteInner {
 }
 
 impl Route {
-    fn new(name: String, store: Arc<dyn EventStore>, limits: OutboundLimits) -> Arc<Route> {
+    fn new(
+        name: String,
+        store: Arc<dyn EventStore>,
+        limits: OutboundLimits,
+        total: Option<Arc<Backlog>>,
+    ) -> Arc<Route> {
         Arc::new(Route {
             name,
             store,
             limits,
+            total,
             inner: Mutex::new(RouteInner { live: None, closed: false, on_stuck: None }),
         })
     }
@@ -323,7 +331,10 @@ impl Route {
         missed: Vec<(String, String)>,
     ) -> (mpsc::UnboundedReceiver<Event>, Arc<Backlog>) {
         let (tx, rx) = mpsc::unbounded_channel();
-        let backlog = Arc::new(Backlog::new(self.limits));
+        let backlog = Arc::new(match &self.total {
+            Some(total) => Backlog::within(self.limits, total.clone()),
+            None => Backlog::new(self.limits),
+        });
         for (id, frame) in missed.into_iter().filter(|(_, f)| !f.is_empty()) {
             if backlog.admit(frame.len(), false) == Admit::Send {
                 let _ = tx.send((id, frame.into()));
@@ -465,6 +476,10 @@ impl futures_core::Stream for SseBody {
 
 impl Drop for SseBody {
     fn drop(&mut self) {
+        // What still waits for this connection goes with it: its session's total no longer counts it.
+        if let Some(backlog) = &self.backlog {
+            backlog.abandon();
+        }
         if let Some(f) = self.on_disconnect.take() {
             f();
         }
@@ -478,6 +493,10 @@ struct HttpSession {
     session: Arc<Session>,
     store: Arc<dyn EventStore>,
     standalone: Arc<Route>,
+    /// The bytes waiting unread for this session, over all its streams: past the soft bound, its new POSTs wait.
+    outbound: Arc<Backlog>,
+    /// POSTs refused so far because the client did not read (logged at powers of two).
+    refused: AtomicU64,
     /// Streams by name, for `Last-Event-ID` resumption.
     routes: Mutex<HashMap<String, Weak<Route>>>,
     next_stream: AtomicU64,
@@ -523,7 +542,8 @@ impl HttpSession {
 
     fn new_route(&self) -> Arc<Route> {
         let name = format!("s{}", self.next_stream.fetch_add(1, Ordering::Relaxed));
-        let route = Route::new(name.clone(), self.store.clone(), self.session.connection().server().inner.outbound);
+        let limits = self.session.connection().server().inner.outbound;
+        let route = Route::new(name.clone(), self.store.clone(), limits, Some(self.outbound.clone()));
         let mut routes = self.routes.locked();
         routes.retain(|_, r| r.strong_count() > 0);
         routes.insert(name, Arc::downgrade(&route));
@@ -1356,12 +1376,16 @@ async fn post(
             return response;
         }
         let store = state.new_store();
-        let standalone = Route::new("standalone".into(), store.clone(), state.server.inner.outbound);
+        let limits = state.server.inner.outbound;
+        let outbound = Arc::new(Backlog::new(limits));
+        let standalone = Route::new("standalone".into(), store.clone(), limits, Some(outbound.clone()));
         let session = Session::new(state.server.clone(), standalone.clone());
         let http_session = Arc::new(HttpSession {
             session,
             store,
             standalone,
+            outbound,
+            refused: AtomicU64::new(0),
             routes: Mutex::new(HashMap::new()),
             next_stream: AtomicU64::new(1),
             last_seen: Mutex::new(Instant::now()),
@@ -1377,6 +1401,12 @@ async fn post(
         };
         if let Err(r) = check_version(headers) {
             return r;
+        }
+        // One atomic load while the client keeps up; only past the soft bound is the message looked at.
+        if s.outbound.is_backed_up() && !frees_work(&message) {
+            if let Err(refused) = wait_for_reader(&s, &message).await {
+                return refused;
+            }
         }
         (s, false)
     };
@@ -1399,6 +1429,59 @@ async fn post(
         }
     }
     response
+}
+
+/// How long a POST waits for its session's unread streams to drain below the soft bound before it is refused (503,
+/// `Retry-After`): 5 s.
+pub const BACKED_UP_WAIT: Duration = Duration::from_secs(5);
+
+/// Whether a message frees work rather than makes it (an answer to the server's request, a cancel): admitted
+/// however much waits unread.
+fn frees_work(message: &Incoming) -> bool {
+    match message {
+        Incoming::Response { .. } => true,
+        Incoming::Notification { method, .. } => method == "notifications/cancelled",
+        Incoming::Request { .. } => false,
+    }
+}
+
+/// Input is back-pressured, as flow control would: while more than the soft bound waits unread on a session's
+/// streams (its GET stream, its POSTs' SSE streams), a new POST of it waits for them to drain, up to
+/// [`BACKED_UP_WAIT`]; then it is refused with 503, `Retry-After` and -31000. It is refused before the server
+/// reads what it asks, so no response it is owed is dropped.
+async fn wait_for_reader(session: &HttpSession, message: &Incoming) -> Result<(), Response> {
+    tracing::debug!("the client is not reading its session's streams: its POST waits");
+    if tokio::time::timeout(BACKED_UP_WAIT, session.outbound.backed_off()).await.is_ok() {
+        return Ok(());
+    }
+    let soft = session.session.connection().server().inner.outbound.soft_bytes;
+    let refused = session.refused.fetch_add(1, Ordering::Relaxed) + 1;
+    if refused.is_power_of_two() {
+        tracing::warn!(
+            refused,
+            soft_bytes = soft,
+            peer = ?session.peer,
+            "a client is not reading its session's streams: refusing its new requests (503) until it does"
+        );
+    }
+    let id = match message {
+        Incoming::Request { id, .. } => Some(id),
+        _ => None,
+    };
+    let error = Error::new(
+        crate::ErrorCode::OVERLOADED,
+        format!(
+            "the client is not reading its session's streams: more than the soft bound of {soft} bytes waits \
+             unread on them, for over {}s; read the session's streams (its GET stream, its requests' SSE streams) \
+             and try again (or raise the bound with ServerBuilder::outbound_limits)",
+            BACKED_UP_WAIT.as_secs()
+        ),
+    );
+    let body = jsonrpc::encode_error(id, &error);
+    let mut response =
+        (StatusCode::SERVICE_UNAVAILABLE, [(header::CONTENT_TYPE, "application/json")], body).into_response();
+    response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    Err(response)
 }
 
 /// Sends a request to the session and answers with its stream (or its JSON response).
@@ -1552,7 +1635,7 @@ async fn post_stateless(
                     Err(_) => StatusCode::ACCEPTED.into_response(),
                 };
             }
-            let route = Route::new("stateless".into(), store.clone(), state.server.inner.outbound);
+            let route = Route::new("stateless".into(), store.clone(), state.server.inner.outbound, None);
             let priming = store.store("stateless", &priming_frame());
             let (events, backlog) = route.attach(Vec::new());
             session.handle_routed(message, &Origin { sink: route.clone(), http: Some(http) });

@@ -4,6 +4,12 @@
 //! (so the status can say what the error says: 400, or 404 for an unknown method); once a notification comes first
 //! (progress, a log, a listen stream's acknowledgement) it is an SSE stream instead. The client closing either one
 //! cancels the request, as `notifications/cancelled` does on stdio.
+//!
+//! A 2026 POST is not held back while its client's other streams wait unread, as a 2025 session's is: its answer is
+//! its own POST's response, so a client that does not read it holds up only that connection (TCP's flow control,
+//! as a pipe holds a stdio client). A `subscriptions/listen` stream fed by the client's own calls on other
+//! connections is bounded by its hard bound and then disconnected; the only tie between those calls and the
+//! listener would be the peer address, which every client behind one proxy shares.
 
 use std::collections::HashMap;
 use std::pin::Pin;
