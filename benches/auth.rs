@@ -4,13 +4,67 @@
 //! metadata and a JWKS with one RSA-2048 key (generated for this benchmark; its private half below signs the
 //! tokens): what is measured is the resource server's side only.
 //!
+//! Then the same per call over Streamable HTTP: one client making sequential 2026-07-28 `tools/call`s (one POST
+//! each) to the same server with and without authorization (the token verified once, then from the cache), in
+//! alternating rounds on one thread, so that the difference per call is the CPU authorization costs the server.
+//!
 //! Run with `cargo bench --bench auth` (optionally `-- --tokens N`). A benchmark, not a test: compare runs from one
 //! sitting.
 
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use mcp::auth::{JwtVerifier, TokenVerifier};
+use mcp::auth::{Authorization, JwtVerifier, TokenVerifier};
 use serde_json::json;
+
+/// Says the text back.
+#[mcp::tool]
+fn echo(text: String) -> String {
+    text
+}
+
+/// Serves `echo` over HTTP on a free loopback port, with authorization made for its URL if given; returns the URL.
+async fn serve(auth: Option<&dyn Fn(&str) -> Authorization>) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let mut builder = mcp::Server::builder().tool::<echo>();
+    if let Some(auth) = auth {
+        builder = builder.authorization(auth(&url));
+    }
+    tokio::spawn(builder.build().unwrap().serve_http_on(listener, mcp::HttpOptions::new()));
+    url
+}
+
+/// Microseconds per call of `calls` sequential 2026 `tools/call`s to `url`, with `token` as a bearer token if given.
+async fn calls_per(client: &reqwest::Client, url: &str, token: Option<&str>, calls: usize) -> f64 {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "echo",
+        "arguments": {"text": "x"}, "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "1"}}}})
+    .to_string();
+    let started = Instant::now();
+    for _ in 0..calls {
+        let mut request = client
+            .post(url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2026-07-28")
+            .header("mcp-method", "tools/call")
+            .header("mcp-name", "echo")
+            .body(body.clone());
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        let response = request.send().await.unwrap();
+        assert_eq!(response.status(), 200, "{}", response.text().await.unwrap_or_default());
+        response.bytes().await.unwrap();
+    }
+    started.elapsed().as_secs_f64() * 1e6 / calls as f64
+}
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
 
 /// A key for this benchmark only (RSA-2048, PKCS#8).
 const PRIVATE_KEY: &str = "-----BEGIN PRIVATE KEY-----
@@ -99,4 +153,26 @@ async fn main() {
     println!("auth: {tokens} RS256 access tokens (RSA-2048), keys cached");
     println!("auth: a token seen for the first time: {first_time:.1} µs per verification (signature checked)");
     println!("auth: a token seen again:              {cached:.1} µs per verification (verified-token cache)");
+
+    // Over HTTP: the same server with and without authorization, alternating rounds.
+    let plain = serve(None).await;
+    let issuer_for_auth = issuer.clone();
+    let guarded = serve(Some(&move |url: &str| Authorization::jwt(issuer_for_auth.clone(), url))).await;
+    let claims = json!({"iss": issuer, "aud": guarded, "sub": "bench", "client_id": "bench", "exp": exp,
+        "iat": exp - 3600});
+    let token = jsonwebtoken::encode(&header, &claims, &key).unwrap();
+    let client = reqwest::Client::new();
+    calls_per(&client, &plain, None, 200).await;
+    calls_per(&client, &guarded, Some(&token), 200).await;
+    let (mut without, mut with) = (Vec::new(), Vec::new());
+    for _ in 0..5 {
+        without.push(calls_per(&client, &plain, None, tokens).await);
+        with.push(calls_per(&client, &guarded, Some(&token), tokens).await);
+    }
+    let (without, with) = (median(without), median(with));
+    println!("auth: over HTTP, {tokens} sequential 2026 tools/call per round, 5 rounds (medians, client and server on one thread):");
+    println!(
+        "auth:   without authorization {without:.1} µs per call, with a bearer JWT {with:.1} µs: {:+.1} µs",
+        with - without
+    );
 }
