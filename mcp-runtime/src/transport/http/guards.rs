@@ -1,0 +1,185 @@
+//! The checks every request passes first: Host and Origin, the protocol version header, what it accepts.
+
+use super::*;
+
+pub(super) fn error_response(status: StatusCode, code: ErrorCode, message: impl Into<String>) -> Response {
+    let body = jsonrpc::encode_error(None, &Error::new(code, message));
+    (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
+}
+
+pub(super) fn plain(status: StatusCode, message: &'static str) -> Response {
+    error_response(status, ErrorCode::INVALID_REQUEST, message)
+}
+
+/// The host name of a `Host` header value or of an origin's authority: without its port, and without the brackets of
+/// an IPv6 literal.
+pub(super) fn host_name(authority: &str) -> &str {
+    let authority = authority.trim();
+    if let Some(rest) = authority.strip_prefix('[') {
+        return rest.split(']').next().unwrap_or_default();
+    }
+    match authority.rsplit_once(':') {
+        Some((h, p)) if p.chars().all(|c| c.is_ascii_digit()) => h,
+        _ => authority,
+    }
+}
+
+/// Whether a `Host` value (or an origin's authority) names this machine: `localhost` (in any case) or a loopback IP
+/// address. A name that merely starts with `127.` (`127.evil.example`) is a name, resolved by DNS, and not loopback.
+pub(super) fn is_loopback_host(authority: &str) -> bool {
+    let name = host_name(authority);
+    name.eq_ignore_ascii_case("localhost") || name.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
+}
+
+/// Whether an authority (`name` or `name:port`, `[v6]` or `[v6]:port`) spells a port.
+pub(super) fn has_port(authority: &str) -> bool {
+    let authority = authority.trim();
+    match authority.strip_prefix('[') {
+        Some(rest) => rest.split_once(']').is_some_and(|(_, after)| after.starts_with(':')),
+        None => authority.rsplit_once(':').is_some_and(|(_, p)| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit())),
+    }
+}
+
+/// Whether an allowed `Host` entry admits a `Host` value: the same authority, or, when the entry names no port,
+/// the same name with any port.
+pub(super) fn host_allowed(allowed: &str, host: &str) -> bool {
+    allowed.trim().eq_ignore_ascii_case(host.trim())
+        || (!has_port(allowed) && host_name(allowed).eq_ignore_ascii_case(host_name(host)))
+}
+
+/// The Host and Origin values refused so far, so that each is logged once (up to a bound, so that a client
+/// sending a new name per request cannot grow it without end).
+#[derive(Default)]
+pub(super) struct RefusedNames {
+    pub(super) seen: Mutex<std::collections::HashSet<String>>,
+}
+
+impl RefusedNames {
+    /// The most names remembered; past it, refusals are no longer logged.
+    pub(super) const MOST: usize = 256;
+
+    /// Whether this is the first refusal of `value` (as a `Host` or an `Origin`).
+    pub(super) fn first(&self, kind: &str, value: &str) -> bool {
+        let mut seen = self.seen.locked();
+        seen.len() < Self::MOST && seen.insert(format!("{kind} {}", value.to_ascii_lowercase()))
+    }
+}
+
+/// DNS-rebinding protection: `Host` and `Origin` must be loopback or allowed. The first refusal of each value is
+/// logged at `warn`, with the option that would allow it.
+/// Checks `Host` (or, in HTTP/2, the request's authority) and `Origin` against DNS rebinding. A request with two of
+/// either, or with no host at all, is 400: which one a proxy or a check would read is anyone's guess.
+pub(super) fn check_origin(
+    options: &HttpOptions,
+    refused: &RefusedNames,
+    headers: &HeaderMap,
+    authority: Option<&str>,
+) -> Result<(), Response> {
+    for (name, what) in [(header::HOST, "Host"), (header::ORIGIN, "Origin")] {
+        if headers.get_all(&name).iter().nth(1).is_some() {
+            return Err(error_response(
+                StatusCode::BAD_REQUEST,
+                ErrorCode::INVALID_REQUEST,
+                format!("bad request: the {what} header is given more than once"),
+            ));
+        }
+    }
+    let host = match headers.get(header::HOST) {
+        Some(h) => h.to_str().ok(),
+        None => authority,
+    };
+    if host.is_none() {
+        return Err(error_response(
+            StatusCode::BAD_REQUEST,
+            ErrorCode::INVALID_REQUEST,
+            "bad request: the Host header is missing (or not text)",
+        ));
+    }
+    if options.allow_any_origin {
+        return Ok(());
+    }
+    if let Some(host) = host {
+        if !is_loopback_host(host) && !options.allowed_hosts.iter().any(|allowed| host_allowed(allowed, host)) {
+            if refused.first("host", host) {
+                tracing::warn!(
+                    host,
+                    "refused a request (403) whose Host is not allowed; to serve this name, pass --allow-host {} \
+                     (or HttpOptions::allow_host). Logged once per name",
+                    host_name(host)
+                );
+            }
+            return Err(plain(StatusCode::FORBIDDEN, "forbidden: the Host header is not allowed"));
+        }
+    }
+    if let Some(origin) = headers.get(header::ORIGIN) {
+        let origin = origin.to_str().unwrap_or_default();
+        // `scheme://host[:port]`; anything else (`null`, a path) is not a loopback origin.
+        let loopback = origin.split_once("://").is_some_and(|(scheme, authority)| {
+            (scheme.eq_ignore_ascii_case("http") || scheme.eq_ignore_ascii_case("https"))
+                && !authority.contains(['/', '@', '?', '#'])
+                && is_loopback_host(authority)
+        });
+        if !loopback && !options.allowed_origins.iter().any(|o| o.trim().eq_ignore_ascii_case(origin.trim())) {
+            if refused.first("origin", origin) {
+                tracing::warn!(
+                    origin,
+                    "refused a request (403) whose Origin is not allowed; to serve pages of this origin, pass \
+                     --allow-origin {origin} (or HttpOptions::allow_origin). Logged once per origin"
+                );
+            }
+            return Err(plain(StatusCode::FORBIDDEN, "forbidden: the Origin header is not allowed"));
+        }
+    }
+    Ok(())
+}
+
+/// Whether the request names a protocol version of the stateless era (which has no GET stream and no DELETE).
+pub(super) fn is_stateless_version(headers: &HeaderMap) -> bool {
+    let version = headers.get(&VERSION_NAME).and_then(|v| v.to_str().ok()).map(str::trim);
+    version.is_some_and(|v| crate::era::v2026::STATELESS_VERSIONS.contains(&v))
+}
+
+/// The protocol version of a request: the header, or 2025-03-26 when it is missing; unsupported is 400.
+pub(super) fn check_version(headers: &HeaderMap) -> Result<String, Response> {
+    match headers.get(&VERSION_NAME) {
+        None => Ok("2025-03-26".into()),
+        Some(v) => {
+            let v = v.to_str().unwrap_or_default();
+            if SUPPORTED_PROTOCOL_VERSIONS.contains(&v) {
+                Ok(v.to_owned())
+            } else {
+                Err(error_response(
+                    StatusCode::BAD_REQUEST,
+                    ErrorCode::INVALID_REQUEST,
+                    format!(
+                        "unsupported MCP-Protocol-Version {v:?}; supported: {}",
+                        SUPPORTED_PROTOCOL_VERSIONS.join(", ")
+                    ),
+                ))
+            }
+        }
+    }
+}
+
+/// Whether the `Accept` header takes every one of `kinds` (at most two), in one pass over it.
+pub(super) fn accepts(headers: &HeaderMap, kinds: &[&str]) -> bool {
+    debug_assert!(kinds.len() <= 2);
+    let mut missing = kinds.len();
+    let mut seen = [false; 2];
+    for t in headers.get_all(header::ACCEPT).iter().filter_map(|v| v.to_str().ok()).flat_map(|v| v.split(',')) {
+        let t = t.split(';').next().unwrap_or_default().trim();
+        if t == "*/*" {
+            return true;
+        }
+        for (kind, seen) in kinds.iter().zip(&mut seen) {
+            if !*seen && t.eq_ignore_ascii_case(kind) {
+                *seen = true;
+                missing -= 1;
+            }
+        }
+        if missing == 0 {
+            return true;
+        }
+    }
+    false
+}

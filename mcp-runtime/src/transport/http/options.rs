@@ -1,0 +1,180 @@
+//! [`HttpOptions`]: how the Streamable HTTP transport behaves.
+
+use super::*;
+
+/// How the Streamable HTTP transport behaves.
+///
+/// ```no_run
+/// use std::time::Duration;
+///
+/// # #[tokio::main]
+/// # async fn main() -> std::io::Result<()> {
+/// let options = mcp::HttpOptions::new()
+///     .path("/api/mcp")
+///     .allow_host("mcp.example.com")
+///     .allow_origin("https://app.example.com")
+///     .session_idle_timeout(Duration::from_secs(10 * 60));
+/// assert!(options.allow_delete); // a default
+///
+/// let server = mcp::Server::builder().registered().build().unwrap();
+/// server.serve_http(([0, 0, 0, 0], 8000).into(), options).await
+/// # }
+/// ```
+#[derive(Clone)]
+#[non_exhaustive]
+pub struct HttpOptions {
+    /// The endpoint's path. Default `/mcp`.
+    pub path: String,
+    /// Answer each request with one `application/json` body instead of an SSE stream. Notifications and requests
+    /// to the client that belong to the request then go to the session's standalone (GET) stream.
+    pub json_response: bool,
+    /// No sessions: every POST stands alone, GET and DELETE get 405, and a client that disconnects cancels its
+    /// request.
+    pub stateless: bool,
+    /// Whether DELETE may end a session (405 otherwise). Default true.
+    pub allow_delete: bool,
+    /// `Origin` values allowed besides loopback ones (`http://localhost:*`, `http://127.0.0.1:*`, `http://[::1]:*`).
+    pub allowed_origins: Vec<String>,
+    /// `Host` values allowed besides loopback ones.
+    pub allowed_hosts: Vec<String>,
+    /// Allow any `Origin` and `Host` (behind a proxy that checks them). Default false.
+    pub allow_any_origin: bool,
+    /// The largest request body, in bytes; larger ones get 413 (a client that sends one without waiting for
+    /// `100 Continue` is read on, up to 64 MiB more, so that it reads the answer rather than a reset). Default 4 MiB.
+    pub max_body_bytes: usize,
+    /// A session unused this long is ended. Default 30 minutes.
+    pub session_idle_timeout: Duration,
+    /// The `retry:` hint sent on each stream. Default 1 s.
+    pub retry: Duration,
+    /// The most sessions at once. At it, a new `initialize` ends the idle session (no request in flight, no open
+    /// stream, no task running) unused longest, taken from the principal (else client address) holding the most
+    /// sessions, as idle expiry would; when none is idle, it gets 503 with `Retry-After`. Default 10 000.
+    pub max_sessions: usize,
+    /// How long a connection may take to send a request's headers, and how long it may stay idle between requests
+    /// (`serve_http` only). Default 30 s.
+    pub header_read_timeout: Duration,
+    /// How long a request's body may take to arrive; a slower one gets 408. Default 30 s.
+    pub body_read_timeout: Duration,
+    /// How long a client may take no byte while the server has something to write to it; then its connection is
+    /// closed (`serve_http` only). Default 30 s.
+    pub write_timeout: Duration,
+    /// The most connections at once (`serve_http` only). At it, a new connection closes the idle one (no request in
+    /// progress) idle longest, taken from the peer address holding the most connections; when every one is busy,
+    /// the newcomer gets 503 and is closed. Default 1 000.
+    pub max_connections: usize,
+    /// Where stream events are kept for resumption. Default: in memory, the newest 1024 events and 4 MiB of each
+    /// session, 256 MiB for all sessions together ([`MemoryEventStoreFactory::default`]).
+    pub event_store: Option<Arc<dyn EventStoreFactory>>,
+}
+
+impl Default for HttpOptions {
+    fn default() -> Self {
+        HttpOptions {
+            path: "/mcp".into(),
+            json_response: false,
+            stateless: false,
+            allow_delete: true,
+            allowed_origins: Vec::new(),
+            allowed_hosts: Vec::new(),
+            allow_any_origin: false,
+            max_body_bytes: 4 << 20,
+            session_idle_timeout: Duration::from_secs(30 * 60),
+            retry: Duration::from_secs(1),
+            max_sessions: 10_000,
+            header_read_timeout: Duration::from_secs(30),
+            body_read_timeout: Duration::from_secs(30),
+            write_timeout: Duration::from_secs(30),
+            max_connections: 1_000,
+            event_store: None,
+        }
+    }
+}
+
+impl HttpOptions {
+    /// Default options.
+    pub fn new() -> HttpOptions {
+        HttpOptions::default()
+    }
+    /// Sets the endpoint's path.
+    pub fn path(mut self, path: impl Into<String>) -> Self {
+        self.path = path.into();
+        self
+    }
+    /// Answers with JSON bodies instead of SSE streams.
+    pub fn json_response(mut self, on: bool) -> Self {
+        self.json_response = on;
+        self
+    }
+    /// Serves without sessions.
+    pub fn stateless(mut self, on: bool) -> Self {
+        self.stateless = on;
+        self
+    }
+    /// Allows or forbids DELETE.
+    pub fn allow_delete(mut self, on: bool) -> Self {
+        self.allow_delete = on;
+        self
+    }
+    /// Allows an `Origin` (such as `https://app.example.com`).
+    pub fn allow_origin(mut self, origin: impl Into<String>) -> Self {
+        self.allowed_origins.push(origin.into());
+        self
+    }
+    /// Allows a `Host`: `mcp.example.com` admits that name with any port (`Host: mcp.example.com:8770` too);
+    /// `mcp.example.com:8443` admits only that port. Names compare without regard to case. Loopback names
+    /// (`localhost`, `127.0.0.1`, `[::1]`) are always allowed.
+    pub fn allow_host(mut self, host: impl Into<String>) -> Self {
+        self.allowed_hosts.push(host.into());
+        self
+    }
+    /// Allows every `Origin` and `Host`: only behind something that checks them.
+    pub fn allow_any_origin(mut self, on: bool) -> Self {
+        self.allow_any_origin = on;
+        self
+    }
+    /// Sets the body limit.
+    pub fn max_body_bytes(mut self, bytes: usize) -> Self {
+        self.max_body_bytes = bytes;
+        self
+    }
+    /// Sets the idle timeout of sessions.
+    pub fn session_idle_timeout(mut self, timeout: Duration) -> Self {
+        self.session_idle_timeout = timeout;
+        self
+    }
+    /// Sets the `retry:` hint.
+    pub fn retry(mut self, retry: Duration) -> Self {
+        self.retry = retry;
+        self
+    }
+    /// Sets the header read and idle timeout of connections.
+    pub fn header_read_timeout(mut self, timeout: Duration) -> Self {
+        self.header_read_timeout = timeout;
+        self
+    }
+    /// Sets the body read timeout.
+    pub fn body_read_timeout(mut self, timeout: Duration) -> Self {
+        self.body_read_timeout = timeout;
+        self
+    }
+    /// Sets the write timeout of connections.
+    pub fn write_timeout(mut self, timeout: Duration) -> Self {
+        self.write_timeout = timeout;
+        self
+    }
+    /// Sets the most connections at once.
+    pub fn max_connections(mut self, connections: usize) -> Self {
+        self.max_connections = connections;
+        self
+    }
+    /// Sets the most sessions at once.
+    pub fn max_sessions(mut self, sessions: usize) -> Self {
+        self.max_sessions = sessions;
+        self
+    }
+    /// Uses another event store.
+    pub fn event_store(mut self, factory: Arc<dyn EventStoreFactory>) -> Self {
+        self.event_store = Some(factory);
+        self
+    }
+}

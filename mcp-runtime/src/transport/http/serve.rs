@@ -1,0 +1,319 @@
+//! The service: `serve_http` and the router, the accept loop with its connection cap, and the write timeout.
+
+use super::*;
+
+impl Server {
+    /// The Streamable HTTP endpoint as an axum `Router`, to serve alone or to merge into an application's router
+    /// (behind its own layers: auth, tracing, CORS). Serve it with `TCP_NODELAY` set on accepted connections, as
+    /// [`Server::serve_http`] does (`axum::serve::ListenerExt::tap_io`): SSE events are small writes, and Nagle's
+    /// algorithm would hold each for a delayed ACK (about 40 ms).
+    ///
+    /// Call it inside a Tokio runtime: unless the options are `stateless`, it starts the task that ends idle
+    /// sessions, and panics without a runtime.
+    ///
+    /// ```no_run
+    /// # #[allow(dead_code)]
+    /// # async fn run(server: mcp::Server) -> std::io::Result<()> {
+    /// let app = axum::Router::new().merge(server.http_router(mcp::HttpOptions::new()));
+    /// let listener = tokio::net::TcpListener::bind("127.0.0.1:8000").await?;
+    /// axum::serve(listener, app).await
+    /// # }
+    /// ```
+    pub fn http_router(&self, options: HttpOptions) -> Router {
+        self.http_router_and_state(options).0
+    }
+
+    pub(super) fn http_router_and_state(&self, options: HttpOptions) -> (Router, Arc<HttpState>) {
+        self.warn_if_empty();
+        let path = options.path.clone();
+        let options_store = options.event_store.clone().unwrap_or_else(|| Arc::new(MemoryEventStoreFactory::default()));
+        let state = Arc::new(HttpState {
+            server: self.clone(),
+            options,
+            sessions: Mutex::new(HashMap::new()),
+            stateless_requests: Mutex::new(HashMap::new()),
+            next_stateless: AtomicU64::new(1),
+            waiting: modern::Waiting::default(),
+            event_stores: options_store,
+            refused: RefusedNames::default(),
+        });
+        if !state.options.stateless {
+            let weak = Arc::downgrade(&state);
+            let every =
+                (state.options.session_idle_timeout / 4).clamp(Duration::from_millis(50), Duration::from_secs(60));
+            tokio::spawn(async move {
+                loop {
+                    tokio::time::sleep(every).await;
+                    match weak.upgrade() {
+                        Some(state) => state.end_idle_sessions(),
+                        None => return,
+                    }
+                }
+            });
+        }
+        let router = auth::metadata_routes(Router::new().route(&path, any(endpoint)), &state);
+        (router.with_state(state.clone()), state)
+    }
+
+    /// Serves Streamable HTTP on `addr` until Ctrl-C or SIGTERM; then cancels what is in flight, waits (bounded)
+    /// for cleanups, and runs the shutdown hooks.
+    pub async fn serve_http(self, addr: SocketAddr, options: HttpOptions) -> std::io::Result<()> {
+        let listener = tokio::net::TcpListener::bind(addr).await?;
+        tracing::info!(address = %listener.local_addr()?, path = %options.path, "serving Streamable HTTP");
+        self.serve_http_on(listener, options).await
+    }
+
+    /// Serves Streamable HTTP on a listener that is already bound (port 0 in tests).
+    ///
+    /// ```
+    /// /// Say hello.
+    /// #[mcp::tool]
+    /// fn hello(name: String) -> String {
+    ///     format!("Hello, {name}!")
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let server = mcp::Server::builder().tool::<hello>().build().unwrap();
+    /// let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    /// let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    /// tokio::spawn(server.serve_http_on(listener, mcp::HttpOptions::new()));
+    ///
+    /// let client = mcp::client::Client::builder().http(url).await.unwrap();
+    /// let result = client.call_tool("hello", serde_json::json!({ "name": "Ada" })).await.unwrap();
+    /// assert_eq!(result.text(), Some("Hello, Ada!"));
+    /// # }
+    /// ```
+    pub async fn serve_http_on(self, listener: tokio::net::TcpListener, options: HttpOptions) -> std::io::Result<()> {
+        let header_read_timeout = options.header_read_timeout;
+        let write_timeout = options.write_timeout;
+        let max_connections = options.max_connections;
+        let (router, state) = self.http_router_and_state(options);
+        let local = listener.local_addr()?;
+        if !local.ip().is_loopback() && state.options.allowed_hosts.is_empty() && !state.options.allow_any_origin {
+            tracing::warn!(
+                address = %local,
+                "listening beyond loopback, but no Host is allowed besides loopback names: every request that \
+                 names this machine otherwise gets 403. Pass --allow-host NAME (the name clients use, such as \
+                 mcp.example.com; or MCP_ALLOW_HOST), or HttpOptions::allow_host"
+            );
+        }
+        if self.inner.sealer.random && self.may_ask() {
+            tracing::warn!(
+                "the requestState of input_required results is sealed with a random key for this process: a retry \
+                 that reaches another instance, or this one after a restart, fails; set {} (64 hex digits) or \
+                 ServerBuilder::request_state_key",
+                crate::base::seal::KEY_ENV
+            );
+        }
+        // hyper's header timer runs whenever a connection waits for a request head, so it also ends idle
+        // keep-alive connections and ones that drip their headers.
+        let mut http1 = hyper::server::conn::http1::Builder::new();
+        http1.timer(hyper_util::rt::TokioTimer::new()).header_read_timeout(header_read_timeout).keep_alive(true);
+        // A slot per connection, held until it ends; `open` lists them, to choose one to close at the cap.
+        let slots = Arc::new(tokio::sync::Semaphore::new(max_connections));
+        let open = Arc::new(connections::Connections::new());
+        let serve = Arc::new(ServeConnection { http1, router, write_timeout, open: open.clone() });
+        let running = tokio_util::task::TaskTracker::new();
+        let mut stop = std::pin::pin!(crate::transport::stop_signal());
+        loop {
+            let (tcp, peer) = tokio::select! {
+                accepted = listener.accept() => match accepted {
+                    Ok(accepted) => accepted,
+                    Err(e) => {
+                        // Out of file descriptors, say: wait a moment instead of spinning.
+                        tracing::warn!(error = %e, "accepting a connection failed");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        continue;
+                    }
+                },
+                () = &mut stop => break,
+            };
+            let permit = match slots.clone().try_acquire_owned() {
+                Ok(permit) => permit,
+                // At the cap: the connection idle longest (of the address holding the most) is asked to close, and
+                // its slot goes to this one as soon as it has.
+                Err(_) => match open.reclaim_idle() {
+                    Some(from) => {
+                        tracing::debug!(%peer, %from, max_connections, "closing the connection idle longest to make room");
+                        let (slots, serve) = (slots.clone(), serve.clone());
+                        running.spawn(async move {
+                            match tokio::time::timeout(RECLAIM_WAIT, slots.acquire_owned()).await {
+                                Ok(Ok(permit)) => serve.run(tcp, peer, permit).await,
+                                _ => {
+                                    tracing::warn!(%peer, max_connections, "refusing a connection: the server has its most connections");
+                                    refuse_connection(tcp).await
+                                }
+                            }
+                        });
+                        continue;
+                    }
+                    None => {
+                        tracing::warn!(
+                            %peer,
+                            max_connections,
+                            "refusing a connection: the server has its most connections, all of them busy"
+                        );
+                        tokio::spawn(refuse_connection(tcp));
+                        continue;
+                    }
+                },
+            };
+            running.spawn(serve.clone().run(tcp, peer, permit));
+        }
+        // One deadline for all of shutdown, from the signal on. Every stream ends now, so that connections can
+        // close: listen streams with their result, 2025 sessions (and their standalone streams) and 2026 requests
+        // by cancelling what is in flight. Connections still open at the deadline are dropped.
+        let deadline = tokio::time::Instant::now() + self.inner.shutdown_timeout;
+        drop(listener);
+        self.end_streams(None);
+        self.tasks().cancel_all("the server is stopping");
+        state.end_all_sessions("the server is stopping");
+        state.waiting.stop();
+        open.stop();
+        running.close();
+        let _ = tokio::time::timeout_at(deadline, running.wait()).await;
+        let tasks = crate::base::cancel::cleanup_tasks();
+        self.stop_subscribers("the server is stopping");
+        tasks.close();
+        let _ = tokio::time::timeout_at(deadline, tasks.wait()).await;
+        tasks.reopen();
+        self.shutdown_by(deadline).await;
+        Ok(())
+    }
+}
+
+/// How long a newcomer at the connection cap waits for the idle connection asked to make room to close (at once,
+/// unless a request reached it meanwhile, which it then serves to its end first); then it is refused.
+pub(super) const RECLAIM_WAIT: Duration = Duration::from_secs(5);
+
+/// What serving one connection takes.
+pub(super) struct ServeConnection {
+    pub(super) http1: hyper::server::conn::http1::Builder,
+    pub(super) router: Router,
+    pub(super) write_timeout: Duration,
+    pub(super) open: Arc<connections::Connections>,
+}
+
+impl ServeConnection {
+    /// Serves a connection until it ends or, once asked to close (at the cap, or at shutdown), is idle; then gives
+    /// back its slot.
+    pub(super) async fn run(
+        self: Arc<Self>,
+        tcp: tokio::net::TcpStream,
+        peer: SocketAddr,
+        slot: tokio::sync::OwnedSemaphorePermit,
+    ) {
+        let Some(conn) = self.open.open(peer.ip()) else { return };
+        // Small SSE events must not wait for Nagle's algorithm.
+        let _ = tcp.set_nodelay(true);
+        let router = self.router.clone();
+        let of = conn.clone();
+        let service = hyper::service::service_fn(move |mut request: hyper::Request<hyper::body::Incoming>| {
+            // The peer's address reaches stateless requests, to match a cancel to its caller.
+            request.extensions_mut().insert(axum::extract::ConnectInfo(peer));
+            // The connection is busy from the request's head to its response's last byte.
+            let busy = connections::Busy::new(&of);
+            let answer = tower::ServiceExt::oneshot(router.clone(), request);
+            async move {
+                let response = answer.await?;
+                Ok::<_, std::convert::Infallible>(response.map(|body| connections::Tracked::new(body, busy)))
+            }
+        });
+        let tcp = WriteTimeout { inner: tcp, timeout: self.write_timeout, stalled: None };
+        let mut connection = std::pin::pin!(self.http1.serve_connection(hyper_util::rt::TokioIo::new(tcp), service));
+        let mut asked = false;
+        let ended = loop {
+            tokio::select! {
+                ended = connection.as_mut() => break ended,
+                () = conn.asked_to_close(), if !asked => {
+                    asked = true;
+                    // An idle HTTP/1 connection closes at once; a busy one after its response.
+                    connection.as_mut().graceful_shutdown();
+                }
+            }
+        };
+        if let Err(e) = ended {
+            tracing::debug!(%peer, error = %e, "connection ended");
+        }
+        self.open.ended(&conn);
+        drop(slot);
+    }
+}
+
+/// A connection whose peer takes no byte for `timeout` while there is something to write is ended: a client that
+/// stopped reading does not hold its connection (and what is queued for it) forever.
+pub(super) struct WriteTimeout<T> {
+    pub(super) inner: T,
+    pub(super) timeout: Duration,
+    pub(super) stalled: Option<Pin<Box<tokio::time::Sleep>>>,
+}
+
+impl<T> WriteTimeout<T> {
+    pub(super) fn watch<R>(
+        &mut self,
+        cx: &mut TaskContext<'_>,
+        polled: Poll<std::io::Result<R>>,
+    ) -> Poll<std::io::Result<R>> {
+        if polled.is_ready() {
+            self.stalled = None;
+            return polled;
+        }
+        let timeout = self.timeout;
+        let stalled = self.stalled.get_or_insert_with(|| Box::pin(tokio::time::sleep(timeout)));
+        match stalled.as_mut().poll(cx) {
+            Poll::Ready(()) => Poll::Ready(Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                "the client took nothing for the write timeout",
+            ))),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+impl<T: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for WriteTimeout<T> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut TaskContext<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_read(cx, buf)
+    }
+}
+
+impl<T: tokio::io::AsyncWrite + Unpin> tokio::io::AsyncWrite for WriteTimeout<T> {
+    fn poll_write(mut self: Pin<&mut Self>, cx: &mut TaskContext<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
+        let polled = Pin::new(&mut self.inner).poll_write(cx, buf);
+        self.watch(cx, polled)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut TaskContext<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        let polled = Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
+        self.watch(cx, polled)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<std::io::Result<()>> {
+        let polled = Pin::new(&mut self.inner).poll_flush(cx);
+        self.watch(cx, polled)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
+
+/// Answers a connection over the limit with 503 and closes it.
+pub(super) async fn refuse_connection(mut tcp: tokio::net::TcpStream) {
+    use tokio::io::AsyncWriteExt;
+    let answer =
+        b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+    let _ = tokio::time::timeout(Duration::from_secs(1), tcp.write_all(answer)).await;
+}
