@@ -1,12 +1,13 @@
 //! The cost of authorization per call: `JwtVerifier::verify` on an RS256 access token, the first time a token is
-//! seen (its signature checked against the issuer's cached keys) and again (the verified-token cache: a SHA-256 of
-//! the token and a lookup), against no verification at all. The issuer is an in-process axum app serving RFC 8414
+//! seen (its signature checked against the issuer's cached keys) and again (the verified-token cache: a lookup by
+//! the token), against no verification at all. The issuer is an in-process axum app serving RFC 8414
 //! metadata and a JWKS with one RSA-2048 key (generated for this benchmark; its private half below signs the
 //! tokens): what is measured is the resource server's side only.
 //!
 //! Then the same per call over Streamable HTTP: one client making sequential 2026-07-28 `tools/call`s (one POST
 //! each) to the same server with and without authorization (the token verified once, then from the cache), in
-//! alternating rounds on one thread, so that the difference per call is the CPU authorization costs the server.
+//! alternating rounds, the servers on a thread of their own: the difference in that thread's CPU time per call is what
+//! authorization costs the server (the wall time is printed too).
 //!
 //! Run with `cargo bench --bench auth` (optionally `-- --tokens N`). A benchmark, not a test: compare runs from one
 //! sitting.
@@ -34,14 +35,43 @@ async fn serve(auth: Option<&dyn Fn(&str) -> Authorization>) -> String {
     url
 }
 
-/// Microseconds per call of `calls` sequential 2026 `tools/call`s to `url`, with `token` as a bearer token if given.
-async fn calls_per(client: &reqwest::Client, url: &str, token: Option<&str>, calls: usize) -> f64 {
+/// Starts the server without authorization and the one with it (trusting `issuer`) on a thread of their own, with
+/// a runtime of its own; returns their URLs and the thread's id.
+fn serve_on_a_thread(issuer: String) -> (String, String, u32) {
+    let (started, urls) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        runtime.block_on(async move {
+            let plain = serve(None).await;
+            let guarded = serve(Some(&move |url: &str| Authorization::jwt(issuer.clone(), url))).await;
+            started.send((plain, guarded, thread_id())).unwrap();
+            std::future::pending::<()>().await
+        })
+    });
+    urls.recv().unwrap()
+}
+
+/// The calling thread's id (Linux).
+fn thread_id() -> u32 {
+    let link = std::fs::read_link("/proc/thread-self").expect("/proc/thread-self (Linux)");
+    link.file_name().and_then(|n| n.to_str()).and_then(|n| n.parse().ok()).expect("a thread id")
+}
+
+/// Nanoseconds thread `tid` of this process has run on a CPU (its `schedstat`).
+fn cpu_ns(tid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/self/task/{tid}/schedstat")).expect("schedstat");
+    stat.split_whitespace().next().and_then(|n| n.parse().ok()).expect("a CPU time")
+}
+
+/// Microseconds per call of `calls` sequential 2026 `tools/call`s to `url`, with `token` as a bearer token if given:
+/// the wall time, and the CPU time of the server's thread `server`.
+async fn calls_per(client: &reqwest::Client, url: &str, token: Option<&str>, calls: usize, server: u32) -> (f64, f64) {
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "echo",
         "arguments": {"text": "x"}, "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientCapabilities": {},
         "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "1"}}}})
     .to_string();
-    let started = Instant::now();
+    let (started, cpu) = (Instant::now(), cpu_ns(server));
     for _ in 0..calls {
         let mut request = client
             .post(url)
@@ -58,7 +88,8 @@ async fn calls_per(client: &reqwest::Client, url: &str, token: Option<&str>, cal
         assert_eq!(response.status(), 200, "{}", response.text().await.unwrap_or_default());
         response.bytes().await.unwrap();
     }
-    started.elapsed().as_secs_f64() * 1e6 / calls as f64
+    let wall = started.elapsed().as_secs_f64() * 1e6 / calls as f64;
+    (wall, (cpu_ns(server) - cpu) as f64 / 1e3 / calls as f64)
 }
 
 fn median(mut values: Vec<f64>) -> f64 {
@@ -154,25 +185,30 @@ async fn main() {
     println!("auth: a token seen for the first time: {first_time:.1} µs per verification (signature checked)");
     println!("auth: a token seen again:              {cached:.1} µs per verification (verified-token cache)");
 
-    // Over HTTP: the same server with and without authorization, alternating rounds.
-    let plain = serve(None).await;
-    let issuer_for_auth = issuer.clone();
-    let guarded = serve(Some(&move |url: &str| Authorization::jwt(issuer_for_auth.clone(), url))).await;
+    // Over HTTP: the same server with and without authorization, alternating rounds, both served by one thread of
+    // their own so that its CPU time is the servers' alone.
+    let (plain, guarded, server_thread) = serve_on_a_thread(issuer.clone());
     let claims = json!({"iss": issuer, "aud": guarded, "sub": "bench", "client_id": "bench", "exp": exp,
         "iat": exp - 3600});
     let token = jsonwebtoken::encode(&header, &claims, &key).unwrap();
     let client = reqwest::Client::new();
-    calls_per(&client, &plain, None, 200).await;
-    calls_per(&client, &guarded, Some(&token), 200).await;
+    calls_per(&client, &plain, None, 200, server_thread).await;
+    calls_per(&client, &guarded, Some(&token), 200, server_thread).await;
     let (mut without, mut with) = (Vec::new(), Vec::new());
     for _ in 0..5 {
-        without.push(calls_per(&client, &plain, None, tokens).await);
-        with.push(calls_per(&client, &guarded, Some(&token), tokens).await);
+        without.push(calls_per(&client, &plain, None, tokens, server_thread).await);
+        with.push(calls_per(&client, &guarded, Some(&token), tokens, server_thread).await);
     }
-    let (without, with) = (median(without), median(with));
-    println!("auth: over HTTP, {tokens} sequential 2026 tools/call per round, 5 rounds (medians, client and server on one thread):");
+    let median_of = |rounds: &[(f64, f64)], pick: fn(&(f64, f64)) -> f64| median(rounds.iter().map(pick).collect());
+    let (wall_without, wall_with) = (median_of(&without, |r| r.0), median_of(&with, |r| r.0));
+    let (cpu_without, cpu_with) = (median_of(&without, |r| r.1), median_of(&with, |r| r.1));
+    println!("auth: over HTTP, {tokens} sequential 2026 tools/call per round, 5 rounds (medians):");
     println!(
-        "auth:   without authorization {without:.1} µs per call, with a bearer JWT {with:.1} µs: {:+.1} µs",
-        with - without
+        "auth:   server CPU per call: without authorization {cpu_without:.1} µs, with a bearer JWT {cpu_with:.1} µs: {:+.1} µs",
+        cpu_with - cpu_without
+    );
+    println!(
+        "auth:   wall time per call:  without authorization {wall_without:.1} µs, with a bearer JWT {wall_with:.1} µs: {:+.1} µs",
+        wall_with - wall_without
     );
 }
