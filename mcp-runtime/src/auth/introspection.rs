@@ -1,26 +1,22 @@
 //! Opaque access tokens, checked at the issuer's introspection endpoint (RFC 7662). An answer is cached for a short
-//! while (at most [`CACHE_TTL`], never past the token's `exp`) under a digest of the token, so a busy client does
-//! not cost one round trip per call; the cache is bounded.
+//! while (at most [`CACHE_TTL`], never past the token's `exp`), so a busy client does not cost one round trip per
+//! call; the cache is bounded.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 
+use super::cache::TokenCache;
 use super::metadata::{self, Fetcher};
 use super::{AuthInfo, TokenError, TokenVerifier};
 use crate::base::future::BoxFuture;
-use crate::base::sync::Unpoisoned;
 
 /// The longest an introspection answer is reused.
 pub const CACHE_TTL: Duration = Duration::from_secs(30);
-/// The most answers kept.
-const CACHE_ENTRIES: usize = 10_000;
 
-/// Introspection answers by the SHA-256 of their token, with until when each is reused.
-type Answers = HashMap<[u8; 32], (Instant, Result<AuthInfo, TokenError>)>;
+/// Introspection answers by token.
+type Answers = TokenCache<Result<Arc<AuthInfo>, TokenError>>;
 
 /// Checks opaque tokens at an introspection endpoint (RFC 7662), authenticating as a client of the issuer
 /// (`client_secret_basic`). A token is accepted when the answer is `active`, and its `aud`, when there is one,
@@ -41,7 +37,7 @@ pub struct Introspection {
     client_id: String,
     client_secret: String,
     resource: Option<String>,
-    cache: Arc<Mutex<Answers>>,
+    cache: Arc<Answers>,
     fetcher: Option<Fetcher>,
 }
 
@@ -57,7 +53,7 @@ impl Introspection {
             client_id: client_id.into(),
             client_secret: client_secret.into(),
             resource: None,
-            cache: Arc::default(),
+            cache: Arc::new(TokenCache::new()),
             fetcher: Fetcher::new().ok(),
         }
     }
@@ -68,14 +64,11 @@ impl Introspection {
         self
     }
 
-    async fn check(&self, token: &str) -> Result<AuthInfo, TokenError> {
-        let key: [u8; 32] = Sha256::digest(token.as_bytes()).into();
-        if let Some((until, answer)) = self.cache.locked().get(&key) {
-            if Instant::now() < *until {
-                return answer.clone();
-            }
+    async fn check(&self, token: &str) -> Result<Arc<AuthInfo>, TokenError> {
+        if let Some(answer) = self.cache.get(token) {
+            return answer;
         }
-        let answer = self.introspect(token).await;
+        let answer = self.introspect(token).await.map(Arc::new);
         if matches!(answer, Err(TokenError::Unavailable(_))) {
             return answer;
         }
@@ -85,15 +78,7 @@ impl Introspection {
             }
             Err(_) => CACHE_TTL,
         };
-        let mut cache = self.cache.locked();
-        if cache.len() >= CACHE_ENTRIES {
-            let now = Instant::now();
-            cache.retain(|_, (until, _)| *until > now);
-            if cache.len() >= CACHE_ENTRIES {
-                cache.clear();
-            }
-        }
-        cache.insert(key, (Instant::now() + ttl, answer.clone()));
+        self.cache.put(token, ttl, answer.clone());
         answer
     }
 
@@ -152,6 +137,10 @@ fn now() -> u64 {
 
 impl TokenVerifier for Introspection {
     fn verify<'a>(&'a self, token: &'a str) -> BoxFuture<'a, Result<AuthInfo, TokenError>> {
+        Box::pin(async move { self.check(token).await.map(Arc::unwrap_or_clone) })
+    }
+
+    fn verify_shared<'a>(&'a self, token: &'a str) -> BoxFuture<'a, Result<Arc<AuthInfo>, TokenError>> {
         Box::pin(self.check(token))
     }
 }

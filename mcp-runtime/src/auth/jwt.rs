@@ -4,8 +4,7 @@
 //! issuer) and when it is older than [`KEYS_MAX_AGE`]. Signatures are checked by `jsonwebtoken` (its pure-Rust
 //! backend); only asymmetric algorithms are accepted, never `none` or an HMAC one.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use base64::Engine;
@@ -13,11 +12,11 @@ use jsonwebtoken::jwk::{AlgorithmParameters, JwkSet, PublicKeyUse};
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde_json::Value;
 
+use super::cache::TokenCache;
 use super::metadata::{self, Fetcher};
 use super::{AuthInfo, TokenError, TokenVerifier};
 use crate::base::future::BoxFuture;
-use crate::base::sync::{Unpoisoned, UnpoisonedRw};
-use sha2::{Digest, Sha256};
+use crate::base::sync::UnpoisonedRw;
 
 /// The algorithms a token may be signed with: asymmetric ones only.
 const ALGORITHMS: &[Algorithm] = &[
@@ -39,8 +38,6 @@ const FIRST_FETCH_RETRY: Duration = Duration::from_secs(1);
 /// How long a verified token is remembered (never past its `exp`): a client sends the same token on every call,
 /// and a signature check costs tens of microseconds where a digest and a lookup cost one or two.
 pub const VERIFIED_TTL: Duration = Duration::from_secs(60);
-/// The most verified tokens remembered.
-const VERIFIED_ENTRIES: usize = 10_000;
 
 /// Verifies JWT access tokens from trusted issuers for one resource. [`Authorization::jwt`](super::Authorization::jwt)
 /// makes one; build it yourself to wrap it in a [`TokenVerifier`] of your own (extra claim checks).
@@ -55,8 +52,8 @@ struct Inner {
     leeway: Duration,
     cooldown: Duration,
     fetcher: Fetcher,
-    /// Tokens verified lately, by their SHA-256, with until when they may be taken as verified.
-    verified: Mutex<HashMap<[u8; 32], (Instant, AuthInfo)>>,
+    /// Tokens verified lately, with until when they may be taken as verified.
+    verified: TokenCache<Arc<AuthInfo>>,
 }
 
 /// One trusted issuer and what is known of its keys.
@@ -134,32 +131,21 @@ impl JwtVerifier {
                 leeway: leeway.min(super::MAX_LEEWAY),
                 cooldown: cooldown.min(super::MAX_JWKS_COOLDOWN),
                 fetcher: Fetcher::new()?,
-                verified: Mutex::new(HashMap::new()),
+                verified: TokenCache::new(),
             }),
         })
     }
 
-    async fn check(&self, token: &str) -> Result<AuthInfo, TokenError> {
-        let digest: [u8; 32] = Sha256::digest(token.as_bytes()).into();
-        if let Some((until, auth)) = self.inner.verified.locked().get(&digest) {
-            if Instant::now() < *until {
-                return Ok(auth.clone());
-            }
+    async fn check(&self, token: &str) -> Result<Arc<AuthInfo>, TokenError> {
+        if let Some(auth) = self.inner.verified.get(token) {
+            return Ok(auth);
         }
-        let auth = self.check_uncached(token).await?;
+        let auth = Arc::new(self.check_uncached(token).await?);
         let left = auth.expires_at.map_or(Duration::ZERO, |exp| {
             let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
             Duration::from_secs(exp).saturating_sub(now)
         });
-        let mut verified = self.inner.verified.locked();
-        if verified.len() >= VERIFIED_ENTRIES {
-            let now = Instant::now();
-            verified.retain(|_, (until, _)| *until > now);
-            if verified.len() >= VERIFIED_ENTRIES {
-                verified.clear();
-            }
-        }
-        verified.insert(digest, (Instant::now() + left.min(VERIFIED_TTL), auth.clone()));
+        self.inner.verified.put(token, left.min(VERIFIED_TTL), auth.clone());
         Ok(auth)
     }
 
@@ -258,7 +244,7 @@ impl JwtVerifier {
             Ok(set) => {
                 *issuer.keys.write_locked() = Arc::new(set);
                 // A key the issuer withdrew no longer vouches for the tokens it signed.
-                self.inner.verified.locked().clear();
+                self.inner.verified.clear();
                 Ok(true)
             }
             Err(why) if current.keys.is_empty() => Err(TokenError::Unavailable(why)),
@@ -308,6 +294,10 @@ impl JwtVerifier {
 
 impl TokenVerifier for JwtVerifier {
     fn verify<'a>(&'a self, token: &'a str) -> BoxFuture<'a, Result<AuthInfo, TokenError>> {
+        Box::pin(async move { self.check(token).await.map(Arc::unwrap_or_clone) })
+    }
+
+    fn verify_shared<'a>(&'a self, token: &'a str) -> BoxFuture<'a, Result<Arc<AuthInfo>, TokenError>> {
         Box::pin(self.check(token))
     }
 }

@@ -130,8 +130,9 @@ pub struct HttpRequest {
     /// the token).
     pub headers: http::HeaderMap,
     /// The caller: verified by the server's [`Authorization`](crate::auth::Authorization), or put in the request's
-    /// extensions as an [`AuthInfo`] by a layer in front of the endpoint.
-    pub auth: Option<AuthInfo>,
+    /// extensions as an [`AuthInfo`] by a layer in front of the endpoint. Shared: the verifier's cache and every
+    /// handler of the request hold the same one.
+    pub auth: Option<Arc<AuthInfo>>,
     /// The address of the peer that sent it, when the server knows it (`serve_http` always does; a router mounted
     /// elsewhere when it is served with axum's `ConnectInfo`).
     pub peer: Option<std::net::IpAddr>,

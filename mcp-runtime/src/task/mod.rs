@@ -109,7 +109,7 @@ pub(crate) struct Owner {
 impl Owner {
     pub(crate) fn of(request: &InFlight) -> Owner {
         let http = request.meta.http.as_ref();
-        let subject = http.and_then(|h| h.auth.as_ref()).map(crate::auth::AuthInfo::principal);
+        let subject = http.and_then(|h| h.auth.as_deref()).map(crate::auth::AuthInfo::principal);
         let front = request.server().tasks().fronts.of(request.meta.era);
         let session = front.owner_session(&*request.peer, subject.as_deref());
         let client = match (&subject, &session, http.and_then(|h| h.peer)) {

@@ -170,7 +170,7 @@ impl Round {
         let target = if method == "resources/read" { params.get("uri") } else { params.get("name") };
         let target = target.and_then(Value::as_str).unwrap_or_default().to_owned();
         let arguments = params.get("arguments").cloned().unwrap_or(Value::Null);
-        let principal = meta.http.as_ref().and_then(|h| h.auth.as_ref()).map(crate::auth::AuthInfo::principal);
+        let principal = meta.http.as_ref().and_then(|h| h.auth.as_deref()).map(crate::auth::AuthInfo::principal);
         let target = Target { method: method.to_owned(), target, arguments, principal };
         let mut answers = Map::new();
         let mut carried = None;

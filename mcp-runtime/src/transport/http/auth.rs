@@ -52,7 +52,7 @@ pub(super) async fn admit(
     headers: &mut HeaderMap,
     (method, path, query): (&str, &str, Option<&str>),
     needed: &[&str],
-) -> Result<AuthInfo, Response> {
+) -> Result<Arc<AuthInfo>, Response> {
     let presented = headers.get(header::AUTHORIZATION).map(HeaderValue::as_bytes);
     let dpop_scheme = presented.is_some_and(|v| v.len() > 5 && v[..5].eq_ignore_ascii_case(b"dpop "));
     let proof = || {

@@ -75,7 +75,7 @@ async fn endpoint(AxumState(state): AxumState<Arc<HttpState>>, request: axum::ex
     // The path the client called, what a DPoP proof's `htu` names (or the resource's path).
     let path = parts.uri.path();
     // Without the server's own authorization, a layer in front may have said who is calling.
-    let mut auth = parts.extensions.get::<AuthInfo>().cloned();
+    let mut auth = parts.extensions.get::<AuthInfo>().cloned().map(Arc::new);
     if let Some((guard, refusal)) = state.server.inner.auth.as_ref().zip(crate::auth::Guard::token_in_query(query)) {
         return auth::refused(guard, &refusal);
     }
@@ -175,7 +175,7 @@ async fn post(
     mut headers: HeaderMap,
     (path, query): (&str, Option<&str>),
     body: Body,
-    auth: Option<AuthInfo>,
+    auth: Option<Arc<AuthInfo>>,
     peer: Option<std::net::IpAddr>,
 ) -> Response {
     if !accepts(&headers, &["application/json", "text/event-stream"]) {
@@ -249,7 +249,7 @@ async fn post(
     let is_initialize = matches!(&message, Incoming::Request { method, .. } if method == "initialize");
 
     if state.options.stateless {
-        let caller = caller_key(http.auth.as_ref(), peer);
+        let caller = caller_key(http.auth.as_deref(), peer);
         return post_stateless(&state, headers, message, is_initialize, http.clone(), caller).await;
     }
 
@@ -280,12 +280,12 @@ async fn post(
             next_stream: AtomicU64::new(1),
             last_seen: Mutex::new(Instant::now()),
             open_streams: AtomicU64::new(0),
-            owner: http.auth.as_ref().map(AuthInfo::principal),
+            owner: http.auth.as_deref().map(AuthInfo::principal),
             peer,
         });
         (http_session, true)
     } else {
-        let s = match session_of(&state, headers, http.auth.as_ref()) {
+        let s = match session_of(&state, headers, http.auth.as_deref()) {
             Ok(s) => s,
             Err(r) => return r,
         };
@@ -541,7 +541,7 @@ async fn post_stateless(
     }
 }
 
-fn get(state: Arc<HttpState>, headers: HeaderMap, auth: Option<AuthInfo>) -> Response {
+fn get(state: Arc<HttpState>, headers: HeaderMap, auth: Option<Arc<AuthInfo>>) -> Response {
     // The 2026 era has no standalone stream: change notifications come through `subscriptions/listen`.
     if state.options.stateless || is_stateless_version(&headers) {
         return (StatusCode::METHOD_NOT_ALLOWED, [(header::ALLOW, "POST")]).into_response();
@@ -552,7 +552,7 @@ fn get(state: Arc<HttpState>, headers: HeaderMap, auth: Option<AuthInfo>) -> Res
     if !accepts(&headers, &["text/event-stream"]) {
         return plain(StatusCode::NOT_ACCEPTABLE, "not acceptable: the client must accept text/event-stream");
     }
-    let http_session = match session_of(&state, &headers, auth.as_ref()) {
+    let http_session = match session_of(&state, &headers, auth.as_deref()) {
         Ok(s) => s,
         Err(r) => return r,
     };
@@ -613,14 +613,14 @@ fn get(state: Arc<HttpState>, headers: HeaderMap, auth: Option<AuthInfo>) -> Res
     sse_response(&state, priming, (events, Some(backlog)), None, Some(&http_session), None)
 }
 
-fn delete(state: Arc<HttpState>, headers: HeaderMap, auth: Option<AuthInfo>) -> Response {
+fn delete(state: Arc<HttpState>, headers: HeaderMap, auth: Option<Arc<AuthInfo>>) -> Response {
     if state.options.stateless || !state.options.allow_delete || is_stateless_version(&headers) {
         return (StatusCode::METHOD_NOT_ALLOWED, [(header::ALLOW, "GET, POST")]).into_response();
     }
     if let Err(r) = check_version(&headers) {
         return r;
     }
-    let http_session = match session_of(&state, &headers, auth.as_ref()) {
+    let http_session = match session_of(&state, &headers, auth.as_deref()) {
         Ok(s) => s,
         Err(r) => return r,
     };
