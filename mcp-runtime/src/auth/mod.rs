@@ -19,6 +19,8 @@ use serde_json::{json, Value};
 use crate::base::future::BoxFuture;
 
 #[cfg(feature = "auth")]
+mod algorithms;
+#[cfg(feature = "auth")]
 mod cache;
 #[cfg(feature = "auth")]
 mod dpop;
@@ -571,7 +573,7 @@ impl Proofs {
 
 /// The algorithms proofs may be signed with.
 #[cfg(feature = "auth")]
-const DPOP_ALGORITHMS: &[&str] = dpop::ALGORITHM_NAMES;
+const DPOP_ALGORITHMS: &[&str] = algorithms::ALGORITHM_NAMES;
 #[cfg(not(feature = "auth"))]
 const DPOP_ALGORITHMS: &[&str] = &[];
 
