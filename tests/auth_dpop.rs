@@ -320,6 +320,34 @@ async fn a_dpop_bound_token_needs_a_valid_proof_of_its_key_for_each_request() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_proof_names_the_url_the_client_called_when_the_endpoint_is_nested_under_a_prefix() {
+    let provider = Provider::start(Config::default().dpop());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let origin = format!("http://{}", listener.local_addr().unwrap());
+    // The resource is named as the world sees it (`/mcp`, behind a proxy that strips `/api`), while here the
+    // endpoint is reached at `/api/mcp`: a proof may name either.
+    let resource = format!("{origin}/mcp");
+    let server = mcp::Server::builder()
+        .tool::<whoami>()
+        .authorization(Authorization::jwt(provider.issuer(), resource.clone()))
+        .build()
+        .unwrap();
+    let app = axum::Router::new().nest("/api", server.http_router(mcp::HttpOptions::new()));
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let key = Key::new();
+    let token = bound_token(&provider, oidc::SERVICE, &key, &resource).await;
+    let called = format!("{origin}/api/mcp");
+    let dpop = || Some(format!("DPoP {token}"));
+    for htu in [&called, &resource] {
+        let response = call(&called, dpop(), Some(key.proof("POST", htu, Some(&token)))).await;
+        assert_eq!(response.status(), 200, "a proof for {htu}: {}", challenge(&response));
+    }
+    let elsewhere = format!("{origin}/api/other");
+    let response = call(&called, dpop(), Some(key.proof("POST", &elsewhere, Some(&token)))).await;
+    refused_on_dpop(&response, "invalid_dpop_proof", "a proof for another path under the prefix");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_opaque_token_is_bound_through_its_introspection_answer() {
     let provider = Provider::start(Config::default().dpop());
     let introspection = provider.discovery().await["introspection_endpoint"].as_str().unwrap().to_owned();

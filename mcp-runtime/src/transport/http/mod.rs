@@ -72,8 +72,9 @@ async fn endpoint(AxumState(state): AxumState<Arc<HttpState>>, request: axum::ex
         return r;
     }
     let query = parts.uri.query();
-    // The path the client called, what a DPoP proof's `htu` names (or the resource's path).
-    let path = parts.uri.path();
+    // The path the client called, what a DPoP proof's `htu` names (or the resource's path): with the prefix of a
+    // `Router::nest` the endpoint is mounted under, which axum keeps in `OriginalUri`.
+    let path = parts.extensions.get::<axum::extract::OriginalUri>().map_or(parts.uri.path(), |u| u.0.path());
     // Without the server's own authorization, a layer in front may have said who is calling.
     let mut auth = parts.extensions.get::<AuthInfo>().cloned().map(Arc::new);
     if let Some((guard, refusal)) = state.server.inner.auth.as_ref().zip(crate::auth::Guard::token_in_query(query)) {
