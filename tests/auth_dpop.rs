@@ -9,11 +9,14 @@
 //! `Authorization::dpop` says; and the bookshop served with `--auth-issuer` takes DPoP-bound tokens (hand-proved,
 //! and our client's).
 
+#[path = "common/auth_tools.rs"]
+mod auth_tools;
 mod common;
 
 use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use auth_tools::{order, whoami};
 use base64::Engine as _;
 use common::http::modern_headers;
 use common::oidc::{self, Config, Provider};
@@ -94,26 +97,6 @@ fn getrandom(out: &mut [u8; 16]) {
     let nanos = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos();
     let digest = Sha256::digest(format!("{n} {nanos} {}", std::process::id()).as_bytes());
     out.copy_from_slice(&digest[..16]);
-}
-
-/// Who is calling and how, as the handler sees it.
-#[mcp::tool]
-fn whoami(ctx: &mcp::Context) -> String {
-    let http = ctx.meta().http.as_ref().expect("over HTTP");
-    let auth = http.auth.as_ref();
-    json!({
-        "subject": auth.map(|a| a.subject.clone()),
-        "jkt": auth.and_then(|a| a.claims.get("cnf")).and_then(|c| c.get("jkt")).cloned(),
-        "sees_authorization_header": http.headers.contains_key("authorization"),
-        "sees_dpop_header": http.headers.contains_key("dpop"),
-    })
-    .to_string()
-}
-
-/// Order a book.
-#[mcp::tool(scopes = ["books:write"])]
-fn order(title: String) -> String {
-    format!("ordered {title}")
 }
 
 /// A server of `whoami` and `order` with `auth` on a free loopback port; its endpoint's URL, which is also the

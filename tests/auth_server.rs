@@ -5,35 +5,17 @@
 //! tokens, sessions bound to their principal, and what handlers see of the caller. The bookshop example with
 //! `--auth-issuer` and `--auth-resource` is tested in `bookshop_with_auth_*`.
 
+#[path = "common/auth_tools.rs"]
+mod auth_tools;
 mod common;
 
 use std::time::Duration;
 
+use auth_tools::{order, whoami};
 use common::http::{modern_headers, Body};
 use common::oidc::{self, forge_jwt, Config, Provider};
 use mcp::auth::{Authorization, Introspection};
 use serde_json::{json, Value};
-
-/// Who is calling, as the handler sees it.
-#[mcp::tool]
-fn whoami(ctx: &mcp::Context) -> String {
-    let http = ctx.meta().http.as_ref().expect("over HTTP");
-    let auth = http.auth.as_ref();
-    json!({
-        "subject": auth.map(|a| a.subject.clone()),
-        "issuer": auth.and_then(|a| a.issuer.clone()),
-        "client_id": auth.and_then(|a| a.client_id.clone()),
-        "scopes": auth.map(|a| a.scopes.clone()),
-        "sees_authorization_header": http.headers.contains_key("authorization"),
-    })
-    .to_string()
-}
-
-/// Order a book.
-#[mcp::tool(scopes = ["books:write"])]
-fn order(title: String) -> String {
-    format!("ordered {title}")
-}
 
 /// Rebuild everything.
 #[mcp::tool(scopes = ["books:admin", "books:write"])]
