@@ -17,7 +17,7 @@ use serde_json::{json, Map, Value};
 use crate::context::{Context, InFlight};
 use crate::era::v2026::Round;
 use crate::wire::error::Error;
-use crate::wire::jsonrpc::{self, RequestId};
+use crate::wire::jsonrpc::{Frame, RequestId};
 use crate::wire::protocol::Role;
 
 /// Why a request to the client did not produce a result.
@@ -253,7 +253,7 @@ impl Drop for Pending {
     fn drop(&mut self) {
         let Some(id) = self.id.take() else { return };
         if self.request.peer.forget_outgoing(&id) {
-            let frame = jsonrpc::encode_notification(
+            let frame = Frame::notification(
                 "notifications/cancelled",
                 &json!({ "requestId": id, "reason": "the server request that needed it was cancelled" }),
             );
@@ -346,7 +346,7 @@ impl Context {
         let request = self.in_flight();
         let (id, answer) = request.peer.register_outgoing();
         let mut pending = Pending { request: request.clone(), id: Some(id.clone()) };
-        if !request.send_if_open(jsonrpc::encode_request(&id, method, &params)) {
+        if !request.send_if_open(Frame::request(&id, method, &params)) {
             return Err(ClientError::Cancelled);
         }
         let outcome = tokio::select! {
@@ -498,7 +498,7 @@ impl Ask<'_> {
             let mut open = OpenQuestion { task: task.clone(), request: request.clone(), id: Some(id.clone()) };
             // The status first: a client that sees the question can already see why the task waits.
             task.set_status(crate::task::TaskStatus::InputRequired).await;
-            task.open_question(id.clone(), jsonrpc::encode_request(&id, question.method, &question.params));
+            task.open_question(id.clone(), Frame::request(&id, question.method, &question.params));
             let outcome = tokio::select! {
                 biased;
                 answer = answer => answer,

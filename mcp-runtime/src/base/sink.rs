@@ -3,17 +3,19 @@
 
 use std::sync::Arc;
 
+use crate::wire::jsonrpc::Frame;
+
 /// Where the frames of a connection, or of one request, go: the transport's writer (stdio), or a request's own
 /// stream (HTTP). `close` ends a request's stream once its last frame was sent.
 pub(crate) trait FrameSink: Send + Sync {
     /// Sends a frame: a notification, or a request to the client.
-    fn send(&self, frame: String);
+    fn send(&self, frame: Frame);
     /// Sends a frame that may be dropped when the client is not keeping up (progress and log notifications).
-    fn send_droppable(&self, frame: String) {
+    fn send_droppable(&self, frame: Frame) {
         self.send(frame)
     }
     /// Sends the final frame of a request (its response) and ends its stream.
-    fn finish(&self, frame: String) {
+    fn finish(&self, frame: Frame) {
         self.send(frame);
         self.close();
     }
@@ -33,5 +35,5 @@ pub(crate) type Sink = Arc<dyn FrameSink>;
 pub(crate) struct NoSink;
 
 impl FrameSink for NoSink {
-    fn send(&self, _: String) {}
+    fn send(&self, _: Frame) {}
 }

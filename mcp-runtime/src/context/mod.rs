@@ -16,7 +16,7 @@ use crate::base::cancel::Cancelled;
 use crate::base::sink::Sink;
 use crate::base::sync::Unpoisoned;
 use crate::context::state::StateMap;
-use crate::wire::jsonrpc::{self, RequestId};
+use crate::wire::jsonrpc::{Frame, RequestId};
 use crate::wire::protocol::{Implementation, LogLevel};
 
 /// The metadata of one request, as the handler sees it.
@@ -224,7 +224,7 @@ pub(crate) trait TaskRoute: Send + Sync + 'static {
     /// The task's id.
     fn id(&self) -> &str;
     /// Sends a frame where the task's frames go (`droppable`: a notification that may be dropped under pressure).
-    fn send(&self, frame: String, droppable: bool);
+    fn send(&self, frame: Frame, droppable: bool);
     /// The run itself, for the task engine.
     fn into_any(self: Arc<Self>) -> Arc<dyn Any + Send + Sync>;
 }
@@ -314,7 +314,7 @@ impl InFlight {
     }
 
     /// Sends the request's final frame unless it was cancelled first. Returns whether it was sent.
-    pub(crate) fn finish(&self, frame: String) -> bool {
+    pub(crate) fn finish(&self, frame: Frame) -> bool {
         let _slot = self.slot();
         if self.finished.swap(true, Ordering::AcqRel) {
             return false;
@@ -325,7 +325,7 @@ impl InFlight {
 
     /// Sends a frame on this request's route unless the request is over; `false` if it was not sent. A task's
     /// frames go where the task's go.
-    pub(crate) fn send_if_open(&self, frame: String) -> bool {
+    pub(crate) fn send_if_open(&self, frame: Frame) -> bool {
         if let Some(task) = self.task.get() {
             task.send(frame, false);
             return !self.cancelled.load(Ordering::Acquire);
@@ -339,7 +339,7 @@ impl InFlight {
     }
 
     /// Sends a notification that belongs to this request, unless the request is over.
-    fn notify(&self, frame: String) {
+    fn notify(&self, frame: Frame) {
         if let Some(task) = self.task.get() {
             return task.send(frame, true);
         }
@@ -495,7 +495,7 @@ impl Context {
         }
         slot.last_progress = Some(progress);
         let meta = task.map(|t| crate::wire::task::related_meta(t.id()));
-        let frame = jsonrpc::encode_notification(
+        let frame = Frame::notification(
             "notifications/progress",
             &ProgressParams { progress_token: token, progress, total, message, meta },
         );
@@ -522,7 +522,7 @@ impl Context {
             return;
         }
         let meta = self.request.task.get().map(|t| crate::wire::task::related_meta(t.id()));
-        let frame = jsonrpc::encode_notification("notifications/message", &LogParams { level, logger, data, meta });
+        let frame = Frame::notification("notifications/message", &LogParams { level, logger, data, meta });
         self.request.notify(frame);
     }
 

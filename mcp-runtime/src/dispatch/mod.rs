@@ -25,7 +25,7 @@ use crate::server::registry::ListKind;
 use crate::server::Server;
 use crate::task::TaskPlan;
 use crate::wire::error::{Error, ErrorCode};
-use crate::wire::jsonrpc::{self, RequestId};
+use crate::wire::jsonrpc::{Frame, RequestId};
 use crate::wire::protocol::WireResult;
 
 mod run;
@@ -37,13 +37,13 @@ pub(crate) struct Origin {
 }
 
 impl FrameSink for Origin {
-    fn send(&self, frame: String) {
+    fn send(&self, frame: Frame) {
         self.sink.send(frame)
     }
-    fn send_droppable(&self, frame: String) {
+    fn send_droppable(&self, frame: Frame) {
         self.sink.send_droppable(frame)
     }
-    fn finish(&self, frame: String) {
+    fn finish(&self, frame: Frame) {
         self.sink.finish(frame)
     }
     fn close(&self) {
@@ -147,7 +147,7 @@ impl Connection {
     }
 
     /// Sends a frame that belongs to no request.
-    pub(crate) fn send(&self, frame: String) {
+    pub(crate) fn send(&self, frame: Frame) {
         self.out.send(frame);
     }
 
@@ -189,7 +189,7 @@ impl Connection {
 
     /// Answers a message that could not be parsed, or was not a JSON-RPC message.
     pub(crate) fn reject(&self, id: Option<&RequestId>, error: &Error) {
-        self.send(jsonrpc::encode_error(id, error));
+        self.send(Frame::error(id, error));
     }
 
     /// Registers a request in the in-flight table, then runs its handler: an async handler is polled once at once,
@@ -435,8 +435,8 @@ pub(crate) fn dispatch(conn: &Arc<Connection>, request: Request, origin: &Origin
 
 fn finish_inline(origin: &Origin, id: &RequestId, result: ListResult) {
     let frame = match result {
-        ListResult::Raw(raw) => jsonrpc::encode_result(id, &raw),
-        ListResult::Value(v) => jsonrpc::encode_result(id, &v),
+        ListResult::Raw(raw) => Frame::result(id, &raw),
+        ListResult::Value(v) => Frame::result(id, &v),
     };
     origin.finish(frame);
 }
@@ -501,8 +501,8 @@ fn hidden_beyond<'a>(server: &Server, meta: &'a RequestMeta) -> Option<&'a [Stri
 /// Sends a reply to a request that is answered inline.
 pub(crate) fn respond(sink: &dyn FrameSink, id: &RequestId, result: Result<impl serde::Serialize, Error>) {
     let frame = match result {
-        Ok(r) => jsonrpc::encode_result(id, &r),
-        Err(e) => jsonrpc::encode_error(Some(id), &e),
+        Ok(r) => Frame::result(id, &r),
+        Err(e) => Frame::error(Some(id), &e),
     };
     sink.finish(frame);
 }

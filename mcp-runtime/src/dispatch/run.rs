@@ -20,6 +20,7 @@ use crate::handler::tool::{Arguments, Handler};
 use crate::middleware as layer;
 use crate::wire::error::Error;
 use crate::wire::jsonrpc;
+use crate::wire::jsonrpc::Frame;
 use crate::wire::protocol::WireResult;
 
 /// How a handler's run ended.
@@ -224,7 +225,7 @@ async fn deliver<R: WireResult + Send + 'static>(
         }
         Outcome::Done(result) => {
             let frame = match result {
-                Err(e) => jsonrpc::encode_error(Some(&request.id), &e),
+                Err(e) => Frame::error(Some(&request.id), &e),
                 Ok(Answer::Typed(r)) => encode_result(request, &r, kind),
                 // A result a layer made is decorated like any other (a list's as a list).
                 Ok(Answer::Value(v)) => {
@@ -277,15 +278,15 @@ async fn race<T, R>(
 /// Sends a finished request's response, unless a cancel went first.
 fn complete(request: &Arc<InFlight>, result: Result<ListResult, Error>) {
     let frame = match result {
-        Ok(ListResult::Value(r)) => jsonrpc::encode_result(&request.id, &r),
-        Ok(ListResult::Raw(r)) => jsonrpc::encode_result(&request.id, &r),
-        Err(e) => jsonrpc::encode_error(Some(&request.id), &e),
+        Ok(ListResult::Value(r)) => Frame::result(&request.id, &r),
+        Ok(ListResult::Raw(r)) => Frame::result(&request.id, &r),
+        Err(e) => Frame::error(Some(&request.id), &e),
     };
     finish(request, frame);
 }
 
 /// Sends a finished request's final frame, unless a cancel went first.
-fn finish(request: &Arc<InFlight>, frame: String) {
+fn finish(request: &Arc<InFlight>, frame: Frame) {
     request.peer.forget(request);
     let frame = within_frame_limit(request, frame);
     if !request.finish(frame) {
@@ -294,7 +295,7 @@ fn finish(request: &Arc<InFlight>, frame: String) {
 }
 
 /// A response over the limit of one frame becomes an error that says so: nothing else could reach the client.
-fn within_frame_limit(request: &InFlight, frame: String) -> String {
+fn within_frame_limit(request: &InFlight, frame: Frame) -> Frame {
     let limit = request.server().inner.outbound.max_frame_bytes;
     if frame.len() <= limit {
         return frame;
@@ -305,7 +306,7 @@ fn within_frame_limit(request: &InFlight, frame: String) -> String {
          with ServerBuilder::outbound_limits(OutboundLimits::default().with_max_frame_bytes(..))",
         frame.len()
     ));
-    jsonrpc::encode_error(Some(&request.id), &error)
+    Frame::error(Some(&request.id), &error)
 }
 
 fn panicked(name: &str, panic: &(dyn Any + Send)) -> Error {
@@ -339,14 +340,14 @@ impl<F: Future + Unpin> Future for CatchUnwind<F> {
 /// A handler's response frame as the request's era writes it: as it is, or after the members every result of its
 /// era starts with (the 2026 `resultType` and server info, and caching hints on cacheable results). A result already
 /// in its era's form ([`ResultKind::Encoded`]) is written as it is.
-fn encode_result<R: WireResult>(request: &InFlight, result: &R, kind: ResultKind) -> String {
+fn encode_result<R: WireResult>(request: &InFlight, result: &R, kind: ResultKind) -> Frame {
     let id = &request.id;
     if kind == ResultKind::Encoded {
-        return jsonrpc::encode_result(id, result);
+        return Frame::result(id, result);
     }
     let peer = &*request.peer;
     match request.era.result_prefix(peer) {
-        None => jsonrpc::encode_result_sized(id, result, result.payload_len()),
+        None => Frame::result_sized(id, result, result.payload_len()),
         Some(prefix) => {
             let hints = (kind != ResultKind::Plain).then(|| request.meta.cache.unwrap_or(request.server().inner.cache));
             jsonrpc::encode_result_stamped(id, result, prefix, hints, |v| request.era.decorate(peer, v, hints))

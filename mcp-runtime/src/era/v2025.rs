@@ -18,6 +18,7 @@ use crate::server::Server;
 use crate::store::task::{TaskRecord, TaskStatus};
 use crate::task::front::TaskFront;
 use crate::wire::error::{Error, ErrorCode};
+use crate::wire::jsonrpc::Frame;
 use crate::wire::jsonrpc::{self, Incoming, RequestId};
 use crate::wire::protocol::{InitializeParams, LogLevel, LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS};
 
@@ -77,7 +78,7 @@ impl Session {
 
     /// Sends a notification that belongs to no request.
     pub(crate) fn notify(&self, method: &str, params: &Value) {
-        self.conn.send(jsonrpc::encode_notification(method, params));
+        self.conn.send(Frame::notification(method, params));
     }
 
     /// Cancels everything in flight.
@@ -283,11 +284,11 @@ impl TaskFront for Tasks2025 {
     }
     fn announce(&self, _server: &Server, session: Option<&Sink>, record: &TaskRecord) {
         if let Some(session) = session {
-            session.send_droppable(jsonrpc::encode_notification("notifications/tasks/status", &task_2025(record)));
+            session.send_droppable(Frame::notification("notifications/tasks/status", &task_2025(record)));
         }
     }
-    fn create_result(&self, _server: &Server, id: &RequestId, record: &TaskRecord) -> String {
-        jsonrpc::encode_result(id, &json!({ "task": task_2025(record) }))
+    fn create_result(&self, _server: &Server, id: &RequestId, record: &TaskRecord) -> Frame {
+        Frame::result(id, &json!({ "task": task_2025(record) }))
     }
     fn gate(&self, method: &str, _ctx: &crate::context::Context) -> Result<(), Error> {
         match method {

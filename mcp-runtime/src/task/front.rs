@@ -28,7 +28,7 @@ pub(crate) trait TaskFront: Send + Sync + 'static {
     /// Tells whoever follows the task that it changed (`session`: the task's session route).
     fn announce(&self, server: &Server, session: Option<&Sink>, record: &TaskRecord);
     /// The answer to the request that created the task.
-    fn create_result(&self, server: &Server, id: &RequestId, record: &TaskRecord) -> String;
+    fn create_result(&self, server: &Server, id: &RequestId, record: &TaskRecord) -> crate::wire::jsonrpc::Frame;
     /// Refuses a `tasks/*` method this era does not have, or one the request may not call.
     fn gate(&self, method: &str, ctx: &Context) -> Result<(), Error>;
     /// The task as `tasks/get` (and `tasks/list`) answer it.

@@ -36,7 +36,7 @@ use crate::base::sync::Unpoisoned;
 use crate::context::InFlight;
 use crate::server::Server;
 use crate::wire::error::{Error, ErrorCode};
-use crate::wire::jsonrpc;
+use crate::wire::jsonrpc::Frame;
 
 /// The identifier of the Tasks extension of the 2026-07-28 protocol.
 pub const EXTENSION: &str = "io.modelcontextprotocol/tasks";
@@ -261,7 +261,7 @@ pub(crate) struct TaskRun {
     session_sink: Option<Sink>,
     /// 2025 era: the handler's requests to the client that wait for an answer (sent again on a `tasks/result`
     /// stream when one attaches: the client may not have been listening when they were first sent).
-    questions: Mutex<Vec<(crate::wire::jsonrpc::RequestId, String)>>,
+    questions: Mutex<Vec<(crate::wire::jsonrpc::RequestId, Frame)>>,
     /// Becomes `true` once the task is over and its record written.
     done: watch::Sender<bool>,
     /// Cancelled once the task is over (stops its TTL timer).
@@ -396,7 +396,7 @@ impl TaskRun {
     }
 
     /// Sends a frame that belongs to the task (2025 era): on a waiting `tasks/result` stream, else the session's.
-    pub(crate) fn send(&self, frame: String, droppable: bool) {
+    pub(crate) fn send(&self, frame: Frame, droppable: bool) {
         if self.session_sink.is_none() || self.over.is_cancelled() {
             // No stream for a task's progress, logs or requests (the 2026 era has none).
             return;
@@ -404,7 +404,7 @@ impl TaskRun {
         self.deliver(frame, droppable);
     }
 
-    fn deliver(&self, frame: String, droppable: bool) {
+    fn deliver(&self, frame: Frame, droppable: bool) {
         let route = self.route.locked().clone();
         let Some(sink) = route.as_ref().or(self.session_sink.as_ref()) else { return };
         if droppable {
@@ -417,7 +417,7 @@ impl TaskRun {
     /// Routes the task's messages onto a `tasks/result` stream while it waits (2025 era, HTTP), and sends the
     /// questions still waiting for an answer there too: the client calls `tasks/result` to receive them.
     pub(crate) fn attach(&self, sink: Sink) {
-        let open: Vec<String> = self.questions.locked().iter().map(|(_, f)| f.clone()).collect();
+        let open: Vec<Frame> = self.questions.locked().iter().map(|(_, f)| f.clone()).collect();
         for frame in open {
             sink.send(frame);
         }
@@ -425,7 +425,7 @@ impl TaskRun {
     }
 
     /// 2025 era: a request to the client from the handler, sent (tagged with the task) and kept until answered.
-    pub(crate) fn open_question(&self, id: crate::wire::jsonrpc::RequestId, frame: String) {
+    pub(crate) fn open_question(&self, id: crate::wire::jsonrpc::RequestId, frame: Frame) {
         self.questions.locked().push((id, frame.clone()));
         self.send(frame, false);
     }
@@ -435,7 +435,7 @@ impl TaskRun {
     pub(crate) fn close_question(&self, id: &crate::wire::jsonrpc::RequestId, withdrawn: bool) {
         self.questions.locked().retain(|(q, _)| q != id);
         if withdrawn {
-            let frame = jsonrpc::encode_notification(
+            let frame = Frame::notification(
                 "notifications/cancelled",
                 &json!({
                     "requestId": id,
@@ -689,7 +689,7 @@ impl crate::context::TaskRoute for TaskRun {
     fn id(&self) -> &str {
         &self.id
     }
-    fn send(&self, frame: String, droppable: bool) {
+    fn send(&self, frame: Frame, droppable: bool) {
         TaskRun::send(self, frame, droppable)
     }
     fn into_any(self: Arc<Self>) -> Arc<dyn std::any::Any + Send + Sync> {

@@ -28,6 +28,7 @@ use crate::base::backlog::{Admit, Backlog, OutboundLimits};
 use crate::base::sync::Unpoisoned;
 use crate::dispatch::FrameSink;
 use crate::transport::line;
+use crate::wire::jsonrpc::Frame;
 
 /// A standard stream made non-blocking; its original flags are restored on drop. The `File` is never closed.
 struct Fd {
@@ -201,11 +202,11 @@ impl DirectStdout {
 }
 
 impl FrameSink for DirectStdout {
-    fn send(&self, frame: String) {
-        self.push(frame, false)
+    fn send(&self, frame: Frame) {
+        self.push(frame.into_text(), false)
     }
-    fn send_droppable(&self, frame: String) {
-        self.push(frame, true)
+    fn send_droppable(&self, frame: Frame) {
+        self.push(frame.into_text(), true)
     }
     fn backlog(&self) -> Option<&Backlog> {
         Some(&self.out.backlog)

@@ -19,6 +19,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::base::backlog::{Admit, Backlog, OutboundLimits};
 use crate::dispatch::FrameSink;
+use crate::wire::jsonrpc::Frame;
 
 /// stdin, read by a thread in chunks of up to 64 KiB.
 pub(crate) struct ThreadStdin {
@@ -101,11 +102,11 @@ impl StdoutSink {
 }
 
 impl FrameSink for StdoutSink {
-    fn send(&self, frame: String) {
-        self.push(frame, false)
+    fn send(&self, frame: Frame) {
+        self.push(frame.into_text(), false)
     }
-    fn send_droppable(&self, frame: String) {
-        self.push(frame, true)
+    fn send_droppable(&self, frame: Frame) {
+        self.push(frame.into_text(), true)
     }
     fn backlog(&self) -> Option<&Backlog> {
         Some(&self.backlog)

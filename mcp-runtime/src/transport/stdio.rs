@@ -237,11 +237,11 @@ impl ChannelSink {
 }
 
 impl FrameSink for ChannelSink {
-    fn send(&self, frame: String) {
-        self.push(frame, false)
+    fn send(&self, frame: crate::wire::jsonrpc::Frame) {
+        self.push(frame.into_text(), false)
     }
-    fn send_droppable(&self, frame: String) {
-        self.push(frame, true)
+    fn send_droppable(&self, frame: crate::wire::jsonrpc::Frame) {
+        self.push(frame.into_text(), true)
     }
     fn backlog(&self) -> Option<&Backlog> {
         Some(&self.backlog)

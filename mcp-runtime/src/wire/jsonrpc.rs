@@ -159,34 +159,102 @@ struct NotificationFrame<'a, T: Serialize + ?Sized> {
     params: &'a T,
 }
 
-/// Encodes a successful response. Serialization of our own types cannot fail; if a user type's `Serialize` does,
-/// the client gets an internal error instead of nothing.
-pub(crate) fn encode_result<T: Serialize + ?Sized>(id: &RequestId, result: &T) -> String {
-    match serde_json::to_string(&ResultFrame { jsonrpc: "2.0", id, result }) {
-        Ok(s) => s,
-        Err(e) => encode_error(
-            Some(id),
-            &Error::new(ErrorCode::INTERNAL_ERROR, format!("could not serialize the result: {e}")),
-        ),
+/// A message as it is sent: its text, and what it is, so that no layer reads back what another serialized (the
+/// 2026 HTTP route answers an error response with the status its code calls for).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Frame {
+    text: String,
+    kind: FrameKind,
+}
+
+/// What a [`Frame`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum FrameKind {
+    /// A request (from the server to the client).
+    Request,
+    /// A notification.
+    Notification,
+    /// A response with a result.
+    Result,
+    /// A response with an error, and its code.
+    Error(i32),
+}
+
+impl Frame {
+    /// Encodes a successful response. Serialization of our own types cannot fail; if a user type's `Serialize`
+    /// does, the client gets an internal error instead of nothing.
+    pub(crate) fn result<T: Serialize + ?Sized>(id: &RequestId, result: &T) -> Frame {
+        match serde_json::to_string(&ResultFrame { jsonrpc: "2.0", id, result }) {
+            Ok(text) => Frame { text, kind: FrameKind::Result },
+            Err(e) => Frame::error(Some(id), &Error::internal(format!("could not serialize the result: {e}"))),
+        }
+    }
+
+    /// Encodes a result response whose payloads take about `payload_len` bytes: a large one is written into a
+    /// buffer of about its final size (text may grow a little where it needs escapes).
+    pub(crate) fn result_sized<T: Serialize + ?Sized>(id: &RequestId, result: &T, payload_len: usize) -> Frame {
+        let room = payload_room(payload_len);
+        if room == 0 {
+            return Frame::result(id, result);
+        }
+        let mut out = Vec::with_capacity(room + 512);
+        let written = serde_json::to_writer(&mut out, &ResultFrame { jsonrpc: "2.0", id, result });
+        match written.map_err(|e| e.to_string()).and_then(|()| String::from_utf8(out).map_err(|e| e.to_string())) {
+            Ok(text) => Frame { text, kind: FrameKind::Result },
+            Err(e) => Frame::error(Some(id), &Error::internal(format!("could not serialize the result: {e}"))),
+        }
+    }
+
+    /// Encodes an error response; `id` is `None` only when the request's id could not be read.
+    pub(crate) fn error(id: Option<&RequestId>, error: &Error) -> Frame {
+        let text = serde_json::to_string(&ErrorFrame { jsonrpc: "2.0", id, error }).unwrap_or_else(|_| {
+            r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"internal error"}}"#.into()
+        });
+        Frame { text, kind: FrameKind::Error(error.code.0) }
+    }
+
+    /// Encodes a notification.
+    pub(crate) fn notification<T: Serialize + ?Sized>(method: &str, params: &T) -> Frame {
+        let text = serde_json::to_string(&NotificationFrame { jsonrpc: "2.0", method, params }).unwrap_or_else(|e| {
+            tracing::error!(method, error = %e, "could not serialize a notification");
+            String::new()
+        });
+        Frame { text, kind: FrameKind::Notification }
+    }
+
+    /// Encodes a request (from the server to the client).
+    pub(crate) fn request<T: Serialize + ?Sized>(id: &RequestId, method: &str, params: &T) -> Frame {
+        let text = serde_json::to_string(&RequestFrame { jsonrpc: "2.0", id, method, params }).unwrap_or_else(|e| {
+            tracing::error!(method, error = %e, "could not serialize a request");
+            String::new()
+        });
+        Frame { text, kind: FrameKind::Request }
+    }
+
+    /// Its text.
+    pub(crate) fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// Its text, taken.
+    pub(crate) fn into_text(self) -> String {
+        self.text
+    }
+
+    /// What it is.
+    pub(crate) fn kind(&self) -> FrameKind {
+        self.kind
+    }
+
+    /// The length of its text, in bytes.
+    pub(crate) fn len(&self) -> usize {
+        self.text.len()
     }
 }
 
-/// Encodes a result response whose payloads take about `payload_len` bytes: a large one is written into a buffer of
-/// about its final size (text may grow a little where it needs escapes).
-pub(crate) fn encode_result_sized<T: Serialize + ?Sized>(id: &RequestId, result: &T, payload_len: usize) -> String {
-    let room = payload_room(payload_len);
-    if room == 0 {
-        return encode_result(id, result);
-    }
-    let mut out = Vec::with_capacity(room + 512);
-    let written = serde_json::to_writer(&mut out, &ResultFrame { jsonrpc: "2.0", id, result });
-    match written.map_err(|e| e.to_string()).and_then(|()| String::from_utf8(out).map_err(|e| e.to_string())) {
-        Ok(s) => s,
-        Err(e) => encode_error(
-            Some(id),
-            &Error::new(ErrorCode::INTERNAL_ERROR, format!("could not serialize the result: {e}")),
-        ),
-    }
+/// Encodes a successful response, as text (the client's side, which sends text).
+pub(crate) fn encode_result<T: Serialize + ?Sized>(id: &RequestId, result: &T) -> String {
+    Frame::result(id, result).into_text()
 }
 
 /// The room a frame reserves up front for payloads of `payload_len` bytes (text may grow a little where it needs
@@ -200,18 +268,14 @@ pub(crate) fn payload_room(payload_len: usize) -> usize {
     }
 }
 
-/// Encodes an error response; `id` is `None` only when the request's id could not be read.
+/// Encodes an error response, as text (the client's side).
 pub(crate) fn encode_error(id: Option<&RequestId>, error: &Error) -> String {
-    serde_json::to_string(&ErrorFrame { jsonrpc: "2.0", id, error })
-        .unwrap_or_else(|_| r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"internal error"}}"#.into())
+    Frame::error(id, error).into_text()
 }
 
-/// Encodes a notification.
+/// Encodes a notification, as text (the client's side).
 pub(crate) fn encode_notification<T: Serialize + ?Sized>(method: &str, params: &T) -> String {
-    serde_json::to_string(&NotificationFrame { jsonrpc: "2.0", method, params }).unwrap_or_else(|e| {
-        tracing::error!(method, error = %e, "could not serialize a notification");
-        String::new()
-    })
+    Frame::notification(method, params).into_text()
 }
 
 /// Reads `params` as an object, treating an absent `params` as empty.
@@ -231,12 +295,9 @@ struct RequestFrame<'a, T: Serialize + ?Sized> {
     params: &'a T,
 }
 
-/// Encodes a request (from the server to the client).
+/// Encodes a request, as text (the client's side).
 pub(crate) fn encode_request<T: Serialize + ?Sized>(id: &RequestId, method: &str, params: &T) -> String {
-    serde_json::to_string(&RequestFrame { jsonrpc: "2.0", id, method, params }).unwrap_or_else(|e| {
-        tracing::error!(method, error = %e, "could not serialize a request");
-        String::new()
-    })
+    Frame::request(id, method, params).into_text()
 }
 
 /// A result response whose result starts with `prefix` (JSON members: the 2026 `resultType` and server info) and,
@@ -249,7 +310,7 @@ pub(crate) fn encode_result_stamped<T: crate::wire::protocol::WireResult>(
     prefix: &str,
     hints: Option<crate::wire::protocol::CacheHint>,
     merge: impl FnOnce(Value) -> Value,
-) -> String {
+) -> Frame {
     let mut out = Vec::with_capacity(prefix.len() + 160 + payload_room(result.payload_len()));
     out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
     if serde_json::to_writer(&mut out, id).is_err() {
@@ -265,12 +326,12 @@ pub(crate) fn encode_result_stamped<T: crate::wire::protocol::WireResult>(
     out.push(b',');
     let start = out.len();
     if let Err(e) = serde_json::to_writer(&mut out, result) {
-        return encode_error(Some(id), &Error::internal(format!("could not serialize the result: {e}")));
+        return Frame::error(Some(id), &Error::internal(format!("could not serialize the result: {e}")));
     }
     // serde_json writes UTF-8; checking it (once) costs a pass over the bytes, not a copy.
     let mut out = match String::from_utf8(out) {
         Ok(out) => out,
-        Err(e) => return encode_error(Some(id), &Error::internal(format!("could not serialize the result: {e}"))),
+        Err(e) => return Frame::error(Some(id), &Error::internal(format!("could not serialize the result: {e}"))),
     };
     let body = &out[start..];
     let spliceable = body.len() >= 2
@@ -280,8 +341,8 @@ pub(crate) fn encode_result_stamped<T: crate::wire::protocol::WireResult>(
         && !body.contains(r#""resultType""#);
     if !spliceable {
         return match serde_json::from_str::<Value>(body) {
-            Ok(value) => encode_result(id, &merge(value)),
-            Err(e) => encode_error(Some(id), &Error::internal(e.to_string())),
+            Ok(value) => Frame::result(id, &merge(value)),
+            Err(e) => Frame::error(Some(id), &Error::internal(e.to_string())),
         };
     }
     if body[1..body.len() - 1].trim().is_empty() {
@@ -293,7 +354,7 @@ pub(crate) fn encode_result_stamped<T: crate::wire::protocol::WireResult>(
         out.replace_range(start..start + 1, " ");
     }
     out.push('}');
-    out
+    Frame { text: out, kind: FrameKind::Result }
 }
 
 #[cfg(test)]
@@ -305,11 +366,32 @@ mod tests {
     fn a_large_result_is_written_into_one_buffer_of_about_its_size() {
         let id = RequestId::Number(7);
         let plain = CallToolResult::success(vec![Content::text("x".repeat(1 << 20))]);
-        let frame = encode_result_sized(&id, &plain, plain.payload_len());
-        assert_eq!(frame, encode_result(&id, &plain));
+        let frame = Frame::result_sized(&id, &plain, plain.payload_len());
+        assert_eq!(frame, Frame::result(&id, &plain));
+        assert_eq!(frame.kind(), FrameKind::Result);
+        let frame = frame.into_text();
         assert!(frame.capacity() <= frame.len() + frame.len() / 10, "{} for {}", frame.capacity(), frame.len());
         // Escapes make it longer than its payload: still the same frame.
         let escaped = CallToolResult::success(vec![Content::text("\"é\n\u{1}".repeat(1 << 16))]);
-        assert_eq!(encode_result_sized(&id, &escaped, escaped.payload_len()), encode_result(&id, &escaped));
+        assert_eq!(Frame::result_sized(&id, &escaped, escaped.payload_len()), Frame::result(&id, &escaped));
+    }
+
+    #[test]
+    fn a_frame_knows_what_it_is() {
+        let id = RequestId::Number(1);
+        assert_eq!(Frame::error(Some(&id), &Error::invalid_params("no")).kind(), FrameKind::Error(-32602));
+        assert_eq!(
+            Frame::notification("notifications/progress", &serde_json::json!({})).kind(),
+            FrameKind::Notification
+        );
+        assert_eq!(Frame::request(&id, "roots/list", &serde_json::json!({})).kind(), FrameKind::Request);
+        // A result that cannot be serialized is answered as an error, and says so.
+        struct Unserializable;
+        impl Serialize for Unserializable {
+            fn serialize<S: serde::Serializer>(&self, _: S) -> Result<S::Ok, S::Error> {
+                Err(serde::ser::Error::custom("no"))
+            }
+        }
+        assert_eq!(Frame::result(&id, &Unserializable).kind(), FrameKind::Error(-32603));
     }
 }

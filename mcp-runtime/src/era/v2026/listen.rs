@@ -2,6 +2,7 @@
 
 use super::round::NO_QUESTIONS_HERE;
 use super::*;
+use crate::wire::jsonrpc::Frame;
 /// What a listen stream asked for, as far as the server honours it.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Filter {
@@ -42,9 +43,9 @@ pub(crate) struct Listener {
 }
 
 impl Listener {
-    fn tagged(&self, method: &str, mut params: Map<String, Value>) -> String {
+    fn tagged(&self, method: &str, mut params: Map<String, Value>) -> Frame {
         params.insert("_meta".into(), json!({ META_SUBSCRIPTION_ID: self.request.id }));
-        jsonrpc::encode_notification(method, &Value::Object(params))
+        Frame::notification(method, &Value::Object(params))
     }
 
     /// Sends a list change if this stream asked for it.
@@ -101,7 +102,7 @@ impl Listener {
             meta.insert(META_SUBSCRIPTION_ID.into(), serde_json::to_value(&self.request.id).unwrap_or_default());
         }
         self.request.peer.forget(&self.request);
-        self.request.finish(jsonrpc::encode_result(&self.request.id, &result));
+        self.request.finish(Frame::result(&self.request.id, &result));
         self.request.stop_quietly();
     }
 }

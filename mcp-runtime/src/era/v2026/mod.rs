@@ -26,7 +26,7 @@ use crate::dispatch::{self, respond, Connection, Origin, Request};
 use crate::server::hub::{Change, Subscriber};
 use crate::server::Server;
 use crate::wire::error::{Error, ErrorCode};
-use crate::wire::jsonrpc::{self, RequestId};
+use crate::wire::jsonrpc::RequestId;
 use crate::wire::protocol::{Implementation, LogLevel};
 
 pub(crate) mod headers;
@@ -284,8 +284,10 @@ mod tests {
         let frame = |result: &Value, kind| -> Value {
             let hints = (kind != ResultKind::Plain).then_some(server.inner.cache);
             let prefix = &server.inner.result_prefix;
-            let text = jsonrpc::encode_result_stamped(&id, result, prefix, hints, |v| stamp(&server, v, hints));
-            serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"))
+            let frame =
+                crate::wire::jsonrpc::encode_result_stamped(&id, result, prefix, hints, |v| stamp(&server, v, hints));
+            let text = frame.text();
+            serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}: {text}"))
         };
         let r = frame(&json!({"content": [{"type": "text", "text": "hi"}]}), ResultKind::Plain);
         assert_eq!(r["id"], 7);

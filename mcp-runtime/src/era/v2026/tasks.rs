@@ -10,7 +10,7 @@ use crate::server::Server;
 use crate::store::task::{TaskRecord, TaskStatus};
 use crate::task::front::TaskFront;
 use crate::wire::error::{Error, ErrorCode};
-use crate::wire::jsonrpc::{self, RequestId};
+use crate::wire::jsonrpc::{Frame, RequestId};
 
 /// A task as the Tasks extension has it.
 pub(crate) struct Tasks2026;
@@ -34,12 +34,12 @@ impl TaskFront for Tasks2026 {
     fn announce(&self, server: &Server, _session: Option<&Sink>, record: &TaskRecord) {
         server.notify_task(record)
     }
-    fn create_result(&self, server: &Server, id: &RequestId, record: &TaskRecord) -> String {
+    fn create_result(&self, server: &Server, id: &RequestId, record: &TaskRecord) -> Frame {
         let mut result = Map::new();
         result.insert("resultType".into(), "task".into());
         result.extend(task_2026(record));
         crate::wire::protocol::stamp_server_info(&server.inner.info_value, &mut result);
-        jsonrpc::encode_result(id, &Value::Object(result))
+        Frame::result(id, &Value::Object(result))
     }
     fn gate(&self, method: &str, ctx: &Context) -> Result<(), Error> {
         // The extension removed `tasks/result` and `tasks/list`; every method needs it declared on the request,

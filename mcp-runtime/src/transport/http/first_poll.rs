@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use crate::base::backlog::{Admit, Backlog, OutboundLimits};
 use crate::base::sync::Unpoisoned;
 use crate::dispatch::FrameSink;
+use crate::wire::jsonrpc::Frame;
 
 /// Keeps a request's frames until [`FirstPoll::decide`], then forwards them to the sink it opened. What it keeps is
 /// bounded as any outbound queue is: past the soft bound, progress and log notifications are dropped (a handler that
@@ -21,8 +22,8 @@ pub(super) struct FirstPoll<S> {
 enum Held<S> {
     /// What the handler sent so far (and whether each frame may be dropped), its response, whether it ended.
     Waiting {
-        early: Vec<(String, bool)>,
-        response: Option<String>,
+        early: Vec<(Frame, bool)>,
+        response: Option<Frame>,
         ended: bool,
     },
     Open(Arc<S>),
@@ -44,7 +45,7 @@ impl<S: FrameSink> FirstPoll<S> {
     /// After the first poll: `Ok` with the response, if it came with nothing before it. Otherwise `open` makes the
     /// request's stream (and what the POST answers with, given back as `Err`); the stream gets what was kept (under
     /// the lock, so that nothing the handler sends now overtakes it) and then everything else.
-    pub(super) fn decide<T>(&self, open: impl FnOnce() -> (Arc<S>, T)) -> Result<String, T> {
+    pub(super) fn decide<T>(&self, open: impl FnOnce() -> (Arc<S>, T)) -> Result<Frame, T> {
         let mut state = self.lock();
         let Held::Waiting { early, response, ended } = &mut *state else {
             unreachable!("a request's stream is opened once, by its POST")
@@ -72,7 +73,7 @@ impl<S: FrameSink> FirstPoll<S> {
     }
 
     /// The open stream; or, while the answer is undecided, `keep` takes what the handler sent.
-    fn open_or(&self, keep: impl FnOnce(&mut Vec<(String, bool)>, &mut Option<String>, &mut bool)) -> Option<Arc<S>> {
+    fn open_or(&self, keep: impl FnOnce(&mut Vec<(Frame, bool)>, &mut Option<Frame>, &mut bool)) -> Option<Arc<S>> {
         match &mut *self.lock() {
             Held::Waiting { early, response, ended } => {
                 keep(early, response, ended);
@@ -82,7 +83,7 @@ impl<S: FrameSink> FirstPoll<S> {
         }
     }
 
-    fn push(&self, frame: String, droppable: bool) {
+    fn push(&self, frame: Frame, droppable: bool) {
         let mut frame = Some(frame);
         if let Some(sink) = self.open_or(|early, _, ended| {
             let Some(f) = frame.take() else { return };
@@ -90,7 +91,8 @@ impl<S: FrameSink> FirstPoll<S> {
                 early.push((f, droppable));
             }
         }) {
-            let frame = frame.unwrap_or_default();
+            // Still here: only a stream that was not open yet takes the frame.
+            let Some(frame) = frame else { return };
             if droppable {
                 sink.send_droppable(frame);
             } else {
@@ -101,23 +103,23 @@ impl<S: FrameSink> FirstPoll<S> {
 }
 
 impl<S: FrameSink> FrameSink for FirstPoll<S> {
-    fn send(&self, frame: String) {
+    fn send(&self, frame: Frame) {
         self.push(frame, false)
     }
 
-    fn send_droppable(&self, frame: String) {
+    fn send_droppable(&self, frame: Frame) {
         self.push(frame, true)
     }
 
-    fn finish(&self, frame: String) {
+    fn finish(&self, frame: Frame) {
         let mut frame = Some(frame);
-        let keep = |_: &mut Vec<_>, response: &mut Option<String>, ended: &mut bool| {
+        let keep = |_: &mut Vec<_>, response: &mut Option<Frame>, ended: &mut bool| {
             if !std::mem::replace(ended, true) {
                 *response = frame.take();
             }
         };
-        if let Some(sink) = self.open_or(keep) {
-            sink.finish(frame.unwrap_or_default());
+        if let (Some(sink), Some(frame)) = (self.open_or(keep), frame) {
+            sink.finish(frame);
         }
     }
 

@@ -1,10 +1,11 @@
 //! The checks every request passes first: Host and Origin, the protocol version header, what it accepts.
 
 use super::*;
+use crate::wire::jsonrpc::Frame;
 
 pub(super) fn error_response(status: StatusCode, code: ErrorCode, message: impl Into<String>) -> Response {
-    let body = jsonrpc::encode_error(None, &Error::new(code, message));
-    (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
+    let body = Frame::error(None, &Error::new(code, message));
+    (status, [(header::CONTENT_TYPE, "application/json")], body.into_text()).into_response()
 }
 
 pub(super) fn plain(status: StatusCode, message: &'static str) -> Response {

@@ -49,7 +49,7 @@ use crate::dispatch::{FrameSink, Origin, Sink};
 use crate::era::v2025::Session;
 use crate::server::Server;
 use crate::wire::error::{Error, ErrorCode};
-use crate::wire::jsonrpc::{self, Incoming, RequestId};
+use crate::wire::jsonrpc::{Frame, Incoming, RequestId};
 use crate::wire::protocol::SUPPORTED_PROTOCOL_VERSIONS;
 use first_poll::FirstPoll;
 use guards::*;
@@ -225,8 +225,9 @@ async fn post(
     let message = match Incoming::parse(&bytes) {
         Ok(m) => m,
         Err(rejected) => {
-            let body = jsonrpc::encode_error(rejected.id.as_ref(), &rejected.error);
-            return (StatusCode::BAD_REQUEST, [(header::CONTENT_TYPE, "application/json")], body).into_response();
+            let body = Frame::error(rejected.id.as_ref(), &rejected.error);
+            return (StatusCode::BAD_REQUEST, [(header::CONTENT_TYPE, "application/json")], body.into_text())
+                .into_response();
         }
     };
     let auth = match &state.server.inner.auth {
@@ -368,9 +369,10 @@ async fn wait_for_reader(session: &HttpSession, message: &Incoming) -> Result<()
             BACKED_UP_WAIT.as_secs()
         ),
     );
-    let body = jsonrpc::encode_error(id, &error);
+    let body = Frame::error(id, &error);
     let mut response =
-        (StatusCode::SERVICE_UNAVAILABLE, [(header::CONTENT_TYPE, "application/json")], body).into_response();
+        (StatusCode::SERVICE_UNAVAILABLE, [(header::CONTENT_TYPE, "application/json")], body.into_text())
+            .into_response();
     response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
     Err(response)
 }
@@ -388,7 +390,9 @@ async fn answer_request(
             Arc::new(JsonRoute { response: Mutex::new(Some(tx)), standalone: http_session.standalone.clone() });
         http_session.session.handle_routed(message, &Origin { sink, http: Some(http) });
         return match rx.await {
-            Ok(frame) => (StatusCode::OK, [(header::CONTENT_TYPE, "application/json")], frame).into_response(),
+            Ok(frame) => {
+                (StatusCode::OK, [(header::CONTENT_TYPE, "application/json")], frame.into_text()).into_response()
+            }
             // Cancelled: there is no response to give.
             Err(_) => StatusCode::ACCEPTED.into_response(),
         };
@@ -417,7 +421,7 @@ async fn answer_request(
     });
     match answer {
         // The response came alone in the handler's first poll: nothing to stream or resume.
-        Ok(frame) => (StatusCode::OK, [(header::CONTENT_TYPE, "application/json")], frame).into_response(),
+        Ok(frame) => (StatusCode::OK, [(header::CONTENT_TYPE, "application/json")], frame.into_text()).into_response(),
         Err((route, priming, events, backlog)) => {
             sse_response(state, priming, (events, Some(backlog)), None, Some(http_session), Some(&route.name))
         }
@@ -522,7 +526,8 @@ async fn post_stateless(
                 let answer = rx.await;
                 guard.done = true;
                 return match answer {
-                    Ok(frame) => (StatusCode::OK, [(header::CONTENT_TYPE, "application/json")], frame).into_response(),
+                    Ok(frame) => (StatusCode::OK, [(header::CONTENT_TYPE, "application/json")], frame.into_text())
+                        .into_response(),
                     Err(_) => StatusCode::ACCEPTED.into_response(),
                 };
             }

@@ -20,7 +20,6 @@ use std::time::Duration;
 use axum::body::{Body, Bytes};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::first_poll::FirstPoll;
@@ -31,8 +30,8 @@ use crate::base::sync::Unpoisoned;
 use crate::context::HttpRequest;
 use crate::dispatch::{Connection, FrameSink, Origin};
 use crate::era::v2026;
-use crate::wire::error::Error;
-use crate::wire::jsonrpc::{self, Incoming, RequestId};
+use crate::wire::jsonrpc::FrameKind;
+use crate::wire::jsonrpc::{Frame, Incoming, RequestId};
 
 /// How often an idle SSE stream (a `subscriptions/listen`) gets a keep-alive comment.
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
@@ -58,9 +57,9 @@ pub(super) fn is_modern_version(headers: &HeaderMap) -> bool {
 /// A frame on its way to the POST's answer.
 enum Out {
     /// A notification: the answer becomes an SSE stream.
-    Event(String),
+    Event(Frame),
     /// The response: the last frame.
-    Final(String),
+    Final(Frame),
 }
 
 /// A 2026 request's stream, once its answer must wait: frames go to the waiting POST, within the outbound bounds.
@@ -79,7 +78,7 @@ impl ModernRoute {
         self.tx.locked()
     }
 
-    fn push(&self, frame: String, droppable: bool) {
+    fn push(&self, frame: Frame, droppable: bool) {
         if self.json_only {
             return;
         }
@@ -99,15 +98,15 @@ impl ModernRoute {
 }
 
 impl FrameSink for ModernRoute {
-    fn send(&self, frame: String) {
+    fn send(&self, frame: Frame) {
         self.push(frame, false)
     }
 
-    fn send_droppable(&self, frame: String) {
+    fn send_droppable(&self, frame: Frame) {
         self.push(frame, true)
     }
 
-    fn finish(&self, frame: String) {
+    fn finish(&self, frame: Frame) {
         if let Some(tx) = self.tx().take() {
             let _ = tx.send(Out::Final(frame));
         }
@@ -206,7 +205,7 @@ pub(super) async fn post(
         return StatusCode::ACCEPTED.into_response();
     };
     if let Err(e) = v2026::check_http_headers(headers, &method, params.as_ref(), &state.server) {
-        return json_answer(jsonrpc::encode_error(Some(&id), &e));
+        return json_answer(Frame::error(Some(&id), &e));
     }
     let conn = Connection::new(state.server.clone(), no_sink());
     let json_only = state.options.json_response && method != "subscriptions/listen";
@@ -269,23 +268,18 @@ fn no_sink() -> crate::dispatch::Sink {
 }
 
 /// A response as one JSON body, with the status its error (if it is one) calls for.
-fn json_answer(frame: String) -> Response {
-    let status = if frame.contains(r#""error":{"#) {
-        serde_json::from_str::<Value>(&frame)
-            .ok()
-            .and_then(|v| serde_json::from_value::<Error>(v.get("error")?.clone()).ok())
-            .map(|e| v2026::http_status(e.code))
-            .unwrap_or(200)
-    } else {
-        200
+fn json_answer(frame: Frame) -> Response {
+    let status = match frame.kind() {
+        FrameKind::Error(code) => v2026::http_status(crate::wire::error::ErrorCode(code)),
+        _ => 200,
     };
     let status = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
-    (status, [(header::CONTENT_TYPE, "application/json")], frame).into_response()
+    (status, [(header::CONTENT_TYPE, "application/json")], frame.into_text()).into_response()
 }
 
 /// The SSE answer of a 2026 request: its notifications, then its response; keep-alive comments while idle.
 struct ModernSse {
-    pending: Option<String>,
+    pending: Option<Frame>,
     events: mpsc::UnboundedReceiver<Out>,
     /// The bytes waiting for this connection; each event taken leaves it.
     backlog: Arc<Backlog>,
@@ -311,16 +305,16 @@ impl futures_core::Stream for ModernSse {
         let mut chunk = String::new();
         if let Some(first) = self.pending.take() {
             self.backlog.sent(first.len());
-            push_event(&mut chunk, &first);
+            push_event(&mut chunk, first.text());
         }
         loop {
             match self.events.poll_recv(cx) {
                 Poll::Ready(Some(Out::Event(frame))) => {
                     self.backlog.sent(frame.len());
-                    push_event(&mut chunk, &frame)
+                    push_event(&mut chunk, frame.text())
                 }
                 Poll::Ready(Some(Out::Final(frame))) => {
-                    push_event(&mut chunk, &frame);
+                    push_event(&mut chunk, frame.text());
                     self.done = true;
                     self.guard.armed = false;
                     break;

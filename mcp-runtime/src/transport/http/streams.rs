@@ -2,6 +2,7 @@
 //! connection reads it through.
 
 use super::*;
+use crate::wire::jsonrpc::Frame;
 
 /// One SSE event on its way to a connection: its id and its data.
 pub(super) type Event = (String, Arc<str>);
@@ -119,12 +120,12 @@ impl Route {
 }
 
 impl FrameSink for Route {
-    fn send(&self, frame: String) {
-        self.push(frame, false)
+    fn send(&self, frame: Frame) {
+        self.push(frame.into_text(), false)
     }
 
-    fn send_droppable(&self, frame: String) {
-        self.push(frame, true)
+    fn send_droppable(&self, frame: Frame) {
+        self.push(frame.into_text(), true)
     }
 
     fn close(&self) {
@@ -136,20 +137,20 @@ impl FrameSink for Route {
 
 /// JSON-response mode: the response goes to the waiting POST; anything else to the standalone stream.
 pub(super) struct JsonRoute {
-    pub(super) response: Mutex<Option<oneshot::Sender<String>>>,
+    pub(super) response: Mutex<Option<oneshot::Sender<Frame>>>,
     pub(super) standalone: Sink,
 }
 
 impl FrameSink for JsonRoute {
-    fn send(&self, frame: String) {
+    fn send(&self, frame: Frame) {
         self.standalone.send(frame);
     }
 
-    fn send_droppable(&self, frame: String) {
+    fn send_droppable(&self, frame: Frame) {
         self.standalone.send_droppable(frame);
     }
 
-    fn finish(&self, frame: String) {
+    fn finish(&self, frame: Frame) {
         if let Some(tx) = self.response.locked().take() {
             let _ = tx.send(frame);
         }
