@@ -310,8 +310,9 @@ async fn post_loop(http: Arc<Shared>, mut queue: mpsc::Receiver<String>) {
 const MAX_REAUTHORIZATIONS: usize = 2;
 
 impl Shared {
-    /// Sends a request, with the bearer token when the client authorizes; a 401 (or a 403 `insufficient_scope`) is
-    /// handed to the authorizer and the request sent again with what it got.
+    /// Sends a request, with the bearer token when the client authorizes (refreshed first if it is about to
+    /// expire); a 401 (or a 403 `insufficient_scope`) is handed to the authorizer and the request sent again with
+    /// what it got.
     async fn send(&self, request: reqwest::RequestBuilder) -> Result<reqwest::Response, Error> {
         self.send_authorized(request, true).await
     }
@@ -328,6 +329,9 @@ impl Shared {
     ) -> Result<reqwest::Response, Error> {
         let failed = |e| Error::Transport(TransportError::from_reqwest("the request failed", e));
         let Some(auth) = &self.auth else { return request.send().await.map_err(failed) };
+        if reauthorize {
+            auth.refresh_ahead(&self.client).await;
+        }
         let mut step_ups = 0;
         let mut reauthorized = 0;
         let mut nonces = 0;

@@ -22,6 +22,11 @@ use crate::client::{AuthError, Error, TransportError};
 /// The longest answer of an authorization server read (a token response, a registration).
 pub(super) const RESPONSE_LIMIT: usize = 1024 * 1024;
 
+/// How long before it expires an access token is refreshed ahead of a request: 30 s, time for the request to reach
+/// the server and for clocks to disagree a little, and little beside the minutes access tokens usually live. A token
+/// that lives less than twice that is refreshed halfway through its life instead, else each request would refresh.
+const REFRESH_AHEAD: Duration = Duration::from_secs(30);
+
 /// Where the authorization server takes each request.
 pub(super) struct Endpoints {
     pub(super) authorization: Url,
@@ -62,6 +67,10 @@ pub(crate) struct Authorizer {
     bound: Mutex<Option<String>>,
     /// The DPoP key, made when an authorization server first supports DPoP.
     dpop: Mutex<Option<Arc<Dpop>>>,
+    /// What the last challenge led to: where a refresh ahead of a request goes.
+    found: Mutex<Option<Arc<Found>>>,
+    /// The access token whose refresh ahead of a request failed: not tried ahead again (the 401 has its turn).
+    refresh_failed: Mutex<Option<String>>,
 }
 
 impl Authorizer {
@@ -74,6 +83,8 @@ impl Authorizer {
             gate: tokio::sync::Mutex::new(()),
             bound: Mutex::new(None),
             dpop: Mutex::new(None),
+            found: Mutex::new(None),
+            refresh_failed: Mutex::new(None),
         })
     }
 
@@ -117,6 +128,48 @@ impl Authorizer {
         Ok(Some(dpop))
     }
 
+    /// Before a request: refreshes the access token held if it has expired or is about to ([`REFRESH_AHEAD`]), with
+    /// its refresh token, at the authorization server the last challenge led to. Requests that find it so at once
+    /// share one refresh (the gate of [`Authorizer::challenged`]). Without a refresh token, before any challenge
+    /// (tokens from a store of an earlier run), or when the refresh fails, the request goes with the token held and
+    /// a 401 takes the usual way.
+    pub(crate) async fn refresh_ahead(&self, http: &reqwest::Client) {
+        let due = |held: &Tokens| {
+            held.refresh_token.is_some()
+                && expiring(held, now())
+                && self.refresh_failed.locked().as_deref() != Some(held.access_token.as_str())
+        };
+        if !self.config.store.tokens(&self.key).is_some_and(|held| due(&held)) {
+            return;
+        }
+        let Some(found) = self.found.locked().clone() else { return };
+        let _one_at_a_time = self.gate.lock().await;
+        // Another request may have refreshed it (or failed to) meanwhile.
+        let Some(held) = self.config.store.tokens(&self.key).filter(|held| due(held)) else { return };
+        if !self.refreshed(http, &found, &held).await {
+            *self.refresh_failed.locked() = Some(held.access_token);
+        }
+    }
+
+    /// Refreshes `held` with its refresh token, if it has one from the authorization server of `found`, and keeps
+    /// what the refresh gave; whether it did. Only the authorization code grant refreshes: a machine client asks
+    /// its own grant again.
+    async fn refreshed(&self, http: &reqwest::Client, found: &Found, held: &Tokens) -> bool {
+        let Grant::AuthorizationCode = self.config.grant else { return false };
+        let (true, Some(refresh)) = (held.issuer == found.issuer, &held.refresh_token) else { return false };
+        match self.refresh(http, found, held, refresh).await {
+            Ok(fresh) => {
+                tracing::debug!(issuer = %found.issuer, "refreshed the access token");
+                self.config.store.save_tokens(&self.key, fresh);
+                true
+            }
+            Err(e) => {
+                tracing::debug!(error = %e, "refreshing the access token failed");
+                false
+            }
+        }
+    }
+
     /// The server challenged a request (401, or 403 `insufficient_scope`) that carried `sent`: get a token that
     /// may do better, or say why not. `step_ups` counts the 403s of this request.
     pub(crate) async fn challenged(
@@ -147,19 +200,13 @@ impl Authorizer {
             }
         }
         tracing::debug!(%status, scope = ?challenge.scope, "the server challenged a request: authorizing");
-        let found = self.discover(http, &challenge).await?;
+        let found = Arc::new(self.discover(http, &challenge).await?);
+        *self.found.locked() = Some(found.clone());
 
         // A refresh token from the same authorization server answers a 401 before a new authorization does.
-        if let (false, Some(tokens), Grant::AuthorizationCode) = (step_up, &held, &self.config.grant) {
-            if let (true, Some(refresh)) = (tokens.issuer == found.issuer, &tokens.refresh_token) {
-                match self.refresh(http, &found, tokens, refresh).await {
-                    Ok(fresh) => {
-                        tracing::debug!(issuer = %found.issuer, "refreshed the access token");
-                        self.config.store.save_tokens(&self.key, fresh);
-                        return Ok(());
-                    }
-                    Err(e) => tracing::debug!(error = %e, "refreshing the token failed; authorizing anew"),
-                }
+        if let (false, Some(tokens)) = (step_up, &held) {
+            if self.refreshed(http, &found, tokens).await {
+                return Ok(());
             }
         }
 
@@ -608,11 +655,12 @@ pub(super) fn tokens(
     issuer: &str,
     old_refresh: Option<&str>,
 ) -> Tokens {
-    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or(Duration::ZERO);
+    let now = now();
     Tokens {
         access_token: response.access_token().secret().clone(),
         refresh_token: response.refresh_token().map(|t| t.secret().clone()).or_else(|| old_refresh.map(str::to_owned)),
-        expires_at: response.expires_in().map(|d| (now + d).as_secs()),
+        expires_at: response.expires_in().map(|d| now + d.as_secs()),
+        issued_at: Some(now),
         scopes,
         issuer: issuer.to_owned(),
         token_type: Some(match response.token_type() {
@@ -620,6 +668,22 @@ pub(super) fn tokens(
             _ => "Bearer".to_owned(),
         }),
     }
+}
+
+/// Now, in seconds since the Unix epoch.
+pub(super) fn now() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
+}
+
+/// Whether `tokens` should be refreshed before a request at `now`: the access token has expired, or expires within
+/// [`REFRESH_AHEAD`] (within half its life, for one that lives less than twice that). Without `expires_at`, never.
+fn expiring(tokens: &Tokens, now: u64) -> bool {
+    let Some(expires_at) = tokens.expires_at else { return false };
+    let margin = match tokens.issued_at {
+        Some(issued_at) => REFRESH_AHEAD.as_secs().min(expires_at.saturating_sub(issued_at) / 2),
+        None => REFRESH_AHEAD.as_secs(),
+    };
+    now.saturating_add(margin) >= expires_at
 }
 
 /// Why a token request failed.
@@ -746,6 +810,7 @@ mod tests {
             access_token: "t".into(),
             refresh_token: None,
             expires_at: None,
+            issued_at: None,
             scopes: vec!["a".into()],
             issuer: "http://localhost:4000".into(),
             token_type: None,
@@ -757,6 +822,29 @@ mod tests {
         assert_eq!(a.scopes(&challenge(Some("a")), &found(offline.clone(), None), None), ["a", "offline_access"]);
         let quiet = authorizer(user().refresh_tokens(false));
         assert_eq!(quiet.scopes(&challenge(Some("a")), &found(offline, None), None), ["a"]);
+    }
+
+    #[test]
+    fn a_token_is_refreshed_ahead_30_s_before_it_expires_or_halfway_through_a_short_life() {
+        let token = |issued_at: Option<u64>, expires_at: Option<u64>| Tokens {
+            access_token: "t".into(),
+            refresh_token: Some("r".into()),
+            expires_at,
+            issued_at,
+            scopes: Vec::new(),
+            issuer: "http://localhost:4000".into(),
+            token_type: None,
+        };
+        let hour = token(Some(1_000), Some(4_600));
+        assert!(!expiring(&hour, 1_000));
+        assert!(!expiring(&hour, 4_569));
+        assert!(expiring(&hour, 4_570), "30 s before");
+        assert!(expiring(&hour, 5_000), "expired");
+        let short = token(Some(1_000), Some(1_010));
+        assert!(!expiring(&short, 1_004));
+        assert!(expiring(&short, 1_005), "halfway");
+        assert!(expiring(&token(None, Some(1_010)), 980), "a lifetime unknown: 30 s before");
+        assert!(!expiring(&token(Some(1_000), None), u64::MAX), "no expiry said: never");
     }
 
     #[test]

@@ -2,15 +2,13 @@
 //! (workload identity federation), and Enterprise-Managed Authorization (an RFC 8693 token exchange at the identity
 //! provider, then a JWT bearer grant with the identity assertion it gave).
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
-
 use oauth2::Scope;
 use reqwest::Url;
 use serde_json::Value;
 
 use super::discovery;
 use super::flow::{
-    oauth_error, sender, token_error, token_error_hint, tokens, Authorizer, ClientAuth, Found, RESPONSE_LIMIT,
+    now, oauth_error, sender, token_error, token_error_hint, tokens, Authorizer, ClientAuth, Found, RESPONSE_LIMIT,
 };
 use super::{jwt, Registration, Tokens};
 use crate::client::{AuthError, Error, TransportError};
@@ -65,11 +63,12 @@ impl Authorizer {
                 found.endpoints.token
             ))));
         };
-        let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or(Duration::ZERO).as_secs();
+        let now = now();
         Ok(Tokens {
             access_token: access_token.to_owned(),
             refresh_token: answer["refresh_token"].as_str().map(str::to_owned),
             expires_at: answer["expires_in"].as_u64().map(|s| now + s),
+            issued_at: Some(now),
             scopes,
             issuer: found.issuer.clone(),
             token_type: answer["token_type"].as_str().map(str::to_owned),
