@@ -4,7 +4,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use oauth2::basic::BasicClient;
+use oauth2::basic::{BasicClient, BasicTokenResponse};
 use oauth2::{
     AuthType, AuthUrl, AuthorizationCode, ClientId, ClientSecret, CsrfToken, PkceCodeChallenge, RedirectUrl,
     RefreshToken, RequestTokenError, Scope, TokenResponse, TokenUrl,
@@ -16,6 +16,7 @@ use serde_json::{json, Value};
 use super::discovery::{self, Challenge, ServerMetadata};
 use super::dpop::{self, Dpop};
 use super::{jwt, Grant, OAuth, Registration, Tokens};
+use crate::base::future::BoxFuture;
 use crate::base::sync::Unpoisoned;
 use crate::client::{AuthError, Error, TransportError};
 
@@ -562,18 +563,8 @@ impl Authorizer {
         let Some(code) = param("code") else {
             return Err(Error::Auth(AuthError::authorization("the authorization response has no code")));
         };
-        let mut exchange = client
-            .exchange_code(AuthorizationCode::new(code))
-            .set_pkce_verifier(verifier)
-            .add_extra_param("resource", found.resource.clone());
-        if auth == ClientAuth::PrivateKeyJwt {
-            for (name, value) in self.assertion(registration, found)? {
-                exchange = exchange.add_extra_param(name, value);
-            }
-        }
-        let send = sender(http, self.dpop_for(found)?);
-        let response = exchange.request_async(&send).await.map_err(|e| token_error(&found.endpoints.token, e))?;
-        Ok(tokens(&response, scopes, &found.issuer, None))
+        let exchange = client.exchange_code(AuthorizationCode::new(code)).set_pkce_verifier(verifier);
+        self.token_request(http, found, registration, exchange, scopes, None).await
     }
 
     /// A refresh token grant, with the same resource.
@@ -588,15 +579,31 @@ impl Authorizer {
         let auth = self.client_auth(&registration, found.metadata.as_ref());
         let client = self.oauth_client(found, &registration, auth)?;
         let token = RefreshToken::new(refresh.to_owned());
-        let mut exchange = client.exchange_refresh_token(&token).add_extra_param("resource", found.resource.clone());
-        if auth == ClientAuth::PrivateKeyJwt {
-            for (name, value) in self.assertion(&registration, found)? {
-                exchange = exchange.add_extra_param(name, value);
+        let exchange = client.exchange_refresh_token(&token);
+        self.token_request(http, found, &registration, exchange, held.scopes.clone(), Some(refresh)).await
+    }
+
+    /// Sends a token request oauth2 built (`request`, as `registration`), with the resource and, for
+    /// `private_key_jwt`, the client's assertion; the tokens it gave, for `scopes` (and with `old_refresh` if the
+    /// answer has no refresh token of its own).
+    pub(super) async fn token_request(
+        &self,
+        http: &reqwest::Client,
+        found: &Found,
+        registration: &Registration,
+        mut request: impl TokenRequest,
+        scopes: Vec<String>,
+        old_refresh: Option<&str>,
+    ) -> Result<Tokens, Error> {
+        request = request.param("resource", found.resource.clone());
+        if self.client_auth(registration, found.metadata.as_ref()) == ClientAuth::PrivateKeyJwt {
+            for (name, value) in self.assertion(registration, found)? {
+                request = request.param(name, value);
             }
         }
         let send = sender(http, self.dpop_for(found)?);
-        let response = exchange.request_async(&send).await.map_err(|e| token_error(&found.endpoints.token, e))?;
-        Ok(tokens(&response, held.scopes.clone(), &found.issuer, Some(refresh)))
+        let response = request.send(&send).await.map_err(|e| token_error(&found.endpoints.token, e))?;
+        Ok(tokens(&response, scopes, &found.issuer, old_refresh))
     }
 
     /// The `client_assertion` parameters of `private_key_jwt`.
@@ -614,6 +621,40 @@ impl Authorizer {
         ])
     }
 }
+
+/// What oauth2's token requests (authorization code, refresh token, client credentials) have in common, which oauth2
+/// has no trait for: one more parameter, and sending.
+pub(super) trait TokenRequest: Sized {
+    /// The request with the form parameter `name` added.
+    fn param(self, name: &'static str, value: String) -> Self;
+
+    /// Sends the request with `http`; the token response.
+    fn send<'c>(self, http: &'c Sender) -> BoxFuture<'c, Result<BasicTokenResponse, TokenRequestError>>
+    where
+        Self: 'c;
+}
+
+/// Why oauth2 could not get a token.
+pub(super) type TokenRequestError = RequestTokenError<Error, oauth2::basic::BasicErrorResponse>;
+
+macro_rules! token_request {
+    ($($request:ident),*) => {$(
+        impl TokenRequest for oauth2::$request<'_, oauth2::basic::BasicErrorResponse, BasicTokenResponse> {
+            fn param(self, name: &'static str, value: String) -> Self {
+                self.add_extra_param(name, value)
+            }
+
+            fn send<'c>(self, http: &'c Sender) -> BoxFuture<'c, Result<BasicTokenResponse, TokenRequestError>>
+            where
+                Self: 'c,
+            {
+                Box::pin(self.request_async(http))
+            }
+        }
+    )*};
+}
+
+token_request!(CodeTokenRequest, RefreshTokenRequest, ClientCredentialsTokenRequest);
 
 /// The endpoints a metadata document gives, each an `http` or `https` URL.
 fn endpoints(metadata: &ServerMetadata, issuer: &str) -> Result<Endpoints, Error> {
@@ -650,7 +691,7 @@ pub(super) fn oauth_error(answer: &Value, bytes: &[u8]) -> String {
 
 /// Tokens from a token response.
 pub(super) fn tokens(
-    response: &oauth2::basic::BasicTokenResponse,
+    response: &BasicTokenResponse,
     scopes: Vec<String>,
     issuer: &str,
     old_refresh: Option<&str>,
@@ -687,7 +728,7 @@ fn expiring(tokens: &Tokens, now: u64) -> bool {
 }
 
 /// Why a token request failed.
-pub(super) fn token_error(endpoint: &Url, error: RequestTokenError<Error, oauth2::basic::BasicErrorResponse>) -> Error {
+pub(super) fn token_error(endpoint: &Url, error: TokenRequestError) -> Error {
     match error {
         RequestTokenError::ServerResponse(answer) => {
             let description = answer.error_description().map(|d| format!(": {d}")).unwrap_or_default();
@@ -724,16 +765,14 @@ pub(super) fn token_error_hint(code: &str) -> &'static str {
     }
 }
 
+/// oauth2's HTTP client ([`sender`]).
+pub(super) type Sender = Box<dyn Fn(oauth2::HttpRequest) -> BoxFuture<'static, Result<oauth2::HttpResponse, Error>> + Send + Sync>;
+
 /// oauth2's HTTP client, over the transport's reqwest client; with a DPoP key, each request carries a proof, and a
 /// `use_dpop_nonce` answer (RFC 9449 §8) is sent once more with the nonce it gave.
-pub(super) fn sender(
-    http: &reqwest::Client,
-    dpop: Option<Arc<Dpop>>,
-) -> impl Fn(
-    oauth2::HttpRequest,
-) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<oauth2::HttpResponse, Error>> + Send>> {
+pub(super) fn sender(http: &reqwest::Client, dpop: Option<Arc<Dpop>>) -> Sender {
     let http = http.clone();
-    move |request: oauth2::HttpRequest| {
+    Box::new(move |request: oauth2::HttpRequest| -> BoxFuture<'static, Result<oauth2::HttpResponse, Error>> {
         let http = http.clone();
         let dpop = dpop.clone();
         Box::pin(async move {
@@ -767,7 +806,7 @@ pub(super) fn sender(
                 return Ok(answer);
             }
         })
-    }
+    })
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::discovery;
 use super::flow::{
-    now, oauth_error, sender, token_error, token_error_hint, tokens, Authorizer, ClientAuth, Found, RESPONSE_LIMIT,
+    now, oauth_error, token_error_hint, Authorizer, ClientAuth, Found, RESPONSE_LIMIT,
 };
 use super::{jwt, Registration, Tokens};
 use crate::client::{AuthError, Error, TransportError};
@@ -27,18 +27,11 @@ impl Authorizer {
     ) -> Result<Tokens, Error> {
         let auth = self.client_auth(registration, found.metadata.as_ref());
         let client = self.oauth_client(found, registration, auth)?;
-        let mut exchange = client.exchange_client_credentials().add_extra_param("resource", found.resource.clone());
+        let mut exchange = client.exchange_client_credentials();
         for scope in &scopes {
             exchange = exchange.add_scope(Scope::new(scope.clone()));
         }
-        if auth == ClientAuth::PrivateKeyJwt {
-            for (name, value) in self.assertion(registration, found)? {
-                exchange = exchange.add_extra_param(name, value);
-            }
-        }
-        let send = sender(http, self.dpop_for(found)?);
-        let response = exchange.request_async(&send).await.map_err(|e| token_error(&found.endpoints.token, e))?;
-        Ok(tokens(&response, scopes, &found.issuer, None))
+        self.token_request(http, found, registration, exchange, scopes, None).await
     }
 
     /// The RFC 7523 JWT bearer grant with `assertion`, authenticated as registered.
