@@ -101,26 +101,6 @@ pub struct Tool {
     raw: Value,
 }
 
-impl Tool {
-    /// The name to show: `title`, else `annotations.title`, else `name` (the precedence the specification gives).
-    pub fn display_name(&self) -> &str {
-        self.title
-            .as_deref()
-            .or_else(|| self.annotations.as_ref().and_then(|a| a.title.as_deref()))
-            .unwrap_or(&self.name)
-    }
-
-    /// The JSON as the server wrote it.
-    pub fn raw(&self) -> &Value {
-        &self.raw
-    }
-
-    /// The JSON as the server wrote it, taken.
-    pub fn into_raw(self) -> Value {
-        self.raw
-    }
-}
-
 impl sealed::Sealed for Tool {
     fn from_raw(raw: Value) -> Result<Tool, Error> {
         let f = Fields { raw: &raw, what: "tool" };
@@ -145,10 +125,6 @@ impl sealed::Sealed for Tool {
     }
 }
 
-impl ListItem for Tool {
-    const METHOD: &'static str = "tools/list";
-}
-
 /// A prompt, as `prompts/list` describes it; [`Prompt::raw`] is the JSON as the server wrote it.
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
@@ -168,23 +144,6 @@ pub struct Prompt {
     raw: Value,
 }
 
-impl Prompt {
-    /// The name to show: `title`, else `name`.
-    pub fn display_name(&self) -> &str {
-        self.title.as_deref().unwrap_or(&self.name)
-    }
-
-    /// The JSON as the server wrote it.
-    pub fn raw(&self) -> &Value {
-        &self.raw
-    }
-
-    /// The JSON as the server wrote it, taken.
-    pub fn into_raw(self) -> Value {
-        self.raw
-    }
-}
-
 impl sealed::Sealed for Prompt {
     fn from_raw(raw: Value) -> Result<Prompt, Error> {
         let f = Fields { raw: &raw, what: "prompt" };
@@ -198,10 +157,6 @@ impl sealed::Sealed for Prompt {
             raw,
         })
     }
-}
-
-impl ListItem for Prompt {
-    const METHOD: &'static str = "prompts/list";
 }
 
 /// A resource, as `resources/list` describes it; [`Resource::raw`] is the JSON as the server wrote it.
@@ -229,23 +184,6 @@ pub struct Resource {
     raw: Value,
 }
 
-impl Resource {
-    /// The name to show: `title`, else `name`.
-    pub fn display_name(&self) -> &str {
-        self.title.as_deref().unwrap_or(&self.name)
-    }
-
-    /// The JSON as the server wrote it.
-    pub fn raw(&self) -> &Value {
-        &self.raw
-    }
-
-    /// The JSON as the server wrote it, taken.
-    pub fn into_raw(self) -> Value {
-        self.raw
-    }
-}
-
 impl sealed::Sealed for Resource {
     fn from_raw(raw: Value) -> Result<Resource, Error> {
         let f = Fields { raw: &raw, what: "resource" };
@@ -262,10 +200,6 @@ impl sealed::Sealed for Resource {
             raw,
         })
     }
-}
-
-impl ListItem for Resource {
-    const METHOD: &'static str = "resources/list";
 }
 
 /// A resource template, as `resources/templates/list` describes it; [`ResourceTemplate::raw`] is the JSON as the
@@ -292,23 +226,6 @@ pub struct ResourceTemplate {
     raw: Value,
 }
 
-impl ResourceTemplate {
-    /// The name to show: `title`, else `name`.
-    pub fn display_name(&self) -> &str {
-        self.title.as_deref().unwrap_or(&self.name)
-    }
-
-    /// The JSON as the server wrote it.
-    pub fn raw(&self) -> &Value {
-        &self.raw
-    }
-
-    /// The JSON as the server wrote it, taken.
-    pub fn into_raw(self) -> Value {
-        self.raw
-    }
-}
-
 impl sealed::Sealed for ResourceTemplate {
     fn from_raw(raw: Value) -> Result<ResourceTemplate, Error> {
         let f = Fields { raw: &raw, what: "resource template" };
@@ -326,12 +243,35 @@ impl sealed::Sealed for ResourceTemplate {
     }
 }
 
-impl ListItem for ResourceTemplate {
-    const METHOD: &'static str = "resources/templates/list";
-}
+/// What every list item has beside its fields: the name to show (`title`, else what `$fallback` gives, else
+/// `name`), its JSON as the server wrote it, its list method, and `TryFrom<Value>`.
+macro_rules! list_item {
+    ($item:ident, $method:literal) => {
+        list_item!($item, $method, "`title`, else `name`", |_item| None);
+    };
+    ($item:ident, $method:literal, $precedence:literal, |$this:ident| $fallback:expr) => {
+        impl $item {
+            #[doc = concat!("The name to show: ", $precedence, ".")]
+            pub fn display_name(&self) -> &str {
+                let $this = self;
+                self.title.as_deref().or_else(|| $fallback).unwrap_or(&self.name)
+            }
 
-macro_rules! try_from_value {
-    ($($item:ty),*) => {$(
+            /// The JSON as the server wrote it.
+            pub fn raw(&self) -> &Value {
+                &self.raw
+            }
+
+            /// The JSON as the server wrote it, taken.
+            pub fn into_raw(self) -> Value {
+                self.raw
+            }
+        }
+
+        impl ListItem for $item {
+            const METHOD: &'static str = $method;
+        }
+
         /// Reads an item from JSON (an item of a page from [`Client::list_page`], say). A required field that is
         /// missing or does not fit is an [`Error::Protocol`]; an optional one that does not fit reads as absent.
         impl TryFrom<Value> for $item {
@@ -341,10 +281,18 @@ macro_rules! try_from_value {
                 <$item as sealed::Sealed>::from_raw(raw)
             }
         }
-    )*};
+    };
 }
 
-try_from_value!(Tool, Prompt, Resource, ResourceTemplate);
+list_item!(
+    Tool,
+    "tools/list",
+    "`title`, else `annotations.title`, else `name` (the precedence the specification gives)",
+    |tool| tool.annotations.as_ref().and_then(|a| a.title.as_deref())
+);
+list_item!(Prompt, "prompts/list");
+list_item!(Resource, "resources/list");
+list_item!(ResourceTemplate, "resources/templates/list");
 
 /// One item of a page, typed; an item that cannot be read is left out, with a warning (its JSON is still in
 /// [`Client::list_page`]'s pages).
