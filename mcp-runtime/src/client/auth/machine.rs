@@ -6,10 +6,9 @@ use oauth2::Scope;
 use reqwest::Url;
 use serde_json::Value;
 
-use super::discovery;
-use super::flow::{
-    now, oauth_error, token_error_hint, Authorizer, ClientAuth, Found, RESPONSE_LIMIT,
-};
+use super::discovery::{self, Found};
+use super::flow::Authorizer;
+use super::token::{now, oauth_error, token_error_hint, ClientAuth, RESPONSE_LIMIT};
 use super::{jwt, Registration, Tokens};
 use crate::client::{AuthError, Error, TransportError};
 
@@ -110,7 +109,7 @@ impl Authorizer {
             .await
             .map_err(|e| Error::Transport(TransportError::from_reqwest("the token request failed", e)))?;
         let status = response.status();
-        let bytes = crate::client::http::read_limited(response, RESPONSE_LIMIT).await?;
+        let bytes = crate::client::body::read_body(response, RESPONSE_LIMIT).await?;
         let answer: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
         if !status.is_success() || !answer["access_token"].is_string() {
             return Err(Error::Auth(AuthError::token(format!(

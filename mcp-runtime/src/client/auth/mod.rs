@@ -45,13 +45,16 @@
 //! Tokens live in a [`TokenStore`] ([`MemoryTokenStore`] unless [`OAuth::token_store`] says otherwise); they never
 //! reach a log.
 
+mod code;
 mod discovery;
 mod dpop;
 mod flow;
 mod jwt;
 mod loopback;
 mod machine;
+mod register;
 mod store;
+mod token;
 
 use std::fmt;
 use std::future::Future;
