@@ -4,12 +4,14 @@
 //! authorization code with PKCE (the harness's browser, which signs in and consents), and calls. One sign-in serves
 //! many calls, concurrent ones too. Against a server that asks for less at first (`initial_scopes`), a tool that
 //! needs `books:write` is 403 `insufficient_scope` and the client steps up with the union of scopes and retries, in
-//! the same session. An access token that expired is refreshed with the refresh token, without the user, once for
-//! many calls that meet the 401 at once; `OAuth::loopback` receives the browser on its own listener; and no token
-//! reaches the runtime's logs.
+//! the same session. An access token that expired, or is about to, is refreshed with the refresh token before the
+//! call goes (the server answers no 401), without the user, once for many calls at once; tokens kept from an earlier
+//! client are refreshed on the 401 they meet; `OAuth::loopback` receives the browser on its own listener; and no
+//! token reaches the runtime's logs.
 
 mod common;
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -164,17 +166,41 @@ fn hello() -> &'static str {
     "hello"
 }
 
-/// Our server with authorization by `provider`, its `books:read` advertised, checking `exp` to the second (no
-/// leeway, so that a token of a short lifetime is refused soon after it expires); its URL.
+/// Our server at `url` with authorization by `provider`, its `books:read` advertised, checking `exp` to the second
+/// (no leeway, so that a token of a short lifetime is refused soon after it expires).
+fn strict(provider: &Provider, url: &str) -> mcp::Server {
+    let auth =
+        mcp::auth::Authorization::jwt(provider.issuer(), url).scopes_supported(["books:read"]).leeway(Duration::ZERO);
+    mcp::Server::builder().tool::<hello>().authorization(auth).build().unwrap()
+}
+
+/// The [`strict`] server on loopback; its URL.
 async fn strict_server(provider: &Provider) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());
-    let auth = mcp::auth::Authorization::jwt(provider.issuer(), url.clone())
-        .scopes_supported(["books:read"])
-        .leeway(Duration::ZERO);
-    let server = mcp::Server::builder().tool::<hello>().authorization(auth).build().unwrap();
-    tokio::spawn(server.serve_http_on(listener, mcp::HttpOptions::new()));
+    tokio::spawn(strict(provider, &url).serve_http_on(listener, mcp::HttpOptions::new()));
     url
+}
+
+/// The [`strict`] server on loopback, behind a count of the 401s it answers; its URL and the count.
+async fn counted_server(provider: &Provider) -> (String, Arc<AtomicUsize>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let refused = Arc::new(AtomicUsize::new(0));
+    let count = refused.clone();
+    let counting = move |request: axum::extract::Request, next: axum::middleware::Next| {
+        let count = count.clone();
+        async move {
+            let response = next.run(request).await;
+            if response.status() == axum::http::StatusCode::UNAUTHORIZED {
+                count.fetch_add(1, Ordering::SeqCst);
+            }
+            response
+        }
+    };
+    let app = strict(provider, &url).http_router(mcp::HttpOptions::new()).layer(axum::middleware::from_fn(counting));
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (url, refused)
 }
 
 /// Waits until the access token of `tokens` (a JWT) is past its `exp`, to the second.
@@ -229,8 +255,70 @@ async fn an_expired_access_token_is_refreshed_without_the_user() {
     assert_eq!(provider.requests("/auth").await, 2);
 }
 
-/// Eight calls at once after the access token expired all meet a 401, and the client gets one new token for all of
-/// them: one refresh where it holds a refresh token, else one new sign-in (the calls that waited for it use it).
+/// The client refreshes an access token before the server would refuse it: one that expires within the margin
+/// (halfway through the life of this provider's 6 s tokens) while the server still takes it, then one that expired,
+/// for eight calls at once with one refresh grant; the server answers none of them 401. A client that starts with
+/// tokens kept by an earlier one knows no authorization server yet: its expired token meets a 401, which refreshes it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_expiring_access_token_is_refreshed_before_the_server_refuses_it() {
+    let provider = Provider::start(Config::default().access_token_ttl(6));
+    let (url, refused) = counted_server(&provider).await;
+    let now = || SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs();
+    for era in [EraChoice::Legacy, EraChoice::Modern] {
+        let store = Arc::new(MemoryTokenStore::default());
+        let (oauth, user) = user(&provider);
+        let oauth = oauth.token_store(store.clone());
+        let client = Client::builder().era(era).auth(oauth.clone()).http(url.clone()).await.unwrap();
+        assert_eq!(client.call_tool("hello", json!({})).await.unwrap().text(), Some("hello"), "{era:?}");
+        assert!(refused.load(Ordering::SeqCst) > 0, "{era:?}: the handshake met a 401 and signed in");
+
+        // Within 3 s of its expiry, and still good.
+        let expiring = store.tokens(&url).unwrap();
+        let expires_at = expiring.expires_at.expect("expires_in in the token response");
+        while now() + 3 < expires_at {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let before = (refused.load(Ordering::SeqCst), provider.grants("refresh_token").await);
+        assert_eq!(status_with(&url, &expiring.access_token).await, 200, "{era:?}: the server still takes it");
+        assert_eq!(client.call_tool("hello", json!({})).await.unwrap().text(), Some("hello"), "{era:?}");
+        let after = (refused.load(Ordering::SeqCst), provider.grants("refresh_token").await);
+        assert_eq!(after, (before.0, before.1 + 1), "{era:?}: (401s, refresh grants): a refresh ahead, no 401");
+        assert_ne!(store.tokens(&url).unwrap().access_token, expiring.access_token, "{era:?}");
+
+        // Expired, for eight calls at once.
+        let expired = store.tokens(&url).unwrap();
+        outlive(&expired).await;
+        assert_eq!(status_with(&url, &expired.access_token).await, 401, "{era:?}: the server refuses it now");
+        let before = (refused.load(Ordering::SeqCst), provider.grants("refresh_token").await);
+        let calls: Vec<_> = (0..8)
+            .map(|_| {
+                let client = client.clone();
+                tokio::spawn(async move { client.call_tool("hello", json!({})).await })
+            })
+            .collect();
+        for call in calls {
+            assert_eq!(call.await.unwrap().unwrap().text(), Some("hello"), "{era:?}");
+        }
+        let after = (refused.load(Ordering::SeqCst), provider.grants("refresh_token").await);
+        assert_eq!(after, (before.0, before.1 + 1), "{era:?}: (401s, refresh grants): one refresh ahead, no 401");
+        client.close().await;
+
+        // A client with the tokens an earlier one kept: a 401 first, then the refresh.
+        let kept = store.tokens(&url).unwrap();
+        outlive(&kept).await;
+        let before = (refused.load(Ordering::SeqCst), provider.grants("refresh_token").await);
+        let client = Client::builder().era(era).auth(oauth).http(url.clone()).await.unwrap();
+        assert_eq!(client.call_tool("hello", json!({})).await.unwrap().text(), Some("hello"), "{era:?}");
+        let after = (refused.load(Ordering::SeqCst), provider.grants("refresh_token").await);
+        assert_eq!(after, (before.0 + 1, before.1 + 1), "{era:?}: (401s, refresh grants): a 401, then a refresh");
+        assert_eq!(user.asked().len(), 1, "{era:?}: the user signed in once");
+        client.close().await;
+    }
+}
+
+/// Eight calls at once after the access token expired get one new token for all of them: one refresh (before they
+/// go) where the client holds a refresh token, else one new sign-in after their 401s (the calls that waited for it
+/// use it).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn calls_challenged_at_once_get_one_new_token() {
     let provider = Provider::start(Config::default().access_token_ttl(2));
@@ -348,7 +436,7 @@ async fn no_token_reaches_the_runtimes_logs() {
     client.call_tool("hello", json!({})).await.unwrap();
     let first = store.tokens(&url).unwrap();
     outlive(&first).await;
-    client.call_tool("hello", json!({})).await.unwrap(); // a 401, and a refresh on the way
+    client.call_tool("hello", json!({})).await.unwrap(); // a refresh on the way
     let second = store.tokens(&url).unwrap();
     assert_ne!(first.access_token, second.access_token, "refreshed");
     client.close().await;

@@ -11,13 +11,13 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use base64::Engine;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::Value;
 use tokio::sync::{mpsc, Semaphore};
 use tokio::task::AbortHandle;
 
-use super::frame::{Event, Sse, SseItem};
+use super::body::{http_error, read_body, read_prefix, SseReader, ERROR_BODY};
+use super::headers::header_value;
 use super::{Error, Inner, TransportError, TransportErrorKind};
 use crate::base::sync::Unpoisoned;
 use crate::wire::jsonrpc::RequestId;
@@ -31,8 +31,6 @@ const DEFAULT_RETRY: Duration = Duration::from_millis(1000);
 const POST_QUEUE: usize = 1024;
 /// How many of them are posted at once.
 const POSTING: usize = 16;
-/// How much of an HTTP error's body is kept for [`Error::Http`].
-const ERROR_BODY: usize = 4096;
 
 /// What the builder sets for HTTP.
 pub(crate) struct Options {
@@ -310,8 +308,9 @@ async fn post_loop(http: Arc<Shared>, mut queue: mpsc::Receiver<String>) {
 const MAX_REAUTHORIZATIONS: usize = 2;
 
 impl Shared {
-    /// Sends a request, with the bearer token when the client authorizes; a 401 (or a 403 `insufficient_scope`) is
-    /// handed to the authorizer and the request sent again with what it got.
+    /// Sends a request, with the bearer token when the client authorizes (refreshed first if it is about to
+    /// expire); a 401 (or a 403 `insufficient_scope`) is handed to the authorizer and the request sent again with
+    /// what it got.
     async fn send(&self, request: reqwest::RequestBuilder) -> Result<reqwest::Response, Error> {
         self.send_authorized(request, true).await
     }
@@ -328,6 +327,9 @@ impl Shared {
     ) -> Result<reqwest::Response, Error> {
         let failed = |e| Error::Transport(TransportError::from_reqwest("the request failed", e));
         let Some(auth) = &self.auth else { return request.send().await.map_err(failed) };
+        if reauthorize {
+            auth.refresh_ahead(&self.client).await;
+        }
         let mut step_ups = 0;
         let mut reauthorized = 0;
         let mut nonces = 0;
@@ -496,191 +498,5 @@ async fn read_response(
             return Err(http_error(status, &read_prefix(response).await));
         }
         reader = SseReader::new(response, http.frame_limit);
-    }
-}
-
-/// An HTTP status that is not an MCP answer, with the start of its body.
-fn http_error(status: reqwest::StatusCode, body: &[u8]) -> Error {
-    let body = String::from_utf8_lossy(&body[..body.len().min(ERROR_BODY)]).trim().to_owned();
-    Error::Http { status: status.as_u16(), body }
-}
-
-/// The first [`ERROR_BODY`] bytes of a body (of an HTTP error), or what came before the body failed.
-async fn read_prefix(mut response: reqwest::Response) -> Vec<u8> {
-    let mut body = Vec::new();
-    while body.len() < ERROR_BODY {
-        match response.chunk().await {
-            Ok(Some(chunk)) => body.extend_from_slice(&chunk),
-            _ => break,
-        }
-    }
-    body.truncate(ERROR_BODY);
-    body
-}
-
-/// A whole body of at most `limit` bytes (the authorization's documents and answers).
-pub(crate) async fn read_limited(response: reqwest::Response, limit: usize) -> Result<Vec<u8>, Error> {
-    read_body(response, limit).await
-}
-
-/// A whole body of at most `limit` bytes; a longer one is [`Error::FrameTooLarge`], found out as soon as it is.
-async fn read_body(mut response: reqwest::Response, limit: usize) -> Result<Vec<u8>, Error> {
-    if response.content_length().is_some_and(|n| n > limit as u64) {
-        return Err(Error::FrameTooLarge { limit });
-    }
-    let mut body = Vec::new();
-    loop {
-        match response.chunk().await {
-            Ok(Some(chunk)) => {
-                if body.len() + chunk.len() > limit {
-                    return Err(Error::FrameTooLarge { limit });
-                }
-                body.extend_from_slice(&chunk);
-            }
-            Ok(None) => return Ok(body),
-            Err(e) => return Err(Error::Transport(TransportError::from_reqwest("reading the answer", e))),
-        }
-    }
-}
-
-/// Reads server-sent events from a response body, chunk by chunk, each chunk's bytes scanned once and an event's
-/// data bounded by the frame limit.
-struct SseReader {
-    response: reqwest::Response,
-    parser: Sse,
-    ready: std::collections::VecDeque<SseItem>,
-    limit: usize,
-    done: bool,
-}
-
-impl SseReader {
-    fn new(response: reqwest::Response, limit: usize) -> SseReader {
-        SseReader { response, parser: Sse::new(limit), ready: Default::default(), limit, done: false }
-    }
-
-    /// The next complete event (or [`Error::FrameTooLarge`] for one over the limit, which is skipped), or `None`
-    /// at the end of the stream.
-    async fn next(&mut self) -> Option<Result<Event, Error>> {
-        loop {
-            match self.ready.pop_front() {
-                Some(SseItem::Event(event)) => return Some(Ok(event)),
-                Some(SseItem::TooLarge(_)) => return Some(Err(Error::FrameTooLarge { limit: self.limit })),
-                None => {}
-            }
-            if self.done {
-                return None;
-            }
-            match self.response.chunk().await {
-                Ok(Some(chunk)) => {
-                    let ready = &mut self.ready;
-                    self.parser.feed(&chunk, &mut |item| ready.push_back(item));
-                }
-                _ => self.done = true,
-            }
-        }
-    }
-}
-
-/// A tool parameter mirrored in a header: the argument's path, and the header's name (after `Mcp-Param-`).
-pub(crate) type HeaderParam = (Vec<String>, String);
-
-/// A value as a header: as it is when it can be (visible ASCII and inner spaces), else `=?base64?…?=`.
-pub(crate) fn header_value(value: &str) -> String {
-    let looks_encoded = value.starts_with("=?") && value.ends_with("?=");
-    let plain = value.bytes().all(|b| b == b' ' || (0x21..=0x7e).contains(&b))
-        && !value.starts_with(' ')
-        && !value.ends_with(' ')
-        && !looks_encoded;
-    if plain {
-        value.to_owned()
-    } else {
-        format!("=?base64?{}?=", base64::engine::general_purpose::STANDARD.encode(value))
-    }
-}
-
-/// The `x-mcp-header` parameters of a tool's input schema: the argument's path and the header's name; or why the
-/// annotations break the rules (an empty name or one that is not an HTTP token, a type other than string, integer or
-/// boolean, a name used twice regardless of case), which makes the tool unusable.
-pub(crate) fn header_params(schema: &Value) -> Result<Vec<HeaderParam>, String> {
-    fn walk(schema: &Value, path: &mut Vec<String>, out: &mut Vec<HeaderParam>, ok: &mut Option<String>) {
-        let Some(properties) = schema.get("properties").and_then(Value::as_object) else { return };
-        for (name, property) in properties {
-            path.push(name.clone());
-            if let Some(header) = property.get("x-mcp-header") {
-                let valid_type = match property.get("type") {
-                    Some(Value::String(t)) => matches!(t.as_str(), "string" | "integer" | "boolean"),
-                    Some(Value::Array(types)) => types
-                        .iter()
-                        .filter(|t| *t != "null")
-                        .all(|t| matches!(t.as_str(), Some("string" | "integer" | "boolean"))),
-                    _ => false,
-                };
-                match header.as_str() {
-                    Some(h) if valid_type && is_token(h) => out.push((path.clone(), h.to_owned())),
-                    Some(h) if !valid_type => {
-                        ok.get_or_insert(format!(
-                            "`{}` (header {h:?}) is not a string, integer or boolean",
-                            path.join(".")
-                        ));
-                    }
-                    other => {
-                        ok.get_or_insert(format!(
-                            "`{}` has an x-mcp-header that is not an HTTP token: {other:?}",
-                            path.join(".")
-                        ));
-                    }
-                }
-            }
-            walk(property, path, out, ok);
-            path.pop();
-        }
-    }
-    let mut out = Vec::new();
-    let mut broken = None;
-    walk(schema, &mut Vec::new(), &mut out, &mut broken);
-    if let Some(why) = broken {
-        return Err(why);
-    }
-    let mut names: Vec<String> = out.iter().map(|(_, h)| h.to_ascii_lowercase()).collect();
-    names.sort();
-    if let Some(twice) = names.windows(2).find(|w| w[0] == w[1]) {
-        return Err(format!("the header name {:?} is used twice (names are compared without case)", twice[0]));
-    }
-    Ok(out)
-}
-
-fn is_token(name: &str) -> bool {
-    !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn header_values_use_base64_only_where_needed() {
-        assert_eq!(header_value("us-west1"), "us-west1");
-        assert_eq!(header_value("a b"), "a b");
-        assert_eq!(header_value(""), "", "an empty value is sent empty");
-        assert_eq!(header_value("line1\nline2"), "=?base64?bGluZTEKbGluZTI=?=");
-        assert_eq!(header_value("\tindented"), "=?base64?CWluZGVudGVk?=");
-        assert_eq!(header_value(" padded "), "=?base64?IHBhZGRlZCA=?=");
-        assert_eq!(header_value("Hello, 世界"), "=?base64?SGVsbG8sIOS4lueVjA==?=");
-        assert_eq!(header_value("=?base64?literal?="), "=?base64?PT9iYXNlNjQ/bGl0ZXJhbD89?=");
-    }
-
-    #[test]
-    fn invalid_header_annotations_make_a_tool_send_none() {
-        let good = json!({"properties": {"region": {"type": "string", "x-mcp-header": "Region"}}});
-        assert_eq!(header_params(&good), Ok(vec![(vec!["region".to_owned()], "Region".to_owned())]));
-        let bad = json!({"properties": {"a": {"type": "string", "x-mcp-header": "A B"}, "b": {"type": "string", "x-mcp-header": "B"}}});
-        assert!(header_params(&bad).is_err());
-        let clash = json!({"properties": {"a": {"type": "string", "x-mcp-header": "X"}, "b": {"type": "string", "x-mcp-header": "x"}}});
-        assert!(header_params(&clash).is_err());
-        let number = json!({"properties": {"score": {"type": "number", "x-mcp-header": "Score"}}});
-        assert!(header_params(&number).is_err());
-        let empty = json!({"properties": {"v": {"type": "string", "x-mcp-header": ""}}});
-        assert!(header_params(&empty).is_err());
     }
 }

@@ -48,13 +48,18 @@
 //! - `Client` is `Clone + Send + Sync`: many tasks can call through one connection at once.
 
 pub mod auth;
+mod body;
 mod builder;
 mod call;
 mod error;
 pub(crate) mod frame;
+mod handshake;
+mod headers;
 mod http;
+mod items;
 mod list;
 mod listen;
+mod receive;
 pub(crate) mod stdio;
 mod task;
 
@@ -62,7 +67,6 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::Duration;
 
 use serde::de::DeserializeOwned;
 use serde_json::{json, Map, Value};
@@ -73,13 +77,14 @@ pub use builder::{
 };
 pub use call::{Call, Progress};
 pub use error::{AuthError, AuthErrorKind, Error, TransportError, TransportErrorKind};
-pub use list::{ItemStream, List, ListItem, Page, PageStream, Prompt, Resource, ResourceTemplate, Tool};
+pub use items::{ListItem, Prompt, Resource, ResourceTemplate, Tool};
+pub use list::{ItemStream, List, Page, PageStream};
 pub use listen::{ListenFilter, Notification, Subscription};
 pub use task::{Started, TaskHandle, TaskState};
 
 use crate::base::sync::Unpoisoned;
 use crate::handler::tool::BoxFuture;
-use crate::wire::jsonrpc::{self, Incoming, RequestId};
+use crate::wire::jsonrpc::{self, RequestId};
 use crate::wire::protocol::{Implementation, LogLevel};
 
 /// The 2026-07-28 protocol version.
@@ -178,7 +183,7 @@ pub(crate) struct Inner {
     progress: Mutex<HashMap<String, ProgressSink>>,
     next_id: AtomicI64,
     /// 2026 era: the `x-mcp-header` parameters of each tool, from `tools/list` (argument path, header name).
-    tool_headers: Mutex<HashMap<String, Vec<http::HeaderParam>>>,
+    tool_headers: Mutex<HashMap<String, Vec<headers::HeaderParam>>>,
     /// Open subscriptions, by key.
     routes: Mutex<HashMap<u64, listen::Route>>,
     /// 2026 era: list pages within their `ttlMs`, by method and cursor.
@@ -360,86 +365,6 @@ impl Client {
         self.session().instructions.as_deref()
     }
 
-    async fn handshake_within(&self, timeout: Duration) -> Result<(), Error> {
-        match tokio::time::timeout(timeout, self.handshake()).await {
-            Ok(outcome) => outcome,
-            Err(_) => Err(Error::Timeout(timeout)),
-        }
-    }
-
-    async fn handshake(&self) -> Result<(), Error> {
-        let modern = match self.inner.choice {
-            EraChoice::Legacy => false,
-            EraChoice::Modern => true,
-            EraChoice::Auto => match self.discover().await {
-                Ok(found) => {
-                    let _ = self.inner.session.set(found);
-                    return Ok(());
-                }
-                // A server that answers, but not `server/discover`, speaks 2025; a broken connection is an error.
-                Err(Error::Rpc(_) | Error::Protocol(_)) => false,
-                Err(e) => return Err(e),
-            },
-        };
-        let session = if modern { self.discover().await? } else { self.initialize().await? };
-        let _ = self.inner.session.set(session);
-        if !modern {
-            if let Some(level) = self.inner.log_level {
-                self.set_log_level(level).await?;
-            }
-        }
-        Ok(())
-    }
-
-    /// `server/discover`: 2026 if the server offers it.
-    async fn discover(&self) -> Result<Session, Error> {
-        let params = json!({ "_meta": self.inner.envelope() });
-        let result = Call::raw(self.clone(), "server/discover", params, Some(true)).send_once().await?;
-        let versions = result["supportedVersions"].as_array().cloned().unwrap_or_default();
-        if !versions.iter().any(|v| v == MODERN) {
-            return Err(Error::Protocol(format!("the server does not offer {MODERN}: {versions:?}")));
-        }
-        let server_info = serde_json::from_value(result["_meta"][META_SERVER_INFO].clone())
-            .unwrap_or_else(|_| Implementation::new("unknown", "0"));
-        Ok(Session {
-            modern: true,
-            version: MODERN.into(),
-            server_info,
-            capabilities: result["capabilities"].clone(),
-            instructions: result["instructions"].as_str().map(str::to_owned),
-        })
-    }
-
-    async fn initialize(&self) -> Result<Session, Error> {
-        let params = json!({
-            "protocolVersion": LEGACY,
-            "capabilities": self.inner.capabilities,
-            "clientInfo": self.inner.info,
-        });
-        let result = Call::raw(self.clone(), "initialize", params, Some(false)).send_once().await?;
-        let version = result["protocolVersion"].as_str().unwrap_or(LEGACY).to_owned();
-        if !crate::wire::protocol::SUPPORTED_PROTOCOL_VERSIONS.contains(&version.as_str()) {
-            return Err(Error::Protocol(format!(
-                "the server chose protocol version {version:?}, which this client does not speak"
-            )));
-        }
-        if let Link::Http(http) = &self.inner.link {
-            http.set_version(&version);
-        }
-        self.inner.notify("notifications/initialized", json!({}));
-        if let Link::Http(http) = &self.inner.link {
-            http.open_standalone_stream(Arc::downgrade(&self.inner)).await;
-        }
-        Ok(Session {
-            modern: false,
-            version,
-            server_info: serde_json::from_value(result["serverInfo"].clone())
-                .unwrap_or_else(|_| Implementation::new("unknown", "0")),
-            capabilities: result["capabilities"].clone(),
-            instructions: result["instructions"].as_str().map(str::to_owned),
-        })
-    }
-
     /// A request of any method (a custom one, say), as a [`Call`] to configure and await.
     pub fn request(&self, method: &str, params: Value) -> Call {
         Call::new(self.clone(), method, params)
@@ -553,7 +478,7 @@ impl Inner {
             .into_iter()
             .filter(|tool| {
                 let name = tool["name"].as_str().unwrap_or_default();
-                match http::header_params(&tool["inputSchema"]) {
+                match headers::header_params(&tool["inputSchema"]) {
                     Ok(headers) => {
                         table.insert(name.to_owned(), headers);
                         true
@@ -566,108 +491,6 @@ impl Inner {
                 }
             })
             .collect()
-    }
-
-    /// Everything the server sends arrives here.
-    pub(crate) fn receive(self: &Arc<Self>, message: Value) {
-        match Incoming::from_value(message) {
-            Ok(Incoming::Response { id, outcome }) => {
-                let waiting = self.pending.locked().remove(&id);
-                match waiting {
-                    Some(tx) => {
-                        let outcome = outcome.map_err(|e| match serde_json::from_value::<crate::Error>(e.clone()) {
-                            Ok(e) => Error::Rpc(e),
-                            Err(_) => Error::Protocol(format!("an error response that is not a JSON-RPC error: {e}")),
-                        });
-                        let _ = tx.send(outcome);
-                    }
-                    None => tracing::debug!(%id, "a response to no waiting call (cancelled or timed out): dropped"),
-                }
-            }
-            Ok(Incoming::Notification { method, params }) => {
-                let params = params.unwrap_or(Value::Null);
-                if method == "notifications/progress" {
-                    let token = match &params["progressToken"] {
-                        Value::String(s) => s.clone(),
-                        other => other.to_string(),
-                    };
-                    let progress = self.progress.locked();
-                    if let Some(sink) = progress.get(&token) {
-                        sink.reset.notify_waiters();
-                        if let Some(callback) = &sink.callback {
-                            callback(Progress::from_params(&params));
-                        }
-                    }
-                    return;
-                }
-                let changed = match method.as_str() {
-                    "notifications/tools/list_changed" => Some("tools/list"),
-                    "notifications/prompts/list_changed" => Some("prompts/list"),
-                    "notifications/resources/list_changed" => Some("resources/list"),
-                    _ => None,
-                };
-                if let Some(list) = changed {
-                    self.cache.locked().retain(|(m, _), _| m != list);
-                }
-                for route in self.routes().values() {
-                    route.offer(&method, &params);
-                }
-                if let Some(handler) = &self.handlers.notification {
-                    handler(&method, &params);
-                }
-            }
-            Ok(Incoming::Request { id, method, params }) => {
-                // A ping is answered here and now: a flood of them holds no task and no memory.
-                if method == "ping" {
-                    return self.reply(jsonrpc::encode_result(&id, &json!({})));
-                }
-                // Anything else runs a handler, in a task of its own, at most ANSWERING at once.
-                let Ok(permit) = self.answering.clone().try_acquire_owned() else {
-                    tracing::warn!(%method, "the server asks more questions at once than the client answers: refused");
-                    let busy = crate::Error::internal(format!(
-                        "the client is already answering {ANSWERING} requests from the server"
-                    ));
-                    return self.reply(jsonrpc::encode_error(Some(&id), &busy));
-                };
-                let inner = self.clone();
-                tokio::spawn(async move {
-                    let outcome = inner.answer(&method, params.unwrap_or(Value::Null)).await;
-                    let frame = match outcome {
-                        Ok(result) => jsonrpc::encode_result(&id, &result),
-                        Err(e) => jsonrpc::encode_error(Some(&id), &e),
-                    };
-                    match &inner.link {
-                        Link::Stdio(s) => s.send(frame).await,
-                        Link::Http(h) => h.post_message(frame),
-                    }
-                    drop(permit);
-                });
-            }
-            Err(rejected) => tracing::warn!(error = %rejected.error, "the server sent something that is not JSON-RPC"),
-        }
-    }
-
-    /// Answers a question from the server with the registered handler.
-    async fn answer(&self, method: &str, params: Value) -> Result<Value, crate::Error> {
-        let handler = match method {
-            "ping" => return Ok(json!({})),
-            "elicitation/create" => &self.handlers.elicitation,
-            "sampling/createMessage" => &self.handlers.sampling,
-            "roots/list" => &self.handlers.roots,
-            _ => return Err(crate::Error::method_not_found(method)),
-        };
-        match handler {
-            Some(h) => h(params).await,
-            None => Err(crate::Error::method_not_found(method)),
-        }
-    }
-
-    /// Sends an answer to the server without waiting (dropped, with a warning, if the stdio queue is full).
-    fn reply(&self, frame: String) {
-        match &self.link {
-            Link::Stdio(s) => s.try_send(frame),
-            Link::Http(h) => h.post_message(frame),
-        }
     }
 
     /// The connection ended: every waiting call fails with `error`, and so does every later one.

@@ -1,11 +1,13 @@
 //! Finding the authorization server: the `WWW-Authenticate` challenge, the protected resource metadata (RFC 9728)
-//! and the authorization server metadata (RFC 8414, OpenID Connect discovery), with the checks on each.
+//! and the authorization server metadata (RFC 8414, OpenID Connect discovery), with the checks on each, and what
+//! they lead to ([`Found`]).
 
 use reqwest::header::HeaderMap;
 use reqwest::Url;
 use serde::Deserialize;
 
 use super::super::{AuthError, Error};
+use super::flow::Authorizer;
 
 /// The longest metadata document read.
 const METADATA_LIMIT: usize = 1024 * 1024;
@@ -183,7 +185,7 @@ async fn get_json<T: for<'de> Deserialize<'de>>(http: &reqwest::Client, url: &Ur
     if !response.status().is_success() {
         return Ok(None);
     }
-    let body = super::super::http::read_limited(response, METADATA_LIMIT).await?;
+    let body = super::super::body::read_body(response, METADATA_LIMIT).await?;
     match serde_json::from_slice(&body) {
         Ok(document) => Ok(Some(document)),
         Err(e) => {
@@ -272,6 +274,115 @@ pub(crate) async fn server_metadata(http: &reqwest::Client, issuer: &str) -> Res
         return Ok(Some(metadata));
     }
     Ok(None)
+}
+
+/// Where the authorization server takes each request.
+pub(super) struct Endpoints {
+    pub(super) authorization: Url,
+    pub(super) token: Url,
+    pub(super) registration: Option<Url>,
+}
+
+/// What a challenge led to: the authorization server, its metadata, and the resource to name.
+pub(super) struct Found {
+    pub(super) issuer: String,
+    pub(super) metadata: Option<ServerMetadata>,
+    pub(super) endpoints: Endpoints,
+    pub(super) resource: String,
+    pub(super) resource_scopes: Option<Vec<String>>,
+    /// Whether the resource server takes DPoP-bound tokens: its challenge used the `DPoP` scheme, or its metadata
+    /// lists DPoP algorithms. A server that challenges with `Bearer` alone would refuse a `DPoP` token, so the
+    /// client asks for a bearer token there even when the authorization server supports DPoP.
+    pub(super) resource_takes_dpop: bool,
+}
+
+impl Authorizer {
+    /// The protected resource metadata, its checks, and the authorization server's metadata.
+    pub(super) async fn discover(&self, http: &reqwest::Client, challenge: &Challenge) -> Result<Found, Error> {
+        let prm = resource_metadata(http, &self.server, challenge).await?;
+        let origin = self.server.origin().ascii_serialization();
+        let Some(prm) = prm else {
+            // 2025-03-26: no protected resource metadata; the server's origin is the authorization server.
+            let metadata = server_metadata(http, &origin).await?;
+            let endpoints = match &metadata {
+                Some(metadata) => endpoints(metadata, &origin)?,
+                None => Endpoints {
+                    authorization: web_url(&format!("{origin}/authorize"), "the default endpoint")?,
+                    token: web_url(&format!("{origin}/token"), "the default endpoint")?,
+                    registration: Some(web_url(&format!("{origin}/register"), "the default endpoint")?),
+                },
+            };
+            return Ok(Found {
+                issuer: origin,
+                metadata,
+                endpoints,
+                resource: self.key.clone(),
+                resource_scopes: None,
+                resource_takes_dpop: challenge.dpop,
+            });
+        };
+        let resource = match prm.resource {
+            Some(resource) if resource_matches(&self.server, &resource) => resource,
+            Some(resource) => {
+                return Err(Error::Auth(AuthError::discovery(format!(
+                    "the protected resource metadata names the resource {resource:?}, which is not this server ({}): \
+                     the client does not authorize for it (RFC 9728 §3.3); the server's metadata must name its own \
+                     URL",
+                    self.server
+                ))))
+            }
+            None => self.key.clone(),
+        };
+        let Some(issuer) = prm.authorization_servers.first().cloned() else {
+            return Err(Error::Auth(AuthError::discovery(
+                "the protected resource metadata lists no authorization_servers: the server does not say where to \
+                 get a token",
+            )));
+        };
+        web_url(&issuer, "the authorization server")?;
+        let Some(metadata) = server_metadata(http, &issuer).await? else {
+            return Err(Error::Auth(AuthError::discovery(format!(
+                "the authorization server {issuer} publishes no metadata (neither RFC 8414 nor OpenID Connect \
+                 discovery at its well-known URIs)"
+            ))));
+        };
+        let endpoints = endpoints(&metadata, &issuer)?;
+        let resource_takes_dpop = challenge.dpop
+            || prm.dpop_bound_access_tokens_required
+            || prm.dpop_signing_alg_values_supported.is_some_and(|algs| !algs.is_empty());
+        Ok(Found {
+            issuer,
+            metadata: Some(metadata),
+            endpoints,
+            resource,
+            resource_scopes: prm.scopes_supported,
+            resource_takes_dpop,
+        })
+    }
+}
+
+/// The endpoints a metadata document gives, each an `http` or `https` URL.
+fn endpoints(metadata: &ServerMetadata, issuer: &str) -> Result<Endpoints, Error> {
+    let required = |field: &Option<String>, name: &str| match field {
+        Some(url) => web_url(url, name),
+        None => Err(Error::Auth(AuthError::discovery(format!(
+            "the authorization server metadata of {issuer} has no {name}"
+        )))),
+    };
+    let token = required(&metadata.token_endpoint, "token_endpoint")?;
+    Ok(Endpoints {
+        // A server for machine clients only (client credentials, JWT bearer) may have no authorization endpoint;
+        // then the token endpoint stands in for it, unused.
+        authorization: match &metadata.authorization_endpoint {
+            Some(url) => web_url(url, "authorization_endpoint")?,
+            None => token.clone(),
+        },
+        token,
+        registration: match &metadata.registration_endpoint {
+            Some(url) => Some(web_url(url, "registration_endpoint")?),
+            None => None,
+        },
+    })
 }
 
 #[cfg(test)]

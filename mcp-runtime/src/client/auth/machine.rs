@@ -2,16 +2,13 @@
 //! (workload identity federation), and Enterprise-Managed Authorization (an RFC 8693 token exchange at the identity
 //! provider, then a JWT bearer grant with the identity assertion it gave).
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
-
 use oauth2::Scope;
 use reqwest::Url;
 use serde_json::Value;
 
-use super::discovery;
-use super::flow::{
-    oauth_error, sender, token_error, token_error_hint, tokens, Authorizer, ClientAuth, Found, RESPONSE_LIMIT,
-};
+use super::discovery::{self, Found};
+use super::flow::Authorizer;
+use super::token::{now, oauth_error, token_error_hint, ClientAuth, RESPONSE_LIMIT};
 use super::{jwt, Registration, Tokens};
 use crate::client::{AuthError, Error, TransportError};
 
@@ -29,18 +26,11 @@ impl Authorizer {
     ) -> Result<Tokens, Error> {
         let auth = self.client_auth(registration, found.metadata.as_ref());
         let client = self.oauth_client(found, registration, auth)?;
-        let mut exchange = client.exchange_client_credentials().add_extra_param("resource", found.resource.clone());
+        let mut exchange = client.exchange_client_credentials();
         for scope in &scopes {
             exchange = exchange.add_scope(Scope::new(scope.clone()));
         }
-        if auth == ClientAuth::PrivateKeyJwt {
-            for (name, value) in self.assertion(registration, found)? {
-                exchange = exchange.add_extra_param(name, value);
-            }
-        }
-        let send = sender(http, self.dpop_for(found)?);
-        let response = exchange.request_async(&send).await.map_err(|e| token_error(&found.endpoints.token, e))?;
-        Ok(tokens(&response, scopes, &found.issuer, None))
+        self.token_request(http, found, registration, exchange, scopes, None).await
     }
 
     /// The RFC 7523 JWT bearer grant with `assertion`, authenticated as registered.
@@ -65,11 +55,12 @@ impl Authorizer {
                 found.endpoints.token
             ))));
         };
-        let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or(Duration::ZERO).as_secs();
+        let now = now();
         Ok(Tokens {
             access_token: access_token.to_owned(),
             refresh_token: answer["refresh_token"].as_str().map(str::to_owned),
             expires_at: answer["expires_in"].as_u64().map(|s| now + s),
+            issued_at: Some(now),
             scopes,
             issuer: found.issuer.clone(),
             token_type: answer["token_type"].as_str().map(str::to_owned),
@@ -118,7 +109,7 @@ impl Authorizer {
             .await
             .map_err(|e| Error::Transport(TransportError::from_reqwest("the token request failed", e)))?;
         let status = response.status();
-        let bytes = crate::client::http::read_limited(response, RESPONSE_LIMIT).await?;
+        let bytes = crate::client::body::read_body(response, RESPONSE_LIMIT).await?;
         let answer: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
         if !status.is_success() || !answer["access_token"].is_string() {
             return Err(Error::Auth(AuthError::token(format!(

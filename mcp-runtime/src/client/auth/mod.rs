@@ -31,6 +31,10 @@
 //!   `scopes_supported`, else none; `offline_access` is added where the authorization server supports it.
 //! - **Step-up**: a 403 `insufficient_scope` asks again for the union of the scopes held and those challenged, at
 //!   most [`OAuth::max_step_up`] times per request. A 401 with a refresh token from the same issuer refreshes first.
+//! - **Refresh ahead**: before a request, an access token that has expired or expires within 30 s (halfway through
+//!   the life of one that lives under a minute) is refreshed with its refresh token, once for the requests that
+//!   find it so together; without a refresh token, or when the refresh fails, the request goes as it is and a 401
+//!   refreshes or authorizes anew.
 //! - **Client authentication at the token endpoint**: `client_secret_basic`, `client_secret_post`, `none` and
 //!   `private_key_jwt` ([`OAuth::private_key_jwt`]), as registered or as the server supports.
 //! - **DPoP** (RFC 9449) where the authorization server supports ES256 proofs: a key per connection, a proof on
@@ -41,13 +45,16 @@
 //! Tokens live in a [`TokenStore`] ([`MemoryTokenStore`] unless [`OAuth::token_store`] says otherwise); they never
 //! reach a log.
 
+mod code;
 mod discovery;
 mod dpop;
 mod flow;
 mod jwt;
 mod loopback;
 mod machine;
+mod register;
 mod store;
+mod token;
 
 use std::fmt;
 use std::future::Future;

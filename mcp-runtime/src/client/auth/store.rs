@@ -21,6 +21,10 @@ pub struct Tokens {
     /// When the access token expires, in seconds since the Unix epoch, if the server said.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expires_at: Option<u64>,
+    /// When the client got the access token, in seconds since the Unix epoch: with `expires_at`, how long it lives
+    /// (a short-lived token is refreshed ahead of time later in its life than the usual 30 s before it expires).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub issued_at: Option<u64>,
     /// The scopes asked for (what a step-up adds to).
     #[serde(default)]
     pub scopes: Vec<String>,
@@ -37,6 +41,7 @@ impl fmt::Debug for Tokens {
             .field("access_token", &"<redacted>")
             .field("refresh_token", &self.refresh_token.as_ref().map(|_| "<redacted>"))
             .field("expires_at", &self.expires_at)
+            .field("issued_at", &self.issued_at)
             .field("scopes", &self.scopes)
             .field("issuer", &self.issuer)
             .field("token_type", &self.token_type)

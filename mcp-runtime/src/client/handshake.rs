@@ -1,0 +1,93 @@
+//! The handshake: `server/discover` (2026-07-28) or `initialize` (2025-11-25), as the era choice says, and what the
+//! server told about itself ([`Session`]).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::json;
+
+use super::{Call, Client, EraChoice, Error, Link, Session, LEGACY, META_SERVER_INFO, MODERN};
+use crate::wire::protocol::Implementation;
+
+impl Client {
+    /// The handshake, within `timeout`.
+    pub(super) async fn handshake_within(&self, timeout: Duration) -> Result<(), Error> {
+        match tokio::time::timeout(timeout, self.handshake()).await {
+            Ok(outcome) => outcome,
+            Err(_) => Err(Error::Timeout(timeout)),
+        }
+    }
+
+    async fn handshake(&self) -> Result<(), Error> {
+        let modern = match self.inner.choice {
+            EraChoice::Legacy => false,
+            EraChoice::Modern => true,
+            EraChoice::Auto => match self.discover().await {
+                Ok(found) => {
+                    let _ = self.inner.session.set(found);
+                    return Ok(());
+                }
+                // A server that answers, but not `server/discover`, speaks 2025; a broken connection is an error.
+                Err(Error::Rpc(_) | Error::Protocol(_)) => false,
+                Err(e) => return Err(e),
+            },
+        };
+        let session = if modern { self.discover().await? } else { self.initialize().await? };
+        let _ = self.inner.session.set(session);
+        if !modern {
+            if let Some(level) = self.inner.log_level {
+                self.set_log_level(level).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// `server/discover`: 2026 if the server offers it.
+    pub(super) async fn discover(&self) -> Result<Session, Error> {
+        let params = json!({ "_meta": self.inner.envelope() });
+        let result = Call::raw(self.clone(), "server/discover", params, Some(true)).send_once().await?;
+        let versions = result["supportedVersions"].as_array().cloned().unwrap_or_default();
+        if !versions.iter().any(|v| v == MODERN) {
+            return Err(Error::Protocol(format!("the server does not offer {MODERN}: {versions:?}")));
+        }
+        let server_info = serde_json::from_value(result["_meta"][META_SERVER_INFO].clone())
+            .unwrap_or_else(|_| Implementation::new("unknown", "0"));
+        Ok(Session {
+            modern: true,
+            version: MODERN.into(),
+            server_info,
+            capabilities: result["capabilities"].clone(),
+            instructions: result["instructions"].as_str().map(str::to_owned),
+        })
+    }
+
+    async fn initialize(&self) -> Result<Session, Error> {
+        let params = json!({
+            "protocolVersion": LEGACY,
+            "capabilities": self.inner.capabilities,
+            "clientInfo": self.inner.info,
+        });
+        let result = Call::raw(self.clone(), "initialize", params, Some(false)).send_once().await?;
+        let version = result["protocolVersion"].as_str().unwrap_or(LEGACY).to_owned();
+        if !crate::wire::protocol::SUPPORTED_PROTOCOL_VERSIONS.contains(&version.as_str()) {
+            return Err(Error::Protocol(format!(
+                "the server chose protocol version {version:?}, which this client does not speak"
+            )));
+        }
+        if let Link::Http(http) = &self.inner.link {
+            http.set_version(&version);
+        }
+        self.inner.notify("notifications/initialized", json!({}));
+        if let Link::Http(http) = &self.inner.link {
+            http.open_standalone_stream(Arc::downgrade(&self.inner)).await;
+        }
+        Ok(Session {
+            modern: false,
+            version,
+            server_info: serde_json::from_value(result["serverInfo"].clone())
+                .unwrap_or_else(|_| Implementation::new("unknown", "0")),
+            capabilities: result["capabilities"].clone(),
+            instructions: result["instructions"].as_str().map(str::to_owned),
+        })
+    }
+}

@@ -1,0 +1,114 @@
+//! What the server sends, as it arrives: responses to the calls waiting for them, notifications (progress, list
+//! changes, subscriptions, the notification handler), and questions answered with the registered handlers.
+
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+
+use super::{Error, Inner, Link, Progress, ANSWERING};
+use crate::base::sync::Unpoisoned;
+use crate::wire::jsonrpc::{self, Incoming};
+
+impl Inner {
+    /// Everything the server sends arrives here.
+    pub(crate) fn receive(self: &Arc<Self>, message: Value) {
+        match Incoming::from_value(message) {
+            Ok(Incoming::Response { id, outcome }) => {
+                let waiting = self.pending.locked().remove(&id);
+                match waiting {
+                    Some(tx) => {
+                        let outcome = outcome.map_err(|e| match serde_json::from_value::<crate::Error>(e.clone()) {
+                            Ok(e) => Error::Rpc(e),
+                            Err(_) => Error::Protocol(format!("an error response that is not a JSON-RPC error: {e}")),
+                        });
+                        let _ = tx.send(outcome);
+                    }
+                    None => tracing::debug!(%id, "a response to no waiting call (cancelled or timed out): dropped"),
+                }
+            }
+            Ok(Incoming::Notification { method, params }) => {
+                let params = params.unwrap_or(Value::Null);
+                if method == "notifications/progress" {
+                    let token = match &params["progressToken"] {
+                        Value::String(s) => s.clone(),
+                        other => other.to_string(),
+                    };
+                    let progress = self.progress.locked();
+                    if let Some(sink) = progress.get(&token) {
+                        sink.reset.notify_waiters();
+                        if let Some(callback) = &sink.callback {
+                            callback(Progress::from_params(&params));
+                        }
+                    }
+                    return;
+                }
+                let changed = match method.as_str() {
+                    "notifications/tools/list_changed" => Some("tools/list"),
+                    "notifications/prompts/list_changed" => Some("prompts/list"),
+                    "notifications/resources/list_changed" => Some("resources/list"),
+                    _ => None,
+                };
+                if let Some(list) = changed {
+                    self.cache.locked().retain(|(m, _), _| m != list);
+                }
+                for route in self.routes().values() {
+                    route.offer(&method, &params);
+                }
+                if let Some(handler) = &self.handlers.notification {
+                    handler(&method, &params);
+                }
+            }
+            Ok(Incoming::Request { id, method, params }) => {
+                // A ping is answered here and now: a flood of them holds no task and no memory.
+                if method == "ping" {
+                    return self.reply(jsonrpc::encode_result(&id, &json!({})));
+                }
+                // Anything else runs a handler, in a task of its own, at most ANSWERING at once.
+                let Ok(permit) = self.answering.clone().try_acquire_owned() else {
+                    tracing::warn!(%method, "the server asks more questions at once than the client answers: refused");
+                    let busy = crate::Error::internal(format!(
+                        "the client is already answering {ANSWERING} requests from the server"
+                    ));
+                    return self.reply(jsonrpc::encode_error(Some(&id), &busy));
+                };
+                let inner = self.clone();
+                tokio::spawn(async move {
+                    let outcome = inner.answer(&method, params.unwrap_or(Value::Null)).await;
+                    let frame = match outcome {
+                        Ok(result) => jsonrpc::encode_result(&id, &result),
+                        Err(e) => jsonrpc::encode_error(Some(&id), &e),
+                    };
+                    match &inner.link {
+                        Link::Stdio(s) => s.send(frame).await,
+                        Link::Http(h) => h.post_message(frame),
+                    }
+                    drop(permit);
+                });
+            }
+            Err(rejected) => tracing::warn!(error = %rejected.error, "the server sent something that is not JSON-RPC"),
+        }
+    }
+
+    /// Answers a question from the server with the registered handler.
+    pub(super) async fn answer(&self, method: &str, params: Value) -> Result<Value, crate::Error> {
+        let handler = match method {
+            "ping" => return Ok(json!({})),
+            "elicitation/create" => &self.handlers.elicitation,
+            "sampling/createMessage" => &self.handlers.sampling,
+            "roots/list" => &self.handlers.roots,
+            _ => return Err(crate::Error::method_not_found(method)),
+        };
+        match handler {
+            Some(h) => h(params).await,
+            None => Err(crate::Error::method_not_found(method)),
+        }
+    }
+
+    /// Sends an answer to the server without waiting (dropped, with a warning, if the stdio queue is full).
+    fn reply(&self, frame: String) {
+        match &self.link {
+            Link::Stdio(s) => s.try_send(frame),
+            Link::Http(h) => h.post_message(frame),
+        }
+    }
+}
