@@ -1,7 +1,8 @@
 //! The runtime's layers import one way. This reads the `crate::` paths of `mcp-runtime/src` (a name the crate root
 //! re-exports, `crate::Server`, counts as the module it comes from) and checks the import graph of its top-level
 //! modules:
-//! - the floor (`base`, `wire`, `otel`) imports nothing above it;
+//! - the floor (`base`, `wire`, `otel`) imports nothing above it: `base` nothing at all, `wire` (the protocol's
+//!   types and its frames' encoders) only `base` (the frame itself);
 //! - no import closes a cycle that is not already recorded below as debt: a new one fails, naming its file and line;
 //! - every recorded edge still exists: when a change removes one, the list here shrinks with it, until no cycle is
 //!   left and the list is empty.
@@ -11,8 +12,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-/// Modules that import no other top-level module of the crate.
-const FLOOR: &[&str] = &["base", "wire", "otel"];
+/// The floor: modules that import no other top-level module of the crate but the ones named beside them.
+const FLOOR: &[(&str, &[&str])] = &[("base", &[]), ("wire", &["base"]), ("otel", &[])];
 
 /// The imports that still close a cycle, `(from, to)`: none. A change that needs one has to say why here.
 const CYCLE_DEBT: &[(&str, &str)] = &[];
@@ -205,8 +206,8 @@ fn the_runtime_layers_import_one_way() {
         edges.entry(from).or_default();
     }
     let mut problems = Vec::new();
-    for floor in FLOOR {
-        for (to, place) in edges.get(*floor).into_iter().flatten() {
+    for (floor, below) in FLOOR {
+        for (to, place) in edges.get(*floor).into_iter().flatten().filter(|(to, _)| !below.contains(&to.as_str())) {
             problems
                 .push(format!("the floor module `{floor}` imports `{to}` ({place}): it may import nothing above it"));
         }

@@ -3,6 +3,7 @@
 
 pub(crate) mod backlog;
 pub(crate) mod cancel;
+pub(crate) mod frame;
 pub(crate) mod future;
 pub(crate) mod seal;
 pub(crate) mod sink;

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use crate::wire::jsonrpc::Frame;
+use crate::base::frame::Frame;
 
 /// Where the frames of a connection, or of one request, go: the transport's writer (stdio), or a request's own
 /// stream (HTTP). `close` ends a request's stream once its last frame was sent.

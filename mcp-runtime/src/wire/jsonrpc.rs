@@ -8,6 +8,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+pub(crate) use crate::base::frame::{Frame, FrameKind};
 use crate::wire::error::{Error, ErrorCode};
 
 /// A JSON-RPC request id: a string or an integer, echoed back exactly as received.
@@ -159,33 +160,13 @@ struct NotificationFrame<'a, T: Serialize + ?Sized> {
     params: &'a T,
 }
 
-/// A message as it is sent: its text, and what it is, so that no layer reads back what another serialized (the
-/// 2026 HTTP route answers an error response with the status its code calls for).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Frame {
-    text: String,
-    kind: FrameKind,
-}
-
-/// What a [`Frame`] is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum FrameKind {
-    /// A request (from the server to the client).
-    Request,
-    /// A notification.
-    Notification,
-    /// A response with a result.
-    Result,
-    /// A response with an error, and its code.
-    Error(i32),
-}
-
+/// The frames of JSON-RPC messages, encoded.
 impl Frame {
     /// Encodes a successful response. Serialization of our own types cannot fail; if a user type's `Serialize`
     /// does, the client gets an internal error instead of nothing.
     pub(crate) fn result<T: Serialize + ?Sized>(id: &RequestId, result: &T) -> Frame {
         match serde_json::to_string(&ResultFrame { jsonrpc: "2.0", id, result }) {
-            Ok(text) => Frame { text, kind: FrameKind::Result },
+            Ok(text) => Frame::new(text, FrameKind::Result),
             Err(e) => Frame::error(Some(id), &Error::internal(format!("could not serialize the result: {e}"))),
         }
     }
@@ -200,7 +181,7 @@ impl Frame {
         let mut out = Vec::with_capacity(room + 512);
         let written = serde_json::to_writer(&mut out, &ResultFrame { jsonrpc: "2.0", id, result });
         match written.map_err(|e| e.to_string()).and_then(|()| String::from_utf8(out).map_err(|e| e.to_string())) {
-            Ok(text) => Frame { text, kind: FrameKind::Result },
+            Ok(text) => Frame::new(text, FrameKind::Result),
             Err(e) => Frame::error(Some(id), &Error::internal(format!("could not serialize the result: {e}"))),
         }
     }
@@ -210,7 +191,7 @@ impl Frame {
         let text = serde_json::to_string(&ErrorFrame { jsonrpc: "2.0", id, error }).unwrap_or_else(|_| {
             r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"internal error"}}"#.into()
         });
-        Frame { text, kind: FrameKind::Error(error.code.0) }
+        Frame::new(text, FrameKind::Error(error.code.0))
     }
 
     /// Encodes a notification.
@@ -219,7 +200,7 @@ impl Frame {
             tracing::error!(method, error = %e, "could not serialize a notification");
             String::new()
         });
-        Frame { text, kind: FrameKind::Notification }
+        Frame::new(text, FrameKind::Notification)
     }
 
     /// Encodes a request (from the server to the client).
@@ -228,27 +209,7 @@ impl Frame {
             tracing::error!(method, error = %e, "could not serialize a request");
             String::new()
         });
-        Frame { text, kind: FrameKind::Request }
-    }
-
-    /// Its text.
-    pub(crate) fn text(&self) -> &str {
-        &self.text
-    }
-
-    /// Its text, taken.
-    pub(crate) fn into_text(self) -> String {
-        self.text
-    }
-
-    /// What it is.
-    pub(crate) fn kind(&self) -> FrameKind {
-        self.kind
-    }
-
-    /// The length of its text, in bytes.
-    pub(crate) fn len(&self) -> usize {
-        self.text.len()
+        Frame::new(text, FrameKind::Request)
     }
 }
 
@@ -354,7 +315,7 @@ pub(crate) fn encode_result_stamped<T: crate::wire::protocol::WireResult>(
         out.replace_range(start..start + 1, " ");
     }
     out.push('}');
-    Frame { text: out, kind: FrameKind::Result }
+    Frame::new(out, FrameKind::Result)
 }
 
 #[cfg(test)]
