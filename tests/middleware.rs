@@ -229,11 +229,29 @@ async fn layers_see_every_dispatched_request_in_order_both_ways_over_stdio_in_bo
         } else {
             assert!(cached["result"].get("resultType").is_none(), "{cached}");
         }
-        // What the front answers itself does not go through the layers.
-        let own = if modern { "server/discover" } else { "ping" };
-        let answered = s.call(7, own, json!({})).await;
-        assert!(answered.get("result").is_some(), "{answered}");
-        assert!(lines_about(&log, own).is_empty());
+        // What the era's front answers itself goes through the layers too.
+        let own: &[&str] = if modern {
+            &["server/discover"]
+        } else {
+            assert_nested(&log, "initialize initialize", "ok");
+            &["ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"]
+        };
+        for (n, method) in own.iter().enumerate() {
+            let params = match *method {
+                "logging/setLevel" => json!({"level": "info"}),
+                "resources/subscribe" | "resources/unsubscribe" => json!({"uri": "mem://note"}),
+                _ => json!({}),
+            };
+            let answered = s.call(7 + n as i64, method, params).await;
+            assert!(answered.get("result").is_some(), "{answered}");
+            assert_nested(&log, &format!("{method} {method}"), "ok");
+            let checked = if modern {
+                common::schema::check_modern_message(&answered, Some(method))
+            } else {
+                common::schema::check_server_message(&answered, Some(method))
+            };
+            checked.unwrap_or_else(|e| panic!("{method}: {e}"));
+        }
         for (message, method) in [(&echoed, "tools/call"), (&listed, "tools/list"), (&read, "resources/read")] {
             let checked = if modern {
                 common::schema::check_modern_message(message, Some(method))
@@ -242,6 +260,40 @@ async fn layers_see_every_dispatched_request_in_order_both_ways_over_stdio_in_bo
             };
             checked.unwrap_or_else(|e| panic!("{method}: {e}"));
         }
+    }
+}
+
+/// A layer that refuses the methods an era's front answers by itself.
+fn no_front_methods() -> impl Layer<Next, Service = Next> + Send + 'static {
+    tower::layer::layer_fn(|inner: Next| {
+        BoxCloneSyncService::new(tower::service_fn(move |request: McpRequest| {
+            let inner = inner.clone();
+            async move {
+                if ["ping", "server/discover", "logging/setLevel"].contains(&request.method()) {
+                    let refused = format!("{} is refused here", request.method());
+                    return Ok(McpResponse::error(mcp::Error::new(mcp::ErrorCode::INVALID_REQUEST, refused)));
+                }
+                inner.oneshot(request).await
+            }
+        }))
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_layer_refuses_what_an_era_front_answers_by_itself_over_stdio_in_both_eras() {
+    for modern in [false, true] {
+        let (server, _) = server(|b| b.layer(no_front_methods()));
+        let mut s = Stdio::open(&server, modern).await;
+        let methods: &[&str] = if modern { &["server/discover"] } else { &["ping", "logging/setLevel"] };
+        for (n, method) in methods.iter().enumerate() {
+            let params = if *method == "logging/setLevel" { json!({"level": "debug"}) } else { json!({}) };
+            let refused = s.call(n as i64 + 1, method, params).await;
+            assert_eq!(refused["error"]["code"], -32600, "{refused}");
+            assert!(refused["error"]["message"].as_str().is_some_and(|m| m.contains("refused here")), "{refused}");
+        }
+        // What the layer lets through is served as before.
+        let echoed = s.call(10, "tools/call", json!({"name": "echo", "arguments": {"text": "hi"}})).await;
+        assert_eq!(echoed["result"]["content"][0]["text"], "hi", "{echoed}");
     }
 }
 

@@ -3,9 +3,11 @@
 //!
 //! Every request the dispatcher serves (`tools/*`, `prompts/*`, `resources/list|read|templates/list`,
 //! `completion/complete`, `tasks/*` and custom methods), on every transport and in both eras, goes through the
-//! layers as an [`McpRequest`] and comes back as an [`McpResponse`]. What an era front answers by itself
-//! (`initialize`, `ping`, `logging/setLevel`, `resources/subscribe`, `server/discover`, `subscriptions/listen`) and
-//! notifications do not.
+//! layers as an [`McpRequest`] and comes back as an [`McpResponse`]; so does what an era front answers by itself
+//! (`initialize`, `ping`, `logging/setLevel`, `resources/subscribe|unsubscribe`, `server/discover`), whose effect
+//! happens only if the layers let the request through. `subscriptions/listen` (a stream for as long as the client
+//! listens) and notifications do not go through the layers, nor does a request refused before it reaches them (a
+//! malformed one, a 2025 request before `initialize`, an unknown tool).
 //!
 //! - **Order.** Layers run in the order they are added, as with [`tower::ServiceBuilder`]: the first added sees
 //!   each request first and its response last.

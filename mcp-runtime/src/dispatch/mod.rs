@@ -320,6 +320,9 @@ pub(crate) enum Work<R> {
     Handler(Handler<R>),
     /// Boxed: a result would make every call's future larger (a call is moved into its task whole).
     Ready(Box<Result<R, Error>>),
+    /// What an era front answers by itself (`initialize`, `ping`, ...), done at the bottom of the layers: a layer
+    /// that refuses the request keeps it from taking effect.
+    Front(Box<dyn FnOnce() -> Result<R, Error> + Send>),
 }
 
 /// What kind of result a call produces, for the era's decoration of it.
@@ -333,6 +336,38 @@ pub(crate) enum ResultKind {
     List,
     /// Already in its era's form (a stored list page, a decorated completion): written as it is.
     Encoded,
+}
+
+/// What a request an era front answers by itself is, as the layers see it: its params (`arguments`), metadata and
+/// era, made only when there are layers to see them.
+pub(crate) type FrontRequest = (Map<String, Value>, RequestMeta, EraState);
+
+/// Answers a request its era front serves by itself (`initialize`, `ping`, `logging/setLevel`,
+/// `resources/subscribe`, `resources/unsubscribe`, `server/discover`). With no layer, at once; with layers,
+/// through them as any other request, `answer` running at the bottom of the stack.
+pub(crate) fn answer_front(
+    conn: &Arc<Connection>,
+    origin: &Origin,
+    (id, method): (RequestId, &'static str),
+    request: impl FnOnce() -> FrontRequest,
+    answer: impl FnOnce() -> Result<Value, Error> + Send + 'static,
+) {
+    if conn.server().inner.layers.is_none() {
+        return respond(origin, &id, answer());
+    }
+    let (arguments, mut meta, era) = request();
+    meta.http = origin.http.clone();
+    let call = Call {
+        method,
+        name: method,
+        work: Work::Front(Box::new(move || answer().map(ListResult::Value))),
+        arguments,
+        kind: ResultKind::Encoded,
+    };
+    let request = Arc::new(InFlight::new(id.clone(), meta, conn.clone(), origin.sink.clone(), era));
+    if let Err(e) = conn.start(request, call) {
+        respond(origin, &id, Err::<(), _>(e));
+    }
 }
 
 /// Serves a method both eras share. `None` if the method is not one of them (the front answers it).

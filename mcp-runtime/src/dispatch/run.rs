@@ -100,6 +100,7 @@ async fn run<R: WireResult + Send + 'static>(
 ) -> Outcome<R> {
     let handler = match work {
         Work::Ready(result) => return Outcome::Done(*result),
+        Work::Front(answer) => return Outcome::Done(answer()),
         Work::Handler(handler) => handler,
     };
     // A task that starts at once is stored, and the client told, before the handler runs.

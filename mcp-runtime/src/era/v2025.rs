@@ -118,9 +118,27 @@ impl Session {
     }
 
     fn handle_request(self: &Arc<Self>, id: RequestId, method: String, params: Option<Value>, origin: &Origin) {
+        // What this front answers itself goes through the server's layers (if any) as every request does.
+        let front =
+            |method: &'static str, params: Option<Value>, answer: Box<dyn FnOnce(Option<Value>) -> _ + Send>| {
+                let seen = params.clone();
+                let request = || {
+                    let mut arguments = match seen {
+                        Some(Value::Object(p)) => p,
+                        _ => Map::new(),
+                    };
+                    let meta = self.request_meta(take_meta(&mut arguments));
+                    let era: crate::context::EraState = self.log_level.clone();
+                    (arguments, meta, era)
+                };
+                dispatch::answer_front(&self.conn, origin, (id.clone(), method), request, move || answer(params));
+            };
         match method.as_str() {
-            "initialize" => respond(origin, &id, self.initialize(params)),
-            "ping" => respond(origin, &id, Ok(json!({}))),
+            "initialize" => {
+                let session = self.clone();
+                front("initialize", params, Box::new(move |params| session.initialize(params)));
+            }
+            "ping" => front("ping", params, Box::new(|_| Ok(json!({})))),
             _ if self.client.get().is_none() && method != "logging/setLevel" => respond(
                 origin,
                 &id,
@@ -129,18 +147,29 @@ impl Session {
                     format!("`{method}` before `initialize`: the client must initialize the session first"),
                 )),
             ),
-            "logging/setLevel" => respond(origin, &id, self.set_level(params)),
+            "logging/setLevel" => {
+                let session = self.clone();
+                front("logging/setLevel", params, Box::new(move |params| session.set_level(params)));
+            }
             "resources/subscribe" | "resources/unsubscribe" => {
-                let result = uri_param(params).map(|uri| {
-                    let mut subscriptions = self.subscriptions.locked();
-                    if method == "resources/subscribe" {
-                        subscriptions.insert(uri);
-                    } else {
-                        subscriptions.remove(&uri);
-                    }
-                    json!({})
-                });
-                respond(origin, &id, result);
+                let subscribe = method == "resources/subscribe";
+                let session = self.clone();
+                let name = if subscribe { "resources/subscribe" } else { "resources/unsubscribe" };
+                front(
+                    name,
+                    params,
+                    Box::new(move |params| {
+                        uri_param(params).map(|uri| {
+                            let mut subscriptions = session.subscriptions.locked();
+                            if subscribe {
+                                subscriptions.insert(uri);
+                            } else {
+                                subscriptions.remove(&uri);
+                            }
+                            json!({})
+                        })
+                    }),
+                );
             }
             _ => {
                 let mut params = match jsonrpc::params_object(params) {

@@ -184,7 +184,14 @@ fn serve(
     meta.http = origin.http.clone();
     match method.as_str() {
         "server/discover" => {
-            respond(origin, &id, Ok(&server.inner.discover));
+            // Through the server's layers (if any), as every request is.
+            let request = || {
+                let era: crate::context::EraState =
+                    Arc::new(Round::plain(envelope.log_level, round::NO_QUESTIONS_HERE));
+                (params, meta, era)
+            };
+            let discover = server.inner.discover.clone();
+            dispatch::answer_front(conn, origin, (id, "server/discover"), request, move || Ok(discover));
             Ok(())
         }
         "subscriptions/listen" => listen::listen(conn, id, &params, meta, origin),
