@@ -214,6 +214,7 @@ impl Frame {
 }
 
 /// Encodes a successful response, as text (the client's side, which sends text).
+#[cfg(feature = "client")]
 pub(crate) fn encode_result<T: Serialize + ?Sized>(id: &RequestId, result: &T) -> String {
     Frame::result(id, result).into_text()
 }
@@ -230,11 +231,13 @@ pub(crate) fn payload_room(payload_len: usize) -> usize {
 }
 
 /// Encodes an error response, as text (the client's side).
+#[cfg(feature = "client")]
 pub(crate) fn encode_error(id: Option<&RequestId>, error: &Error) -> String {
     Frame::error(id, error).into_text()
 }
 
 /// Encodes a notification, as text (the client's side).
+#[cfg(feature = "client")]
 pub(crate) fn encode_notification<T: Serialize + ?Sized>(method: &str, params: &T) -> String {
     Frame::notification(method, params).into_text()
 }
@@ -257,6 +260,7 @@ struct RequestFrame<'a, T: Serialize + ?Sized> {
 }
 
 /// Encodes a request, as text (the client's side).
+#[cfg(feature = "client")]
 pub(crate) fn encode_request<T: Serialize + ?Sized>(id: &RequestId, method: &str, params: &T) -> String {
     Frame::request(id, method, params).into_text()
 }
