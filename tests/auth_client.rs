@@ -67,15 +67,7 @@ async fn our_client_signs_in_to_the_bookshop_with_pkce_once_for_many_calls_in_bo
     let shop = oidc::bookshop(&provider);
     for era in [EraChoice::Legacy, EraChoice::Modern] {
         let (oauth, user) = user(&provider);
-        let decline = |_| async { Ok(json!({"action": "decline"})) };
-        let builder = Client::builder().era(era).auth(oauth).on_elicitation(decline);
-        let client = builder.http(shop.url.clone()).await.unwrap_or_else(|e| {
-            panic!(
-                "{era:?}: sign-in failed: {e}\nbookshop:\n{}\nprovider:\n{}",
-                shop.stderr_text(),
-                provider.stderr_text()
-            )
-        });
+        let client = oidc::sign_in(era, oauth, &shop, &provider).await;
         let tools = client.list_tools().await.unwrap();
         assert!(tools.iter().any(|t| t.name == "order_book"), "{era:?}");
         for _ in 0..5 {

@@ -418,15 +418,7 @@ async fn the_bookshop_with_auth_takes_our_clients_dpop_bound_tokens() {
             let browser = browser.clone();
             async move { Ok(browser.lock().await.authorize(url.as_str()).await?.url.to_string()) }
         });
-        let decline = |_| async { Ok(json!({"action": "decline"})) };
-        let builder = Client::builder().era(era).auth(oauth).on_elicitation(decline);
-        let client = builder.http(shop.url.clone()).await.unwrap_or_else(|e| {
-            panic!(
-                "{era:?}: sign-in failed: {e}\nbookshop:\n{}\nprovider:\n{}",
-                shop.stderr_text(),
-                provider.stderr_text()
-            )
-        });
+        let client = oidc::sign_in(era, oauth, &shop, &provider).await;
         for _ in 0..3 {
             let holds = client.call_tool("list_holds", json!({})).await.unwrap();
             assert!(!holds.is_error(), "{era:?}: {holds:?}");

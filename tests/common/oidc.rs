@@ -494,6 +494,21 @@ pub fn bookshop(provider: &Provider) -> HttpServer {
     )
 }
 
+/// Our client of the bookshop `shop` in `era`, signed in with `oauth` (elicitations declined); a sign-in that fails
+/// panics with what the bookshop and the provider logged.
+pub async fn sign_in(
+    era: mcp::client::EraChoice,
+    oauth: mcp::client::auth::OAuth,
+    shop: &HttpServer,
+    provider: &Provider,
+) -> mcp::client::Client {
+    let decline = |_| async { Ok(json!({"action": "decline"})) };
+    let builder = mcp::client::Client::builder().era(era).auth(oauth).on_elicitation(decline);
+    builder.http(shop.url.clone()).await.unwrap_or_else(|e| {
+        panic!("{era:?}: sign-in failed: {e}\nbookshop:\n{}\nprovider:\n{}", shop.stderr_text(), provider.stderr_text())
+    })
+}
+
 /// A user-agent for the code flow: follows redirects on the provider's origin with the cookies it set, and stops
 /// at the first redirect away from it, the client's redirect URI (not requested: the test hands it to its client).
 pub struct Browser {
