@@ -1,10 +1,13 @@
-//! Pieces of attribute options shared by the macros: `key = "text"`, flags, `icon = "..."`, `complete(...)`.
+//! Pieces of attribute options shared by the macros: the key loop and `crate = "..."`, `key = "text"`, flags,
+//! `icon = "..."`, `scopes = [...]`, `complete(...)`; and the checks on them, which run in validation.
 
 use proc_macro2::{Span, TokenStream};
 use quote::{quote, quote_spanned};
 use syn::parse::{Lookahead1, ParseStream};
 use syn::spanned::Spanned;
 use syn::{Ident, LitBool, LitStr, Token};
+
+use crate::diagnostics::Errors;
 
 mod kw {
     syn::custom_keyword!(name);
@@ -14,8 +17,8 @@ mod kw {
     syn::custom_keyword!(scopes);
 }
 
-/// The options tools, prompts and resources share: `name`, `title`, `description`, `icon` (repeatable),
-/// `scopes = ["..", ..]`, `crate`.
+/// The options tools, prompts and resources share, as written: `name`, `title`, `description`, `icon`
+/// (repeatable), `scopes = ["..", ..]`, `crate`.
 #[derive(Default)]
 pub(crate) struct Common {
     pub name: Option<LitStr>,
@@ -26,7 +29,7 @@ pub(crate) struct Common {
     pub krate: Option<syn::Path>,
 }
 
-/// `scopes = ["books:write", ...]`: the OAuth scopes a handler needs.
+/// `scopes = ["books:write", ...]`: the OAuth scopes a handler needs, as written.
 pub(crate) struct Scopes(pub Vec<LitStr>);
 
 impl Scopes {
@@ -45,25 +48,26 @@ impl Scopes {
         let content;
         syn::bracketed!(content in input);
         let list = syn::punctuated::Punctuated::<LitStr, Token![,]>::parse_terminated(&content)?;
-        let mut scopes: Vec<LitStr> = Vec::new();
-        for scope in list {
+        set(slot, Scopes(list.into_iter().collect()), span, "scopes")?;
+        Ok(true)
+    }
+
+    /// Every scope is one OAuth scope token (RFC 6749 §3.3: printable ASCII without space, `"` or `\`), listed
+    /// once.
+    pub(crate) fn check(&self, errors: &mut Errors) {
+        for (i, scope) in self.0.iter().enumerate() {
             let value = scope.value();
-            // RFC 6749 §3.3: a scope token is printable ASCII without space, `"` or `\`.
             if value.is_empty()
                 || !value.bytes().all(|b| b == b'!' || (b'#'..=b'[').contains(&b) || (b']'..=b'~').contains(&b))
             {
-                return Err(syn::Error::new(
-                    scope.span(),
+                errors.push_spanned(
+                    scope,
                     "a scope is one OAuth scope token: printable ASCII without spaces, `\"` or `\\`",
-                ));
+                );
+            } else if self.0[..i].iter().any(|s| s.value() == value) {
+                errors.push_spanned(scope, format!("scope `{value}` is listed twice"));
             }
-            if scopes.iter().any(|s| s.value() == value) {
-                return Err(syn::Error::new(scope.span(), format!("scope `{value}` is listed twice")));
-            }
-            scopes.push(scope);
         }
-        set(slot, Scopes(scopes), span, "scopes")?;
-        Ok(true)
     }
 
     /// `.scopes(&[..])` for a definition's builder.
@@ -75,17 +79,41 @@ impl Scopes {
     }
 }
 
+/// Parses `key = value, ...` to the end of an attribute: the macro's own keys through `key`, which returns whether
+/// it recognised the next one, and `crate = "path"`, which every macro takes and only this function reads. An
+/// unknown key is "expected one of ..." listing every key peeked for. Returns the `crate` path, if given.
+pub(crate) fn parse_options(
+    input: ParseStream,
+    mut key: impl FnMut(ParseStream, &Lookahead1, Span) -> syn::Result<bool>,
+) -> syn::Result<Option<syn::Path>> {
+    let mut krate = None;
+    while !input.is_empty() {
+        let lookahead = input.lookahead1();
+        let span = input.span();
+        if key(input, &lookahead, span)? {
+        } else if lookahead.peek(Token![crate]) {
+            input.parse::<Token![crate]>()?;
+            let path: LitStr = string_value(input)?;
+            set(&mut krate, path.parse()?, span, "crate")?;
+        } else {
+            return Err(lookahead.error());
+        }
+        if !input.is_empty() {
+            input.parse::<Token![,]>()?;
+        }
+    }
+    Ok(krate)
+}
+
 impl Common {
     /// Parses `key = value, ...`: the shared keys here, the macro's own through `extra`, which returns whether it
-    /// recognised the next key. An unknown key is "expected one of ..." listing every key either side peeked for.
+    /// recognised the next key (see [`parse_options`]).
     pub(crate) fn parse_with(
         input: ParseStream,
         mut extra: impl FnMut(ParseStream, &Lookahead1, Span) -> syn::Result<bool>,
     ) -> syn::Result<Common> {
         let mut c = Common::default();
-        while !input.is_empty() {
-            let lookahead = input.lookahead1();
-            let span = input.span();
+        c.krate = parse_options(input, |input, lookahead, span| {
             if lookahead.peek(kw::name) {
                 input.parse::<kw::name>()?;
                 set(&mut c.name, string_value(input)?, span, "name")?;
@@ -98,19 +126,19 @@ impl Common {
             } else if lookahead.peek(kw::icon) {
                 input.parse::<kw::icon>()?;
                 c.icons.push(string_value(input)?);
-            } else if Scopes::parse_key(input, &lookahead, span, &mut c.scopes)? || extra(input, &lookahead, span)? {
-            } else if lookahead.peek(Token![crate]) {
-                input.parse::<Token![crate]>()?;
-                let path: LitStr = string_value(input)?;
-                set(&mut c.krate, path.parse()?, span, "crate")?;
             } else {
-                return Err(lookahead.error());
+                return Ok(Scopes::parse_key(input, lookahead, span, &mut c.scopes)? || extra(input, lookahead, span)?);
             }
-            if !input.is_empty() {
-                input.parse::<Token![,]>()?;
-            }
-        }
+            Ok(true)
+        })?;
         Ok(c)
+    }
+
+    /// The checks on the shared options: the scopes' spelling.
+    pub(crate) fn check(&self, errors: &mut Errors) {
+        if let Some(scopes) = &self.scopes {
+            scopes.check(errors);
+        }
     }
 
     /// `.title(..)`, `.description(..)` and `.icons(..)` for a definition's builder; `description` falls back to
@@ -163,16 +191,13 @@ pub(crate) fn path_value(input: ParseStream) -> syn::Result<syn::Path> {
     input.parse()
 }
 
-/// The inside of `complete(arg = function, ...)`.
+/// The inside of `complete(arg = function, ...)`, as written.
 pub(crate) fn completions(input: ParseStream) -> syn::Result<Vec<(Ident, syn::Path)>> {
     let content;
     syn::parenthesized!(content in input);
     let mut out: Vec<(Ident, syn::Path)> = Vec::new();
     while !content.is_empty() {
         let name: Ident = content.parse()?;
-        if out.iter().any(|(n, _)| *n == name) {
-            return Err(syn::Error::new(name.span(), format!("`{name}` has two completion functions")));
-        }
         let path = path_value(&content)?;
         out.push((name, path));
         if !content.is_empty() {
@@ -180,6 +205,23 @@ pub(crate) fn completions(input: ParseStream) -> syn::Result<Vec<(Ident, syn::Pa
         }
     }
     Ok(out)
+}
+
+/// Each completed argument is one of `arguments` and has one completion function; `missing` says what is missing
+/// (`"the prompt has no argument"`).
+pub(crate) fn check_completions(
+    completions: &[(Ident, syn::Path)],
+    arguments: &[&str],
+    missing: &str,
+    errors: &mut Errors,
+) {
+    for (i, (name, _)) in completions.iter().enumerate() {
+        if completions[..i].iter().any(|(n, _)| n == name) {
+            errors.push_spanned(name, format!("`{name}` has two completion functions"));
+        } else if !arguments.iter().any(|a| name == a) {
+            errors.push_spanned(name, format!("{missing} `{name}` to complete"));
+        }
+    }
 }
 
 /// `&[("arg", path as Completer), ...]`.

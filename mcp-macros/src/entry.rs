@@ -5,7 +5,7 @@ use quote::quote;
 use syn::ItemFn;
 
 use crate::diagnostics::{self, Errors};
-use crate::paths;
+use crate::{attr, paths};
 
 mod kw {
     syn::custom_keyword!(tracing);
@@ -19,35 +19,16 @@ struct Options {
 
 impl syn::parse::Parse for Options {
     fn parse(input: syn::parse::ParseStream) -> syn::Result<Self> {
-        let mut krate = None;
         let mut tracing = None;
-        while !input.is_empty() {
-            let lookahead = input.lookahead1();
-            if lookahead.peek(kw::tracing) {
-                let span = input.span();
-                input.parse::<kw::tracing>()?;
-                input.parse::<syn::Token![=]>()?;
-                let lit: syn::LitBool = input.parse()?;
-                if tracing.is_some() {
-                    return Err(syn::Error::new(span, "duplicate option `tracing`"));
-                }
-                tracing = Some(lit);
-            } else if lookahead.peek(syn::Token![crate]) {
-                let span = input.span();
-                input.parse::<syn::Token![crate]>()?;
-                input.parse::<syn::Token![=]>()?;
-                let lit: syn::LitStr = input.parse()?;
-                if krate.is_some() {
-                    return Err(syn::Error::new(span, "duplicate option `crate`"));
-                }
-                krate = Some(lit.parse()?);
-            } else {
-                return Err(lookahead.error());
+        let krate = attr::parse_options(input, |input, lookahead, span| {
+            if !lookahead.peek(kw::tracing) {
+                return Ok(false);
             }
-            if !input.is_empty() {
-                input.parse::<syn::Token![,]>()?;
-            }
-        }
+            input.parse::<kw::tracing>()?;
+            input.parse::<syn::Token![=]>()?;
+            attr::set(&mut tracing, input.parse()?, span, "tracing")?;
+            Ok(true)
+        })?;
         Ok(Options { krate, tracing })
     }
 }

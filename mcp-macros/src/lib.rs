@@ -9,6 +9,7 @@ mod attr;
 mod diagnostics;
 mod docs;
 mod entry;
+mod function;
 mod handler;
 mod method;
 mod params;
@@ -38,7 +39,8 @@ use proc_macro::TokenStream;
 ///   specification asks, so the model can correct itself.
 ///
 /// # Options
-/// - `name = "..."`: the tool's name (default: the function's). 1 to 128 of `A-Z a-z 0-9 _ - .`.
+/// - `name = "..."`: the tool's name (default: the function's). 1 to 128 of `A-Z a-z 0-9 _ - .`, checked at compile
+///   time (for the function's name too), as the server checks hand-written definitions.
 /// - `title = "..."`: a display title.
 /// - `description = "..."`: overrides the doc comment.
 /// - `read_only`, `destructive`, `idempotent`, `open_world`: behaviour hints, alone (true) or `= false`.
@@ -200,7 +202,8 @@ pub fn tool(attr: TokenStream, item: TokenStream) -> TokenStream {
 /// ```
 ///
 /// # Limitations
-/// Generic functions and methods are not supported:
+/// As for tools, `self` receivers, generic or `const` functions and `impl Trait` arguments or returns are not
+/// supported:
 /// ```compile_fail
 /// #[mcp::prompt]
 /// fn hello<T>(name: T) -> String { String::new() }
@@ -253,7 +256,8 @@ pub fn prompt(attr: TokenStream, item: TokenStream) -> TokenStream {
 /// ```
 ///
 /// # Limitations
-/// A template variable needs a parameter of the same name:
+/// As for tools, `self` receivers, generic or `const` functions and `impl Trait` arguments or returns are not
+/// supported. A template variable needs a parameter of the same name:
 /// ```compile_fail
 /// #[mcp::resource(uri = "users://{id}/profile")]
 /// fn profile(user: String) -> String { user }
@@ -302,7 +306,8 @@ pub fn resource(attr: TokenStream, item: TokenStream) -> TokenStream {
 /// the glue (as for `#[mcp::tool]`), and an `inventory::submit!` so `Server::from_registry()` finds it.
 ///
 /// # Limitations
-/// A method cannot shadow the specification's:
+/// As for tools, `self` receivers, generic or `const` functions and `impl Trait` arguments or returns are not
+/// supported. A method cannot shadow the specification's:
 /// ```compile_fail
 /// #[mcp::method(name = "tools/list")]
 /// fn my_list() {}

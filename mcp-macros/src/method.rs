@@ -3,17 +3,19 @@
 use proc_macro2::TokenStream;
 use quote::quote;
 use syn::parse::{Parse, ParseStream};
-use syn::{ItemFn, LitStr, Token};
+use syn::LitStr;
 
-use crate::attr::Scopes;
-use crate::diagnostics::{self, Errors};
+use crate::attr::{self, set, string_value, Scopes};
+use crate::diagnostics::Errors;
+use crate::function::{self, Function, HandlerMacro, Macro};
 use crate::handler::{self, Glue, Kind};
-use crate::{params, paths};
+use crate::paths;
 
 mod kw {
     syn::custom_keyword!(name);
 }
 
+/// The options of `#[mcp::method(...)]` as written.
 #[derive(Default)]
 struct Options {
     name: Option<LitStr>,
@@ -24,31 +26,15 @@ struct Options {
 impl Parse for Options {
     fn parse(input: ParseStream) -> syn::Result<Self> {
         let mut o = Options::default();
-        while !input.is_empty() {
-            let lookahead = input.lookahead1();
-            let span = input.span();
+        o.krate = attr::parse_options(input, |input, lookahead, span| {
             if lookahead.peek(kw::name) {
                 input.parse::<kw::name>()?;
-                input.parse::<Token![=]>()?;
-                let value: LitStr = input.parse()?;
-                if o.name.replace(value).is_some() {
-                    return Err(syn::Error::new(span, "duplicate option `name`"));
-                }
-            } else if Scopes::parse_key(input, &lookahead, span, &mut o.scopes)? {
-            } else if lookahead.peek(Token![crate]) {
-                input.parse::<Token![crate]>()?;
-                input.parse::<Token![=]>()?;
-                let value: LitStr = input.parse()?;
-                if o.krate.replace(value.parse()?).is_some() {
-                    return Err(syn::Error::new(span, "duplicate option `crate`"));
-                }
+                set(&mut o.name, string_value(input)?, span, "name")?;
+                Ok(true)
             } else {
-                return Err(lookahead.error());
+                Scopes::parse_key(input, lookahead, span, &mut o.scopes)
             }
-            if !input.is_empty() {
-                input.parse::<Token![,]>()?;
-            }
-        }
+        })?;
         Ok(o)
     }
 }
@@ -86,45 +72,49 @@ fn check_name(name: &str) -> Result<(), String> {
 }
 
 pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
-    let mut function: ItemFn = match syn::parse2(item.clone()) {
-        Ok(f) => f,
-        Err(e) => return diagnostics::with_item(item, e),
-    };
-    let mut errors = Errors::default();
-    let options: Options = match syn::parse2(attr) {
-        Ok(o) => o,
-        Err(e) => {
-            errors.push(e);
-            Options::default()
+    function::expand::<MethodMacro>(attr, item)
+}
+
+/// A validated custom method's configuration.
+struct Method {
+    options: Options,
+    /// The method's name: the `name` option or the function's.
+    name: String,
+}
+
+struct MethodMacro;
+
+impl HandlerMacro for MethodMacro {
+    const MACRO: Macro = Macro::Method;
+    type Options = Options;
+    type Config = Method;
+
+    fn validate(options: Options, item: &Function, errors: &mut Errors) -> Option<Method> {
+        if let Some(scopes) = &options.scopes {
+            scopes.check(errors);
         }
-    };
-    let sig = &function.sig;
-    if !sig.generics.params.is_empty() || sig.generics.where_clause.is_some() {
-        errors.push_spanned(&sig.generics, "custom methods cannot be generic");
-    }
-    let name = match &options.name {
-        Some(lit) => {
-            if let Err(e) = check_name(&lit.value()) {
-                errors.push_spanned(lit, e);
+        let name = match &options.name {
+            Some(lit) => {
+                if let Err(e) = check_name(&lit.value()) {
+                    errors.push_spanned(lit, e);
+                }
+                lit.value()
             }
-            lit.value()
-        }
-        None => sig.ident.to_string().trim_start_matches("r#").to_owned(),
-    };
-    let params = params::classify(&mut function.sig, "method", &mut errors);
-    if let Err(e) = errors.finish() {
-        return diagnostics::with_item(quote!(#function), e);
+            None => item.name.clone(),
+        };
+        Some(Method { options, name })
     }
-    let mcp = paths::runtime(options.krate.as_ref());
-    let ident = &function.sig.ident;
-    let Glue { call_fn, handler, injects } = handler::glue(&Kind::Method, &mcp, &function, &params);
-    let scopes = Scopes::builder(&options.scopes);
-    let def = quote! {
-        #mcp::MethodDef::new(#name, #handler, ::core::concat!(::core::file!(), ":", ::core::line!()))
-        #injects
-        #scopes
-    };
-    let tokens = paths::item(&mcp, &function, "Method", call_fn, def);
-    diagnostics::debug_print(&ident.to_string(), &tokens);
-    tokens
+
+    fn expand(method: &Method, item: &Function) -> TokenStream {
+        let mcp = paths::runtime(method.options.krate.as_ref());
+        let name = &method.name;
+        let Glue { call_fn, handler, injects } = handler::glue(&Kind::Method, &mcp, &item.function, &item.params);
+        let scopes = Scopes::builder(&method.options.scopes);
+        let def = quote! {
+            #mcp::MethodDef::new(#name, #handler, ::core::concat!(::core::file!(), ":", ::core::line!()))
+            #injects
+            #scopes
+        };
+        paths::item(&mcp, &item.function, "Method", call_fn, def)
+    }
 }

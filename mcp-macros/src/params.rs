@@ -6,6 +6,7 @@ use syn::{FnArg, Pat, Type};
 
 use crate::diagnostics::Errors;
 use crate::docs;
+use crate::function::Macro;
 
 /// One parameter of a handler function.
 pub(crate) enum Param {
@@ -19,25 +20,77 @@ pub(crate) enum Param {
     Injected { ty: Box<Type> },
 }
 
-/// Reads the parameters of `sig`, taking their doc comments off (rustc rejects docs on parameters), and reports every
-/// parameter it cannot handle.
-pub(crate) fn classify(sig: &mut syn::Signature, what: &str, errors: &mut Errors) -> Vec<Param> {
-    let mut params = Vec::new();
+/// One parameter as written: `self`, or a pattern and a type, with the doc comment and the `#[mcp(...)]` options
+/// that were on it.
+pub(crate) enum Written {
+    Receiver(syn::Receiver),
+    Typed {
+        pat: Box<Pat>,
+        ty: Box<Type>,
+        doc: Option<String>,
+        /// `#[mcp(header = "Name")]`.
+        header: Option<syn::LitStr>,
+        /// The `flatten` of `#[mcp(flatten)]`, for its span.
+        flatten: Option<Ident>,
+    },
+}
+
+/// Reads the parameters of `sig`, taking their doc comments (rustc rejects docs on parameters) and `#[mcp(...)]`
+/// options off, and reports the options it cannot read.
+pub(crate) fn parse(sig: &mut syn::Signature, errors: &mut Errors) -> Vec<Written> {
+    let mut written = Vec::new();
     for input in sig.inputs.iter_mut() {
-        let typed = match input {
-            FnArg::Receiver(receiver) => {
+        match input {
+            FnArg::Receiver(receiver) => written.push(Written::Receiver(receiver.clone())),
+            FnArg::Typed(typed) => {
+                let doc = docs::collect(&typed.attrs);
+                docs::strip(&mut typed.attrs);
+                let ParamOptions { header, flatten } = parameter_options(&mut typed.attrs, errors);
+                written.push(Written::Typed { pat: typed.pat.clone(), ty: typed.ty.clone(), doc, header, flatten });
+            }
+        }
+    }
+    written
+}
+
+/// Classifies the parameters, and reports every one `which` cannot handle.
+pub(crate) fn validate(written: Vec<Written>, which: Macro, errors: &mut Errors) -> Vec<Param> {
+    let what = which.attr();
+    let mut params = Vec::new();
+    for param in written {
+        let (pat, ty, doc, mut header, mut flatten) = match param {
+            Written::Receiver(receiver) => {
                 errors.push_spanned(
-                    &*receiver,
+                    &receiver,
                     format!("#[mcp::{what}] does not support methods yet: write a free function without `self`"),
                 );
                 continue;
             }
-            FnArg::Typed(t) => t,
+            Written::Typed { pat, ty, doc, header, flatten } => (pat, ty, doc, header, flatten),
         };
-        let doc = docs::collect(&typed.attrs);
-        docs::strip(&mut typed.attrs);
-        let ParamOptions { header, flatten } = parameter_options(&mut typed.attrs, what, errors);
-        if let Type::Reference(r) = &*typed.ty {
+        if let Some(name) = header.take() {
+            if which != Macro::Tool {
+                errors.push_spanned(
+                    &name,
+                    "`header` mirrors a tool argument in an HTTP header; it is for #[mcp::tool] parameters only",
+                );
+            } else if let Err(why) = check_header_name(&name.value()) {
+                errors.push_spanned(&name, why);
+            } else {
+                header = Some(name);
+            }
+        }
+        if let Some(ident) = flatten.take() {
+            if !matches!(which, Macro::Tool | Macro::Method) {
+                errors.push_spanned(
+                    &ident,
+                    format!("`flatten` spreads a struct's fields into JSON arguments; #[mcp::{what}] arguments are strings, one per parameter"),
+                );
+            } else {
+                flatten = Some(ident);
+            }
+        }
+        if let Type::Reference(r) = &*ty {
             if let Some(flatten) = &flatten {
                 errors.push_spanned(
                     flatten,
@@ -52,7 +105,7 @@ pub(crate) fn classify(sig: &mut syn::Signature, what: &str, errors: &mut Errors
             params.push(Param::Injected { ty: r.elem.clone() });
             continue;
         }
-        let name = match &*typed.pat {
+        let name = match &*pat {
             Pat::Ident(p) if p.subpat.is_none() => unraw(&p.ident),
             other => {
                 errors.push_spanned(
@@ -62,8 +115,8 @@ pub(crate) fn classify(sig: &mut syn::Signature, what: &str, errors: &mut Errors
                 continue;
             }
         };
-        if matches!(&*typed.ty, Type::ImplTrait(_)) {
-            errors.push_spanned(&typed.ty, "`impl Trait` arguments are not supported: name a concrete type");
+        if matches!(&*ty, Type::ImplTrait(_)) {
+            errors.push_spanned(&ty, "`impl Trait` arguments are not supported: name a concrete type");
             continue;
         }
         if flatten.is_some() {
@@ -74,17 +127,17 @@ pub(crate) fn classify(sig: &mut syn::Signature, what: &str, errors: &mut Errors
                 );
                 continue;
             }
-            if let Some(why) = not_an_object(&typed.ty) {
+            if let Some(why) = not_an_object(&ty) {
                 errors.push_spanned(
-                    &typed.ty,
+                    &ty,
                     format!("`#[mcp(flatten)]` spreads a struct's named fields into the arguments, and {why}: flatten a struct with named fields (deriving `Deserialize` and `JsonSchema`), or drop `flatten` to make it one argument"),
                 );
                 continue;
             }
-            params.push(Param::Flattened { name, ty: typed.ty.clone() });
+            params.push(Param::Flattened { name, ty });
             continue;
         }
-        params.push(Param::Argument { name, ty: typed.ty.clone(), doc, header });
+        params.push(Param::Argument { name, ty, doc, header });
     }
     check_headers(&params, errors);
     check_flattened(&params, errors);
@@ -143,33 +196,18 @@ fn check_flattened(params: &[Param], errors: &mut Errors) {
     }
 }
 
-/// Reads and removes `#[mcp(...)]` on a parameter: `header = "Name"` (tools only), `flatten` (tools and methods).
-fn parameter_options(attrs: &mut Vec<syn::Attribute>, what: &str, errors: &mut Errors) -> ParamOptions {
+/// Reads and removes `#[mcp(...)]` on a parameter: `header = "Name"` and `flatten` (which macros take which is
+/// checked in validation).
+fn parameter_options(attrs: &mut Vec<syn::Attribute>, errors: &mut Errors) -> ParamOptions {
     let mut header = None;
     let mut flatten = None;
     for attr in attrs.iter().filter(|a| a.path().is_ident("mcp")) {
         let parsed = attr.parse_nested_meta(|meta| {
             if meta.path.is_ident("header") {
-                let name: syn::LitStr = meta.value()?.parse()?;
-                if what != "tool" {
-                    return Err(syn::Error::new(
-                        name.span(),
-                        "`header` mirrors a tool argument in an HTTP header; it is for #[mcp::tool] parameters only",
-                    ));
-                }
-                if let Err(why) = check_header_name(&name.value()) {
-                    return Err(syn::Error::new(name.span(), why));
-                }
-                header = Some(name);
+                header = Some(meta.value()?.parse()?);
                 Ok(())
             } else if meta.path.is_ident("flatten") {
                 let ident = meta.path.get_ident().cloned().expect("an identifier");
-                if what != "tool" && what != "method" {
-                    return Err(syn::Error::new(
-                        ident.span(),
-                        format!("`flatten` spreads a struct's fields into JSON arguments; #[mcp::{what}] arguments are strings, one per parameter"),
-                    ));
-                }
                 if flatten.replace(ident).is_some() {
                     return Err(meta.error("`flatten` is given twice"));
                 }

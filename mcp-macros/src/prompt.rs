@@ -4,19 +4,20 @@ use proc_macro2::TokenStream;
 use quote::{quote, quote_spanned};
 use syn::parse::{Parse, ParseStream};
 use syn::spanned::Spanned;
-use syn::{Ident, ItemFn, LitStr};
+use syn::{Ident, LitStr};
 
 use crate::attr::{self, set, Common};
-use crate::diagnostics::{self, Errors};
+use crate::diagnostics::Errors;
+use crate::function::{self, Function, HandlerMacro, Macro};
 use crate::handler::{self, Glue, Kind};
 use crate::params::{self, Param};
-use crate::{docs, paths};
+use crate::paths;
 
 mod kw {
     syn::custom_keyword!(complete);
 }
 
-/// The options of `#[mcp::prompt(...)]`: the shared ones and `complete(...)`.
+/// The options of `#[mcp::prompt(...)]` as written: the shared ones and `complete(...)`.
 #[derive(Default)]
 struct Options {
     common: Common,
@@ -39,59 +40,72 @@ impl Parse for Options {
 }
 
 pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
-    let mut function: ItemFn = match syn::parse2(item.clone()) {
-        Ok(f) => f,
-        Err(e) => return diagnostics::with_item(item, e),
-    };
-    let mut errors = Errors::default();
-    let options: Options = syn::parse2(attr).unwrap_or_else(|e| {
-        errors.push(e);
-        Options::default()
-    });
-    if !function.sig.generics.params.is_empty() {
-        errors.push_spanned(&function.sig.generics, "prompt functions cannot be generic");
-    }
-    let params = params::classify(&mut function.sig, "prompt", &mut errors);
-    for (arg, _) in options.completions.iter().flatten() {
-        if !params.iter().any(|p| matches!(p, Param::Argument { name, .. } if arg == name.as_str())) {
-            errors.push_spanned(arg, format!("the prompt has no argument `{arg}` to complete"));
+    function::expand::<PromptMacro>(attr, item)
+}
+
+/// A validated prompt's configuration.
+struct Prompt {
+    options: Options,
+    /// The prompt's name: the `name` option or the function's.
+    name: String,
+}
+
+struct PromptMacro;
+
+impl HandlerMacro for PromptMacro {
+    const MACRO: Macro = Macro::Prompt;
+    type Options = Options;
+    type Config = Prompt;
+
+    fn validate(options: Options, item: &Function, errors: &mut Errors) -> Option<Prompt> {
+        options.common.check(errors);
+        let arguments: Vec<&str> = item
+            .params
+            .iter()
+            .filter_map(|p| match p {
+                Param::Argument { name, .. } => Some(name.as_str()),
+                Param::Injected { .. } | Param::Flattened { .. } => None,
+            })
+            .collect();
+        if let Some(completions) = &options.completions {
+            attr::check_completions(completions, &arguments, "the prompt has no argument", errors);
         }
+        let name = options.common.name.as_ref().map_or_else(|| item.name.clone(), LitStr::value);
+        Some(Prompt { options, name })
     }
-    if let Err(e) = errors.finish() {
-        return diagnostics::with_item(quote!(#function), e);
-    }
-    let mcp = paths::runtime(options.common.krate.as_ref());
-    let private = quote!(#mcp::__private);
-    let ident = &function.sig.ident;
-    let name = options.common.name.as_ref().map(LitStr::value).unwrap_or_else(|| ident.to_string());
-    let arguments = params.iter().filter_map(|p| match p {
-        Param::Argument { name, ty, doc, .. } => {
-            let doc = match doc {
-                Some(d) => quote!(::core::option::Option::Some(#d)),
-                None => quote!(::core::option::Option::None),
-            };
-            let reader = params::reader(&private, ty, true);
-            Some(quote_spanned!(ty.span()=> #mcp::ArgDef::new(#name, #doc, || (#reader.required)())))
+
+    fn expand(prompt: &Prompt, item: &Function) -> TokenStream {
+        let options = &prompt.options;
+        let name = &prompt.name;
+        let mcp = paths::runtime(options.common.krate.as_ref());
+        let private = quote!(#mcp::__private);
+        let arguments = item.params.iter().filter_map(|p| match p {
+            Param::Argument { name, ty, doc, .. } => {
+                let doc = match doc {
+                    Some(d) => quote!(::core::option::Option::Some(#d)),
+                    None => quote!(::core::option::Option::None),
+                };
+                let reader = params::reader(&private, ty, true);
+                Some(quote_spanned!(ty.span()=> #mcp::ArgDef::new(#name, #doc, || (#reader.required)())))
+            }
+            Param::Injected { .. } | Param::Flattened { .. } => None,
+        });
+        let Glue { call_fn, handler, injects } = handler::glue(&Kind::Prompt, &mcp, &item.function, &item.params);
+        let mut builder = quote!(#injects);
+        builder.extend(options.common.builder(item.doc.clone()));
+        if let Some(c) = &options.completions {
+            let c = attr::completions_tokens(&mcp, c);
+            builder.extend(quote!(.completions(#c)));
         }
-        Param::Injected { .. } | Param::Flattened { .. } => None,
-    });
-    let Glue { call_fn, handler, injects } = handler::glue(&Kind::Prompt, &mcp, &function, &params);
-    let mut builder = quote!(#injects);
-    builder.extend(options.common.builder(docs::collect(&function.attrs)));
-    if let Some(c) = &options.completions {
-        let c = attr::completions_tokens(&mcp, c);
-        builder.extend(quote!(.completions(#c)));
+        let def = quote! {
+            #mcp::PromptDef::new(
+                #name,
+                &[#(#arguments),*],
+                #handler,
+                ::core::concat!(::core::file!(), ":", ::core::line!()),
+            )
+            #builder
+        };
+        paths::item(&mcp, &item.function, "Prompt", call_fn, def)
     }
-    let def = quote! {
-        #mcp::PromptDef::new(
-            #name,
-            &[#(#arguments),*],
-            #handler,
-            ::core::concat!(::core::file!(), ":", ::core::line!()),
-        )
-        #builder
-    };
-    let tokens = paths::item(&mcp, &function, "Prompt", call_fn, def);
-    diagnostics::debug_print(&ident.to_string(), &tokens);
-    tokens
 }

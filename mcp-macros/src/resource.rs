@@ -4,13 +4,14 @@
 use proc_macro2::TokenStream;
 use quote::{quote, quote_spanned};
 use syn::parse::{Parse, ParseStream};
-use syn::{Ident, ItemFn, LitFloat, LitInt, LitStr, Token};
+use syn::{Ident, LitFloat, LitInt, LitStr, Token};
 
 use crate::attr::{self, path_value, set, string_value, Common};
-use crate::diagnostics::{self, Errors};
+use crate::diagnostics::Errors;
+use crate::function::{self, Function, HandlerMacro, Macro};
 use crate::handler::{self, Glue, Kind};
-use crate::params::{self, Param};
-use crate::{docs, paths};
+use crate::params::Param;
+use crate::paths;
 
 mod kw {
     syn::custom_keyword!(uri);
@@ -24,7 +25,7 @@ mod kw {
     syn::custom_keyword!(cache_scope);
 }
 
-/// The options of `#[mcp::resource(...)]`: the shared ones and the resource's own.
+/// The options of `#[mcp::resource(...)]` as written: the shared ones and the resource's own.
 #[derive(Default)]
 struct Options {
     common: Common,
@@ -117,152 +118,181 @@ fn template_variables(template: &str) -> Result<Vec<String>, String> {
 }
 
 pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
-    let mut function: ItemFn = match syn::parse2(item.clone()) {
-        Ok(f) => f,
-        Err(e) => return diagnostics::with_item(item, e),
-    };
-    let mut errors = Errors::default();
-    let attr_span = proc_macro2::Span::call_site();
-    let options: Options = syn::parse2(attr).unwrap_or_else(|e| {
-        errors.push(e);
-        Options::default()
-    });
-    if !function.sig.generics.params.is_empty() {
-        errors.push_spanned(&function.sig.generics, "resource functions cannot be generic");
-    }
-    let params = params::classify(&mut function.sig, "resource", &mut errors);
-    let arg_names: Vec<(String, proc_macro2::Span)> = params
-        .iter()
-        .filter_map(|p| match p {
-            Param::Argument { name, ty, .. } => Some((name.clone(), syn::spanned::Spanned::span(ty))),
-            Param::Injected { .. } | Param::Flattened { .. } => None,
-        })
-        .collect();
-    let mut template = false;
-    match &options.uri {
-        None => errors.push(syn::Error::new(attr_span, "#[mcp::resource] needs `uri = \"...\"`")),
-        Some(lit) => match template_variables(&lit.value()) {
-            Err(e) => errors.push_spanned(lit, e),
-            Ok(vars) => {
-                template = !vars.is_empty() || lit.value().contains('{');
-                for var in &vars {
-                    if !arg_names.iter().any(|(n, _)| n == var) {
-                        errors.push_spanned(lit, format!("template variable `{var}` has no parameter of that name"));
-                    }
-                }
-                for (name, span) in &arg_names {
-                    if !vars.contains(name) {
-                        errors.push(syn::Error::new(
-                            *span,
-                            if template {
-                                format!("parameter `{name}` is not a variable of the URI template")
-                            } else {
-                                format!(
-                                    "parameter `{name}` has nothing to bind to: a resource at a fixed URI takes only injected parameters (`&Context`, `&State<T>`); use `{{{name}}}` in the URI to make it a template"
-                                )
-                            },
-                        ));
-                    }
-                }
+    function::expand::<ResourceMacro>(attr, item)
+}
+
+/// Who a resource is for (`audience = "..."`).
+enum Role {
+    User,
+    Assistant,
+}
+
+/// Who may cache its reads (`cache_scope = "..."`).
+enum CacheScope {
+    Public,
+    Private,
+}
+
+/// A validated resource's configuration.
+struct Resource {
+    options: Options,
+    uri: LitStr,
+    /// Whether the URI has variables: a resource template.
+    template: bool,
+    /// The resource's name: the `name` option or the function's.
+    name: String,
+    audience: Vec<Role>,
+    cache_scope: Option<CacheScope>,
+}
+
+struct ResourceMacro;
+
+impl HandlerMacro for ResourceMacro {
+    const MACRO: Macro = Macro::Resource;
+    type Options = Options;
+    type Config = Resource;
+
+    fn validate(options: Options, item: &Function, errors: &mut Errors) -> Option<Resource> {
+        options.common.check(errors);
+        let arguments: Vec<(&str, proc_macro2::Span)> = item
+            .params
+            .iter()
+            .filter_map(|p| match p {
+                Param::Argument { name, ty, .. } => Some((name.as_str(), syn::spanned::Spanned::span(ty))),
+                Param::Injected { .. } | Param::Flattened { .. } => None,
+            })
+            .collect();
+        let mut template = false;
+        match &options.uri {
+            None => {
+                errors.push(syn::Error::new(proc_macro2::Span::call_site(), "#[mcp::resource] needs `uri = \"...\"`"))
             }
-        },
-    }
-    for (arg, _) in options.completions.iter().flatten() {
-        if !arg_names.iter().any(|(n, _)| arg == n.as_str()) {
-            errors.push_spanned(arg, format!("the template has no variable `{arg}` to complete"));
+            Some(lit) => match template_variables(&lit.value()) {
+                Err(e) => errors.push_spanned(lit, e),
+                Ok(vars) => {
+                    template = !vars.is_empty() || lit.value().contains('{');
+                    for var in &vars {
+                        if !arguments.iter().any(|(n, _)| n == var) {
+                            errors
+                                .push_spanned(lit, format!("template variable `{var}` has no parameter of that name"));
+                        }
+                    }
+                    for (name, span) in &arguments {
+                        if !vars.iter().any(|v| v == name) {
+                            errors.push(syn::Error::new(
+                                *span,
+                                if template {
+                                    format!("parameter `{name}` is not a variable of the URI template")
+                                } else {
+                                    format!(
+                                        "parameter `{name}` has nothing to bind to: a resource at a fixed URI takes only injected parameters (`&Context`, `&State<T>`); use `{{{name}}}` in the URI to make it a template"
+                                    )
+                                },
+                            ));
+                        }
+                    }
+                }
+            },
         }
-    }
-    if let (Some(list), false) = (&options.list, template) {
-        errors.push_spanned(list, "`list` belongs on a resource template: a fixed resource is listed already");
-    }
-    let audience = match &options.audience {
-        None => Vec::new(),
-        Some(lit) => {
-            let mut roles = Vec::new();
+        if let Some(completions) = &options.completions {
+            let names: Vec<&str> = arguments.iter().map(|(n, _)| *n).collect();
+            attr::check_completions(completions, &names, "the template has no variable", errors);
+        }
+        if let (Some(list), false) = (&options.list, template) {
+            errors.push_spanned(list, "`list` belongs on a resource template: a fixed resource is listed already");
+        }
+        let mut audience = Vec::new();
+        if let Some(lit) = &options.audience {
             for part in lit.value().split(',').map(str::trim) {
                 match part {
-                    "user" => roles.push(quote!(User)),
-                    "assistant" => roles.push(quote!(Assistant)),
+                    "user" => audience.push(Role::User),
+                    "assistant" => audience.push(Role::Assistant),
                     _ => errors.push_spanned(
                         lit,
                         format!("unknown audience `{part}`: write \"user\", \"assistant\" or \"user, assistant\""),
                     ),
                 }
             }
-            roles
         }
-    };
-    if let Some(p) = &options.priority {
-        if !matches!(p.base10_parse::<f64>(), Ok(v) if (0.0..=1.0).contains(&v)) {
-            errors.push_spanned(p, "`priority` is a number from 0.0 to 1.0");
-        }
-    }
-    let scope = match &options.cache_scope {
-        None => None,
-        Some(lit) => match lit.value().as_str() {
-            "public" => Some(quote!(Public)),
-            "private" => Some(quote!(Private)),
-            other => {
-                errors.push_spanned(lit, format!("unknown cache scope `{other}`: write \"public\" or \"private\""));
-                None
+        if let Some(p) = &options.priority {
+            if !matches!(p.base10_parse::<f64>(), Ok(v) if (0.0..=1.0).contains(&v)) {
+                errors.push_spanned(p, "`priority` is a number from 0.0 to 1.0");
             }
-        },
-    };
-    if let Some(t) = &options.ttl_ms {
-        if t.base10_parse::<u64>().is_err() {
-            errors.push_spanned(t, "`ttl_ms` is a whole number of milliseconds");
         }
+        let cache_scope = match &options.cache_scope {
+            None => None,
+            Some(lit) => match lit.value().as_str() {
+                "public" => Some(CacheScope::Public),
+                "private" => Some(CacheScope::Private),
+                other => {
+                    errors.push_spanned(lit, format!("unknown cache scope `{other}`: write \"public\" or \"private\""));
+                    None
+                }
+            },
+        };
+        if let Some(t) = &options.ttl_ms {
+            if t.base10_parse::<u64>().is_err() {
+                errors.push_spanned(t, "`ttl_ms` is a whole number of milliseconds");
+            }
+        }
+        let uri = options.uri.clone()?;
+        let name = options.common.name.as_ref().map_or_else(|| item.name.clone(), LitStr::value);
+        Some(Resource { options, uri, template, name, audience, cache_scope })
     }
-    if let Err(e) = errors.finish() {
-        return diagnostics::with_item(quote!(#function), e);
+
+    fn expand(resource: &Resource, item: &Function) -> TokenStream {
+        let Resource { options, uri, template, name, audience, cache_scope } = resource;
+        let mcp = paths::runtime(options.common.krate.as_ref());
+        let mime = match &options.mime_type {
+            Some(m) => quote!(::core::option::Option::Some(#m)),
+            None => quote!(::core::option::Option::None),
+        };
+        let Glue { call_fn, handler, injects } =
+            handler::glue(&Kind::Resource(mime), &mcp, &item.function, &item.params);
+        let constructor = if *template { quote!(template) } else { quote!(fixed) };
+        let mut builder = quote!(#injects);
+        builder.extend(options.common.builder(item.doc.clone()));
+        if let Some(m) = &options.mime_type {
+            builder.extend(quote!(.mime_type(#m)));
+        }
+        if let Some(s) = &options.size {
+            builder.extend(quote!(.size(#s)));
+        }
+        if !audience.is_empty() {
+            let roles = audience.iter().map(|role| match role {
+                Role::User => quote!(#mcp::Role::User),
+                Role::Assistant => quote!(#mcp::Role::Assistant),
+            });
+            builder.extend(quote!(.audience(&[#(#roles),*])));
+        }
+        if let Some(p) = &options.priority {
+            builder.extend(quote!(.priority(#p)));
+        }
+        if let Some(c) = &options.completions {
+            let c = attr::completions_tokens(&mcp, c);
+            builder.extend(quote!(.completions(#c)));
+        }
+        if let Some(list) = &options.list {
+            let list = quote_spanned!(syn::spanned::Spanned::span(list)=> #mcp::__private::lister(#list));
+            builder.extend(quote!(.list(#list)));
+        }
+        if options.ttl_ms.is_some() || cache_scope.is_some() {
+            let ttl = options.ttl_ms.as_ref().map(|t| quote!(#t)).unwrap_or(quote!(0));
+            let scope = match cache_scope {
+                Some(CacheScope::Public) => quote!(Public),
+                Some(CacheScope::Private) | None => quote!(Private),
+            };
+            builder.extend(quote!(.cache(#ttl, #mcp::CacheScope::#scope)));
+        }
+        let def = quote! {
+            #mcp::ResourceDef::#constructor(
+                #uri,
+                #name,
+                #handler,
+                ::core::concat!(::core::file!(), ":", ::core::line!()),
+            )
+            #builder
+        };
+        paths::item(&mcp, &item.function, "Resource", call_fn, def)
     }
-    let uri = options.uri.as_ref().expect("checked above");
-    let mcp = paths::runtime(options.common.krate.as_ref());
-    let ident = &function.sig.ident;
-    let name = options.common.name.as_ref().map(LitStr::value).unwrap_or_else(|| ident.to_string());
-    let mime = match &options.mime_type {
-        Some(m) => quote!(::core::option::Option::Some(#m)),
-        None => quote!(::core::option::Option::None),
-    };
-    let Glue { call_fn, handler, injects } = handler::glue(&Kind::Resource(mime), &mcp, &function, &params);
-    let constructor = if template { quote!(template) } else { quote!(fixed) };
-    let mut builder = quote!(#injects);
-    builder.extend(options.common.builder(docs::collect(&function.attrs)));
-    if let Some(m) = &options.mime_type {
-        builder.extend(quote!(.mime_type(#m)));
-    }
-    if let Some(s) = &options.size {
-        builder.extend(quote!(.size(#s)));
-    }
-    if !audience.is_empty() {
-        builder.extend(quote!(.audience(&[#(#mcp::Role::#audience),*])));
-    }
-    if let Some(p) = &options.priority {
-        builder.extend(quote!(.priority(#p)));
-    }
-    if let Some(c) = &options.completions {
-        let c = attr::completions_tokens(&mcp, c);
-        builder.extend(quote!(.completions(#c)));
-    }
-    if let Some(list) = &options.list {
-        let list = quote_spanned!(syn::spanned::Spanned::span(list)=> #mcp::__private::lister(#list));
-        builder.extend(quote!(.list(#list)));
-    }
-    if options.ttl_ms.is_some() || scope.is_some() {
-        let ttl = options.ttl_ms.as_ref().map(|t| quote!(#t)).unwrap_or(quote!(0));
-        let scope = scope.unwrap_or(quote!(Private));
-        builder.extend(quote!(.cache(#ttl, #mcp::CacheScope::#scope)));
-    }
-    let def = quote! {
-        #mcp::ResourceDef::#constructor(
-            #uri,
-            #name,
-            #handler,
-            ::core::concat!(::core::file!(), ":", ::core::line!()),
-        )
-        #builder
-    };
-    let tokens = paths::item(&mcp, &function, "Resource", call_fn, def);
-    diagnostics::debug_print(&ident.to_string(), &tokens);
-    tokens
 }

@@ -1,18 +1,17 @@
-//! `#[mcp::tool]`: parse the options, validate the function, emit the glue beside it.
+//! `#[mcp::tool]`: the options, their validation against the function, the glue beside it.
 
-use proc_macro2::TokenStream;
+use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
-
-use crate::handler::{self, Glue, Kind};
 use syn::parse::{Parse, ParseStream};
 use syn::spanned::Spanned;
-use syn::{ItemFn, LitBool, LitInt, LitStr, Token};
+use syn::{LitBool, LitInt, LitStr, Token};
 
 use crate::attr::{flag_value, set, string_value, Common};
-
-use crate::diagnostics::{self, Errors};
+use crate::diagnostics::Errors;
+use crate::function::{self, Function, HandlerMacro, Macro};
+use crate::handler::{self, Glue, Kind};
 use crate::params::{self, Param};
-use crate::{docs, paths};
+use crate::paths;
 
 mod kw {
     syn::custom_keyword!(read_only);
@@ -25,7 +24,7 @@ mod kw {
     syn::custom_keyword!(task_poll_ms);
 }
 
-/// The options of `#[mcp::tool(...)]`: the shared ones and the behaviour hints.
+/// The options of `#[mcp::tool(...)]` as written: the shared ones, the behaviour hints, how it runs as a task.
 #[derive(Default)]
 struct Options {
     common: Common,
@@ -58,22 +57,17 @@ impl Parse for Options {
                 (&mut o.open_world, "open_world")
             } else if lookahead.peek(kw::task) {
                 input.parse::<kw::task>()?;
-                let value = string_value(input)?;
-                if !matches!(value.value().as_str(), "optional" | "required" | "forbidden") {
-                    return Err(syn::Error::new(
-                        value.span(),
-                        "`task` is \"optional\" (a task when the client asks for one), \"required\" (always a task) or \"forbidden\"",
-                    ));
-                }
-                set(&mut o.task, value, span, "task")?;
+                set(&mut o.task, string_value(input)?, span, "task")?;
                 return Ok(true);
             } else if lookahead.peek(kw::task_ttl_ms) {
                 input.parse::<kw::task_ttl_ms>()?;
-                set(&mut o.task_ttl_ms, milliseconds(input, "task_ttl_ms")?, span, "task_ttl_ms")?;
+                input.parse::<Token![=]>()?;
+                set(&mut o.task_ttl_ms, input.parse()?, span, "task_ttl_ms")?;
                 return Ok(true);
             } else if lookahead.peek(kw::task_poll_ms) {
                 input.parse::<kw::task_poll_ms>()?;
-                set(&mut o.task_poll_ms, milliseconds(input, "task_poll_ms")?, span, "task_poll_ms")?;
+                input.parse::<Token![=]>()?;
+                set(&mut o.task_poll_ms, input.parse()?, span, "task_poll_ms")?;
                 return Ok(true);
             } else if lookahead.peek(kw::defer_task) {
                 input.parse::<kw::defer_task>()?;
@@ -88,27 +82,24 @@ impl Parse for Options {
     }
 }
 
-/// `= N`: a number of milliseconds above 0.
-fn milliseconds(input: ParseStream, key: &str) -> syn::Result<LitInt> {
-    input.parse::<Token![=]>()?;
-    let value: LitInt = input.parse()?;
-    if value.base10_parse::<u64>().map_or(true, |v| v == 0) {
-        return Err(syn::Error::new(value.span(), format!("`{key}` is a number of milliseconds above 0")));
-    }
-    Ok(value)
+/// How a tool runs as a task (`task = "..."`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum TaskSupport {
+    Optional,
+    Required,
+    Forbidden,
 }
 
-/// A validated tool, ready to expand.
+/// A validated tool's configuration.
 struct Tool {
     options: Options,
-    function: ItemFn,
+    /// The tool's name: the `name` option or the function's.
     name: String,
-    /// The function's doc comment (the description unless the option gives one).
-    doc: Option<String>,
-    params: Vec<Param>,
+    task: Option<TaskSupport>,
 }
 
-/// The tool name rule of MCP 2025-11-25: 1 to 128 characters of `A-Z a-z 0-9 _ - .`.
+/// The tool name rule of MCP 2025-11-25: 1 to 128 characters of `A-Z a-z 0-9 _ - .` (the runtime's
+/// `check_tool_name` applies the same rule to every definition a server is given).
 fn check_name(name: &str) -> Result<(), String> {
     if name.is_empty() || name.len() > 128 {
         return Err(format!("tool name `{name}` must be 1 to 128 characters long"));
@@ -119,108 +110,85 @@ fn check_name(name: &str) -> Result<(), String> {
     Ok(())
 }
 
-fn validate(options: Options, mut function: ItemFn) -> Result<Tool, Box<(ItemFn, syn::Error)>> {
-    let mut errors = Errors::default();
-    let sig = &function.sig;
-    if !sig.generics.params.is_empty() || sig.generics.where_clause.is_some() {
-        errors.push_spanned(&sig.generics, "tool functions cannot be generic: the schema needs concrete types");
-    }
-    if let Some(v) = &sig.variadic {
-        errors.push_spanned(v, "tool functions cannot be variadic");
-    }
-    if let Some(c) = &sig.constness {
-        errors.push_spanned(c, "tool functions cannot be `const`");
-    }
-    if let syn::ReturnType::Type(_, ty) = &sig.output {
-        if matches!(**ty, syn::Type::ImplTrait(_)) {
-            errors.push_spanned(ty, "a tool cannot return `impl Trait`: name the return type");
+/// `task_ttl_ms` and `task_poll_ms` are numbers of milliseconds above 0.
+fn check_milliseconds(value: &Option<LitInt>, key: &str, errors: &mut Errors) {
+    if let Some(value) = value {
+        if value.base10_parse::<u64>().map_or(true, |v| v == 0) {
+            errors.push_spanned(value, format!("`{key}` is a number of milliseconds above 0"));
         }
-    }
-    let name = match &options.common.name {
-        Some(lit) => {
-            let n = lit.value();
-            if let Err(e) = check_name(&n) {
-                errors.push_spanned(lit, e);
-            }
-            n
-        }
-        None => function.sig.ident.to_string().trim_start_matches("r#").to_owned(),
-    };
-    let runs_as_task = options.task.as_ref().is_some_and(|t| t.value() != "forbidden");
-    if !runs_as_task {
-        let companions: [(&str, Option<proc_macro2::Span>); 3] = [
-            ("defer_task", options.defer_task.as_ref().map(|v| v.span())),
-            ("task_ttl_ms", options.task_ttl_ms.as_ref().map(|v| v.span())),
-            ("task_poll_ms", options.task_poll_ms.as_ref().map(|v| v.span())),
-        ];
-        for (key, span) in companions {
-            if let Some(span) = span {
-                errors.push(syn::Error::new(
-                    span,
-                    format!("`{key}` applies to a tool that runs as a task: add `task = \"optional\"` or `task = \"required\"`"),
-                ));
-            }
-        }
-    }
-    let doc = docs::collect(&function.attrs);
-    let params = params::classify(&mut function.sig, "tool", &mut errors);
-    match errors.finish() {
-        Ok(()) => Ok(Tool { options, function, name, doc, params }),
-        Err(e) => Err(Box::new((function, e))),
     }
 }
 
 pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
-    let function: ItemFn = match syn::parse2(item.clone()) {
-        Ok(f) => f,
-        Err(e) => return diagnostics::with_item(item, e),
-    };
-    let options: Options = match syn::parse2(attr) {
-        Ok(o) => o,
-        Err(e) => return diagnostics::with_item(strip_param_docs(function), e),
-    };
-    let tokens = match validate(options, function) {
-        Ok(tool) => emit(&tool),
-        Err(failed) => {
-            let (function, e) = *failed;
-            diagnostics::with_item(quote!(#function), e)
-        }
-    };
-    diagnostics::debug_print(&item_name(&tokens), &tokens);
-    tokens
+    function::expand::<ToolMacro>(attr, item)
 }
 
-fn item_name(tokens: &TokenStream) -> String {
-    syn::parse2::<syn::File>(tokens.clone())
-        .ok()
-        .and_then(|f| {
-            f.items.into_iter().find_map(
-                |i| {
-                    if let syn::Item::Fn(f) = i {
-                        Some(f.sig.ident.to_string())
-                    } else {
-                        None
-                    }
-                },
-            )
-        })
-        .unwrap_or_default()
-}
+struct ToolMacro;
 
-/// The function with parameter docs removed, for error paths.
-fn strip_param_docs(mut function: ItemFn) -> TokenStream {
-    for input in function.sig.inputs.iter_mut() {
-        if let syn::FnArg::Typed(t) = input {
-            docs::strip(&mut t.attrs);
+impl HandlerMacro for ToolMacro {
+    const MACRO: Macro = Macro::Tool;
+    type Options = Options;
+    type Config = Tool;
+
+    fn validate(options: Options, item: &Function, errors: &mut Errors) -> Option<Tool> {
+        options.common.check(errors);
+        let name = match &options.common.name {
+            Some(lit) => {
+                if let Err(e) = check_name(&lit.value()) {
+                    errors.push_spanned(lit, e);
+                }
+                lit.value()
+            }
+            None => {
+                if let Err(e) = check_name(&item.name) {
+                    errors.push_spanned(&item.function.sig.ident, format!("{e}; or name it with `name = \"...\"`"));
+                }
+                item.name.clone()
+            }
+        };
+        let task = options.task.as_ref().and_then(|lit| match lit.value().as_str() {
+            "optional" => Some(TaskSupport::Optional),
+            "required" => Some(TaskSupport::Required),
+            "forbidden" => Some(TaskSupport::Forbidden),
+            _ => {
+                errors.push_spanned(
+                    lit,
+                    "`task` is \"optional\" (a task when the client asks for one), \"required\" (always a task) or \"forbidden\"",
+                );
+                None
+            }
+        });
+        check_milliseconds(&options.task_ttl_ms, "task_ttl_ms", errors);
+        check_milliseconds(&options.task_poll_ms, "task_poll_ms", errors);
+        // An unknown `task` value is reported above; the companions are not reported against it too.
+        let runs_as_task = options.task.is_some() && task != Some(TaskSupport::Forbidden);
+        if !runs_as_task {
+            let companions: [(&str, Option<Span>); 3] = [
+                ("defer_task", options.defer_task.as_ref().map(|v| v.span())),
+                ("task_ttl_ms", options.task_ttl_ms.as_ref().map(|v| v.span())),
+                ("task_poll_ms", options.task_poll_ms.as_ref().map(|v| v.span())),
+            ];
+            for (key, span) in companions {
+                if let Some(span) = span {
+                    errors.push(syn::Error::new(
+                        span,
+                        format!("`{key}` applies to a tool that runs as a task: add `task = \"optional\"` or `task = \"required\"`"),
+                    ));
+                }
+            }
         }
+        Some(Tool { options, name, task })
     }
-    quote!(#function)
+
+    fn expand(tool: &Tool, item: &Function) -> TokenStream {
+        emit(tool, item)
+    }
 }
 
-fn emit(tool: &Tool) -> TokenStream {
+fn emit(tool: &Tool, item: &Function) -> TokenStream {
     let mcp = paths::runtime(tool.options.common.krate.as_ref());
     let private = quote!(#mcp::__private);
-    let function = &tool.function;
+    let function = &item.function;
     let name = &tool.name;
     let ret_ty = match &function.sig.output {
         syn::ReturnType::Default => quote!(()),
@@ -232,7 +200,7 @@ fn emit(tool: &Tool) -> TokenStream {
     };
 
     // Schema: one property per argument.
-    let properties = tool.params.iter().filter_map(|p| match p {
+    let properties = item.params.iter().filter_map(|p| match p {
         Param::Argument { name, ty, doc, header } => {
             let doc = match doc {
                 Some(d) => quote!(::core::option::Option::Some(#d)),
@@ -250,9 +218,9 @@ fn emit(tool: &Tool) -> TokenStream {
         Param::Injected { .. } => None,
     });
     let output_schema = quote_spanned!(ret_span=> #private::returns::<#ret_ty>().output_schema);
-    let Glue { call_fn, handler, injects } = handler::glue(&Kind::Tool, &mcp, function, &tool.params);
+    let Glue { call_fn, handler, injects } = handler::glue(&Kind::Tool, &mcp, function, &item.params);
 
-    let mut builder = tool.options.common.builder(tool.doc.clone());
+    let mut builder = tool.options.common.builder(item.doc.clone());
     let hints: Vec<_> = [
         ("read_only", &tool.options.read_only),
         ("destructive", &tool.options.destructive),
@@ -266,11 +234,11 @@ fn emit(tool: &Tool) -> TokenStream {
     if !hints.is_empty() {
         builder.extend(quote!(.hints(#mcp::Hints::NONE #(#hints)*)));
     }
-    if let Some(task) = &tool.options.task {
-        let support = match task.value().as_str() {
-            "optional" => quote!(Optional),
-            "required" => quote!(Required),
-            _ => quote!(Forbidden),
+    if let Some(task) = tool.task {
+        let support = match task {
+            TaskSupport::Optional => quote!(Optional),
+            TaskSupport::Required => quote!(Required),
+            TaskSupport::Forbidden => quote!(Forbidden),
         };
         let mut options = quote!(#mcp::TaskOptions::new(#mcp::TaskSupport::#support));
         if let Some(deferred) = &tool.options.defer_task {
@@ -286,7 +254,7 @@ fn emit(tool: &Tool) -> TokenStream {
     }
 
     // With no injected parameter the function cannot reach the request's `Context`, so it cannot ask the client.
-    if !tool.params.iter().any(|p| matches!(p, Param::Injected { .. })) {
+    if !item.params.iter().any(|p| matches!(p, Param::Injected { .. })) {
         builder.extend(quote!(.cannot_ask()));
     }
 

@@ -109,7 +109,9 @@ pub struct ToolDef {
 }
 
 impl ToolDef {
-    /// A definition with no title, description or hints.
+    /// A definition with no title, description or hints. The name follows MCP's rule for tool names, 1 to 128
+    /// characters of `A-Z a-z 0-9 _ - .`: the server refuses one that does not when the tool is added
+    /// ([`BuildError::BadToolName`](crate::BuildError::BadToolName)).
     pub const fn new(
         name: &'static str,
         input_schema: fn() -> Value,
@@ -732,6 +734,24 @@ fn struct_fields<T: DeserializeOwned>() -> Option<&'static [&'static str]> {
     let fields = std::cell::Cell::new(None);
     let _ = T::deserialize(Probe(&fields));
     fields.get()
+}
+
+/// MCP's rule for tool names (2025-11-25, "Tool names"), as [`BuildError::BadToolName`](crate::BuildError) states it.
+pub(crate) const TOOL_NAME_RULE: &str = "1 to 128 characters of `A-Z a-z 0-9 _ - .`";
+
+/// Checks a tool's name against [`TOOL_NAME_RULE`], which the server holds every tool it is given to (hand-written
+/// definitions too; `#[mcp::tool]` checks the same at compile time). The error says what breaks it.
+pub(crate) fn check_tool_name(name: &str) -> Result<(), String> {
+    if name.is_empty() {
+        return Err("it is empty".into());
+    }
+    if let Some(c) = name.chars().find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))) {
+        return Err(format!("it has {c:?}"));
+    }
+    if name.len() > 128 {
+        return Err(format!("it is {} characters long", name.len()));
+    }
+    Ok(())
 }
 
 /// Checks a header name for `x-mcp-header`: not empty, HTTP token characters only (RFC 9110 `tchar`).

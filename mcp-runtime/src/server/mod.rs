@@ -177,6 +177,13 @@ pub enum BuildError {
         /// Where the second definition is.
         second: String,
     },
+    /// A tool's name breaks MCP's rule for tool names: 1 to 128 characters of `A-Z a-z 0-9 _ - .`.
+    BadToolName {
+        /// The name.
+        name: String,
+        /// What breaks the rule (`it has ' '`).
+        why: String,
+    },
     /// A tool's input schema is not an object schema.
     BadInputSchema {
         /// The tool.
@@ -271,6 +278,11 @@ impl fmt::Display for BuildError {
             BuildError::DuplicateTool { name, first, second } => {
                 write!(f, "two tools are named `{name}`: one at {first}, one at {second}; rename one with #[mcp::tool(name = \"...\")]")
             }
+            BuildError::BadToolName { name, why } => write!(
+                f,
+                "the tool name `{name}` breaks MCP's rule for tool names ({}): {why}",
+                crate::handler::tool::TOOL_NAME_RULE
+            ),
             BuildError::BadInputSchema { name, why } => {
                 write!(f, "the input schema of tool `{name}` is unusable: {why}")
             }

@@ -97,6 +97,8 @@ impl Registry {
     }
 
     pub(crate) fn insert_tool(&mut self, def: ToolDef) -> Result<(), BuildError> {
+        crate::handler::tool::check_tool_name(def.name)
+            .map_err(|why| BuildError::BadToolName { name: def.name.to_owned(), why })?;
         if let Some(first) = self.tools.get(def.name) {
             if first.def.location == def.location {
                 return Ok(()); // the same definition twice
@@ -459,5 +461,30 @@ mod tests {
         for schema in refused {
             assert!(param_headers(&schema).is_err(), "{schema}");
         }
+    }
+
+    #[test]
+    fn a_hand_written_tool_with_a_name_outside_the_rule_is_refused_naming_it_and_the_rule() {
+        fn call(_: &crate::Context, _: Map<String, Value>) -> Result<crate::CallToolResult, Error> {
+            Ok(crate::CallToolResult::success(vec![]))
+        }
+        let def = |name: &'static str| {
+            ToolDef::new(name, || json!({"type": "object"}), || None, crate::ToolHandler::Blocking(call), "here")
+        };
+        let err = crate::Server::builder().tool_def(def("order book")).build().err().expect("refused");
+        assert_eq!(err, BuildError::BadToolName { name: "order book".into(), why: "it has ' '".into() });
+        let message = err.to_string();
+        assert!(message.contains("`order book`") && message.contains("1 to 128 characters of `A-Z a-z 0-9 _ - .`"));
+
+        for bad in ["", "café", "a/b", "a".repeat(129).leak()] {
+            assert!(
+                matches!(crate::Server::builder().tool_def(def(bad)).build(), Err(BuildError::BadToolName { .. })),
+                "{bad:?}"
+            );
+        }
+        // At run time too.
+        let server = crate::Server::builder().tool_def(def("Order_book-2.v1")).build().unwrap();
+        assert!(matches!(server.add_tool(def("order book")), Err(BuildError::BadToolName { .. })));
+        assert!(server.add_tool(def("b".repeat(128).leak())).is_ok());
     }
 }

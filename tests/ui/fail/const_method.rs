@@ -1,0 +1,4 @@
+#[mcp::method(name = "shop/size")]
+const fn size() {}
+
+fn main() {}

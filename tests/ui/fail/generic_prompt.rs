@@ -1,0 +1,6 @@
+#[mcp::prompt]
+fn review<T: ToString>(title: T) -> String {
+    title.to_string()
+}
+
+fn main() {}

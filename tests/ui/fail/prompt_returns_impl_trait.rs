@@ -1,0 +1,6 @@
+#[mcp::prompt]
+fn review(title: String) -> impl Into<String> {
+    title
+}
+
+fn main() {}

@@ -1,0 +1,6 @@
+#[mcp::resource(uri = "books://catalog")]
+fn catalog() -> impl Into<String> {
+    "Dune"
+}
+
+fn main() {}
