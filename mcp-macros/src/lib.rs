@@ -120,7 +120,7 @@ use proc_macro::TokenStream;
 /// #[doc(hidden)] struct count_words {}
 /// impl mcp::ToolItem for count_words {
 ///     const DEF: &'static mcp::ToolDef = &{
-///         fn __mcp_input_schema() -> Value {
+///         fn __mcp_input_schema() -> Result<Value, SchemaError> {
 ///             let mut s = ObjectSchema::new();
 ///             (arg::<String>().describe)(&mut s, "text", Some("The text to count."));
 ///             s.finish()
@@ -133,7 +133,7 @@ use proc_macro::TokenStream;
 ///             let p1: &Context = <Context as FromContext>::from_context(ctx)?;
 ///             (returns::<Result<String, mcp::Cancelled>>().convert)(count_words(p0, p1))
 ///         }
-///         ToolDef::new("count_words", __mcp_input_schema, returns::<…>().output_schema,
+///         ToolDef::built("count_words", InputSchema::Built(__mcp_input_schema), returns::<…>().output_schema,
 ///                      ToolHandler::Blocking(__mcp_call), concat!(file!(), ":", line!()))
 ///             .description("Count the words of a text.")
 ///             .hints(Hints::NONE.read_only(true).idempotent(true))

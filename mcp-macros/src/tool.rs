@@ -259,7 +259,7 @@ fn emit(tool: &Tool, item: &Function) -> TokenStream {
     }
 
     let body = quote! {
-        fn __mcp_input_schema() -> #private::serde_json::Value {
+        fn __mcp_input_schema() -> ::core::result::Result<#private::serde_json::Value, #mcp::SchemaError> {
             let mut __mcp_schema = #mcp::ObjectSchema::new();
             #(#properties)*
             __mcp_schema.finish()
@@ -267,9 +267,9 @@ fn emit(tool: &Tool, item: &Function) -> TokenStream {
         #call_fn
     };
     let def = quote! {
-        #mcp::ToolDef::new(
+        #mcp::ToolDef::built(
             #name,
-            __mcp_input_schema,
+            #mcp::InputSchema::Built(__mcp_input_schema),
             #output_schema,
             #handler,
             ::core::concat!(::core::file!(), ":", ::core::line!()),

@@ -70,8 +70,8 @@ pub use handler::method::{IntoMethodResult, IntoRpcError, MethodDef, MethodHandl
 pub use handler::prompt::{ArgDef, Completer, IntoPromptResult, PromptDef, PromptHandler, PromptItem};
 pub use handler::resource::{IntoResourceResult, Lister, ResourceDef, ResourceHandler, ResourceItem};
 pub use handler::tool::{
-    BoxFuture, Handler, HeaderParam, Hints, Injected, IntoToolResult, Json, ObjectSchema, ToolDef, ToolHandler,
-    ToolItem,
+    BoxFuture, Handler, HeaderParam, Hints, Injected, InputSchema, IntoToolResult, Json, ObjectSchema, SchemaError,
+    ToolDef, ToolHandler, ToolItem,
 };
 pub use handler::uri_template::{TemplateError, UriTemplate};
 pub use protocol::{

@@ -85,7 +85,7 @@ pub struct ToolDef {
     /// Behaviour hints: read-only, destructive, idempotent, open-world.
     pub hints: Hints,
     /// Builds the input schema; called once per server, never per call.
-    pub input_schema: fn() -> Value,
+    pub input_schema: InputSchema,
     /// Builds the output schema, if the return type is structured; called once per server.
     pub output_schema: fn() -> Option<Value>,
     /// Runs the tool.
@@ -115,6 +115,18 @@ impl ToolDef {
     pub const fn new(
         name: &'static str,
         input_schema: fn() -> Value,
+        output_schema: fn() -> Option<Value>,
+        handler: ToolHandler,
+        location: &'static str,
+    ) -> ToolDef {
+        ToolDef::built(name, InputSchema::Given(input_schema), output_schema, handler, location)
+    }
+
+    /// The same, with an input schema built from the parameters' types ([`ObjectSchema`]), what `#[mcp::tool]`
+    /// emits: a schema the types cannot make is an error the server reports when it is built.
+    pub const fn built(
+        name: &'static str,
+        input_schema: InputSchema,
         output_schema: fn() -> Option<Value>,
         handler: ToolHandler,
         location: &'static str,
@@ -451,19 +463,54 @@ fn schema_settings() -> SchemaSettings {
     SchemaSettings::draft2020_12()
 }
 
+/// Where a tool's input schema comes from. Called once per server, when the tool is added.
+#[derive(Clone, Copy)]
+pub enum InputSchema {
+    /// A schema written by hand.
+    Given(fn() -> Value),
+    /// A schema built from types ([`ObjectSchema::finish`]), or why they make none.
+    Built(fn() -> Result<Value, SchemaError>),
+}
+
+impl InputSchema {
+    /// The schema, or why there is none.
+    pub fn build(self) -> Result<Value, SchemaError> {
+        match self {
+            InputSchema::Given(f) => Ok(f()),
+            InputSchema::Built(f) => f(),
+        }
+    }
+}
+
+/// Why the types of a tool's parameters make no input schema: a flattened type without named fields, an argument
+/// given twice. Building the server reports it as [`BuildError::BadInputSchema`](crate::BuildError::BadInputSchema).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SchemaError {
+    problems: Vec<String>,
+}
+
+impl std::fmt::Display for SchemaError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.problems.join("; "))
+    }
+}
+
+impl std::error::Error for SchemaError {}
+
 /// Builds the input schema of a tool one parameter at a time; the generated glue calls it once per server.
 ///
-/// A hand-written [`ToolDef`] can use it too, in its `input_schema` function:
+/// A hand-written [`ToolDef`] can use it too, in its input schema's function ([`ToolDef::built`] with
+/// [`InputSchema::Built`]):
 ///
 /// ```
-/// fn input_schema() -> serde_json::Value {
+/// fn input_schema() -> Result<serde_json::Value, mcp::SchemaError> {
 ///     let mut schema = mcp::ObjectSchema::new();
 ///     schema.property::<String>("city", Some("Where."));
 ///     schema.property::<Option<u32>>("days", None); // accepts null: optional
 ///     schema.finish()
 /// }
 ///
-/// let schema = input_schema();
+/// let schema = input_schema().unwrap();
 /// assert_eq!(schema["properties"]["city"]["description"], "Where.");
 /// assert_eq!(schema["required"], serde_json::json!(["city"]));
 /// ```
@@ -477,10 +524,6 @@ pub struct ObjectSchema {
     /// What makes this schema unusable (a flattened type without named fields, a property given twice).
     problems: Vec<String>,
 }
-
-/// The key under which [`ObjectSchema::finish`] reports its problems instead of a schema; building the server turns
-/// it into [`BuildError::BadInputSchema`](crate::BuildError::BadInputSchema).
-pub(crate) const SCHEMA_PROBLEM: &str = "x-mcp-schema-problem";
 
 impl Default for ObjectSchema {
     fn default() -> Self {
@@ -575,10 +618,11 @@ impl ObjectSchema {
         }
     }
 
-    /// The finished schema: `{"type":"object","properties":…,"required":…,"$defs":…}`.
-    pub fn finish(mut self) -> Value {
+    /// The finished schema: `{"type":"object","properties":…,"required":…,"$defs":…}`; or, when the types make
+    /// none (a flattened type without named fields, a property given twice), why.
+    pub fn finish(mut self) -> Result<Value, SchemaError> {
         if !self.problems.is_empty() {
-            return serde_json::json!({ SCHEMA_PROBLEM: self.problems.join("; ") });
+            return Err(SchemaError { problems: self.problems });
         }
         let mut o = Map::new();
         o.insert("type".into(), "object".into());
@@ -590,7 +634,7 @@ impl ObjectSchema {
         if !defs.is_empty() {
             o.insert("$defs".into(), Value::Object(defs));
         }
-        Value::Object(o)
+        Ok(Value::Object(o))
     }
 }
 

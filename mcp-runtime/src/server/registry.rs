@@ -106,15 +106,15 @@ impl Registry {
             let (first, second) = location_pair(first.def.location, def.location);
             return Err(BuildError::DuplicateTool { name: def.name.to_owned(), first, second });
         }
-        let mut input_schema = (def.input_schema)();
+        let mut input_schema = def
+            .input_schema
+            .build()
+            .map_err(|e| BuildError::BadInputSchema { name: def.name.to_owned(), why: e.to_string() })?;
         if !self.nullable_options {
             crate::handler::tool::portable_options(&mut input_schema);
         }
         if input_schema.get("type").and_then(Value::as_str) != Some("object") {
-            let why = match input_schema.get(crate::handler::tool::SCHEMA_PROBLEM).and_then(Value::as_str) {
-                Some(problem) => problem.to_owned(),
-                None => "it is not an object schema (`\"type\": \"object\"`)".to_owned(),
-            };
+            let why = "it is not an object schema (`\"type\": \"object\"`)".to_owned();
             return Err(BuildError::BadInputSchema { name: def.name.to_owned(), why });
         }
         let headers = param_headers(&input_schema)
@@ -471,7 +471,7 @@ mod tests {
         let def = |name: &'static str| {
             ToolDef::new(name, || json!({"type": "object"}), || None, crate::ToolHandler::Blocking(call), "here")
         };
-        let err = crate::Server::builder().tool_def(def("order book")).build().err().expect("refused");
+        let Err(err) = crate::Server::builder().tool_def(def("order book")).build() else { panic!("refused") };
         assert_eq!(err, BuildError::BadToolName { name: "order book".into(), why: "it has ' '".into() });
         let message = err.to_string();
         assert!(message.contains("`order book`") && message.contains("1 to 128 characters of `A-Z a-z 0-9 _ - .`"));
