@@ -86,7 +86,7 @@ async fn main() {
     let args = parse_args();
     let server = testbed();
     assert!(server.exists(), "{} is missing: cargo bench builds it", server.display());
-    for (era, name) in [(EraChoice::Legacy, "2025"), (EraChoice::Modern, "2026")] {
+    for (era, name) in [(EraChoice::V2025, "2025"), (EraChoice::V2026, "2026")] {
         let client = Client::builder().era(era).stdio(tokio::process::Command::new(&server)).await.expect("stdio");
         sequential(&client, args.calls / 10).await; // warm-up
         let (t, l) = sequential(&client, args.calls).await;
@@ -111,7 +111,7 @@ async fn main() {
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    for (era, name) in [(EraChoice::Legacy, "2025"), (EraChoice::Modern, "2026")] {
+    for (era, name) in [(EraChoice::V2025, "2025"), (EraChoice::V2026, "2026")] {
         let client = Client::builder().era(era).http(url.clone()).await.expect("http");
         sequential(&client, args.calls / 10).await;
         let (t, l) = sequential(&client, args.calls).await;

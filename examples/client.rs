@@ -2,7 +2,7 @@
 //! Ctrl-C (the bookshop puts search back online, and says so).
 //!
 //! `cargo build --example bookshop && cargo run --example client` (or pass another server command:
-//! `cargo run --example client -- path/to/server args...`). Add `--legacy` to speak 2025-11-25.
+//! `cargo run --example client -- path/to/server args...`). Add `--2025` to speak 2025-11-25 only.
 
 use std::time::Duration;
 
@@ -13,8 +13,8 @@ use serde_json::json;
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args: Vec<String> = std::env::args().skip(1).collect();
-    let legacy = args.iter().any(|a| a == "--legacy");
-    args.retain(|a| a != "--legacy");
+    let only_2025 = args.iter().any(|a| a == "--2025");
+    args.retain(|a| a != "--2025");
     let command = match args.split_first() {
         Some((program, rest)) => {
             let mut c = tokio::process::Command::new(program);
@@ -34,7 +34,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     };
     // The server's stderr is copied to ours by the client (and its end kept, should the server exit).
-    let era = if legacy { EraChoice::Legacy } else { EraChoice::Auto };
+    let era = if only_2025 { EraChoice::V2025 } else { EraChoice::Auto };
     let client = Client::builder().name("bookshop-client").era(era).stdio(command).await?;
     println!(
         "connected to {} {} ({})",

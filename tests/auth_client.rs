@@ -65,7 +65,7 @@ fn param(url: &reqwest::Url, name: &str) -> Option<String> {
 async fn our_client_signs_in_to_the_bookshop_with_pkce_once_for_many_calls_in_both_eras() {
     let provider = Provider::start(Config::default());
     let shop = oidc::bookshop(&provider);
-    for era in [EraChoice::Legacy, EraChoice::Modern] {
+    for era in [EraChoice::V2025, EraChoice::V2026] {
         let (oauth, user) = user(&provider);
         let client = oidc::sign_in(era, oauth, &shop, &provider).await;
         let tools = client.list_tools().await.unwrap();
@@ -111,7 +111,7 @@ async fn a_403_insufficient_scope_sends_the_user_back_once_for_the_union_of_scop
     let auth = mcp::auth::Authorization::jwt(provider.issuer(), url.clone()).initial_scopes(["books:read"]);
     let server = mcp::Server::builder().tool::<order>().tool::<shelves>().authorization(auth).build().unwrap();
     tokio::spawn(server.serve_http_on(listener, mcp::HttpOptions::new()));
-    for era in [EraChoice::Legacy, EraChoice::Modern] {
+    for era in [EraChoice::V2025, EraChoice::V2026] {
         let (oauth, user) = user(&provider);
         let client = Client::builder().era(era).auth(oauth).http(url.clone()).await.unwrap();
         assert_eq!(client.call_tool("shelves", json!({})).await.unwrap().text(), Some("Dune, Emma"));
@@ -138,7 +138,7 @@ async fn concurrent_calls_share_one_sign_in() {
     let provider = Provider::start(Config::default());
     let shop = oidc::bookshop(&provider);
     let (oauth, user) = user(&provider);
-    let client = Client::builder().era(EraChoice::Modern).auth(oauth).http(shop.url.clone()).await.unwrap();
+    let client = Client::builder().era(EraChoice::V2026).auth(oauth).http(shop.url.clone()).await.unwrap();
     let calls: Vec<_> = (0..16)
         .map(|_| {
             let client = client.clone();
@@ -224,7 +224,7 @@ async fn status_with(url: &str, token: &str) -> u16 {
 async fn an_expired_access_token_is_refreshed_without_the_user() {
     let provider = Provider::start(Config::default().access_token_ttl(2));
     let url = strict_server(&provider).await;
-    for era in [EraChoice::Legacy, EraChoice::Modern] {
+    for era in [EraChoice::V2025, EraChoice::V2026] {
         let store = Arc::new(MemoryTokenStore::default());
         let (oauth, user) = user(&provider);
         let client = Client::builder().era(era).auth(oauth.token_store(store.clone())).http(url.clone()).await.unwrap();
@@ -256,7 +256,7 @@ async fn an_expiring_access_token_is_refreshed_before_the_server_refuses_it() {
     let provider = Provider::start(Config::default().access_token_ttl(6));
     let (url, refused) = counted_server(&provider).await;
     let now = || SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs();
-    for era in [EraChoice::Legacy, EraChoice::Modern] {
+    for era in [EraChoice::V2025, EraChoice::V2026] {
         let store = Arc::new(MemoryTokenStore::default());
         let (oauth, user) = user(&provider);
         let oauth = oauth.token_store(store.clone());
@@ -319,7 +319,7 @@ async fn calls_challenged_at_once_get_one_new_token() {
         let store = Arc::new(MemoryTokenStore::default());
         let (oauth, user) = user(&provider);
         let oauth = oauth.refresh_tokens(refresh).token_store(store.clone());
-        let client = Client::builder().era(EraChoice::Modern).auth(oauth).http(url.clone()).await.unwrap();
+        let client = Client::builder().era(EraChoice::V2026).auth(oauth).http(url.clone()).await.unwrap();
         assert_eq!(client.call_tool("hello", json!({})).await.unwrap().text(), Some("hello"));
         let expired = store.tokens(&url).unwrap();
         assert_eq!(expired.refresh_token.is_some(), refresh, "a refresh token only when asked for");

@@ -180,7 +180,7 @@ async fn our_client_gets_dpop_bound_tokens_and_calls_with_proofs_in_both_eras() 
     let provider = Provider::start(Config::default().dpop());
     // A scope to sign in with (the server's handlers need none, and a grant of no scope is refused).
     let url = serve(|url| jwt(&provider)(url).initial_scopes(["books:read"])).await;
-    for era in [EraChoice::Legacy, EraChoice::Modern] {
+    for era in [EraChoice::V2025, EraChoice::V2026] {
         let browser = Arc::new(tokio::sync::Mutex::new(provider.browser()));
         let asked = Arc::new(Mutex::new(0));
         let seen = asked.clone();
@@ -412,7 +412,7 @@ async fn the_bookshop_with_auth_takes_our_clients_dpop_bound_tokens() {
     let proof = key.proof("POST", &shop.url, Some(&token));
     let response = call_tool(&shop.url, "list_holds", Some(format!("DPoP {token}")), vec![proof]).await;
     assert_eq!(response.status(), 200, "{}\n{}", challenge(&response), shop.stderr_text());
-    for era in [EraChoice::Legacy, EraChoice::Modern] {
+    for era in [EraChoice::V2025, EraChoice::V2026] {
         let browser = Arc::new(tokio::sync::Mutex::new(provider.browser()));
         let oauth = OAuth::new("http://127.0.0.1:8976/callback", move |url| {
             let browser = browser.clone();

@@ -101,10 +101,10 @@ async fn connect_with(transport: Transport, builder: ClientBuilder) -> (Client, 
 }
 
 const PAIRS: [(Transport, EraChoice); 4] = [
-    (Transport::Stdio, EraChoice::Legacy),
-    (Transport::Stdio, EraChoice::Modern),
-    (Transport::Http, EraChoice::Legacy),
-    (Transport::Http, EraChoice::Modern),
+    (Transport::Stdio, EraChoice::V2025),
+    (Transport::Stdio, EraChoice::V2026),
+    (Transport::Http, EraChoice::V2025),
+    (Transport::Http, EraChoice::V2026),
 ];
 
 #[tokio::test]
@@ -114,7 +114,7 @@ async fn auto_finds_the_2026_era_and_a_pinned_era_is_kept() {
         assert!(auto.is_modern(), "{transport:?}");
         assert_eq!(auto.protocol_version(), "2026-07-28");
         assert_eq!(auto.server_info().name, "testbed");
-        let (legacy, _t) = connect(transport, EraChoice::Legacy).await;
+        let (legacy, _t) = connect(transport, EraChoice::V2025).await;
         assert!(!legacy.is_modern());
         assert_eq!(legacy.protocol_version(), "2025-11-25");
         assert!(legacy.server_capabilities()["tools"].is_object());
@@ -275,7 +275,7 @@ async fn tools_run_as_tasks_in_both_eras() {
         assert!(target.wait_stderr(&format!("TASK_ABORTED {}", long.id())).await, "{why}: {}", target.stderr());
         let waited = long.wait().await.unwrap_err();
         assert!(waited.to_string().contains("cancelled"), "{why}: {waited}");
-        if era == EraChoice::Legacy {
+        if era == EraChoice::V2025 {
             let listed = client.list_tasks().await.unwrap();
             assert_eq!(listed.len(), 3, "{why}: {listed:?}");
         }
@@ -285,7 +285,7 @@ async fn tools_run_as_tasks_in_both_eras() {
 #[tokio::test]
 async fn a_2026_call_answered_with_a_task_is_followed_and_dropping_it_cancels_the_task() {
     for transport in [Transport::Stdio, Transport::Http] {
-        let (client, target) = connect_with(transport, builder(EraChoice::Modern).tasks()).await;
+        let (client, target) = connect_with(transport, builder(EraChoice::V2026).tasks()).await;
         let plain = client.call_tool("task_approve", json!({"what": "the order"})).await.unwrap();
         assert_eq!(plain.text(), Some("the order: approved"), "{transport:?}");
         let caller = client.clone();
@@ -319,7 +319,7 @@ async fn a_2026_list_is_served_from_the_client_cache_within_its_ttl() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move { axum::serve(listener, app).await });
-    let client = Client::builder().era(EraChoice::Modern).http(format!("http://{addr}/mcp")).await.unwrap();
+    let client = Client::builder().era(EraChoice::V2026).http(format!("http://{addr}/mcp")).await.unwrap();
     assert_eq!(client.list_tools().await.unwrap().len(), 1);
     server.add_tool(*<goodbye as mcp::ToolItem>::DEF).unwrap();
     assert_eq!(client.list_tools().await.unwrap().len(), 1, "within its ttlMs the kept page is served");

@@ -1,6 +1,6 @@
 //! `mcp::client` against a server built with the official Python SDK (PyPI `mcp` 2.3, `MCPServer`;
 //! `tests/python/server.py`), over stdio and Streamable HTTP, in both eras (2025-11-25 pinned with
-//! `EraChoice::Legacy`, 2026-07-28 with `EraChoice::Modern`, and what `EraChoice::Auto` picks): lists, a tool call,
+//! `EraChoice::V2025`, 2026-07-28 with `EraChoice::V2026`, and what `EraChoice::Auto` picks): lists, a tool call,
 //! progress, a prompt, a resource, elicitation answered by the client's handler, and cancellation (a timeout, and a
 //! dropped call) observed by the Python handler.
 //!
@@ -40,10 +40,10 @@ enum Transport {
 }
 
 const COMBOS: [(Transport, EraChoice); 4] = [
-    (Transport::Stdio, EraChoice::Legacy),
-    (Transport::Stdio, EraChoice::Modern),
-    (Transport::Http, EraChoice::Legacy),
-    (Transport::Http, EraChoice::Modern),
+    (Transport::Stdio, EraChoice::V2025),
+    (Transport::Stdio, EraChoice::V2026),
+    (Transport::Http, EraChoice::V2025),
+    (Transport::Http, EraChoice::V2026),
 ];
 
 fn script() -> PathBuf {
@@ -184,11 +184,11 @@ async fn auto_picks_the_2026_era_and_a_pinned_era_is_kept() {
         let prompts = auto.request("prompts/list", json!({})).await.unwrap();
         assert_eq!(prompts["prompts"][0]["name"], "greet", "{transport:?}: {prompts}");
 
-        let (modern, _target, _) = connect(transport, EraChoice::Modern).await;
+        let (modern, _target, _) = connect(transport, EraChoice::V2026).await;
         assert!(modern.is_modern(), "{transport:?}");
         assert_eq!(modern.protocol_version(), "2026-07-28", "{transport:?}");
 
-        let (legacy, _target, _) = connect(transport, EraChoice::Legacy).await;
+        let (legacy, _target, _) = connect(transport, EraChoice::V2025).await;
         assert!(!legacy.is_modern(), "{transport:?}");
         assert_eq!(legacy.protocol_version(), "2025-11-25", "{transport:?}");
         assert_eq!(legacy.server_info().name, "python-interop", "{transport:?}");
@@ -298,7 +298,7 @@ async fn elicitation_is_answered_by_the_handler() {
         // With `ctx.elicit`: a server-to-client request, which the SDK sends only in the 2025 era.
         let direct = client.call_tool("ask_name", json!({})).await;
         match era {
-            EraChoice::Legacy => {
+            EraChoice::V2025 => {
                 let direct = direct.unwrap_or_else(|e| panic!("{why}: {e}"));
                 assert_eq!(direct.text(), Some("Hello, Ada"), "{why}: {:?}", direct.raw);
                 assert_eq!(asked.lock().unwrap().len(), 1, "{why}");

@@ -53,7 +53,7 @@ fn fake(act: &str) -> tokio::process::Command {
 }
 
 fn legacy() -> mcp::client::ClientBuilder {
-    Client::builder().era(EraChoice::Legacy).handshake_timeout(WAIT)
+    Client::builder().era(EraChoice::V2025).handshake_timeout(WAIT)
 }
 
 /// The tests that measure this process's memory take turns; the others still run beside them, so a bound is
@@ -174,7 +174,7 @@ async fn the_handshake_with_a_silent_server_times_out() {
 
 #[tokio::test]
 async fn a_server_that_exits_at_once_fails_the_handshake_at_once() {
-    for era in [EraChoice::Auto, EraChoice::Legacy, EraChoice::Modern] {
+    for era in [EraChoice::Auto, EraChoice::V2025, EraChoice::V2026] {
         let started = Instant::now();
         let outcome =
             tokio::time::timeout(WAIT, Client::builder().era(era).stdio(tokio::process::Command::new("true")))
@@ -350,7 +350,7 @@ async fn an_sse_stream_without_blank_lines_is_bounded_by_the_frame_limit() {
     })
     .await;
     let _turn = MEASURING.lock().await;
-    let client = Client::builder().era(EraChoice::Modern).frame_limit(2 << 20).http(url).await.unwrap();
+    let client = Client::builder().era(EraChoice::V2026).frame_limit(2 << 20).http(url).await.unwrap();
     let before = rss();
     let outcome = tokio::time::timeout(WAIT, client.call_tool("flood", json!({}))).await.expect("no hang");
     assert_eq!(outcome.unwrap_err(), Error::FrameTooLarge { limit: 2 << 20 });
@@ -395,7 +395,7 @@ async fn a_flood_of_pings_is_answered_with_bounded_concurrency() {
         }))
     })
     .await;
-    let client = Client::builder().era(EraChoice::Modern).http(url).await.unwrap();
+    let client = Client::builder().era(EraChoice::V2026).http(url).await.unwrap();
     let result = tokio::time::timeout(WAIT, client.call_tool("pings", json!({}))).await.expect("no hang").unwrap();
     assert_eq!(result.text(), Some("done"));
     tokio::time::sleep(Duration::from_millis(700)).await;
@@ -459,7 +459,7 @@ fn trusting(pem: &str) -> reqwest::Client {
 #[tokio::test]
 async fn https_with_a_trusted_self_signed_certificate_works_in_both_eras() {
     let (port, pem) = serve_tls(router()).await;
-    for era in [EraChoice::Modern, EraChoice::Legacy] {
+    for era in [EraChoice::V2026, EraChoice::V2025] {
         let client = Client::builder()
             .era(era)
             .http_client(trusting(&pem))
@@ -518,7 +518,7 @@ async fn a_header_reaches_the_server_on_every_request_and_a_401_is_readable() {
     assert_eq!(refused, Error::Http { status: 401, body: "missing or wrong bearer token".into() });
     assert!(refused.to_string().contains("401 Unauthorized: missing or wrong bearer token"), "{refused}");
 
-    for era in [EraChoice::Modern, EraChoice::Legacy] {
+    for era in [EraChoice::V2026, EraChoice::V2025] {
         // 2025: initialize, the standalone GET, the notifications and the DELETE all carry it.
         let client = Client::builder().era(era).header("Authorization", "Bearer x").http(&url).await.unwrap();
         let hello = client.call_tool("hello", json!({})).await.unwrap();

@@ -17,7 +17,7 @@ use tokio::sync::mpsc;
 
 const WAIT: Duration = Duration::from_secs(10);
 
-const ERAS: [EraChoice; 3] = [EraChoice::Auto, EraChoice::Legacy, EraChoice::Modern];
+const ERAS: [EraChoice; 3] = [EraChoice::Auto, EraChoice::V2025, EraChoice::V2026];
 
 /// Add two numbers.
 #[mcp::tool(title = "Adder", read_only)]
@@ -116,7 +116,7 @@ async fn an_in_process_client_calls_the_tools_of_a_server_built_in_the_test_in_b
     for era in ERAS {
         let client = builder(era).in_process(probed.server.clone()).await.unwrap();
         let why = format!("{era:?}");
-        let expected = if era == EraChoice::Legacy { "2025-11-25" } else { "2026-07-28" };
+        let expected = if era == EraChoice::V2025 { "2025-11-25" } else { "2026-07-28" };
         assert_eq!(client.protocol_version(), expected, "{why}");
         assert_eq!(
             (client.server_info().name.as_str(), client.server_info().version.as_str()),
@@ -163,7 +163,7 @@ async fn client_in_process_connects_with_the_defaults() {
 #[tokio::test]
 async fn dropping_an_in_process_call_cancels_it_on_the_server_in_both_eras() {
     let mut probed = server();
-    for era in [EraChoice::Legacy, EraChoice::Modern] {
+    for era in [EraChoice::V2025, EraChoice::V2026] {
         let client = builder(era).in_process(probed.server.clone()).await.unwrap();
         let call = client.call_tool("wait", json!({"ms": 30_000}));
         tokio::select! {
@@ -188,7 +188,7 @@ async fn dropping_an_in_process_call_cancels_it_on_the_server_in_both_eras() {
 #[tokio::test]
 async fn close_answers_what_is_in_flight_and_ends_the_session() {
     let mut probed = server();
-    for era in [EraChoice::Legacy, EraChoice::Modern] {
+    for era in [EraChoice::V2025, EraChoice::V2026] {
         let client = builder(era).in_process(probed.server.clone()).await.unwrap();
         let other = client.clone();
         let in_flight = tokio::spawn(async move { other.call_tool("wait", json!({"ms": 200})).await });
@@ -206,7 +206,7 @@ async fn close_answers_what_is_in_flight_and_ends_the_session() {
 
 #[tokio::test]
 async fn dropping_the_last_client_ends_the_in_process_session() {
-    for era in [EraChoice::Legacy, EraChoice::Modern] {
+    for era in [EraChoice::V2025, EraChoice::V2026] {
         let alive = Arc::new(());
         let witness: Weak<()> = Arc::downgrade(&alive);
         let server = mcp::Server::builder().tool::<add>().state(Witness(alive)).build().unwrap();
@@ -239,7 +239,7 @@ async fn poll_next<S: futures_core::Stream + Unpin>(stream: &mut S) -> Option<S:
 
 #[tokio::test]
 async fn typed_lists_over_stdio_page_through_the_testbed_in_both_eras() {
-    for era in [EraChoice::Legacy, EraChoice::Modern] {
+    for era in [EraChoice::V2025, EraChoice::V2026] {
         let why = format!("{era:?}");
         let client = paged_testbed(era, 2).await;
 
@@ -279,7 +279,7 @@ async fn typed_lists_over_stdio_page_through_the_testbed_in_both_eras() {
         assert_eq!(add.raw()["title"], "Adder", "{why}");
         // `execution.taskSupport` is a 2025-11-25 field.
         let task = tools.iter().find(|t| t.task_support == Some(mcp::TaskSupport::Optional));
-        assert_eq!(task.is_some(), era == EraChoice::Legacy, "{why}");
+        assert_eq!(task.is_some(), era == EraChoice::V2025, "{why}");
 
         let prompts: Vec<Prompt> = client.list_prompts().await.unwrap();
         let greeting = prompts.iter().find(|p| p.name == "greeting").unwrap();
@@ -305,7 +305,7 @@ async fn typed_lists_over_stdio_page_through_the_testbed_in_both_eras() {
 
 #[tokio::test]
 async fn a_list_streams_its_items_page_after_page_and_can_be_left_early() {
-    for era in [EraChoice::Legacy, EraChoice::Modern] {
+    for era in [EraChoice::V2025, EraChoice::V2026] {
         let why = format!("{era:?}");
         let client = paged_testbed(era, 3).await;
         let tools = client.list_tools().await.unwrap();
@@ -341,7 +341,7 @@ async fn a_list_streams_its_items_page_after_page_and_can_be_left_early() {
 
 #[tokio::test]
 async fn a_failing_page_ends_the_stream_with_its_error() {
-    let client = paged_testbed(EraChoice::Legacy, 2).await;
+    let client = paged_testbed(EraChoice::V2025, 2).await;
     let mut stream = client.list::<Tool>().stream();
     assert!(stream.next().await.unwrap().is_ok());
     assert!(stream.next().await.unwrap().is_ok());

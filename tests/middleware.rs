@@ -299,7 +299,7 @@ async fn a_layer_refuses_what_an_era_front_answers_by_itself_over_stdio_in_both_
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn layers_see_every_dispatched_request_over_http_in_both_eras_and_an_input_required_round() {
-    for era in [EraChoice::Legacy, EraChoice::Modern] {
+    for era in [EraChoice::V2025, EraChoice::V2026] {
         let (server, log) = recorded();
         let url = serve_http(&server).await;
         let client = http_client(&url, era).await;
@@ -313,7 +313,7 @@ async fn layers_see_every_dispatched_request_over_http_in_both_eras_and_an_input
         let greeted = client.call_tool("greet", json!({})).await.unwrap();
         assert_eq!(greeted.text(), Some("hello Ada"));
         let rounds = lines_about(&log, "tools/call greet");
-        if era == EraChoice::Modern {
+        if era == EraChoice::V2026 {
             // The question is an `input_required` answer, seen by the layers; the retry is a request of its own.
             assert_eq!(
                 rounds,
@@ -464,7 +464,7 @@ async fn a_check_layer_reads_auth_info_and_refuses_with_an_mcp_error_over_http_i
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());
     tokio::spawn(async move { mcp::axum::serve(listener, app).await });
-    for era in [EraChoice::Legacy, EraChoice::Modern] {
+    for era in [EraChoice::V2025, EraChoice::V2026] {
         for (token, allowed) in [("guest", false), ("root", true)] {
             let client = Client::builder()
                 .era(era)
@@ -547,7 +547,7 @@ async fn the_middleware_example_times_out_naps_and_logs_each_tool_call() {
 
     let http = common::http::HttpServer::start_binary(common::example("middleware"), &[]);
     let url = http.client().url;
-    for era in [EraChoice::Legacy, EraChoice::Modern] {
+    for era in [EraChoice::V2025, EraChoice::V2026] {
         let client = http_client(&url, era).await;
         assert_eq!(client.call_tool("echo", json!({"text": "hi"})).await.unwrap().text(), Some("hi"));
         let napped = client.call_tool("nap", json!({"seconds": 5})).await.unwrap_err();

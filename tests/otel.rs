@@ -73,7 +73,7 @@ async fn trace_context_in_meta_is_the_parent_of_the_request_span() {
 
     let trace_id = TraceId::from_hex(TRACE).unwrap();
     let parent_id = SpanId::from_hex(PARENT).unwrap();
-    for era in [EraChoice::Legacy, EraChoice::Modern] {
+    for era in [EraChoice::V2025, EraChoice::V2026] {
         let client = Client::builder().name("otel-test").era(era).http(format!("http://{addr}/mcp")).await.unwrap();
         // A context given by hand, as another SDK's client sends it.
         for tool in ["traced_async", "traced_blocking"] {

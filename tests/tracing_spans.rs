@@ -49,7 +49,7 @@ async fn an_event_inside_a_tool_carries_its_requests_span() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move { axum::serve(listener, app).await });
-    for era in [EraChoice::Legacy, EraChoice::Modern] {
+    for era in [EraChoice::V2025, EraChoice::V2026] {
         let client = Client::builder().name("span-tests").era(era).http(format!("http://{addr}/mcp")).await.unwrap();
         client.call_tool("traced_async", json!({})).await.unwrap();
         client.call_tool("traced_blocking", json!({})).await.unwrap();

@@ -27,7 +27,7 @@ use crate::wire::protocol::{Implementation, LogLevel};
 /// # async fn run() -> Result<(), mcp::client::Error> {
 /// let client = Client::builder()
 ///     .name("shopkeeper")
-///     .era(EraChoice::Legacy) // `initialize` only; the default asks `server/discover` first
+///     .era(EraChoice::V2025) // `initialize` only; the default asks `server/discover` first
 ///     .log_level(mcp::LogLevel::Warning)
 ///     .on_elicitation(|question| async move {
 ///         println!("the server asks: {}", question["message"]);
@@ -321,7 +321,7 @@ impl ClientBuilder {
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), mcp::client::Error> {
     /// let server = mcp::Server::builder().tool::<add>().build().unwrap();
-    /// for era in [EraChoice::Legacy, EraChoice::Modern] {
+    /// for era in [EraChoice::V2025, EraChoice::V2026] {
     ///     let client = Client::builder().era(era).in_process(server.clone()).await?;
     ///     let sum = client.call_tool("add", json!({"a": 2, "b": 3})).await?;
     ///     assert_eq!(sum.text(), Some("5"));

@@ -20,8 +20,8 @@ impl Client {
 
     async fn handshake(&self) -> Result<(), Error> {
         let modern = match self.inner.choice {
-            EraChoice::Legacy => false,
-            EraChoice::Modern => true,
+            EraChoice::V2025 => false,
+            EraChoice::V2026 => true,
             EraChoice::Auto => match self.discover().await {
                 Ok(found) => {
                     let _ = self.inner.session.set(found);

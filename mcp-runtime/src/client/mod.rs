@@ -121,7 +121,7 @@ const ANSWERING: usize = 64;
 /// let auto = Client::builder().in_process(server.clone()).await?;
 /// assert_eq!((auto.is_modern(), auto.protocol_version()), (true, "2026-07-28"));
 /// // Pinned to the 2025-11-25 era: `initialize`, then a session.
-/// let legacy = Client::builder().era(EraChoice::Legacy).in_process(server).await?;
+/// let legacy = Client::builder().era(EraChoice::V2025).in_process(server).await?;
 /// assert_eq!((legacy.is_modern(), legacy.protocol_version()), (false, "2025-11-25"));
 /// # Ok(()) }
 /// ```
@@ -132,9 +132,9 @@ pub enum EraChoice {
     #[default]
     Auto,
     /// 2026-07-28 only: stateless requests, each with its `_meta` envelope.
-    Modern,
+    V2026,
     /// 2025-11-25 only: `initialize`, then a session.
-    Legacy,
+    V2025,
 }
 
 /// A handler for questions from the server: gets the request's `params`, returns the result to send.
