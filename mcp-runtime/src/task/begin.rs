@@ -173,7 +173,7 @@ impl crate::context::Context {
         begin(self.in_flight()).await.map(|_| ()).map_err(crate::Error::from)
     }
 
-    /// [`Context::start_task`] for a plain `fn` handler.
+    /// [`Context::start_task`](crate::Context::start_task) for a plain `fn` handler.
     pub fn start_task_blocking(&self) -> Result<(), crate::Error> {
         let runtime = tokio::runtime::Handle::try_current()
             .map_err(|_| crate::Error::internal("start_task_blocking needs the server's runtime"))?;
