@@ -1,0 +1,290 @@
+//! The command line of an `#[mcp::main]` program: the framework's options (`--http`, `--list-tools`, ...), what the
+//! environment adds, the program's declared options set apart, typos answered with the nearest option, and `--help`.
+
+use super::ArgSpec;
+
+pub(super) const USAGE: &str = "\
+USAGE:
+    {bin} [OPTIONS]
+
+Serves this program's MCP tools, prompts and resources over stdio (newline-delimited JSON-RPC on stdin and
+stdout), or over Streamable HTTP with --http.
+
+OPTIONS:
+    --http ADDR            Serve Streamable HTTP on ADDR (`127.0.0.1:8000`, or a port alone for 127.0.0.1) at /mcp
+    --allow-host NAME      With --http: also accept requests whose Host is NAME (with any port, or only the port
+                           given, as in `mcp.example.com:8443`); loopback names are always accepted. Repeatable
+    --allow-origin ORIGIN  With --http: also accept requests whose Origin is ORIGIN (`https://app.example.com`).
+                           Repeatable
+    --json-response        With --http: answer each request with one JSON body instead of an SSE stream
+    --stateless            With --http: no sessions; every POST stands alone
+    --auth-issuer URL      With --http and --auth-resource: require a bearer JWT access token from this OAuth issuer
+                           (keys from its JWKS, found through its metadata) on every request
+    --auth-resource URL    With --http and --auth-issuer: this server's resource identifier, which tokens must
+                           name in their audience (the endpoint's public URL, such as https://mcp.example.com/mcp)
+    --list-tools           Print every tool as `tools/list` describes it (names, descriptions, JSON Schemas) and exit
+    --schema               Print everything served (server info, capabilities, tools, prompts, resources,
+                           templates, custom methods, with their schemas) as one JSON document, and exit
+    --version              Print the program's name and version and exit
+    --help                 Print this help and exit
+{program}
+ENVIRONMENT:
+    RUST_LOG           Diagnostics to stderr, as a tracing filter (default: `info,mcp::request=off`; `info` adds a
+                       `mcp.request` span with method, id, handler, era, session and client to every event of a
+                       request). stdout carries only protocol messages.
+    MCP_ALLOW_HOST     With --http: more names for --allow-host, comma-separated
+    MCP_ALLOW_ORIGIN   With --http: more origins for --allow-origin, comma-separated
+    MCP_AUTH_ISSUER    With --http: --auth-issuer, when it is not given
+    MCP_AUTH_RESOURCE  With --http: --auth-resource, when it is not given
+";
+
+/// The framework's own options, for "did you mean" and for the check that a program's option does not shadow one.
+const FRAMEWORK_OPTIONS: &[&str] = &[
+    "--http",
+    "--allow-host",
+    "--allow-origin",
+    "--json-response",
+    "--stateless",
+    "--auth-issuer",
+    "--auth-resource",
+    "--list-tools",
+    "--schema",
+    "--version",
+    "--help",
+];
+
+/// The HTTP options the command line sets (`--json-response`, `--stateless`, `--allow-host`, `--allow-origin`).
+#[cfg(feature = "http")]
+pub(super) type HttpOptions = crate::HttpOptions;
+
+/// Without the `http` feature the HTTP options are never used: `--http` is refused.
+#[cfg(not(feature = "http"))]
+#[derive(Default)]
+pub(super) struct HttpOptions;
+
+#[cfg(not(feature = "http"))]
+impl HttpOptions {
+    fn new() -> Self {
+        HttpOptions
+    }
+    fn json_response(self, _: bool) -> Self {
+        self
+    }
+    fn stateless(self, _: bool) -> Self {
+        self
+    }
+    fn allow_host(self, _: String) -> Self {
+        self
+    }
+    fn allow_origin(self, _: String) -> Self {
+        self
+    }
+}
+
+pub(super) enum Command {
+    Serve,
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
+    Http(std::net::SocketAddr, Box<HttpOptions>, #[cfg_attr(not(feature = "auth"), allow(dead_code))] Option<AuthArgs>),
+    ListTools,
+    Schema,
+    Version,
+    Help,
+}
+
+/// `--auth-issuer` and `--auth-resource`: the HTTP endpoint needs a JWT from the issuer for the resource.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct AuthArgs {
+    pub(super) issuer: String,
+    pub(super) resource: String,
+}
+
+/// What the environment adds to the command line: `MCP_ALLOW_HOST` and `MCP_ALLOW_ORIGIN`, comma-separated;
+/// `MCP_AUTH_ISSUER` and `MCP_AUTH_RESOURCE`.
+#[derive(Default)]
+pub(super) struct Environment {
+    allow_hosts: Vec<String>,
+    allow_origins: Vec<String>,
+    auth_issuer: Option<String>,
+    auth_resource: Option<String>,
+}
+
+impl Environment {
+    pub(super) fn read() -> Environment {
+        let list = |name: &str| -> Vec<String> {
+            std::env::var(name)
+                .unwrap_or_default()
+                .split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned)
+                .collect()
+        };
+        let text = |name: &str| std::env::var(name).ok().map(|v| v.trim().to_owned()).filter(|v| !v.is_empty());
+        Environment {
+            allow_hosts: list("MCP_ALLOW_HOST"),
+            allow_origins: list("MCP_ALLOW_ORIGIN"),
+            auth_issuer: text("MCP_AUTH_ISSUER"),
+            auth_resource: text("MCP_AUTH_RESOURCE"),
+        }
+    }
+}
+
+/// The option closest to `typed` among the framework's and the program's, if it is close enough to be a typo.
+fn closest<'a>(typed: &str, program: &'a [ArgSpec]) -> Option<&'a str> {
+    FRAMEWORK_OPTIONS
+        .iter()
+        .copied()
+        .chain(program.iter().map(|spec| spec.name))
+        .map(|name| (edit_distance(typed, name), name))
+        .filter(|&(distance, name)| distance <= (name.len() / 3).max(1))
+        .min_by_key(|&(distance, _)| distance)
+        .map(|(_, name)| name)
+}
+
+/// Levenshtein distance, by characters.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, &cb) in b.iter().enumerate() {
+            let next = (diagonal + usize::from(ca != cb)).min(row[j] + 1).min(row[j + 1] + 1);
+            diagonal = row[j + 1];
+            row[j + 1] = next;
+        }
+    }
+    row[b.len()]
+}
+
+pub(super) fn parse_args(
+    mut args: impl Iterator<Item = String>,
+    program: &[ArgSpec],
+    env: Environment,
+    rest: &mut Vec<String>,
+) -> Result<Command, String> {
+    let mut command = Command::Serve;
+    let mut http: Option<std::net::SocketAddr> = None;
+    let mut options = HttpOptions::new();
+    let mut http_only = None;
+    let (mut auth_issuer, mut auth_resource) = (None, None);
+    while let Some(arg) = args.next() {
+        // `--name=value` as well as `--name value`.
+        let (name, inline) = match arg.split_once('=') {
+            Some((name, value)) if name.starts_with("--") => (name, Some(value.to_owned())),
+            _ => (arg.as_str(), None),
+        };
+        let mut value = |what: &str| {
+            inline.clone().or_else(|| args.next()).ok_or_else(|| format!("`{name}` needs a value, such as {what}"))
+        };
+        match name {
+            "--help" | "-h" => return Ok(Command::Help),
+            "--list-tools" => command = Command::ListTools,
+            "--schema" => command = Command::Schema,
+            "--version" | "-V" => return Ok(Command::Version),
+            "--http" | "--allow-host" | "--allow-origin" if cfg!(not(feature = "http")) => {
+                return Err(format!(
+                    "`{name}` needs the `http` feature of mcp-runtime, which this program was built without"
+                ))
+            }
+            "--http" => {
+                let addr = value("127.0.0.1:8000")?;
+                let parsed = match addr.parse::<u16>() {
+                    Ok(port) => Ok(std::net::SocketAddr::from(([127, 0, 0, 1], port))),
+                    Err(_) => addr.parse(),
+                };
+                http = Some(parsed.map_err(|_| format!("`--http {addr}`: not an address like 127.0.0.1:8000"))?);
+            }
+            "--allow-host" => {
+                options = options.allow_host(value("mcp.example.com")?);
+                http_only = Some("--allow-host");
+            }
+            "--allow-origin" => {
+                options = options.allow_origin(value("https://app.example.com")?);
+                http_only = Some("--allow-origin");
+            }
+            "--json-response" => {
+                options = options.json_response(true);
+                http_only = Some("--json-response");
+            }
+            "--stateless" => {
+                options = options.stateless(true);
+                http_only = Some("--stateless");
+            }
+            "--auth-issuer" | "--auth-resource" if cfg!(not(feature = "auth")) => {
+                return Err(format!(
+                    "`{name}` needs the `auth` feature of mcp-runtime, which this program was built without"
+                ))
+            }
+            "--auth-issuer" => {
+                auth_issuer = Some(value("https://login.example.com")?);
+                http_only = Some("--auth-issuer");
+            }
+            "--auth-resource" => {
+                auth_resource = Some(value("https://mcp.example.com/mcp")?);
+                http_only = Some("--auth-resource");
+            }
+            other => match program.iter().find(|spec| spec.name == other) {
+                Some(spec) => match spec.value {
+                    Some(what) => {
+                        let value = value(what)?;
+                        rest.push(other.to_owned());
+                        rest.push(value);
+                    }
+                    None if inline.is_some() => return Err(format!("`{other}` takes no value")),
+                    None => rest.push(arg.clone()),
+                },
+                None if !other.starts_with('-') => return Err(format!("unexpected argument `{other}`; see --help")),
+                None => {
+                    return Err(match closest(other, program) {
+                        Some(near) => format!("unknown option `{other}`; did you mean `{near}`? (see --help)"),
+                        None => format!("unknown option `{other}`; see --help"),
+                    })
+                }
+            },
+        }
+    }
+    match (http, http_only) {
+        (Some(addr), _) if matches!(command, Command::Serve) => {
+            for host in env.allow_hosts {
+                options = options.allow_host(host);
+            }
+            for origin in env.allow_origins {
+                options = options.allow_origin(origin);
+            }
+            let auth = match (auth_issuer.or(env.auth_issuer), auth_resource.or(env.auth_resource)) {
+                (Some(issuer), Some(resource)) => Some(AuthArgs { issuer, resource }),
+                (None, None) => None,
+                (Some(_), None) => {
+                    return Err("`--auth-issuer` needs `--auth-resource` (or MCP_AUTH_RESOURCE): the URL tokens \
+                                must be issued for"
+                        .into())
+                }
+                (None, Some(_)) => {
+                    return Err("`--auth-resource` needs `--auth-issuer` (or MCP_AUTH_ISSUER): the OAuth issuer \
+                                whose tokens to accept"
+                        .into())
+                }
+            };
+            Ok(Command::Http(addr, Box::new(options), auth))
+        }
+        (None, Some(flag)) => Err(format!("`{flag}` goes with `--http`")),
+        _ => Ok(command),
+    }
+}
+
+/// The "PROGRAM OPTIONS" section of `--help`, empty when the program has none.
+pub(super) fn program_usage(program: &[ArgSpec]) -> String {
+    if program.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from("\nPROGRAM OPTIONS:\n");
+    for spec in program {
+        let left = match spec.value {
+            Some(value) => format!("{} {value}", spec.name),
+            None => spec.name.to_owned(),
+        };
+        out.push_str(&format!("    {left:<22} {}\n", spec.help));
+    }
+    out
+}

@@ -1,0 +1,224 @@
+//! The runtime behind `#[mcp::main]`: the command line, tracing to stderr, the Tokio runtime, and serving.
+
+use std::fmt::Display;
+use std::future::Future;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use crate::builder::ServerBuilder;
+use crate::server::Server;
+use crate::wire::protocol::Implementation;
+
+mod args;
+mod command_line;
+
+pub use args::{ArgSpec, Args, FromArgs};
+use command_line::{parse_args, program_usage, Command, Environment, USAGE};
+
+/// What the body of an `#[mcp::main]` function may return: nothing (serve everything registered), a
+/// [`ServerBuilder`] to serve, or a `Result` of either whose `Err` stops the program before anything is served.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be returned from an `#[mcp::main]` function",
+    note = "return `()`, an `mcp::ServerBuilder`, or a `Result` of one of them whose error implements `Display`"
+)]
+pub trait MainOutput {
+    /// The builder to serve, or the reason start-up failed.
+    fn into_builder(self) -> Result<ServerBuilder, String>;
+}
+
+impl MainOutput for () {
+    fn into_builder(self) -> Result<ServerBuilder, String> {
+        Ok(Server::builder().registered())
+    }
+}
+
+impl MainOutput for ServerBuilder {
+    fn into_builder(self) -> Result<ServerBuilder, String> {
+        Ok(self)
+    }
+}
+
+impl<T: MainOutput, E: Display> MainOutput for Result<T, E> {
+    fn into_builder(self) -> Result<ServerBuilder, String> {
+        self.map_err(|e| e.to_string()).and_then(T::into_builder)
+    }
+}
+
+/// How an `#[mcp::main]` program starts (options of the attribute).
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug)]
+pub struct MainOptions {
+    /// Install the framework's stderr subscriber (`#[mcp::main(tracing = false)]` turns it off).
+    pub subscriber: bool,
+}
+
+#[cfg(not(feature = "subscriber"))]
+fn init_tracing() {}
+
+#[cfg(feature = "subscriber")]
+fn init_tracing() {
+    use tracing_subscriber::EnvFilter;
+    // Without RUST_LOG: info, but not the per-request span (see `dispatch::run::REQUEST_SPAN_TARGET`).
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info,mcp::request=off"));
+    use std::io::IsTerminal;
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .try_init();
+}
+
+/// Writes `text` to stdout. A reader that went away (`--list-tools | head`) ends the output quietly, with success:
+/// `println!` would panic there.
+fn print_out(text: &str) -> ExitCode {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: could not write to stdout: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Runs a program the way `#[mcp::main]` does, for a hand-written `main`: the same command line (`--http`,
+/// `--list-tools`, `--schema`, `--version`, `--help`; the program's own options through [`FromArgs`]), the stderr
+/// subscriber, the Tokio runtime, and serving what `body` returns.
+///
+/// ```no_run
+/// struct Metrics {
+///     port: u16,
+/// }
+///
+/// impl mcp::FromArgs for Metrics {
+///     const OPTIONS: &'static [mcp::ArgSpec] = &[mcp::ArgSpec::value("--metrics-port", "PORT", "Serve metrics here")];
+///
+///     fn from_args(args: mcp::Args) -> Result<Self, String> {
+///         let port = args.value("--metrics-port").unwrap_or("9000");
+///         Ok(Metrics { port: port.parse().map_err(|_| format!("`--metrics-port {port}`: not a port"))? })
+///     }
+/// }
+///
+/// fn main() -> std::process::ExitCode {
+///     // Your own subscriber (JSON, OpenTelemetry, ...) first; then the framework's command line.
+///     mcp::run(env!("CARGO_PKG_NAME"), env!("CARGO_PKG_VERSION"), false, |metrics: Metrics| async move {
+///         Ok::<_, String>(mcp::Server::builder().registered().instructions(format!("metrics on {}", metrics.port)))
+///     })
+/// }
+/// ```
+pub fn run<A, B, F>(name: &str, version: &str, default_subscriber: bool, body: B) -> ExitCode
+where
+    A: FromArgs,
+    B: FnOnce(A) -> F,
+    F: Future,
+    F::Output: MainOutput,
+{
+    run_main(name, version, MainOptions { subscriber: default_subscriber }, body)
+}
+
+/// Runs an `#[mcp::main]` program. Called by the generated `main`; a hand-written `main` calls [`run`].
+#[doc(hidden)]
+pub fn run_main<A, B, F>(name: &str, version: &str, options: MainOptions, body: B) -> ExitCode
+where
+    A: FromArgs,
+    B: FnOnce(A) -> F,
+    F: Future,
+    F::Output: MainOutput,
+{
+    let bin = name.to_owned();
+    let mut rest = Vec::new();
+    let parsed = parse_args(std::env::args().skip(1), A::OPTIONS, Environment::read(), &mut rest);
+    let command = match parsed {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    if let Command::Help = command {
+        return print_out(&USAGE.replace("{bin}", &bin).replace("{program}", &program_usage(A::OPTIONS)));
+    }
+    if let Command::Version = command {
+        return print_out(&format!("{name} {version}\n"));
+    }
+    if options.subscriber {
+        init_tracing();
+    }
+    let args = match A::from_args(Args { rest }) {
+        Ok(args) => args,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: could not start the Tokio runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let info = Implementation::new(name, version);
+    let code = runtime.block_on(async move {
+        let builder = match body(args).await.into_builder() {
+            Ok(b) => b,
+            // Once, on stderr itself: the subscriber writes there too, so a log event as well would say it twice.
+            Err(e) => {
+                eprintln!("error: start-up failed: {e}");
+                return ExitCode::FAILURE;
+            }
+        };
+        let builder = match &command {
+            #[cfg(feature = "auth")]
+            Command::Http(_, _, Some(auth)) if builder.has_authorization() => {
+                eprintln!(
+                    "error: --auth-issuer {} was given, but the program configures its own authorization \
+                     (ServerBuilder::authorization); drop one",
+                    auth.issuer
+                );
+                return ExitCode::from(2);
+            }
+            #[cfg(feature = "auth")]
+            Command::Http(_, _, Some(auth)) => {
+                builder.authorization(crate::auth::Authorization::jwt(auth.issuer.clone(), auth.resource.clone()))
+            }
+            _ => builder,
+        };
+        let server = match builder.default_info(info).build() {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::FAILURE;
+            }
+        };
+        match command {
+            Command::ListTools => {
+                let list = server.tools_list();
+                print_out(&format!("{}\n", serde_json::to_string_pretty(&list).unwrap_or_default()))
+            }
+            Command::Schema => {
+                print_out(&format!("{}\n", serde_json::to_string_pretty(&server.schema()).unwrap_or_default()))
+            }
+            #[cfg(feature = "http")]
+            Command::Http(addr, options, _) => match server.serve_http(addr, *options).await {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("error: could not serve HTTP on {addr}: {e}");
+                    ExitCode::FAILURE
+                }
+            },
+            _ => match server.serve_stdio().await {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    tracing::error!("stdio transport failed: {e}");
+                    ExitCode::FAILURE
+                }
+            },
+        }
+    });
+    // Shutdown kept its deadline already; a blocking handler that ignored its cancel flag is abandoned.
+    runtime.shutdown_timeout(Duration::from_millis(100));
+    code
+}

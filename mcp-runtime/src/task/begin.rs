@@ -1,0 +1,195 @@
+//! How a request becomes a task: the limits checked, the record stored, the request answered with the task, its TTL
+//! timer started; and `Context::start_task`, for a handler that decides when.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::AtomicU32;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::Map;
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+use super::{now_ms, store_error, Owner, TaskRecord, TaskRun, TaskStatus};
+use crate::context::InFlight;
+use crate::wire::error::{Error, ErrorCode};
+
+/// 128 random bits, hex.
+fn new_task_id() -> Result<String, Error> {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes)
+        .map_err(|e| Error::internal(format!("the operating system's random number generator failed: {e}")))?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// Why a request did not become a task.
+pub(crate) enum Refused {
+    /// The client has its most tasks running: it may try again when one ends.
+    Running(Error),
+    /// The store refused the task: it is full, or holds this client's share of it.
+    Store(Error),
+    /// Anything else (the random number generator failed).
+    Other(Error),
+}
+
+impl From<Refused> for Error {
+    fn from(refused: Refused) -> Error {
+        match refused {
+            Refused::Running(e) | Refused::Store(e) | Refused::Other(e) => e,
+        }
+    }
+}
+
+/// Starts the task a request may become (see [`TaskPlan`](super::TaskPlan)): the record is created in the store,
+/// then the request is answered with the task, and from then on the handler runs as the task. `Ok(None)` when the
+/// request is not one that becomes a task; the task when it already is one.
+pub(crate) async fn begin(request: &Arc<InFlight>) -> Result<Option<Arc<TaskRun>>, Refused> {
+    if let Some(run) = request.task_run() {
+        return Ok(Some(run));
+    }
+    let Some(plan) = request.task_plan.get().copied() else {
+        return Ok(None);
+    };
+    let server = request.server().clone();
+    let engine = server.tasks();
+    let owner = Owner::of(request);
+    if engine.running_for(&owner) >= engine.config.max_running {
+        return Err(Refused::Running(Error::new(
+            ErrorCode::OVERLOADED,
+            format!(
+                "too many tasks running for this client (the limit is {}); try again later",
+                engine.config.max_running
+            ),
+        )));
+    }
+    let max_ttl = engine.config.max_ttl.as_millis() as u64;
+    let ttl =
+        plan.requested_ttl.or(plan.options.ttl_ms).unwrap_or(engine.config.ttl.as_millis() as u64).clamp(1, max_ttl);
+    let now = now_ms();
+    let expires_at = now.saturating_add(ttl);
+    engine.reserve_stored(&owner.client, expires_at).map_err(Refused::Store)?;
+    let record = TaskRecord {
+        id: new_task_id().map_err(Refused::Other)?,
+        tool: plan.tool.to_owned(),
+        status: TaskStatus::Working,
+        status_message: None,
+        created_at_ms: now,
+        updated_at_ms: now,
+        ttl_ms: Some(ttl),
+        poll_interval_ms: plan
+            .options
+            .poll_interval_ms
+            .unwrap_or(engine.config.poll_interval.as_millis() as u64)
+            .max(1),
+        session: owner.session,
+        subject: owner.subject,
+        input_requests: Map::new(),
+        outcome: None,
+        seq: 0,
+    };
+    if let Err(e) = engine.store.create(record.clone()).await {
+        engine.release_stored(&owner.client, expires_at);
+        return Err(Refused::Store(store_error(e)));
+    }
+    let front = engine.fronts.of(request.meta.era);
+    let session_sink = front.session_sink(&*request.peer);
+    let run = Arc::new(TaskRun {
+        id: record.id.clone(),
+        front,
+        client: owner.client,
+        server: server.clone(),
+        request: Arc::downgrade(request),
+        record: Mutex::new(record.clone()),
+        waiters: Mutex::new(HashMap::new()),
+        keys: Mutex::new(HashSet::new()),
+        next_key: AtomicU32::new(0),
+        route: Mutex::new(None),
+        session_sink,
+        questions: Mutex::new(Vec::new()),
+        done: watch::channel(false).0,
+        over: CancellationToken::new(),
+    });
+    engine.table().insert(run.id.clone(), run.clone());
+    let _ = request.task.set(run.clone());
+    // From here a cancel of the request (or its stream closing) no longer reaches the handler: tasks/cancel does.
+    request.peer.forget(request);
+    let frame = front.create_result(&server, &request.id, &record);
+    if !request.finish(frame) {
+        // The request was cancelled while the task was being stored: the task is cancelled with it.
+        request.out.close();
+        run.cancel("the request that created the task was cancelled").await;
+        return Ok(Some(run));
+    }
+    tracing::info!(task = %run.id, tool = %record.tool, ttl_ms = ttl, "task created");
+    let expiry = run.clone();
+    crate::base::cancel::cleanup_tasks().spawn(async move {
+        tokio::select! {
+            () = expiry.over.cancelled() => {}
+            () = tokio::time::sleep(Duration::from_millis(ttl)) => {
+                if let Some(record) = expiry.change(|r| {
+                    r.status = TaskStatus::Failed;
+                    r.status_message = Some("the task's TTL ran out before it finished".into());
+                    r.outcome = Some(Err(Error::internal("the task's TTL ran out before it finished")));
+                    r.input_requests.clear();
+                }) {
+                    expiry.save(record).await;
+                    expiry.halt();
+                }
+            }
+        }
+    });
+    Ok(Some(run))
+}
+
+impl crate::context::Context {
+    /// Makes this call a task now, for a tool with `task = "optional"` or `"required"` and `defer_task`: the client
+    /// gets the task at once, and this handler goes on running as it. Questions asked before it are ordinary
+    /// questions of the request (in the 2026-07-28 era, `input_required` results, the handler running again with
+    /// the answers); questions after it are the task's. A call that is already a task, or that cannot become one
+    /// (its tool does not run as a task, or the client cannot take a task), goes on as it is.
+    ///
+    /// Fails when the task cannot be stored (the store is full or unreachable); the call then still answers in its
+    /// request.
+    ///
+    /// ```
+    /// # use mcp::{Context, Elicitation};
+    /// #[derive(serde::Deserialize, schemars::JsonSchema)]
+    /// struct Scope {
+    ///     /// The directory to index.
+    ///     path: String,
+    /// }
+    ///
+    /// /// Indexes a directory the user chooses, in the background.
+    /// #[mcp::tool(task = "required", defer_task)]
+    /// async fn index(ctx: &Context) -> Result<String, mcp::ClientError> {
+    ///     let Elicitation::Accept(scope) = ctx.elicit::<Scope>("What should be indexed?").await? else {
+    ///         return Ok("nothing to do".into());
+    ///     };
+    ///     let _ = ctx.start_task().await; // the client gets its task id here
+    ///     Ok(format!("indexed {}", scope.path))
+    /// }
+    /// ```
+    pub async fn start_task(&self) -> Result<(), crate::Error> {
+        begin(self.in_flight()).await.map(|_| ()).map_err(crate::Error::from)
+    }
+
+    /// [`Context::start_task`](crate::Context::start_task) for a plain `fn` handler.
+    pub fn start_task_blocking(&self) -> Result<(), crate::Error> {
+        let runtime = tokio::runtime::Handle::try_current()
+            .map_err(|_| crate::Error::internal("start_task_blocking needs the server's runtime"))?;
+        runtime.block_on(self.start_task())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn task_ids_are_128_random_bits() {
+        let a = new_task_id().unwrap();
+        let b = new_task_id().unwrap();
+        assert_eq!(a.len(), 32);
+        assert_ne!(a, b);
+    }
+}
