@@ -65,7 +65,7 @@ pub trait Extension: Send + 'static {
 
     /// Members the extension adds to the 2025-11-25 `capabilities` object itself, for one that 2025-11-25 has as a
     /// capability of its own (Tasks: `tasks`). None by default.
-    fn legacy_capabilities(&self) -> Map<String, Value> {
+    fn capabilities_2025(&self) -> Map<String, Value> {
         Map::new()
     }
 
@@ -133,8 +133,8 @@ impl Extension for crate::task::Tasks {
         crate::task::Tasks::settings(era)
     }
 
-    fn legacy_capabilities(&self) -> Map<String, Value> {
-        crate::task::Tasks::legacy_capabilities()
+    fn capabilities_2025(&self) -> Map<String, Value> {
+        crate::task::Tasks::capabilities_2025()
     }
 
     fn methods(&self) -> Vec<MethodDef> {

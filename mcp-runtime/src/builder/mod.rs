@@ -475,17 +475,17 @@ impl ServerBuilder {
         let cache = self.cache.unwrap_or_default();
         let sealer = crate::base::seal::Sealer::from_config(self.state_key)
             .map_err(|message| BuildError::BadStateKey { message })?;
-        let modern_extra = json!({
+        let extra_2026 = json!({
             "resultType": "complete",
             "ttlMs": cache.ttl_ms,
             "cacheScope": cache.scope.as_str(),
             "_meta": { crate::era::v2026::META_SERVER_INFO: info_value },
         });
-        let modern_extra = match modern_extra {
+        let extra_2026 = match extra_2026 {
             Value::Object(m) => m,
             _ => unreachable!("an object"),
         };
-        let mut registry = Registry::new(self.page_size.unwrap_or(DEFAULT_PAGE_SIZE), modern_extra);
+        let mut registry = Registry::new(self.page_size.unwrap_or(DEFAULT_PAGE_SIZE), extra_2026);
         registry.nullable_options = self.nullable_options;
         for def in self.tools {
             registry.insert_tool(def)?;
@@ -564,16 +564,16 @@ impl ServerBuilder {
         }
         // Each era lists the extensions it has settings for (the 2026-07-28 era has Tasks as an extension, 2025-11-25
         // as a capability of its own).
-        let mut modern_capabilities = capabilities.clone();
+        let mut capabilities_2026 = capabilities.clone();
         for ext in &extensions {
-            for (era, capabilities) in [(Era::V2025, &mut capabilities), (Era::V2026, &mut modern_capabilities)] {
+            for (era, capabilities) in [(Era::V2025, &mut capabilities), (Era::V2026, &mut capabilities_2026)] {
                 if let (Some(settings), Value::Object(capabilities)) = (ext.settings(era), capabilities) {
                     let listed = capabilities.entry("extensions").or_insert_with(|| json!({}));
                     listed[ext.id()] = settings;
                 }
             }
             if let Value::Object(capabilities) = &mut capabilities {
-                capabilities.extend(ext.legacy_capabilities());
+                capabilities.extend(ext.capabilities_2025());
             }
         }
         let auth = match self.authorization {
@@ -581,7 +581,7 @@ impl ServerBuilder {
             None => None,
         };
         let discover =
-            crate::era::v2026::discover_result(&info, &modern_capabilities, self.instructions.as_deref(), cache);
+            crate::era::v2026::discover_result(&info, &capabilities_2026, self.instructions.as_deref(), cache);
         let mut parts = StateMap::default();
         let engine = crate::task::TaskEngine::new(
             self.task_store.unwrap_or_else(|| Arc::new(crate::task::MemoryTaskStore::default())),

@@ -102,9 +102,9 @@ impl Call<Value> {
     }
 
     /// A handshake request: one request in a given era, no rounds.
-    pub(crate) fn raw(client: Client, method: &str, params: Value, modern: Option<bool>) -> Call<Value> {
+    pub(crate) fn raw(client: Client, method: &str, params: Value, v2026: Option<bool>) -> Call<Value> {
         let mut call = Call::new(client, method, params);
-        call.era = modern;
+        call.era = v2026;
         call
     }
 
@@ -124,8 +124,8 @@ impl Call<Value> {
 
     /// Sends the request once and waits for its response (no `input_required` rounds).
     pub(crate) async fn send_once(self) -> Result<Value, Error> {
-        let modern = self.era.unwrap_or_else(|| self.client.inner.modern());
-        let sent = Sent::new(&self, modern);
+        let v2026 = self.era.unwrap_or_else(|| self.client.inner.v2026());
+        let sent = Sent::new(&self, v2026);
         sent.run(self.params.clone(), self.id.clone()).await
     }
 }
@@ -169,18 +169,18 @@ impl<T: Send + 'static> IntoFuture for Call<T> {
 
     fn into_future(self) -> Self::IntoFuture {
         Box::pin(async move {
-            let modern = self.era.unwrap_or_else(|| self.client.inner.modern());
-            let sent = Sent::new(&self, modern);
+            let v2026 = self.era.unwrap_or_else(|| self.client.inner.v2026());
+            let sent = Sent::new(&self, v2026);
             let mut params = self.params.clone();
             let mut rounds = 0;
             let mut id = self.id.clone();
             loop {
                 let result = sent.run(params.clone(), id.take()).await?;
-                if modern && result["resultType"] == "task" && self.method == "tools/call" {
+                if v2026 && result["resultType"] == "task" && self.method == "tools/call" {
                     let result = super::task::follow(&self.client, result).await?;
                     return Ok((self.map)(result));
                 }
-                if !(modern && result["resultType"] == "input_required") {
+                if !(v2026 && result["resultType"] == "input_required") {
                     return Ok((self.map)(result));
                 }
                 rounds += 1;
@@ -231,18 +231,18 @@ struct Sent {
     progress: Option<Arc<dyn Fn(Progress) + Send + Sync>>,
     timeout: Option<Duration>,
     reset_on_progress: bool,
-    modern: bool,
+    v2026: bool,
 }
 
 impl Sent {
-    fn new<T>(call: &Call<T>, modern: bool) -> Sent {
+    fn new<T>(call: &Call<T>, v2026: bool) -> Sent {
         Sent {
             inner: call.client.inner.clone(),
             method: call.method.clone(),
             progress: call.progress.clone(),
             timeout: call.timeout,
             reset_on_progress: call.reset_on_progress,
-            modern,
+            v2026,
         }
     }
 
@@ -250,9 +250,9 @@ impl Sent {
     /// supported ones is tried once more (a server may refuse a first request to see the client retry).
     async fn run(&self, params: Value, id: Option<RequestId>) -> Result<Value, Error> {
         match self.run_once(params.clone(), id).await {
-            Err(Error::Rpc(e)) if self.modern && e.code.0 == -32022 => {
+            Err(Error::Rpc(e)) if self.v2026 && e.code.0 == -32022 => {
                 let supported = e.data.as_ref().and_then(|d| d["supported"].as_array());
-                if supported.is_some_and(|s| s.iter().any(|v| v == super::MODERN)) {
+                if supported.is_some_and(|s| s.iter().any(|v| v == super::VERSION_2026)) {
                     return self.run_once(params, None).await;
                 }
                 Err(Error::Rpc(e))
@@ -273,7 +273,7 @@ impl Sent {
             Some(Value::Object(m)) => m,
             _ => Map::new(),
         };
-        if self.modern || self.method == "server/discover" {
+        if self.v2026 || self.method == "server/discover" {
             for (k, v) in inner.envelope() {
                 meta.entry(k).or_insert(v);
             }
@@ -296,7 +296,7 @@ impl Sent {
         let mut deadline = self.timeout.map(|t| tokio::time::Instant::now() + t);
         let mut rx = inner.wait_for(id.clone())?;
         let mut guard =
-            Pending { inner: inner.clone(), id: id.clone(), token, modern: self.modern, armed: true, sent: false };
+            Pending { inner: inner.clone(), id: id.clone(), token, v2026: self.v2026, armed: true, sent: false };
         let frame = jsonrpc::encode_request(&id, &self.method, &params);
         match &inner.link {
             Link::Stdio(stdio) => match deadline {
@@ -311,7 +311,7 @@ impl Sent {
                     }
                 }
             },
-            Link::Http(http) => http.request(inner, &id, &self.method, &params, frame, self.modern),
+            Link::Http(http) => http.request(inner, &id, &self.method, &params, frame, self.v2026),
         }
         guard.sent = true;
         let outcome = match (self.timeout, deadline.as_mut()) {
@@ -337,7 +337,7 @@ struct Pending {
     inner: Arc<Inner>,
     id: RequestId,
     token: Option<String>,
-    modern: bool,
+    v2026: bool,
     armed: bool,
     /// Whether the request went out (a request that never left the queue has nothing to cancel).
     sent: bool,
@@ -365,7 +365,7 @@ impl Drop for Pending {
         match &self.inner.link {
             Link::Stdio(stdio) => stdio.try_send(cancel),
             // 2026: closing the request's stream is the cancel; 2025: the stream stays, the notification cancels.
-            Link::Http(http) => http.cancel(&self.id, (!self.modern).then_some(cancel)),
+            Link::Http(http) => http.cancel(&self.id, (!self.v2026).then_some(cancel)),
         }
     }
 }

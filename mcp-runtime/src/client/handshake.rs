@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use super::{Call, Client, EraChoice, Error, Link, Session, LEGACY, META_SERVER_INFO, MODERN};
+use super::{Call, Client, EraChoice, Error, Link, Session, META_SERVER_INFO, VERSION_2025, VERSION_2026};
 use crate::wire::protocol::Implementation;
 
 impl Client {
@@ -19,7 +19,7 @@ impl Client {
     }
 
     async fn handshake(&self) -> Result<(), Error> {
-        let modern = match self.inner.choice {
+        let v2026 = match self.inner.choice {
             EraChoice::V2025 => false,
             EraChoice::V2026 => true,
             EraChoice::Auto => match self.discover().await {
@@ -32,9 +32,9 @@ impl Client {
                 Err(e) => return Err(e),
             },
         };
-        let session = if modern { self.discover().await? } else { self.initialize().await? };
+        let session = if v2026 { self.discover().await? } else { self.initialize().await? };
         let _ = self.inner.session.set(session);
-        if !modern {
+        if !v2026 {
             if let Some(level) = self.inner.log_level {
                 self.set_log_level(level).await?;
             }
@@ -47,14 +47,14 @@ impl Client {
         let params = json!({ "_meta": self.inner.envelope() });
         let result = Call::raw(self.clone(), "server/discover", params, Some(true)).send_once().await?;
         let versions = result["supportedVersions"].as_array().cloned().unwrap_or_default();
-        if !versions.iter().any(|v| v == MODERN) {
-            return Err(Error::Protocol(format!("the server does not offer {MODERN}: {versions:?}")));
+        if !versions.iter().any(|v| v == VERSION_2026) {
+            return Err(Error::Protocol(format!("the server does not offer {VERSION_2026}: {versions:?}")));
         }
         let server_info = serde_json::from_value(result["_meta"][META_SERVER_INFO].clone())
             .unwrap_or_else(|_| Implementation::new("unknown", "0"));
         Ok(Session {
-            modern: true,
-            version: MODERN.into(),
+            v2026: true,
+            version: VERSION_2026.into(),
             server_info,
             capabilities: result["capabilities"].clone(),
             instructions: result["instructions"].as_str().map(str::to_owned),
@@ -63,12 +63,12 @@ impl Client {
 
     async fn initialize(&self) -> Result<Session, Error> {
         let params = json!({
-            "protocolVersion": LEGACY,
+            "protocolVersion": VERSION_2025,
             "capabilities": self.inner.capabilities,
             "clientInfo": self.inner.info,
         });
         let result = Call::raw(self.clone(), "initialize", params, Some(false)).send_once().await?;
-        let version = result["protocolVersion"].as_str().unwrap_or(LEGACY).to_owned();
+        let version = result["protocolVersion"].as_str().unwrap_or(VERSION_2025).to_owned();
         if !crate::wire::protocol::SUPPORTED_PROTOCOL_VERSIONS.contains(&version.as_str()) {
             return Err(Error::Protocol(format!(
                 "the server chose protocol version {version:?}, which this client does not speak"
@@ -82,7 +82,7 @@ impl Client {
             http.open_standalone_stream(Arc::downgrade(&self.inner)).await;
         }
         Ok(Session {
-            modern: false,
+            v2026: false,
             version,
             server_info: serde_json::from_value(result["serverInfo"].clone())
                 .unwrap_or_else(|_| Implementation::new("unknown", "0")),

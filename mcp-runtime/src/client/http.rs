@@ -116,11 +116,11 @@ impl Http {
         method: &str,
         params: &Value,
         frame: String,
-        modern: bool,
+        v2026: bool,
     ) {
         let mut request = self.post();
-        if modern {
-            request = request.header("mcp-protocol-version", super::MODERN).header("mcp-method", method);
+        if v2026 {
+            request = request.header("mcp-protocol-version", super::VERSION_2026).header("mcp-method", method);
             let name = match method {
                 "tools/call" | "prompts/get" => params["name"].as_str(),
                 "resources/read" => params["uri"].as_str(),

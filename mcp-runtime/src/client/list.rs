@@ -318,7 +318,7 @@ impl Client {
             None => {
                 let result = self.request(method, params).await?;
                 let ttl = result["ttlMs"].as_u64().unwrap_or(0);
-                if self.is_modern() && ttl > 0 {
+                if self.is_2026() && ttl > 0 {
                     let until = Instant::now() + Duration::from_millis(ttl);
                     self.inner.cache.locked().insert(cache_key, (until, result.clone()));
                 }
@@ -327,7 +327,7 @@ impl Client {
         };
         let mut items = result[key].as_array().cloned().unwrap_or_default();
         if method == "tools/list" {
-            items = self.inner.remember_headers(items, self.is_modern());
+            items = self.inner.remember_headers(items, self.is_2026());
         }
         Ok(Page { items, next_cursor: result["nextCursor"].as_str().map(str::to_owned) })
     }

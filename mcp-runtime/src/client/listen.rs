@@ -130,7 +130,7 @@ impl Client {
     pub async fn listen(&self, filter: ListenFilter) -> Result<Subscription, Error> {
         let (tx, rx) = mpsc::channel(BUFFER);
         let key = KEYS.fetch_add(1, Ordering::Relaxed);
-        if !self.is_modern() {
+        if !self.is_2026() {
             for uri in &filter.uris {
                 self.subscribe(uri).await?;
             }

@@ -88,9 +88,9 @@ use crate::wire::jsonrpc::{self, RequestId};
 use crate::wire::protocol::{Implementation, LogLevel};
 
 /// The 2026-07-28 protocol version.
-const MODERN: &str = "2026-07-28";
+const VERSION_2026: &str = "2026-07-28";
 /// The 2025-11-25 protocol version.
-const LEGACY: &str = "2025-11-25";
+const VERSION_2025: &str = "2025-11-25";
 
 const META_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
 const META_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
@@ -102,7 +102,7 @@ const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
 /// question is answered at once with an error. A `ping` is answered inline and never waits.
 const ANSWERING: usize = 64;
 
-/// Which protocol era to speak, given to [`ClientBuilder::era`]; [`Client::is_modern`] says which one the
+/// Which protocol era to speak, given to [`ClientBuilder::era`]; [`Client::is_2026`] says which one the
 /// handshake chose.
 ///
 /// ```
@@ -119,10 +119,10 @@ const ANSWERING: usize = 64;
 /// let server = mcp::Server::builder().tool::<hi>().build().unwrap();
 /// // Auto: this server offers 2026-07-28, so `server/discover` finds it.
 /// let auto = Client::builder().in_process(server.clone()).await?;
-/// assert_eq!((auto.is_modern(), auto.protocol_version()), (true, "2026-07-28"));
+/// assert_eq!((auto.is_2026(), auto.protocol_version()), (true, "2026-07-28"));
 /// // Pinned to the 2025-11-25 era: `initialize`, then a session.
-/// let legacy = Client::builder().era(EraChoice::V2025).in_process(server).await?;
-/// assert_eq!((legacy.is_modern(), legacy.protocol_version()), (false, "2025-11-25"));
+/// let only_2025 = Client::builder().era(EraChoice::V2025).in_process(server).await?;
+/// assert_eq!((only_2025.is_2026(), only_2025.protocol_version()), (false, "2025-11-25"));
 /// # Ok(()) }
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -149,7 +149,7 @@ pub type StderrHandler = Arc<dyn Fn(&str) + Send + Sync>;
 /// What the handshake found out.
 #[derive(Clone, Debug)]
 struct Session {
-    modern: bool,
+    v2026: bool,
     version: String,
     server_info: Implementation,
     capabilities: Value,
@@ -346,8 +346,8 @@ impl Client {
     }
 
     /// Whether the client speaks the 2026-07-28 era with this server.
-    pub fn is_modern(&self) -> bool {
-        self.session().modern
+    pub fn is_2026(&self) -> bool {
+        self.session().v2026
     }
 
     /// The server's name and version.
@@ -398,7 +398,7 @@ impl Client {
 
     /// `ping` (2025 era; the 2026 era has none, so this asks `server/discover` instead).
     pub async fn ping(&self) -> Result<(), Error> {
-        if self.is_modern() {
+        if self.is_2026() {
             self.discover().await.map(|_| ())
         } else {
             self.request("ping", json!({})).await.map(|_| ())
@@ -407,7 +407,7 @@ impl Client {
 
     /// `logging/setLevel` (2025 era). In the 2026 era set the level on the builder: it rides every request.
     pub async fn set_log_level(&self, level: LogLevel) -> Result<(), Error> {
-        if self.is_modern() {
+        if self.is_2026() {
             return Err(Error::Protocol(
                 "the 2026-07-28 era has no logging/setLevel: use ClientBuilder::log_level".into(),
             ));
@@ -439,14 +439,14 @@ impl Inner {
         RequestId::Number(self.next_id.fetch_add(1, Ordering::Relaxed))
     }
 
-    fn modern(&self) -> bool {
-        self.session.get().is_some_and(|s| s.modern)
+    fn v2026(&self) -> bool {
+        self.session.get().is_some_and(|s| s.v2026)
     }
 
     /// The 2026 envelope: version, capabilities, client info, and the log level.
     fn envelope(&self) -> Map<String, Value> {
         let mut meta = Map::new();
-        meta.insert(META_VERSION.into(), MODERN.into());
+        meta.insert(META_VERSION.into(), VERSION_2026.into());
         meta.insert(META_CAPABILITIES.into(), self.capabilities.clone());
         meta.insert(META_CLIENT_INFO.into(), serde_json::to_value(&self.info).unwrap_or_default());
         if let Some(level) = self.log_level {
@@ -472,7 +472,7 @@ impl Inner {
 
     /// Keeps each tool's `x-mcp-header` parameters; in the 2026 era a tool whose annotations break the rules is
     /// left out of the list (with a warning), as the protocol asks: it could not be called correctly.
-    fn remember_headers(&self, tools: Vec<Value>, modern: bool) -> Vec<Value> {
+    fn remember_headers(&self, tools: Vec<Value>, v2026: bool) -> Vec<Value> {
         let mut table = self.tool_headers.locked();
         tools
             .into_iter()
@@ -483,7 +483,7 @@ impl Inner {
                         table.insert(name.to_owned(), headers);
                         true
                     }
-                    Err(why) if modern => {
+                    Err(why) if v2026 => {
                         tracing::warn!(tool = name, reason = %why, "leaving out a tool with invalid x-mcp-header annotations");
                         false
                     }

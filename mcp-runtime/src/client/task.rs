@@ -78,7 +78,7 @@ impl Client {
         ttl: Option<Duration>,
     ) -> Result<Started, Error> {
         let mut params = json!({ "name": name, "arguments": arguments });
-        if self.is_modern() {
+        if self.is_2026() {
             params["_meta"] = json!({ super::META_CAPABILITIES: self.inner.capabilities_with_tasks() });
         } else {
             params["task"] = match ttl {
@@ -87,7 +87,7 @@ impl Client {
             };
         }
         let result = super::Call::raw(self.clone(), "tools/call", params, None).send_once().await?;
-        let task = if self.is_modern() {
+        let task = if self.is_2026() {
             (result["resultType"] == "task").then(|| result.clone())
         } else {
             result.get("task").cloned()
@@ -132,7 +132,7 @@ impl Client {
 
     /// A `tasks/*` request: in the 2026 era with the extension declared.
     pub(crate) async fn task_request(&self, method: &str, mut params: Value) -> Result<Value, Error> {
-        if self.is_modern() {
+        if self.is_2026() {
             params["_meta"] = json!({ super::META_CAPABILITIES: self.inner.capabilities_with_tasks() });
         }
         super::Call::raw(self.clone(), method, params, None).send_once().await
@@ -167,7 +167,7 @@ impl TaskHandle {
             on_status(&state);
             let interval = state.poll_interval;
             match state.status.as_str() {
-                "completed" | "failed" if !self.client.is_modern() => {
+                "completed" | "failed" if !self.client.is_2026() => {
                     let result = self.client.task_request("tasks/result", json!({ "taskId": self.id() })).await?;
                     return Ok(ToolResult { raw: result });
                 }
@@ -185,7 +185,7 @@ impl TaskHandle {
                         state.status_message.as_deref().unwrap_or("no reason given")
                     )))
                 }
-                "input_required" if self.client.is_modern() => {
+                "input_required" if self.client.is_2026() => {
                     let questions = state.raw["inputRequests"].as_object().cloned().unwrap_or_default();
                     let mut responses = Map::new();
                     for (key, question) in questions {

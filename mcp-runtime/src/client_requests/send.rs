@@ -86,7 +86,7 @@ impl Context {
 
 impl Ask<'_> {
     /// 2026 era: the answer now, or the question recorded and the handler interrupted.
-    fn modern<T>(
+    fn ask_2026<T>(
         &self,
         round: &Round,
         question: Question,
@@ -110,7 +110,7 @@ impl Ask<'_> {
     }
 
     /// 2025 era: a request to the client.
-    async fn legacy<T>(
+    async fn ask_2025<T>(
         &self,
         question: Question,
         parse: impl FnOnce(Value) -> Result<T, String>,
@@ -184,14 +184,14 @@ impl Ask<'_> {
             return self.in_task(task, question, parse).await;
         }
         if let Some(round) = self.ctx.round() {
-            let answer = self.modern(round, question, parse);
+            let answer = self.ask_2026(round, question, parse);
             if answer.is_err() {
                 // The dispatcher answers for this handler now (its questions, or the error): it stops here.
                 std::future::pending::<()>().await;
             }
             return answer;
         }
-        self.legacy(question, parse).await
+        self.ask_2025(question, parse).await
     }
 
     pub(super) fn run_blocking<T>(
@@ -204,9 +204,9 @@ impl Ask<'_> {
             return runtime.block_on(self.in_task(task, question, parse));
         }
         if let Some(round) = self.ctx.round() {
-            return self.modern(round, question, parse);
+            return self.ask_2026(round, question, parse);
         }
-        runtime.block_on(self.legacy(question, parse))
+        runtime.block_on(self.ask_2025(question, parse))
     }
 }
 

@@ -515,11 +515,11 @@ fn list(
     };
     // The stored pages come in two forms: as they are, and with the members every result of the request's era
     // starts with.
-    let modern = era.result_prefix(peer).is_some();
+    let v2026 = era.result_prefix(peer).is_some();
     if let Some(granted) = hidden_beyond(server, meta) {
-        return server.registry().page_for(kind, cursor, modern, granted).map(ListResult::Raw);
+        return server.registry().page_for(kind, cursor, v2026, granted).map(ListResult::Raw);
     }
-    server.registry().page(kind, cursor, modern).map(ListResult::Raw)
+    server.registry().page(kind, cursor, v2026).map(ListResult::Raw)
 }
 
 /// The scopes of the caller, when the server hides from lists what a caller's scopes cannot use.

@@ -106,7 +106,7 @@ impl Session {
     pub(crate) fn handle_routed(self: &Arc<Self>, message: Incoming, origin: &Origin) {
         match message {
             Incoming::Request { id, method, params } => {
-                if crate::era::v2026::is_modern(&method, params.as_ref()) {
+                if crate::era::v2026::is_2026(&method, params.as_ref()) {
                     crate::era::v2026::handle(&self.conn, id, method, params, origin);
                 } else {
                     self.handle_request(id, method, params, origin);

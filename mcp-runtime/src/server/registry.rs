@@ -23,7 +23,7 @@ pub(crate) struct Listed<D> {
     pub def: D,
     pub descriptor: Value,
     /// Where the 2025-11-25 form differs (a tool's `execution.taskSupport`): that form.
-    pub legacy: Option<Value>,
+    pub v2025: Option<Value>,
     pub enabled: bool,
 }
 
@@ -61,7 +61,7 @@ pub(crate) struct Registry {
     pages: [Vec<Arc<RawValue>>; 8],
     page_size: usize,
     /// What 2026 list results carry besides their items.
-    modern_extra: Map<String, Value>,
+    extra_2026: Map<String, Value>,
     /// Each tool's parameters mirrored in `Mcp-Param-*` headers.
     headers: BTreeMap<String, Vec<ParamHeader>>,
     /// Whether optional properties of input schemas keep their `null` (`ServerBuilder::nullable_options`).
@@ -86,9 +86,9 @@ fn location_pair(a: &'static str, b: &'static str) -> (String, String) {
 }
 
 impl Registry {
-    /// An empty registry; 2026 list pages carry `modern_extra` (result type, caching hints, server info).
-    pub(crate) fn new(page_size: usize, modern_extra: Map<String, Value>) -> Registry {
-        Registry { page_size: page_size.max(1), modern_extra, ..Registry::default() }
+    /// An empty registry; 2026 list pages carry `extra_2026` (result type, caching hints, server info).
+    pub(crate) fn new(page_size: usize, extra_2026: Map<String, Value>) -> Registry {
+        Registry { page_size: page_size.max(1), extra_2026, ..Registry::default() }
     }
 
     /// The parameters of a tool that are mirrored in `Mcp-Param-*` headers.
@@ -131,12 +131,12 @@ impl Registry {
         };
         let descriptor = serde_json::to_value(tool).expect("a tool descriptor serializes");
         // `execution` is a 2025-11-25 field: the 2026-07-28 Tasks extension decides per request instead.
-        let legacy = (def.task.support != crate::wire::task::TaskSupport::Forbidden).then(|| {
-            let mut legacy = descriptor.clone();
-            legacy["execution"] = json!({ "taskSupport": def.task.support.as_str() });
-            legacy
+        let v2025 = (def.task.support != crate::wire::task::TaskSupport::Forbidden).then(|| {
+            let mut v2025 = descriptor.clone();
+            v2025["execution"] = json!({ "taskSupport": def.task.support.as_str() });
+            v2025
         });
-        self.tools.insert(def.name.to_owned(), Listed { def, descriptor, legacy, enabled: true });
+        self.tools.insert(def.name.to_owned(), Listed { def, descriptor, v2025, enabled: true });
         self.callable.insert(def.name, def);
         Ok(())
     }
@@ -169,7 +169,7 @@ impl Registry {
             return Err(BuildError::DuplicatePrompt { name: def.name.to_owned(), first, second });
         }
         let descriptor = serde_json::to_value(def.descriptor()).expect("a prompt descriptor serializes");
-        self.prompts.insert(def.name.to_owned(), Listed { def, descriptor, legacy: None, enabled: true });
+        self.prompts.insert(def.name.to_owned(), Listed { def, descriptor, v2025: None, enabled: true });
         Ok(())
     }
 
@@ -191,10 +191,10 @@ impl Registry {
                 UriTemplate::parse(def.uri).map_err(|e| BuildError::BadTemplate { message: e.to_string() })?;
             let descriptor = serde_json::to_value(def.resource_template()).expect("a template serializes");
             self.templates
-                .insert(def.uri.to_owned(), (Listed { def, descriptor, legacy: None, enabled: true }, template));
+                .insert(def.uri.to_owned(), (Listed { def, descriptor, v2025: None, enabled: true }, template));
         } else {
             let descriptor = serde_json::to_value(def.resource()).expect("a resource serializes");
-            self.resources.insert(def.uri.to_owned(), Listed { def, descriptor, legacy: None, enabled: true });
+            self.resources.insert(def.uri.to_owned(), Listed { def, descriptor, v2025: None, enabled: true });
         }
         Ok(())
     }
@@ -202,8 +202,8 @@ impl Registry {
     /// Recomputes every list's pages. Called once per snapshot.
     pub(crate) fn paginate(&mut self) {
         fn enabled<'a, D: 'a>(it: impl Iterator<Item = &'a Listed<D>> + Clone) -> [Vec<&'a Value>; 2] {
-            let legacy = it.clone().filter(|l| l.enabled).map(|l| l.legacy.as_ref().unwrap_or(&l.descriptor)).collect();
-            [legacy, it.filter(|l| l.enabled).map(|l| &l.descriptor).collect()]
+            let v2025 = it.clone().filter(|l| l.enabled).map(|l| l.v2025.as_ref().unwrap_or(&l.descriptor)).collect();
+            [v2025, it.filter(|l| l.enabled).map(|l| &l.descriptor).collect()]
         }
         let lists = [
             (ListKind::Tools, enabled(self.tools.values())),
@@ -212,20 +212,20 @@ impl Registry {
             (ListKind::Templates, enabled(self.templates.values().map(|(l, _)| l))),
         ];
         let mut pages: [Vec<Arc<RawValue>>; 8] = Default::default();
-        for (kind, [legacy, modern]) in lists {
-            pages[kind as usize] = paginate(kind, &legacy, self.page_size, None);
-            pages[4 + kind as usize] = paginate(kind, &modern, self.page_size, Some(&self.modern_extra));
+        for (kind, [v2025, v2026]) in lists {
+            pages[kind as usize] = paginate(kind, &v2025, self.page_size, None);
+            pages[4 + kind as usize] = paginate(kind, &v2026, self.page_size, Some(&self.extra_2026));
         }
         self.pages = pages;
     }
 
     /// The page a cursor names (the first without one), serialized in the 2025 or the 2026 form.
-    pub(crate) fn page(&self, kind: ListKind, cursor: Option<&str>, modern: bool) -> Result<Arc<RawValue>, Error> {
+    pub(crate) fn page(&self, kind: ListKind, cursor: Option<&str>, v2026: bool) -> Result<Arc<RawValue>, Error> {
         let index = match cursor {
             None => 0,
             Some(c) => decode_cursor(kind, c)?,
         };
-        self.pages[kind as usize + if modern { 4 } else { 0 }]
+        self.pages[kind as usize + if v2026 { 4 } else { 0 }]
             .get(index)
             .cloned()
             .ok_or_else(|| Error::invalid_params(format!("invalid cursor {cursor:?}: no such page")))
@@ -237,26 +237,26 @@ impl Registry {
         &self,
         kind: ListKind,
         cursor: Option<&str>,
-        modern: bool,
+        v2026: bool,
         granted: &[String],
     ) -> Result<Arc<RawValue>, Error> {
         let allowed = |scopes: &[&str]| scopes.iter().all(|s| granted.iter().any(|g| g == s));
         fn pick<'a, D: 'a>(
             it: impl Iterator<Item = &'a Listed<D>>,
             scopes: impl Fn(&D) -> bool,
-            modern: bool,
+            v2026: bool,
         ) -> Vec<&'a Value> {
             it.filter(|l| l.enabled && scopes(&l.def))
-                .map(|l| if modern { &l.descriptor } else { l.legacy.as_ref().unwrap_or(&l.descriptor) })
+                .map(|l| if v2026 { &l.descriptor } else { l.v2025.as_ref().unwrap_or(&l.descriptor) })
                 .collect()
         }
         let items = match kind {
-            ListKind::Tools => pick(self.tools.values(), |d| allowed(d.scopes), modern),
-            ListKind::Prompts => pick(self.prompts.values(), |d| allowed(d.scopes), modern),
-            ListKind::Resources => pick(self.resources.values(), |d| allowed(d.scopes), modern),
-            ListKind::Templates => pick(self.templates.values().map(|(l, _)| l), |d| allowed(d.scopes), modern),
+            ListKind::Tools => pick(self.tools.values(), |d| allowed(d.scopes), v2026),
+            ListKind::Prompts => pick(self.prompts.values(), |d| allowed(d.scopes), v2026),
+            ListKind::Resources => pick(self.resources.values(), |d| allowed(d.scopes), v2026),
+            ListKind::Templates => pick(self.templates.values().map(|(l, _)| l), |d| allowed(d.scopes), v2026),
         };
-        let pages = paginate(kind, &items, self.page_size, modern.then_some(&self.modern_extra));
+        let pages = paginate(kind, &items, self.page_size, v2026.then_some(&self.extra_2026));
         let index = match cursor {
             None => 0,
             Some(c) => decode_cursor(kind, c)?,

@@ -36,7 +36,7 @@ impl Tasks {
     }
 
     /// The 2025-11-25 `tasks` capability.
-    pub(crate) fn legacy_capabilities() -> Map<String, Value> {
+    pub(crate) fn capabilities_2025() -> Map<String, Value> {
         let tasks = json!({ "list": {}, "cancel": {}, "requests": { "tools": { "call": {} } } });
         Map::from_iter([("tasks".to_owned(), tasks)])
     }

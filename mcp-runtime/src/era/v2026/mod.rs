@@ -62,7 +62,7 @@ pub const UNSUPPORTED_VERSION: ErrorCode = ErrorCode(-32022);
 /// Whether a request belongs to the 2026 era: its `_meta` holds a key of the 2026 envelope (a protocol version,
 /// client capabilities or client info: one without the version is a malformed 2026 envelope, answered -32602
 /// naming what is missing), or its method exists only in this era.
-pub(crate) fn is_modern(method: &str, params: Option<&Value>) -> bool {
+pub(crate) fn is_2026(method: &str, params: Option<&Value>) -> bool {
     let meta = params.and_then(|p| p.get("_meta"));
     matches!(method, "server/discover" | "subscriptions/listen")
         || [META_VERSION, META_CAPABILITIES, META_CLIENT_INFO].iter().any(|k| meta.and_then(|m| m.get(*k)).is_some())

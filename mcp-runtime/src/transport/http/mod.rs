@@ -11,11 +11,11 @@ mod connections;
 mod event_store;
 mod first_poll;
 mod guards;
-mod modern;
 mod options;
 mod serve;
 mod session;
 mod streams;
+mod v2026;
 
 pub use event_store::{
     EventStore, EventStoreFactory, MemoryEventStore, MemoryEventStoreFactory, DEFAULT_EVENT_STORE_BYTES,
@@ -245,8 +245,8 @@ async fn post(
     };
     let http = Arc::new(HttpRequest { headers, auth, peer });
     let headers = &http.headers;
-    if modern::is_modern(headers, &message) {
-        return modern::post(&state, headers, message, http.clone()).await;
+    if v2026::is_2026(headers, &message) {
+        return v2026::post(&state, headers, message, http.clone()).await;
     }
     let is_initialize = matches!(&message, Incoming::Request { method, .. } if method == "initialize");
 

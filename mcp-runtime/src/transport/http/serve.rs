@@ -33,7 +33,7 @@ impl Server {
             sessions: Mutex::new(HashMap::new()),
             stateless_requests: Mutex::new(HashMap::new()),
             next_stateless: AtomicU64::new(1),
-            waiting: modern::Waiting::default(),
+            waiting: v2026::Waiting::default(),
             event_stores: options_store,
             refused: RefusedNames::default(),
         });

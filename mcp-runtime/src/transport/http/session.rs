@@ -89,7 +89,7 @@ pub(super) struct HttpState {
     pub(super) stateless_requests: Mutex<StatelessTable>,
     pub(super) next_stateless: AtomicU64,
     /// The 2026 requests whose POST waits for its answer (cancelled when the server stops).
-    pub(super) waiting: modern::Waiting,
+    pub(super) waiting: v2026::Waiting,
     /// Makes each session's event store (sharing one total by default).
     pub(super) event_stores: Arc<dyn EventStoreFactory>,
     /// The Host and Origin values refused so far, each logged once.

@@ -38,16 +38,16 @@ const KEEP_ALIVE: Duration = Duration::from_secs(15);
 
 /// Whether an HTTP message belongs to the 2026 era: its envelope says so, or its version header names a version
 /// that no `initialize` could have agreed on.
-pub(super) fn is_modern(headers: &HeaderMap, message: &Incoming) -> bool {
+pub(super) fn is_2026(headers: &HeaderMap, message: &Incoming) -> bool {
     let (method, params) = match message {
         Incoming::Request { method, params, .. } | Incoming::Notification { method, params } => (method, params),
-        Incoming::Response { .. } => return is_modern_version(headers),
+        Incoming::Response { .. } => return is_2026_version(headers),
     };
-    v2026::is_modern(method, params.as_ref()) || is_modern_version(headers)
+    v2026::is_2026(method, params.as_ref()) || is_2026_version(headers)
 }
 
 /// Whether the `MCP-Protocol-Version` header is there and is not a 2025-era version.
-pub(super) fn is_modern_version(headers: &HeaderMap) -> bool {
+pub(super) fn is_2026_version(headers: &HeaderMap) -> bool {
     headers
         .get(&super::VERSION_NAME)
         .and_then(|v| v.to_str().ok())
@@ -63,7 +63,7 @@ enum Out {
 }
 
 /// A 2026 request's stream, once its answer must wait: frames go to the waiting POST, within the outbound bounds.
-struct ModernRoute {
+struct Route2026 {
     tx: Mutex<Option<mpsc::UnboundedSender<Out>>>,
     backlog: Arc<Backlog>,
     /// What a reader that stops reading cancels: this request.
@@ -73,7 +73,7 @@ struct ModernRoute {
     json_only: bool,
 }
 
-impl ModernRoute {
+impl Route2026 {
     fn tx(&self) -> std::sync::MutexGuard<'_, Option<mpsc::UnboundedSender<Out>>> {
         self.tx.locked()
     }
@@ -97,7 +97,7 @@ impl ModernRoute {
     }
 }
 
-impl FrameSink for ModernRoute {
+impl FrameSink for Route2026 {
     fn send(&self, frame: Frame) {
         self.push(frame, false)
     }
@@ -209,12 +209,12 @@ pub(super) async fn post(
     }
     let conn = Connection::new(state.server.clone(), no_sink());
     let json_only = state.options.json_response && method != "subscriptions/listen";
-    let first_poll = FirstPoll::<ModernRoute>::new(state.server.inner.outbound);
+    let first_poll = FirstPoll::<Route2026>::new(state.server.inner.outbound);
     v2026::handle(&conn, id.clone(), method, params, &Origin { sink: first_poll.clone(), http: Some(http) });
     let answer = first_poll.decide(|| {
         let (tx, rx) = mpsc::unbounded_channel();
         let backlog = Arc::new(Backlog::new(state.server.inner.outbound));
-        let route = ModernRoute {
+        let route = Route2026 {
             tx: Mutex::new(Some(tx)),
             backlog: backlog.clone(),
             conn: conn.clone(),
@@ -237,7 +237,7 @@ pub(super) async fn post(
             json_answer(frame)
         }
         Some(Out::Event(frame)) => {
-            let body = ModernSse {
+            let body = Sse2026 {
                 pending: Some(frame),
                 events: rx,
                 backlog,
@@ -278,7 +278,7 @@ fn json_answer(frame: Frame) -> Response {
 }
 
 /// The SSE answer of a 2026 request: its notifications, then its response; keep-alive comments while idle.
-struct ModernSse {
+struct Sse2026 {
     pending: Option<Frame>,
     events: mpsc::UnboundedReceiver<Out>,
     /// The bytes waiting for this connection; each event taken leaves it.
@@ -294,7 +294,7 @@ fn push_event(chunk: &mut String, frame: &str) {
     chunk.push_str("\n\n");
 }
 
-impl futures_core::Stream for ModernSse {
+impl futures_core::Stream for Sse2026 {
     type Item = Result<Bytes, std::convert::Infallible>;
 
     /// Everything ready goes out as one chunk.
