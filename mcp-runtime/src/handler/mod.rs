@@ -5,5 +5,7 @@ pub(crate) mod args;
 pub(crate) mod method;
 pub(crate) mod prompt;
 pub(crate) mod resource;
+pub(crate) mod result;
+pub(crate) mod schema;
 pub(crate) mod tool;
 pub(crate) mod uri_template;
