@@ -6,29 +6,24 @@
 //! The rule that a cancelled request never gets a response lives here: the response path and the cancel path race
 //! for the request's slot, and only the first one acts.
 
-use std::collections::HashMap;
-use std::future::Future;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
-use std::task::Context as TaskContext;
+use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
-use tokio::sync::oneshot;
 
-use crate::base::cancel::cleanup_tasks;
 pub(crate) use crate::base::sink::{FrameSink, Sink};
-use crate::base::sync::Unpoisoned;
-use crate::context::state::StateMap;
 use crate::context::{Context, EraState, InFlight, Peer, RequestMeta};
 use crate::handler::tool::{Arguments, Handler};
 use crate::server::registry::ListKind;
 use crate::server::Server;
 use crate::task::TaskPlan;
-use crate::wire::error::{Error, ErrorCode};
+use crate::wire::error::Error;
 use crate::wire::jsonrpc::{Frame, RequestId};
 use crate::wire::protocol::WireResult;
 
+mod connection;
 mod run;
+
+pub(crate) use connection::Connection;
 
 /// Where a message came from and where its replies go: the sink, and on HTTP the request's headers and caller.
 pub(crate) struct Origin {
@@ -51,56 +46,6 @@ impl FrameSink for Origin {
     }
 }
 
-/// One connection as the dispatcher sees it, whatever its era: a stdio process, a 2025 HTTP session, or a single
-/// 2026 HTTP request.
-pub(crate) struct Connection {
-    server: Server,
-    /// Frames that belong to no request, and the default route.
-    out: Sink,
-    in_flight: Mutex<HashMap<RequestId, Arc<InFlight>>>,
-    /// Requests this server sent to the client (2025 era), waiting for their responses.
-    outgoing: Mutex<HashMap<RequestId, oneshot::Sender<Result<Value, Value>>>>,
-    next_outgoing: AtomicI64,
-    /// Unique in the process: names the 2025 session its tasks belong to.
-    number: u64,
-    /// A stateless 2025 "session" (one per HTTP request): its tasks belong to no session.
-    sessionless: AtomicBool,
-    /// Set when the input ended and the answers of what is in flight are still wanted ([`Connection::drained`]):
-    /// the request that empties the in-flight table then wakes `idle`, and requests to the client fail at once.
-    draining: AtomicBool,
-    idle: tokio::sync::Notify,
-}
-
-impl Peer for Connection {
-    fn server(&self) -> &(dyn std::any::Any + Send + Sync) {
-        &self.server
-    }
-    fn state(&self) -> &StateMap {
-        &self.server.inner.state
-    }
-    fn register_outgoing(&self) -> (RequestId, oneshot::Receiver<Result<Value, Value>>) {
-        Connection::register_outgoing(self)
-    }
-    fn forget_outgoing(&self, id: &RequestId) -> bool {
-        Connection::forget_outgoing(self, id)
-    }
-    fn session_key(&self) -> Option<String> {
-        Connection::session_key(self)
-    }
-    fn connection_key(&self) -> String {
-        Connection::connection_key(self)
-    }
-    fn sink(&self) -> &Sink {
-        Connection::sink(self)
-    }
-    fn forget(&self, request: &Arc<InFlight>) {
-        Connection::forget(self, request)
-    }
-}
-
-/// Numbers connections.
-static CONNECTIONS: AtomicU64 = AtomicU64::new(1);
-
 /// A request an era front has checked and described, ready for the dispatcher.
 pub(crate) struct Request {
     pub id: RequestId,
@@ -110,198 +55,6 @@ pub(crate) struct Request {
     pub era: EraState,
     /// A `tools/call`'s tool, when the front found it already.
     pub tool: Option<crate::handler::tool::ToolDef>,
-}
-
-impl Connection {
-    pub(crate) fn new(server: Server, out: Sink) -> Arc<Connection> {
-        Arc::new(Connection {
-            server,
-            out,
-            in_flight: Mutex::new(HashMap::new()),
-            outgoing: Mutex::new(HashMap::new()),
-            next_outgoing: AtomicI64::new(1),
-            number: CONNECTIONS.fetch_add(1, Ordering::Relaxed),
-            sessionless: AtomicBool::new(false),
-            draining: AtomicBool::new(false),
-            idle: tokio::sync::Notify::new(),
-        })
-    }
-
-    /// Marks a stateless 2025 connection: it is no session its tasks could belong to.
-    pub(crate) fn set_sessionless(&self) {
-        self.sessionless.store(true, Ordering::Relaxed);
-    }
-
-    /// This connection, as the client its limits are counted for when nothing better names the client.
-    pub(crate) fn connection_key(&self) -> String {
-        format!("connection:{}", self.number)
-    }
-
-    /// The session this connection is, for the tasks it creates (2025 era); `None` when stateless.
-    pub(crate) fn session_key(&self) -> Option<String> {
-        (!self.sessionless.load(Ordering::Relaxed)).then(|| format!("session:{}", self.number))
-    }
-
-    pub(crate) fn server(&self) -> &Server {
-        &self.server
-    }
-
-    /// Sends a frame that belongs to no request.
-    pub(crate) fn send(&self, frame: Frame) {
-        self.out.send(frame);
-    }
-
-    /// The default route.
-    pub(crate) fn sink(&self) -> &Sink {
-        &self.out
-    }
-
-    fn table(&self) -> std::sync::MutexGuard<'_, HashMap<RequestId, Arc<InFlight>>> {
-        self.in_flight.locked()
-    }
-
-    /// Registers a request to the client; the response (or error) arrives on the receiver.
-    pub(crate) fn register_outgoing(&self) -> (RequestId, oneshot::Receiver<Result<Value, Value>>) {
-        let id = RequestId::Number(self.next_outgoing.fetch_add(1, Ordering::Relaxed));
-        let (tx, rx) = oneshot::channel();
-        // After the input ended no answer can arrive: the sender is dropped, and the handler hears `Disconnected`.
-        if !self.draining.load(Ordering::SeqCst) {
-            self.outgoing.locked().insert(id.clone(), tx);
-        }
-        (id, rx)
-    }
-
-    /// Forgets a request to the client (it was cancelled); `true` if it was still waiting.
-    pub(crate) fn forget_outgoing(&self, id: &RequestId) -> bool {
-        self.outgoing.locked().remove(id).is_some()
-    }
-
-    /// Routes the client's answer to a request of ours.
-    pub(crate) fn answer_outgoing(&self, id: &RequestId, outcome: Result<Value, Value>) {
-        let waiting = self.outgoing.locked().remove(id);
-        match waiting {
-            Some(tx) => {
-                let _ = tx.send(outcome);
-            }
-            None => tracing::debug!(%id, "ignoring a response to no request of ours (finished or cancelled)"),
-        }
-    }
-
-    /// Answers a message that could not be parsed, or was not a JSON-RPC message.
-    pub(crate) fn reject(&self, id: Option<&RequestId>, error: &Error) {
-        self.send(Frame::error(id, error));
-    }
-
-    /// Registers a request in the in-flight table, then runs its handler: an async handler is polled once at once,
-    /// in the caller's task (the transport's reader), and spawned only if it is not done by then. A handler that
-    /// answers without waiting (most do) costs no task, no wake-up of another worker and no hop: its response is on
-    /// the wire before the next message is read. Async handlers must not block (tokio's rule everywhere), so this
-    /// cannot stall the reader; plain `fn` handlers go to the blocking pool as before.
-    pub(crate) fn start<R: WireResult + Send + 'static>(
-        self: &Arc<Self>,
-        request: Arc<InFlight>,
-        call: Call<R>,
-    ) -> Result<(), Error> {
-        self.register(&request)?;
-        let eager = !matches!(call.work, Work::Handler(Handler::Blocking(_)));
-        let mut run = Box::pin(run::run_handler(call, request));
-        // A future may be polled with any waker; the spawned task polls it again with its own.
-        if eager && run.as_mut().poll(&mut TaskContext::from_waker(std::task::Waker::noop())).is_ready() {
-            return Ok(());
-        }
-        cleanup_tasks().spawn(run);
-        Ok(())
-    }
-
-    /// Puts a request in the in-flight table, so that a cancel that follows it on the wire finds it.
-    pub(crate) fn register(&self, request: &Arc<InFlight>) -> Result<(), Error> {
-        let mut table = self.table();
-        let limit = self.server.inner.max_in_flight;
-        if table.len() >= limit {
-            return Err(Error::new(
-                ErrorCode::OVERLOADED,
-                format!("too many requests in flight on this connection (the limit is {limit}); try again later"),
-            ));
-        }
-        // One hash for the check and the insert (this runs for every request).
-        match table.entry(request.id.clone()) {
-            std::collections::hash_map::Entry::Occupied(_) => {
-                Err(Error::new(ErrorCode::INVALID_REQUEST, format!("request id {} is already in flight", request.id)))
-            }
-            std::collections::hash_map::Entry::Vacant(slot) => {
-                slot.insert(request.clone());
-                Ok(())
-            }
-        }
-    }
-
-    /// Cancels an in-flight request. Unknown, finished and already cancelled ids are ignored.
-    pub(crate) fn cancel(&self, id: &RequestId, reason: Option<&str>) {
-        let removed = self.table().remove(id);
-        self.left_table();
-        let Some(request) = removed else {
-            tracing::debug!(%id, reason, "cancel for a request that is not in flight: ignored");
-            return;
-        };
-        if request.cancel() {
-            tracing::info!(%id, reason, "request cancelled");
-        }
-    }
-
-    /// Cancels everything in flight: the peer is gone or the server is stopping.
-    /// Its running tasks end too: no one could reach them any more.
-    pub(crate) fn cancel_all(&self, reason: &str) {
-        self.server.tasks().cancel_on(self, reason);
-        let requests: Vec<_> = self.table().drain().map(|(_, r)| r).collect();
-        for r in requests {
-            if r.cancel() {
-                tracing::info!(id = %r.id, reason, "request cancelled");
-            }
-        }
-    }
-
-    /// Whether anything is in flight.
-    pub(crate) fn is_busy(&self) -> bool {
-        !self.table().is_empty()
-    }
-
-    /// Takes a finished request out of the table (if it is still there, and still this one).
-    pub(crate) fn forget(&self, request: &Arc<InFlight>) {
-        {
-            let mut table = self.table();
-            // Only this request's own entry (a later request may reuse a finished one's id); one hash.
-            if let std::collections::hash_map::Entry::Occupied(entry) = table.entry(request.id.clone()) {
-                if Arc::ptr_eq(entry.get(), request) {
-                    entry.remove();
-                }
-            }
-        }
-        self.left_table();
-    }
-
-    /// After a request left the table: wakes [`Connection::drained`] once the table is empty.
-    fn left_table(&self) {
-        if self.draining.load(Ordering::SeqCst) && self.table().is_empty() {
-            self.idle.notify_waiters();
-        }
-    }
-
-    /// Waits until nothing is in flight: the input ended, and the answers are still wanted (`printf '...' |
-    /// server`). Requests to the client fail at once (their answers cannot arrive), so a handler waiting for one
-    /// goes on. Unbounded: the caller bounds it with the shutdown deadline, then cancels what is left.
-    pub(crate) async fn drained(&self) {
-        self.draining.store(true, Ordering::SeqCst);
-        self.outgoing.locked().clear();
-        loop {
-            let idle = self.idle.notified();
-            tokio::pin!(idle);
-            idle.as_mut().enable();
-            if self.table().is_empty() {
-                return;
-            }
-            idle.await;
-        }
-    }
 }
 
 /// What a request runs.
