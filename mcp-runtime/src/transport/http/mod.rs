@@ -14,6 +14,7 @@ mod guards;
 mod options;
 mod serve;
 mod session;
+mod stateless;
 mod streams;
 mod v2026;
 
@@ -37,24 +38,23 @@ use axum::http::{header, HeaderMap, HeaderName, HeaderValue, Method, StatusCode}
 use axum::response::{IntoResponse, Response};
 use axum::routing::any;
 use axum::Router;
-use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::auth::AuthInfo;
 use crate::base::backlog::{Admit, Backlog, OutboundLimits};
-use crate::base::sink::NoSink;
 use crate::base::sync::Unpoisoned;
 use crate::context::HttpRequest;
 use crate::dispatch::{FrameSink, Origin, Sink};
 use crate::era::v2025::Session;
 use crate::server::Server;
 use crate::wire::error::{Error, ErrorCode};
-use crate::wire::jsonrpc::{Frame, Incoming, RequestId};
+use crate::wire::jsonrpc::{Frame, Incoming};
 use crate::wire::protocol::SUPPORTED_PROTOCOL_VERSIONS;
 use first_poll::FirstPoll;
 use guards::*;
 pub use options::HttpOptions;
 use session::*;
+use stateless::{caller_key, post_stateless, StatelessTable};
 use streams::*;
 
 /// The header that carries the session id.
@@ -463,90 +463,6 @@ fn sse_response(
         .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
 }
 
-async fn post_stateless(
-    state: &Arc<HttpState>,
-    headers: &HeaderMap,
-    message: Incoming,
-    is_initialize: bool,
-    http: Arc<HttpRequest>,
-    caller: String,
-) -> Response {
-    let version = match check_version(headers) {
-        Ok(v) => v,
-        Err(r) if !is_initialize => return r,
-        Err(_) => "2025-03-26".into(),
-    };
-    match message {
-        Incoming::Notification { method, params } => {
-            if method == "notifications/cancelled" {
-                let id = params
-                    .as_ref()
-                    .and_then(|p| p.get("requestId"))
-                    .cloned()
-                    .and_then(|v| serde_json::from_value::<RequestId>(v).ok());
-                if let Some(id) = id {
-                    let session = {
-                        let requests = state.stateless_requests.locked();
-                        match requests.get(&(caller.clone(), id.clone())).map(Vec::as_slice) {
-                            // Exactly one request of this caller has that id: it is the one meant.
-                            Some([(_, only)]) => only.upgrade(),
-                            Some(several) => {
-                                tracing::info!(%id, in_flight = several.len(), "cancel is ambiguous: ignored");
-                                None
-                            }
-                            None => None,
-                        }
-                    };
-                    if let Some(session) = session {
-                        let reason =
-                            params.as_ref().and_then(|p| p.get("reason")).and_then(Value::as_str).map(str::to_owned);
-                        session.cancel(&id, reason.as_deref());
-                    }
-                }
-            }
-            StatusCode::ACCEPTED.into_response()
-        }
-        Incoming::Response { .. } => StatusCode::ACCEPTED.into_response(),
-        Incoming::Request { ref id, .. } => {
-            let id = id.clone();
-            let store: Arc<dyn EventStore> = Arc::new(MemoryEventStore::new(64));
-            let session = Session::new(state.server.clone(), Arc::new(NoSink));
-            // No session outlives this request: its tasks cannot be listed by session.
-            session.connection().set_sessionless();
-            if !is_initialize {
-                session.preinitialize(&version);
-            }
-            let entry = StatelessEntry::register(state, caller, id.clone(), &session);
-            if state.options.json_response {
-                let (tx, rx) = oneshot::channel();
-                let sink: Sink = Arc::new(JsonRoute { response: Mutex::new(Some(tx)), standalone: Arc::new(NoSink) });
-                session.handle_routed(message, &Origin { sink, http: Some(http) });
-                // If the client goes away, axum drops this future, and the guard cancels the request.
-                let mut guard = StatelessGuard { _entry: entry, session: session.clone(), id, done: false };
-                let answer = rx.await;
-                guard.done = true;
-                return match answer {
-                    Ok(frame) => (StatusCode::OK, [(header::CONTENT_TYPE, "application/json")], frame.into_text())
-                        .into_response(),
-                    Err(_) => StatusCode::ACCEPTED.into_response(),
-                };
-            }
-            let route = Route::new("stateless".into(), store.clone(), state.server.inner.outbound, None);
-            let priming = store.store("stateless", &priming_frame());
-            let (events, backlog) = route.attach(Vec::new());
-            session.handle_routed(message, &Origin { sink: route.clone(), http: Some(http) });
-            // The entry leaves with the body, however the stream ends; a client gone before the response cancels.
-            let on_disconnect: Box<dyn FnOnce() + Send> = Box::new(move || {
-                let _entry = entry;
-                if !route.is_closed() {
-                    session.cancel(&id, Some("the client disconnected"));
-                }
-            });
-            sse_response(state, priming, (events, Some(backlog)), Some(on_disconnect), None, None)
-        }
-    }
-}
-
 fn get(state: Arc<HttpState>, headers: HeaderMap, auth: Option<Arc<AuthInfo>>) -> Response {
     // The 2026 era has no standalone stream: change notifications come through `subscriptions/listen`.
     if state.options.stateless || is_stateless_version(&headers) {
@@ -634,65 +550,6 @@ fn delete(state: Arc<HttpState>, headers: HeaderMap, auth: Option<Arc<AuthInfo>>
     state.sessions.locked().remove(&id);
     http_session.end("the client ended the session");
     StatusCode::OK.into_response()
-}
-
-/// A stateless request by its caller and its id.
-type CallerId = (String, RequestId);
-
-/// The stateless requests in flight: by caller and id, each entry's number and session.
-type StatelessTable = HashMap<CallerId, Vec<(u64, Weak<Session>)>>;
-
-/// Who sent a stateless request, for matching its cancel: the authenticated subject, else the peer's address.
-fn caller_key(auth: Option<&AuthInfo>, peer: Option<std::net::IpAddr>) -> String {
-    match (auth, peer) {
-        (Some(a), _) => format!("subject:{}", a.principal()),
-        (None, Some(ip)) => format!("address:{ip}"),
-        (None, None) => String::new(),
-    }
-}
-
-/// A stateless request's entry in the table of requests a cancel can find; removed when dropped.
-struct StatelessEntry {
-    state: Arc<HttpState>,
-    key: (String, RequestId),
-    entry: u64,
-}
-
-impl StatelessEntry {
-    fn register(state: &Arc<HttpState>, caller: String, id: RequestId, session: &Arc<Session>) -> StatelessEntry {
-        let entry = state.next_stateless.fetch_add(1, Ordering::Relaxed);
-        let key = (caller, id);
-        state.stateless_requests.locked().entry(key.clone()).or_default().push((entry, Arc::downgrade(session)));
-        StatelessEntry { state: state.clone(), key, entry }
-    }
-}
-
-impl Drop for StatelessEntry {
-    fn drop(&mut self) {
-        let mut requests = self.state.stateless_requests.locked();
-        if let Some(entries) = requests.get_mut(&self.key) {
-            entries.retain(|(e, _)| *e != self.entry);
-            if entries.is_empty() {
-                requests.remove(&self.key);
-            }
-        }
-    }
-}
-
-/// Stateless JSON mode: forgets the request when the POST ends, and cancels it if the client went away first.
-struct StatelessGuard {
-    _entry: StatelessEntry,
-    session: Arc<Session>,
-    id: RequestId,
-    done: bool,
-}
-
-impl Drop for StatelessGuard {
-    fn drop(&mut self) {
-        if !self.done {
-            self.session.cancel(&self.id, Some("the client disconnected"));
-        }
-    }
 }
 
 #[cfg(test)]
