@@ -1,25 +1,20 @@
 //! [`ServerBuilder`]: what a server is built from, and `build()`, which checks it all and computes every schema,
 //! list page and capability object once.
 
-use std::collections::HashMap;
 use std::future::Future;
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::{json, Value};
-
+mod build;
 pub(crate) mod extension;
 
 use crate::context::state::StateMap;
-use crate::context::Era;
 use crate::handler::method::{MethodDef, MethodItem};
 use crate::handler::prompt::{PromptDef, PromptItem};
 use crate::handler::resource::{ResourceDef, ResourceItem};
 use crate::handler::tool::{BoxFuture, ToolDef, ToolItem};
-use crate::server::registry::Registry;
 use crate::server::{
-    hub, BuildError, MethodRegistration, PromptRegistration, ResourceRegistration, Server, ServerInner,
-    ToolRegistration,
+    BuildError, MethodRegistration, PromptRegistration, ResourceRegistration, Server, ToolRegistration,
 };
 use crate::wire::protocol::CacheHint;
 use crate::wire::protocol::Implementation;
@@ -455,174 +450,6 @@ impl ServerBuilder {
             }
         }
         self.build_with(extensions)
-    }
-
-    fn build_with(self, mut extensions: Vec<Box<dyn extension::Extension>>) -> Result<Server, BuildError> {
-        if let Some(type_name) = self.duplicate_state {
-            return Err(BuildError::DuplicateState { type_name });
-        }
-        let mut info = self
-            .info
-            .or(self.default_info)
-            .unwrap_or_else(|| Implementation::new(DEFAULT_SERVER_NAME, DEFAULT_SERVER_VERSION));
-        if let Some(name) = self.name {
-            info.name = name;
-        }
-        if let Some(version) = self.version {
-            info.version = version;
-        }
-        let info_value = serde_json::to_value(&info).expect("server info serializes");
-        let cache = self.cache.unwrap_or_default();
-        let sealer = crate::base::seal::Sealer::from_config(self.state_key)
-            .map_err(|message| BuildError::BadStateKey { message })?;
-        let extra_2026 = json!({
-            "resultType": "complete",
-            "ttlMs": cache.ttl_ms,
-            "cacheScope": cache.scope.as_str(),
-            "_meta": { crate::era::v2026::META_SERVER_INFO: info_value },
-        });
-        let extra_2026 = match extra_2026 {
-            Value::Object(m) => m,
-            _ => unreachable!("an object"),
-        };
-        let mut registry = Registry::new(self.page_size.unwrap_or(DEFAULT_PAGE_SIZE), extra_2026);
-        registry.nullable_options = self.nullable_options;
-        for def in self.tools {
-            registry.insert_tool(def)?;
-        }
-        for def in self.prompts {
-            registry.insert_prompt(def)?;
-        }
-        for def in self.resources {
-            registry.insert_resource(def)?;
-        }
-        registry.paginate();
-        let mut methods: HashMap<&'static str, MethodDef> = HashMap::with_capacity(self.methods.len());
-        for def in self.methods {
-            crate::handler::method::check_name(def.name).map_err(|message| BuildError::ReservedMethod { message })?;
-            if let Some(first) = methods.get(def.name) {
-                if first.location == def.location {
-                    continue;
-                }
-                return Err(BuildError::DuplicateMethod {
-                    name: def.name.to_owned(),
-                    first: first.location.to_owned(),
-                    second: def.location.to_owned(),
-                });
-            }
-            methods.insert(def.name, def);
-        }
-        let tasks_enabled =
-            registry.tools.values().any(|t| t.def.task.support != crate::wire::task::TaskSupport::Forbidden);
-        if tasks_enabled {
-            extensions.insert(0, Box::new(crate::task::Tasks));
-        }
-        let mut extension_methods: HashMap<&'static str, MethodDef> = HashMap::new();
-        let mut ids = std::collections::HashSet::new();
-        for ext in &extensions {
-            let id = ext.id();
-            let bad = |message| BuildError::BadExtension { id: id.to_owned(), message };
-            extension::check(id, None).map_err(bad)?;
-            if !ids.insert(id.to_owned()) {
-                return Err(bad(format!("two extensions have the identifier `{id}`")));
-            }
-            for def in ext.methods() {
-                extension::check(id, Some(def.name)).map_err(bad)?;
-                if methods.contains_key(def.name) || extension_methods.insert(def.name, def).is_some() {
-                    return Err(bad(format!(
-                        "extension `{id}` defines the method `{}`, which another method (of the server's or of an \
-                         extension) has already",
-                        def.name
-                    )));
-                }
-            }
-        }
-        let handlers = registry
-            .tools
-            .values()
-            .map(|l| ("tool", l.def.name, l.def.location, l.def.injected))
-            .chain(registry.prompts.values().map(|l| ("prompt", l.def.name, l.def.location, l.def.injected)))
-            .chain(registry.resources.values().map(|l| ("resource", l.def.name, l.def.location, l.def.injected)))
-            .chain(registry.templates.values().map(|(l, _)| ("resource", l.def.name, l.def.location, l.def.injected)))
-            .chain(
-                methods.values().chain(extension_methods.values()).map(|d| ("method", d.name, d.location, d.injected)),
-            );
-        crate::server::check_requirements(&self.state, handlers)?;
-
-        let mut capabilities = json!({ "logging": {} });
-        if !registry.tools.is_empty() {
-            capabilities["tools"] = json!({ "listChanged": true });
-        }
-        if !registry.prompts.is_empty() {
-            capabilities["prompts"] = json!({ "listChanged": true });
-        }
-        if !registry.resources.is_empty() || !registry.templates.is_empty() {
-            capabilities["resources"] = json!({ "subscribe": true, "listChanged": true });
-        }
-        if !registry.prompts.is_empty() || !registry.templates.is_empty() {
-            capabilities["completions"] = json!({});
-        }
-        // Each era lists the extensions it has settings for (the 2026-07-28 era has Tasks as an extension, 2025-11-25
-        // as a capability of its own).
-        let mut capabilities_2026 = capabilities.clone();
-        for ext in &extensions {
-            for (era, capabilities) in [(Era::V2025, &mut capabilities), (Era::V2026, &mut capabilities_2026)] {
-                if let (Some(settings), Value::Object(capabilities)) = (ext.settings(era), capabilities) {
-                    let listed = capabilities.entry("extensions").or_insert_with(|| json!({}));
-                    listed[ext.id()] = settings;
-                }
-            }
-            if let Value::Object(capabilities) = &mut capabilities {
-                capabilities.extend(ext.capabilities_2025());
-            }
-        }
-        let auth = match self.authorization {
-            Some(config) => Some(config.build().map_err(|message| BuildError::BadAuthorization { message })?),
-            None => None,
-        };
-        let discover =
-            crate::era::v2026::discover_result(&info, &capabilities_2026, self.instructions.as_deref(), cache);
-        let mut parts = StateMap::default();
-        let engine = crate::task::TaskEngine::new(
-            self.task_store.unwrap_or_else(|| Arc::new(crate::task::MemoryTaskStore::default())),
-            self.task_config,
-            crate::task::front::TaskFronts {
-                v2025: &crate::era::v2025::Tasks2025,
-                v2026: &crate::era::v2026::tasks::Tasks2026,
-            },
-        );
-        parts.insert(engine).expect("the first part of its type");
-        let server = Server {
-            inner: Arc::new(ServerInner {
-                info,
-                instructions: self.instructions,
-                registry: RwLock::new(Arc::new(registry)),
-                capabilities,
-                max_line_bytes: self.max_line_bytes.unwrap_or(DEFAULT_MAX_LINE_BYTES),
-                max_in_flight: self.max_in_flight.unwrap_or(DEFAULT_MAX_IN_FLIGHT),
-                outbound: self.outbound.unwrap_or_default(),
-                layers: self.layers.build(),
-                methods,
-                extension_methods,
-                state: self.state,
-                shutdown_hooks: Mutex::new(self.shutdown_hooks),
-                shutdown_timeout: self.shutdown_timeout.unwrap_or(DEFAULT_SHUTDOWN_TIMEOUT),
-                hub: Box::new(hub::MemoryHub::default()),
-                result_prefix: crate::era::v2026::result_prefix(&info_value),
-                info_value,
-                discover,
-                cache,
-                sealer,
-                request_state_ttl: self.request_state_ttl.unwrap_or(crate::era::v2026::DEFAULT_REQUEST_STATE_TTL),
-                tasks_enabled,
-                auth,
-                parts,
-            }),
-        };
-        for f in self.on_start {
-            f(server.clone());
-        }
-        Ok(server)
     }
 }
 
