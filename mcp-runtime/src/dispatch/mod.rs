@@ -251,6 +251,13 @@ impl WireResult for ListResult {
             ListResult::Value(_) => 0,
         }
     }
+
+    fn spliceable(&self) -> bool {
+        match self {
+            ListResult::Raw(_) => false,
+            ListResult::Value(v) => v.spliceable(),
+        }
+    }
 }
 
 fn list(

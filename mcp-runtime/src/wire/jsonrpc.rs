@@ -268,7 +268,9 @@ pub(crate) fn encode_request<T: Serialize + ?Sized>(id: &RequestId, method: &str
 /// A result response whose result starts with `prefix` (JSON members: the 2026 `resultType` and server info) and,
 /// when given, caching hints: the result serialized once, straight into the frame; the result's own opening brace
 /// becomes a space, so its fields follow the stamped ones without a second copy of the payload. Through a `Value`
-/// (`merge`) only when the result has a `_meta` (or a `resultType`) of its own to merge with, or is not an object.
+/// (`merge`) only when the result is not known to be an object without a `_meta` (or a `resultType`) of its own at
+/// the top ([`WireResult::spliceable`](crate::wire::protocol::WireResult::spliceable)); a `_meta` deeper down, in its
+/// content, is the content's own.
 pub(crate) fn encode_result_stamped<T: crate::wire::protocol::WireResult>(
     id: &RequestId,
     result: &T,
@@ -299,11 +301,9 @@ pub(crate) fn encode_result_stamped<T: crate::wire::protocol::WireResult>(
         Err(e) => return Frame::error(Some(id), &Error::internal(format!("could not serialize the result: {e}"))),
     };
     let body = &out[start..];
-    let spliceable = body.len() >= 2
-        && body.starts_with('{')
-        && body.ends_with('}')
-        && !body.contains(r#""_meta""#)
-        && !body.contains(r#""resultType""#);
+    // What the result is decides, not a search of its text (its first and last bytes are checked as a guard: a type
+    // that says it is spliceable serializes as an object).
+    let spliceable = result.spliceable() && body.len() >= 2 && body.starts_with('{') && body.ends_with('}');
     if !spliceable {
         return match serde_json::from_str::<Value>(body) {
             Ok(value) => Frame::result(id, &merge(value)),

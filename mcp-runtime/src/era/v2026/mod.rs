@@ -296,6 +296,26 @@ mod tests {
             let text = frame.text();
             serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}: {text}"))
         };
+        // A tool's own `_meta` is merged with the server's info; a `_meta` deeper down is the content's own.
+        let tool = |meta: Option<Map<String, Value>>| {
+            let mut result = crate::CallToolResult::success(vec![crate::Content::text("hi")]);
+            result.meta = meta;
+            let text =
+                crate::wire::jsonrpc::encode_result_stamped(&id, &result, &server.inner.result_prefix, None, |v| {
+                    stamp(&server, v, None)
+                })
+                .into_text();
+            serde_json::from_str::<Value>(&text).unwrap_or_else(|e| panic!("{e}: {text}"))
+        };
+        let own = tool(Some(json!({"trace": "t1"}).as_object().unwrap().clone()));
+        assert_eq!(
+            (own["result"]["_meta"]["trace"].as_str(), own["result"]["resultType"].as_str()),
+            (Some("t1"), Some("complete"))
+        );
+        assert_eq!(own["result"]["_meta"][META_SERVER_INFO]["name"], "enc", "{own}");
+        let nested = frame(&json!({"content": [{"type": "text", "text": "hi", "_meta": {"k": 1}}]}), ResultKind::Plain);
+        assert_eq!(nested["result"]["content"][0]["_meta"]["k"], 1, "{nested}");
+        assert_eq!(nested["result"]["_meta"][META_SERVER_INFO]["name"], "enc", "{nested}");
         let r = frame(&json!({"content": [{"type": "text", "text": "hi"}]}), ResultKind::Plain);
         assert_eq!(r["id"], 7);
         assert_eq!(r["result"]["resultType"], "complete");

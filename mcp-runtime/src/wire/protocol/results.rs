@@ -12,6 +12,13 @@ use super::{CallToolResult, Content, GetPromptResult, ReadResourceResult, Resour
 pub(crate) trait WireResult: Serialize {
     /// The payloads' bytes (text, base64 data); 0 when small or unknown.
     fn payload_len(&self) -> usize;
+
+    /// Whether it serializes as an object with no `_meta` or `resultType` of its own at the top, so that the 2026
+    /// era's stamped members can be written in front of its own (`encode_result_stamped`) instead of merged into a
+    /// parsed copy. False unless known.
+    fn spliceable(&self) -> bool {
+        false
+    }
 }
 
 impl Content {
@@ -40,11 +47,19 @@ impl WireResult for Value {
     fn payload_len(&self) -> usize {
         0
     }
+
+    fn spliceable(&self) -> bool {
+        matches!(self, Value::Object(m) if !m.contains_key("_meta") && !m.contains_key("resultType"))
+    }
 }
 
 impl WireResult for CallToolResult {
     fn payload_len(&self) -> usize {
         self.content.iter().map(Content::payload_len).sum()
+    }
+
+    fn spliceable(&self) -> bool {
+        self.meta.is_none()
     }
 }
 
@@ -52,11 +67,19 @@ impl WireResult for GetPromptResult {
     fn payload_len(&self) -> usize {
         self.messages.iter().map(|m| m.content.payload_len()).sum()
     }
+
+    fn spliceable(&self) -> bool {
+        self.meta.is_none()
+    }
 }
 
 impl WireResult for ReadResourceResult {
     fn payload_len(&self) -> usize {
         self.contents.iter().map(ResourceContents::payload_len).sum()
+    }
+
+    fn spliceable(&self) -> bool {
+        self.meta.is_none()
     }
 }
 
