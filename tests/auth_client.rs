@@ -247,6 +247,19 @@ async fn an_expired_access_token_is_refreshed_without_the_user() {
     assert_eq!(provider.requests("/auth").await, 2);
 }
 
+/// Calls `hello` eight times at once, and checks that every call is answered.
+async fn hello_eight_at_once(client: &Client, what: &str) {
+    let calls: Vec<_> = (0..8)
+        .map(|_| {
+            let client = client.clone();
+            tokio::spawn(async move { client.call_tool("hello", json!({})).await })
+        })
+        .collect();
+    for call in calls {
+        assert_eq!(call.await.unwrap().unwrap().text(), Some("hello"), "{what}");
+    }
+}
+
 /// The client refreshes an access token before the server would refuse it: one that expires within the margin
 /// (halfway through the life of this provider's 6 s tokens) while the server still takes it, then one that expired,
 /// for eight calls at once with one refresh grant; the server answers none of them 401. A client that starts with
@@ -282,15 +295,7 @@ async fn an_expiring_access_token_is_refreshed_before_the_server_refuses_it() {
         outlive(&expired).await;
         assert_eq!(status_with(&url, &expired.access_token).await, 401, "{era:?}: the server refuses it now");
         let before = (refused.load(Ordering::SeqCst), provider.grants("refresh_token").await);
-        let calls: Vec<_> = (0..8)
-            .map(|_| {
-                let client = client.clone();
-                tokio::spawn(async move { client.call_tool("hello", json!({})).await })
-            })
-            .collect();
-        for call in calls {
-            assert_eq!(call.await.unwrap().unwrap().text(), Some("hello"), "{era:?}");
-        }
+        hello_eight_at_once(&client, &format!("{era:?}")).await;
         let after = (refused.load(Ordering::SeqCst), provider.grants("refresh_token").await);
         assert_eq!(after, (before.0, before.1 + 1), "{era:?}: (401s, refresh grants): one refresh ahead, no 401");
         client.close().await;
@@ -327,15 +332,7 @@ async fn calls_challenged_at_once_get_one_new_token() {
 
         let before = (provider.grants("refresh_token").await, provider.grants("authorization_code").await);
         let asked_before = user.asked().len();
-        let calls: Vec<_> = (0..8)
-            .map(|_| {
-                let client = client.clone();
-                tokio::spawn(async move { client.call_tool("hello", json!({})).await })
-            })
-            .collect();
-        for call in calls {
-            assert_eq!(call.await.unwrap().unwrap().text(), Some("hello"), "refresh tokens: {refresh}");
-        }
+        hello_eight_at_once(&client, &format!("refresh tokens: {refresh}")).await;
         let refreshed = provider.grants("refresh_token").await - before.0;
         let signed_in = provider.grants("authorization_code").await - before.1;
         let asked = user.asked().len() - asked_before;

@@ -121,7 +121,8 @@ impl Session {
         // What this front answers itself goes through the server's layers (if any) as every request does.
         let front =
             |method: &'static str, params: Option<Value>, answer: Box<dyn FnOnce(Option<Value>) -> _ + Send>| {
-                let seen = params.clone();
+                // What the layers see of the request: only read when there are layers.
+                let seen = if self.conn.server().inner.layers.is_some() { params.clone() } else { None };
                 let request = || {
                     let mut arguments = match seen {
                         Some(Value::Object(p)) => p,

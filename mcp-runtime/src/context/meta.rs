@@ -1,0 +1,137 @@
+//! What a handler reads of its request: [`RequestMeta`], its [`Era`], the HTTP request and the client.
+
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+
+use crate::auth::AuthInfo;
+use crate::wire::protocol::{Implementation, LogLevel};
+
+/// The metadata of one request, as the handler sees it.
+///
+/// In the 2025 era the session fills it in from the `initialize` handshake; a 2026-07-28 request fills it in from its
+/// own `_meta`. A handler reads the same value either way.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct RequestMeta {
+    /// The era of the request: a 2025-11-25 session, or a stateless 2026-07-28 request.
+    pub era: Era,
+    /// The protocol version in force for this request.
+    pub protocol_version: Arc<str>,
+    /// The client's name, version and capabilities, if it said them.
+    pub client: Option<Arc<ClientInfo>>,
+    /// The request's `params._meta`: untouched in the 2025 era; in the 2026 era without the envelope's keys
+    /// (`io.modelcontextprotocol/protocolVersion`, `clientCapabilities`, `clientInfo`, `logLevel`), which the other
+    /// fields hold. `None` when nothing is left.
+    pub meta: Option<Map<String, Value>>,
+    /// The request's progress token, if it asked for progress.
+    pub progress_token: Option<Value>,
+    /// For `resources/read`: the URI being read.
+    pub resource_uri: Option<Arc<str>>,
+    /// On HTTP: the request's headers, and who is calling if an auth layer said so.
+    pub http: Option<Arc<HttpRequest>>,
+    /// 2026 era: the log level the request asked for (`io.modelcontextprotocol/logLevel`); no logs without one.
+    pub log_level: Option<LogLevel>,
+    /// For `resources/read` of a resource with its own caching hints.
+    pub(crate) cache: Option<crate::wire::protocol::CacheHint>,
+}
+
+impl RequestMeta {
+    pub(crate) fn new(era: Era, protocol_version: Arc<str>, client: Option<Arc<ClientInfo>>) -> RequestMeta {
+        RequestMeta {
+            era,
+            protocol_version,
+            client,
+            meta: None,
+            progress_token: None,
+            resource_uri: None,
+            http: None,
+            log_level: None,
+            cache: None,
+        }
+    }
+
+    /// Keeps the request's `_meta`, and reads its progress token.
+    pub(crate) fn with_meta(mut self, meta: Option<Map<String, Value>>) -> RequestMeta {
+        self.progress_token = meta
+            .as_ref()
+            .and_then(|m| m.get("progressToken"))
+            .filter(|t| t.is_string() || t.is_i64() || t.is_u64())
+            .cloned();
+        self.meta = meta;
+        self
+    }
+
+    /// The settings the client declared for an extension (`capabilities.extensions.<id>`), if it declared it.
+    pub fn client_extension(&self, id: &str) -> Option<&Value> {
+        self.client.as_ref()?.capabilities.get("extensions")?.get(id).filter(|v| !v.is_null())
+    }
+
+    /// Whether the client declared a capability, given as a path (`["sampling", "tools"]`).
+    pub fn client_supports(&self, path: &[&str]) -> bool {
+        let Some(client) = &self.client else { return false };
+        let mut v = &client.capabilities;
+        for key in path {
+            match v.get(key) {
+                Some(next) if !next.is_null() => v = next,
+                _ => return false,
+            }
+        }
+        true
+    }
+}
+
+/// Which protocol era serves a request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Era {
+    /// 2025-11-25 (and 2025-06-18, 2025-03-26): `initialize`, a session, requests from the server to the client.
+    V2025,
+    /// 2026-07-28: stateless; each request carries its version and the client's capabilities in `_meta`, and
+    /// questions to the client are `input_required` results.
+    V2026,
+}
+
+impl Era {
+    /// The protocol version that names the era.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Era::V2025 => "2025-11-25",
+            Era::V2026 => "2026-07-28",
+        }
+    }
+
+    /// A resource's error as this era spells it: the 2026 era has no -32002, its "not found" is -32602 (SEP-2164).
+    pub(crate) fn resource_error(self, mut error: crate::wire::error::Error) -> crate::wire::error::Error {
+        if self == Era::V2026 && error.code == crate::wire::error::ErrorCode::RESOURCE_NOT_FOUND {
+            error.code = crate::wire::error::ErrorCode::INVALID_PARAMS;
+        }
+        error
+    }
+}
+
+/// What a handler sees of the HTTP request that carried its message.
+#[derive(Clone, Debug, Default)]
+#[non_exhaustive]
+pub struct HttpRequest {
+    /// The request's headers (without `Authorization` when the server verified its token: handlers never see
+    /// the token).
+    pub headers: http::HeaderMap,
+    /// The caller: verified by the server's [`Authorization`](crate::auth::Authorization), or put in the request's
+    /// extensions as an [`AuthInfo`] by a layer in front of the endpoint. Shared: the verifier's cache and every
+    /// handler of the request hold the same one.
+    pub auth: Option<Arc<AuthInfo>>,
+    /// The address of the peer that sent it, when the server knows it (`serve_http` always does; a router mounted
+    /// elsewhere when it is served with axum's `ConnectInfo`).
+    pub peer: Option<std::net::IpAddr>,
+}
+
+/// What a client said about itself.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct ClientInfo {
+    /// Its name and version.
+    pub info: Implementation,
+    /// Its capabilities, as sent.
+    pub capabilities: Value,
+}
