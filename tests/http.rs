@@ -1,9 +1,11 @@
-//! Streamable HTTP against a real socket: sessions and status codes, SSE framing, the standalone stream, resumption,
-//! DNS-rebinding protection, the body limit, JSON mode, stateless mode, isolation of sessions, and cancellation in
-//! every mode, nested requests included.
+//! Streamable HTTP against a real socket: sessions and status codes (idle expiry included), SSE framing, the
+//! standalone stream, resumption, DNS-rebinding protection (one `Host`, one `Origin`), media types, the body limit,
+//! JSON mode, stateless mode, isolation of sessions, and cancellation in every mode, nested requests included. The
+//! bounds of each are in `limits.rs`.
 
 mod common;
 
+use std::io::{Read, Write};
 use std::time::Duration;
 
 use common::http::{notification, request, Body, HttpServer};
@@ -385,4 +387,152 @@ async fn delete_can_be_turned_off() {
     assert_eq!(delete.status(), 405);
     let (ping, _) = client.call(1, "ping", json!({})).await;
     assert_eq!(ping["result"], json!({}), "the session lives on");
+}
+
+/// Media types compare without regard to case (RFC 9110), as `Accept` and `Content-Type` values do.
+#[tokio::test]
+async fn media_types_are_matched_without_regard_to_case() {
+    let server = HttpServer::start(&[]);
+    let client = server.client();
+    let init = request(
+        0,
+        "initialize",
+        json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "c", "version": "0"}}),
+    );
+    let response = client
+        .raw_post(
+            &[("content-type", "APPLICATION/JSON; charset=UTF-8"), ("accept", "Application/Json, TEXT/EVENT-STREAM")],
+            init.to_string(),
+        )
+        .await;
+    assert_eq!(response.status(), 200);
+}
+
+/// A session that is working is not idle. A call longer than the idle timeout gets its response, and the
+/// session lives on; a session whose only activity is an open GET stream lives on too.
+#[tokio::test]
+async fn idle_expiry_spares_sessions_with_work_in_flight_or_an_open_stream() {
+    /// Wait, then answer.
+    #[mcp::tool]
+    async fn slow(ms: u64) -> String {
+        tokio::time::sleep(Duration::from_millis(ms)).await;
+        "done".into()
+    }
+    let server = mcp::Server::builder().name("idle").tool::<slow>().build().unwrap();
+    let options = mcp::HttpOptions::new().session_idle_timeout(Duration::from_millis(400));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, server.http_router(options)).await });
+    let url = format!("http://{addr}/mcp");
+
+    let mut client = common::http::Client { http: reqwest::Client::new(), url: url.clone(), session: None };
+    client.initialize(json!({})).await;
+    let (answer, _) = client.call(1, "tools/call", json!({"name": "slow", "arguments": {"ms": 1500}})).await;
+    assert_eq!(answer["result"]["content"][0]["text"], "done", "the working session kept its response: {answer}");
+    let (ping, _) = client.call(2, "ping", json!({})).await;
+    assert_eq!(ping["result"], json!({}), "and is still there");
+
+    let mut reader = common::http::Client { http: reqwest::Client::new(), url, session: None };
+    reader.initialize(json!({})).await;
+    let stream = reader.get(None).await;
+    assert_eq!(stream.status(), 200);
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let (ping, _) = reader.call(3, "ping", json!({})).await;
+    assert_eq!(ping["result"], json!({}), "an open GET stream kept the session alive");
+    drop(stream);
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(reader.send(&request(4, "ping", json!({}))).await.status(), 404, "idle once the stream closed");
+}
+
+/// In stateless mode a cancel reaches only the request of the client that sent it. Two clients with the
+/// same id in flight: a cancel that cannot tell them apart cancels neither (it used to cancel the later one).
+#[tokio::test]
+async fn stateless_cancels_never_reach_another_clients_request() {
+    let server = HttpServer::start(&["--stateless", "--json-response"]);
+    let call = |marker: &str| {
+        request(1, "tools/call", json!({"name": "sleep", "arguments": {"ms": 1500}, "_meta": {"marker": marker}}))
+    };
+    let a = server.client();
+    let b = server.client();
+    let first = tokio::spawn({
+        let a = common::http::Client { http: a.http.clone(), url: a.url.clone(), session: None };
+        let body = call("a");
+        async move { a.send(&body).await.text().await.unwrap() }
+    });
+    let second = tokio::spawn({
+        let b = common::http::Client { http: b.http.clone(), url: b.url.clone(), session: None };
+        let body = call("b");
+        async move { b.send(&body).await.text().await.unwrap() }
+    });
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}});
+    assert_eq!(a.send(&cancel).await.status(), 202);
+    for answer in [first.await.unwrap(), second.await.unwrap()] {
+        let answer: Value = serde_json::from_str(&answer).unwrap_or_else(|e| panic!("{e}: {answer:?}"));
+        assert!(answer["result"].is_object(), "neither request was cancelled by an ambiguous cancel: {answer}");
+    }
+
+    // One client alone: its cancel finds its request.
+    let lone = tokio::spawn({
+        let a = common::http::Client { http: a.http.clone(), url: a.url.clone(), session: None };
+        let body = request(9, "tools/call", json!({"name": "sleep", "arguments": {"ms": 20_000}}));
+        async move { a.send(&body).await.status() }
+    });
+    assert!(server.wait_stderr("SLEEP_START 9", Duration::from_secs(10)).await, "{}", server.stderr_text());
+    let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 9}});
+    assert_eq!(a.send(&cancel).await.status(), 202);
+    assert_eq!(
+        lone.await.unwrap(),
+        202,
+        "the cancelled request's POST ends with no response: {}",
+        server.stderr_text()
+    );
+}
+
+/// Two `Host` headers, two `Origin` headers, or none at all are 400: which of two a proxy or a check
+/// reads is anyone's guess, and a request with no host cannot be checked against DNS rebinding. And a GET naming a
+/// protocol version the server does not know is 400, as a POST's is; the 2026 one is 405 (that era has no GET).
+#[test]
+fn duplicate_or_missing_host_and_origin_are_400() {
+    let server = HttpServer::start(&[]);
+    let authority = server.url.trim_start_matches("http://").split('/').next().unwrap().to_owned();
+    let raw = |head: String| {
+        let mut tcp = std::net::TcpStream::connect(&authority).unwrap();
+        tcp.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        tcp.write_all(head.as_bytes()).unwrap();
+        let mut answer = Vec::new();
+        let _ = tcp.read_to_end(&mut answer);
+        String::from_utf8_lossy(&answer).into_owned()
+    };
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#;
+    let post = |extra: &str, host: bool| {
+        let host = if host { format!("Host: {authority}\r\n") } else { String::new() };
+        format!(
+            "POST /mcp HTTP/1.1\r\n{host}{extra}Content-Type: application/json\r\nAccept: application/json, \
+             text/event-stream\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        )
+    };
+    let twice_host = raw(post(&format!("Host: {authority}\r\n"), true));
+    assert!(twice_host.starts_with("HTTP/1.1 400"), "{twice_host}");
+    assert!(twice_host.contains("Host header is given more than once"), "{twice_host}");
+    let twice_origin = raw(post("Origin: http://localhost\r\nOrigin: https://evil.example\r\n", true));
+    assert!(twice_origin.starts_with("HTTP/1.1 400"), "{twice_origin}");
+    // HTTP/1.1 without Host: hyper itself may refuse it first; either way it is a 400.
+    let no_host = raw(post("", false));
+    assert!(no_host.starts_with("HTTP/1.1 400"), "{no_host}");
+    // One of each is fine.
+    let one = raw(post("Origin: http://localhost\r\n", true));
+    assert!(one.starts_with("HTTP/1.1 200"), "{one}");
+
+    let get = |version: &str| {
+        raw(format!(
+            "GET /mcp HTTP/1.1\r\nHost: {authority}\r\nAccept: text/event-stream\r\nMcp-Protocol-Version: {version}\r\n\
+             Mcp-Session-Id: none\r\nConnection: close\r\n\r\n"
+        ))
+    };
+    let unknown = get("1999-01-01");
+    assert!(unknown.starts_with("HTTP/1.1 400"), "{unknown}");
+    let modern = get("2026-07-28");
+    assert!(modern.starts_with("HTTP/1.1 405"), "{modern}");
 }

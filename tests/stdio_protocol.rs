@@ -1,4 +1,5 @@
-//! The protocol over stdio in raw JSON-RPC lines: lifecycle, tools, errors, progress, logging, concurrency, limits.
+//! The protocol over stdio in raw JSON-RPC lines: lifecycle (shutdown within its deadline included), tools, errors,
+//! progress, logging, concurrency, limits.
 
 mod common;
 
@@ -402,4 +403,21 @@ fn large_responses_to_a_late_reader_arrive_whole_in_both_stdio_modes() {
         drop(stdin);
         assert!(child.wait().unwrap().success(), "threads={threads}");
     }
+}
+
+/// Shutdown keeps one deadline. A blocking tool that ignores its cancel flag used to hold the process
+/// for the tracker's 5 s, then the writer's 5 s more (11 s in all); now the whole shutdown fits in its 5 s.
+#[test]
+fn stdin_eof_exits_within_the_shutdown_deadline_despite_a_stubborn_blocking_tool() {
+    let mut s = Server::spawn(testbed());
+    s.initialize();
+    s.request("tools/call", json!({"name": "stubborn", "arguments": {"ms": 30_000}}));
+    std::thread::sleep(Duration::from_millis(200)); // let it start
+    let closed = Instant::now();
+    let status = s.close(Duration::from_secs(20));
+    let took = closed.elapsed();
+    assert!(status.success(), "{status:?}");
+    // The bound is 5 s (the default shutdown timeout); the old code took about 11 s.
+    assert!(took < Duration::from_secs(8), "shutdown took {took:?}; its deadline is 5 s");
+    assert!(!s.has_stderr("STUBBORN_DONE"), "the stubborn tool was abandoned, not waited for");
 }
