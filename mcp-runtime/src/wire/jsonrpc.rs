@@ -72,6 +72,52 @@ pub(crate) enum Incoming {
     },
 }
 
+/// The members of a JSON-RPC message, as they were sent (`null` is kept: a member that is `null` is one that is
+/// present).
+#[derive(Deserialize)]
+struct Envelope<'a> {
+    #[serde(default, borrow, deserialize_with = "present")]
+    jsonrpc: Option<&'a str>,
+    #[serde(default, deserialize_with = "present")]
+    id: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    method: Option<String>,
+    #[serde(default, deserialize_with = "present")]
+    params: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    result: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    error: Option<Value>,
+}
+
+/// A member that is there, even as `null`.
+fn present<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<T>, D::Error> {
+    T::deserialize(d).map(Some)
+}
+
+impl Envelope<'_> {
+    /// The message, if it is a well-formed one; `None` leaves what is wrong with it to [`Incoming::from_value`].
+    fn classify(self) -> Option<Incoming> {
+        let id = match &self.id {
+            None => None,
+            Some(v) => Some(RequestId::from_value(v)?),
+        };
+        if self.jsonrpc != Some("2.0") || self.params.as_ref().is_some_and(|p| !(p.is_object() || p.is_array())) {
+            return None;
+        }
+        match (self.method, id) {
+            (Some(method), Some(id)) => Some(Incoming::Request { id, method, params: self.params }),
+            (Some(method), None) => Some(Incoming::Notification { method, params: self.params }),
+            (None, Some(id)) => match (self.result, self.error) {
+                (Some(result), _) => Some(Incoming::Response { id, outcome: Ok(result) }),
+                (None, Some(error)) => Some(Incoming::Response { id, outcome: Err(error) }),
+                (None, None) => None,
+            },
+            (None, None) => None,
+        }
+    }
+}
+
 /// Why a line could not be turned into an [`Incoming`] message: the error to answer, and the id if one was legible.
 #[derive(Debug)]
 pub(crate) struct Rejected {
@@ -82,6 +128,15 @@ pub(crate) struct Rejected {
 impl Incoming {
     /// Parses one frame. A parse failure is -32700; a JSON value that is not a JSON-RPC 2.0 message is -32600.
     pub(crate) fn parse(bytes: &[u8]) -> Result<Incoming, Rejected> {
+        // The envelope read straight into its fields, without a map of them to take apart; anything it does not
+        // take (a batch, a duplicate member, a member of the wrong type, an escaped `jsonrpc`) is read again as a
+        // value, which says what is wrong, as it always did. The text is checked to be UTF-8 first, once: the
+        // members the envelope skips are not checked as they are skipped.
+        if let Ok(text) = std::str::from_utf8(bytes) {
+            if let Some(incoming) = serde_json::from_str::<Envelope<'_>>(text).ok().and_then(Envelope::classify) {
+                return Ok(incoming);
+            }
+        }
         let value: Value = serde_json::from_slice(bytes).map_err(|e| Rejected {
             id: None,
             error: Error::new(ErrorCode::PARSE_ERROR, format!("parse error: {e}")),
@@ -326,6 +381,63 @@ pub(crate) fn encode_result_stamped<T: crate::wire::protocol::WireResult>(
 mod tests {
     use super::*;
     use crate::wire::protocol::{CallToolResult, Content, WireResult};
+
+    /// The envelope read into its fields gives what reading the message as a value gives, message or error.
+    #[test]
+    fn a_message_is_read_as_it_is_read_as_a_value() {
+        let cases: &[&str] = &[
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x"}}}"#,
+            r#"{"jsonrpc":"2.0","id":"a","method":"ping"}"#,
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+            r#"{"jsonrpc":"2.0","method":"notifications/x","params":[1]}"#,
+            r#"{"jsonrpc":"2.0","id":3,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":3,"result":null}"#,
+            r#"{"jsonrpc":"2.0","id":3,"error":{"code":-1,"message":"no"}}"#,
+            r#"{"jsonrpc":"2.0","id":3,"result":1,"error":2}"#,
+            r#"{"jsonrpc":"2.0","id":3,"method":"m","result":1}"#,
+            r#"{"jsonrpc":"2.0","id":3,"method":"m","extra":{"a":[1,2]}}"#,
+            r#"{"jsonrpc":"2.0","id":null,"method":"m"}"#,
+            r#"{"jsonrpc":"2.0","id":1.5,"method":"m"}"#,
+            r#"{"jsonrpc":"2.0","id":18446744073709551615,"method":"m"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":null}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":7}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","params":null}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","params":"p"}"#,
+            r#"{"jsonrpc":"2\u002e0","id":1,"method":"m"}"#,
+            r#"{"jsonrpc":"1.0","id":1,"method":"m"}"#,
+            r#"{"jsonrpc":2.0,"id":1,"method":"m"}"#,
+            r#"{"id":1,"method":"m"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"id":2,"method":"m"}"#,
+            r#"{"jsonrpc":"2.0","method":"a","method":"b"}"#,
+            r#"{"jsonrpc":"2.0","id":1}"#,
+            r#"{"jsonrpc":"2.0"}"#,
+            r#"[{"jsonrpc":"2.0","id":1,"method":"m"}]"#,
+            r#""text""#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"m""#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"m\u00e9"}"#,
+        ];
+        // Not UTF-8, in a member the envelope skips and in one it reads.
+        let not_utf8: [&[u8]; 2] = [
+            b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"m\",\"x\":\"\x98\"}",
+            b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"\x98\"}",
+        ];
+        for case in not_utf8 {
+            let read = Incoming::parse(case).expect_err("not UTF-8");
+            assert_eq!(read.error.code, ErrorCode::PARSE_ERROR, "{read:?}");
+        }
+        for case in cases {
+            let read = Incoming::parse(case.as_bytes());
+            let as_value = serde_json::from_slice::<Value>(case.as_bytes()).map_err(|_| ()).map(Incoming::from_value);
+            match (read, as_value) {
+                (Ok(a), Ok(Ok(b))) => assert_eq!(format!("{a:?}"), format!("{b:?}"), "{case}"),
+                (Err(a), Ok(Err(b))) => {
+                    assert_eq!((format!("{:?}", a.id), a.error.message), (format!("{:?}", b.id), b.error.message))
+                }
+                (Err(a), Err(())) => assert_eq!(a.error.code, ErrorCode::PARSE_ERROR, "{case}"),
+                (a, b) => panic!("{case}: read as {a:?}, as a value {b:?}"),
+            }
+        }
+    }
 
     #[test]
     fn a_large_result_is_written_into_one_buffer_of_about_its_size() {
