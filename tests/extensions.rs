@@ -189,3 +189,100 @@ async fn tasks_come_through_the_extension_api_as_a_2025_capability_and_a_2026_ex
     let missing = m.call(2, "tasks/get", json!({"taskId": "x"})).await;
     assert_eq!(missing["error"]["code"], -32601, "{missing}");
 }
+
+/// What the receipts hook keeps of a call it claims.
+struct Receipt {
+    tool: &'static str,
+    refuse_at_begin: bool,
+}
+
+/// A hook on `tools/call`: it claims calls that ask for a receipt (`"receipt": true` beside `arguments`), refuses
+/// a receipt for a tool that cannot give one, and counts the claimed calls it began (one that asks
+/// `"receipt": "late"` it refuses when it begins).
+struct Receipts {
+    begun: Arc<AtomicUsize>,
+}
+
+impl mcp::hook::ToolCallHook for Receipts {
+    fn claim(&self, call: &mcp::hook::ToolCall<'_>) -> Result<Option<mcp::hook::Claim>, mcp::Error> {
+        let refuse_at_begin = match call.params.get("receipt") {
+            Some(Value::Bool(true)) => false,
+            Some(Value::String(s)) if s == "late" => true,
+            _ => return Ok(None),
+        };
+        if call.tool.name == "nap" {
+            return Err(mcp::Error::invalid_params("nap gives no receipts"));
+        }
+        Ok(Some(Box::new(Receipt { tool: call.tool.name, refuse_at_begin })))
+    }
+
+    fn begin<'a>(&'a self, ctx: &'a Context) -> mcp::BoxFuture<'a, Result<(), mcp::Error>> {
+        Box::pin(async move {
+            if ctx.claim::<Receipt>().is_some_and(|r| r.refuse_at_begin) {
+                return Err(mcp::Error::invalid_params("the receipt printer is out of paper"));
+            }
+            self.begun.fetch_add(1, Ordering::SeqCst);
+            Ok(())
+        })
+    }
+}
+
+struct ReceiptExtension(Arc<AtomicUsize>);
+
+impl Extension for ReceiptExtension {
+    fn id(&self) -> &str {
+        "com.example/receipts"
+    }
+    fn tool_call_hook(&self) -> Option<Arc<dyn mcp::hook::ToolCallHook>> {
+        Some(Arc::new(Receipts { begun: self.0.clone() }))
+    }
+}
+
+/// Echo the text back, with the receipt the hook claimed, if any.
+#[mcp::tool]
+async fn stamped(text: String, ctx: &Context) -> String {
+    match ctx.claim::<Receipt>() {
+        Some(receipt) => format!("{text} (receipt for {})", receipt.tool),
+        None => text,
+    }
+}
+
+/// An extension's hook on `tools/call`, beside the Tasks extension's: it claims the calls it takes up (the handler
+/// reads the claim), leaves the others, refuses a call before anything runs or when it begins, in both eras; a
+/// task call is still the Tasks hook's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_extensions_hook_claims_refuses_and_begins_tool_calls_in_both_eras() {
+    let begun = Arc::new(AtomicUsize::new(0));
+    let server =
+        Server::builder().tool::<stamped>().tool::<nap>().extension(ReceiptExtension(begun.clone())).build().unwrap();
+    let tasks = json!({"extensions": {"io.modelcontextprotocol/tasks": {}}});
+    let mut s = Stdio::open_with(&server, false, tasks.clone()).await;
+    let mut m = Stdio::open_with(&server, true, tasks).await;
+    for (era, session) in [("2025", &mut s), ("2026", &mut m)] {
+        let claimed = session
+            .call(1, "tools/call", json!({"name": "stamped", "arguments": {"text": "hi"}, "receipt": true}))
+            .await;
+        assert_eq!(claimed["result"]["content"][0]["text"], "hi (receipt for stamped)", "{era}: {claimed}");
+        let plain = session.call(2, "tools/call", json!({"name": "stamped", "arguments": {"text": "hi"}})).await;
+        assert_eq!(plain["result"]["content"][0]["text"], "hi", "{era}: {plain}");
+        // A 2025 call of `nap` without `task` is not a task: the receipts hook is asked, and refuses it. A 2026 one
+        // is a task (the client declared the extension, and the server decides): the Tasks hook, asked first, has it.
+        let refused = session.call(3, "tools/call", json!({"name": "nap", "arguments": {}, "receipt": true})).await;
+        if era == "2025" {
+            assert_eq!(refused["error"]["code"], -32602, "{era}: {refused}");
+            assert_eq!(refused["error"]["message"], "nap gives no receipts", "{era}: {refused}");
+        } else {
+            assert_eq!(refused["result"]["resultType"], "task", "{era}: {refused}");
+        }
+        let late = session
+            .call(4, "tools/call", json!({"name": "stamped", "arguments": {"text": "hi"}, "receipt": "late"}))
+            .await;
+        assert_eq!(late["error"]["message"], "the receipt printer is out of paper", "{era}: {late}");
+    }
+    assert_eq!(begun.load(Ordering::SeqCst), 2, "one claimed call began in each era");
+    // A task call is the Tasks hook's, which is asked first.
+    let task = s.call(5, "tools/call", json!({"name": "nap", "arguments": {}, "task": {}})).await;
+    assert!(task["result"]["task"]["taskId"].is_string(), "{task}");
+    let task = m.call(5, "tools/call", json!({"name": "nap", "arguments": {}})).await;
+    assert_eq!(task["result"]["resultType"], "task", "{task}");
+}

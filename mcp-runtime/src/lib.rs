@@ -38,6 +38,7 @@ mod dispatch;
 mod entry;
 mod era;
 mod handler;
+pub mod hook;
 pub mod middleware;
 #[cfg(feature = "opentelemetry")]
 mod otel;

@@ -74,9 +74,14 @@ impl ServerBuilder {
         }
         let tasks_enabled =
             registry.tools.values().any(|t| t.def.task.support != crate::wire::task::TaskSupport::Forbidden);
+        let task_fronts = crate::task::front::TaskFronts {
+            v2025: &crate::era::v2025::Tasks2025,
+            v2026: &crate::era::v2026::tasks::Tasks2026,
+        };
         if tasks_enabled {
-            extensions.insert(0, Box::new(crate::task::Tasks));
+            extensions.insert(0, Box::new(crate::task::Tasks { fronts: task_fronts }));
         }
+        let tool_call_hooks = extensions.iter().filter_map(|ext| ext.tool_call_hook()).collect();
         let mut extension_methods: HashMap<&'static str, MethodDef> = HashMap::new();
         let mut ids = std::collections::HashSet::new();
         for ext in &extensions {
@@ -146,10 +151,7 @@ impl ServerBuilder {
         let engine = crate::task::TaskEngine::new(
             self.task_store.unwrap_or_else(|| Arc::new(crate::task::MemoryTaskStore::default())),
             self.task_config,
-            crate::task::front::TaskFronts {
-                v2025: &crate::era::v2025::Tasks2025,
-                v2026: &crate::era::v2026::tasks::Tasks2026,
-            },
+            task_fronts,
         );
         parts.insert(engine).expect("the first part of its type");
         let server = Server {
@@ -175,6 +177,7 @@ impl ServerBuilder {
                 sealer,
                 request_state_ttl: self.request_state_ttl.unwrap_or(crate::era::v2026::DEFAULT_REQUEST_STATE_TTL),
                 tasks_enabled,
+                tool_call_hooks,
                 auth,
                 parts,
             }),

@@ -17,9 +17,10 @@ use crate::handler::method::MethodDef;
 ///   parameters (`#[mcp::method]` definitions, `M::DEF`), and may use the extension's own namespace; a name that
 ///   would shadow a method of the specification (`tools/call`, `initialize`, ...) or another method is refused by
 ///   `build()`.
+/// - **Hooks**: [`tool_call_hook`](Extension::tool_call_hook) changes how a `tools/call` is answered, as Tasks turns
+///   a call into a task ([`mcp::hook`](crate::hook)).
 /// - **Everything else** goes through [`setup`](Extension::setup), which gets the builder: tools, resources,
-///   prompts and state the extension serves, and layers ([`ServerBuilder::layer`]) where it changes a core method's
-///   answer.
+///   prompts and state the extension serves, and layers ([`ServerBuilder::layer`]) that see every request.
 ///
 /// ```
 /// use mcp::{Era, Extension, MethodItem};
@@ -72,6 +73,12 @@ pub trait Extension: Send + 'static {
     /// The extension's methods.
     fn methods(&self) -> Vec<MethodDef> {
         Vec::new()
+    }
+
+    /// The extension's hook on `tools/call`, for one that changes how calls are answered (Tasks turns a call into a
+    /// task): see [`ToolCallHook`](crate::hook::ToolCallHook). None by default.
+    fn tool_call_hook(&self) -> Option<std::sync::Arc<dyn crate::hook::ToolCallHook>> {
+        None
     }
 
     /// Adds what else the extension serves to the builder (tools, resources, prompts, state, layers). Runs once,
@@ -139,5 +146,9 @@ impl Extension for crate::task::Tasks {
 
     fn methods(&self) -> Vec<MethodDef> {
         crate::task::Tasks::methods()
+    }
+
+    fn tool_call_hook(&self) -> Option<std::sync::Arc<dyn crate::hook::ToolCallHook>> {
+        Some(std::sync::Arc::new(crate::task::hook::TasksHook { fronts: self.fronts }))
     }
 }

@@ -215,7 +215,7 @@ impl ClientBuilder {
 
     /// HTTP: a header sent on every request (an `Authorization` token, an API key). Called again with the same
     /// name, adds another value. An invalid name or value is an [`Error::Transport`] of kind
-    /// [`TransportErrorKind::Config`] from [`ClientBuilder::http`].
+    /// [`TransportErrorKind::Config`](super::TransportErrorKind::Config) from [`ClientBuilder::http`].
     ///
     /// ```no_run
     /// # async fn run() -> Result<(), mcp::client::Error> {

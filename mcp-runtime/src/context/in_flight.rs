@@ -5,7 +5,7 @@ use std::any::Any;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::base::sink::Sink;
@@ -33,8 +33,9 @@ pub(crate) struct InFlight {
     pub out: Sink,
     /// What the request's era adds: the 2025 session's log level, or the 2026 request's round of questions.
     pub era: EraState,
-    /// A `tools/call` whose tool may run as a task here: how.
-    pub task_plan: OnceLock<TaskPlan>,
+    /// What an extension's hook claimed of a `tools/call` (a `hook::Claimed`, which this layer cannot name): the
+    /// Tasks extension's plan for the task the call becomes, say.
+    pub claim: OnceLock<Box<dyn Any + Send + Sync>>,
     /// Once the request became a task: the task. Its frames then go where the task's go.
     pub task: OnceLock<Arc<dyn TaskRoute>>,
 }
@@ -57,16 +58,6 @@ pub(crate) trait RequestEra: Send + Sync + 'static {
     fn result_prefix<'a>(&self, peer: &'a dyn Peer) -> Option<&'a str>;
     /// A result with those members merged in, and the caching hints of a cacheable result.
     fn decorate(&self, peer: &dyn Peer, result: Value, hints: Option<crate::wire::protocol::CacheHint>) -> Value;
-    /// Whether a `tools/call` of a tool with these task settings runs as a task here, and how (an error when it
-    /// must and cannot, or asked wrongly).
-    fn task_plan(
-        &self,
-        tasks_enabled: bool,
-        tool: &'static str,
-        options: crate::wire::task::TaskOptions,
-        params: &Map<String, Value>,
-        meta: &RequestMeta,
-    ) -> Result<Option<TaskPlan>, crate::wire::error::Error>;
     /// The answer of a handler its questions interrupted.
     fn interrupted_result(&self, request: &InFlight) -> Result<Value, crate::wire::error::Error>;
     /// The era's own state, for its front.
@@ -117,16 +108,6 @@ pub(crate) trait Peer: Send + Sync + 'static {
     fn forget(&self, request: &Arc<InFlight>);
 }
 
-/// What a request may become: set by the dispatcher on a `tools/call` whose tool runs as a task here.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct TaskPlan {
-    /// The tool.
-    pub tool: &'static str,
-    pub options: crate::wire::task::TaskOptions,
-    /// 2025 era: the TTL the client asked for.
-    pub requested_ttl: Option<u64>,
-}
-
 #[derive(Default)]
 pub(super) struct Slot {
     pub(super) last_progress: Option<f64>,
@@ -144,7 +125,7 @@ impl InFlight {
             peer,
             out,
             era,
-            task_plan: OnceLock::new(),
+            claim: OnceLock::new(),
             task: OnceLock::new(),
         }
     }

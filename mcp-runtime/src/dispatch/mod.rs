@@ -15,7 +15,6 @@ use crate::context::{Context, EraState, InFlight, Peer, RequestMeta};
 use crate::handler::tool::{Arguments, Handler};
 use crate::server::registry::ListKind;
 use crate::server::Server;
-use crate::task::TaskPlan;
 use crate::wire::error::Error;
 use crate::wire::jsonrpc::{Frame, RequestId};
 use crate::wire::protocol::WireResult;
@@ -182,10 +181,10 @@ pub(crate) fn dispatch(conn: &Arc<Connection>, request: Request, origin: &Origin
             };
             conn.start(state(id.clone(), meta, era), call)
         }
-        "tools/call" => call_tool(&server, tool, &mut params, &meta, &era).and_then(|(call, plan)| {
+        "tools/call" => call_tool(&server, tool, &mut params, &meta).and_then(|(call, claimed)| {
             let request = state(id.clone(), meta, era);
-            if let Some(plan) = plan {
-                let _ = request.task_plan.set(plan);
+            if let Some(claimed) = claimed {
+                let _ = request.claim.set(Box::new(claimed));
             }
             conn.start(request, call)
         }),
@@ -316,8 +315,7 @@ fn call_tool(
     found: Option<crate::handler::tool::ToolDef>,
     params: &mut Map<String, Value>,
     meta: &RequestMeta,
-    era: &EraState,
-) -> Result<(Call<crate::CallToolResult>, Option<TaskPlan>), Error> {
+) -> Result<(Call<crate::CallToolResult>, Option<crate::hook::Claimed>), Error> {
     let name = match params.get("name") {
         Some(Value::String(n)) => n,
         _ => return Err(Error::invalid_params("`tools/call` needs a string `name`")),
@@ -325,7 +323,12 @@ fn call_tool(
     let Some(def) = found.or_else(|| server.registry().tool(name)) else {
         return Err(Error::invalid_params(format!("unknown tool: {name}")));
     };
-    let plan = era.task_plan(server.inner.tasks_enabled, def.name, def.task, params, meta)?;
+    // An extension may take the call up (Tasks: a task); most servers have no hook.
+    let hooks = &server.inner.tool_call_hooks;
+    let claimed = match hooks.is_empty() {
+        true => None,
+        false => crate::hook::claim(hooks, &crate::hook::ToolCall { tool: &def, params, meta })?,
+    };
     let arguments = arguments(params, "an object")?;
     Ok((
         Call {
@@ -335,7 +338,7 @@ fn call_tool(
             arguments,
             kind: ResultKind::Plain,
         },
-        plan,
+        claimed,
     ))
 }
 

@@ -103,16 +103,10 @@ async fn run<R: WireResult + Send + 'static>(
         Work::Front(answer) => return Outcome::Done(answer()),
         Work::Handler(handler) => handler,
     };
-    // A task that starts at once is stored, and the client told, before the handler runs.
-    // Where the tool's task support is optional, a task the store refuses (it is full, or holds this client's share)
-    // is a plain call instead.
-    if let Some(plan) = request.task_plan.get().filter(|plan| !plan.options.deferred) {
-        match crate::task::begin(request).await {
-            Ok(_) => {}
-            Err(crate::task::Refused::Store(e)) if plan.options.support == crate::wire::task::TaskSupport::Optional => {
-                tracing::info!(id = %request.id, reason = %e.message, "the task store refused the task: a plain call");
-            }
-            Err(refused) => return Outcome::Done(Err(Error::from(refused))),
+    // The hook that claimed the call (Tasks: the task is stored, and the client told) goes first.
+    if let Some(claimed) = crate::hook::claimed(request) {
+        if let Err(e) = claimed.hook.begin(&ctx).await {
+            return Outcome::Done(Err(e));
         }
     }
     let interrupted = request.era.interrupted();

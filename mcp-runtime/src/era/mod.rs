@@ -15,12 +15,11 @@ pub(crate) mod v2026;
 
 use std::sync::atomic::{AtomicU8, Ordering};
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
-use crate::context::{EraState, InFlight, Peer, RequestEra, RequestMeta, TaskPlan};
-use crate::wire::error::{Error, ErrorCode};
+use crate::context::{EraState, InFlight, Peer, RequestEra};
+use crate::wire::error::Error;
 use crate::wire::protocol::{CacheHint, LogLevel};
-use crate::wire::task::{TaskOptions, TaskSupport};
 use v2026::Round;
 
 /// The session's log level before any `logging/setLevel`: everything is sent.
@@ -57,16 +56,6 @@ impl RequestEra for SessionLog {
     fn decorate(&self, _peer: &dyn Peer, result: Value, _hints: Option<CacheHint>) -> Value {
         result
     }
-    fn task_plan(
-        &self,
-        tasks_enabled: bool,
-        tool: &'static str,
-        options: TaskOptions,
-        params: &Map<String, Value>,
-        _meta: &RequestMeta,
-    ) -> Result<Option<TaskPlan>, Error> {
-        task_plan_2025(tasks_enabled, tool, options, params)
-    }
     fn interrupted_result(&self, _request: &InFlight) -> Result<Value, Error> {
         Err(Error::internal("interrupted outside the 2026 era"))
     }
@@ -78,49 +67,4 @@ impl RequestEra for SessionLog {
 /// The 2026 round of questions of a request; none in the 2025 era, where questions are requests to the client.
 pub(crate) fn round(era: &EraState) -> Option<&Round> {
     era.as_any().downcast_ref()
-}
-
-/// Whether a 2025 `tools/call` runs as a task: when it asks (`task`) and the tool allows it (a server that runs no
-/// tool as a task did not declare the capability: `task` is ignored).
-pub(crate) fn task_plan_2025(
-    tasks_enabled: bool,
-    tool: &'static str,
-    options: TaskOptions,
-    params: &Map<String, Value>,
-) -> Result<Option<TaskPlan>, Error> {
-    if !tasks_enabled {
-        return Ok(None);
-    }
-    let plan = |requested_ttl| Some(TaskPlan { tool, options: options.deferred(false), requested_ttl });
-    match (params.get("task"), options.support) {
-        (Some(Value::Object(_)), TaskSupport::Forbidden) => Err(Error::new(
-            ErrorCode::METHOD_NOT_FOUND,
-            format!("tool {tool:?} does not run as a task (its execution.taskSupport is \"forbidden\"): call it without `task`"),
-        )),
-        (Some(Value::Object(task)), _) => Ok(plan(task.get("ttl").and_then(Value::as_u64))),
-        (Some(_), _) => Err(Error::invalid_params("`task` must be an object (`{\"ttl\": milliseconds}`)")),
-        (None, TaskSupport::Required) => Err(Error::new(
-            ErrorCode::METHOD_NOT_FOUND,
-            format!("tool {tool:?} runs only as a task (its execution.taskSupport is \"required\"): call it with `task`"),
-        )),
-        (None, _) => Ok(None),
-    }
-}
-
-/// Whether a 2026 `tools/call` runs as a task: when the tool can and the request declared the Tasks extension (the
-/// server decides; a `task` field is ignored).
-pub(crate) fn task_plan_2026(
-    tool: &'static str,
-    options: TaskOptions,
-    meta: &RequestMeta,
-) -> Result<Option<TaskPlan>, Error> {
-    if options.support == TaskSupport::Forbidden {
-        return Ok(None); // most tools: no need to read the client's capabilities
-    }
-    let declared = meta.client_supports(&["extensions", crate::task::EXTENSION]);
-    match options.support {
-        _ if declared => Ok(Some(TaskPlan { tool, options, requested_ttl: None })),
-        TaskSupport::Required => Err(crate::task::methods::extension_required()),
-        _ => Ok(None),
-    }
 }

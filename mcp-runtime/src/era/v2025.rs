@@ -13,14 +13,17 @@ use crate::base::sync::Unpoisoned;
 use crate::context::{ClientInfo, Era, RequestMeta};
 use crate::dispatch::{self, respond, Connection, Origin, Request, Sink};
 use crate::era::SessionLog;
+use crate::handler::tool::ToolDef;
 use crate::server::hub::{Change, Subscriber};
 use crate::server::Server;
 use crate::store::task::{TaskRecord, TaskStatus};
 use crate::task::front::TaskFront;
+use crate::task::TaskPlan;
 use crate::wire::error::{Error, ErrorCode};
 use crate::wire::jsonrpc::Frame;
 use crate::wire::jsonrpc::{self, Incoming, RequestId};
 use crate::wire::protocol::{InitializeParams, LogLevel, LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS};
+use crate::wire::task::TaskSupport;
 
 /// One 2025 session: a stdio process, or an HTTP session id. Its connection serves 2026-era requests too.
 pub(crate) struct Session {
@@ -297,6 +300,29 @@ impl Subscriber for Session {
 pub(crate) struct Tasks2025;
 
 impl TaskFront for Tasks2025 {
+    /// When the call asks (`task`) and the tool allows it.
+    fn plan(
+        &self,
+        tool: &ToolDef,
+        params: &Map<String, Value>,
+        _meta: &RequestMeta,
+    ) -> Result<Option<TaskPlan>, Error> {
+        let (options, tool) = (tool.task, tool.name);
+        let plan = |requested_ttl| Some(TaskPlan { tool, options: options.deferred(false), requested_ttl });
+        match (params.get("task"), options.support) {
+            (Some(Value::Object(_)), TaskSupport::Forbidden) => Err(Error::new(
+                ErrorCode::METHOD_NOT_FOUND,
+                format!("tool {tool:?} does not run as a task (its execution.taskSupport is \"forbidden\"): call it without `task`"),
+            )),
+            (Some(Value::Object(task)), _) => Ok(plan(task.get("ttl").and_then(Value::as_u64))),
+            (Some(_), _) => Err(Error::invalid_params("`task` must be an object (`{\"ttl\": milliseconds}`)")),
+            (None, TaskSupport::Required) => Err(Error::new(
+                ErrorCode::METHOD_NOT_FOUND,
+                format!("tool {tool:?} runs only as a task (its execution.taskSupport is \"required\"): call it with `task`"),
+            )),
+            (None, _) => Ok(None),
+        }
+    }
     fn owner_session(&self, peer: &dyn crate::context::Peer, subject: Option<&str>) -> Option<String> {
         peer.session_key().or_else(|| subject.map(|s| format!("principal:{s}")))
     }

@@ -117,6 +117,8 @@ pub(crate) struct ServerInner {
     /// Whether any tool runs as a task: then the `tasks/*` methods are served (and the 2025 capability and the
     /// 2026 extension declared).
     pub tasks_enabled: bool,
+    /// The extensions' hooks on `tools/call`, in the order the extensions were added (Tasks first).
+    pub tool_call_hooks: Vec<Arc<dyn crate::hook::ToolCallHook>>,
     /// The server as an OAuth resource server: what HTTP requests must present.
     pub auth: Option<crate::auth::Guard>,
     /// What the server's built-in extensions keep, by type (the task engine): the server holds it without knowing

@@ -47,7 +47,8 @@ pub(crate) async fn begin(request: &Arc<InFlight>) -> Result<Option<Arc<TaskRun>
     if let Some(run) = request.task_run() {
         return Ok(Some(run));
     }
-    let Some(plan) = request.task_plan.get().copied() else {
+    let Some(plan) = crate::hook::claimed(request).and_then(|c| c.claim.downcast_ref::<super::TaskPlan>()).copied()
+    else {
         return Ok(None);
     };
     let server = request.server().clone();

@@ -2,17 +2,23 @@
 //! `era/v2026/tasks.rs`); the builder gives the engine one per era, and the engine picks one by the request's era in
 //! one place ([`TaskFronts::of`]). The engine itself does not branch on the era.
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::base::sink::Sink;
-use crate::context::{Context, Era, Peer};
+use crate::context::{Context, Era, Peer, RequestMeta};
+use crate::handler::tool::ToolDef;
 use crate::server::Server;
 use crate::store::task::TaskRecord;
+use crate::task::TaskPlan;
 use crate::wire::error::Error;
 use crate::wire::jsonrpc::RequestId;
 
 /// A task as one era has it.
 pub(crate) trait TaskFront: Send + Sync + 'static {
+    /// Whether a `tools/call` of `tool` runs as a task, and how: 2025-11-25 when the call asks (`task` in `params`)
+    /// and the tool allows it, 2026-07-28 when the tool can and the request declared the extension. An error when
+    /// the call must be a task and cannot, or asked wrongly.
+    fn plan(&self, tool: &ToolDef, params: &Map<String, Value>, meta: &RequestMeta) -> Result<Option<TaskPlan>, Error>;
     /// The session a new task belongs to beside its principal (2025: the connection's session, else the
     /// principal's own key when stateless); none where there are no sessions.
     fn owner_session(&self, peer: &dyn Peer, subject: Option<&str>) -> Option<String>;
@@ -40,6 +46,7 @@ pub(crate) trait TaskFront: Send + Sync + 'static {
 }
 
 /// The front of each era, as the builder installed them.
+#[derive(Clone, Copy)]
 pub(crate) struct TaskFronts {
     pub v2025: &'static dyn TaskFront,
     pub v2026: &'static dyn TaskFront,

@@ -24,10 +24,13 @@ use crate::wire::error::Error;
 /// The handler of a `tasks/*` method.
 #[allow(clippy::type_complexity)]
 /// The Tasks extension (`io.modelcontextprotocol/tasks`), as every extension is added: its settings in the 2026-07-28
-/// era, its capability in 2025-11-25, and its methods, the same handlers for both (each answers in its request's
-/// era). The server adds it when a tool can run as a task. What turns a `tools/call` into a task is the dispatcher's
-/// `task_plan`, before the handler runs.
-pub(crate) struct Tasks;
+/// era, its capability in 2025-11-25, its methods, the same handlers for both (each answers in its request's era),
+/// and its hook on `tools/call` ([`TasksHook`](super::hook::TasksHook)), which turns a call into a task. The server
+/// adds it when a tool can run as a task.
+pub(crate) struct Tasks {
+    /// Each era's part of a task, for the hook.
+    pub fronts: super::front::TaskFronts,
+}
 
 impl Tasks {
     /// Its settings in an era: `{}` in the 2026-07-28 era; none in 2025-11-25, where it is a capability of its own.

@@ -14,6 +14,7 @@
 mod begin;
 mod engine;
 pub(crate) mod front;
+pub(crate) mod hook;
 pub(crate) mod methods;
 mod run;
 
@@ -21,7 +22,6 @@ pub(crate) use methods::Tasks;
 
 use std::time::{Duration, UNIX_EPOCH};
 
-pub(crate) use crate::context::TaskPlan;
 pub use crate::store::task::{
     MemoryTaskStore, StoreError, TaskPage, TaskRecord, TaskStatus, TaskStore, DEFAULT_MAX_TASKS,
 };
@@ -53,6 +53,17 @@ pub const DEFAULT_MAX_TASKS_PER_CLIENT: usize = 1_000;
 /// The default number of tasks one client (principal, 2025 session, or 2026 peer address) may have running at once:
 /// 100.
 pub const DEFAULT_MAX_RUNNING_TASKS: usize = 100;
+
+/// What a `tools/call` becomes when its tool runs as a task here: the Tasks extension's claim on the call
+/// ([`TasksHook`](hook::TasksHook)).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct TaskPlan {
+    /// The tool.
+    pub tool: &'static str,
+    pub options: TaskOptions,
+    /// 2025 era: the TTL the client asked for.
+    pub requested_ttl: Option<u64>,
+}
 
 /// The server's task settings (see `ServerBuilder::task_*`).
 pub(crate) struct TaskConfig {

@@ -71,16 +71,6 @@ impl RequestEra for Round {
     ) -> Value {
         stamp(crate::server::of(peer), result, hints)
     }
-    fn task_plan(
-        &self,
-        _tasks_enabled: bool,
-        tool: &'static str,
-        options: crate::wire::task::TaskOptions,
-        _params: &Map<String, Value>,
-        meta: &RequestMeta,
-    ) -> Result<Option<crate::context::TaskPlan>, Error> {
-        crate::era::task_plan_2026(tool, options, meta)
-    }
     fn interrupted_result(&self, request: &InFlight) -> Result<Value, Error> {
         interrupted_result(request)
     }

@@ -5,17 +5,38 @@
 use serde_json::{json, Map, Value};
 
 use crate::base::sink::Sink;
-use crate::context::{Context, Peer};
+use crate::context::{Context, Peer, RequestMeta};
+use crate::handler::tool::ToolDef;
 use crate::server::Server;
 use crate::store::task::{TaskRecord, TaskStatus};
 use crate::task::front::TaskFront;
+use crate::task::TaskPlan;
 use crate::wire::error::{Error, ErrorCode};
 use crate::wire::jsonrpc::{Frame, RequestId};
+use crate::wire::task::TaskSupport;
 
 /// A task as the Tasks extension has it.
 pub(crate) struct Tasks2026;
 
 impl TaskFront for Tasks2026 {
+    /// When the tool can and the request declared the extension (the server decides; a `task` field is ignored).
+    fn plan(
+        &self,
+        tool: &ToolDef,
+        _params: &Map<String, Value>,
+        meta: &RequestMeta,
+    ) -> Result<Option<TaskPlan>, Error> {
+        let options = tool.task;
+        if options.support == TaskSupport::Forbidden {
+            return Ok(None); // most tools: no need to read the client's capabilities
+        }
+        let declared = meta.client_supports(&["extensions", crate::task::EXTENSION]);
+        match options.support {
+            _ if declared => Ok(Some(TaskPlan { tool: tool.name, options, requested_ttl: None })),
+            TaskSupport::Required => Err(crate::task::methods::extension_required()),
+            _ => Ok(None),
+        }
+    }
     fn owner_session(&self, _peer: &dyn Peer, _subject: Option<&str>) -> Option<String> {
         None
     }
