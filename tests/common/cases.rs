@@ -1,0 +1,208 @@
+//! One connection of a test case, over any transport and in either era, for the tests that run one behaviour over
+//! a table of cases (`cancellation.rs`, `progress.rs`): the testbed as a child process, spoken to over stdio or
+//! Streamable HTTP (a 2025 session in SSE or JSON mode, stateless 2025 POSTs, or 2026 POSTs).
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use super::http::{notification, request, Body, Client, HttpServer};
+use super::{testbed, Server};
+
+const WAIT: Duration = Duration::from_secs(10);
+
+/// Where a case runs.
+#[derive(Clone, Copy, Debug)]
+pub enum Transport {
+    Stdio,
+    /// A 2025 session, answers as SSE streams.
+    HttpSse,
+    /// A 2025 session, answers as JSON bodies.
+    HttpJson,
+    /// 2025 without sessions: each POST stands alone.
+    HttpStateless,
+    /// 2026: each POST stands alone.
+    Http,
+}
+
+/// How a case cancels.
+#[derive(Clone, Copy, Debug)]
+pub enum Cancel {
+    Notification,
+    /// The client closes its POST (or its SSE stream) before the answer.
+    Disconnect,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub enum Era {
+    V2025,
+    V2026,
+}
+
+/// One connection of a case, able to start a call, cancel it, and call again.
+pub enum Peer {
+    Stdio(Server, Era),
+    Http { server: HttpServer, client: Client, era: Era, pending: Vec<(Value, tokio::task::JoinHandle<String>)> },
+}
+
+impl Peer {
+    pub async fn open(transport: Transport, era: Era) -> Peer {
+        let flags: &[&str] = match transport {
+            Transport::Stdio => {
+                let mut s = Server::spawn(testbed());
+                if let Era::V2025 = era {
+                    s.initialize();
+                }
+                return Peer::Stdio(s, era);
+            }
+            Transport::HttpSse | Transport::Http => &[],
+            Transport::HttpJson => &["--json-response"],
+            Transport::HttpStateless => &["--stateless"],
+        };
+        let server = HttpServer::start(flags);
+        let mut client = server.client();
+        if let (Transport::HttpSse | Transport::HttpJson, Era::V2025) = (transport, era) {
+            client.initialize(json!({})).await;
+        }
+        Peer::Http { server, client, era, pending: Vec::new() }
+    }
+
+    pub fn body(era: Era, id: &Value, name: &str, arguments: Value) -> Value {
+        let params = json!({"name": name, "arguments": arguments});
+        match era {
+            Era::V2025 => request(id.clone(), "tools/call", params),
+            Era::V2026 => super::modern::request(id.clone(), "tools/call", params, json!({})),
+        }
+    }
+
+    /// Starts a call of `name` with id `id`, without waiting for its answer.
+    pub fn start(&mut self, id: &Value, name: &str, arguments: Value) {
+        match self {
+            Peer::Stdio(s, Era::V2025) => {
+                s.request_with_id(id.clone(), "tools/call", json!({"name": name, "arguments": arguments}))
+            }
+            Peer::Stdio(s, Era::V2026) => s.modern_request_with_id(
+                id.clone(),
+                "tools/call",
+                json!({"name": name, "arguments": arguments}),
+                json!({}),
+            ),
+            Peer::Http { client, era, pending, .. } => {
+                let body = Peer::body(*era, id, name, arguments);
+                let client =
+                    Client { http: client.http.clone(), url: client.url.clone(), session: client.session.clone() };
+                let era = *era;
+                // The whole answer, read to its end (an SSE stream ends after its response, or without one).
+                let answer = tokio::spawn(async move {
+                    let response = match era {
+                        Era::V2025 => client.send(&body).await,
+                        Era::V2026 => client.modern_send(&body).await,
+                    };
+                    response.text().await.unwrap_or_default()
+                });
+                pending.push((id.clone(), answer));
+            }
+        }
+    }
+
+    pub async fn wait_stderr(&self, needle: &str) -> bool {
+        match self {
+            Peer::Stdio(s, _) => s.wait_stderr(needle, WAIT),
+            Peer::Http { server, .. } => server.wait_stderr(needle, WAIT).await,
+        }
+    }
+
+    pub fn stderr_text(&self) -> String {
+        match self {
+            Peer::Stdio(s, _) => s.stderr_text(),
+            Peer::Http { server, .. } => server.stderr_text(),
+        }
+    }
+
+    /// Cancels the call `id`; returns once the cancel is sent (for a disconnect, once the POST is dropped).
+    pub async fn cancel(&mut self, id: &Value, how: Cancel) {
+        match (self, how) {
+            (Peer::Stdio(s, _), Cancel::Notification) => s.cancel(id, "enough"),
+            (Peer::Http { client, .. }, Cancel::Notification) => {
+                let cancel = notification("notifications/cancelled", json!({"requestId": id, "reason": "enough"}));
+                assert_eq!(client.send(&cancel).await.status(), 202);
+            }
+            (Peer::Http { pending, .. }, Cancel::Disconnect) => {
+                let at = pending.iter().position(|(p, _)| p == id).expect("a call in flight");
+                pending.remove(at).1.abort();
+            }
+            (Peer::Stdio(..), Cancel::Disconnect) => unreachable!("stdio cancels with a notification"),
+        }
+    }
+
+    /// Calls a tool with `meta` in its `_meta`, and waits for its answer: the response, and the messages that came
+    /// before it (on stdio, since the last call; on HTTP, on the POST's stream).
+    pub async fn call(&mut self, id: &Value, name: &str, arguments: Value, meta: Value) -> (Value, Vec<Value>) {
+        let params = json!({"name": name, "arguments": arguments, "_meta": meta});
+        match self {
+            Peer::Stdio(s, era) => {
+                match era {
+                    Era::V2025 => s.request_with_id(id.clone(), "tools/call", params),
+                    Era::V2026 => s.modern_request_with_id(id.clone(), "tools/call", params, json!({})),
+                }
+                let answer = s.response(id);
+                (answer, s.drain(Duration::ZERO))
+            }
+            Peer::Http { client, era: Era::V2025, .. } => {
+                let mut body = Body::of(client.send(&request(id.clone(), "tools/call", params)).await).await;
+                let answer = body.response(id, "tools/call").await;
+                (answer, body.seen)
+            }
+            Peer::Http { client, era: Era::V2026, .. } => {
+                let request = super::modern::request(id.clone(), "tools/call", params, json!({}));
+                let mut body = Body::of(client.modern_send(&request).await).await;
+                let answer = body.modern_response(id, "tools/call").await;
+                (answer, body.seen)
+            }
+        }
+    }
+
+    /// Messages that arrive within `wait` outside any call: on stdio, the server's next lines; over HTTP, none can
+    /// (a POST's stream ends with its response).
+    pub fn later(&mut self, wait: Duration) -> Vec<Value> {
+        match self {
+            Peer::Stdio(s, _) => s.drain(wait),
+            Peer::Http { .. } => Vec::new(),
+        }
+    }
+
+    /// Calls `echo` and returns its text: the connection still serves.
+    pub async fn echo(&mut self, text: &str) -> String {
+        let (answer, _) = self.call(&json!("echo"), "echo", json!({"text": text}), json!({})).await;
+        answer["result"]["content"][0]["text"].as_str().unwrap_or_else(|| panic!("echo: {answer}")).to_owned()
+    }
+
+    /// Everything the peer got that answers one of `ids` (none is expected). Over stdio, what came before the last
+    /// call's answer (the server read the cancels before it); over HTTP, the bodies of the POSTs still held.
+    pub async fn answers_to(&mut self, ids: &[Value]) -> Vec<String> {
+        let answers = |text: &str| {
+            text.lines()
+                .map(|l| l.trim_start_matches("data:").trim())
+                .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+                .filter(|m| m.get("method").is_none() && m.get("id").is_some_and(|id| ids.contains(id)))
+                .map(|m| m.to_string())
+                .collect::<Vec<_>>()
+        };
+        match self {
+            Peer::Stdio(s, _) => s
+                .drain(Duration::ZERO)
+                .into_iter()
+                .filter(|m| m.get("method").is_none() && m.get("id").is_some_and(|id| ids.contains(id)))
+                .map(|m| m.to_string())
+                .collect(),
+            Peer::Http { pending, .. } => {
+                let mut seen = Vec::new();
+                for (_, answer) in pending.drain(..) {
+                    let text = tokio::time::timeout(WAIT, answer).await.expect("the POST ended").unwrap();
+                    seen.extend(answers(&text));
+                }
+                seen
+            }
+        }
+    }
+}
