@@ -1,5 +1,5 @@
 //! One connection of a test case, over any transport and in either era, for the tests that run one behaviour over
-//! a table of cases (`cancellation.rs`, `progress.rs`): the testbed as a child process, spoken to over stdio or
+//! a table of cases (`cancellation.rs`, `progress.rs`, `logging.rs`): the testbed as a child process, spoken to over stdio or
 //! Streamable HTTP (a 2025 session in SSE or JSON mode, stateless 2025 POSTs, or 2026 POSTs).
 
 use std::time::Duration;
@@ -138,25 +138,29 @@ impl Peer {
     /// Calls a tool with `meta` in its `_meta`, and waits for its answer: the response, and the messages that came
     /// before it (on stdio, since the last call; on HTTP, on the POST's stream).
     pub async fn call(&mut self, id: &Value, name: &str, arguments: Value, meta: Value) -> (Value, Vec<Value>) {
-        let params = json!({"name": name, "arguments": arguments, "_meta": meta});
+        self.exchange(id, "tools/call", json!({"name": name, "arguments": arguments, "_meta": meta})).await
+    }
+
+    /// Sends a request and waits for its answer, as [`Peer::call`] does.
+    pub async fn exchange(&mut self, id: &Value, method: &str, params: Value) -> (Value, Vec<Value>) {
         match self {
             Peer::Stdio(s, era) => {
                 match era {
-                    Era::V2025 => s.request_with_id(id.clone(), "tools/call", params),
-                    Era::V2026 => s.modern_request_with_id(id.clone(), "tools/call", params, json!({})),
+                    Era::V2025 => s.request_with_id(id.clone(), method, params),
+                    Era::V2026 => s.modern_request_with_id(id.clone(), method, params, json!({})),
                 }
                 let answer = s.response(id);
                 (answer, s.drain(Duration::ZERO))
             }
             Peer::Http { client, era: Era::V2025, .. } => {
-                let mut body = Body::of(client.send(&request(id.clone(), "tools/call", params)).await).await;
-                let answer = body.response(id, "tools/call").await;
+                let mut body = Body::of(client.send(&request(id.clone(), method, params)).await).await;
+                let answer = body.response(id, method).await;
                 (answer, body.seen)
             }
             Peer::Http { client, era: Era::V2026, .. } => {
-                let request = super::modern::request(id.clone(), "tools/call", params, json!({}));
+                let request = super::modern::request(id.clone(), method, params, json!({}));
                 let mut body = Body::of(client.modern_send(&request).await).await;
-                let answer = body.modern_response(id, "tools/call").await;
+                let answer = body.modern_response(id, method).await;
                 (answer, body.seen)
             }
         }
