@@ -692,7 +692,7 @@ async fn stop_with_sleeps_in_flight(server: HttpServer, old: Client, ids: [i64; 
     for id in ids {
         for marker in ["SLEEP_ABORTED", "CLEANUP_DONE"] {
             let line = format!("{marker} {id}");
-            assert!(server.stderr_text().contains(&line), "no {line}: {}", server.stderr_text());
+            assert!(server.wait_stderr(&line, WAIT).await, "no {line}: {}", server.stderr_text());
         }
     }
     for call in calls {

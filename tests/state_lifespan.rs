@@ -75,7 +75,7 @@ fn sigterm_cancels_in_flight_calls_runs_their_cleanup_then_the_shutdown_hook() {
     assert!(term.success());
     let status = s.wait_exit(Duration::from_secs(10));
     assert!(status.success(), "{status:?}: {}", s.stderr_text());
-    assert!(s.has_stderr("SPIN_CANCELLED"), "{}", s.stderr_text());
+    assert!(s.wait_stderr("SPIN_CANCELLED", Duration::from_secs(5)), "{}", s.stderr_text());
     assert_eq!(
         markers(&s, &["SLEEP_ABORTED", "CLEANUP_DONE", "SHUTDOWN_HOOK_RAN"]),
         ["SLEEP_ABORTED", "CLEANUP_DONE", "SHUTDOWN_HOOK_RAN"],

@@ -175,9 +175,9 @@ fn stdin_eof_waits_then_cancels_in_flight_work_runs_cleanups_and_exits_cleanly()
     let status = s.close(Duration::from_secs(10));
     assert!(status.success(), "exit status {status:?}; stderr:\n{}", s.stderr_text());
     assert!(started.elapsed() < Duration::from_secs(6), "shutdown took {:?}", started.elapsed());
-    assert!(s.has_stderr("released hold on \"Emma\""), "{}", s.stderr_text());
-    assert!(s.has_stderr("search back online"), "{}", s.stderr_text());
-    assert!(s.has_stderr("bookshop closed"), "the shutdown hook ran: {}", s.stderr_text());
+    assert!(s.wait_stderr("released hold on \"Emma\"", Duration::from_secs(5)), "{}", s.stderr_text());
+    assert!(s.wait_stderr("search back online", Duration::from_secs(5)), "{}", s.stderr_text());
+    assert!(s.wait_stderr("bookshop closed", Duration::from_secs(5)), "the shutdown hook ran: {}", s.stderr_text());
     let rest = s.drain(Duration::from_millis(100));
     assert_no_response(&rest, &order);
     assert_no_response(&rest, &rebuild);

@@ -224,8 +224,8 @@ fn a_call_with_task_is_answered_at_once_then_polled_and_its_result_fetched() {
         let payload = check_payload(&done, &id);
         assert_eq!(text(&payload), "slept 300 ms", "{tool}: {done}");
         assert_ne!(payload["isError"], true);
-        assert!(s.has_stderr(&format!("TASK_START {id}")), "the handler knows its task id");
-        assert!(s.has_stderr(&format!("TASK_DONE {id}")));
+        assert!(s.wait_stderr(&format!("TASK_START {id}"), Duration::from_secs(5)), "the handler knows its task id");
+        assert!(s.wait_stderr(&format!("TASK_DONE {id}"), Duration::from_secs(5)));
 
         let after = get(&mut s, &id);
         assert_eq!(result(&after)["status"], "completed", "{after}");
@@ -414,7 +414,7 @@ fn cancelling_the_request_that_created_a_task_does_not_cancel_the_task() {
     s.cancel(&call, "changed my mind");
     let done = s.call("tasks/result", json!({"taskId": id}));
     assert_eq!(text(&check_payload(&done, &id)), "slept 300 ms", "{done}");
-    assert!(s.has_stderr(&format!("TASK_DONE {id}")));
+    assert!(s.wait_stderr(&format!("TASK_DONE {id}"), Duration::from_secs(5)));
     assert!(!s.has_stderr(&format!("TASK_ABORTED {id}")), "{}", s.stderr_text());
     assert_eq!(result(&get(&mut s, &id))["status"], "completed");
     end(s);

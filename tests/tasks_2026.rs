@@ -101,7 +101,7 @@ fn a_task_tool_runs_as_a_task_only_for_a_request_that_declares_the_extension() {
     let inner = &result(&done)["result"];
     assert_eq!(inner["content"][0]["text"], "slept 200 ms", "{done}");
     assert!(inner["_meta"].get("io.modelcontextprotocol/related-task").is_none(), "{done}");
-    assert!(s.has_stderr(&format!("TASK_DONE {id}")));
+    assert!(s.wait_stderr(&format!("TASK_DONE {id}"), Duration::from_secs(5)));
 }
 
 #[test]
