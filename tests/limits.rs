@@ -5,13 +5,14 @@
 
 mod common;
 
+use common::cases::{Cancel, Era, Peer, Transport};
 use common::rss_kib;
 
 use std::io::{Read, Write};
 use std::time::{Duration, Instant};
 
 use common::http::{request, HttpServer};
-use common::{testbed, Server};
+use common::testbed;
 use serde_json::{json, Value};
 
 /// A declared body over the limit is refused at once: no `100 Continue`, no reading the upload.
@@ -137,21 +138,26 @@ async fn the_event_store_is_bounded_by_bytes_and_says_when_a_resume_point_is_gon
 /// Limits with generous defaults: requests in flight on one connection, and sessions at once.
 #[tokio::test]
 async fn in_flight_requests_and_sessions_are_limited_with_a_clear_error() {
-    let mut s = Server::spawn_with({
-        let mut command = std::process::Command::new(testbed());
-        command.env("TESTBED_MAX_IN_FLIGHT", "3");
-        command
-    });
-    s.initialize();
-    let ids: Vec<Value> =
-        (0..3).map(|_| s.request("tools/call", json!({"name": "sleep", "arguments": {"ms": 20_000}}))).collect();
-    let refused = s.call("tools/call", json!({"name": "echo", "arguments": {"text": "one too many"}}));
-    assert_eq!(refused["error"]["code"], -31000, "{refused}");
-    assert!(refused["error"]["message"].as_str().unwrap().contains("in flight"), "{refused}");
-    s.cancel(&ids[0], "make room");
-    assert!(s.wait_stderr(&format!("SLEEP_ABORTED {}", ids[0]), Duration::from_secs(10)), "{}", s.stderr_text());
-    let echoed = s.call("tools/call", json!({"name": "echo", "arguments": {"text": "room again"}}));
-    assert!(echoed["result"].is_object(), "{echoed}");
+    // The requests in flight on one connection (stdio serves both eras on one; a 2025 HTTP session is one), from one
+    // table of cases.
+    const CASES: &[(Transport, Era)] =
+        &[(Transport::Stdio, Era::V2025), (Transport::Stdio, Era::V2026), (Transport::HttpSse, Era::V2025)];
+    for &(transport, era) in CASES {
+        let case = format!("{transport:?} {era:?}");
+        let mut peer = Peer::open_with_env(transport, era, &[("TESTBED_MAX_IN_FLIGHT", "3")]).await;
+        let ids: Vec<Value> = (0..3).map(|i| json!(format!("held-{i}"))).collect();
+        for id in &ids {
+            peer.start(id, "sleep", json!({"ms": 20_000}));
+            assert!(peer.wait_stderr(&format!("SLEEP_START {id}")).await, "{case}: {}", peer.stderr_text());
+        }
+        let (refused, _) = peer.call(&json!("over"), "echo", json!({"text": "one too many"}), json!({})).await;
+        assert_eq!(refused["error"]["code"], -31000, "{case}: {refused}");
+        assert!(refused["error"]["message"].as_str().unwrap().contains("in flight"), "{case}: {refused}");
+        peer.cancel(&ids[0], Cancel::Notification).await;
+        assert!(peer.wait_stderr(&format!("SLEEP_ABORTED {}", ids[0])).await, "{case}: {}", peer.stderr_text());
+        let (echoed, _) = peer.call(&json!("room"), "echo", json!({"text": "room again"}), json!({})).await;
+        assert!(echoed["result"].is_object(), "{case}: {echoed}");
+    }
 
     // Sessions at the cap that are busy (here each has its GET stream open) refuse a new one; idle ones would make
     // room instead (tests/caps.rs).

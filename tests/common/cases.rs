@@ -47,9 +47,16 @@ pub enum Peer {
 
 impl Peer {
     pub async fn open(transport: Transport, era: Era) -> Peer {
+        Peer::open_with_env(transport, era, &[]).await
+    }
+
+    /// [`Peer::open`], with the testbed's environment set (`TESTBED_MAX_IN_FLIGHT`, ...).
+    pub async fn open_with_env(transport: Transport, era: Era, env: &[(&str, &str)]) -> Peer {
         let flags: &[&str] = match transport {
             Transport::Stdio => {
-                let mut s = Server::spawn(testbed());
+                let mut command = std::process::Command::new(testbed());
+                command.envs(env.iter().copied());
+                let mut s = Server::spawn_with(command);
                 if let Era::V2025 = era {
                     s.initialize();
                 }
@@ -59,7 +66,7 @@ impl Peer {
             Transport::HttpJson => &["--json-response"],
             Transport::HttpStateless => &["--stateless"],
         };
-        let server = HttpServer::start(flags);
+        let server = HttpServer::start_with_env(flags, env);
         let mut client = server.client();
         if let (Transport::HttpSse | Transport::HttpJson, Era::V2025) = (transport, era) {
             client.initialize(json!({})).await;
