@@ -1,13 +1,13 @@
 //! `#[mcp(flatten)]`: a struct whose fields are the tool's top-level arguments, its schema the input schema (merged
 //! with the other parameters'), read from the whole argument object; and the errors when it cannot work.
 
-use std::time::Duration;
+mod common;
 
+use common::duplex::Stdio;
 use mcp::{BuildError, Context, Server};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{json, Value};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 /// A print job, as an existing application already defines it.
 #[derive(Deserialize, JsonSchema)]
@@ -124,73 +124,32 @@ fn a_flattened_type_without_named_fields_is_a_build_error() {
     assert!(message.contains("not an object with named fields"), "{message}");
 }
 
-/// One 2025-11-25 session over an in-memory pipe.
-async fn session(server: &Server) -> (tokio::io::WriteHalf<tokio::io::DuplexStream>, impl FnMut() -> Reader) {
-    let (client, server_end) = tokio::io::duplex(1 << 16);
-    let (server_read, server_write) = tokio::io::split(server_end);
-    tokio::spawn(server.clone().serve_streams(server_read, server_write));
-    let (read, write) = tokio::io::split(client);
-    let lines = std::sync::Arc::new(tokio::sync::Mutex::new(BufReader::new(read).lines()));
-    (write, move || Reader(lines.clone()))
-}
-
-struct Reader(
-    std::sync::Arc<tokio::sync::Mutex<tokio::io::Lines<BufReader<tokio::io::ReadHalf<tokio::io::DuplexStream>>>>>,
-);
-
-impl Reader {
-    async fn response(self, id: i64) -> Value {
-        let mut lines = self.0.lock().await;
-        loop {
-            let line = tokio::time::timeout(Duration::from_secs(5), lines.next_line()).await.unwrap().unwrap().unwrap();
-            let message: Value = serde_json::from_str(&line).unwrap();
-            if message["id"] == id {
-                return message;
-            }
-        }
-    }
-}
-
 #[tokio::test]
 async fn calls_read_the_struct_from_the_whole_argument_object() {
     let server = Server::builder().tool::<print>().tool::<print_to>().method::<print_method>().build().unwrap();
-    let (mut to_server, mut reader) = session(&server).await;
-    let mut send = async |message: Value| to_server.write_all(format!("{message}\n").as_bytes()).await.unwrap();
-    send(json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}))
-    .await;
-    reader().response(0).await;
-    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
-
-    let call = |id: i64, name: &str, arguments: Value| json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": name, "arguments": arguments}});
-    send(call(1, "print", json!({"document": "a.pdf", "priority": 3}))).await;
-    let r = reader().response(1).await;
+    let mut s = Stdio::open_with(&server, false, json!({})).await;
+    let call = |name: &str, arguments: Value| json!({"name": name, "arguments": arguments});
+    let r = s.call(1, "tools/call", call("print", json!({"document": "a.pdf", "priority": 3}))).await;
     assert_eq!(r["result"]["content"][0]["text"], "a.pdf x1 duplex=None priority=Some(3)", "{r}");
 
-    send(call(2, "print", json!({"document": "b.pdf", "copies": 2, "duplex": true}))).await;
-    let r = reader().response(2).await;
+    let r = s.call(2, "tools/call", call("print", json!({"document": "b.pdf", "copies": 2, "duplex": true}))).await;
     assert_eq!(r["result"]["content"][0]["text"], "b.pdf x2 duplex=Some(true) priority=None", "{r}");
 
     // Each struct sees its own fields: `Destination` denies unknown fields, and reads beside the job.
-    send(call(3, "print_to", json!({"document": "c.pdf", "printer": "lobby"}))).await;
-    let r = reader().response(3).await;
+    let r = s.call(3, "tools/call", call("print_to", json!({"document": "c.pdf", "printer": "lobby"}))).await;
     assert_eq!(r["result"]["content"][0]["text"], "c.pdf x1 to lobby", "{r}");
 
     // A missing required field is a tool error naming it, as for any argument (the model can correct its call).
-    send(call(4, "print", json!({"copies": 2}))).await;
-    let r = reader().response(4).await;
+    let r = s.call(4, "tools/call", call("print", json!({"copies": 2}))).await;
     assert_eq!(r["result"]["isError"], true, "{r}");
     assert_eq!(r["result"]["content"][0]["text"], "invalid arguments: missing field `document`", "{r}");
 
     // A wrong type, too.
-    send(call(5, "print", json!({"document": "d.pdf", "copies": "many"}))).await;
-    let r = reader().response(5).await;
+    let r = s.call(5, "tools/call", call("print", json!({"document": "d.pdf", "copies": "many"}))).await;
     assert_eq!(r["result"]["isError"], true, "{r}");
     let text = r["result"]["content"][0]["text"].as_str().unwrap();
     assert!(text.starts_with("invalid arguments: invalid type: string \"many\""), "{text}");
 
-    send(json!({"jsonrpc": "2.0", "id": 6, "method": "test/print", "params": {"document": "e.pdf", "copies": 4}}))
-        .await;
-    let r = reader().response(6).await;
+    let r = s.call(6, "test/print", json!({"document": "e.pdf", "copies": 4})).await;
     assert_eq!(r["result"], json!({"document": "e.pdf", "copies": 4}), "{r}");
 }

@@ -1,11 +1,16 @@
 //! Servers built explicitly in the test process: the builder, the global registry (and its duplicate check), and two
 //! sessions sharing one server over in-memory streams.
 
+mod common;
+
 use std::time::Duration;
 
+use common::duplex::Stdio;
 use mcp::{BuildError, Context, MethodDef, MethodHandler, Server, State};
 use serde_json::{json, Value};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+/// Long enough for a notification already sent to arrive over the pipe.
+const QUIET: Duration = Duration::from_millis(300);
 
 /// Say hi.
 #[mcp::tool]
@@ -74,63 +79,24 @@ fn duplicate_names_are_an_error_naming_both_places() {
     assert!(matches!(Server::from_registry(), Err(BuildError::DuplicateTool { .. })));
 }
 
-/// One session over an in-memory pipe.
-struct Session {
-    to_server: tokio::io::WriteHalf<tokio::io::DuplexStream>,
-    from_server: tokio::io::Lines<BufReader<tokio::io::ReadHalf<tokio::io::DuplexStream>>>,
-}
-
-impl Session {
-    fn open(server: &Server) -> Session {
-        let (client, server_end) = tokio::io::duplex(1 << 16);
-        let (server_read, server_write) = tokio::io::split(server_end);
-        tokio::spawn(server.clone().serve_streams(server_read, server_write));
-        let (read, write) = tokio::io::split(client);
-        Session { to_server: write, from_server: BufReader::new(read).lines() }
-    }
-
-    async fn send(&mut self, message: Value) {
-        self.to_server.write_all(format!("{message}\n").as_bytes()).await.unwrap();
-    }
-
-    async fn next(&mut self) -> Option<Value> {
-        let line = tokio::time::timeout(Duration::from_millis(300), self.from_server.next_line()).await.ok()?;
-        line.unwrap().map(|l| serde_json::from_str(&l).unwrap())
-    }
-
-    async fn call(&mut self, id: i64, method: &str, params: Value) -> (Value, Vec<Value>) {
-        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})).await;
-        let mut notes = Vec::new();
-        while let Some(m) = self.next().await {
-            if m["id"] == id {
-                return (m, notes);
-            }
-            notes.push(m);
-        }
-        panic!("no response to {method}")
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sessions_sharing_a_server_keep_their_own_log_level_and_notifications() {
     let server = Server::builder().tool::<chatty>().build().unwrap();
-    let mut quiet = Session::open(&server);
-    let mut loud = Session::open(&server);
-    for (i, s) in [&mut quiet, &mut loud].into_iter().enumerate() {
-        let init = json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": format!("c{i}"), "version": "0"}});
-        let (r, _) = s.call(1, "initialize", init).await;
-        assert_eq!(r["result"]["protocolVersion"], "2025-11-25");
+    let mut quiet = Stdio::open_with(&server, false, json!({})).await;
+    let mut loud = Stdio::open_with(&server, false, json!({})).await;
+    for s in [&quiet, &loud] {
+        assert_eq!(s.initialized.as_ref().unwrap()["result"]["protocolVersion"], "2025-11-25");
     }
     quiet.call(2, "logging/setLevel", json!({"level": "critical"})).await;
-    let (r, loud_notes) = loud.call(3, "tools/call", json!({"name": "chatty"})).await;
+    let (r, loud_notes) = loud.call_seen(3, "tools/call", json!({"name": "chatty"})).await;
     assert_eq!(r["result"]["content"][0]["text"], "done");
-    let (_, quiet_notes) = quiet.call(3, "tools/call", json!({"name": "chatty"})).await;
+    let (_, quiet_notes) = quiet.call_seen(3, "tools/call", json!({"name": "chatty"})).await;
     assert_eq!(loud_notes.len(), 8, "{loud_notes:?}");
     let quiet_levels: Vec<_> = quiet_notes.iter().map(|m| m["params"]["level"].as_str().unwrap()).collect();
     assert_eq!(quiet_levels, ["critical", "alert", "emergency"]);
     // Nothing of one session leaked into the other afterwards either.
-    assert!(loud.next().await.is_none());
-    assert!(quiet.next().await.is_none());
+    assert!(loud.next(QUIET).await.is_none());
+    assert!(quiet.next(QUIET).await.is_none());
 }
 
 #[test]
@@ -177,29 +143,24 @@ fn news() -> &'static str {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn updates_reach_only_subscribed_sessions_and_list_changes_reach_every_session() {
     let server = Server::builder().tool::<hi>().tool::<chatty>().resource::<news>().build().unwrap();
-    let mut reader = Session::open(&server);
-    let mut other = Session::open(&server);
-    for s in [&mut reader, &mut other] {
-        let init =
-            json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "c", "version": "0"}});
-        s.call(1, "initialize", init).await;
-    }
-    let (r, _) = reader.call(2, "resources/subscribe", json!({"uri": "test://news"})).await;
+    let mut reader = Stdio::open_with(&server, false, json!({})).await;
+    let mut other = Stdio::open_with(&server, false, json!({})).await;
+    let r = reader.call(2, "resources/subscribe", json!({"uri": "test://news"})).await;
     assert_eq!(r["result"], json!({}));
 
     server.notify_resource_updated("test://news");
-    let got = reader.next().await.expect("the subscriber hears of it");
+    let got = reader.next(QUIET).await.expect("the subscriber hears of it");
     assert_eq!(
         got,
         json!({"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": "test://news"}})
     );
-    assert!(other.next().await.is_none(), "a session that did not subscribe hears nothing");
+    assert!(other.next(QUIET).await.is_none(), "a session that did not subscribe hears nothing");
 
     assert!(server.set_tool_enabled("hi", false));
     for s in [&mut reader, &mut other] {
-        let got = s.next().await.expect("every session hears of a list change");
+        let got = s.next(QUIET).await.expect("every session hears of a list change");
         assert_eq!(got["method"], "notifications/tools/list_changed");
-        let (list, _) = s.call(3, "tools/list", json!({})).await;
+        let list = s.call(3, "tools/list", json!({})).await;
         let names: Vec<_> = list["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].clone()).collect();
         assert_eq!(names, [json!("chatty")]);
     }
@@ -254,14 +215,11 @@ async fn a_tool_declared_unable_to_ask_is_held_to_it_and_a_macro_tool_without_co
     )
     .cannot_ask();
     let server = Server::builder().tool::<hi>().tool_def(def).build().unwrap();
-    let mut session = Session::open(&server);
-    let meta = json!({
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
-    });
-    let (r, _) = session.call(1, "tools/call", json!({"name": "hi", "arguments": {}, "_meta": meta})).await;
+    // A 2026 client that declares elicitation.
+    let mut session = Stdio::open_with(&server, true, json!({"elicitation": {"form": {}}})).await;
+    let r = session.call(1, "tools/call", json!({"name": "hi", "arguments": {}})).await;
     assert_eq!(r["result"]["content"][0]["text"], "hi", "{r}");
-    let (r, _) = session.call(2, "tools/call", json!({"name": "two_faced", "arguments": {}, "_meta": meta})).await;
+    let r = session.call(2, "tools/call", json!({"name": "two_faced", "arguments": {}})).await;
     let text = r["result"]["content"][0]["text"].as_str().or(r["error"]["message"].as_str()).unwrap_or_default();
     assert!(text.contains("declared that it never asks"), "{r}");
 }

@@ -14,6 +14,8 @@ pub struct Stdio {
     from_server: tokio::io::Lines<BufReader<tokio::io::ReadHalf<tokio::io::DuplexStream>>>,
     /// Responses read while waiting for another one.
     early: Vec<Value>,
+    /// Notifications read while waiting for a response, oldest first.
+    notes: std::collections::VecDeque<Value>,
     /// What this client declares: in `initialize` (2025), in every request's envelope (2026).
     capabilities: Value,
     /// The `initialize` response (2025).
@@ -37,6 +39,7 @@ impl Stdio {
             to_server: write,
             from_server: BufReader::new(read).lines(),
             early: Vec::new(),
+            notes: std::collections::VecDeque::new(),
             capabilities,
             initialized: None,
         };
@@ -60,7 +63,7 @@ impl Stdio {
         self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})).await;
     }
 
-    /// The next message with this id; notifications are skipped, a request from the server is a test failure.
+    /// The next message with this id; notifications are kept for [`Stdio::call_seen`] and [`Stdio::next`].
     pub async fn response(&mut self, id: i64) -> Value {
         if let Some(at) = self.early.iter().position(|m| m["id"] == id) {
             return self.early.remove(at);
@@ -73,6 +76,7 @@ impl Stdio {
                 .expect("the session ended");
             let message: Value = serde_json::from_str(&line).unwrap();
             if message.get("method").is_some() {
+                self.notes.push_back(message);
                 continue;
             }
             if message["id"] == id {
@@ -80,6 +84,22 @@ impl Stdio {
             }
             self.early.push(message);
         }
+    }
+
+    /// A call's response, and the notifications that came while waiting for it.
+    pub async fn call_seen(&mut self, id: i64, method: &str, params: Value) -> (Value, Vec<Value>) {
+        self.notes.clear();
+        let response = self.call(id, method, params).await;
+        (response, self.notes.drain(..).collect())
+    }
+
+    /// The next notification (or request) from the server: one already read, else one that arrives within `wait`.
+    pub async fn next(&mut self, wait: Duration) -> Option<Value> {
+        if let Some(note) = self.notes.pop_front() {
+            return Some(note);
+        }
+        let line = tokio::time::timeout(wait, self.from_server.next_line()).await.ok()?;
+        line.unwrap().map(|l| serde_json::from_str(&l).unwrap())
     }
 
     pub async fn call(&mut self, id: i64, method: &str, params: Value) -> Value {
