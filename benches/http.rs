@@ -48,14 +48,14 @@ const ENVELOPE: &str = r#"{"io.modelcontextprotocol/protocolVersion":"2026-07-28
 struct Caller {
     http: reqwest::Client,
     url: String,
-    modern: bool,
+    v2026: bool,
     session: Option<String>,
 }
 
 impl Caller {
-    async fn open(http: reqwest::Client, url: String, modern: bool) -> Caller {
-        let mut caller = Caller { http, url, modern, session: None };
-        if !modern {
+    async fn open(http: reqwest::Client, url: String, v2026: bool) -> Caller {
+        let mut caller = Caller { http, url, v2026, session: None };
+        if !v2026 {
             let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}});
             let r = caller.post("").body(init.to_string()).send().await.expect("initialize");
             caller.session = r.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()).map(str::to_owned);
@@ -73,7 +73,7 @@ impl Caller {
             .post(&self.url)
             .header("accept", "application/json, text/event-stream")
             .header("content-type", "application/json");
-        if self.modern {
+        if self.v2026 {
             post.header("mcp-protocol-version", "2026-07-28")
                 .header("mcp-method", "tools/call")
                 .header("mcp-name", tool)
@@ -88,12 +88,12 @@ impl Caller {
 }
 
 /// One client's loop: calls until the deadline, returning each call's latency.
-async fn client(http: reqwest::Client, url: String, modern: bool, deadline: Instant) -> Vec<Duration> {
-    let caller = Caller::open(http, url, modern).await;
+async fn client(http: reqwest::Client, url: String, v2026: bool, deadline: Instant) -> Vec<Duration> {
+    let caller = Caller::open(http, url, v2026).await;
     let mut latencies = Vec::new();
     let mut id = 1u64;
     while Instant::now() < deadline {
-        let body = if modern {
+        let body = if v2026 {
             format!(
                 r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"echo","arguments":{{"text":"hello"}},"_meta":{ENVELOPE}}}}}"#
             )
@@ -117,11 +117,11 @@ async fn client(http: reqwest::Client, url: String, modern: bool, deadline: Inst
 async fn cancels(
     http: &reqwest::Client,
     url: &str,
-    modern: bool,
+    v2026: bool,
     n: usize,
     markers: &mut tokio::sync::mpsc::UnboundedReceiver<String>,
 ) -> Vec<Duration> {
-    let caller = Caller::open(http.clone(), url.to_owned(), modern).await;
+    let caller = Caller::open(http.clone(), url.to_owned(), v2026).await;
     let post = |body: String| caller.post("sleep").body(body).send();
     let mut wait = async |want: String| loop {
         let line =
@@ -132,7 +132,7 @@ async fn cancels(
     };
     let mut latencies = Vec::with_capacity(n);
     for id in 1_000_000..1_000_000 + n {
-        let meta = if modern { format!(r#","_meta":{ENVELOPE}"#) } else { String::new() };
+        let meta = if v2026 { format!(r#","_meta":{ENVELOPE}"#) } else { String::new() };
         let call = format!(
             r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"sleep","arguments":{{"ms":10000}}{meta}}}}}"#
         );
@@ -140,7 +140,7 @@ async fn cancels(
         let running = tokio::spawn(post(call));
         wait(format!("SLEEP_START {id}")).await;
         let t = Instant::now();
-        if modern {
+        if v2026 {
             running.abort(); // drops the request, and so its connection
         } else {
             let cancel =
@@ -190,14 +190,13 @@ fn main() {
         }
         let http = reqwest::Client::builder().pool_max_idle_per_host(64).build().unwrap();
         let url = Arc::new(url);
-        for (era, modern) in
+        for (era, v2026) in
             [("2025 sse", false), ("2026 stateless", true), ("2025 sse", false), ("2026 stateless", true)]
         {
             // A short warm-up, then the measured run.
             let warmup = Instant::now() + Duration::from_millis(300);
-            let tasks: Vec<_> = (0..args.clients)
-                .map(|_| tokio::spawn(client(http.clone(), url.to_string(), modern, warmup)))
-                .collect();
+            let tasks: Vec<_> =
+                (0..args.clients).map(|_| tokio::spawn(client(http.clone(), url.to_string(), v2026, warmup))).collect();
             for t in tasks {
                 t.await.unwrap();
             }
@@ -205,7 +204,7 @@ fn main() {
             let began = Instant::now();
             let deadline = began + Duration::from_secs(args.seconds);
             let tasks: Vec<_> = (0..args.clients)
-                .map(|_| tokio::spawn(client(http.clone(), url.to_string(), modern, deadline)))
+                .map(|_| tokio::spawn(client(http.clone(), url.to_string(), v2026, deadline)))
                 .collect();
             let mut latencies: Vec<Duration> = Vec::new();
             for t in tasks {
@@ -226,11 +225,11 @@ fn main() {
                     .unwrap_or_default(),
             );
         }
-        for (era, modern) in [("2025 cancel", false), ("2026 cancel", true)] {
+        for (era, v2026) in [("2025 cancel", false), ("2026 cancel", true)] {
             if args.cancels == 0 {
                 break;
             }
-            let mut latencies = cancels(&http, &url, modern, args.cancels, &mut markers).await;
+            let mut latencies = cancels(&http, &url, v2026, args.cancels, &mut markers).await;
             latencies.sort();
             let n = latencies.len();
             let pct = |p: f64| latencies[((n as f64 - 1.0) * p).round() as usize].as_secs_f64() * 1e6;

@@ -18,7 +18,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use auth_tools::{order, whoami};
 use base64::Engine as _;
-use common::http::modern_headers;
+use common::http::v2026_headers;
 use common::oidc::{self, Config, Provider};
 use jsonwebtoken::{Algorithm, EncodingKey};
 use mcp::auth::{Authorization, Dpop, Introspection};
@@ -141,7 +141,7 @@ async fn call_tool(url: &str, tool: &str, authorization: Option<String>, proofs:
         "io.modelcontextprotocol/clientInfo": {"name": "dpop-tests", "version": "0"},
         "io.modelcontextprotocol/clientCapabilities": {}}}});
     let mut request = reqwest::Client::new().post(url).body(body.to_string());
-    for (name, value) in modern_headers(&body) {
+    for (name, value) in v2026_headers(&body) {
         request = request.header(name, value);
     }
     if let Some(authorization) = authorization {

@@ -12,7 +12,7 @@ mod common;
 use std::time::Duration;
 
 use auth_tools::{order, whoami};
-use common::http::{modern_headers, Body};
+use common::http::{v2026_headers, Body};
 use common::oidc::{self, forge_jwt, Config, Provider};
 use mcp::auth::{Authorization, Introspection};
 use serde_json::{json, Value};
@@ -66,9 +66,9 @@ async fn post(url: &str, token: Option<&str>, session: Option<&str>, body: &Valu
 }
 
 /// A 2026-07-28 POST with `token`.
-async fn modern_post(url: &str, token: Option<&str>, body: &Value) -> reqwest::Response {
+async fn v2026_post(url: &str, token: Option<&str>, body: &Value) -> reqwest::Response {
     let mut request = http().post(url).body(body.to_string());
-    for (name, value) in modern_headers(body) {
+    for (name, value) in v2026_headers(body) {
         request = request.header(name, value);
     }
     if let Some(token) = token {
@@ -87,7 +87,7 @@ fn call(id: i64, tool: &str, arguments: Value) -> Value {
 }
 
 /// A 2026 `tools/call`, with the `_meta` every 2026 request carries.
-fn modern_call(id: i64, tool: &str, arguments: Value) -> Value {
+fn v2026_call(id: i64, tool: &str, arguments: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": tool, "arguments": arguments,
         "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
                   "io.modelcontextprotocol/clientInfo": {"name": "auth-tests", "version": "0"},
@@ -157,7 +157,7 @@ async fn a_request_without_a_token_is_401_with_a_challenge_naming_the_metadata_i
         let response = post(&url, None, None, &call(1, "order", json!({"title": "Dune"}))).await;
         assert_eq!(response.status(), 401);
         assert!(challenge(&response).contains("scope=\"books:write\""), "{}", challenge(&response));
-        let response = modern_post(&url, None, &modern_call(1, "rebuild", json!({}))).await;
+        let response = v2026_post(&url, None, &v2026_call(1, "rebuild", json!({}))).await;
         assert_eq!(response.status(), 401);
         assert!(challenge(&response).contains("scope=\"books:admin books:write\""), "{}", challenge(&response));
         let body: Value = serde_json::from_str(&response.text().await.unwrap()).unwrap();
@@ -200,7 +200,7 @@ async fn a_valid_token_reaches_the_handler_as_its_principal_and_never_as_a_heade
         assert_eq!(whoami["scopes"], json!(["books:read"]));
         assert_eq!(whoami["sees_authorization_header"], false);
         // The 2026 era, the same.
-        let response = modern_post(&url, Some(&token), &modern_call(2, "whoami", json!({}))).await;
+        let response = v2026_post(&url, Some(&token), &v2026_call(2, "whoami", json!({}))).await;
         let whoami: Value = serde_json::from_str(&text_of(&answer(response, 2).await)).unwrap();
         assert_eq!(
             (whoami["subject"].as_str(), whoami["sees_authorization_header"].as_bool()),
@@ -226,9 +226,9 @@ async fn a_token_without_the_tools_scope_is_403_insufficient_scope_and_a_stepped
     let response = post(&url, Some(&writer), Some(&session), &call(2, "rebuild", json!({}))).await;
     assert_eq!(text_of(&answer(response, 2).await), "rebuilt");
     // 2026: the same refusal.
-    let response = modern_post(&url, Some(&reader), &modern_call(3, "order", json!({"title": "Emma"}))).await;
+    let response = v2026_post(&url, Some(&reader), &v2026_call(3, "order", json!({"title": "Emma"}))).await;
     assert_eq!(response.status(), 403);
-    let response = modern_post(&url, Some(&writer), &modern_call(4, "order", json!({"title": "Emma"}))).await;
+    let response = v2026_post(&url, Some(&writer), &v2026_call(4, "order", json!({"title": "Emma"}))).await;
     assert_eq!(text_of(&answer(response, 4).await), "ordered Emma");
 }
 
@@ -455,8 +455,8 @@ async fn bookshop_with_auth_needs_books_write_to_order_and_books_admin_to_rebuil
     let response = post(&url, Some(&admin), Some(&session), &call(3, "rebuild_index", json!({"titles": []}))).await;
     assert_eq!(response.status(), 200, "{}", shop.stderr_text());
     // The 2026 era on the same endpoint.
-    assert_eq!(modern_post(&url, None, &modern_call(4, "list_holds", json!({}))).await.status(), 401);
-    let response = modern_post(&url, Some(&reader), &modern_call(5, "list_holds", json!({}))).await;
+    assert_eq!(v2026_post(&url, None, &v2026_call(4, "list_holds", json!({}))).await.status(), 401);
+    let response = v2026_post(&url, Some(&reader), &v2026_call(5, "list_holds", json!({}))).await;
     assert_ne!(answer(response, 5).await["result"]["isError"], true);
     drop(shop);
 }

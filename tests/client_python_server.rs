@@ -184,9 +184,9 @@ async fn auto_picks_the_2026_era_and_a_pinned_era_is_kept() {
         let prompts = auto.request("prompts/list", json!({})).await.unwrap();
         assert_eq!(prompts["prompts"][0]["name"], "greet", "{transport:?}: {prompts}");
 
-        let (modern, _target, _) = connect(transport, EraChoice::V2026).await;
-        assert!(modern.is_2026(), "{transport:?}");
-        assert_eq!(modern.protocol_version(), "2026-07-28", "{transport:?}");
+        let (v2026, _target, _) = connect(transport, EraChoice::V2026).await;
+        assert!(v2026.is_2026(), "{transport:?}");
+        assert_eq!(v2026.protocol_version(), "2026-07-28", "{transport:?}");
 
         let (legacy, _target, _) = connect(transport, EraChoice::V2025).await;
         assert!(!legacy.is_2026(), "{transport:?}");

@@ -90,7 +90,7 @@ async fn an_extension_is_listed_in_both_eras_and_its_typed_methods_and_setup_ser
         json!({"retentionDays": 30, "era": "2026"}),
         "{discovered}"
     );
-    common::schema::check_modern_message(&discovered, Some("server/discover")).unwrap();
+    common::schema::check_v2026_message(&discovered, Some("server/discover")).unwrap();
     for session in [&mut s, &mut m] {
         let recorded = session.call(2, "com.example.audit/record", json!({"event": "login", "severity": 3})).await;
         assert_eq!(recorded["result"]["recorded"], "login", "{recorded}");

@@ -265,22 +265,22 @@ async fn a_resource_says_not_found_as_an_unknown_uri_does() {
     let init =
         json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}});
     ask(json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init})).await;
-    let read = |id: u32, uri: &str, modern: bool| {
+    let read = |id: u32, uri: &str, v2026: bool| {
         let mut params = json!({ "uri": uri });
-        if modern {
-            params["_meta"] = common::modern::envelope(json!({}));
+        if v2026 {
+            params["_meta"] = common::v2026::envelope(json!({}));
         }
         json!({"jsonrpc": "2.0", "id": id, "method": "resources/read", "params": params})
     };
-    for (modern, code) in [(false, -32002), (true, -32602)] {
-        let unknown = ask(read(1, "other://9", modern)).await;
-        let missing = ask(read(2, "notes://9", modern)).await;
+    for (v2026, code) in [(false, -32002), (true, -32602)] {
+        let unknown = ask(read(1, "other://9", v2026)).await;
+        let missing = ask(read(2, "notes://9", v2026)).await;
         assert_eq!(unknown["error"]["code"], code, "{unknown}");
         assert_eq!(missing["error"]["code"], code, "{missing}");
         assert_eq!(missing["error"]["data"], json!({ "uri": "notes://9" }), "{missing}");
-        let found = ask(read(3, "notes://2", modern)).await;
+        let found = ask(read(3, "notes://2", v2026)).await;
         assert_eq!(found["result"]["contents"][0]["text"], "note 2", "{found}");
-        let failed = ask(read(4, "notes://broken", modern)).await;
+        let failed = ask(read(4, "notes://broken", v2026)).await;
         assert_eq!(failed["error"]["code"], -32603, "{failed}");
     }
 }

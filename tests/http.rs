@@ -533,6 +533,6 @@ fn duplicate_or_missing_host_and_origin_are_400() {
     };
     let unknown = get("1999-01-01");
     assert!(unknown.starts_with("HTTP/1.1 400"), "{unknown}");
-    let modern = get("2026-07-28");
-    assert!(modern.starts_with("HTTP/1.1 405"), "{modern}");
+    let v2026 = get("2026-07-28");
+    assert!(v2026.starts_with("HTTP/1.1 405"), "{v2026}");
 }

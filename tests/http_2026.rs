@@ -8,9 +8,9 @@ mod common;
 
 use std::time::Duration;
 
-use common::http::{modern_headers_with, raw_http, Body, Client, HttpServer};
-use common::modern::{self, base64_header, subscription_tag, META_CAPABILITIES, META_LOG_LEVEL, META_VERSION};
+use common::http::{raw_http, v2026_headers_with, Body, Client, HttpServer};
 use common::schema;
+use common::v2026::{self, base64_header, subscription_tag, META_CAPABILITIES, META_LOG_LEVEL, META_VERSION};
 use serde_json::{json, Value};
 
 const WAIT: Duration = Duration::from_secs(10);
@@ -18,14 +18,14 @@ const WAIT: Duration = Duration::from_secs(10);
 /// Sends `body` with the standard headers changed by `overrides`; returns the status and the one JSON answer,
 /// checked against the 2026 schema (and never with a session id).
 async fn post(client: &Client, body: &Value, overrides: &[(&str, Option<&str>)]) -> (u16, Value) {
-    let response = client.modern_send_with(body, overrides).await;
+    let response = client.v2026_send_with(body, overrides).await;
     let status = response.status().as_u16();
     assert!(response.headers().get("mcp-session-id").is_none(), "no session id in the 2026 era");
     let content_type = response.headers().get("content-type").map(|v| v.to_str().unwrap().to_owned());
     assert_eq!(content_type.as_deref(), Some("application/json"), "{body}");
     let text = response.text().await.unwrap();
     let answer: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"));
-    schema::check_modern_message(&answer, body["method"].as_str()).unwrap();
+    schema::check_v2026_message(&answer, body["method"].as_str()).unwrap();
     if let Some(id) = body.get("id") {
         assert_eq!(&answer["id"], id, "the id is echoed: {answer}");
     }
@@ -33,7 +33,7 @@ async fn post(client: &Client, body: &Value, overrides: &[(&str, Option<&str>)])
 }
 
 fn call(id: impl Into<Value>, name: &str, arguments: Value) -> Value {
-    modern::request(id, "tools/call", json!({"name": name, "arguments": arguments}), json!({}))
+    v2026::request(id, "tools/call", json!({"name": name, "arguments": arguments}), json!({}))
 }
 
 fn error_code(r: &Value) -> i64 {
@@ -61,14 +61,14 @@ async fn accepted(client: &Client, body: &Value, overrides: &[(&str, Option<&str
 async fn a_2026_post_stands_alone_answered_in_json_without_a_session() {
     let server = HttpServer::start(&[]);
     let client = server.client();
-    let list = accepted(&client, &modern::request(1, "tools/list", json!({}), json!({})), &[], "tools/list").await;
+    let list = accepted(&client, &v2026::request(1, "tools/list", json!({}), json!({})), &[], "tools/list").await;
     assert_eq!(list["result"]["resultType"], "complete");
-    assert_eq!(list["result"]["_meta"][modern::META_SERVER_INFO]["name"], "testbed");
+    assert_eq!(list["result"]["_meta"][v2026::META_SERVER_INFO]["name"], "testbed");
     assert!(list["result"]["ttlMs"].is_u64() && list["result"]["cacheScope"].is_string());
 
     let echo = accepted(&client, &call(2, "echo", json!({"text": "hi"})), &[], "echo").await;
     assert_eq!(text(&echo), "hi");
-    let discover = accepted(&client, &modern::request(3, "server/discover", json!({}), json!({})), &[], "").await;
+    let discover = accepted(&client, &v2026::request(3, "server/discover", json!({}), json!({})), &[], "").await;
     assert!(discover["result"]["supportedVersions"].as_array().unwrap().contains(&json!("2026-07-28")));
 
     // A session id the client sends anyway is ignored: it is neither looked up nor echoed.
@@ -77,8 +77,8 @@ async fn a_2026_post_stands_alone_answered_in_json_without_a_session() {
     assert_eq!(text(&echo), "still");
 
     // The server keeps nothing between requests but its own state.
-    let (a, _) = client.modern_call(5, "tools/call", json!({"name": "count", "arguments": {}})).await;
-    let (b, _) = server.client().modern_call(6, "tools/call", json!({"name": "count", "arguments": {}})).await;
+    let (a, _) = client.v2026_call(5, "tools/call", json!({"name": "count", "arguments": {}})).await;
+    let (b, _) = server.client().v2026_call(6, "tools/call", json!({"name": "count", "arguments": {}})).await;
     assert_eq!((text(&a), text(&b)), ("hello 1", "hello 2"));
 
     // A 2025 session on the same endpoint, beside them.
@@ -87,12 +87,12 @@ async fn a_2026_post_stands_alone_answered_in_json_without_a_session() {
     assert!(legacy.session.is_some());
     let (c, _) = legacy.call(7, "tools/call", json!({"name": "count", "arguments": {}})).await;
     assert_eq!(c["result"]["content"][0]["text"], "hello 3");
-    let (d, _) = client.modern_call(8, "tools/call", json!({"name": "count", "arguments": {}})).await;
+    let (d, _) = client.v2026_call(8, "tools/call", json!({"name": "count", "arguments": {}})).await;
     assert_eq!(text(&d), "hello 4");
 
     // The Origin is checked in this era too.
     let evil = [("Origin", Some("http://evil.example.com"))];
-    assert_eq!(client.modern_send_with(&call(9, "echo", json!({"text": "x"})), &evil).await.status(), 403);
+    assert_eq!(client.v2026_send_with(&call(9, "echo", json!({"text": "x"})), &evil).await.status(), 403);
     let local = format!("http://{}", server.authority());
     accepted(&client, &call(10, "echo", json!({"text": "x"})), &[("Origin", Some(&local))], "a loopback origin").await;
 }
@@ -105,7 +105,7 @@ async fn the_version_header_and_the_envelope_must_be_there_and_agree() {
         let params = json!({"_meta": meta});
         json!({"jsonrpc": "2.0", "id": id, "method": "server/discover", "params": params})
     };
-    let full = discover("full", modern::envelope(json!({})));
+    let full = discover("full", v2026::envelope(json!({})));
     let no_header = [("MCP-Protocol-Version", None)];
     rejected(&client, &full, &no_header, -32020, "no MCP-Protocol-Version").await;
 
@@ -138,7 +138,7 @@ async fn the_version_header_and_the_envelope_must_be_there_and_agree() {
         assert!(d["result"]["supportedVersions"].as_array().unwrap().contains(v), "{v}");
     }
 
-    let mut loud = modern::request("loud", "tools/list", json!({}), json!({}));
+    let mut loud = v2026::request("loud", "tools/list", json!({}), json!({}));
     loud["params"]["_meta"][META_LOG_LEVEL] = json!("loud");
     rejected(&client, &loud, &[], -32602, "an invalid logLevel").await;
 }
@@ -147,7 +147,7 @@ async fn the_version_header_and_the_envelope_must_be_there_and_agree() {
 async fn mcp_method_must_be_there_and_match_the_body_exactly() {
     let server = HttpServer::start(&[]);
     let client = server.client();
-    let list = modern::request(10, "tools/list", json!({}), json!({}));
+    let list = v2026::request(10, "tools/list", json!({}), json!({}));
     rejected(&client, &list, &[("Mcp-Method", None)], -32020, "no Mcp-Method").await;
     rejected(&client, &list, &[("Mcp-Method", Some("prompts/list"))], -32020, "another method").await;
     rejected(&client, &list, &[("Mcp-Method", Some("TOOLS/LIST"))], -32020, "values are case-sensitive").await;
@@ -165,14 +165,14 @@ async fn mcp_method_must_be_there_and_match_the_body_exactly() {
                 (spelling[0], "2026-07-28"),
                 (spelling[1], "tools/list"),
             ];
-            let body = modern::request(12, "tools/list", json!({}), json!({}));
+            let body = v2026::request(12, "tools/list", json!({}), json!({}));
             raw_http(&authority, "POST", &headers, &body.to_string())
         })
         .await
         .unwrap();
         assert_eq!(r.status, 200, "{spelling:?}: {r:?}");
         let answer = r.json();
-        schema::check_modern_message(&answer, Some("tools/list")).unwrap();
+        schema::check_v2026_message(&answer, Some("tools/list")).unwrap();
         assert!(answer["result"]["tools"].is_array(), "{answer}");
     }
 }
@@ -183,8 +183,8 @@ async fn mcp_name_must_match_on_calls_prompt_gets_and_reads() {
     let client = server.client();
     let echo = call(20, "echo", json!({"text": "x"}));
     let greeting =
-        modern::request(21, "prompts/get", json!({"name": "greeting", "arguments": {"name": "Ada"}}), json!({}));
-    let read = modern::request(22, "resources/read", json!({"uri": "test://static"}), json!({}));
+        v2026::request(21, "prompts/get", json!({"name": "greeting", "arguments": {"name": "Ada"}}), json!({}));
+    let read = v2026::request(22, "resources/read", json!({"uri": "test://static"}), json!({}));
     for body in [&echo, &greeting, &read] {
         let method = body["method"].as_str().unwrap();
         rejected(&client, body, &[("Mcp-Name", None)], -32020, &format!("{method} without Mcp-Name")).await;
@@ -213,7 +213,7 @@ async fn mcp_name_must_match_on_calls_prompt_gets_and_reads() {
     let authority = server.authority().to_owned();
     let r = tokio::task::spawn_blocking(move || {
         let body = call(23, "echo", json!({"text": "padded"}));
-        let headers = modern_headers_with(&body, &[("Mcp-Name", Some("   echo \t "))]);
+        let headers = v2026_headers_with(&body, &[("Mcp-Name", Some("   echo \t "))]);
         let headers: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
         raw_http(&authority, "POST", &headers, &body.to_string())
     })
@@ -226,7 +226,7 @@ async fn mcp_name_must_match_on_calls_prompt_gets_and_reads() {
     let authority = server.authority().to_owned();
     let r = tokio::task::spawn_blocking(move || {
         let body = call(24, "echo", json!({"text": "x"}));
-        let headers = modern_headers_with(&body, &[("Mcp-Name", Some("échø"))]);
+        let headers = v2026_headers_with(&body, &[("Mcp-Name", Some("échø"))]);
         let headers: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
         raw_http(&authority, "POST", &headers, &body.to_string())
     })
@@ -239,7 +239,7 @@ async fn mcp_name_must_match_on_calls_prompt_gets_and_reads() {
 async fn mcp_param_headers_mirror_the_annotated_arguments() {
     let server = HttpServer::start(&[]);
     let client = server.client();
-    let (list, _) = client.modern_call(30, "tools/list", json!({})).await;
+    let (list, _) = client.v2026_call(30, "tools/list", json!({})).await;
     let regional =
         list["result"]["tools"].as_array().unwrap().iter().find(|t| t["name"] == "regional").unwrap().clone();
     let properties = &regional["inputSchema"]["properties"];
@@ -293,7 +293,7 @@ async fn mcp_param_headers_mirror_the_annotated_arguments() {
     let authority = server.authority().to_owned();
     let r = tokio::task::spawn_blocking(move || {
         let body = call(37, "regional", json!({"region": "us-wést1"}));
-        let headers = modern_headers_with(&body, &[("Mcp-Param-Region", Some("us-wést1"))]);
+        let headers = v2026_headers_with(&body, &[("Mcp-Param-Region", Some("us-wést1"))]);
         let headers: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
         raw_http(&authority, "POST", &headers, &body.to_string())
     })
@@ -336,7 +336,7 @@ async fn unknown_and_removed_methods_are_404_with_32601() {
     .into_iter()
     .enumerate()
     {
-        let body = modern::request(500 + i as i64, method, params, json!({}));
+        let body = v2026::request(500 + i as i64, method, params, json!({}));
         let (status, answer) = post(&client, &body, &[]).await;
         assert_eq!((status, error_code(&answer)), (404, -32601), "{method}: {answer}");
     }
@@ -359,7 +359,7 @@ async fn get_and_delete_are_405_and_a_notification_is_202() {
     assert_eq!(delete.status(), 405);
 
     let cancelled = json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}});
-    let response = client.modern_send(&cancelled).await;
+    let response = client.v2026_send(&cancelled).await;
     assert_eq!(response.status(), 202);
     assert!(response.headers().get("mcp-session-id").is_none());
     assert!(response.text().await.unwrap().is_empty());
@@ -369,20 +369,20 @@ async fn get_and_delete_are_405_and_a_notification_is_202() {
 async fn progress_and_logs_turn_the_answer_into_an_sse_stream() {
     let server = HttpServer::start(&[]);
     let client = server.client();
-    let body = modern::request(
+    let body = v2026::request(
         40,
         "tools/call",
         json!({"name": "progress", "arguments": {}, "_meta": {"progressToken": "p-40"}}),
         json!({}),
     );
-    let response = client.modern_send(&body).await;
+    let response = client.v2026_send(&body).await;
     assert_eq!(response.status(), 200);
     assert!(response.headers().get("mcp-session-id").is_none());
     let header = |name: &str| response.headers().get(name).map(|v| v.to_str().unwrap().to_owned());
     assert!(header("content-type").unwrap().starts_with("text/event-stream"));
     assert_eq!(header("x-accel-buffering").as_deref(), Some("no"));
     let mut stream = Body::of(response).await;
-    let answer = stream.modern_response(&json!(40), "tools/call").await;
+    let answer = stream.v2026_response(&json!(40), "tools/call").await;
     assert_eq!(text(&answer), "reported");
     let values: Vec<f64> = stream.seen.iter().map(|m| m["params"]["progress"].as_f64().unwrap()).collect();
     assert_eq!(values, [1.0, 2.0, 3.0], "{:?}", stream.seen);
@@ -390,10 +390,10 @@ async fn progress_and_logs_turn_the_answer_into_an_sse_stream() {
     assert!(stream.ended(WAIT).await, "the response ends the stream");
 
     // Logs at the asked level on the request's own stream; none without a level (and then a plain JSON answer).
-    let mut loud = modern::request(41, "tools/call", json!({"name": "log_all", "arguments": {}}), json!({}));
+    let mut loud = v2026::request(41, "tools/call", json!({"name": "log_all", "arguments": {}}), json!({}));
     loud["params"]["_meta"][META_LOG_LEVEL] = json!("error");
-    let mut stream = Body::of(client.modern_send(&loud).await).await;
-    stream.modern_response(&json!(41), "tools/call").await;
+    let mut stream = Body::of(client.v2026_send(&loud).await).await;
+    stream.v2026_response(&json!(41), "tools/call").await;
     let levels: Vec<&str> = stream.seen.iter().filter_map(|m| m["params"]["level"].as_str()).collect();
     assert_eq!(levels, ["error", "critical", "alert", "emergency"]);
     let (_, quiet) = post(&client, &call(42, "log_all", json!({})), &[]).await;
@@ -405,14 +405,14 @@ async fn closing_the_response_stream_cancels_the_request() {
     let server = HttpServer::start(&[]);
     let client = server.client();
     // An SSE answer (its first frame is a progress notification), dropped after that frame.
-    let body = modern::request(
+    let body = v2026::request(
         "drop-me",
         "tools/call",
         json!({"name": "progress_then_sleep", "arguments": {"ms": 60000}, "_meta": {"progressToken": 1}}),
         json!({}),
     );
-    let mut stream = Body::of(client.modern_send(&body).await).await;
-    let first = stream.next_modern_message(WAIT, "tools/call").await.expect("a first frame");
+    let mut stream = Body::of(client.v2026_send(&body).await).await;
+    let first = stream.next_v2026_message(WAIT, "tools/call").await.expect("a first frame");
     assert_eq!(first["method"], "notifications/progress");
     assert!(server.wait_stderr("STREAM_SLEEP_START \"drop-me\"", WAIT).await, "{}", server.stderr_text());
     drop(stream);
@@ -420,7 +420,7 @@ async fn closing_the_response_stream_cancels_the_request() {
 
     // A plain JSON answer still on its way: the client gives up on the POST.
     let body = call("give-up", "sleep", json!({"ms": 60000}));
-    let pending = client.modern_post(&body).send();
+    let pending = client.v2026_post(&body).send();
     let task = tokio::spawn(pending);
     assert!(server.wait_stderr("SLEEP_START \"give-up\"", WAIT).await, "{}", server.stderr_text());
     task.abort();
@@ -440,7 +440,7 @@ async fn a_missing_client_capability_is_400_with_32021() {
 
 fn retry(id: i64, name: &str, arguments: Value, answers: Value, state: &str) -> Value {
     let params = json!({"name": name, "arguments": arguments, "inputResponses": answers, "requestState": state});
-    modern::request(id, "tools/call", params, json!({"elicitation": {}}))
+    v2026::request(id, "tools/call", params, json!({"elicitation": {}}))
 }
 
 fn asked(r: &Value) -> (Vec<String>, String) {
@@ -454,7 +454,7 @@ async fn input_required_round_trips_over_http() {
     let server = HttpServer::start(&[]);
     let client = server.client();
     let elicitation = json!({"elicitation": {}});
-    let first = modern::request(60, "tools/call", json!({"name": "ask_name", "arguments": {}}), elicitation.clone());
+    let first = v2026::request(60, "tools/call", json!({"name": "ask_name", "arguments": {}}), elicitation.clone());
     let (status, r1) = post(&client, &first, &[]).await;
     assert_eq!(status, 200);
     let (keys, state) = asked(&r1);
@@ -467,7 +467,7 @@ async fn input_required_round_trips_over_http() {
     let args = json!({"topic": "http"});
     let r1 = accepted(
         &client,
-        &modern::request(62, "tools/call", json!({"name": "interview", "arguments": args}), elicitation),
+        &v2026::request(62, "tools/call", json!({"name": "interview", "arguments": args}), elicitation),
         &[],
         "round 1",
     )
@@ -494,7 +494,7 @@ async fn two_processes_sharing_a_sealing_key_serve_one_round_trip() {
     let one = HttpServer::start_with_env(&[], &[("MCP_REQUEST_STATE_KEY", KEY_A)]);
     let two = HttpServer::start_with_env(&[], &[("MCP_REQUEST_STATE_KEY", KEY_A)]);
     let other = HttpServer::start_with_env(&[], &[("MCP_REQUEST_STATE_KEY", KEY_B)]);
-    let first = modern::request(
+    let first = v2026::request(
         70,
         "tools/call",
         json!({"name": "interview", "arguments": {"topic": "scale"}}),
@@ -519,23 +519,22 @@ async fn two_processes_sharing_a_sealing_key_serve_one_round_trip() {
 
 /// Opens a listen stream and reads its acknowledgement, which must be its first message.
 async fn listen(client: &Client, id: &str, filter: Value) -> Body {
-    let body = modern::request(id, "subscriptions/listen", json!({"notifications": filter}), json!({}));
-    let response = client.modern_send(&body).await;
+    let body = v2026::request(id, "subscriptions/listen", json!({"notifications": filter}), json!({}));
+    let response = client.v2026_send(&body).await;
     assert_eq!(response.status(), 200);
     assert!(response.headers().get("mcp-session-id").is_none());
     let content_type = response.headers().get("content-type").unwrap().to_str().unwrap().to_owned();
     assert!(content_type.starts_with("text/event-stream"), "{content_type}");
     assert_eq!(response.headers().get("x-accel-buffering").map(|v| v.to_str().unwrap()), Some("no"));
     let mut stream = Body::of(response).await;
-    let ack = stream.next_modern_message(WAIT, "subscriptions/listen").await.expect("an acknowledgement");
+    let ack = stream.next_v2026_message(WAIT, "subscriptions/listen").await.expect("an acknowledgement");
     assert_eq!(ack["method"], "notifications/subscriptions/acknowledged", "the first frame: {ack}");
     assert_eq!(subscription_tag(&ack), Some(&json!(id)));
     stream
 }
 
 async fn next_on(stream: &mut Body) -> Value {
-    let m =
-        stream.next_modern_message(WAIT, "subscriptions/listen").await.expect("a notification on the listen stream");
+    let m = stream.next_v2026_message(WAIT, "subscriptions/listen").await.expect("a notification on the listen stream");
     assert!(m.get("id").is_none(), "{m}");
     m
 }
@@ -551,7 +550,7 @@ async fn subscriptions_listen_streams_what_it_asked_for_until_the_client_closes_
     let trigger = |id: i64, tool: &'static str, arguments: Value| {
         let client = client.clone();
         async move {
-            let (r, seen) = client.modern_call(id, "tools/call", json!({"name": tool, "arguments": arguments})).await;
+            let (r, seen) = client.v2026_call(id, "tools/call", json!({"name": tool, "arguments": arguments})).await;
             assert_ne!(r["result"]["isError"], true, "{tool}: {r}");
             assert!(seen.is_empty(), "the trigger's own answer carries nothing: {seen:?}");
         }
@@ -596,7 +595,7 @@ async fn subscriptions_listen_streams_what_it_asked_for_until_the_client_closes_
 async fn json_response_mode_answers_in_json_but_listen_still_streams() {
     let server = HttpServer::start(&["--json-response"]);
     let client = server.client();
-    let body = modern::request(
+    let body = v2026::request(
         90,
         "tools/call",
         json!({"name": "progress", "arguments": {}, "_meta": {"progressToken": "p-90"}}),
@@ -605,7 +604,7 @@ async fn json_response_mode_answers_in_json_but_listen_still_streams() {
     let (status, answer) = post(&client, &body, &[]).await;
     assert_eq!((status, text(&answer)), (200, "reported"));
     let mut stream = listen(&client, "json-mode-listen", json!({"toolsListChanged": true})).await;
-    let (r, _) = client.modern_call(91, "tools/call", json!({"name": "reload_echo", "arguments": {}})).await;
+    let (r, _) = client.v2026_call(91, "tools/call", json!({"name": "reload_echo", "arguments": {}})).await;
     assert_eq!(text(&r), "reloaded");
     assert_eq!(next_on(&mut stream).await["method"], "notifications/tools/list_changed");
 }
@@ -617,7 +616,7 @@ async fn a_recognised_param_header_with_invalid_characters_is_refused_even_witho
     let r = tokio::task::spawn_blocking(move || {
         let body = call(36, "regional", json!({"region": "us-west1"}));
         let overrides = [("Mcp-Param-Region", Some("us-west1")), ("Mcp-Param-Shard", Some("42é"))];
-        let headers = modern_headers_with(&body, &overrides);
+        let headers = v2026_headers_with(&body, &overrides);
         let headers: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
         raw_http(&authority, "POST", &headers, &body.to_string())
     })
@@ -637,7 +636,7 @@ async fn a_stopping_server_ends_an_open_listen_with_its_result() {
     let end = next_result(&mut stream).await;
     assert_eq!(end["id"], "until-shutdown");
     assert_eq!(end["result"]["resultType"], "complete");
-    assert_eq!(end["result"]["_meta"][modern::META_SUBSCRIPTION_ID], "until-shutdown");
+    assert_eq!(end["result"]["_meta"][v2026::META_SUBSCRIPTION_ID], "until-shutdown");
     assert!(stream.ended(WAIT).await, "the stream closes after the result");
 }
 
@@ -667,12 +666,12 @@ async fn stop_with_sleeps_in_flight(server: HttpServer, old: Client, ids: [i64; 
     let sleep = json!({"ms": 30_000});
     let old_call = common::http::request(ids[0], "tools/call", json!({"name": "sleep", "arguments": sleep}));
     let new_call = call(ids[1], "sleep", sleep);
-    let modern = server.client();
+    let v2026 = server.client();
     // Each answer is read to its end (a client that goes away cancels its call, which is not what is tested); it
     // ends without a response: how (an empty 202, a stream that closes, a connection dropped) is not the point.
     let calls = [
         tokio::spawn(async move { old.post(&old_call).send().await?.text().await }),
-        tokio::spawn(async move { modern.modern_post(&new_call).send().await?.text().await }),
+        tokio::spawn(async move { v2026.v2026_post(&new_call).send().await?.text().await }),
     ];
     for id in ids {
         assert!(server.wait_stderr(&format!("SLEEP_START {id}"), WAIT).await, "{}", server.stderr_text());
@@ -702,7 +701,7 @@ async fn stop_with_sleeps_in_flight(server: HttpServer, old: Client, ids: [i64; 
 
 async fn next_result(stream: &mut Body) -> Value {
     loop {
-        let m = stream.next_modern_message(WAIT, "subscriptions/listen").await.expect("the listen's result");
+        let m = stream.next_v2026_message(WAIT, "subscriptions/listen").await.expect("the listen's result");
         if m.get("id").is_some() {
             return m;
         }
@@ -715,14 +714,14 @@ async fn a_standard_or_mirrored_header_sent_twice_is_refused() {
     let client = server.client();
     // Two `Mcp-Method` values: a gateway could route on either.
     let body = call(70, "echo", json!({"text": "x"}));
-    let twice = client.modern_post(&body).header("mcp-method", "prompts/get").send().await.unwrap();
+    let twice = client.v2026_post(&body).header("mcp-method", "prompts/get").send().await.unwrap();
     assert_eq!(twice.status(), 400);
     let answer: Value = serde_json::from_str(&twice.text().await.unwrap()).unwrap();
     assert_eq!(error_code(&answer), -32020, "{answer}");
     // Two values of a mirrored argument's header.
     let body = call(71, "regional", json!({"region": "eu"}));
     let twice = client
-        .modern_post(&body)
+        .v2026_post(&body)
         .header("mcp-param-region", "eu")
         .header("mcp-param-region", "us")
         .send()

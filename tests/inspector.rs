@@ -96,12 +96,12 @@ fn assert_lists_the_tools(result: &Value) {
 }
 
 /// Checks that a result came from a 2026-era exchange: such results name the server in `_meta`.
-fn assert_modern(result: &Value) {
+fn assert_v2026(result: &Value) {
     assert_eq!(result["_meta"]["io.modelcontextprotocol/serverInfo"]["name"], "bookshop", "{result}");
 }
 
 #[test]
-fn modern_era_over_stdio_lists_tools_and_calls_search_status() {
+fn v2026_era_over_stdio_lists_tools_and_calls_search_status() {
     let bookshop = common::example("bookshop");
     let tools = inspector("modern", &["--method", "tools/list", target(&bookshop)]);
     assert_lists_the_tools(&tools);
@@ -109,11 +109,11 @@ fn modern_era_over_stdio_lists_tools_and_calls_search_status() {
     let status = inspector("modern", &["--method", "tools/call", "--tool-name", "search_status", target(&bookshop)]);
     assert_eq!(status["content"], json!([{"type": "text", "text": "online"}]), "{status}");
     assert_ne!(status["isError"], true, "{status}");
-    assert_modern(&status);
+    assert_v2026(&status);
 }
 
 #[test]
-fn modern_era_over_http_lists_tools_and_calls_list_holds() {
+fn v2026_era_over_http_lists_tools_and_calls_list_holds() {
     let server = common::http::HttpServer::start_binary(common::example("bookshop"), &[]);
     let tools = inspector("modern", &["--method", "tools/list", &server.url]);
     assert_lists_the_tools(&tools);
@@ -121,7 +121,7 @@ fn modern_era_over_http_lists_tools_and_calls_list_holds() {
     let holds = inspector("modern", &["--method", "tools/call", "--tool-name", "list_holds", &server.url]);
     assert_eq!(holds["structuredContent"], json!({"holds": []}), "{holds}\nserver log:\n{}", server.stderr_text());
     assert_ne!(holds["isError"], true, "{holds}");
-    assert_modern(&holds);
+    assert_v2026(&holds);
 }
 
 #[test]

@@ -7,7 +7,7 @@
 mod common;
 
 use common::cases::{Era, Peer, Transport};
-use common::modern::META_LOG_LEVEL;
+use common::v2026::META_LOG_LEVEL;
 use serde_json::{json, Value};
 
 /// Every transport that carries a request's log messages, in each era it serves.

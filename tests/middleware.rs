@@ -200,9 +200,9 @@ fn recorded() -> (Server, Log) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn layers_see_every_dispatched_request_in_order_both_ways_over_stdio_in_both_eras() {
-    for modern in [false, true] {
+    for v2026 in [false, true] {
         let (server, log) = recorded();
-        let mut s = Stdio::open(&server, modern).await;
+        let mut s = Stdio::open(&server, v2026).await;
         let echoed = s.call(1, "tools/call", json!({"name": "echo", "arguments": {"text": "hi"}})).await;
         assert_eq!(echoed["result"]["content"][0]["text"], "HI", "a layer changed the arguments: {echoed}");
         assert_nested(&log, "tools/call echo", "ok");
@@ -222,7 +222,7 @@ async fn layers_see_every_dispatched_request_in_order_both_ways_over_stdio_in_bo
         // Answered by a layer, without a handler: the era's additions are still made.
         let cached = s.call(6, "test/custom", json!({"cached": true})).await;
         assert_eq!(cached["result"]["cached"], true, "{cached}");
-        if modern {
+        if v2026 {
             assert_eq!(cached["result"]["resultType"], "complete", "{cached}");
             assert_eq!(listed["result"]["resultType"], "complete", "{listed}");
             assert_eq!(echoed["result"]["resultType"], "complete", "{echoed}");
@@ -230,7 +230,7 @@ async fn layers_see_every_dispatched_request_in_order_both_ways_over_stdio_in_bo
             assert!(cached["result"].get("resultType").is_none(), "{cached}");
         }
         // What the era's front answers itself goes through the layers too.
-        let own: &[&str] = if modern {
+        let own: &[&str] = if v2026 {
             &["server/discover"]
         } else {
             assert_nested(&log, "initialize initialize", "ok");
@@ -245,16 +245,16 @@ async fn layers_see_every_dispatched_request_in_order_both_ways_over_stdio_in_bo
             let answered = s.call(7 + n as i64, method, params).await;
             assert!(answered.get("result").is_some(), "{answered}");
             assert_nested(&log, &format!("{method} {method}"), "ok");
-            let checked = if modern {
-                common::schema::check_modern_message(&answered, Some(method))
+            let checked = if v2026 {
+                common::schema::check_v2026_message(&answered, Some(method))
             } else {
                 common::schema::check_server_message(&answered, Some(method))
             };
             checked.unwrap_or_else(|e| panic!("{method}: {e}"));
         }
         for (message, method) in [(&echoed, "tools/call"), (&listed, "tools/list"), (&read, "resources/read")] {
-            let checked = if modern {
-                common::schema::check_modern_message(message, Some(method))
+            let checked = if v2026 {
+                common::schema::check_v2026_message(message, Some(method))
             } else {
                 common::schema::check_server_message(message, Some(method))
             };
@@ -281,10 +281,10 @@ fn no_front_methods() -> impl Layer<Next, Service = Next> + Send + 'static {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_layer_refuses_what_an_era_front_answers_by_itself_over_stdio_in_both_eras() {
-    for modern in [false, true] {
+    for v2026 in [false, true] {
         let (server, _) = server(|b| b.layer(no_front_methods()));
-        let mut s = Stdio::open(&server, modern).await;
-        let methods: &[&str] = if modern { &["server/discover"] } else { &["ping", "logging/setLevel"] };
+        let mut s = Stdio::open(&server, v2026).await;
+        let methods: &[&str] = if v2026 { &["server/discover"] } else { &["ping", "logging/setLevel"] };
         for (n, method) in methods.iter().enumerate() {
             let params = if *method == "logging/setLevel" { json!({"level": "debug"}) } else { json!({}) };
             let refused = s.call(n as i64 + 1, method, params).await;
@@ -336,9 +336,9 @@ async fn layers_see_every_dispatched_request_over_http_in_both_eras_and_an_input
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_timeout_layer_answers_32001_and_stops_async_and_blocking_handlers() {
-    for modern in [false, true] {
+    for v2026 in [false, true] {
         let (server, probe) = server(|b| b.layer(tower::timeout::TimeoutLayer::new(Duration::from_millis(200))));
-        let mut s = Stdio::open(&server, modern).await;
+        let mut s = Stdio::open(&server, v2026).await;
         let slow = s.call(1, "tools/call", json!({"name": "slow", "arguments": {"ms": 5000}})).await;
         assert_eq!(slow["error"]["code"], -32001, "{slow}");
         assert!(slow["error"]["message"].as_str().unwrap().contains("timed out"), "{slow}");

@@ -8,7 +8,7 @@ use common::peak_rss_kib;
 
 use std::time::Duration;
 
-use common::modern;
+use common::v2026;
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -27,7 +27,7 @@ async fn post_and_never_read(addr: std::net::SocketAddr, body: &Value) -> tokio:
     let mut stream = socket.connect(addr).await.unwrap();
     let text = body.to_string();
     let mut head = format!("POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Length: {}\r\n", text.len());
-    for (name, value) in common::http::modern_headers(body) {
+    for (name, value) in common::http::v2026_headers(body) {
         head.push_str(&format!("{name}: {value}\r\n"));
     }
     head.push_str("\r\n");
@@ -37,13 +37,13 @@ async fn post_and_never_read(addr: std::net::SocketAddr, body: &Value) -> tokio:
 }
 
 /// One 2026 request on a fresh connection, read to its end: the body.
-async fn modern_call(addr: std::net::SocketAddr, id: i64, method: &str, params: Value) -> String {
-    let body = modern::request(id, method, params, json!({}));
+async fn v2026_call(addr: std::net::SocketAddr, id: i64, method: &str, params: Value) -> String {
+    let body = v2026::request(id, method, params, json!({}));
     let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
     let text = body.to_string();
     let mut head =
         format!("POST /mcp HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: {}\r\n", text.len());
-    for (name, value) in common::http::modern_headers(&body) {
+    for (name, value) in common::http::v2026_headers(&body) {
         head.push_str(&format!("{name}: {value}\r\n"));
     }
     head.push_str("\r\n");
@@ -73,7 +73,7 @@ async fn a_listener_that_stops_reading_is_disconnected_and_list_changes_go_on() 
         .unwrap();
     let addr = serve(server.clone(), mcp::HttpOptions::new()).await;
     let watch = json!({"notifications": {"toolsListChanged": true, "resourceSubscriptions": ["file:///big/"]}});
-    let listen = modern::request(1, "subscriptions/listen", watch, json!({}));
+    let listen = v2026::request(1, "subscriptions/listen", watch, json!({}));
     let _stuck = post_and_never_read(addr, &listen).await;
     tokio::time::sleep(Duration::from_millis(200)).await;
     // Resource updates of 60 kB fill the socket's buffers and then the stream's hard bound; list changes follow.
@@ -92,7 +92,7 @@ async fn a_listener_that_stops_reading_is_disconnected_and_list_changes_go_on() 
     });
     changes.recv_timeout(Duration::from_secs(60)).expect("list changes hung once the listener was past its hard bound");
     // The server still serves everyone else.
-    let answer = tokio::time::timeout(Duration::from_secs(10), modern_call(addr, 2, "tools/list", json!({})))
+    let answer = tokio::time::timeout(Duration::from_secs(10), v2026_call(addr, 2, "tools/list", json!({})))
         .await
         .expect("tools/list after the flood");
     assert!(answer.contains(r#""name":"hello""#), "{answer}");
@@ -106,13 +106,13 @@ fn a_server_with_a_stuck_listener_still_stops() {
     let addr: std::net::SocketAddr = server.authority().parse().unwrap();
     runtime.block_on(async {
         let watch = json!({"notifications": {"resourceSubscriptions": ["file:///big/"]}});
-        let stuck = post_and_never_read(addr, &modern::request(1, "subscriptions/listen", watch, json!({}))).await;
+        let stuck = post_and_never_read(addr, &v2026::request(1, "subscriptions/listen", watch, json!({}))).await;
         tokio::time::sleep(Duration::from_millis(200)).await;
         // Each touch is a 60 kB notification to the listener: 200 of them are far past its bounds.
         let uri = format!("file:///big/{}", "x".repeat(60_000));
         for id in 0..200 {
             let touch = json!({"name": "touch", "arguments": {"uri": uri}});
-            let answer = tokio::time::timeout(Duration::from_secs(10), modern_call(addr, id + 2, "tools/call", touch))
+            let answer = tokio::time::timeout(Duration::from_secs(10), v2026_call(addr, id + 2, "tools/call", touch))
                 .await
                 .expect("a resource update hung once the listener was past its hard bound");
             assert!(answer.contains("\"result\""), "{answer}");
@@ -159,8 +159,8 @@ async fn a_flood_before_the_first_await_is_bounded_on_http() {
     assert!(notifications.len() < 10_000, "{} notifications were kept", notifications.len());
     // 2026: the request asks for every level in its envelope.
     let mut params = burst;
-    params["_meta"] = json!({modern::META_LOG_LEVEL: "debug"});
-    let (answer, notifications) = client.modern_call(2, "tools/call", params).await;
+    params["_meta"] = json!({v2026::META_LOG_LEVEL: "debug"});
+    let (answer, notifications) = client.v2026_call(2, "tools/call", params).await;
     assert_eq!(answer["result"]["content"][0]["text"], "burst 200000", "{answer}");
     assert!(!notifications.is_empty() && notifications.len() < 10_000, "{} notifications", notifications.len());
     let grown = peak_rss_kib(server.pid()).saturating_sub(before);
@@ -181,7 +181,7 @@ fn a_large_answer_reaches_a_reading_client_on_stdio() {
     let large = json!({"name": "large", "arguments": {"mib": 17}});
     let answer = server.call("tools/call", large.clone());
     assert_eq!(text_len(&answer), Some(17 << 20), "a 17 MiB answer");
-    server.send(modern::request(2026, "tools/call", large, json!({})));
+    server.send(v2026::request(2026, "tools/call", large, json!({})));
     let answer = server.response(&json!(2026));
     assert_eq!(text_len(&answer), Some(17 << 20), "a 17 MiB answer in the 2026 era");
     let echo = server.call_tool("echo", json!({"text": "still here"}));
@@ -245,8 +245,8 @@ async fn a_large_answer_reaches_a_reading_client_on_http() {
     let (answer, _) = client.call(1, "tools/call", large.clone()).await;
     assert_eq!(text_len(&answer), Some(17 << 20), "a 17 MiB answer on a 2025 SSE stream");
     let mut params = large;
-    params["_meta"] = json!({modern::META_LOG_LEVEL: "info"});
-    let (answer, notifications) = client.modern_call(2, "tools/call", params).await;
+    params["_meta"] = json!({v2026::META_LOG_LEVEL: "info"});
+    let (answer, notifications) = client.v2026_call(2, "tools/call", params).await;
     assert_eq!(notifications.len(), 1, "the answer was a stream: {notifications:?}");
     assert_eq!(text_len(&answer), Some(17 << 20), "a 17 MiB answer on a 2026 stream");
 }

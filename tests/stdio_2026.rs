@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 use std::process::Command;
 use std::time::Duration;
 
-use common::modern::{self, subscription_tag, META_CAPABILITIES, META_LOG_LEVEL, META_SERVER_INFO, META_VERSION};
+use common::v2026::{self, subscription_tag, META_CAPABILITIES, META_LOG_LEVEL, META_SERVER_INFO, META_VERSION};
 use common::{testbed, Server, WAIT};
 use serde_json::{json, Value};
 
@@ -45,32 +45,32 @@ fn elicitation() -> Value {
 
 #[test]
 fn the_base64_helper_matches_the_spec_examples() {
-    assert_eq!(modern::base64("Hello, 世界".as_bytes()), "SGVsbG8sIOS4lueVjA==");
-    assert_eq!(modern::base64(b" padded "), "IHBhZGRlZCA=");
-    assert_eq!(modern::base64(b"=?base64?literal?="), "PT9iYXNlNjQ/bGl0ZXJhbD89");
+    assert_eq!(v2026::base64("Hello, 世界".as_bytes()), "SGVsbG8sIOS4lueVjA==");
+    assert_eq!(v2026::base64(b" padded "), "IHBhZGRlZCA=");
+    assert_eq!(v2026::base64(b"=?base64?literal?="), "PT9iYXNlNjQ/bGl0ZXJhbD89");
 }
 
 #[test]
 fn a_2026_request_needs_no_initialize_and_its_result_says_complete_and_who_answered() {
     let mut s = Server::spawn(testbed());
-    let list = s.modern_call("tools/list", json!({}));
+    let list = s.v2026_call("tools/list", json!({}));
     let r = result(&list);
     assert_eq!(r["resultType"], "complete");
     assert_eq!(r["_meta"][META_SERVER_INFO]["name"], "testbed", "{r}");
     assert!(r["_meta"][META_SERVER_INFO]["version"].is_string(), "{r}");
     assert!(r["tools"].as_array().unwrap().iter().any(|t| t["name"] == "echo"));
 
-    let call = s.modern_tool("echo", json!({"text": "hi"}));
+    let call = s.v2026_tool("echo", json!({"text": "hi"}));
     assert_eq!(call["resultType"], "complete");
     assert_eq!(call["_meta"][META_SERVER_INFO]["name"], "testbed");
     assert_eq!(text(&call), "hi");
     // A tool's own failure is a complete result with isError; an unknown tool is -32602.
-    let failed = s.modern_tool("fail", json!({"reason": "no"}));
+    let failed = s.v2026_tool("fail", json!({"reason": "no"}));
     assert_eq!((failed["resultType"].as_str(), failed["isError"].as_bool()), (Some("complete"), Some(true)));
-    assert_eq!(error_code(&s.modern_call("tools/call", json!({"name": "no_such_tool", "arguments": {}}))), -32602);
+    assert_eq!(error_code(&s.v2026_call("tools/call", json!({"name": "no_such_tool", "arguments": {}}))), -32602);
 
     // The request's version and capabilities come from its envelope.
-    let who = s.modern_call_with("tools/call", json!({"name": "whoami", "arguments": {}}), json!({"sampling": {}}));
+    let who = s.v2026_call_with("tools/call", json!({"name": "whoami", "arguments": {}}), json!({"sampling": {}}));
     let who = &result(&who)["structuredContent"];
     assert_eq!(who["protocolVersion"], "2026-07-28");
     assert_eq!(who["capabilities"], json!({"sampling": {}}));
@@ -92,16 +92,16 @@ fn lists_reads_and_discover_carry_caching_hints() {
     cacheable.push(("resources/read", json!({"uri": "files:///docs/a.txt"})));
     cacheable.push(("server/discover", json!({})));
     for (method, params) in cacheable {
-        let r = s.modern_call(method, params.clone());
+        let r = s.v2026_call(method, params.clone());
         let r = result(&r);
         assert_eq!(r["resultType"], "complete", "{method}: {r}");
         assert!(r["ttlMs"].as_u64().is_some(), "{method} {params}: ttlMs is a non-negative integer: {r}");
         assert!(matches!(r["cacheScope"].as_str(), Some("public" | "private")), "{method}: {r}");
         assert_eq!(r["_meta"][META_SERVER_INFO]["name"], "testbed", "{method}: {r}");
     }
-    let read = s.modern_call("resources/read", json!({"uri": "test://static"}));
+    let read = s.v2026_call("resources/read", json!({"uri": "test://static"}));
     assert_eq!(result(&read)["contents"][0]["text"], "hello");
-    let completion = s.modern_call(
+    let completion = s.v2026_call(
         "completion/complete",
         json!({"ref": {"type": "ref/prompt", "name": "greeting"}, "argument": {"name": "name", "value": "A"}}),
     );
@@ -109,7 +109,7 @@ fn lists_reads_and_discover_carry_caching_hints() {
     assert_eq!(result(&completion)["completion"]["values"], json!(["Ada", "Alan"]));
 
     // A resource that does not exist is -32602 (never -32002 in this era), naming the URI.
-    let missing = s.modern_call("resources/read", json!({"uri": "test://nothing-here"}));
+    let missing = s.v2026_call("resources/read", json!({"uri": "test://nothing-here"}));
     assert_eq!(error_code(&missing), -32602, "{missing}");
     assert_eq!(missing["error"]["data"]["uri"], "test://nothing-here");
 }
@@ -117,7 +117,7 @@ fn lists_reads_and_discover_carry_caching_hints() {
 #[test]
 fn server_discover_describes_the_server_without_a_handshake() {
     let mut s = Server::spawn(testbed());
-    let r = s.modern_call("server/discover", json!({}));
+    let r = s.v2026_call("server/discover", json!({}));
     let d = result(&r);
     assert_eq!(d["resultType"], "complete");
     let versions: Vec<&str> = d["supportedVersions"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
@@ -175,7 +175,7 @@ fn a_broken_envelope_is_32602_and_an_unsupported_version_is_32022() {
         }
     }
 
-    let discover = s.modern_call("server/discover", json!({}));
+    let discover = s.v2026_call("server/discover", json!({}));
     let supported_versions = result(&discover)["supportedVersions"].clone();
     let id = json!("too-old");
     s.request_with_id(id.clone(), "tools/list", json!({"_meta": {META_VERSION: "1900-01-01", META_CAPABILITIES: {}}}));
@@ -192,7 +192,7 @@ fn a_broken_envelope_is_32602_and_an_unsupported_version_is_32022() {
     assert_eq!(error_code(&r), -32022, "{r}");
     assert_eq!(r["error"]["data"]["requested"], "2025-11-25");
     // An invalid log level is -32602 too.
-    let r = s.modern_call("tools/list", json!({"_meta": {META_LOG_LEVEL: "loud"}}));
+    let r = s.v2026_call("tools/list", json!({"_meta": {META_LOG_LEVEL: "loud"}}));
     assert_eq!(error_code(&r), -32602, "{r}");
 }
 
@@ -210,7 +210,7 @@ fn methods_the_2026_era_removed_are_unknown_methods() {
         ("resources/unsubscribe", json!({"uri": "test://static"})),
         ("unknown/method", json!({})),
     ] {
-        let r = s.modern_call(method, params);
+        let r = s.v2026_call(method, params);
         assert_eq!(error_code(&r), -32601, "{method}: {r}");
     }
     // The refused `initialize` started no 2025 session.
@@ -223,7 +223,7 @@ fn a_2025_session_and_2026_requests_interleave_on_one_process() {
     let init = s.initialize_with(json!({"elicitation": {}}));
     assert_eq!(result(&init)["protocolVersion"], "2025-11-25");
     let listen = json!("both-eras");
-    s.modern_request_with_id(
+    s.v2026_request_with_id(
         listen.clone(),
         "subscriptions/listen",
         json!({"notifications": {"toolsListChanged": true}}),
@@ -235,8 +235,8 @@ fn a_2025_session_and_2026_requests_interleave_on_one_process() {
 
     let legacy = s.call("tools/list", json!({}));
     assert!(result(&legacy)["tools"].is_array());
-    let modern = s.modern_call("tools/list", json!({}));
-    assert_eq!(result(&modern)["resultType"], "complete");
+    let v2026 = s.v2026_call("tools/list", json!({}));
+    assert_eq!(result(&v2026)["resultType"], "complete");
     // One registry, two eras: the same tools, but `execution.taskSupport` is a 2025-11-25 field (the 2026 Tasks
     // extension decides per request).
     let mut legacy_tools = result(&legacy)["tools"].clone();
@@ -245,12 +245,12 @@ fn a_2025_session_and_2026_requests_interleave_on_one_process() {
         with_execution += usize::from(tool.as_object_mut().unwrap().remove("execution").is_some());
     }
     assert!(with_execution > 0, "the testbed's task tools show execution in 2025");
-    assert!(result(&modern)["tools"].as_array().unwrap().iter().all(|t| t.get("execution").is_none()));
-    assert_eq!(legacy_tools, result(&modern)["tools"], "one registry, two eras");
+    assert!(result(&v2026)["tools"].as_array().unwrap().iter().all(|t| t.get("execution").is_none()));
+    assert_eq!(legacy_tools, result(&v2026)["tools"], "one registry, two eras");
 
     // One server state behind both.
     assert_eq!(text(&s.call_tool("count", json!({}))), "hello 1");
-    assert_eq!(text(&s.modern_tool("count", json!({}))), "hello 2");
+    assert_eq!(text(&s.v2026_tool("count", json!({}))), "hello 2");
     assert_eq!(text(&s.call_tool("count", json!({}))), "hello 3");
 
     // Each request is described by its own era: the session's handshake for 2025, the envelope for 2026 (which
@@ -258,10 +258,10 @@ fn a_2025_session_and_2026_requests_interleave_on_one_process() {
     let old = s.call_tool("whoami", json!({}));
     assert_eq!(old["structuredContent"]["protocolVersion"], "2025-11-25");
     assert_eq!(old["structuredContent"]["capabilities"], json!({"elicitation": {}}));
-    let new = s.modern_tool("whoami", json!({}));
+    let new = s.v2026_tool("whoami", json!({}));
     assert_eq!(new["structuredContent"]["protocolVersion"], "2026-07-28");
     assert_eq!(new["structuredContent"]["capabilities"], json!({}));
-    let refused = s.modern_call("tools/call", json!({"name": "ask_name", "arguments": {}}));
+    let refused = s.v2026_call("tools/call", json!({"name": "ask_name", "arguments": {}}));
     assert_eq!(error_code(&refused), -32021, "{refused}");
 
     // The 2025 session asks the client with a request; a 2026 request gets an input_required result.
@@ -269,11 +269,11 @@ fn a_2025_session_and_2026_requests_interleave_on_one_process() {
     let ask = s.server_request("elicitation/create");
     s.send(json!({"jsonrpc": "2.0", "id": ask["id"], "result": {"action": "accept", "content": {"name": "Ada"}}}));
     assert_eq!(text(result(&s.response(&id))), "Hello, Ada (None)");
-    let round = s.modern_call_with("tools/call", json!({"name": "ask_name", "arguments": {}}), elicitation());
+    let round = s.v2026_call_with("tools/call", json!({"name": "ask_name", "arguments": {}}), elicitation());
     assert_eq!(result(&round)["resultType"], "input_required");
 
     // A list change reaches the 2025 session untagged, and the listener tagged.
-    s.modern_tool("toggle", json!({"kind": "tool", "name": "echo", "enabled": false}));
+    s.v2026_tool("toggle", json!({"kind": "tool", "name": "echo", "enabled": false}));
     let seen = before_response(&mut s);
     let changes = with_method(&seen, "notifications/tools/list_changed");
     assert_eq!(changes.len(), 2, "{seen:?}");
@@ -284,12 +284,12 @@ fn a_2025_session_and_2026_requests_interleave_on_one_process() {
 #[test]
 fn logs_are_sent_only_at_the_level_the_request_asks_for() {
     let mut s = Server::spawn(testbed());
-    let quiet = s.modern_tool("log_all", json!({}));
+    let quiet = s.v2026_tool("log_all", json!({}));
     assert_eq!(quiet["resultType"], "complete");
     let seen = before_response(&mut s);
     assert!(with_method(&seen, "notifications/message").is_empty(), "no logLevel, no logs: {seen:?}");
 
-    let id = s.modern_request(
+    let id = s.v2026_request(
         "tools/call",
         json!({"name": "log_all", "arguments": {}, "_meta": {META_LOG_LEVEL: "warning"}}),
         json!({}),
@@ -301,7 +301,7 @@ fn logs_are_sent_only_at_the_level_the_request_asks_for() {
     assert_eq!(levels, ["warning", "error", "critical", "alert", "emergency"], "{seen:?}");
     assert!(logs.iter().all(|m| subscription_tag(m).is_none()), "request-scoped notifications are untagged");
 
-    let id = s.modern_request(
+    let id = s.v2026_request(
         "tools/call",
         json!({"name": "log_all", "arguments": {}, "_meta": {META_LOG_LEVEL: "debug"}}),
         json!({}),
@@ -310,7 +310,7 @@ fn logs_are_sent_only_at_the_level_the_request_asks_for() {
     assert_eq!(with_method(&before_response(&mut s), "notifications/message").len(), 8);
 
     let bad =
-        s.modern_call("tools/call", json!({"name": "log_all", "arguments": {}, "_meta": {META_LOG_LEVEL: "loud"}}));
+        s.v2026_call("tools/call", json!({"name": "log_all", "arguments": {}, "_meta": {META_LOG_LEVEL: "loud"}}));
     assert_eq!(error_code(&bad), -32602, "{bad}");
     assert!(with_method(&before_response(&mut s), "notifications/message").is_empty());
 }
@@ -318,7 +318,7 @@ fn logs_are_sent_only_at_the_level_the_request_asks_for() {
 #[test]
 fn progress_is_reported_when_the_request_carries_a_token() {
     let mut s = Server::spawn(testbed());
-    let id = s.modern_request(
+    let id = s.v2026_request(
         "tools/call",
         json!({"name": "progress", "arguments": {}, "_meta": {"progressToken": "p-1"}}),
         json!({}),
@@ -331,7 +331,7 @@ fn progress_is_reported_when_the_request_carries_a_token() {
     assert!(progress.iter().all(|m| m["params"]["progressToken"] == "p-1" && m["params"]["total"] == 3.0));
     assert!(progress.iter().all(|m| subscription_tag(m).is_none()));
 
-    s.modern_tool("progress", json!({}));
+    s.v2026_tool("progress", json!({}));
     assert!(with_method(&before_response(&mut s), "notifications/progress").is_empty(), "no token, no progress");
 }
 
@@ -339,7 +339,7 @@ fn progress_is_reported_when_the_request_carries_a_token() {
 fn notifications_cancelled_stops_a_2026_request_which_then_gets_no_response() {
     let mut s = Server::spawn(testbed());
     let id = json!("sleepy");
-    s.modern_request_with_id(id.clone(), "tools/call", json!({"name": "sleep", "arguments": {"ms": 60000}}), json!({}));
+    s.v2026_request_with_id(id.clone(), "tools/call", json!({"name": "sleep", "arguments": {"ms": 60000}}), json!({}));
     assert!(s.wait_stderr("SLEEP_START \"sleepy\"", WAIT), "{}", s.stderr_text());
     s.cancel(&id, "changed my mind");
     assert!(s.wait_stderr("SLEEP_ABORTED \"sleepy\"", WAIT), "{}", s.stderr_text());
@@ -347,12 +347,12 @@ fn notifications_cancelled_stops_a_2026_request_which_then_gets_no_response() {
 
     // A blocking handler sees its flag.
     let spin = json!(4242);
-    s.modern_request_with_id(spin.clone(), "tools/call", json!({"name": "spin", "arguments": {}}), json!({}));
+    s.v2026_request_with_id(spin.clone(), "tools/call", json!({"name": "spin", "arguments": {}}), json!({}));
     s.cancel(&spin, "enough");
     assert!(s.wait_stderr("SPIN_CANCELLED 4242", WAIT), "{}", s.stderr_text());
 
     // The server has read everything before this request: still no response to the cancelled ones.
-    s.modern_call("tools/list", json!({}));
+    s.v2026_call("tools/list", json!({}));
     let seen = before_response(&mut s);
     assert!(!seen.iter().any(|m| m.get("id") == Some(&id) || m.get("id") == Some(&spin)), "{seen:?}");
     assert!(!s.has_stderr("SLEEP_DONE"));
@@ -368,7 +368,7 @@ fn a_question_the_request_has_no_capability_for_is_32021() {
         ("summarize", json!({"text": "long"}), json!({"elicitation": {}}), json!({"sampling": {}})),
         ("roots", json!({}), json!({}), json!({"roots": {}})),
     ] {
-        let r = s.modern_call_with("tools/call", json!({"name": tool, "arguments": arguments}), capabilities);
+        let r = s.v2026_call_with("tools/call", json!({"name": tool, "arguments": arguments}), capabilities);
         assert_eq!(error_code(&r), -32021, "{tool}: {r}");
         assert_eq!(r["error"]["data"]["requiredCapabilities"], required, "{tool}: {r}");
     }
@@ -401,7 +401,7 @@ fn retry(name: &str, arguments: Value, answers: Value, state: Option<&str>) -> V
 #[test]
 fn an_elicitation_round_trips_through_input_required() {
     let mut s = Server::spawn(testbed());
-    let first = s.modern_call_with("tools/call", json!({"name": "ask_name", "arguments": {}}), elicitation());
+    let first = s.v2026_call_with("tools/call", json!({"name": "ask_name", "arguments": {}}), elicitation());
     let (key, question) = only_question(&first);
     assert_eq!(question["method"], "elicitation/create");
     assert!(question.get("id").is_none() && question.get("jsonrpc").is_none(), "a bare request: {question}");
@@ -411,17 +411,17 @@ fn an_elicitation_round_trips_through_input_required() {
     let state = request_state(&first);
 
     let answer = json!({key.as_str(): {"action": "accept", "content": {"name": "Ada", "age": 36}}});
-    let done = s.modern_call_with("tools/call", retry("ask_name", json!({}), answer, Some(&state)), elicitation());
+    let done = s.v2026_call_with("tools/call", retry("ask_name", json!({}), answer, Some(&state)), elicitation());
     assert_eq!(result(&done)["resultType"], "complete");
     assert_eq!(text(result(&done)), "Hello, Ada (Some(36))");
 
     let declined = json!({key.as_str(): {"action": "decline"}});
-    let done = s.modern_call_with("tools/call", retry("ask_name", json!({}), declined, Some(&state)), elicitation());
+    let done = s.v2026_call_with("tools/call", retry("ask_name", json!({}), declined, Some(&state)), elicitation());
     assert_eq!(text(result(&done)), "declined");
 
     // An answer that does not fit the question is an error, not a result.
     let wrong = json!({key.as_str(): {"action": "accept", "content": {"name": 12345}}});
-    let r = s.modern_call_with("tools/call", retry("ask_name", json!({}), wrong, Some(&state)), elicitation());
+    let r = s.v2026_call_with("tools/call", retry("ask_name", json!({}), wrong, Some(&state)), elicitation());
     assert!(r.get("error").is_some() || result(&r)["resultType"] == "input_required", "{r}");
 }
 
@@ -429,7 +429,7 @@ fn an_elicitation_round_trips_through_input_required() {
 fn sampling_and_roots_round_trip_too() {
     let mut s = Server::spawn(testbed());
     let sampling = json!({"sampling": {}});
-    let first = s.modern_call_with(
+    let first = s.v2026_call_with(
         "tools/call",
         json!({"name": "summarize", "arguments": {"text": "a long story"}}),
         sampling.clone(),
@@ -441,7 +441,7 @@ fn sampling_and_roots_round_trip_too() {
     let answer = json!({key.as_str(): {
         "role": "assistant", "content": {"type": "text", "text": "short"}, "model": "m1", "stopReason": "endTurn"
     }});
-    let done = s.modern_call_with(
+    let done = s.v2026_call_with(
         "tools/call",
         retry("summarize", json!({"text": "a long story"}), answer, Some(&request_state(&first))),
         sampling,
@@ -449,11 +449,11 @@ fn sampling_and_roots_round_trip_too() {
     assert_eq!(text(result(&done)), "m1 said: short");
 
     let roots = json!({"roots": {}});
-    let first = s.modern_call_with("tools/call", json!({"name": "roots", "arguments": {}}), roots.clone());
+    let first = s.v2026_call_with("tools/call", json!({"name": "roots", "arguments": {}}), roots.clone());
     let (key, question) = only_question(&first);
     assert_eq!(question["method"], "roots/list");
     let answer = json!({key.as_str(): {"roots": [{"uri": "file:///a", "name": "A"}, {"uri": "file:///b"}]}});
-    let done = s.modern_call_with("tools/call", retry("roots", json!({}), answer, Some(&request_state(&first))), roots);
+    let done = s.v2026_call_with("tools/call", retry("roots", json!({}), answer, Some(&request_state(&first))), roots);
     assert_eq!(text(result(&done)), "file:///a,file:///b");
 }
 
@@ -461,13 +461,13 @@ fn sampling_and_roots_round_trip_too() {
 fn a_multi_round_request_carries_its_answers_and_its_round_state() {
     let mut s = Server::spawn(testbed());
     let args = json!({"topic": "cats"});
-    let r1 = s.modern_call_with("tools/call", json!({"name": "interview", "arguments": args}), elicitation());
+    let r1 = s.v2026_call_with("tools/call", json!({"name": "interview", "arguments": args}), elicitation());
     let (key, _) = only_question(&r1);
     assert_eq!(key, "name", "the key the handler chose");
     let state1 = request_state(&r1);
 
     let answer = json!({"name": {"action": "accept", "content": {"name": "Ada"}}});
-    let r2 = s.modern_call_with("tools/call", retry("interview", args.clone(), answer, Some(&state1)), elicitation());
+    let r2 = s.v2026_call_with("tools/call", retry("interview", args.clone(), answer, Some(&state1)), elicitation());
     let (key, question) = only_question(&r2);
     assert_eq!(key, "colour", "the answered question is not asked again: {r2}");
     assert_eq!(question["params"]["message"], "Ada, your favourite colour?");
@@ -476,7 +476,7 @@ fn a_multi_round_request_carries_its_answers_and_its_round_state() {
 
     // Only the new answer is sent: the first one travels in the state.
     let answer = json!({"colour": {"action": "accept", "content": {"colour": "blue"}}});
-    let r3 = s.modern_call_with("tools/call", retry("interview", args, answer, Some(&state2)), elicitation());
+    let r3 = s.v2026_call_with("tools/call", retry("interview", args, answer, Some(&state2)), elicitation());
     assert_eq!(result(&r3)["resultType"], "complete");
     assert_eq!(text(result(&r3)), "Ada likes blue (cats); earlier rounds: 2", "round_state was carried");
 }
@@ -484,11 +484,11 @@ fn a_multi_round_request_carries_its_answers_and_its_round_state() {
 #[test]
 fn a_blocking_handler_asks_with_elicit_blocking() {
     let mut s = Server::spawn(testbed());
-    let first = s.modern_call_with("tools/call", json!({"name": "ask_name_blocking", "arguments": {}}), elicitation());
+    let first = s.v2026_call_with("tools/call", json!({"name": "ask_name_blocking", "arguments": {}}), elicitation());
     let (key, question) = only_question(&first);
     assert_eq!(question["method"], "elicitation/create");
     let answer = json!({key.as_str(): {"action": "accept", "content": {"name": "Grace"}}});
-    let done = s.modern_call_with(
+    let done = s.v2026_call_with(
         "tools/call",
         retry("ask_name_blocking", json!({}), answer, Some(&request_state(&first))),
         elicitation(),
@@ -509,7 +509,7 @@ fn flip_one_char(state: &str) -> String {
 fn a_tampered_or_replayed_request_state_is_refused_with_32602() {
     let mut s = Server::spawn(testbed());
     let cats = json!({"topic": "cats"});
-    let r1 = s.modern_call_with("tools/call", json!({"name": "interview", "arguments": cats}), elicitation());
+    let r1 = s.v2026_call_with("tools/call", json!({"name": "interview", "arguments": cats}), elicitation());
     let state = request_state(&r1);
     let answer = json!({"name": {"action": "accept", "content": {"name": "Ada"}}});
 
@@ -520,20 +520,20 @@ fn a_tampered_or_replayed_request_state_is_refused_with_32602() {
         ("other arguments", retry("interview", json!({"topic": "dogs"}), answer.clone(), Some(&state))),
         ("another tool", retry("ask_name", json!({}), answer.clone(), Some(&state))),
     ] {
-        let r = s.modern_call_with("tools/call", params, elicitation());
+        let r = s.v2026_call_with("tools/call", params, elicitation());
         assert_eq!(error_code(&r), -32602, "{what}: {r}");
     }
     let mut not_a_string = retry("interview", cats.clone(), answer.clone(), None);
     not_a_string["requestState"] = json!(17);
-    assert_eq!(error_code(&s.modern_call_with("tools/call", not_a_string, elicitation())), -32602);
+    assert_eq!(error_code(&s.v2026_call_with("tools/call", not_a_string, elicitation())), -32602);
 
     // The state as it was sealed still works.
-    let r2 = s.modern_call_with("tools/call", retry("interview", cats, answer, Some(&state)), elicitation());
+    let r2 = s.v2026_call_with("tools/call", retry("interview", cats, answer, Some(&state)), elicitation());
     assert_eq!(only_question(&r2).0, "colour");
 }
 
 fn listen(s: &mut Server, id: &Value, filter: Value) -> Value {
-    s.modern_request_with_id(id.clone(), "subscriptions/listen", json!({"notifications": filter}), json!({}));
+    s.v2026_request_with_id(id.clone(), "subscriptions/listen", json!({"notifications": filter}), json!({}));
     let ack = s.wait_for("the acknowledgement", |m| {
         m["method"] == "notifications/subscriptions/acknowledged" && subscription_tag(m) == Some(id)
     });
@@ -546,7 +546,7 @@ fn listen(s: &mut Server, id: &Value, filter: Value) -> Value {
 /// Calls a tool that triggers notifications, and returns what the server wrote before the tool's response: a
 /// handler's notifications are written before its response, so that is all it triggered.
 fn trigger(s: &mut Server, tool: &str, arguments: Value) -> Vec<Value> {
-    let r = s.modern_tool(tool, arguments);
+    let r = s.v2026_tool(tool, arguments);
     assert_ne!(r["isError"], true, "{tool}: {r}");
     before_response(s)
 }
@@ -617,7 +617,7 @@ fn subscriptions_listen_sends_only_what_each_stream_asked_for_tagged_with_its_id
 #[test]
 fn a_listen_without_a_filter_is_32602() {
     let mut s = Server::spawn(testbed());
-    let r = s.modern_call("subscriptions/listen", json!({}));
+    let r = s.v2026_call("subscriptions/listen", json!({}));
     assert_eq!(error_code(&r), -32602, "{r}");
     assert!(with_method(&before_response(&mut s), "notifications/subscriptions/acknowledged").is_empty());
 }
@@ -645,12 +645,12 @@ fn stdin_eof_ends_an_open_listen_with_its_result() {
 #[test]
 fn prompts_get_and_resources_read_ask_too_and_their_state_is_bound_to_their_target() {
     let mut s = Server::spawn(testbed());
-    let first = s.modern_call_with("prompts/get", json!({"name": "introduction"}), elicitation());
+    let first = s.v2026_call_with("prompts/get", json!({"name": "introduction"}), elicitation());
     let (key, _) = only_question(&first);
     assert_eq!(key, "who");
     let prompt_state = request_state(&first);
     let answer = json!({"who": {"action": "accept", "content": {"name": "Ada"}}});
-    let done = s.modern_call_with(
+    let done = s.v2026_call_with(
         "prompts/get",
         json!({"name": "introduction", "inputResponses": answer, "requestState": prompt_state}),
         elicitation(),
@@ -658,12 +658,12 @@ fn prompts_get_and_resources_read_ask_too_and_their_state_is_bound_to_their_targ
     assert_eq!(result(&done)["resultType"], "complete");
     assert_eq!(result(&done)["messages"][0]["content"]["text"], "Please welcome Ada.");
 
-    let first = s.modern_call_with("resources/read", json!({"uri": "test://guarded/a"}), elicitation());
+    let first = s.v2026_call_with("resources/read", json!({"uri": "test://guarded/a"}), elicitation());
     let (key, question) = only_question(&first);
     assert_eq!((key.as_str(), &question["params"]["message"]), ("confirm", &json!("Read the note a?")));
     let read_state = request_state(&first);
     let yes = json!({"confirm": {"action": "accept", "content": {"ok": true}}});
-    let done = s.modern_call_with(
+    let done = s.v2026_call_with(
         "resources/read",
         json!({"uri": "test://guarded/a", "inputResponses": yes, "requestState": read_state}),
         elicitation(),
@@ -675,11 +675,11 @@ fn prompts_get_and_resources_read_ask_too_and_their_state_is_bound_to_their_targ
 
     // A state belongs to its method and target.
     let other_uri = json!({"uri": "test://guarded/b", "inputResponses": yes, "requestState": read_state});
-    assert_eq!(error_code(&s.modern_call_with("resources/read", other_uri, elicitation())), -32602);
+    assert_eq!(error_code(&s.v2026_call_with("resources/read", other_uri, elicitation())), -32602);
     let other_method = json!({"name": "introduction", "inputResponses": yes, "requestState": read_state});
-    assert_eq!(error_code(&s.modern_call_with("prompts/get", other_method, elicitation())), -32602);
+    assert_eq!(error_code(&s.v2026_call_with("prompts/get", other_method, elicitation())), -32602);
     let prompt_as_tool = retry("introduction", json!({}), json!({}), Some(&prompt_state));
-    assert_eq!(error_code(&s.modern_call_with("tools/call", prompt_as_tool, elicitation())), -32602);
+    assert_eq!(error_code(&s.v2026_call_with("tools/call", prompt_as_tool, elicitation())), -32602);
 }
 
 #[test]
@@ -687,7 +687,7 @@ fn a_missing_answer_is_asked_again_and_extra_answers_are_ignored() {
     let mut s = Server::spawn(testbed());
     let args = json!({"topic": "owls"});
     let wrong_key = json!({"nickname": {"action": "accept", "content": {"name": "Ada"}}});
-    let again = s.modern_call_with("tools/call", retry("interview", args.clone(), wrong_key, None), elicitation());
+    let again = s.v2026_call_with("tools/call", retry("interview", args.clone(), wrong_key, None), elicitation());
     assert_eq!(only_question(&again).0, "name", "{again}");
 
     let both_and_more = json!({
@@ -695,10 +695,10 @@ fn a_missing_answer_is_asked_again_and_extra_answers_are_ignored() {
         "colour": {"action": "accept", "content": {"colour": "green"}},
         "unexpected": {"action": "accept", "content": {"foo": "bar"}},
     });
-    let done = s.modern_call_with("tools/call", retry("interview", args, both_and_more, None), elicitation());
+    let done = s.v2026_call_with("tools/call", retry("interview", args, both_and_more, None), elicitation());
     assert_eq!(text(result(&done)), "Ada likes green (owls); earlier rounds: 0");
 
-    let r = s.modern_call_with(
+    let r = s.v2026_call_with(
         "tools/call",
         json!({"name": "ask_name", "arguments": {}, "inputResponses": null}),
         elicitation(),
@@ -710,9 +710,9 @@ fn a_missing_answer_is_asked_again_and_extra_answers_are_ignored() {
 fn a_form_question_needs_form_mode_which_a_url_only_client_did_not_declare() {
     // `elicitation: {}` means form mode; `elicitation: {url: {}}` declares URL mode only.
     let mut s = Server::spawn(testbed());
-    let ok = s.modern_call_with("tools/call", json!({"name": "ask_name", "arguments": {}}), elicitation());
+    let ok = s.v2026_call_with("tools/call", json!({"name": "ask_name", "arguments": {}}), elicitation());
     assert_eq!(result(&ok)["resultType"], "input_required");
-    let r = s.modern_call_with(
+    let r = s.v2026_call_with(
         "tools/call",
         json!({"name": "ask_name", "arguments": {}}),
         json!({"elicitation": {"url": {}}}),
@@ -745,7 +745,7 @@ fn every_page_of_a_2026_list_carries_caching_hints_with_one_cache_scope() {
         let (mut cursor, mut scopes, mut pages) = (None::<Value>, BTreeSet::new(), 0);
         loop {
             let params = cursor.as_ref().map_or_else(|| json!({}), |c| json!({"cursor": c}));
-            let r = s.modern_call(method, params);
+            let r = s.v2026_call(method, params);
             let page = result(&r);
             assert_eq!(page["resultType"], "complete", "{method}: {page}");
             assert!(page["ttlMs"].is_u64(), "{method}: every page has its ttlMs: {page}");
@@ -760,6 +760,6 @@ fn every_page_of_a_2026_list_carries_caching_hints_with_one_cache_scope() {
         assert!(pages >= 2, "{method}: {pages} page(s)");
         assert_eq!(scopes.len(), 1, "{method}: one cacheScope for all pages: {scopes:?}");
     }
-    let bad = s.modern_call("tools/list", json!({"cursor": "not-a-cursor"}));
+    let bad = s.v2026_call("tools/list", json!({"cursor": "not-a-cursor"}));
     assert_eq!(error_code(&bad), -32602, "{bad}");
 }

@@ -22,7 +22,7 @@ fn client_from(server: &HttpServer, address: Ipv4Addr) -> Client {
 /// A 2026 `tools/call` declaring the Tasks extension: the whole response.
 async fn call(client: &Client, id: i64, name: &str, arguments: Value) -> Value {
     let (_, answer, _) =
-        client.modern_exchange(id, "tools/call", json!({"name": name, "arguments": arguments}), tasks()).await;
+        client.v2026_exchange(id, "tools/call", json!({"name": name, "arguments": arguments}), tasks()).await;
     answer
 }
 
@@ -53,7 +53,7 @@ async fn running_tasks_are_limited_per_client_and_a_cancelled_one_frees_its_slot
     let other = client_from(&server, Ipv4Addr::new(127, 0, 0, 2));
     task_id(&call(&other, 5, "task_approve", json!({"what": "x"})).await);
     // Cancelling one of the first client's tasks frees its slot.
-    let (_, cancelled, _) = one.modern_exchange(6, "tasks/cancel", json!({"taskId": ids[0]}), tasks()).await;
+    let (_, cancelled, _) = one.v2026_exchange(6, "tasks/cancel", json!({"taskId": ids[0]}), tasks()).await;
     assert!(cancelled.get("result").is_some(), "{cancelled}");
     task_id(&call(&one, 7, "task_approve", json!({"what": "x"})).await);
 }

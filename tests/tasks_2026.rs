@@ -10,7 +10,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::http::{Body, Client, HttpServer};
-use common::modern::{self, subscription_tag};
+use common::v2026::{self, subscription_tag};
 use common::{testbed, Server};
 use serde_json::{json, Value};
 
@@ -34,7 +34,7 @@ fn error_code(r: &Value) -> i64 {
 
 /// Calls a tool declaring `capabilities`; returns the whole response.
 fn call(s: &mut Server, name: &str, arguments: Value, capabilities: Value) -> Value {
-    s.modern_call_with("tools/call", json!({"name": name, "arguments": arguments}), capabilities)
+    s.v2026_call_with("tools/call", json!({"name": name, "arguments": arguments}), capabilities)
 }
 
 /// Calls a task tool declaring the extension and returns the new task's id.
@@ -46,7 +46,7 @@ fn start(s: &mut Server, name: &str, arguments: Value) -> String {
 }
 
 fn get(s: &mut Server, id: &str) -> Value {
-    s.modern_call_with("tasks/get", json!({"taskId": id}), tasks())
+    s.v2026_call_with("tasks/get", json!({"taskId": id}), tasks())
 }
 
 /// Polls `tasks/get` until `done` says so.
@@ -77,7 +77,7 @@ fn a_task_tool_runs_as_a_task_only_for_a_request_that_declares_the_extension() {
     assert_eq!(error_code(&refused), -32021, "{refused}");
     assert_eq!(refused["error"]["data"]["requiredCapabilities"], tasks(), "{refused}");
     // A 2025 `task` field is ignored, and a tool that is no task tool never becomes one.
-    let legacy_hint = s.modern_call_with(
+    let legacy_hint = s.v2026_call_with(
         "tools/call",
         json!({"name": "task_sleep", "arguments": {"ms": 10}, "task": {"ttl": 60000}}),
         json!({}),
@@ -116,15 +116,15 @@ fn a_tool_error_completes_the_task_and_unknown_ids_and_removed_methods_are_refus
     assert_eq!(error_code(&get(&mut s, "0123456789abcdef0123456789abcdef")), -32602);
     // The extension is checked before the task is looked up.
     for method in ["tasks/get", "tasks/update", "tasks/cancel"] {
-        let r = s.modern_call_with(method, json!({"taskId": id, "inputResponses": {}}), json!({}));
+        let r = s.v2026_call_with(method, json!({"taskId": id, "inputResponses": {}}), json!({}));
         assert_eq!(error_code(&r), -32021, "{method}: {r}");
         assert_eq!(r["error"]["data"]["requiredCapabilities"], tasks(), "{r}");
     }
     for method in ["tasks/result", "tasks/list"] {
-        let r = s.modern_call_with(method, json!({"taskId": id}), tasks());
+        let r = s.v2026_call_with(method, json!({"taskId": id}), tasks());
         assert_eq!(error_code(&r), -32601, "{method} is not in the 2026 era: {r}");
     }
-    let listen = s.modern_call_with("subscriptions/listen", json!({"notifications": {"taskIds": [id]}}), json!({}));
+    let listen = s.v2026_call_with("subscriptions/listen", json!({"notifications": {"taskIds": [id]}}), json!({}));
     assert_eq!(error_code(&listen), -32021, "following tasks needs the extension: {listen}");
 }
 
@@ -141,7 +141,7 @@ fn questions_put_the_task_in_input_required_and_tasks_update_answers_them() {
         assert_eq!(question["params"]["message"], "Approve the refund?");
 
         // Unknown keys and answers that do not fit are ignored; the ack is empty either way.
-        let ack = s.modern_call_with(
+        let ack = s.v2026_call_with(
             "tasks/update",
             json!({"taskId": id, "inputResponses": {"unknown-key": {"ignored": true}}}),
             tasks(),
@@ -150,7 +150,7 @@ fn questions_put_the_task_in_input_required_and_tasks_update_answers_them() {
         assert_eq!(result(&get(&mut s, &id))["status"], "input_required");
 
         let answer = json!({"action": "accept", "content": {"approve": true}});
-        let ack = s.modern_call_with("tasks/update", json!({"taskId": id, "inputResponses": {key: answer}}), tasks());
+        let ack = s.v2026_call_with("tasks/update", json!({"taskId": id, "inputResponses": {key: answer}}), tasks());
         assert_eq!(result(&ack)["resultType"], "complete", "{ack}");
         // The answered question is gone by the time the ack arrived.
         let after = get(&mut s, &id);
@@ -158,7 +158,7 @@ fn questions_put_the_task_in_input_required_and_tasks_update_answers_them() {
         let done = poll_until(&mut s, &id, "completed", status_is("completed"));
         assert_eq!(result(&done)["result"]["content"][0]["text"], "the refund: approved", "{tool}: {done}");
         // A key is never used twice in a task's life: answering it again is ignored.
-        let again = s.modern_call_with("tasks/update", json!({"taskId": id, "inputResponses": {key: answer}}), tasks());
+        let again = s.v2026_call_with("tasks/update", json!({"taskId": id, "inputResponses": {key: answer}}), tasks());
         assert_eq!(result(&again)["resultType"], "complete");
     }
 }
@@ -179,28 +179,28 @@ fn cancelling_a_task_stops_its_handler_and_the_task_stays_cancelled() {
     let mut s = Server::spawn(testbed());
     let id = start(&mut s, "task_sleep", json!({"ms": 20_000}));
     assert!(s.wait_stderr(&format!("TASK_START {id}"), WAIT));
-    let ack = s.modern_call_with("tasks/cancel", json!({"taskId": id}), tasks());
+    let ack = s.v2026_call_with("tasks/cancel", json!({"taskId": id}), tasks());
     assert_eq!(result(&ack).as_object().unwrap().keys().filter(|k| *k != "_meta").count(), 1, "empty ack: {ack}");
     // `cancelled` is written before the ack: the next get sees it.
     assert_eq!(result(&get(&mut s, &id))["status"], "cancelled");
     assert!(s.wait_stderr(&format!("TASK_ABORTED {id}"), WAIT), "the handler was dropped");
     assert!(s.wait_stderr(&format!("TASK_CLEANUP {id}"), WAIT), "its deferred cleanup ran");
     // A second cancel is a no-op with the same ack.
-    let again = s.modern_call_with("tasks/cancel", json!({"taskId": id}), tasks());
+    let again = s.v2026_call_with("tasks/cancel", json!({"taskId": id}), tasks());
     assert_eq!(result(&again)["resultType"], "complete");
     assert_eq!(result(&get(&mut s, &id))["status"], "cancelled");
 
     // A plain fn sees its flag.
     let blocking = start(&mut s, "task_sleep_blocking", json!({"ms": 20_000}));
     assert!(s.wait_stderr(&format!("TASK_START {blocking}"), WAIT));
-    s.modern_call_with("tasks/cancel", json!({"taskId": blocking}), tasks());
+    s.v2026_call_with("tasks/cancel", json!({"taskId": blocking}), tasks());
     assert!(s.wait_stderr(&format!("TASK_STOPPED {blocking}"), WAIT));
     assert_eq!(result(&get(&mut s, &blocking))["status"], "cancelled");
 
     // Cancelling a task that has completed acknowledges and leaves it completed.
     let quick = start(&mut s, "task_sleep", json!({"ms": 10}));
     poll_until(&mut s, &quick, "completed", status_is("completed"));
-    let late = s.modern_call_with("tasks/cancel", json!({"taskId": quick}), tasks());
+    let late = s.v2026_call_with("tasks/cancel", json!({"taskId": quick}), tasks());
     assert_eq!(result(&late)["resultType"], "complete");
     let still = get(&mut s, &quick);
     assert_eq!(result(&still)["status"], "completed", "{still}");
@@ -213,9 +213,9 @@ fn a_task_reports_no_progress_or_logs_in_the_2026_era() {
     let params = json!({
         "name": "task_sleep",
         "arguments": {"ms": 300},
-        "_meta": {"progressToken": "p-1", modern::META_LOG_LEVEL: "debug"},
+        "_meta": {"progressToken": "p-1", v2026::META_LOG_LEVEL: "debug"},
     });
-    let created = s.modern_call_with("tools/call", params, tasks());
+    let created = s.v2026_call_with("tools/call", params, tasks());
     let id = result(&created)["taskId"].as_str().unwrap().to_owned();
     poll_until(&mut s, &id, "completed", status_is("completed"));
     let stray: Vec<Value> = s
@@ -235,7 +235,7 @@ fn a_deferred_task_asks_in_rounds_first_and_becomes_a_task_when_the_handler_says
     assert!(first.get("taskId").is_none(), "{round}");
     assert!(first["inputRequests"].get("who").is_some(), "{round}");
     let state = first["requestState"].clone();
-    let retry = s.modern_call_with(
+    let retry = s.v2026_call_with(
         "tools/call",
         json!({
             "name": "task_after_question",
@@ -262,7 +262,7 @@ fn a_listen_stream_follows_the_tasks_it_names() {
     let mut s = Server::spawn(testbed());
     let id = start(&mut s, "task_approve", json!({"what": "the order"}));
     let listen = json!("follow");
-    s.modern_request_with_id(
+    s.v2026_request_with_id(
         listen.clone(),
         "subscriptions/listen",
         json!({"notifications": {"taskIds": [id, "not-a-task"]}}),
@@ -272,7 +272,7 @@ fn a_listen_stream_follows_the_tasks_it_names() {
     assert_eq!(ack["params"]["notifications"]["taskIds"], json!([id, "not-a-task"]), "{ack}");
     let waiting = poll_until(&mut s, &id, "input_required", status_is("input_required"));
     let key = result(&waiting)["inputRequests"].as_object().unwrap().keys().next().unwrap().clone();
-    s.modern_call_with(
+    s.v2026_call_with(
         "tasks/update",
         json!({"taskId": id, "inputResponses": {key: {"action": "accept", "content": {"approve": false}}}}),
         tasks(),
@@ -311,21 +311,21 @@ async fn post(client: &Client, body: &Value) -> (u16, Value) {
 }
 
 async fn post_with(client: &Client, body: &Value, overrides: &[(&str, Option<&str>)]) -> (u16, Value) {
-    let response = client.modern_send_with(body, overrides).await;
+    let response = client.v2026_send_with(body, overrides).await;
     let status = response.status().as_u16();
-    let answer = Body::of(response).await.modern_response(&body["id"], body["method"].as_str().unwrap()).await;
+    let answer = Body::of(response).await.v2026_response(&body["id"], body["method"].as_str().unwrap()).await;
     (status, answer)
 }
 
 fn task_request(id: u64, method: &str, task: &str) -> Value {
-    modern::request(id, method, json!({"taskId": task}), tasks())
+    v2026::request(id, method, json!({"taskId": task}), tasks())
 }
 
 #[tokio::test]
 async fn over_http_a_task_outlives_its_post_and_is_routed_by_its_id() {
     let server = HttpServer::start(&[]);
     let client = server.client();
-    let call = modern::request(1, "tools/call", json!({"name": "task_sleep", "arguments": {"ms": 400}}), tasks());
+    let call = v2026::request(1, "tools/call", json!({"name": "task_sleep", "arguments": {"ms": 400}}), tasks());
     let (status, created) = post(&client, &call).await;
     assert_eq!((status, created["result"]["resultType"].as_str()), (200, Some("task")), "{created}");
     let id = created["result"]["taskId"].as_str().unwrap().to_owned();
@@ -345,7 +345,7 @@ async fn over_http_a_task_outlives_its_post_and_is_routed_by_its_id() {
     assert_eq!((wrong.0, error_code(&wrong.1)), (400, -32020), "{wrong:?}");
     let missing = post_with(&client, &task_request(4, "tasks/get", &id), &[("mcp-name", None)]).await;
     assert_eq!((missing.0, error_code(&missing.1)), (400, -32020), "{missing:?}");
-    let undeclared = modern::request(5, "tasks/get", json!({"taskId": id}), json!({}));
+    let undeclared = v2026::request(5, "tasks/get", json!({"taskId": id}), json!({}));
     let (status, refused) = post(&client, &undeclared).await;
     assert_eq!((status, error_code(&refused)), (400, -32021), "{refused}");
 }
@@ -354,7 +354,7 @@ async fn over_http_a_task_outlives_its_post_and_is_routed_by_its_id() {
 async fn over_http_tasks_cancel_stops_the_handler() {
     let server = HttpServer::start(&[]);
     let client = server.client();
-    let call = modern::request(1, "tools/call", json!({"name": "task_sleep", "arguments": {"ms": 20_000}}), tasks());
+    let call = v2026::request(1, "tools/call", json!({"name": "task_sleep", "arguments": {"ms": 20_000}}), tasks());
     let (_, created) = post(&client, &call).await;
     let id = created["result"]["taskId"].as_str().unwrap().to_owned();
     assert!(server.wait_stderr_line(&["TASK_START", &id], WAIT).await, "{}", server.stderr_text());
@@ -391,14 +391,14 @@ async fn a_task_belongs_to_the_principal_that_created_it() {
         let client = &client;
         async move {
             let mut request = client.http.post(&client.url).body(body.to_string());
-            for (name, value) in common::http::modern_headers(&body) {
+            for (name, value) in common::http::v2026_headers(&body) {
                 request = request.header(name, value);
             }
             let response = request.header("authorization", format!("Bearer {user}")).send().await.unwrap();
-            Body::of(response).await.modern_response(&body["id"], body["method"].as_str().unwrap()).await
+            Body::of(response).await.v2026_response(&body["id"], body["method"].as_str().unwrap()).await
         }
     };
-    let call = modern::request(1, "tools/call", json!({"name": "slow", "arguments": {"ms": 50}}), tasks());
+    let call = v2026::request(1, "tools/call", json!({"name": "slow", "arguments": {"ms": 50}}), tasks());
     let created = as_user("alice", call).await;
     let id = created["result"]["taskId"].as_str().unwrap().to_owned();
     let mine = as_user("alice", task_request(2, "tasks/get", &id)).await;

@@ -78,7 +78,7 @@ impl Peer {
         let params = json!({"name": name, "arguments": arguments});
         match era {
             Era::V2025 => request(id.clone(), "tools/call", params),
-            Era::V2026 => super::modern::request(id.clone(), "tools/call", params, json!({})),
+            Era::V2026 => super::v2026::request(id.clone(), "tools/call", params, json!({})),
         }
     }
 
@@ -88,7 +88,7 @@ impl Peer {
             Peer::Stdio(s, Era::V2025) => {
                 s.request_with_id(id.clone(), "tools/call", json!({"name": name, "arguments": arguments}))
             }
-            Peer::Stdio(s, Era::V2026) => s.modern_request_with_id(
+            Peer::Stdio(s, Era::V2026) => s.v2026_request_with_id(
                 id.clone(),
                 "tools/call",
                 json!({"name": name, "arguments": arguments}),
@@ -103,7 +103,7 @@ impl Peer {
                 let answer = tokio::spawn(async move {
                     let response = match era {
                         Era::V2025 => client.send(&body).await,
-                        Era::V2026 => client.modern_send(&body).await,
+                        Era::V2026 => client.v2026_send(&body).await,
                     };
                     response.text().await.unwrap_or_default()
                 });
@@ -154,7 +154,7 @@ impl Peer {
             Peer::Stdio(s, era) => {
                 match era {
                     Era::V2025 => s.request_with_id(id.clone(), method, params),
-                    Era::V2026 => s.modern_request_with_id(id.clone(), method, params, json!({})),
+                    Era::V2026 => s.v2026_request_with_id(id.clone(), method, params, json!({})),
                 }
                 let answer = s.response(id);
                 (answer, s.drain(Duration::ZERO))
@@ -165,9 +165,9 @@ impl Peer {
                 (answer, body.seen)
             }
             Peer::Http { client, era: Era::V2026, .. } => {
-                let request = super::modern::request(id.clone(), method, params, json!({}));
-                let mut body = Body::of(client.modern_send(&request).await).await;
-                let answer = body.modern_response(id, method).await;
+                let request = super::v2026::request(id.clone(), method, params, json!({}));
+                let mut body = Body::of(client.v2026_send(&request).await).await;
+                let answer = body.v2026_response(id, method).await;
                 (answer, body.seen)
             }
         }

@@ -9,7 +9,7 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 /// One stdio session over an in-memory pipe, in either era.
 pub struct Stdio {
-    modern: bool,
+    v2026: bool,
     to_server: tokio::io::WriteHalf<tokio::io::DuplexStream>,
     from_server: tokio::io::Lines<BufReader<tokio::io::ReadHalf<tokio::io::DuplexStream>>>,
     /// Responses read while waiting for another one.
@@ -24,18 +24,18 @@ pub struct Stdio {
 
 impl Stdio {
     /// A session whose client declares elicitation.
-    pub async fn open(server: &Server, modern: bool) -> Stdio {
-        Stdio::open_with(server, modern, json!({"elicitation": {}})).await
+    pub async fn open(server: &Server, v2026: bool) -> Stdio {
+        Stdio::open_with(server, v2026, json!({"elicitation": {}})).await
     }
 
     /// A session whose client declares `capabilities`.
-    pub async fn open_with(server: &Server, modern: bool, capabilities: Value) -> Stdio {
+    pub async fn open_with(server: &Server, v2026: bool, capabilities: Value) -> Stdio {
         let (client, server_end) = tokio::io::duplex(1 << 16);
         let (server_read, server_write) = tokio::io::split(server_end);
         tokio::spawn(server.clone().serve_streams(server_read, server_write));
         let (read, write) = tokio::io::split(client);
         let mut session = Stdio {
-            modern,
+            v2026,
             to_server: write,
             from_server: BufReader::new(read).lines(),
             early: Vec::new(),
@@ -43,7 +43,7 @@ impl Stdio {
             capabilities,
             initialized: None,
         };
-        if !modern {
+        if !v2026 {
             let init = json!({"protocolVersion": "2025-11-25", "capabilities": session.capabilities,
                               "clientInfo": {"name": "duplex-tests", "version": "0"}});
             session.send(json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init})).await;
@@ -59,7 +59,7 @@ impl Stdio {
 
     /// Sends a request (with the 2026 envelope in that era).
     pub async fn request(&mut self, id: i64, method: &str, params: Value) {
-        let params = if self.modern { super::modern::with_envelope(params, self.capabilities.clone()) } else { params };
+        let params = if self.v2026 { super::v2026::with_envelope(params, self.capabilities.clone()) } else { params };
         self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})).await;
     }
 

@@ -1,6 +1,6 @@
 //! A testbed served over Streamable HTTP, and a small client that speaks the transport by hand (headers, SSE
 //! events), checking every message the server sends against the schema of its era (2025-11-25, or 2026-07-28 for
-//! the `modern_*` helpers).
+//! the `v2026_*` helpers).
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
@@ -319,12 +319,12 @@ impl Body {
 /// from `_meta` (when the body has one), `Mcp-Method` for a request, and `Mcp-Name` for `tools/call`, `prompts/get`
 /// (`params.name`), `resources/read` (`params.uri`) and the Tasks extension's `tasks/get|update|cancel`
 /// (`params.taskId`).
-pub fn modern_headers(body: &Value) -> Vec<(String, String)> {
+pub fn v2026_headers(body: &Value) -> Vec<(String, String)> {
     let mut headers = vec![
         ("Content-Type".to_owned(), "application/json".to_owned()),
         ("Accept".to_owned(), "application/json, text/event-stream".to_owned()),
     ];
-    let version = body["params"]["_meta"][super::modern::META_VERSION].as_str().unwrap_or(super::modern::VERSION);
+    let version = body["params"]["_meta"][super::v2026::META_VERSION].as_str().unwrap_or(super::v2026::VERSION);
     headers.push(("MCP-Protocol-Version".to_owned(), version.to_owned()));
     if let (Some(method), Some(_)) = (body["method"].as_str(), body.get("id")) {
         headers.push(("Mcp-Method".to_owned(), method.to_owned()));
@@ -343,8 +343,8 @@ pub fn modern_headers(body: &Value) -> Vec<(String, String)> {
 
 /// The standard headers with `overrides` applied (names compared without case): `Some(value)` sets a header,
 /// `None` removes it.
-pub fn modern_headers_with(body: &Value, overrides: &[(&str, Option<&str>)]) -> Vec<(String, String)> {
-    let mut headers = modern_headers(body);
+pub fn v2026_headers_with(body: &Value, overrides: &[(&str, Option<&str>)]) -> Vec<(String, String)> {
+    let mut headers = v2026_headers(body);
     for (name, value) in overrides {
         headers.retain(|(n, _)| !n.eq_ignore_ascii_case(name));
         if let Some(v) = value {
@@ -355,32 +355,32 @@ pub fn modern_headers_with(body: &Value, overrides: &[(&str, Option<&str>)]) -> 
 }
 
 impl Client {
-    /// A 2026-07-28 POST: the standard headers of [`modern_headers`], never a session id.
-    pub fn modern_post(&self, body: &Value) -> reqwest::RequestBuilder {
-        self.modern_post_with(body, &[])
+    /// A 2026-07-28 POST: the standard headers of [`v2026_headers`], never a session id.
+    pub fn v2026_post(&self, body: &Value) -> reqwest::RequestBuilder {
+        self.v2026_post_with(body, &[])
     }
 
-    /// A 2026-07-28 POST with some standard headers changed or removed (see [`modern_headers_with`]).
-    pub fn modern_post_with(&self, body: &Value, overrides: &[(&str, Option<&str>)]) -> reqwest::RequestBuilder {
+    /// A 2026-07-28 POST with some standard headers changed or removed (see [`v2026_headers_with`]).
+    pub fn v2026_post_with(&self, body: &Value, overrides: &[(&str, Option<&str>)]) -> reqwest::RequestBuilder {
         let mut r = self.http.post(&self.url).body(body.to_string());
-        for (name, value) in modern_headers_with(body, overrides) {
+        for (name, value) in v2026_headers_with(body, overrides) {
             r = r.header(name, value);
         }
         r
     }
 
-    pub async fn modern_send(&self, body: &Value) -> reqwest::Response {
-        self.modern_post(body).send().await.expect("POST")
+    pub async fn v2026_send(&self, body: &Value) -> reqwest::Response {
+        self.v2026_post(body).send().await.expect("POST")
     }
 
-    pub async fn modern_send_with(&self, body: &Value, overrides: &[(&str, Option<&str>)]) -> reqwest::Response {
-        self.modern_post_with(body, overrides).send().await.expect("POST")
+    pub async fn v2026_send_with(&self, body: &Value, overrides: &[(&str, Option<&str>)]) -> reqwest::Response {
+        self.v2026_post_with(body, overrides).send().await.expect("POST")
     }
 
     /// Sends a 2026 request declaring `capabilities`; returns the HTTP status, the response and the notifications
     /// that came before it on the response's stream. Every message is checked against the 2026-07-28 schema, and no
     /// session id may come back.
-    pub async fn modern_exchange(
+    pub async fn v2026_exchange(
         &self,
         id: impl Into<Value>,
         method: &str,
@@ -388,18 +388,18 @@ impl Client {
         capabilities: Value,
     ) -> (u16, Value, Vec<Value>) {
         let id = id.into();
-        let body = super::modern::request(id.clone(), method, params, capabilities);
-        let response = self.modern_send(&body).await;
+        let body = super::v2026::request(id.clone(), method, params, capabilities);
+        let response = self.v2026_send(&body).await;
         let status = response.status().as_u16();
         assert!(response.headers().get("mcp-session-id").is_none(), "a 2026 response carries no session id");
         let mut body = Body::of(response).await;
-        let answer = body.modern_response(&id, method).await;
+        let answer = body.v2026_response(&id, method).await;
         (status, answer, body.seen)
     }
 
     /// A 2026 request that must succeed with HTTP 200: its response (result or error) and its stream's notifications.
-    pub async fn modern_call(&self, id: impl Into<Value>, method: &str, params: Value) -> (Value, Vec<Value>) {
-        let (status, answer, seen) = self.modern_exchange(id, method, params, json!({})).await;
+    pub async fn v2026_call(&self, id: impl Into<Value>, method: &str, params: Value) -> (Value, Vec<Value>) {
+        let (status, answer, seen) = self.v2026_exchange(id, method, params, json!({})).await;
         assert_eq!(status, 200, "{method}: {answer}");
         (answer, seen)
     }
@@ -408,9 +408,9 @@ impl Client {
 impl Body {
     /// The next JSON-RPC message of a 2026 response to a `method` request, skipping SSE comments (keep-alives),
     /// checked against the 2026-07-28 schema.
-    pub async fn next_modern_message(&mut self, timeout: Duration, method: &str) -> Option<Value> {
+    pub async fn next_v2026_message(&mut self, timeout: Duration, method: &str) -> Option<Value> {
         if let Some(v) = self.json.take() {
-            super::schema::check_modern_message(&v, Some(method)).unwrap();
+            super::schema::check_v2026_message(&v, Some(method)).unwrap();
             return Some(v);
         }
         loop {
@@ -421,16 +421,16 @@ impl Body {
             }
             assert!(event.id.is_none(), "2026 streams have no event ids (no resumability): {event:?}");
             let value: Value = serde_json::from_str(&event.data).unwrap();
-            super::schema::check_modern_message(&value, Some(method)).unwrap();
+            super::schema::check_v2026_message(&value, Some(method)).unwrap();
             return Some(value);
         }
     }
 
     /// Reads a 2026 response until the response to `id`, keeping the notifications before it in `seen`.
-    pub async fn modern_response(&mut self, id: &Value, method: &str) -> Value {
+    pub async fn v2026_response(&mut self, id: &Value, method: &str) -> Value {
         loop {
             let m = self
-                .next_modern_message(Duration::from_secs(10), method)
+                .next_v2026_message(Duration::from_secs(10), method)
                 .await
                 .unwrap_or_else(|| panic!("no response to {method}"));
             if m.get("id") == Some(id) && m.get("method").is_none() {

@@ -8,11 +8,11 @@ pub mod cases;
 pub mod duplex;
 pub mod http;
 pub mod install;
-pub mod modern;
 pub mod node;
 pub mod oidc;
 pub mod python;
 pub mod schema;
+pub mod v2026;
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::io::{BufRead, BufReader, Write};
@@ -59,11 +59,11 @@ pub struct Server {
 #[derive(Default)]
 struct Eras {
     /// Ids of 2026-07-28 requests.
-    modern_ids: HashSet<String>,
+    v2026_ids: HashSet<String>,
     /// Progress tokens of 2026 requests, and of 2025 requests.
-    modern_tokens: HashSet<String>,
+    v2026_tokens: HashSet<String>,
     legacy_tokens: HashSet<String>,
-    any_modern: bool,
+    any_v2026: bool,
     any_legacy: bool,
 }
 
@@ -75,12 +75,12 @@ impl Eras {
             return;
         };
         let meta = &message["params"]["_meta"];
-        let modern = modern::is_modern_request(method, &message["params"]);
+        let v2026 = v2026::is_v2026_request(method, &message["params"]);
         let token = meta.get("progressToken").map(Value::to_string);
-        if modern {
-            self.any_modern = true;
-            self.modern_ids.insert(id.to_string());
-            self.modern_tokens.extend(token);
+        if v2026 {
+            self.any_v2026 = true;
+            self.v2026_ids.insert(id.to_string());
+            self.v2026_tokens.extend(token);
         } else {
             self.any_legacy = true;
             self.legacy_tokens.extend(token);
@@ -93,18 +93,18 @@ impl Eras {
     fn check(&self, message: &Value, method: Option<&str>) -> Result<(), String> {
         let is_response = message.get("method").is_none();
         if is_response {
-            let modern = message.get("id").is_some_and(|id| self.modern_ids.contains(&id.to_string()));
-            return if modern {
-                schema::check_modern_message(message, method)
+            let v2026 = message.get("id").is_some_and(|id| self.v2026_ids.contains(&id.to_string()));
+            return if v2026 {
+                schema::check_v2026_message(message, method)
             } else {
                 schema::check_server_message(message, method)
             };
         }
         let params = &message["params"];
-        let modern = if params["_meta"].get("io.modelcontextprotocol/subscriptionId").is_some() {
+        let v2026 = if params["_meta"].get("io.modelcontextprotocol/subscriptionId").is_some() {
             Some(true)
         } else if let Some(token) = params.get("progressToken").map(Value::to_string) {
-            if self.modern_tokens.contains(&token) {
+            if self.v2026_tokens.contains(&token) {
                 Some(true)
             } else if self.legacy_tokens.contains(&token) {
                 Some(false)
@@ -114,16 +114,16 @@ impl Eras {
         } else {
             None
         };
-        let modern = modern.or(match (self.any_modern, self.any_legacy) {
+        let v2026 = v2026.or(match (self.any_v2026, self.any_legacy) {
             (true, false) => Some(true),
             (false, _) => Some(false),
             (true, true) => None,
         });
-        match modern {
-            Some(true) => schema::check_modern_message(message, method),
+        match v2026 {
+            Some(true) => schema::check_v2026_message(message, method),
             Some(false) => schema::check_server_message(message, method),
-            None => schema::check_modern_message(message, method).or_else(|modern| {
-                schema::check_server_message(message, method).map_err(|legacy| format!("{modern}\n{legacy}"))
+            None => schema::check_v2026_message(message, method).or_else(|v2026| {
+                schema::check_server_message(message, method).map_err(|v2025| format!("{v2026}\n{v2025}"))
             }),
         }
     }

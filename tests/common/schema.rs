@@ -159,7 +159,7 @@ pub fn check_extension_task(task: &Value, detailed: bool) -> Result<(), String> 
 
 // ---- 2026-07-28 ----
 
-fn modern_validators() -> &'static Validators {
+fn v2026_validators() -> &'static Validators {
     static V: OnceLock<Validators> = OnceLock::new();
     V.get_or_init(|| {
         let path = schema_path("2026-07-28");
@@ -170,12 +170,12 @@ fn modern_validators() -> &'static Validators {
 
 /// Validates `instance` against the definition `name` of the 2026-07-28 schema.
 pub fn validate_2026(name: &str, instance: &Value) -> Result<(), String> {
-    validate_in(modern_validators(), name, instance)
+    validate_in(v2026_validators(), name, instance)
 }
 
 /// The 2026 result definition for a request method, and whether the method may answer `input_required`
 /// (only `tools/call`, `prompts/get` and `resources/read` may).
-fn modern_result_definition(method: &str) -> (&'static str, bool) {
+fn v2026_result_definition(method: &str) -> (&'static str, bool) {
     match method {
         "server/discover" => ("DiscoverResult", false),
         "tools/list" => ("ListToolsResult", false),
@@ -193,10 +193,10 @@ fn modern_result_definition(method: &str) -> (&'static str, bool) {
 
 /// The definition of a server notification of the 2026 schema, by method (`notifications/progress` →
 /// `ProgressNotification`).
-fn modern_notification_definition(method: &str) -> Option<&'static str> {
+fn v2026_notification_definition(method: &str) -> Option<&'static str> {
     static BY_METHOD: OnceLock<HashMap<String, &'static str>> = OnceLock::new();
     let by_method = BY_METHOD.get_or_init(|| {
-        let defs = modern_validators().document["$defs"].as_object().expect("$defs");
+        let defs = v2026_validators().document["$defs"].as_object().expect("$defs");
         let mut map = HashMap::new();
         for (name, def) in defs {
             if let (true, Some(m)) = (name.ends_with("Notification"), def["properties"]["method"]["const"].as_str()) {
@@ -213,7 +213,7 @@ fn modern_notification_definition(method: &str) -> Option<&'static str> {
 /// server sends no requests, `resultType` is `complete` or `input_required` (the latter only where allowed, with
 /// `inputRequests` or `requestState`, bare requests, and no caching hints), retired and undefined reserved error codes
 /// are not used, and a `subscriptions/listen` result names its own id.
-pub fn check_modern_message(message: &Value, method: Option<&str>) -> Result<(), String> {
+pub fn check_v2026_message(message: &Value, method: Option<&str>) -> Result<(), String> {
     if let Some(m) = message.get("method") {
         if message.get("id").is_some() {
             return Err(format!("a server request in the 2026-07-28 era, which forbids them: {message}"));
@@ -223,7 +223,7 @@ pub fn check_modern_message(message: &Value, method: Option<&str>) -> Result<(),
             validate_2026("JSONRPCNotification", message)?;
             return check_extension_task(&message["params"], true);
         }
-        let def = modern_notification_definition(m)
+        let def = v2026_notification_definition(m)
             .ok_or_else(|| format!("{m} is not a notification of the 2026-07-28 schema: {message}"))?;
         return validate_2026("ServerNotification", message).and(validate_2026(def, message));
     }
@@ -245,7 +245,7 @@ pub fn check_modern_message(message: &Value, method: Option<&str>) -> Result<(),
     }
     validate_2026("JSONRPCResultResponse", message)?;
     let result = &message["result"];
-    let (def, may_ask) = method.map(modern_result_definition).unwrap_or(("Result", true));
+    let (def, may_ask) = method.map(v2026_result_definition).unwrap_or(("Result", true));
     match result.get("resultType").and_then(Value::as_str) {
         Some("input_required") => {
             if !may_ask {

@@ -16,7 +16,7 @@ pub const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
 pub const META_SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 
 /// Whether a request belongs to the 2026 era: its `_meta` names a protocol version, or its method exists only there.
-pub fn is_modern_request(method: &str, params: &Value) -> bool {
+pub fn is_v2026_request(method: &str, params: &Value) -> bool {
     matches!(method, "server/discover" | "subscriptions/listen") || params["_meta"].get(META_VERSION).is_some()
 }
 
@@ -82,29 +82,29 @@ pub fn subscription_tag(message: &Value) -> Option<&Value> {
 
 impl Server {
     /// Sends a 2026 request (the envelope added to `params`) with a fresh integer id; returns the id.
-    pub fn modern_request(&mut self, method: &str, params: Value, capabilities: Value) -> Value {
+    pub fn v2026_request(&mut self, method: &str, params: Value, capabilities: Value) -> Value {
         self.request(method, with_envelope(params, capabilities))
     }
 
     /// Sends a 2026 request with this id.
-    pub fn modern_request_with_id(&mut self, id: Value, method: &str, params: Value, capabilities: Value) {
+    pub fn v2026_request_with_id(&mut self, id: Value, method: &str, params: Value, capabilities: Value) {
         self.request_with_id(id, method, with_envelope(params, capabilities));
     }
 
     /// Sends a 2026 request declaring `capabilities` and waits for its response.
-    pub fn modern_call_with(&mut self, method: &str, params: Value, capabilities: Value) -> Value {
-        let id = self.modern_request(method, params, capabilities);
+    pub fn v2026_call_with(&mut self, method: &str, params: Value, capabilities: Value) -> Value {
+        let id = self.v2026_request(method, params, capabilities);
         self.response(&id)
     }
 
     /// Sends a 2026 request declaring no capabilities and waits for its response.
-    pub fn modern_call(&mut self, method: &str, params: Value) -> Value {
-        self.modern_call_with(method, params, json!({}))
+    pub fn v2026_call(&mut self, method: &str, params: Value) -> Value {
+        self.v2026_call_with(method, params, json!({}))
     }
 
     /// Calls a tool in a 2026 request and returns its `result` (panics on a JSON-RPC error).
-    pub fn modern_tool(&mut self, name: &str, arguments: Value) -> Value {
-        let r = self.modern_call("tools/call", json!({"name": name, "arguments": arguments}));
+    pub fn v2026_tool(&mut self, name: &str, arguments: Value) -> Value {
+        let r = self.v2026_call("tools/call", json!({"name": name, "arguments": arguments}));
         r.get("result").cloned().unwrap_or_else(|| panic!("tools/call {name} failed: {r}"))
     }
 }

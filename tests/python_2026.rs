@@ -1,7 +1,7 @@
 //! The official Python SDK (PyPI `mcp` 2.3) as a 2026-07-28 client of the bookshop, over stdio and Streamable HTTP,
-//! with `mode="2026-07-28"` (adopts the modern era without asking) and `mode="auto"` (probes `server/discover`);
+//! with `mode="2026-07-28"` (adopts the 2026-07-28 era without asking) and `mode="auto"` (probes `server/discover`);
 //! and `mode="legacy"` (the 2025-11-25 handshake) against the same binary. The checks are in
-//! `tests/python/modern_client.py`.
+//! `tests/python/client_2026.py`.
 
 mod common;
 
@@ -10,7 +10,7 @@ use std::time::Duration;
 /// Runs the script against the bookshop over stdio (the client spawns it; the script reads its stderr).
 fn over_stdio(mode: &str) -> String {
     let bookshop = common::example("bookshop");
-    let out = common::python::run_script("modern_client.py", &[mode.as_ref(), "stdio".as_ref(), bookshop.as_os_str()]);
+    let out = common::python::run_script("client_2026.py", &[mode.as_ref(), "stdio".as_ref(), bookshop.as_os_str()]);
     assert!(out.contains("all ok"), "{out}");
     out
 }
@@ -20,7 +20,7 @@ async fn over_http(mode: &str) -> (String, common::http::HttpServer) {
     let server = common::http::HttpServer::start_binary(common::example("bookshop"), &[]);
     let (mode, url) = (mode.to_owned(), server.url.clone());
     let out = tokio::task::spawn_blocking(move || {
-        common::python::run_script("modern_client.py", &[mode.as_ref(), "http".as_ref(), url.as_ref()])
+        common::python::run_script("client_2026.py", &[mode.as_ref(), "http".as_ref(), url.as_ref()])
     })
     .await
     .unwrap();

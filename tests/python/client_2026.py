@@ -1,6 +1,6 @@
 """The official Python SDK (mcp 2.3) as a client of the bookshop example in the 2026-07-28 era.
 
-Usage: python modern_client.py MODE TRANSPORT TARGET
+Usage: python client_2026.py MODE TRANSPORT TARGET
   MODE       "2026-07-28" (adopt the modern era directly), "auto" (probe server/discover first) or "legacy"
              (the 2025-11-25 initialize handshake; a short check only).
   TRANSPORT  "stdio" (TARGET is the bookshop binary, spawned by the client) or "http" (TARGET is the server's URL).
