@@ -1,4 +1,4 @@
-//! The connection and session caps of Streamable HTTP (issue 19, Low): they were global lockouts (idle sockets at the
+//! The connection and session caps of Streamable HTTP: they were global lockouts (idle sockets at the
 //! cap refused every new client until they timed out; idle sessions at the cap refused every new `initialize` until
 //! they expired). At the cap the connection or session idle longest makes room, taken first from the peer address
 //! that holds the most; only when every one is busy is the newcomer refused, as before. A server in this process

@@ -1,4 +1,4 @@
-//! What a new user meets in the first hour and the first deployment (issue 22, the server's side): the server info
+//! What a new user meets in the first hour and the first deployment: the server info
 //! a builder reports, a server that serves nothing, the command line of `#[mcp::main]`, the Host/Origin guard over
 //! a real socket, typed resource errors, and output to a closed pipe.
 

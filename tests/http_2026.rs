@@ -640,7 +640,7 @@ async fn a_stopping_server_ends_an_open_listen_with_its_result() {
     assert!(stream.ended(WAIT).await, "the stream closes after the result");
 }
 
-/// Issue 19, Medium 6: SIGTERM cancels a 2026 call in flight as it does a 2025 one: its handler is dropped, its
+/// SIGTERM cancels a 2026 call in flight as it does a 2025 one: its handler is dropped, its
 /// deferred cleanup runs, and the process exits well inside the 5 s shutdown deadline (a 2026 call used to hold it
 /// for the whole deadline, and its cleanup never ran).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
