@@ -286,3 +286,87 @@ async fn an_extensions_hook_claims_refuses_and_begins_tool_calls_in_both_eras() 
     let task = m.call(5, "tools/call", json!({"name": "nap", "arguments": {}})).await;
     assert_eq!(task["result"]["resultType"], "task", "{task}");
 }
+
+/// What the acks hook got of the calls it took over: the handler's text, or `None` for one that was stopped.
+type Outcomes = Arc<std::sync::Mutex<Vec<Option<Result<String, String>>>>>;
+
+/// A hook that takes calls over: a call that asks for an ack (`"ack": true` beside `arguments`) is answered
+/// `"accepted"` at once, and what its handler returns later is kept.
+struct Acks {
+    outcomes: Outcomes,
+}
+
+impl mcp::hook::ToolCallHook for Acks {
+    fn claim(&self, call: &mcp::hook::ToolCall<'_>) -> Result<Option<mcp::hook::Claim>, mcp::Error> {
+        Ok((call.params.get("ack") == Some(&Value::Bool(true))).then(|| Box::new(()) as mcp::hook::Claim))
+    }
+
+    fn begin<'a>(&'a self, ctx: &'a Context) -> mcp::BoxFuture<'a, Result<(), mcp::Error>> {
+        Box::pin(async move {
+            assert!(ctx.answer_early(json!({"content": [{"type": "text", "text": "accepted"}]})));
+            assert!(!ctx.answer_early(json!({})), "a call is taken over once");
+            Ok(())
+        })
+    }
+
+    fn finish<'a>(&'a self, _ctx: &'a Context, outcome: Option<Result<Value, mcp::Error>>) -> mcp::BoxFuture<'a, ()> {
+        let outcome = outcome.map(|r| r.map(|v| v["content"][0]["text"].as_str().unwrap_or_default().to_owned()));
+        self.outcomes.lock().unwrap().push(outcome.map(|r| r.map_err(|e| e.message)));
+        Box::pin(std::future::ready(()))
+    }
+}
+
+struct AckExtension(Outcomes);
+
+impl Extension for AckExtension {
+    fn id(&self) -> &str {
+        "com.example/acks"
+    }
+    fn tool_call_hook(&self) -> Option<Arc<dyn mcp::hook::ToolCallHook>> {
+        Some(Arc::new(Acks { outcomes: self.0.clone() }))
+    }
+}
+
+/// Lets `gated` go on, once per call.
+static GATE: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(0);
+
+/// Waits until the test opens the gate, then echoes the text back.
+#[mcp::tool]
+async fn gated(text: String) -> String {
+    GATE.acquire().await.unwrap().forget();
+    text
+}
+
+/// A hook takes a call over: the client is answered at once, before the handler ends, and the handler's result goes
+/// to the hook's `finish`; a call the hook does not claim is answered by its handler; in both eras.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hook_answers_a_call_early_and_gets_its_outcome() {
+    let outcomes = Outcomes::default();
+    let server = Server::builder().tool::<gated>().extension(AckExtension(outcomes.clone())).build().unwrap();
+    for v2026 in [false, true] {
+        let era = if v2026 { "2026" } else { "2025" };
+        let mut s = Stdio::open_with(&server, v2026, json!({})).await;
+        let acked =
+            s.call(1, "tools/call", json!({"name": "gated", "arguments": {"text": "later"}, "ack": true})).await;
+        assert_eq!(acked["result"]["content"][0]["text"], "accepted", "{era}: {acked}");
+        if v2026 {
+            assert_eq!(acked["result"]["resultType"], "complete", "{acked}");
+        }
+        assert!(outcomes.lock().unwrap().is_empty(), "{era}: the handler waits at the gate");
+        GATE.add_permits(1);
+        for _ in 0..500 {
+            if !outcomes.lock().unwrap().is_empty() {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        assert_eq!(outcomes.lock().unwrap().drain(..).collect::<Vec<_>>(), [Some(Ok("later".to_owned()))], "{era}");
+        assert!(s.silent(1, std::time::Duration::from_millis(200)).await, "{era}: no second answer");
+
+        // Not claimed: the handler answers.
+        GATE.add_permits(1);
+        let plain = s.call(2, "tools/call", json!({"name": "gated", "arguments": {"text": "now"}})).await;
+        assert_eq!(plain["result"]["content"][0]["text"], "now", "{era}: {plain}");
+        assert!(outcomes.lock().unwrap().is_empty(), "{era}");
+    }
+}

@@ -7,9 +7,14 @@
 //! its cancellation), and the tool's handler can read it too ([`Context::claim`]). The first hook that claims a call
 //! has it; extensions are asked in the order they were added (Tasks first).
 //!
+//! A hook may also **take the call over** ([`Context::answer_early`]): the client is answered at once, the handler
+//! runs on, and its outcome goes to the hook's [`finish`](ToolCallHook::finish) instead. That is how a call becomes
+//! a task: the Tasks hook answers with the task, and its `finish` writes the outcome into the task's record.
+//!
 //! [`Extension::tool_call_hook`]: crate::Extension::tool_call_hook
 
 use std::any::Any;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use serde_json::{Map, Value};
@@ -94,6 +99,15 @@ pub trait ToolCallHook: Send + Sync + 'static {
         let _ = ctx;
         Box::pin(std::future::ready(Ok(())))
     }
+
+    /// The outcome of a call this hook took over ([`Context::answer_early`]): the handler's result or error, or
+    /// `None` when it was stopped before it ended (the server shutting down, or the hook's own cancel). The client
+    /// got its answer when the hook took the call; this is where the rest goes (Tasks: into the task's record).
+    /// Nothing by default.
+    fn finish<'a>(&'a self, ctx: &'a Context, outcome: Option<Result<Value, Error>>) -> BoxFuture<'a, ()> {
+        let _ = (ctx, outcome);
+        Box::pin(std::future::ready(()))
+    }
 }
 
 /// A claim and the hook that made it, as a request keeps it (in `InFlight::claim`, which the layers below this one
@@ -101,13 +115,25 @@ pub trait ToolCallHook: Send + Sync + 'static {
 pub(crate) struct Claimed {
     pub hook: Arc<dyn ToolCallHook>,
     pub claim: Claim,
+    /// Whether the hook took the call over: its request is answered, and the handler's outcome goes to the hook.
+    pub taken: AtomicBool,
+}
+
+impl Claimed {
+    pub(crate) fn taken(&self) -> bool {
+        self.taken.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn take(&self) -> bool {
+        !self.taken.swap(true, Ordering::AcqRel)
+    }
 }
 
 /// Asks each hook in turn whether it claims a call; the first claim wins.
 pub(crate) fn claim(hooks: &[Arc<dyn ToolCallHook>], call: &ToolCall<'_>) -> Result<Option<Claimed>, Error> {
     for hook in hooks {
         if let Some(claim) = hook.claim(call)? {
-            return Ok(Some(Claimed { hook: hook.clone(), claim }));
+            return Ok(Some(Claimed { hook: hook.clone(), claim, taken: AtomicBool::new(false) }));
         }
     }
     Ok(None)
@@ -117,6 +143,26 @@ impl Context {
     /// What an extension's [`ToolCallHook`] kept of this call when it claimed it, if it did and it is a `T`.
     pub fn claim<T: Any>(&self) -> Option<&T> {
         claimed(self.in_flight()).and_then(|c| c.claim.downcast_ref())
+    }
+
+    /// Takes this call over for the hook that claimed it: the client is answered now with `result` (a
+    /// `tools/call` result, which the request's era writes as it writes any), and the handler goes on running; its
+    /// outcome goes to the hook's [`finish`](ToolCallHook::finish) instead of the client. From here the client's
+    /// cancel no longer reaches the handler. For a hook's [`begin`](ToolCallHook::begin), or the handler itself.
+    ///
+    /// `false` when there is nothing to take: the call was not claimed, it was already taken, or it was cancelled
+    /// before the answer could go (the handler is then stopped, and `finish` gets `None`).
+    ///
+    /// A call taken over is no longer counted among the connection's requests in flight: a hook that takes calls
+    /// over bounds how many it holds itself (refusing a claim when it has too many), as Tasks does per client.
+    pub fn answer_early(&self, result: Value) -> bool {
+        let request = self.in_flight();
+        if !claimed(request).is_some_and(Claimed::take) {
+            return false;
+        }
+        request.peer.forget(request);
+        let result = request.era.decorate(&*request.peer, result, None);
+        request.finish(crate::wire::jsonrpc::Frame::result(&request.id, &result))
     }
 }
 

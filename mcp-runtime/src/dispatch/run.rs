@@ -194,19 +194,18 @@ async fn deliver<R: WireResult + Send + 'static>(
     outcome: Outcome<Answer<R>>,
     kind: ResultKind,
 ) {
-    if let Some(task) = request.task_run() {
-        // A task: its record takes the outcome; its request was answered when it began.
-        return match outcome {
-            Outcome::Done(result) => {
-                let result = result.and_then(|answer| match answer {
-                    Answer::Value(v) => Ok(v),
-                    Answer::Typed(r) => serde_json::to_value(r)
-                        .map_err(|e| Error::internal(format!("could not serialize the result: {e}"))),
-                });
-                task.complete(result).await
-            }
-            Outcome::Cancelled | Outcome::Interrupted => task.stopped().await,
+    if let Some(claimed) = crate::hook::claimed(request).filter(|c| c.taken()) {
+        // A call its hook took over (Tasks: a task): the hook takes the outcome; the request was answered then.
+        let outcome = match outcome {
+            Outcome::Done(result) => Some(result.and_then(|answer| match answer {
+                Answer::Value(v) => Ok(v),
+                Answer::Typed(r) => {
+                    serde_json::to_value(r).map_err(|e| Error::internal(format!("could not serialize the result: {e}")))
+                }
+            })),
+            Outcome::Cancelled | Outcome::Interrupted => None,
         };
+        return claimed.hook.finish(&Context::new(request.clone()), outcome).await;
     }
     match outcome {
         // The handler's future has been dropped (async) or its result will be (blocking); whatever its drop sent

@@ -112,6 +112,10 @@ pub(crate) async fn begin(request: &Arc<InFlight>) -> Result<Option<Arc<TaskRun>
     });
     engine.table().insert(run.id.clone(), run.clone());
     let _ = request.task.set(run.clone());
+    // The Tasks hook has taken the call over: the handler's outcome goes to its `finish`, into the task.
+    if let Some(claimed) = crate::hook::claimed(request) {
+        claimed.take();
+    }
     // From here a cancel of the request (or its stream closing) no longer reaches the handler: tasks/cancel does.
     request.peer.forget(request);
     let frame = front.create_result(&server, &request.id, &record);

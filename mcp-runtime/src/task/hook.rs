@@ -2,6 +2,8 @@
 //! extension's would. Its claim is the call's [`TaskPlan`] (each era's front says when a call runs as a task); its
 //! `begin` starts the task before the tool runs, unless the tool defers it (`defer_task`: `Context::start_task`).
 
+use serde_json::Value;
+
 use super::front::TaskFronts;
 use super::{begin, Refused, TaskPlan};
 use crate::base::future::BoxFuture;
@@ -35,6 +37,18 @@ impl ToolCallHook for TasksHook {
                     Ok(())
                 }
                 Err(refused) => Err(Error::from(refused)),
+            }
+        })
+    }
+
+    fn finish<'a>(&'a self, ctx: &'a Context, outcome: Option<Result<Value, Error>>) -> BoxFuture<'a, ()> {
+        Box::pin(async move {
+            let Some(task) = ctx.in_flight().task_run() else {
+                return tracing::error!(id = %ctx.request_id(), "a call the Tasks hook took over has no task");
+            };
+            match outcome {
+                Some(result) => task.complete(result).await,
+                None => task.stopped().await,
             }
         })
     }
