@@ -1,5 +1,5 @@
 //! One connection of a test case, over any transport and in either era, for the tests that run one behaviour over
-//! a table of cases (`cancellation.rs`, `progress.rs`, `logging.rs`): the testbed as a child process, spoken to over stdio or
+//! a table of cases (`cancellation.rs`, `progress.rs`, `logging.rs`, `questions.rs`, `limits.rs`): the testbed as a child process, spoken to over stdio or
 //! Streamable HTTP (a 2025 session in SSE or JSON mode, stateless 2025 POSTs, or 2026 POSTs).
 
 use std::time::Duration;
@@ -52,13 +52,19 @@ impl Peer {
 
     /// [`Peer::open`], with the testbed's environment set (`TESTBED_MAX_IN_FLIGHT`, ...).
     pub async fn open_with_env(transport: Transport, era: Era, env: &[(&str, &str)]) -> Peer {
+        Peer::open_with(transport, era, env, json!({})).await
+    }
+
+    /// [`Peer::open_with_env`], with a 2025 session whose client declares `capabilities` (a 2026 request declares
+    /// its own).
+    pub async fn open_with(transport: Transport, era: Era, env: &[(&str, &str)], capabilities: Value) -> Peer {
         let flags: &[&str] = match transport {
             Transport::Stdio => {
                 let mut command = std::process::Command::new(testbed());
                 command.envs(env.iter().copied());
                 let mut s = Server::spawn_with(command);
                 if let Era::V2025 = era {
-                    s.initialize();
+                    s.initialize_with(capabilities);
                 }
                 return Peer::Stdio(s, era);
             }
@@ -69,7 +75,7 @@ impl Peer {
         let server = HttpServer::start_with_env(flags, env);
         let mut client = server.client();
         if let (Transport::HttpSse | Transport::HttpJson, Era::V2025) = (transport, era) {
-            client.initialize(json!({})).await;
+            client.initialize(capabilities).await;
         }
         Peer::Http { server, client, era, pending: Vec::new() }
     }
