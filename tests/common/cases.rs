@@ -1,6 +1,7 @@
 //! One connection of a test case, over any transport and in either era, for the tests that run one behaviour over
-//! a table of cases (`cancellation.rs`, `progress.rs`, `logging.rs`, `questions.rs`, `limits.rs`): the testbed as a child process, spoken to over stdio or
-//! Streamable HTTP (a 2025 session in SSE or JSON mode, stateless 2025 POSTs, or 2026 POSTs).
+//! a table of cases (`cancellation.rs`, `progress.rs`, `logging.rs`, `questions.rs`, `limits.rs`): the testbed as a
+//! child process, spoken to over stdio or Streamable HTTP (a 2025 session in SSE or JSON mode, stateless 2025 POSTs,
+//! or 2026 POSTs).
 
 use std::time::Duration;
 
