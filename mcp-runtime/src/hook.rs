@@ -156,7 +156,7 @@ impl Context {
     /// A call taken over is no longer counted among the connection's requests in flight: a hook that takes calls
     /// over bounds how many it holds itself (refusing a claim when it has too many), as Tasks does per client. Nor
     /// does the connection's end stop it; one still running when the server stops is abandoned at the shutdown
-    /// deadline, without a `finish` (Tasks stops its own first, and records them as cancelled).
+    /// deadline, without a `finish` (Tasks cancels its own with their connection, and when the server stops).
     pub fn answer_early(&self, result: Value) -> bool {
         let request = self.in_flight();
         if !claimed(request).is_some_and(Claimed::take) {
