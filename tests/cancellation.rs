@@ -11,7 +11,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::cases::{Cancel, Era, Peer, Transport};
+use common::cases::{answers_among, Cancel, Era, Peer, Transport};
 use serde_json::json;
 
 /// Every way a request is cancelled.
@@ -51,11 +51,7 @@ async fn a_cancelled_request_stops_its_handler_and_is_never_answered() {
         let (answer, before) = peer.call(&json!("echo"), "echo", json!({"text": "still here"}), json!({})).await;
         assert_eq!(answer["result"]["content"][0]["text"], "still here", "{case}: {answer}");
         let ids = [sleepy, spinning];
-        let mut answered: Vec<String> = before
-            .iter()
-            .filter(|m| m.get("method").is_none() && m.get("id").is_some_and(|id| ids.contains(id)))
-            .map(|m| m.to_string())
-            .collect();
+        let mut answered = answers_among(&before, &ids);
         answered.extend(peer.answers_to(&ids).await);
         assert!(answered.is_empty(), "{case}: a cancelled request was answered: {answered:?}");
         assert!(!peer.stderr_text().contains("SLEEP_DONE"), "{case}");

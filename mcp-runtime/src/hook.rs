@@ -93,8 +93,8 @@ pub trait ToolCallHook: Send + Sync + 'static {
     fn claim(&self, call: &ToolCall<'_>) -> Result<Option<Claim>, Error>;
 
     /// Runs when a call this hook claimed is about to run its tool, inside the request: after the server's layers
-    /// let it through, under its cancellation. `Err` answers the call with that error instead of running the tool.
-    /// Nothing by default.
+    /// let it through. `Err` answers the call with that error instead of running the tool; a cancel that comes
+    /// while it runs stops the call before the tool runs. Nothing by default.
     fn begin<'a>(&'a self, ctx: &'a Context) -> BoxFuture<'a, Result<(), Error>> {
         let _ = ctx;
         Box::pin(std::future::ready(Ok(())))

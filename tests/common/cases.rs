@@ -81,28 +81,27 @@ impl Peer {
         Peer::Http { server, client, era, pending: Vec::new() }
     }
 
-    pub fn body(era: Era, id: &Value, name: &str, arguments: Value) -> Value {
-        let params = json!({"name": name, "arguments": arguments});
+    /// The era this peer speaks.
+    fn era(&self) -> Era {
+        match self {
+            Peer::Stdio(_, era) | Peer::Http { era, .. } => *era,
+        }
+    }
+
+    /// A request as `era` writes it (in 2026 with the envelope, declaring no capabilities).
+    fn message(era: Era, id: &Value, method: &str, params: Value) -> Value {
         match era {
-            Era::V2025 => request(id.clone(), "tools/call", params),
-            Era::V2026 => super::v2026::request(id.clone(), "tools/call", params, json!({})),
+            Era::V2025 => request(id.clone(), method, params),
+            Era::V2026 => super::v2026::request(id.clone(), method, params, json!({})),
         }
     }
 
     /// Starts a call of `name` with id `id`, without waiting for its answer.
     pub fn start(&mut self, id: &Value, name: &str, arguments: Value) {
+        let body = Peer::message(self.era(), id, "tools/call", json!({"name": name, "arguments": arguments}));
         match self {
-            Peer::Stdio(s, Era::V2025) => {
-                s.request_with_id(id.clone(), "tools/call", json!({"name": name, "arguments": arguments}))
-            }
-            Peer::Stdio(s, Era::V2026) => s.v2026_request_with_id(
-                id.clone(),
-                "tools/call",
-                json!({"name": name, "arguments": arguments}),
-                json!({}),
-            ),
+            Peer::Stdio(s, _) => s.send(body),
             Peer::Http { client, era, pending, .. } => {
-                let body = Peer::body(*era, id, name, arguments);
                 let client =
                     Client { http: client.http.clone(), url: client.url.clone(), session: client.session.clone() };
                 let era = *era;
@@ -157,23 +156,20 @@ impl Peer {
 
     /// Sends a request and waits for its answer, as [`Peer::call`] does.
     pub async fn exchange(&mut self, id: &Value, method: &str, params: Value) -> (Value, Vec<Value>) {
+        let body = Peer::message(self.era(), id, method, params);
         match self {
-            Peer::Stdio(s, era) => {
-                match era {
-                    Era::V2025 => s.request_with_id(id.clone(), method, params),
-                    Era::V2026 => s.v2026_request_with_id(id.clone(), method, params, json!({})),
-                }
+            Peer::Stdio(s, _) => {
+                s.send(body);
                 let answer = s.response(id);
                 (answer, s.drain(Duration::ZERO))
             }
             Peer::Http { client, era: Era::V2025, .. } => {
-                let mut body = Body::of(client.send(&request(id.clone(), method, params)).await).await;
+                let mut body = Body::of(client.send(&body).await).await;
                 let answer = body.response(id, method).await;
                 (answer, body.seen)
             }
             Peer::Http { client, era: Era::V2026, .. } => {
-                let request = super::v2026::request(id.clone(), method, params, json!({}));
-                let mut body = Body::of(client.v2026_send(&request).await).await;
+                let mut body = Body::of(client.v2026_send(&body).await).await;
                 let answer = body.v2026_response(id, method).await;
                 (answer, body.seen)
             }
@@ -189,38 +185,32 @@ impl Peer {
         }
     }
 
-    /// Calls `echo` and returns its text: the connection still serves.
-    pub async fn echo(&mut self, text: &str) -> String {
-        let (answer, _) = self.call(&json!("echo"), "echo", json!({"text": text}), json!({})).await;
-        answer["result"]["content"][0]["text"].as_str().unwrap_or_else(|| panic!("echo: {answer}")).to_owned()
-    }
-
-    /// Everything the peer got that answers one of `ids` (none is expected). Over stdio, what came before the last
-    /// call's answer (the server read the cancels before it); over HTTP, the bodies of the POSTs still held.
+    /// Everything the peer got that answers one of `ids` (none is expected). Over stdio, what came since the last
+    /// call's answer; over HTTP, the bodies of the POSTs still held.
     pub async fn answers_to(&mut self, ids: &[Value]) -> Vec<String> {
-        let answers = |text: &str| {
-            text.lines()
-                .map(|l| l.trim_start_matches("data:").trim())
-                .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-                .filter(|m| m.get("method").is_none() && m.get("id").is_some_and(|id| ids.contains(id)))
-                .map(|m| m.to_string())
-                .collect::<Vec<_>>()
-        };
         match self {
-            Peer::Stdio(s, _) => s
-                .drain(Duration::ZERO)
-                .into_iter()
-                .filter(|m| m.get("method").is_none() && m.get("id").is_some_and(|id| ids.contains(id)))
-                .map(|m| m.to_string())
-                .collect(),
+            Peer::Stdio(s, _) => answers_among(&s.drain(Duration::ZERO), ids),
             Peer::Http { pending, .. } => {
                 let mut seen = Vec::new();
                 for (_, answer) in pending.drain(..) {
                     let text = tokio::time::timeout(WAIT, answer).await.expect("the POST ended").unwrap();
-                    seen.extend(answers(&text));
+                    let messages: Vec<Value> = text
+                        .lines()
+                        .filter_map(|l| serde_json::from_str(l.trim_start_matches("data:").trim()).ok())
+                        .collect();
+                    seen.extend(answers_among(&messages, ids));
                 }
                 seen
             }
         }
     }
+}
+
+/// The responses among `messages` to one of `ids`, as text.
+pub fn answers_among(messages: &[Value], ids: &[Value]) -> Vec<String> {
+    messages
+        .iter()
+        .filter(|m| m.get("method").is_none() && m.get("id").is_some_and(|id| ids.contains(id)))
+        .map(Value::to_string)
+        .collect()
 }

@@ -324,11 +324,8 @@ fn call_tool(
         return Err(Error::invalid_params(format!("unknown tool: {name}")));
     };
     // An extension may take the call up (Tasks: a task); most servers have no hook.
-    let hooks = &server.inner.tool_call_hooks;
-    let claimed = match hooks.is_empty() {
-        true => None,
-        false => crate::hook::claim(hooks, &crate::hook::ToolCall { tool: &def, params, meta })?,
-    };
+    let claimed =
+        crate::hook::claim(&server.inner.tool_call_hooks, &crate::hook::ToolCall { tool: &def, params, meta })?;
     let arguments = arguments(params, "an object")?;
     Ok((
         Call {
