@@ -6,8 +6,6 @@
 //! - no import closes a cycle that is not already recorded below as debt: a new one fails, naming its file and line;
 //! - every recorded edge still exists: when a change removes one, the list here shrinks with it, until no cycle is
 //!   left and the list is empty.
-//!
-//! `python3 ../shared/hooks/module_graph.py mcp-runtime/src` prints the same graph.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};

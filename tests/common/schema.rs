@@ -1,6 +1,6 @@
-//! Validation of what a server writes against the official JSON Schema of its era:
-//! `../shared/spec/2025-11-25/schema.json` for messages of the 2025 era, `../shared/spec/2026-07-28/schema.json` for
-//! messages of the 2026 era.
+//! Validation of what a server writes against the official JSON Schema of its era, committed in the repository
+//! (`tests/schema/README.md` says where each came from): `tests/schema/2025-11-25/schema.json` for messages of the
+//! 2025 era, `tests/schema/2026-07-28/schema.json` for messages of the 2026 era.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -8,15 +8,16 @@ use std::sync::{Mutex, OnceLock};
 
 use serde_json::{json, Value};
 
-/// The schema file of a protocol version, from the `shared/` folder beside the repository.
+/// The schema file of a protocol version, `tests/schema/<version>/schema.json`; a missing file fails naming the path
+/// it looked in.
 pub fn schema_path(version: &str) -> PathBuf {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let candidates = [root.join("../shared/spec"), root.join("shared/spec")];
-    let dir = candidates
-        .iter()
-        .find(|p| p.exists())
-        .unwrap_or_else(|| panic!("the MCP JSON Schemas are missing: expected ../shared/spec next to the repository"));
-    dir.join(version).join("schema.json")
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/schema").join(version).join("schema.json");
+    assert!(
+        path.is_file(),
+        "the official MCP JSON Schema of {version} is missing: expected {} (tests/schema/README.md says where it comes from)",
+        path.display()
+    );
+    path
 }
 
 struct Validators {
