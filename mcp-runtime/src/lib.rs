@@ -23,8 +23,6 @@
 //! [`tool`] and [`Context`].
 
 #![warn(missing_docs)]
-// Without the `http` feature, what only the HTTP transport uses (its header checks, stateless sessions) is unused.
-#![cfg_attr(not(feature = "http"), allow(dead_code))]
 #![doc(test(attr(deny(warnings))))]
 
 pub mod auth;
@@ -182,18 +180,20 @@ pub mod __fuzz {
     }
 
     /// An HTTP header value of the 2026 era, with the `=?base64?…?=` form decoded.
+    #[cfg(feature = "http")]
     pub fn decode_header_value(raw: &str) -> Result<String, String> {
-        crate::era::v2026::headers::decode_header_value(raw)
+        crate::transport::http::decode_header_value(raw)
     }
 
     /// Checks a 2026 request's HTTP headers against its body.
+    #[cfg(feature = "http")]
     pub fn check_http_headers(
         headers: &http::HeaderMap,
         method: &str,
         params: Option<&Value>,
         server: &crate::Server,
     ) -> Result<(), Error> {
-        crate::era::v2026::check_http_headers(headers, method, params, server)
+        crate::transport::http::check_http_headers(headers, method, params, server)
     }
 
     /// The lists whose pages cursors name.

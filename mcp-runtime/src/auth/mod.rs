@@ -33,9 +33,9 @@ mod jwt;
 mod metadata;
 
 pub use config::{Authorization, Dpop};
-pub(crate) use guard::{Guard, Needed};
+pub(crate) use guard::Guard;
 #[cfg(feature = "http")]
-pub(crate) use guard::{ProofHeader, Refusal, Request};
+pub(crate) use guard::{Needed, ProofHeader, Refusal, Request};
 #[cfg(feature = "auth")]
 pub use introspection::Introspection;
 #[cfg(feature = "auth")]

@@ -98,6 +98,7 @@ impl Backlog {
 
     /// A queue whose bytes count in `total` too, for as long as they wait here (when the queue is dropped with
     /// frames still in it, they leave the total with it).
+    #[cfg(feature = "http")]
     pub(crate) fn within(limits: OutboundLimits, total: Arc<Backlog>) -> Backlog {
         Backlog::counted_in(limits, Some(total))
     }
@@ -168,6 +169,7 @@ impl Backlog {
     /// The reader went away: what waits here will never be taken, and leaves the total now (a frame admitted after
     /// this leaves it when the queue is dropped). A session whose client closed an unread stream is not held back for
     /// bytes no one holds.
+    #[cfg(feature = "http")]
     pub(crate) fn abandon(&self) {
         let queued = self.queued.swap(0, Ordering::SeqCst);
         if let (Some(total), true) = (&self.total, queued > 0) {

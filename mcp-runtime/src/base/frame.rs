@@ -29,6 +29,7 @@ impl Frame {
     }
 
     /// Its text.
+    #[cfg(any(test, feature = "http"))]
     pub(crate) fn text(&self) -> &str {
         &self.text
     }
@@ -39,6 +40,7 @@ impl Frame {
     }
 
     /// What it is.
+    #[cfg(feature = "http")]
     pub(crate) fn kind(&self) -> FrameKind {
         self.kind
     }

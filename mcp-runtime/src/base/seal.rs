@@ -16,7 +16,9 @@ const AAD: &[u8] = b"mcp requestState v1";
 /// Seals and opens states with one key.
 pub(crate) struct Sealer {
     cipher: XChaCha20Poly1305,
-    /// Whether the key was made up for this process (states then do not survive a restart or cross instances).
+    /// Whether the key was made up for this process (states then do not survive a restart or cross instances):
+    /// the HTTP transport warns of it at start-up.
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
     pub random: bool,
 }
 

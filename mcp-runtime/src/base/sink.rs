@@ -32,8 +32,10 @@ pub(crate) trait FrameSink: Send + Sync {
 pub(crate) type Sink = Arc<dyn FrameSink>;
 
 /// A sink that drops everything (a stateless request has no stream besides its own).
+#[cfg(feature = "http")]
 pub(crate) struct NoSink;
 
+#[cfg(feature = "http")]
 impl FrameSink for NoSink {
     fn send(&self, _: Frame) {}
 }

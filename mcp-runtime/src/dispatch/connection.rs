@@ -31,8 +31,12 @@ pub(crate) struct Connection {
     /// Requests this server sent to the client (2025 era), waiting for their responses.
     outgoing: Mutex<HashMap<RequestId, oneshot::Sender<Result<Value, Value>>>>,
     next_outgoing: AtomicI64,
-    /// Unique in the process: names the 2025 session its tasks belong to.
+    /// Unique in the process: names the connection for the limits counted per client.
     number: u64,
+    /// The 2025 session this connection is, as its tasks record it: unique across processes, so that instances
+    /// sharing a task store never take one session's tasks for another's. Set from an HTTP session's id; made at
+    /// random on first use otherwise (a stdio session).
+    session: std::sync::OnceLock<String>,
     /// A stateless 2025 "session" (one per HTTP request): its tasks belong to no session.
     sessionless: AtomicBool,
     /// Set when the input ended and the answers of what is in flight are still wanted ([`Connection::drained`]):
@@ -71,6 +75,12 @@ impl Peer for Connection {
 /// Numbers connections.
 static CONNECTIONS: AtomicU64 = AtomicU64::new(1);
 
+/// A session's key in the task store: `session:` and the first 128 bits of the SHA-256 of its id, as hex.
+fn session_key_of(id: &str) -> String {
+    use sha2::Digest;
+    format!("session:{}", crate::base::hex(&sha2::Sha256::digest(id.as_bytes())[..16]))
+}
+
 impl Connection {
     pub(crate) fn new(server: Server, out: Sink) -> Arc<Connection> {
         Arc::new(Connection {
@@ -80,6 +90,7 @@ impl Connection {
             outgoing: Mutex::new(HashMap::new()),
             next_outgoing: AtomicI64::new(1),
             number: CONNECTIONS.fetch_add(1, Ordering::Relaxed),
+            session: std::sync::OnceLock::new(),
             sessionless: AtomicBool::new(false),
             draining: AtomicBool::new(false),
             idle: tokio::sync::Notify::new(),
@@ -87,6 +98,7 @@ impl Connection {
     }
 
     /// Marks a stateless 2025 connection: it is no session its tasks could belong to.
+    #[cfg(feature = "http")]
     pub(crate) fn set_sessionless(&self) {
         self.sessionless.store(true, Ordering::Relaxed);
     }
@@ -96,9 +108,24 @@ impl Connection {
         format!("connection:{}", self.number)
     }
 
+    /// Names this connection's session after its HTTP session id, before any request of the session can create a
+    /// task. The key is a digest of the id, so that a task store's records do not hold the id a client presents.
+    #[cfg(feature = "http")]
+    pub(crate) fn set_session_id(&self, id: &str) {
+        let _ = self.session.set(session_key_of(id));
+    }
+
     /// The session this connection is, for the tasks it creates (2025 era); `None` when stateless.
     pub(crate) fn session_key(&self) -> Option<String> {
-        (!self.sessionless.load(Ordering::Relaxed)).then(|| format!("session:{}", self.number))
+        if self.sessionless.load(Ordering::Relaxed) {
+            return None;
+        }
+        // A stdio session's id is made here; without randomness its tasks could be another's: refuse.
+        Some(
+            self.session
+                .get_or_init(|| session_key_of(&crate::base::random_id().unwrap_or_else(|e| panic!("{e}"))))
+                .clone(),
+        )
     }
 
     pub(crate) fn server(&self) -> &Server {
@@ -220,6 +247,7 @@ impl Connection {
     }
 
     /// Whether anything is in flight.
+    #[cfg(feature = "http")]
     pub(crate) fn is_busy(&self) -> bool {
         !self.table().is_empty()
     }
@@ -260,5 +288,40 @@ impl Connection {
             }
             idle.await;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::base::sink::NoSink;
+
+    fn connection() -> Arc<Connection> {
+        Connection::new(Server::builder().build().unwrap(), Arc::new(NoSink))
+    }
+
+    /// A session's tasks are recorded under a key that no other session has, in this process or another sharing
+    /// the task store: never a counter (each process counts from 1).
+    #[test]
+    fn session_keys_are_unique_across_processes_and_do_not_hold_the_session_id() {
+        let (a, b) = (connection(), connection());
+        let (ka, kb) = (a.session_key().unwrap(), b.session_key().unwrap());
+        assert_ne!(ka, kb);
+        for key in [&ka, &kb] {
+            let hex = key.strip_prefix("session:").unwrap();
+            assert!(hex.len() == 32 && hex.bytes().all(|c| c.is_ascii_hexdigit()), "{key}");
+        }
+        assert_eq!(a.session_key(), Some(ka), "stable for the connection's life");
+
+        let id = "0123456789abcdef0123456789abcdef";
+        let (c, d) = (connection(), connection());
+        c.set_session_id(id);
+        d.set_session_id(id);
+        assert_eq!(c.session_key(), d.session_key(), "the same session on two instances has the same key");
+        assert!(!c.session_key().unwrap().contains(id), "the key is a digest, not the id a client presents");
+
+        let stateless = connection();
+        stateless.set_sessionless();
+        assert_eq!(stateless.session_key(), None);
     }
 }

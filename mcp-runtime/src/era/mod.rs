@@ -6,9 +6,9 @@
 //! - [`v2026`]: the stateless `_meta` envelope, `server/discover`, `subscriptions/listen`, `input_required`
 //!   results with their sealed `requestState`, and the 2026 HTTP header rules.
 //!
-//! On stdio one connection serves both: a request whose `_meta` carries
-//! `io.modelcontextprotocol/protocolVersion` (and `server/discover` or `subscriptions/listen`, which exist only in
-//! the 2026 era) goes to the 2026 front; everything else to the 2025 session.
+//! [`of`] decides a message's era, the one place that does, for both transports: on stdio one connection serves
+//! both eras, each request going to its era's front; on HTTP each request does, the 2026 front on a connection of
+//! its own, the 2025 one on the session the request names.
 
 pub(crate) mod v2025;
 pub(crate) mod v2026;
@@ -17,10 +17,32 @@ use std::sync::atomic::{AtomicU8, Ordering};
 
 use serde_json::Value;
 
-use crate::context::{EraState, InFlight, Peer, RequestEra};
+use crate::context::{Era, EraState, InFlight, Peer, RequestEra};
 use crate::wire::error::Error;
-use crate::wire::protocol::{CacheHint, LogLevel};
+use crate::wire::jsonrpc::Incoming;
+use crate::wire::protocol::{CacheHint, LogLevel, SUPPORTED_PROTOCOL_VERSIONS};
 use v2026::Round;
+
+/// The era a message belongs to. A request or notification is of the 2026 era when its `_meta` holds a key of the
+/// 2026 envelope (a protocol version, client capabilities or client info: one without the version is a malformed
+/// 2026 envelope, which that front answers -32602 naming what is missing) or its method exists only in that era;
+/// on HTTP also when its `MCP-Protocol-Version` header (`version`; stdio has none) names a version no `initialize`
+/// could have agreed on (the 2026 front then answers that the version is not served). A response (the client's
+/// answer to a request of the server's) has no envelope: only the header can say.
+pub(crate) fn of(message: &Incoming, version: Option<&str>) -> Era {
+    let by_body = match message {
+        Incoming::Request { method, params, .. } | Incoming::Notification { method, params } => {
+            v2026::is_2026(method, params.as_ref())
+        }
+        Incoming::Response { .. } => false,
+    };
+    let by_header = version.is_some_and(|v| !SUPPORTED_PROTOCOL_VERSIONS.contains(&v.trim()));
+    if by_body || by_header {
+        Era::V2026
+    } else {
+        Era::V2025
+    }
+}
 
 /// The session's log level before any `logging/setLevel`: everything is sent.
 pub(crate) const LOG_LEVEL_UNSET: u8 = u8::MAX;

@@ -57,6 +57,7 @@ impl Session {
     }
 
     /// Marks a session as initialized without a handshake (stateless 2025 HTTP: every request is its own session).
+    #[cfg(feature = "http")]
     pub(crate) fn preinitialize(&self, version: &str) {
         let version =
             SUPPORTED_PROTOCOL_VERSIONS.iter().find(|v| **v == version).copied().unwrap_or(LATEST_PROTOCOL_VERSION);
@@ -90,6 +91,7 @@ impl Session {
     }
 
     /// Cancels one request.
+    #[cfg(feature = "http")]
     pub(crate) fn cancel(&self, id: &RequestId, reason: Option<&str>) {
         self.conn.cancel(id, reason)
     }
@@ -99,22 +101,19 @@ impl Session {
         self.conn.reject(id, error)
     }
 
-    /// Handles one incoming message. Called in arrival order; never blocks: long work is spawned.
+    /// Handles one incoming message of the 2025 era, replying on the session's own sink. Called in arrival order;
+    /// never blocks: long work is spawned.
     pub(crate) fn handle(self: &Arc<Self>, message: Incoming) {
         let origin = Origin { sink: self.conn.sink().clone(), http: None };
         self.handle_routed(message, &origin)
     }
 
-    /// Handles one incoming message whose replies (and, for a request, everything the request sends) go to `origin`.
+    /// Handles one incoming message of the 2025 era ([`crate::era::of`] decided) whose replies (and, for a request,
+    /// everything the request sends) go to `origin`. Notifications and responses of either era come here: a
+    /// stdio connection's cancels and answers are its session's.
     pub(crate) fn handle_routed(self: &Arc<Self>, message: Incoming, origin: &Origin) {
         match message {
-            Incoming::Request { id, method, params } => {
-                if crate::era::v2026::is_2026(&method, params.as_ref()) {
-                    crate::era::v2026::handle(&self.conn, id, method, params, origin);
-                } else {
-                    self.handle_request(id, method, params, origin);
-                }
-            }
+            Incoming::Request { id, method, params } => self.handle_request(id, method, params, origin),
             Incoming::Notification { method, params } => self.handle_notification(&method, params),
             Incoming::Response { id, outcome } => self.conn.answer_outgoing(&id, outcome),
         }

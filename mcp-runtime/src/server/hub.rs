@@ -34,7 +34,9 @@ pub(crate) trait Subscriber: Send + Sync {
         let _ = conn;
     }
 
-    /// The server is stopping: cancel what is in flight.
+    /// The server is stopping: cancel what is in flight. (The HTTP transport stops its subscribers; a stdio
+    /// session is stopped by its own shutdown.)
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
     fn stop(&self, reason: &str) {
         let _ = reason;
     }

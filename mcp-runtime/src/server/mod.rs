@@ -1,6 +1,7 @@
 //! [`Server`]: the shared configuration (info, state, capabilities) and the registry of what it serves. The
 //! registry can change while the server runs; every change makes a new snapshot and tells every session.
 
+#[cfg(feature = "http")]
 mod auth;
 pub(crate) mod hub;
 pub(crate) mod registry;
@@ -489,6 +490,7 @@ impl Server {
     }
 
     /// The server is stopping: every subscriber cancels what it has in flight.
+    #[cfg(feature = "http")]
     pub(crate) fn stop_subscribers(&self, reason: &str) {
         for subscriber in self.inner.hub.subscribers() {
             subscriber.stop(reason);
@@ -512,6 +514,7 @@ impl Server {
     /// Whether some handler may ask the client something mid-request (a 2026 `input_required` round, whose
     /// `requestState` is sealed): a tool that did not declare [`ToolDef::cannot_ask`], or a prompt or resource
     /// with an injected parameter (the only way to reach a `Context`).
+    #[cfg(feature = "http")]
     pub(crate) fn may_ask(&self) -> bool {
         let registry = self.registry();
         registry.tools.values().any(|t| t.def.can_ask)

@@ -92,6 +92,7 @@ impl Registry {
     }
 
     /// The parameters of a tool that are mirrored in `Mcp-Param-*` headers.
+    #[cfg(feature = "http")]
     pub(crate) fn tool_headers(&self, name: &str) -> Option<&[ParamHeader]> {
         self.headers.get(name).map(Vec::as_slice).filter(|h| !h.is_empty())
     }

@@ -16,10 +16,7 @@ use crate::wire::error::{Error, ErrorCode};
 
 /// 128 random bits, hex.
 fn new_task_id() -> Result<String, Error> {
-    let mut bytes = [0u8; 16];
-    getrandom::fill(&mut bytes)
-        .map_err(|e| Error::internal(format!("the operating system's random number generator failed: {e}")))?;
-    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+    crate::base::random_id().map_err(Error::internal)
 }
 
 /// Why a request did not become a task.

@@ -127,11 +127,13 @@ impl TaskEngine {
     }
 
     /// The connections (by address) with a task running on them: a 2025 session with one is not idle.
+    #[cfg(feature = "http")]
     pub(crate) fn connections_running(&self) -> std::collections::HashSet<*const ()> {
         self.table().values().filter_map(|r| r.request.upgrade()).map(|r| Arc::as_ptr(&r.peer) as *const ()).collect()
     }
 
     /// Cancels every running task (the server is stopping).
+    #[cfg(feature = "http")]
     pub(crate) fn cancel_all(&self, reason: &str) {
         let runs: Vec<_> = self.table().values().cloned().collect();
         for run in runs {

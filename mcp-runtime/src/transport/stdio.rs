@@ -12,6 +12,8 @@ use crate::base::cancel::cleanup_tasks;
 use crate::base::sink::FrameSink;
 
 use crate::base::backlog::{Admit, Backlog};
+use crate::context::Era;
+use crate::dispatch::Origin;
 use crate::era::v2025::Session;
 use crate::server::Server;
 use crate::wire::error::{Error, ErrorCode};
@@ -127,7 +129,15 @@ fn dispatch(session: &Arc<Session>, line: &[u8]) {
         return;
     }
     match Incoming::parse(line) {
-        Ok(message) => session.handle(message),
+        // One connection serves both eras: each request goes to its era's front (its cancels and the client's
+        // answers are the session's, whichever era).
+        Ok(message) => match (crate::era::of(&message, None), message) {
+            (Era::V2026, Incoming::Request { id, method, params }) => {
+                let origin = Origin { sink: session.connection().sink().clone(), http: None };
+                crate::era::v2026::handle(session.connection(), id, method, params, &origin)
+            }
+            (_, message) => session.handle(message),
+        },
         Err(rejected) => session.reject(rejected.id.as_ref(), &rejected.error),
     }
 }

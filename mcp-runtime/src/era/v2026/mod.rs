@@ -29,13 +29,10 @@ use crate::wire::error::{Error, ErrorCode};
 use crate::wire::jsonrpc::RequestId;
 use crate::wire::protocol::{Implementation, LogLevel};
 
-pub(crate) mod headers;
 mod listen;
 mod round;
 pub(crate) mod tasks;
 
-#[cfg_attr(not(feature = "http"), allow(unused_imports))]
-pub(crate) use headers::{check_http_headers, http_status};
 pub use round::DEFAULT_REQUEST_STATE_TTL;
 pub(crate) use round::{missing_capability, Round};
 
@@ -43,7 +40,7 @@ pub(crate) use round::{missing_capability, Round};
 pub const PROTOCOL_VERSION: &str = "2026-07-28";
 
 /// The versions a request's `_meta` may name (older versions are served through `initialize`).
-pub(crate) const STATELESS_VERSIONS: &[&str] = &[PROTOCOL_VERSION];
+pub(crate) const VERSIONS: &[&str] = &[PROTOCOL_VERSION];
 
 /// `_meta` keys of the 2026 envelope.
 pub(crate) const META_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
@@ -59,10 +56,8 @@ pub use crate::wire::error::MISSING_CAPABILITY;
 /// -32022: the request names a protocol version the server does not serve statelessly.
 pub const UNSUPPORTED_VERSION: ErrorCode = ErrorCode(-32022);
 
-/// Whether a request belongs to the 2026 era: its `_meta` holds a key of the 2026 envelope (a protocol version,
-/// client capabilities or client info: one without the version is a malformed 2026 envelope, answered -32602
-/// naming what is missing), or its method exists only in this era.
-pub(crate) fn is_2026(method: &str, params: Option<&Value>) -> bool {
+/// Whether a message's method and params are of this era (see [`crate::era::of`], which decides).
+pub(super) fn is_2026(method: &str, params: Option<&Value>) -> bool {
     let meta = params.and_then(|p| p.get("_meta"));
     matches!(method, "server/discover" | "subscriptions/listen")
         || [META_VERSION, META_CAPABILITIES, META_CLIENT_INFO].iter().any(|k| meta.and_then(|m| m.get(*k)).is_some())
@@ -77,7 +72,8 @@ struct Envelope {
 }
 
 /// The `_meta` of a request, or -32602 naming what is missing.
-fn meta_of(params: Option<&Value>) -> Result<&Map<String, Value>, Error> {
+#[cfg(feature = "http")]
+pub(crate) fn meta_of(params: Option<&Value>) -> Result<&Map<String, Value>, Error> {
     static EMPTY: std::sync::OnceLock<Map<String, Value>> = std::sync::OnceLock::new();
     let meta = match params {
         None | Some(Value::Null) => EMPTY.get_or_init(Map::new),
@@ -106,9 +102,9 @@ fn require_envelope_keys(meta: &Map<String, Value>) -> Result<(), Error> {
 }
 
 /// -32022 for a version this server does not serve statelessly.
-fn unsupported_version(requested: &str) -> Error {
+pub(crate) fn unsupported_version(requested: &str) -> Error {
     Error::new(UNSUPPORTED_VERSION, format!("unsupported protocol version {requested:?}"))
-        .with_data(json!({ "supported": STATELESS_VERSIONS, "requested": requested }))
+        .with_data(json!({ "supported": VERSIONS, "requested": requested }))
 }
 
 /// Reads the envelope out of `_meta`: its keys go into their own fields, and what is left is the request's own
@@ -132,7 +128,7 @@ fn envelope(meta: Map<String, Value>) -> Result<Envelope, Error> {
         Some(Value::String(v)) => v,
         _ => return Err(Error::invalid_params(format!("`_meta[\"{META_VERSION}\"]` must be a string"))),
     };
-    if !STATELESS_VERSIONS.contains(&version.as_str()) {
+    if !VERSIONS.contains(&version.as_str()) {
         return Err(unsupported_version(&version));
     }
     let capabilities = match capabilities {
@@ -224,7 +220,7 @@ pub(crate) fn discover_result(
     instructions: Option<&str>,
     cache: crate::wire::protocol::CacheHint,
 ) -> Value {
-    let mut versions: Vec<&str> = STATELESS_VERSIONS.to_vec();
+    let mut versions: Vec<&str> = VERSIONS.to_vec();
     versions.extend(crate::wire::protocol::SUPPORTED_PROTOCOL_VERSIONS);
     let mut result = json!({
         "resultType": "complete",
@@ -264,25 +260,8 @@ pub(crate) fn stamp_server_info(server: &Server, map: &mut Map<String, Value>) {
 
 #[cfg(test)]
 mod tests {
-    use super::headers::{decode_header_value, same_number};
     use super::*;
     use crate::dispatch::ResultKind;
-
-    #[test]
-    fn header_numbers_are_compared_exactly_when_they_are_integers() {
-        let n = |v: serde_json::Value| match v {
-            serde_json::Value::Number(n) => n,
-            _ => unreachable!(),
-        };
-        assert!(same_number("9007199254740992", &n(serde_json::json!(9007199254740992u64))));
-        assert!(!same_number("9007199254740992", &n(serde_json::json!(9007199254740993u64))));
-        assert!(!same_number("9223372036854775806", &n(serde_json::json!(i64::MAX))));
-        assert!(same_number("-5", &n(serde_json::json!(-5))));
-        assert!(same_number("3", &n(serde_json::json!(3.0))));
-        assert!(same_number("3.0", &n(serde_json::json!(3))));
-        assert!(same_number("2.5", &n(serde_json::json!(2.5))));
-        assert!(!same_number("-1", &n(serde_json::json!(u64::MAX))));
-    }
 
     #[test]
     fn complete_results_are_stamped_in_one_pass_and_stay_valid_json() {
@@ -331,18 +310,6 @@ mod tests {
         let r = frame(&json!({"content": [], "_meta": {"mine": 1}}), ResultKind::Plain);
         assert_eq!(r["result"]["_meta"]["mine"], 1);
         assert_eq!(r["result"]["_meta"][META_SERVER_INFO]["name"], "enc");
-    }
-
-    #[test]
-    fn header_values_decode_the_base64_form_strictly_and_take_lookalikes_literally() {
-        assert_eq!(decode_header_value("=?base64?SGVsbG8=?=").as_deref(), Ok("Hello"));
-        assert_eq!(decode_header_value("=?base64?SGVsbG8sIOS4lueVjA==?=").as_deref(), Ok("Hello, 世界"));
-        assert!(decode_header_value("=?base64?SGVsbG8?=").is_err(), "missing padding");
-        assert!(decode_header_value("=?base64?SGVs!!!bG8=?=").is_err(), "not the alphabet");
-        assert!(decode_header_value("=?base64?/w==?=").is_err(), "not UTF-8");
-        for literal in ["SGVsbG8=", "=?base64?SGVsbG8=", "=?BASE64?SGVsbG8=?=", "plain"] {
-            assert_eq!(decode_header_value(literal).as_deref(), Ok(literal));
-        }
     }
 
     #[test]

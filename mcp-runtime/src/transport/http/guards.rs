@@ -1,7 +1,15 @@
 //! The checks every request passes first: Host and Origin, the protocol version header, what it accepts.
 
-use super::*;
+use std::sync::Mutex;
+
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+
+use super::{HttpOptions, VERSION_NAME};
+use crate::base::sync::Unpoisoned;
+use crate::wire::error::{Error, ErrorCode};
 use crate::wire::jsonrpc::Frame;
+use crate::wire::protocol::SUPPORTED_PROTOCOL_VERSIONS;
 
 pub(super) fn error_response(status: StatusCode, code: ErrorCode, message: impl Into<String>) -> Response {
     let body = Frame::error(None, &Error::new(code, message));
@@ -134,10 +142,10 @@ pub(super) fn check_origin(
     Ok(())
 }
 
-/// Whether the request names a protocol version of the stateless era (which has no GET stream and no DELETE).
-pub(super) fn is_stateless_version(headers: &HeaderMap) -> bool {
+/// Whether the request's version header names a version of the 2026 era (which has no GET stream and no DELETE).
+pub(super) fn names_2026_version(headers: &HeaderMap) -> bool {
     let version = headers.get(&VERSION_NAME).and_then(|v| v.to_str().ok()).map(str::trim);
-    version.is_some_and(|v| crate::era::v2026::STATELESS_VERSIONS.contains(&v))
+    version.is_some_and(|v| crate::era::v2026::VERSIONS.contains(&v))
 }
 
 /// The protocol version of a request: the header, or 2025-03-26 when it is missing; unsupported is 400.
@@ -183,4 +191,38 @@ pub(super) fn accepts(headers: &HeaderMap, kinds: &[&str]) -> bool {
         }
     }
     false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_real_loopback_names_and_addresses_are_loopback() {
+        for host in [
+            "localhost",
+            "LOCALHOST",
+            "LocalHost:8080",
+            "127.0.0.1",
+            "127.0.0.1:3000",
+            "127.1.2.3:80",
+            "[::1]",
+            "[::1]:8000",
+        ] {
+            assert!(is_loopback_host(host), "{host} is loopback");
+        }
+        for host in [
+            "127.evil.com",
+            "127.0.0.1.attacker.example",
+            "127.0.0.1.attacker.example:80",
+            "localhost.evil.com",
+            "evil.com",
+            "[::2]:80",
+            "0.0.0.0",
+            "",
+            "127.0.0.1@evil.com",
+        ] {
+            assert!(!is_loopback_host(host), "{host} is not loopback");
+        }
+    }
 }

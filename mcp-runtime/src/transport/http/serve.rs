@@ -1,6 +1,19 @@
 //! The service: `serve_http` and the router, the accept loop with its connection cap, and the write timeout.
 
-use super::*;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context as TaskContext, Poll};
+use std::time::Duration;
+
+use std::future::Future;
+
+use axum::routing::any;
+use axum::Router;
+
+use super::guards::RefusedNames;
+use super::{auth, connections, endpoint, v2025, v2026, HttpOptions, HttpState, MemoryEventStoreFactory};
+use crate::server::Server;
 
 impl Server {
     /// The Streamable HTTP endpoint as an axum `Router`, to serve alone or to merge into an application's router
@@ -30,11 +43,8 @@ impl Server {
         let state = Arc::new(HttpState {
             server: self.clone(),
             options,
-            sessions: Mutex::new(HashMap::new()),
-            stateless_requests: Mutex::new(HashMap::new()),
-            next_stateless: AtomicU64::new(1),
+            sessions: v2025::Sessions::new(options_store),
             waiting: v2026::Waiting::default(),
-            event_stores: options_store,
             refused: RefusedNames::default(),
         });
         if !state.options.stateless {

@@ -1,7 +1,13 @@
 //! The 2026 HTTP header rules: `MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name` and `Mcp-Param-*` agree with the
-//! body (-32020 otherwise).
+//! body (-32020 otherwise), and the HTTP status of a 2026 error response. HTTP's own: stdio has no headers.
 
-use super::*;
+use base64::Engine;
+use serde_json::Value;
+
+use crate::era::v2026::{meta_of, unsupported_version, HEADER_MISMATCH, META_VERSION, VERSIONS};
+use crate::server::Server;
+use crate::wire::error::{Error, ErrorCode};
+
 /// Checks a 2026 request's HTTP headers against its body, in the order the protocol's reference implementations
 /// use: the version header present (-32020), the envelope complete (-32602), the version header equal to the
 /// body's (-32020), the version served (-32022), then `Mcp-Method`, `Mcp-Name` and `Mcp-Param-*` (-32020).
@@ -36,7 +42,7 @@ pub(crate) fn check_http_headers(
             "the MCP-Protocol-Version header ({version:?}) does not match _meta.{META_VERSION} ({body_version:?})"
         )));
     }
-    if !STATELESS_VERSIONS.contains(&version) {
+    if !VERSIONS.contains(&version) {
         return Err(unsupported_version(version));
     }
     match header(&MCP_METHOD)? {
@@ -80,7 +86,7 @@ fn mismatch(message: impl Into<String>) -> Error {
 
 /// Whether a header's text is the same number as an argument: integers compared exactly (2^53 and 2^53 + 1 differ,
 /// though they are one `f64`), `3` and `3.0` the same, other numbers as `f64`.
-pub(super) fn same_number(given: &str, n: &serde_json::Number) -> bool {
+fn same_number(given: &str, n: &serde_json::Number) -> bool {
     if let (Ok(g), Some(v)) = (given.parse::<i64>(), n.as_i64()) {
         return g == v;
     }
@@ -160,10 +166,43 @@ fn check_param_headers(headers: &http::HeaderMap, params: Option<&Value>, server
 }
 
 /// The HTTP status of a 2026 error response.
-pub(crate) fn http_status(code: ErrorCode) -> u16 {
+pub(super) fn http_status(code: ErrorCode) -> u16 {
     match code.0 {
         -32601 => 404,
         -32700 | -32600 | -32602 | -32020 | -32021 | -32022 => 400,
         _ => 200,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{decode_header_value, same_number};
+
+    #[test]
+    fn header_numbers_are_compared_exactly_when_they_are_integers() {
+        let n = |v: serde_json::Value| match v {
+            serde_json::Value::Number(n) => n,
+            _ => unreachable!(),
+        };
+        assert!(same_number("9007199254740992", &n(serde_json::json!(9007199254740992u64))));
+        assert!(!same_number("9007199254740992", &n(serde_json::json!(9007199254740993u64))));
+        assert!(!same_number("9223372036854775806", &n(serde_json::json!(i64::MAX))));
+        assert!(same_number("-5", &n(serde_json::json!(-5))));
+        assert!(same_number("3", &n(serde_json::json!(3.0))));
+        assert!(same_number("3.0", &n(serde_json::json!(3))));
+        assert!(same_number("2.5", &n(serde_json::json!(2.5))));
+        assert!(!same_number("-1", &n(serde_json::json!(u64::MAX))));
+    }
+
+    #[test]
+    fn header_values_decode_the_base64_form_strictly_and_take_lookalikes_literally() {
+        assert_eq!(decode_header_value("=?base64?SGVsbG8=?=").as_deref(), Ok("Hello"));
+        assert_eq!(decode_header_value("=?base64?SGVsbG8sIOS4lueVjA==?=").as_deref(), Ok("Hello, 世界"));
+        assert!(decode_header_value("=?base64?SGVsbG8?=").is_err(), "missing padding");
+        assert!(decode_header_value("=?base64?SGVs!!!bG8=?=").is_err(), "not the alphabet");
+        assert!(decode_header_value("=?base64?/w==?=").is_err(), "not UTF-8");
+        for literal in ["SGVsbG8=", "=?base64?SGVsbG8=", "=?BASE64?SGVsbG8=?=", "plain"] {
+            assert_eq!(decode_header_value(literal).as_deref(), Ok(literal));
+        }
     }
 }

@@ -18,9 +18,11 @@ use std::task::{Context as TaskContext, Poll};
 use std::time::Duration;
 
 use axum::body::{Body, Bytes};
-use axum::http::{header, HeaderMap, StatusCode};
+use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use tokio::sync::mpsc;
+
+pub(super) mod headers;
 
 use super::first_poll::FirstPoll;
 use super::HttpState;
@@ -30,29 +32,10 @@ use crate::base::sync::Unpoisoned;
 use crate::context::HttpRequest;
 use crate::dispatch::{Connection, FrameSink, Origin};
 use crate::era::v2026;
-use crate::wire::jsonrpc::FrameKind;
-use crate::wire::jsonrpc::{Frame, Incoming, RequestId};
+use crate::wire::jsonrpc::{Frame, FrameKind, Incoming, RequestId};
 
 /// How often an idle SSE stream (a `subscriptions/listen`) gets a keep-alive comment.
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
-
-/// Whether an HTTP message belongs to the 2026 era: its envelope says so, or its version header names a version
-/// that no `initialize` could have agreed on.
-pub(super) fn is_2026(headers: &HeaderMap, message: &Incoming) -> bool {
-    let (method, params) = match message {
-        Incoming::Request { method, params, .. } | Incoming::Notification { method, params } => (method, params),
-        Incoming::Response { .. } => return is_2026_version(headers),
-    };
-    v2026::is_2026(method, params.as_ref()) || is_2026_version(headers)
-}
-
-/// Whether the `MCP-Protocol-Version` header is there and is not a 2025-era version.
-pub(super) fn is_2026_version(headers: &HeaderMap) -> bool {
-    headers
-        .get(&super::VERSION_NAME)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| !crate::wire::protocol::SUPPORTED_PROTOCOL_VERSIONS.contains(&v.trim()))
-}
 
 /// A frame on its way to the POST's answer.
 enum Out {
@@ -193,18 +176,14 @@ impl Drop for CancelOnDrop {
     }
 }
 
-pub(super) async fn post(
-    state: &Arc<HttpState>,
-    headers: &HeaderMap,
-    message: Incoming,
-    http: Arc<HttpRequest>,
-) -> Response {
+/// A 2026 POST: its headers checked against its body, then served on a connection of its own.
+pub(super) async fn post(state: &Arc<HttpState>, message: Incoming, http: Arc<HttpRequest>) -> Response {
     let Incoming::Request { id, method, params } = message else {
         // The 2026 era defines no notification a client sends over HTTP (a cancel is closing the stream), and
         // clients send no responses: accepted, and nothing to do.
         return StatusCode::ACCEPTED.into_response();
     };
-    if let Err(e) = v2026::check_http_headers(headers, &method, params.as_ref(), &state.server) {
+    if let Err(e) = headers::check_http_headers(&http.headers, &method, params.as_ref(), &state.server) {
         return json_answer(Frame::error(Some(&id), &e));
     }
     let conn = Connection::new(state.server.clone(), no_sink());
@@ -270,7 +249,7 @@ fn no_sink() -> crate::dispatch::Sink {
 /// A response as one JSON body, with the status its error (if it is one) calls for.
 fn json_answer(frame: Frame) -> Response {
     let status = match frame.kind() {
-        FrameKind::Error(code) => v2026::http_status(crate::wire::error::ErrorCode(code)),
+        FrameKind::Error(code) => headers::http_status(crate::wire::error::ErrorCode(code)),
         _ => 200,
     };
     let status = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);

@@ -10,16 +10,17 @@ use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 use tokio::sync::oneshot;
 
-use super::guards::check_version;
-use super::session::HttpState;
+use super::event_store::{EventStore, MemoryEventStore};
 use super::streams::{JsonRoute, Route};
-use super::{priming_frame, sse_response, EventStore, MemoryEventStore};
+use super::{priming_frame, sse_response};
 use crate::auth::AuthInfo;
 use crate::base::sink::NoSink;
 use crate::base::sync::Unpoisoned;
 use crate::context::HttpRequest;
 use crate::dispatch::{Origin, Sink};
 use crate::era::v2025::Session;
+use crate::transport::http::guards::check_version;
+use crate::transport::http::HttpState;
 use crate::wire::jsonrpc::{Incoming, RequestId};
 
 pub(super) async fn post_stateless(
@@ -45,7 +46,7 @@ pub(super) async fn post_stateless(
                     .and_then(|v| serde_json::from_value::<RequestId>(v).ok());
                 if let Some(id) = id {
                     let session = {
-                        let requests = state.stateless_requests.locked();
+                        let requests = state.sessions.stateless.locked();
                         match requests.get(&(caller.clone(), id.clone())).map(Vec::as_slice) {
                             // Exactly one request of this caller has that id: it is the one meant.
                             Some([(_, only)]) => only.upgrade(),
@@ -130,16 +131,16 @@ struct StatelessEntry {
 
 impl StatelessEntry {
     fn register(state: &Arc<HttpState>, caller: String, id: RequestId, session: &Arc<Session>) -> StatelessEntry {
-        let entry = state.next_stateless.fetch_add(1, Ordering::Relaxed);
+        let entry = state.sessions.next_stateless.fetch_add(1, Ordering::Relaxed);
         let key = (caller, id);
-        state.stateless_requests.locked().entry(key.clone()).or_default().push((entry, Arc::downgrade(session)));
+        state.sessions.stateless.locked().entry(key.clone()).or_default().push((entry, Arc::downgrade(session)));
         StatelessEntry { state: state.clone(), key, entry }
     }
 }
 
 impl Drop for StatelessEntry {
     fn drop(&mut self) {
-        let mut requests = self.state.stateless_requests.locked();
+        let mut requests = self.state.sessions.stateless.locked();
         if let Some(entries) = requests.get_mut(&self.key) {
             entries.retain(|(e, _)| *e != self.entry);
             if entries.is_empty() {

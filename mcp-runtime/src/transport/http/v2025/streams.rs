@@ -1,7 +1,19 @@
 //! Streams: a request's or a session's route (SSE through the event store, or one JSON body) and the SSE body a
 //! connection reads it through.
 
-use super::*;
+use std::pin::Pin;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::task::{Context as TaskContext, Poll};
+
+use axum::body::Bytes;
+use tokio::sync::{mpsc, oneshot};
+
+use super::event_store::EventStore;
+use super::session::HttpSession;
+use crate::base::backlog::{Admit, Backlog, OutboundLimits};
+use crate::base::sync::Unpoisoned;
+use crate::dispatch::{FrameSink, Sink};
 use crate::wire::jsonrpc::Frame;
 
 /// One SSE event on its way to a connection: its id and its data.

@@ -1,6 +1,18 @@
-//! Sessions (2025-11-25): an HTTP session, who holds it, and the transport's shared state (sessions, limits).
+//! Sessions (2025-11-25): an HTTP session, who holds it, and the sessions of the endpoint (the cap, idle expiry).
 
-use super::*;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Instant;
+
+use super::event_store::{EventStore, EventStoreFactory};
+use super::stateless::StatelessTable;
+use super::streams::Route;
+use crate::base::backlog::Backlog;
+use crate::base::sync::Unpoisoned;
+use crate::dispatch::FrameSink;
+use crate::era::v2025::Session;
+use crate::transport::http::HttpState;
 
 pub(super) struct HttpSession {
     pub(super) session: Arc<Session>,
@@ -80,50 +92,66 @@ impl HttpSession {
     }
 }
 
-pub(super) struct HttpState {
-    pub(super) server: Server,
-    pub(super) options: HttpOptions,
-    pub(super) sessions: Mutex<HashMap<String, Arc<HttpSession>>>,
+/// The 2025 sessions of one endpoint, by id, and the stateless mode's requests in flight.
+pub(in crate::transport::http) struct Sessions {
+    live: Mutex<HashMap<String, Arc<HttpSession>>>,
     /// Stateless mode: which session serves a request, by caller and id, so that a `notifications/cancelled` finds
     /// the request of the client that sent it and no other. Entries leave when their POST ends.
-    pub(super) stateless_requests: Mutex<StatelessTable>,
+    pub(super) stateless: Mutex<StatelessTable>,
     pub(super) next_stateless: AtomicU64,
-    /// The 2026 requests whose POST waits for its answer (cancelled when the server stops).
-    pub(super) waiting: v2026::Waiting,
     /// Makes each session's event store (sharing one total by default).
-    pub(super) event_stores: Arc<dyn EventStoreFactory>,
-    /// The Host and Origin values refused so far, each logged once.
-    pub(super) refused: RefusedNames,
+    event_stores: Arc<dyn EventStoreFactory>,
 }
 
-impl HttpState {
-    pub(super) fn session(&self, id: &str) -> Option<Arc<HttpSession>> {
-        self.sessions.locked().get(id).cloned()
+impl Sessions {
+    pub(in crate::transport::http) fn new(event_stores: Arc<dyn EventStoreFactory>) -> Sessions {
+        Sessions {
+            live: Mutex::new(HashMap::new()),
+            stateless: Mutex::new(HashMap::new()),
+            next_stateless: AtomicU64::new(1),
+            event_stores,
+        }
+    }
+
+    pub(super) fn get(&self, id: &str) -> Option<Arc<HttpSession>> {
+        self.live.locked().get(id).cloned()
+    }
+
+    pub(super) fn insert(&self, id: String, session: Arc<HttpSession>) {
+        self.live.locked().insert(id, session);
+    }
+
+    pub(super) fn remove(&self, id: &str) -> Option<Arc<HttpSession>> {
+        self.live.locked().remove(id)
+    }
+
+    pub(super) fn count(&self) -> usize {
+        self.live.locked().len()
     }
 
     pub(super) fn new_store(&self) -> Arc<dyn EventStore> {
         self.event_stores.create()
     }
+}
 
-    /// Ends every session, stateless ones too (the server is stopping): their requests are cancelled and their
-    /// streams end.
-    pub(super) fn end_all_sessions(&self, reason: &str) {
-        let ended: Vec<Arc<HttpSession>> = self.sessions.locked().drain().map(|(_, s)| s).collect();
+impl HttpState {
+    pub(in crate::transport::http) fn end_all_sessions(&self, reason: &str) {
+        let ended: Vec<Arc<HttpSession>> = self.sessions.live.locked().drain().map(|(_, s)| s).collect();
         for s in ended {
             s.end(reason);
         }
         // Stateless mode: each request has a session of its own, which only the table of cancels lists.
         let stateless: Vec<Arc<Session>> =
-            self.stateless_requests.locked().values().flatten().filter_map(|(_, s)| s.upgrade()).collect();
+            self.sessions.stateless.locked().values().flatten().filter_map(|(_, s)| s.upgrade()).collect();
         for session in stateless {
             session.cancel_all(reason);
         }
     }
 
-    pub(super) fn end_idle_sessions(&self) {
+    pub(in crate::transport::http) fn end_idle_sessions(&self) {
         let timeout = self.options.session_idle_timeout;
         let ended: Vec<Arc<HttpSession>> = {
-            let mut sessions = self.sessions.locked();
+            let mut sessions = self.sessions.live.locked();
             let idle: Vec<String> = sessions
                 .iter()
                 .filter(|(_, s)| {
@@ -150,7 +178,7 @@ impl HttpState {
     pub(super) fn reclaim_idle_session(&self) -> bool {
         let with_tasks = self.server.tasks().connections_running();
         let reclaimed = {
-            let mut sessions = self.sessions.locked();
+            let mut sessions = self.sessions.live.locked();
             let victim = {
                 let mut held: HashMap<Holder<'_>, usize> = HashMap::new();
                 for s in sessions.values() {
@@ -183,10 +211,6 @@ impl HttpState {
 
 /// 128 random bits from the operating system's CSPRNG, as hex.
 pub(super) fn new_session_id() -> String {
-    let mut bytes = [0u8; 16];
-    if let Err(e) = getrandom::fill(&mut bytes) {
-        // Without randomness there are no safe session ids: refuse to make one guessable.
-        panic!("the operating system's random number generator failed: {e}");
-    }
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    // Without randomness there are no safe session ids: refuse to make one guessable.
+    crate::base::random_id().unwrap_or_else(|e| panic!("{e}"))
 }

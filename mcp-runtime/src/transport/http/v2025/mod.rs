@@ -1,0 +1,370 @@
+//! The 2025-11-25 front of the HTTP endpoint: sessions. An `initialize` POST opens one (within the session cap),
+//! every later POST names it, GET opens its standalone stream (or resumes a stream with `Last-Event-ID`), DELETE
+//! ends it. A POST is answered by an SSE stream, or one JSON body when the response is ready at once (or always,
+//! by configuration); while a client leaves its session's streams unread, its new POSTs wait (back-pressure).
+//! In the stateless mode every POST is a session of its own ([`stateless`]).
+
+pub(super) mod event_store;
+mod session;
+mod stateless;
+mod streams;
+
+pub(super) use session::Sessions;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::body::Body;
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use tokio::sync::{mpsc, oneshot};
+
+use super::first_poll::FirstPoll;
+use super::guards::{accepts, check_version, error_response, names_2026_version, plain};
+use super::{HttpState, SESSION_NAME};
+use crate::auth::AuthInfo;
+use crate::base::backlog::Backlog;
+use crate::context::HttpRequest;
+use crate::dispatch::{Origin, Sink};
+use crate::era::v2025::Session;
+use crate::wire::error::{Error, ErrorCode};
+use crate::wire::jsonrpc::{Frame, Incoming};
+use session::{new_session_id, HttpSession};
+use stateless::{caller_key, post_stateless};
+use streams::{Event, JsonRoute, OpenStream, Route, SseBody};
+
+/// A 2025 POST: `initialize` without a session id opens a session; anything else is served on the session it
+/// names (or, in the stateless mode, on a session of its own).
+pub(super) async fn post(state: &Arc<HttpState>, message: Incoming, http: Arc<HttpRequest>) -> Response {
+    let headers = &http.headers;
+    let is_initialize = matches!(&message, Incoming::Request { method, .. } if method == "initialize");
+
+    if state.options.stateless {
+        let caller = caller_key(http.auth.as_deref(), http.peer);
+        return post_stateless(state, headers, message, is_initialize, http.clone(), caller).await;
+    }
+
+    let (http_session, created) = if is_initialize && headers.get(&SESSION_NAME).is_none() {
+        let count = state.sessions.count();
+        // At the cap, the session idle longest makes room; only when none is idle is the initialize refused.
+        if count >= state.options.max_sessions && !state.reclaim_idle_session() {
+            let mut response = error_response(
+                StatusCode::SERVICE_UNAVAILABLE,
+                crate::ErrorCode::OVERLOADED,
+                format!("the server has its most sessions ({count}); try again later"),
+            );
+            response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+            return response;
+        }
+        let store = state.sessions.new_store();
+        let limits = state.server.inner.outbound;
+        let outbound = Arc::new(Backlog::new(limits));
+        let standalone = Route::new("standalone".into(), store.clone(), limits, Some(outbound.clone()));
+        let session = Session::new(state.server.clone(), standalone.clone());
+        let http_session = Arc::new(HttpSession {
+            session,
+            store,
+            standalone,
+            outbound,
+            refused: AtomicU64::new(0),
+            routes: Mutex::new(HashMap::new()),
+            next_stream: AtomicU64::new(1),
+            last_seen: Mutex::new(Instant::now()),
+            open_streams: AtomicU64::new(0),
+            owner: http.auth.as_deref().map(AuthInfo::principal),
+            peer: http.peer,
+        });
+        (http_session, true)
+    } else {
+        let s = match session_of(state, headers, http.auth.as_deref()) {
+            Ok(s) => s,
+            Err(r) => return r,
+        };
+        if let Err(r) = check_version(headers) {
+            return r;
+        }
+        // One atomic load while the client keeps up; only past the soft bound is the message looked at.
+        if s.outbound.is_backed_up() && !frees_work(&message) {
+            if let Err(refused) = wait_for_reader(&s, &message).await {
+                return refused;
+            }
+        }
+        (s, false)
+    };
+
+    let mut response = match message {
+        Incoming::Request { .. } => answer_request(state, &http_session, message, http).await,
+        other => {
+            http_session.session.handle(other);
+            StatusCode::ACCEPTED.into_response()
+        }
+    };
+    if created {
+        // Only a successful initialize makes a session.
+        if http_session.session.is_initialized() {
+            let id = new_session_id();
+            if let Ok(v) = HeaderValue::from_str(&id) {
+                response.headers_mut().insert(SESSION_NAME.clone(), v);
+            }
+            http_session.session.connection().set_session_id(&id);
+            state.sessions.insert(id, http_session);
+        }
+    }
+    response
+}
+
+/// How long a POST waits for its session's unread streams to drain below the soft bound before it is refused (503,
+/// `Retry-After`): 5 s.
+pub const BACKED_UP_WAIT: Duration = Duration::from_secs(5);
+
+/// Whether a message frees work rather than makes it (an answer to the server's request, a cancel): admitted
+/// however much waits unread.
+fn frees_work(message: &Incoming) -> bool {
+    match message {
+        Incoming::Response { .. } => true,
+        Incoming::Notification { method, .. } => method == "notifications/cancelled",
+        Incoming::Request { .. } => false,
+    }
+}
+
+/// Input is back-pressured, as flow control would: while more than the soft bound waits unread on a session's
+/// streams (its GET stream, its POSTs' SSE streams), a new POST of it waits for them to drain, up to
+/// [`BACKED_UP_WAIT`]; then it is refused with 503, `Retry-After` and -31000. It is refused before the server
+/// reads what it asks, so no response it is owed is dropped.
+async fn wait_for_reader(session: &HttpSession, message: &Incoming) -> Result<(), Response> {
+    tracing::debug!("the client is not reading its session's streams: its POST waits");
+    if tokio::time::timeout(BACKED_UP_WAIT, session.outbound.backed_off()).await.is_ok() {
+        return Ok(());
+    }
+    let soft = session.session.connection().server().inner.outbound.soft_bytes;
+    let refused = session.refused.fetch_add(1, Ordering::Relaxed) + 1;
+    if refused.is_power_of_two() {
+        tracing::warn!(
+            refused,
+            soft_bytes = soft,
+            peer = ?session.peer,
+            "a client is not reading its session's streams: refusing its new requests (503) until it does"
+        );
+    }
+    let id = match message {
+        Incoming::Request { id, .. } => Some(id),
+        _ => None,
+    };
+    let error = Error::new(
+        crate::ErrorCode::OVERLOADED,
+        format!(
+            "the client is not reading its session's streams: more than the soft bound of {soft} bytes waits \
+             unread on them, for over {}s; read the session's streams (its GET stream, its requests' SSE streams) \
+             and try again (or raise the bound with ServerBuilder::outbound_limits)",
+            BACKED_UP_WAIT.as_secs()
+        ),
+    );
+    let body = Frame::error(id, &error);
+    let mut response =
+        (StatusCode::SERVICE_UNAVAILABLE, [(header::CONTENT_TYPE, "application/json")], body.into_text())
+            .into_response();
+    response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    Err(response)
+}
+
+/// Sends a request to the session and answers with its stream (or its JSON response).
+async fn answer_request(
+    state: &HttpState,
+    http_session: &Arc<HttpSession>,
+    message: Incoming,
+    http: Arc<HttpRequest>,
+) -> Response {
+    if state.options.json_response {
+        let (tx, rx) = oneshot::channel();
+        let sink: Sink =
+            Arc::new(JsonRoute { response: Mutex::new(Some(tx)), standalone: http_session.standalone.clone() });
+        http_session.session.handle_routed(message, &Origin { sink, http: Some(http) });
+        return match rx.await {
+            Ok(frame) => {
+                (StatusCode::OK, [(header::CONTENT_TYPE, "application/json")], frame.into_text()).into_response()
+            }
+            // Cancelled: there is no response to give.
+            Err(_) => StatusCode::ACCEPTED.into_response(),
+        };
+    }
+    let id = match &message {
+        Incoming::Request { id, .. } => Some(id.clone()),
+        _ => None,
+    };
+    let first_poll = FirstPoll::<Route>::new(state.server.inner.outbound);
+    http_session.session.handle_routed(message, &Origin { sink: first_poll.clone(), http: Some(http) });
+    let answer = first_poll.decide(|| {
+        let route = http_session.new_route();
+        // The priming event comes first, so resuming from it replays everything the request sends.
+        let priming = http_session.store.store(&route.name, &priming_frame());
+        let (events, backlog) = route.attach(Vec::new());
+        if let Some(id) = id {
+            // A reader that stops reading the request's stream cancels the request.
+            let session = Arc::downgrade(&http_session.session);
+            route.on_stuck(move || {
+                if let Some(session) = session.upgrade() {
+                    session.cancel(&id, Some("the client stopped reading the request's stream"));
+                }
+            });
+        }
+        (route.clone(), (route, priming, events, backlog))
+    });
+    match answer {
+        // The response came alone in the handler's first poll: nothing to stream or resume.
+        Ok(frame) => (StatusCode::OK, [(header::CONTENT_TYPE, "application/json")], frame.into_text()).into_response(),
+        Err((route, priming, events, backlog)) => {
+            sse_response(state, priming, (events, Some(backlog)), None, Some(http_session), Some(&route.name))
+        }
+    }
+}
+
+/// The data of a priming event (empty), one allocation for the process.
+fn priming_frame() -> Arc<str> {
+    static EMPTY: std::sync::OnceLock<Arc<str>> = std::sync::OnceLock::new();
+    EMPTY.get_or_init(|| Arc::from("")).clone()
+}
+
+/// An SSE response. `stream` names a session's stream that ends (a request's): once the body was read to its end,
+/// the session's event store may forget it.
+fn sse_response(
+    state: &HttpState,
+    priming_id: String,
+    (events, backlog): (mpsc::UnboundedReceiver<Event>, Option<Arc<Backlog>>),
+    on_disconnect: Option<Box<dyn FnOnce() + Send>>,
+    session: Option<&Arc<HttpSession>>,
+    stream: Option<&str>,
+) -> Response {
+    let retry = state.options.retry.as_millis();
+    let priming = format!("id: {priming_id}\nretry: {retry}\ndata: \n\n");
+    let delivered = session.zip(stream).map(|(s, name)| (s.store.clone(), name.to_owned()));
+    let body = SseBody {
+        priming: Some(priming),
+        events,
+        backlog,
+        on_disconnect,
+        _open: session.map(OpenStream::new),
+        delivered,
+    };
+    Response::builder()
+        .status(StatusCode::OK)
+        .header(header::CONTENT_TYPE, "text/event-stream")
+        .header(header::CACHE_CONTROL, "no-cache")
+        .body(Body::from_stream(body))
+        .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
+}
+
+pub(super) fn get(state: Arc<HttpState>, headers: HeaderMap, auth: Option<Arc<AuthInfo>>) -> Response {
+    // The 2026 era has no standalone stream (change notifications come through `subscriptions/listen`), and no
+    // session to end.
+    if state.options.stateless || names_2026_version(&headers) {
+        return (StatusCode::METHOD_NOT_ALLOWED, [(header::ALLOW, "POST")]).into_response();
+    }
+    if let Err(r) = check_version(&headers) {
+        return r;
+    }
+    if !accepts(&headers, &["text/event-stream"]) {
+        return plain(StatusCode::NOT_ACCEPTABLE, "not acceptable: the client must accept text/event-stream");
+    }
+    let http_session = match session_of(&state, &headers, auth.as_deref()) {
+        Ok(s) => s,
+        Err(r) => return r,
+    };
+    if let Err(r) = check_version(&headers) {
+        return r;
+    }
+    let last = headers.get("last-event-id").and_then(|v| v.to_str().ok()).map(str::to_owned);
+    let replay = match &last {
+        None => None,
+        Some(id) => match http_session.store.replay_after(id) {
+            Some(replay) => Some(replay),
+            // Evicted (the store is bounded) or never sent: resuming would silently skip events, so say so.
+            None => {
+                return error_response(
+                    StatusCode::BAD_REQUEST,
+                    ErrorCode::INVALID_REQUEST,
+                    format!(
+                        "Last-Event-ID {id:?} is not kept (too old, or unknown): the events after it cannot be \
+                         replayed; open the stream again without Last-Event-ID"
+                    ),
+                )
+            }
+        },
+    };
+    let (route, missed) = match (replay, last.as_deref()) {
+        (Some((stream, _)), Some(last)) => match http_session.route(&stream) {
+            // What to replay is read again under the route's lock, the one `send` stores under, so an event stored
+            // meanwhile (the response, often) is replayed or sent live, never neither.
+            Some(route) => {
+                let (events, backlog) = route.resume(last);
+                let priming = http_session.store.store(&route.name, &priming_frame());
+                return sse_response(
+                    &state,
+                    priming,
+                    (events, Some(backlog)),
+                    None,
+                    Some(&http_session),
+                    Some(&route.name),
+                );
+            }
+            // The stream ended (its request was answered) and its route is gone: everything it sent is stored now,
+            // so the replay is read again; then the stream ends.
+            None => {
+                let missed = http_session.store.replay_after(last).map(|(_, m)| m).unwrap_or_default();
+                let (tx, rx) = mpsc::unbounded_channel();
+                for (id, frame) in missed.into_iter().filter(|(_, f)| !f.is_empty()) {
+                    let _ = tx.send((id, frame.into()));
+                }
+                drop(tx);
+                let priming = http_session.store.store(&stream, &priming_frame());
+                return sse_response(&state, priming, (rx, None), None, Some(&http_session), Some(&stream));
+            }
+        },
+        _ => (http_session.standalone.clone(), Vec::new()),
+    };
+    let (events, backlog) = route.attach(missed);
+    let priming = http_session.store.store(&route.name, &priming_frame());
+    sse_response(&state, priming, (events, Some(backlog)), None, Some(&http_session), None)
+}
+
+pub(super) fn delete(state: Arc<HttpState>, headers: HeaderMap, auth: Option<Arc<AuthInfo>>) -> Response {
+    if state.options.stateless || !state.options.allow_delete || names_2026_version(&headers) {
+        return (StatusCode::METHOD_NOT_ALLOWED, [(header::ALLOW, "GET, POST")]).into_response();
+    }
+    if let Err(r) = check_version(&headers) {
+        return r;
+    }
+    let http_session = match session_of(&state, &headers, auth.as_deref()) {
+        Ok(s) => s,
+        Err(r) => return r,
+    };
+    let id = headers.get(&SESSION_NAME).and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned();
+    state.sessions.remove(&id);
+    http_session.end("the client ended the session");
+    StatusCode::OK.into_response()
+}
+
+/// The session a request names; one that belongs to another principal (a session is bound to the one that opened
+/// it) is refused.
+fn session_of(state: &HttpState, headers: &HeaderMap, auth: Option<&AuthInfo>) -> Result<Arc<HttpSession>, Response> {
+    let Some(id) = headers.get(&SESSION_NAME).and_then(|v| v.to_str().ok()) else {
+        return Err(plain(StatusCode::BAD_REQUEST, "bad request: the Mcp-Session-Id header is missing"));
+    };
+    match state.sessions.get(id) {
+        Some(s) if s.owner.is_some() && s.owner != auth.map(AuthInfo::principal) => Err(error_response(
+            StatusCode::FORBIDDEN,
+            ErrorCode::INVALID_REQUEST,
+            "forbidden: this session belongs to another principal; start a session of your own with initialize",
+        )),
+        Some(s) => {
+            s.touch();
+            Ok(s)
+        }
+        None => Err(error_response(
+            StatusCode::NOT_FOUND,
+            ErrorCode(-32001),
+            "session not found: it ended or never existed",
+        )),
+    }
+}
