@@ -132,7 +132,7 @@ pub use axum;
 /// The `tower` this crate's middleware is built on (`ServerBuilder::layer`), so layers need no direct dependency.
 pub use tower;
 
-/// The README's examples, compiled as doctests.
+/// The README's code, compiled as a doctest (the guide's chapters are compiled as the docs of [`guide`]'s modules).
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
