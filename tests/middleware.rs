@@ -530,7 +530,8 @@ async fn a_call_that_becomes_a_task_runs_inside_the_layers_which_see_its_outcome
     assert_eq!(result["error"]["code"], -32001, "the task's outcome is the layer's error: {result}");
 }
 
-/// The README's example: `examples/middleware.rs` over stdio and HTTP, in both eras.
+/// The guide's middleware example (`mcp::guide::middleware`, in `mcp-runtime/docs/middleware.md`):
+/// `examples/middleware.rs` over stdio and HTTP, in both eras.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_middleware_example_times_out_naps_and_logs_each_tool_call() {
     let mut command = std::process::Command::new(common::example("middleware"));

@@ -21,6 +21,10 @@
 //!
 //! A handler that declares `ctx: &mcp::Context` sees its request: cancellation, progress, logging, metadata. See
 //! [`tool`] and [`Context`].
+//!
+//! The [`guide`] is the manual, a chapter a topic: tools, cancellation, state, questions to the client, both
+//! protocol eras, Streamable HTTP, tasks, middleware, extensions, the client, authorization, testing, limits and
+//! deploying.
 
 #![warn(missing_docs)]
 #![doc(test(attr(deny(warnings))))]
@@ -126,10 +130,56 @@ pub use axum;
 /// The `tower` this crate's middleware is built on (`ServerBuilder::layer`), so layers need no direct dependency.
 pub use tower;
 
-/// The README's examples, compiled as doctests.
+/// The README's code, compiled as a doctest (the guide's chapters are compiled as the docs of [`guide`]'s modules).
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
+
+pub mod guide {
+    #![doc = include_str!("../docs/README.md")]
+
+    #[doc = include_str!("../docs/tools.md")]
+    pub mod tools {}
+
+    #[doc = include_str!("../docs/cancellation.md")]
+    pub mod cancellation {}
+
+    #[doc = include_str!("../docs/state.md")]
+    pub mod state {}
+
+    #[doc = include_str!("../docs/questions.md")]
+    pub mod questions {}
+
+    #[doc = include_str!("../docs/eras.md")]
+    pub mod eras {}
+
+    #[doc = include_str!("../docs/http.md")]
+    pub mod http {}
+
+    #[doc = include_str!("../docs/tasks.md")]
+    pub mod tasks {}
+
+    #[doc = include_str!("../docs/middleware.md")]
+    pub mod middleware {}
+
+    #[doc = include_str!("../docs/extensions.md")]
+    pub mod extensions {}
+
+    #[doc = include_str!("../docs/client.md")]
+    pub mod client {}
+
+    #[doc = include_str!("../docs/auth.md")]
+    pub mod auth {}
+
+    #[doc = include_str!("../docs/testing.md")]
+    pub mod testing {}
+
+    #[doc = include_str!("../docs/limits.md")]
+    pub mod limits {}
+
+    #[doc = include_str!("../docs/deploying.md")]
+    pub mod deploying {}
+}
 
 /// Thin wrappers around crate-private parsers, for the fuzz targets in `fuzz/` (the `fuzzing` feature). Not a
 /// public API: it changes without notice.
