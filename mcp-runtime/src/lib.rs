@@ -44,6 +44,8 @@ pub mod hook;
 pub mod middleware;
 #[cfg(feature = "opentelemetry")]
 mod otel;
+#[cfg(feature = "redis")]
+pub mod redis;
 mod server;
 mod store;
 mod task;
@@ -81,6 +83,7 @@ pub use protocol::{
     Annotations, CallToolResult, Content, GetPromptResult, Icon, Implementation, LogLevel, PromptMessage,
     ReadResourceResult, Resource, ResourceContents, Role,
 };
+pub use server::hub;
 pub use server::{BuildError, Server};
 pub use task::{
     MemoryTaskStore, StoreError, TaskOptions, TaskPage, TaskRecord, TaskStatus, TaskStore, TaskSupport,

@@ -11,6 +11,7 @@ pub mod install;
 pub mod node;
 pub mod oidc;
 pub mod python;
+pub mod redis;
 pub mod schema;
 pub mod v2026;
 

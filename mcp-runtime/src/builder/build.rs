@@ -35,6 +35,14 @@ impl ServerBuilder {
         let cache = self.cache.unwrap_or_default();
         let sealer = crate::base::seal::Sealer::from_config(self.state_key)
             .map_err(|message| BuildError::BadStateKey { message })?;
+        if self.shared && sealer.random {
+            return Err(BuildError::BadStateKey {
+                message: format!(
+                    "a server that shares its state with other instances (ServerBuilder::shared, --redis) needs the                      same requestState key on every instance, or a retry that reaches another instance fails: set                      {} to the same 64 hex digits everywhere (`openssl rand -hex 32` makes one), or call                      ServerBuilder::request_state_key",
+                    crate::base::seal::KEY_ENV
+                ),
+            });
+        }
         let extra_2026 = json!({
             "resultType": "complete",
             "ttlMs": cache.ttl_ms,
@@ -169,7 +177,9 @@ impl ServerBuilder {
                 state: self.state,
                 shutdown_hooks: Mutex::new(self.shutdown_hooks),
                 shutdown_timeout: self.shutdown_timeout.unwrap_or(DEFAULT_SHUTDOWN_TIMEOUT),
-                hub: Box::new(hub::MemoryHub::default()),
+                subscribers: hub::Subscribers::default(),
+                hub: self.change_hub,
+                instance: hub::InstanceId::random(),
                 result_prefix: crate::era::v2026::result_prefix(&info_value),
                 info_value,
                 discover,
@@ -182,6 +192,9 @@ impl ServerBuilder {
                 parts,
             }),
         };
+        if let Some(hub) = &server.inner.hub {
+            hub.start(server.inbox());
+        }
         for f in self.on_start {
             f(server.clone());
         }

@@ -81,6 +81,10 @@ pub struct ServerBuilder {
     state_key: Option<[u8; 32]>,
     request_state_ttl: Option<Duration>,
     task_store: Option<Arc<dyn crate::task::TaskStore>>,
+    change_hub: Option<Arc<dyn crate::server::hub::ChangeHub>>,
+    /// [`ServerBuilder::shared`] was called: the `requestState` key must be the same on every instance.
+    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
+    shared: bool,
     task_config: crate::task::TaskConfig,
     layers: crate::middleware::Layers,
     extensions: Vec<Box<dyn extension::Extension>>,
@@ -342,6 +346,28 @@ impl ServerBuilder {
     /// `tasks/get` for a task another runs.
     pub fn task_store(mut self, store: impl crate::task::TaskStore) -> Self {
         self.task_store = Some(Arc::new(store));
+        self
+    }
+
+    /// How this server's instances tell each other what changed (default: none; the server is one instance):
+    /// a tool enabled by a request on one is listed on the others, and their clients hear of it; a resource
+    /// updated on one reaches the clients subscribed to it on another; a task's status reaches its followers on
+    /// every instance. See [`hub`](crate::hub).
+    pub fn change_hub(mut self, hub: impl crate::server::hub::ChangeHub) -> Self {
+        self.change_hub = Some(Arc::new(hub));
+        self
+    }
+
+    /// Shares this server's state with its other instances through a Redis (the `redis` feature): the change hub
+    /// and the task store (at most [`DEFAULT_MAX_TASKS`](crate::DEFAULT_MAX_TASKS) live tasks over all instances).
+    /// Every instance must then seal `requestState` with the same key (`MCP_REQUEST_STATE_KEY`, or
+    /// [`ServerBuilder::request_state_key`]): building without one is an error, since a retry that reached another
+    /// instance would fail. See [`mcp::redis`](crate::redis).
+    #[cfg(feature = "redis")]
+    pub fn shared(mut self, redis: &crate::redis::Redis) -> Self {
+        self.change_hub = Some(Arc::new(redis.hub()));
+        self.task_store = Some(Arc::new(redis.task_store(crate::task::DEFAULT_MAX_TASKS)));
+        self.shared = true;
         self
     }
 

@@ -22,6 +22,9 @@ OPTIONS:
                            (keys from its JWKS, found through its metadata) on every request
     --auth-resource URL    With --http and --auth-issuer: this server's resource identifier, which tokens must
                            name in their audience (the endpoint's public URL, such as https://mcp.example.com/mcp)
+    --redis URL            Share state with the program's other instances through this Redis
+                           (`redis://127.0.0.1:6379`): changes, tasks. Every instance needs the same
+                           MCP_REQUEST_STATE_KEY
     --list-tools           Print every tool as `tools/list` describes it (names, descriptions, JSON Schemas) and exit
     --schema               Print everything served (server info, capabilities, tools, prompts, resources,
                            templates, custom methods, with their schemas) as one JSON document, and exit
@@ -36,6 +39,9 @@ ENVIRONMENT:
     MCP_ALLOW_ORIGIN   With --http: more origins for --allow-origin, comma-separated
     MCP_AUTH_ISSUER    With --http: --auth-issuer, when it is not given
     MCP_AUTH_RESOURCE  With --http: --auth-resource, when it is not given
+    MCP_REDIS_URL      --redis, when it is not given
+    MCP_REQUEST_STATE_KEY  The key (64 hex digits) that seals the requestState of input_required results; the
+                       same on every instance of the program (`openssl rand -hex 32`)
 ";
 
 /// The framework's own options, for "did you mean" and for the check that a program's option does not shadow one.
@@ -47,6 +53,7 @@ const FRAMEWORK_OPTIONS: &[&str] = &[
     "--stateless",
     "--auth-issuer",
     "--auth-resource",
+    "--redis",
     "--list-tools",
     "--schema",
     "--version",
@@ -106,6 +113,7 @@ pub(super) struct Environment {
     allow_origins: Vec<String>,
     auth_issuer: Option<String>,
     auth_resource: Option<String>,
+    redis: Option<String>,
 }
 
 impl Environment {
@@ -125,6 +133,7 @@ impl Environment {
             allow_origins: list("MCP_ALLOW_ORIGIN"),
             auth_issuer: text("MCP_AUTH_ISSUER"),
             auth_resource: text("MCP_AUTH_RESOURCE"),
+            redis: text("MCP_REDIS_URL"),
         }
     }
 }
@@ -157,11 +166,30 @@ fn edit_distance(a: &str, b: &str) -> usize {
     row[b.len()]
 }
 
+/// What the command line asks for, and the options that go with any command.
+pub(super) struct Parsed {
+    pub(super) command: Command,
+    /// `--redis` (or `MCP_REDIS_URL`): the Redis the instances share.
+    pub(super) redis: Option<String>,
+}
+
 pub(super) fn parse_args(
+    args: impl Iterator<Item = String>,
+    program: &[ArgSpec],
+    mut env: Environment,
+    rest: &mut Vec<String>,
+) -> Result<Parsed, String> {
+    let mut redis = None;
+    let command = parse_command(args, program, &mut env, rest, &mut redis)?;
+    Ok(Parsed { command, redis: redis.or(env.redis.take()) })
+}
+
+fn parse_command(
     mut args: impl Iterator<Item = String>,
     program: &[ArgSpec],
-    env: Environment,
+    env: &mut Environment,
     rest: &mut Vec<String>,
+    redis: &mut Option<String>,
 ) -> Result<Command, String> {
     let mut command = Command::Serve;
     let mut http: Option<std::net::SocketAddr> = None;
@@ -211,6 +239,12 @@ pub(super) fn parse_args(
                 options = options.stateless(true);
                 http_only = Some("--stateless");
             }
+            "--redis" if cfg!(not(feature = "redis")) => {
+                return Err(format!(
+                    "`{name}` needs the `redis` feature of mcp-runtime, which this program was built without"
+                ))
+            }
+            "--redis" => *redis = Some(value("redis://127.0.0.1:6379")?),
             "--auth-issuer" | "--auth-resource" if cfg!(not(feature = "auth")) => {
                 return Err(format!(
                     "`{name}` needs the `auth` feature of mcp-runtime, which this program was built without"
@@ -246,13 +280,13 @@ pub(super) fn parse_args(
     }
     match (http, http_only) {
         (Some(addr), _) if matches!(command, Command::Serve) => {
-            for host in env.allow_hosts {
+            for host in std::mem::take(&mut env.allow_hosts) {
                 options = options.allow_host(host);
             }
-            for origin in env.allow_origins {
+            for origin in std::mem::take(&mut env.allow_origins) {
                 options = options.allow_origin(origin);
             }
-            let auth = match (auth_issuer.or(env.auth_issuer), auth_resource.or(env.auth_resource)) {
+            let auth = match (auth_issuer.or(env.auth_issuer.take()), auth_resource.or(env.auth_resource.take())) {
                 (Some(issuer), Some(resource)) => Some(AuthArgs { issuer, resource }),
                 (None, None) => None,
                 (Some(_), None) => {

@@ -13,7 +13,7 @@ mod args;
 mod command_line;
 
 pub use args::{ArgSpec, Args, FromArgs};
-use command_line::{parse_args, program_usage, Command, Environment, USAGE};
+use command_line::{parse_args, program_usage, Command, Environment, Parsed, USAGE};
 
 /// What the body of an `#[mcp::main]` function may return: nothing (serve everything registered), a
 /// [`ServerBuilder`] to serve, or a `Result` of either whose `Err` stops the program before anything is served.
@@ -130,8 +130,8 @@ where
     let bin = name.to_owned();
     let mut rest = Vec::new();
     let parsed = parse_args(std::env::args().skip(1), A::OPTIONS, Environment::read(), &mut rest);
-    let command = match parsed {
-        Ok(c) => c,
+    let Parsed { command, redis } = match parsed {
+        Ok(p) => p,
         Err(e) => {
             eprintln!("error: {e}");
             return ExitCode::from(2);
@@ -186,6 +186,20 @@ where
             }
             _ => builder,
         };
+        #[cfg(feature = "redis")]
+        let builder = match &redis {
+            // Unreachable at start: the program does not start as if its state were shared.
+            Some(url) => match crate::redis::Redis::connect(url).await {
+                Ok(redis) => builder.shared(&redis),
+                Err(e) => {
+                    eprintln!("error: --redis: {e}");
+                    return ExitCode::FAILURE;
+                }
+            },
+            None => builder,
+        };
+        #[cfg(not(feature = "redis"))]
+        let _ = &redis;
         let server = match builder.default_info(info).build() {
             Ok(s) => s,
             Err(e) => {

@@ -276,10 +276,10 @@ fn uri_param(params: Option<Value>) -> Result<String, Error> {
 
 /// A 2025 session hears list changes once initialized, and updates of the resources it subscribed to.
 impl Subscriber for Session {
-    fn hear(&self, change: Change<'_>) {
+    fn hear(&self, change: &Change) {
         match change {
-            Change::ListChanged(method) if self.is_initialized() => self.notify(method, &json!({})),
-            Change::ResourceUpdated(uri) if self.is_subscribed(uri) => {
+            Change::ListChanged { list, .. } if self.is_initialized() => self.notify(list.notification(), &json!({})),
+            Change::ResourceUpdated { uri } if self.is_subscribed(uri) => {
                 self.notify("notifications/resources/updated", &json!({ "uri": uri }))
             }
             _ => {}

@@ -3,7 +3,7 @@
 
 #[cfg(feature = "http")]
 mod auth;
-pub(crate) mod hub;
+pub mod hub;
 pub(crate) mod registry;
 
 use std::collections::HashMap;
@@ -100,8 +100,12 @@ pub(crate) struct ServerInner {
     pub state: StateMap,
     pub shutdown_hooks: Mutex<Vec<BoxFuture<'static, ()>>>,
     pub shutdown_timeout: Duration,
-    /// Who listens for changes: 2025 sessions, 2026 listen streams.
-    pub(crate) hub: Box<dyn hub::ChangeHub>,
+    /// Who listens for changes on this instance: 2025 sessions, 2026 listen streams.
+    pub(crate) subscribers: hub::Subscribers,
+    /// How the instances tell each other what changed; `None`: this is the only instance.
+    pub(crate) hub: Option<Arc<dyn hub::ChangeHub>>,
+    /// This instance, as its published changes name it.
+    pub(crate) instance: hub::InstanceId,
     /// Open 2026 `subscriptions/listen` streams, for the same notifications.
     /// The `serverInfo`, as JSON (2026 results carry it in `_meta`).
     pub info_value: Value,
@@ -382,19 +386,67 @@ impl Server {
     /// Applies a change to the registry, then tells every session that the list changed.
     fn change<T>(
         &self,
-        notification: &'static str,
+        list: hub::List,
+        edit: hub::Edit,
         apply: impl FnOnce(&mut Registry) -> Result<T, BuildError>,
     ) -> Result<T, BuildError> {
-        let out = {
-            let mut guard = self.inner.registry.write_locked();
-            let mut next = Registry::clone(&guard);
-            let out = apply(&mut next)?;
-            next.paginate();
-            *guard = Arc::new(next);
-            out
-        };
-        self.broadcast(notification);
+        let out = self.edit_registry(apply)?;
+        self.publish(hub::Change::ListChanged { list, edit: Some(edit) });
         Ok(out)
+    }
+
+    /// Applies an edit to the registry: a copy is edited and paginated, then swapped in.
+    fn edit_registry<T>(&self, apply: impl FnOnce(&mut Registry) -> Result<T, BuildError>) -> Result<T, BuildError> {
+        let mut guard = self.inner.registry.write_locked();
+        let mut next = Registry::clone(&guard);
+        let out = apply(&mut next)?;
+        next.paginate();
+        *guard = Arc::new(next);
+        Ok(out)
+    }
+
+    /// Tells this instance's listeners of a change, and the other instances through the hub.
+    pub(crate) fn publish(&self, change: hub::Change) {
+        self.inner.subscribers.hear(&change);
+        if let Some(hub) = &self.inner.hub {
+            hub.publish(&hub::Published { instance: self.inner.instance.clone(), change });
+        }
+    }
+
+    /// A change another instance published: its registry edit applied here (once: the instance that made it
+    /// applied it already, and drops its own echo), a task cancelled elsewhere stopped here, and this instance's
+    /// listeners told.
+    pub(crate) fn heard(&self, change: hub::Change) {
+        match &change {
+            hub::Change::ListChanged { list, edit: Some(edit) } => {
+                let _ = self.edit_registry(|r| {
+                    r.apply_edit(*list, edit);
+                    Ok(())
+                });
+            }
+            hub::Change::Task { record } => self.tasks().heard(record),
+            _ => {}
+        }
+        self.inner.subscribers.hear(&change);
+    }
+
+    /// Where a hub hands this server the changes of the other instances.
+    pub(crate) fn inbox(&self) -> hub::Inbox {
+        let (server, instance) = (Arc::downgrade(&self.inner), self.inner.instance.clone());
+        hub::Inbox::new(
+            move |published: hub::Published| {
+                if published.instance == instance {
+                    return;
+                }
+                if let Some(inner) = server.upgrade() {
+                    Server { inner }.heard(published.change);
+                }
+            },
+            {
+                let server = Arc::downgrade(&self.inner);
+                move || server.strong_count() > 0
+            },
+        )
     }
 
     fn check_injected(
@@ -410,81 +462,85 @@ impl Server {
     /// Adds a tool while the server runs; every session gets `notifications/tools/list_changed`.
     pub fn add_tool(&self, def: ToolDef) -> Result<(), BuildError> {
         self.check_injected("tool", def.name, def.location, def.injected)?;
-        self.change("notifications/tools/list_changed", |r| r.insert_tool(def))
+        let edit = hub::Edit::Added { name: def.name.to_owned() };
+        self.change(hub::List::Tools, edit, |r| r.insert_tool(def))
     }
 
     /// Removes a tool; `false` if there was none of that name.
     pub fn remove_tool(&self, name: &str) -> bool {
-        self.change("notifications/tools/list_changed", |r| Ok(r.remove_tool(name))).unwrap_or(false)
+        let edit = hub::Edit::Removed { name: name.to_owned() };
+        self.change(hub::List::Tools, edit, |r| {
+            Ok(r.apply_edit(hub::List::Tools, &hub::Edit::Removed { name: name.to_owned() }))
+        })
+        .unwrap_or(false)
     }
 
     /// Enables or disables a tool (a disabled tool is neither listed nor callable); `false` if there is none.
     pub fn set_tool_enabled(&self, name: &str, enabled: bool) -> bool {
-        self.change("notifications/tools/list_changed", |r| Ok(r.set_tool_enabled(name, enabled))).unwrap_or(false)
+        let edit = hub::Edit::Enabled { name: name.to_owned(), enabled };
+        self.change(hub::List::Tools, edit.clone(), |r| Ok(r.apply_edit(hub::List::Tools, &edit))).unwrap_or(false)
     }
 
     /// Adds a prompt while the server runs; every session gets `notifications/prompts/list_changed`.
     pub fn add_prompt(&self, def: PromptDef) -> Result<(), BuildError> {
         self.check_injected("prompt", def.name, def.location, def.injected)?;
-        self.change("notifications/prompts/list_changed", |r| r.insert_prompt(def))
+        let edit = hub::Edit::Added { name: def.name.to_owned() };
+        self.change(hub::List::Prompts, edit, |r| r.insert_prompt(def))
     }
 
     /// Removes a prompt; `false` if there was none of that name.
     pub fn remove_prompt(&self, name: &str) -> bool {
-        self.change("notifications/prompts/list_changed", |r| Ok(r.prompts.remove(name).is_some())).unwrap_or(false)
+        let edit = hub::Edit::Removed { name: name.to_owned() };
+        self.change(hub::List::Prompts, edit.clone(), |r| Ok(r.apply_edit(hub::List::Prompts, &edit))).unwrap_or(false)
     }
 
     /// Enables or disables a prompt; `false` if there is none.
     pub fn set_prompt_enabled(&self, name: &str, enabled: bool) -> bool {
-        self.change("notifications/prompts/list_changed", |r| {
-            Ok(r.prompts.get_mut(name).map(|l| l.enabled = enabled).is_some())
-        })
-        .unwrap_or(false)
+        let edit = hub::Edit::Enabled { name: name.to_owned(), enabled };
+        self.change(hub::List::Prompts, edit.clone(), |r| Ok(r.apply_edit(hub::List::Prompts, &edit))).unwrap_or(false)
     }
 
     /// Adds a resource or template while the server runs; every session gets
     /// `notifications/resources/list_changed`.
     pub fn add_resource(&self, def: ResourceDef) -> Result<(), BuildError> {
         self.check_injected("resource", def.name, def.location, def.injected)?;
-        self.change("notifications/resources/list_changed", |r| r.insert_resource(def))
+        let edit = hub::Edit::Added { name: def.uri.to_owned() };
+        self.change(hub::List::Resources, edit, |r| r.insert_resource(def))
     }
 
     /// Removes the resource with this URI, or the template with this template; `false` if there was none.
     pub fn remove_resource(&self, uri: &str) -> bool {
-        self.change("notifications/resources/list_changed", |r| {
-            Ok(r.resources.remove(uri).is_some() || r.templates.remove(uri).is_some())
-        })
-        .unwrap_or(false)
+        let edit = hub::Edit::Removed { name: uri.to_owned() };
+        self.change(hub::List::Resources, edit.clone(), |r| Ok(r.apply_edit(hub::List::Resources, &edit)))
+            .unwrap_or(false)
     }
 
     /// Enables or disables a resource or template; `false` if there is none.
     pub fn set_resource_enabled(&self, uri: &str, enabled: bool) -> bool {
-        self.change("notifications/resources/list_changed", |r| {
-            let fixed = r.resources.get_mut(uri).map(|l| l.enabled = enabled).is_some();
-            Ok(fixed || r.templates.get_mut(uri).map(|(l, _)| l.enabled = enabled).is_some())
-        })
-        .unwrap_or(false)
+        let edit = hub::Edit::Enabled { name: uri.to_owned(), enabled };
+        self.change(hub::List::Resources, edit.clone(), |r| Ok(r.apply_edit(hub::List::Resources, &edit)))
+            .unwrap_or(false)
     }
 
     /// Tells every session subscribed to `uri` that the resource changed (`notifications/resources/updated`).
     /// Sessions that did not subscribe hear nothing.
     pub fn notify_resource_updated(&self, uri: &str) {
-        self.inner.hub.publish(hub::Change::ResourceUpdated(uri));
+        self.publish(hub::Change::ResourceUpdated { uri: uri.to_owned() });
     }
 
     /// Tells the listeners that follow a task that it changed.
     pub(crate) fn notify_task(&self, record: &crate::store::task::TaskRecord) {
-        self.inner.hub.publish(hub::Change::Task(record));
+        self.publish(hub::Change::Task { record: Box::new(record.clone()) });
     }
 
     /// Where a front registers what listens for changes (a session, a listen stream).
     pub(crate) fn subscribe(&self, subscriber: Weak<dyn hub::Subscriber>) {
-        self.inner.hub.subscribe(subscriber);
+        self.inner.subscribers.subscribe(subscriber);
     }
 
     /// Ends what the subscribers of one connection (or of all) stream, cleanly: listen streams get their result.
     pub(crate) fn end_streams(&self, conn: Option<&dyn crate::context::Peer>) {
-        for subscriber in self.inner.hub.subscribers() {
+        for subscriber in self.inner.subscribers.all() {
             subscriber.end(conn);
         }
     }
@@ -492,13 +548,9 @@ impl Server {
     /// The server is stopping: every subscriber cancels what it has in flight.
     #[cfg(feature = "http")]
     pub(crate) fn stop_subscribers(&self, reason: &str) {
-        for subscriber in self.inner.hub.subscribers() {
+        for subscriber in self.inner.subscribers.all() {
             subscriber.stop(reason);
         }
-    }
-
-    fn broadcast(&self, method: &str) {
-        self.inner.hub.publish(hub::Change::ListChanged(method));
     }
 
     /// Whether nothing is registered: no tool, prompt, resource, template or custom method.

@@ -143,6 +143,56 @@ impl Registry {
     }
 
     /// Removes a tool; `false` if there was none of that name.
+    /// Applies a registry edit (on this instance, or published by another); `false` when it found nothing to
+    /// change. An added definition is looked up among those the program links in (`#[mcp::tool]`, ...): an
+    /// instance whose program has none of that name lists only its own, and says so.
+    pub(crate) fn apply_edit(&mut self, list: crate::server::hub::List, edit: &crate::server::hub::Edit) -> bool {
+        use crate::server::hub::{Edit, List};
+        match (list, edit) {
+            (List::Tools, Edit::Enabled { name, enabled }) => self.set_tool_enabled(name, *enabled),
+            (List::Tools, Edit::Removed { name }) => self.remove_tool(name),
+            (List::Prompts, Edit::Enabled { name, enabled }) => {
+                self.prompts.get_mut(name.as_str()).map(|l| l.enabled = *enabled).is_some()
+            }
+            (List::Prompts, Edit::Removed { name }) => self.prompts.remove(name.as_str()).is_some(),
+            (List::Resources, Edit::Enabled { name, enabled }) => {
+                let fixed = self.resources.get_mut(name.as_str()).map(|l| l.enabled = *enabled).is_some();
+                fixed || self.templates.get_mut(name.as_str()).map(|(l, _)| l.enabled = *enabled).is_some()
+            }
+            (List::Resources, Edit::Removed { name }) => {
+                self.resources.remove(name.as_str()).is_some() || self.templates.remove(name.as_str()).is_some()
+            }
+            (list, Edit::Added { name }) => {
+                let added = match list {
+                    List::Tools => inventory::iter::<super::ToolRegistration>
+                        .into_iter()
+                        .find(|r| r.0.name == name)
+                        .map(|r| self.insert_tool(*r.0)),
+                    List::Prompts => inventory::iter::<super::PromptRegistration>
+                        .into_iter()
+                        .find(|r| r.0.name == name)
+                        .map(|r| self.insert_prompt(*r.0)),
+                    List::Resources => inventory::iter::<super::ResourceRegistration>
+                        .into_iter()
+                        .find(|r| r.0.uri == name)
+                        .map(|r| self.insert_resource(*r.0)),
+                };
+                match added {
+                    Some(Ok(())) => true,
+                    // Already here (this program added it too).
+                    Some(Err(_)) => false,
+                    None => {
+                        tracing::warn!(
+                            name = %name,
+                            "another instance added a definition this program does not have (one built at run time): it is not listed here"
+                        );
+                        false
+                    }
+                }
+            }
+        }
+    }
+
     pub(crate) fn remove_tool(&mut self, name: &str) -> bool {
         self.callable.remove(name);
         self.headers.remove(name);

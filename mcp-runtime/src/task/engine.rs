@@ -141,6 +141,16 @@ impl TaskEngine {
         }
     }
 
+    /// Another instance changed a task's record: if this instance runs the task and the record is over (a cancel
+    /// written there), the handler stops at once, as a cancel here would stop it.
+    pub(crate) fn heard(&self, record: &TaskRecord) {
+        if record.status.is_terminal() {
+            if let Some(run) = self.running(&record.id) {
+                run.ended_elsewhere(record.clone());
+            }
+        }
+    }
+
     pub(super) fn running_for(&self, owner: &Owner) -> usize {
         self.table().values().filter(|r| r.client == owner.client).count()
     }

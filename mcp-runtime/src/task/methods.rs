@@ -197,7 +197,12 @@ async fn cancel(ctx: &Context, args: Arguments) -> Result<Value, Error> {
             record.input_requests.clear();
             record.seq += 1;
             record.updated_at_ms = super::now_ms();
-            engine.store.update(record).await.map_err(super::store_error)?
+            let written = engine.store.update(record.clone()).await.map_err(super::store_error)?;
+            if written {
+                // Its followers hear it, and so does the instance running it, which stops the handler.
+                ctx.server().notify_task(&record);
+            }
+            written
         }
     };
     let after = engine.find(&id, &owner, front).await?;

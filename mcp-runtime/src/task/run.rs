@@ -101,6 +101,13 @@ impl TaskRun {
     }
 
     /// Stops the handler (a cancel, an expiry, the session's end): its record is written by whoever called.
+    /// Another instance ended the task (a cancel written there): its record is taken as it is, and the handler
+    /// stops, as when a write here finds the stored record already over.
+    pub(crate) fn ended_elsewhere(&self, record: TaskRecord) {
+        *self.lock() = record;
+        self.halt();
+    }
+
     pub(super) fn halt(&self) {
         if let Some(request) = self.request.upgrade() {
             request.stop_quietly();

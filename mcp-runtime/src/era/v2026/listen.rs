@@ -167,11 +167,11 @@ pub(super) fn listen(
 /// A listen stream hears what its filter asked for; it ends with its result when its connection ends or the server
 /// stops.
 impl Subscriber for Listener {
-    fn hear(&self, change: Change<'_>) {
+    fn hear(&self, change: &Change) {
         match change {
-            Change::ListChanged(method) => self.list_changed(method),
-            Change::ResourceUpdated(uri) => self.resource_updated(uri),
-            Change::Task(record) => self.task_changed(record),
+            Change::ListChanged { list, .. } => self.list_changed(list.notification()),
+            Change::ResourceUpdated { uri } => self.resource_updated(uri),
+            Change::Task { record } => self.task_changed(record),
         }
     }
 

@@ -1,0 +1,248 @@
+//! Several instances of one server act as one: what a request changes on one instance (a tool disabled, a resource
+//! updated, a task cancelled) reaches the clients of the others, through the change hub and the shared task store.
+//! First through a hub of the test's own (the seam is public: no Redis), then through a real `redis-server` the test
+//! starts on loopback, including its restart and its absence.
+
+mod common;
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use mcp::client::{Client, EraChoice, ListenFilter, Started};
+use mcp::hub::{ChangeHub, Inbox, Published};
+use mcp::{Context, Server, ServerBuilder};
+use serde_json::{json, Value};
+
+const WAIT: Duration = Duration::from_secs(10);
+
+/// Enables or disables a tool of the server.
+#[mcp::tool]
+fn toggle(name: String, enabled: bool, ctx: &Context) -> String {
+    ctx.server().set_tool_enabled(&name, enabled);
+    format!("{name}: {enabled}")
+}
+
+/// A tool to enable and disable.
+#[mcp::tool]
+fn greet() -> String {
+    "hello".into()
+}
+
+/// Says a resource changed.
+#[mcp::tool]
+fn touch(uri: String, ctx: &Context) -> String {
+    ctx.server().notify_resource_updated(&uri);
+    uri
+}
+
+/// A note.
+#[mcp::resource(uri = "note://one")]
+fn note() -> String {
+    "one".into()
+}
+
+static LONG_STARTED: AtomicUsize = AtomicUsize::new(0);
+static LONG_STOPPED: AtomicUsize = AtomicUsize::new(0);
+
+/// Runs until cancelled; counts its starts and its stops.
+#[mcp::tool(task = "optional", task_poll_ms = 50)]
+async fn long_task() -> String {
+    struct Stopped;
+    impl Drop for Stopped {
+        fn drop(&mut self) {
+            LONG_STOPPED.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+    let _stopped = Stopped;
+    LONG_STARTED.fetch_add(1, Ordering::SeqCst);
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    "done".into()
+}
+
+fn builder() -> ServerBuilder {
+    Server::builder()
+        .tool::<toggle>()
+        .tool::<greet>()
+        .tool::<touch>()
+        .tool::<long_task>()
+        .resource::<note>()
+        .request_state_key([7; 32])
+}
+
+async fn client(server: &Server, era: EraChoice, seen: Arc<Mutex<Vec<String>>>) -> Client {
+    Client::builder()
+        .era(era)
+        .on_notification(move |method, _| seen.lock().unwrap().push(method.to_owned()))
+        .in_process(server.clone())
+        .await
+        .unwrap()
+}
+
+async fn tool_names(client: &Client) -> Vec<String> {
+    let listed = client.request("tools/list", json!({})).await.unwrap();
+    listed["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap().to_owned()).collect()
+}
+
+async fn eventually(what: &str, mut check: impl AsyncFnMut() -> bool) {
+    let deadline = Instant::now() + WAIT;
+    while !check().await {
+        assert!(Instant::now() < deadline, "not within {WAIT:?}: {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// A hub of the test's own: every change goes through its JSON form to every server on it.
+#[derive(Clone, Default)]
+struct JsonWire {
+    inboxes: Arc<Mutex<Vec<Inbox>>>,
+    carried: Arc<AtomicUsize>,
+}
+
+impl ChangeHub for JsonWire {
+    fn publish(&self, published: &Published) {
+        let text = serde_json::to_string(published).unwrap();
+        self.carried.fetch_add(1, Ordering::SeqCst);
+        for inbox in self.inboxes.lock().unwrap().iter() {
+            inbox.deliver(serde_json::from_str(&text).unwrap());
+        }
+    }
+
+    fn start(&self, inbox: Inbox) {
+        self.inboxes.lock().unwrap().push(inbox);
+    }
+}
+
+/// The two instances' scenario, on any hub: a tool disabled by a call on one is neither listed nor callable on
+/// the other, whose 2025 session hears `tools/list_changed` and whose 2026 listener hears it too; a resource
+/// updated by a call on one reaches a session subscribed to it on the other.
+async fn lists_and_updates_cross(one: &Server, two: &Server) {
+    let seen_two = Arc::new(Mutex::new(Vec::new()));
+    let a = client(one, EraChoice::V2025, Arc::default()).await;
+    let b = client(two, EraChoice::V2025, seen_two.clone()).await;
+    let listener = client(two, EraChoice::V2026, Arc::default()).await;
+    let mut listen = listener.listen(ListenFilter::new().tools()).await.unwrap();
+
+    assert!(tool_names(&b).await.contains(&"greet".to_owned()));
+    a.call_tool("toggle", json!({"name": "greet", "enabled": false})).await.unwrap();
+    eventually("the tool disabled on one is unlisted on two", async || {
+        !tool_names(&b).await.contains(&"greet".to_owned())
+    })
+    .await;
+    let refused = b.call_tool("greet", json!({})).await;
+    assert!(refused.is_err() || refused.unwrap().is_error(), "a disabled tool is not callable on two");
+    eventually("two's 2025 session heard tools/list_changed", async || {
+        seen_two.lock().unwrap().iter().any(|m| m == "notifications/tools/list_changed")
+    })
+    .await;
+    let heard = tokio::time::timeout(WAIT, listen.next()).await.expect("two's listener heard").unwrap();
+    assert_eq!(heard.method, "notifications/tools/list_changed");
+
+    // And back: enabled on two, listed on one.
+    b.call_tool("toggle", json!({"name": "greet", "enabled": true})).await.unwrap();
+    eventually("enabled on two, listed on one", async || tool_names(&a).await.contains(&"greet".to_owned())).await;
+
+    b.subscribe("note://one").await.unwrap();
+    a.call_tool("touch", json!({"uri": "note://one"})).await.unwrap();
+    eventually("two's subscriber heard the update made on one", async || {
+        seen_two.lock().unwrap().iter().any(|m| m == "notifications/resources/updated")
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hub_of_ones_own_carries_changes_between_instances_once() {
+    let wire = JsonWire::default();
+    let one = builder().change_hub(wire.clone()).build().unwrap();
+    let two = builder().change_hub(wire.clone()).build().unwrap();
+    lists_and_updates_cross(&one, &two).await;
+    assert!(wire.carried.load(Ordering::SeqCst) >= 3, "every change went through the hub");
+    // Each instance applied each edit once: one tool of that name, enabled, on both.
+    for server in [&one, &two] {
+        let names: Vec<Value> =
+            server.tools_list()["tools"].as_array().unwrap().iter().map(|t| t["name"].clone()).collect();
+        assert_eq!(names.iter().filter(|n| *n == "greet").count(), 1, "{names:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_hub_an_instance_keeps_its_changes() {
+    let one = builder().build().unwrap();
+    let two = builder().build().unwrap();
+    let a = client(&one, EraChoice::V2025, Arc::default()).await;
+    let b = client(&two, EraChoice::V2025, Arc::default()).await;
+    a.call_tool("toggle", json!({"name": "greet", "enabled": false})).await.unwrap();
+    assert!(!tool_names(&a).await.contains(&"greet".to_owned()));
+    assert!(tool_names(&b).await.contains(&"greet".to_owned()));
+}
+
+// ---- Redis ----
+
+use common::redis::RedisServer;
+
+async fn shared(redis: &mcp::redis::Redis) -> Server {
+    builder().shared(redis).build().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn instances_sharing_a_redis_act_as_one() {
+    let server = RedisServer::start();
+    let redis = mcp::redis::Redis::connect(&server.url()).await.unwrap();
+    let (one, two) = (shared(&redis).await, shared(&redis).await);
+    // The subscriptions are made in the background: a first change may come before them.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    lists_and_updates_cross(&one, &two).await;
+
+    // A task started on one, seen and cancelled on two: the handler on one stops at once.
+    let a = client(&one, EraChoice::V2026, Arc::default()).await;
+    let b = client(&two, EraChoice::V2026, Arc::default()).await;
+    let (started_before, stopped_before) = (LONG_STARTED.load(Ordering::SeqCst), LONG_STOPPED.load(Ordering::SeqCst));
+    let Started::Task(task) = a.call_tool_as_task("long_task", json!({}), None).await.unwrap() else {
+        panic!("long_task answers with a task")
+    };
+    eventually("the task runs on one", async || LONG_STARTED.load(Ordering::SeqCst) > started_before).await;
+    let on_two = b.task(task.id());
+    assert_eq!(on_two.get().await.unwrap().status, "working", "two reads the task one runs");
+    let cancelled_at = Instant::now();
+    on_two.cancel().await.unwrap();
+    eventually("the handler on one stopped", async || LONG_STOPPED.load(Ordering::SeqCst) > stopped_before).await;
+    assert!(cancelled_at.elapsed() < Duration::from_secs(5), "stopped at once, not at the task's next write");
+    assert_eq!(task.get().await.unwrap().status, "cancelled");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_a_redis_restart_changes_cross_again() {
+    let mut server = RedisServer::start();
+    let redis = mcp::redis::Redis::connect(&server.url()).await.unwrap();
+    let (one, two) = (shared(&redis).await, shared(&redis).await);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let a = client(&one, EraChoice::V2025, Arc::default()).await;
+    let b = client(&two, EraChoice::V2025, Arc::default()).await;
+
+    server.restart(Duration::from_millis(500));
+    // What needs Redis while it comes back fails with an error, or works once reconnected; nothing panics.
+    let enabled = AtomicBool::new(true);
+    eventually("a change made on one after the restart is listed on two", async || {
+        let next = !enabled.load(Ordering::SeqCst);
+        enabled.store(next, Ordering::SeqCst);
+        a.call_tool("toggle", json!({"name": "greet", "enabled": next})).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        tool_names(&b).await.contains(&"greet".to_owned()) == next
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreachable_redis_is_an_error_naming_it() {
+    let url = format!("redis://127.0.0.1:{}", common::redis::free_port());
+    let error = mcp::redis::Redis::connect(&url).await.unwrap_err();
+    assert!(error.to_string().contains(&url), "{error}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sharing_state_needs_one_request_state_key_for_every_instance() {
+    let server = RedisServer::start();
+    let redis = mcp::redis::Redis::connect(&server.url()).await.unwrap();
+    let error = Server::builder().tool::<greet>().shared(&redis).build().unwrap_err();
+    assert!(error.to_string().contains("MCP_REQUEST_STATE_KEY"), "{error}");
+}
