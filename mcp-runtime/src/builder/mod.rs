@@ -362,13 +362,15 @@ impl ServerBuilder {
     /// and the task store (at most [`DEFAULT_MAX_TASKS`](crate::DEFAULT_MAX_TASKS) live tasks over all instances).
     /// Every instance must then seal `requestState` with the same key (`MCP_REQUEST_STATE_KEY`, or
     /// [`ServerBuilder::request_state_key`]): building without one is an error, since a retry that reached another
-    /// instance would fail. See [`mcp::redis`](crate::redis).
+    /// instance would fail. The `Redis` goes into the server's state too, for the program's own shared data
+    /// (`ctx.state::<mcp::redis::Redis>()`, [`Redis::connection`](crate::redis::Redis::connection)). See
+    /// [`mcp::redis`](crate::redis).
     #[cfg(feature = "redis")]
     pub fn shared(mut self, redis: &crate::redis::Redis) -> Self {
         self.change_hub = Some(Arc::new(redis.hub()));
         self.task_store = Some(Arc::new(redis.task_store(crate::task::DEFAULT_MAX_TASKS)));
         self.shared = true;
-        self
+        self.state(redis.clone())
     }
 
     /// How long a task and its result are kept, from its creation, unless its tool says otherwise (default

@@ -25,6 +25,9 @@
 mod hub;
 mod tasks;
 
+/// The `redis` crate this module is built on, for a program's own data in the same Redis
+/// ([`Redis::connection`]).
+pub use ::redis as driver;
 pub use hub::RedisHub;
 pub use tasks::RedisTaskStore;
 
@@ -112,6 +115,20 @@ impl Redis {
     /// The task store on this Redis, holding at most `max_tasks` live tasks (over all instances).
     pub fn task_store(&self, max_tasks: usize) -> RedisTaskStore {
         RedisTaskStore::new(self, max_tasks)
+    }
+
+    /// A connection for the program's own data in this Redis (the bookshop's holds, say): the `redis` crate's
+    /// connection manager ([`driver`]), which reconnects by itself. Cheap: it shares the one connection.
+    ///
+    /// A server built with [`ServerBuilder::shared`](crate::ServerBuilder::shared) holds its `Redis` in its state,
+    /// so a handler reaches it with `ctx.state::<mcp::redis::Redis>()`.
+    pub fn connection(&self) -> ConnectionManager {
+        self.commands.clone()
+    }
+
+    /// The key prefix (see [`Redis::prefix`]).
+    pub fn key_prefix(&self) -> &str {
+        &self.prefix
     }
 
     /// Where it is, without a password.
