@@ -246,3 +246,43 @@ async fn sharing_state_needs_one_request_state_key_for_every_instance() {
     let error = Server::builder().tool::<greet>().shared(&redis).build().unwrap_err();
     assert!(error.to_string().contains("MCP_REQUEST_STATE_KEY"), "{error}");
 }
+
+/// A task whose instance died (its record left `working`, its lease run out) is failed, saying so, by the instance
+/// that reads it next; a running task's lease is renewed, so it stays `working` for as long as it runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_whose_instance_died_fails_once_its_lease_ran_out() {
+    use mcp::TaskStore;
+    let server = RedisServer::start();
+    let redis = mcp::redis::Redis::connect(&server.url()).await.unwrap();
+    let lease = Duration::from_millis(300);
+    let (one, two) = (
+        builder().shared(&redis).task_lease(lease).build().unwrap(),
+        builder().shared(&redis).task_lease(lease).build().unwrap(),
+    );
+    let a = client(&one, EraChoice::V2026, Arc::default()).await;
+    let b = client(&two, EraChoice::V2026, Arc::default()).await;
+
+    // Alive: renewed past several leases.
+    let Started::Task(task) = a.call_tool_as_task("long_task", json!({}), None).await.unwrap() else {
+        panic!("long_task answers with a task")
+    };
+    tokio::time::sleep(lease * 3 + Duration::from_millis(1_200)).await;
+    assert_eq!(b.task(task.id()).get().await.unwrap().status, "working", "its instance renews its lease");
+    task.cancel().await.unwrap();
+
+    // Dead: what a killed instance leaves behind, a working record whose lease ran out.
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as u64;
+    let orphan: mcp::TaskRecord = serde_json::from_value(json!({
+        "id": "0123456789abcdef0123456789abcdef", "tool": "long_task", "status": "working",
+        "created_at_ms": now - 10_000, "updated_at_ms": now - 10_000, "ttl_ms": 3_600_000,
+        "poll_interval_ms": 50, "seq": 3, "lease_until_ms": now - 5_000,
+    }))
+    .unwrap();
+    redis.task_store(100).create(orphan).await.unwrap();
+    let seen = b.task("0123456789abcdef0123456789abcdef").get().await.unwrap();
+    assert_eq!(seen.status, "failed", "{seen:?}");
+    assert!(
+        seen.status_message.as_deref().unwrap_or_default().contains("lease ran out"),
+        "the failure says why: {seen:?}"
+    );
+}

@@ -88,7 +88,7 @@ pub use server::{BuildError, Server};
 pub use task::{
     MemoryTaskStore, StoreError, TaskOptions, TaskPage, TaskRecord, TaskStatus, TaskStore, TaskSupport,
     DEFAULT_MAX_RUNNING_TASKS, DEFAULT_MAX_TASKS, DEFAULT_MAX_TASKS_PER_CLIENT, DEFAULT_MAX_TASK_TTL,
-    DEFAULT_POLL_INTERVAL, DEFAULT_TASK_TTL, EXTENSION as TASKS_EXTENSION,
+    DEFAULT_POLL_INTERVAL, DEFAULT_TASK_LEASE, DEFAULT_TASK_TTL, EXTENSION as TASKS_EXTENSION,
 };
 #[cfg(feature = "http")]
 pub use transport::http::{

@@ -373,6 +373,16 @@ impl ServerBuilder {
         self.state(redis.clone())
     }
 
+    /// How long the instance running a task vouches for it (default
+    /// [`DEFAULT_TASK_LEASE`](crate::DEFAULT_TASK_LEASE)): it renews the lease every third of it while the handler
+    /// runs. With a task store shared by several instances, a task whose instance died (killed, or cut off from
+    /// the store) is marked `failed`, saying so, by the first instance that reads it after its lease ran out,
+    /// instead of staying `working` for ever.
+    pub fn task_lease(mut self, lease: Duration) -> Self {
+        self.task_config.lease = lease.max(Duration::from_millis(30));
+        self
+    }
+
     /// How long a task and its result are kept, from its creation, unless its tool says otherwise (default
     /// [`DEFAULT_TASK_TTL`](crate::DEFAULT_TASK_TTL)). A task still running when its TTL ends is stopped and
     /// marked `failed`.

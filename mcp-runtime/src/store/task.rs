@@ -88,6 +88,11 @@ pub struct TaskRecord {
     pub outcome: Option<Result<Value, Error>>,
     /// Orders the writes of the instance running the task: a store keeps the highest.
     pub seq: u64,
+    /// Until when (milliseconds since the Unix epoch) the instance running the task vouches for it: it renews the
+    /// lease while the handler runs. A task that is not over past its lease has lost its instance (killed, or cut
+    /// off), and is failed by whichever instance reads it next. `None` in records written before leases.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lease_until_ms: Option<u64>,
 }
 
 impl TaskRecord {
@@ -370,6 +375,7 @@ mod tests {
             input_requests: Map::new(),
             outcome: None,
             seq: 0,
+            lease_until_ms: None,
         }
     }
 

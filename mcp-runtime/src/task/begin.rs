@@ -84,6 +84,7 @@ pub(crate) async fn begin(request: &Arc<InFlight>) -> Result<Option<Arc<TaskRun>
         input_requests: Map::new(),
         outcome: None,
         seq: 0,
+        lease_until_ms: Some(now.saturating_add(engine.config.lease.as_millis() as u64)),
     };
     if let Err(e) = engine.store.create(record.clone()).await {
         engine.release_stored(&owner.client, expires_at);
@@ -124,20 +125,28 @@ pub(crate) async fn begin(request: &Arc<InFlight>) -> Result<Option<Arc<TaskRun>
     }
     tracing::info!(task = %run.id, tool = %record.tool, ttl_ms = ttl, "task created");
     let expiry = run.clone();
+    let lease = engine.config.lease;
     crate::base::cancel::cleanup_tasks().spawn(async move {
-        tokio::select! {
-            () = expiry.over.cancelled() => {}
-            () = tokio::time::sleep(Duration::from_millis(ttl)) => {
-                if let Some(record) = expiry.change(|r| {
-                    r.status = TaskStatus::Failed;
-                    r.status_message = Some("the task's TTL ran out before it finished".into());
-                    r.outcome = Some(Err(Error::internal("the task's TTL ran out before it finished")));
-                    r.input_requests.clear();
-                }) {
-                    expiry.save(record).await;
-                    expiry.halt();
-                }
+        // The lease is renewed at a third of its length while the task runs.
+        let mut renew = tokio::time::interval_at(tokio::time::Instant::now() + lease / 3, lease / 3);
+        let until = tokio::time::sleep(Duration::from_millis(ttl));
+        tokio::pin!(until);
+        loop {
+            tokio::select! {
+                () = expiry.over.cancelled() => return,
+                _ = renew.tick() => expiry.renew_lease(lease).await,
+                () = &mut until => break,
             }
+        }
+        // The TTL ran out before the task finished.
+        if let Some(record) = expiry.change(|r| {
+            r.status = TaskStatus::Failed;
+            r.status_message = Some("the task's TTL ran out before it finished".into());
+            r.outcome = Some(Err(Error::internal("the task's TTL ran out before it finished")));
+            r.input_requests.clear();
+        }) {
+            expiry.save(record).await;
+            expiry.halt();
         }
     });
     Ok(Some(run))

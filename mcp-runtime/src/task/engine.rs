@@ -111,10 +111,36 @@ impl TaskEngine {
     pub(crate) async fn find(&self, id: &str, owner: &Owner, front: &dyn TaskFront) -> Result<TaskRecord, Error> {
         let record = self.store.get(id).await.map_err(store_error)?;
         match record {
-            Some(r) if owner.may_see(&r, front) => Ok(r),
+            Some(r) if owner.may_see(&r, front) => Ok(self.orphaned(r).await),
             _ => Err(Error::invalid_params(format!(
                 "no task {id:?}: it is unknown, has expired, or belongs to another client"
             ))),
+        }
+    }
+
+    /// A record whose task is not over, is not run here, and whose lease ran out (with a second's grace, for
+    /// clocks that disagree) has lost the instance that ran it: it is failed now, saying so (its followers learn it
+    /// at their next poll: no instance runs it to tell them). Any other record comes back as it is.
+    pub(crate) async fn orphaned(&self, record: TaskRecord) -> TaskRecord {
+        let lapsed = record.lease_until_ms.is_some_and(|until| until.saturating_add(1_000) < now_ms());
+        if record.status.is_terminal() || !lapsed || self.running(&record.id).is_some() {
+            return record;
+        }
+        let mut failed = record.clone();
+        let why = "the instance that ran this task stopped before it finished (its lease ran out)";
+        failed.status = super::TaskStatus::Failed;
+        failed.status_message = Some(why.into());
+        failed.outcome = Some(Err(Error::internal(why)));
+        failed.input_requests.clear();
+        failed.seq += 1;
+        failed.updated_at_ms = now_ms();
+        match self.store.update(failed.clone()).await {
+            Ok(true) => {
+                tracing::warn!(task = %record.id, "a task lost its instance: failed");
+                failed
+            }
+            // Another instance got there first, or the task ended meanwhile: the store has the word.
+            _ => self.store.get(&record.id).await.ok().flatten().unwrap_or(record),
         }
     }
 

@@ -173,7 +173,11 @@ async fn list(ctx: &Context, args: Arguments) -> Result<Value, Error> {
         .await
         .map_err(super::store_error)?
         .ok_or_else(|| Error::invalid_params("invalid cursor: no such page"))?;
-    let mut out = json!({ "tasks": page.tasks.iter().map(|t| front.task(t)).collect::<Vec<_>>() });
+    let mut tasks = Vec::with_capacity(page.tasks.len());
+    for record in page.tasks {
+        tasks.push(front.task(&engine.orphaned(record).await));
+    }
+    let mut out = json!({ "tasks": tasks });
     if let Some(next) = page.next_cursor {
         out["nextCursor"] = next.into();
     }

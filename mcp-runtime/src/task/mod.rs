@@ -54,6 +54,10 @@ pub const DEFAULT_MAX_TASKS_PER_CLIENT: usize = 1_000;
 /// 100.
 pub const DEFAULT_MAX_RUNNING_TASKS: usize = 100;
 
+/// How long the instance running a task vouches for it (it renews the lease every third of it): 30 s. A task whose
+/// instance died is failed once its lease has run out, when an instance next reads it.
+pub const DEFAULT_TASK_LEASE: Duration = Duration::from_secs(30);
+
 /// What a `tools/call` becomes when its tool runs as a task here: the Tasks extension's claim on the call
 /// ([`TasksHook`](hook::TasksHook)).
 #[derive(Clone, Copy, Debug)]
@@ -73,6 +77,8 @@ pub(crate) struct TaskConfig {
     pub max_running: usize,
     /// Tasks one client may have in the store at once, running or finished until their TTL.
     pub max_stored: usize,
+    /// How long the instance running a task vouches for it between renewals (see `TaskRecord::lease_until_ms`).
+    pub lease: Duration,
 }
 
 impl Default for TaskConfig {
@@ -83,6 +89,7 @@ impl Default for TaskConfig {
             poll_interval: DEFAULT_POLL_INTERVAL,
             max_running: DEFAULT_MAX_RUNNING_TASKS,
             max_stored: DEFAULT_MAX_TASKS_PER_CLIENT,
+            lease: DEFAULT_TASK_LEASE,
         }
     }
 }

@@ -68,6 +68,31 @@ impl TaskRun {
         Some(record.clone())
     }
 
+    /// Renews the task's lease in the store: only the lease and `seq` change, and nobody is told (a renewal is no
+    /// news). A store that refuses it holds a terminal record (another instance ended the task): the handler stops.
+    pub(super) async fn renew_lease(self: &Arc<Self>, lease: std::time::Duration) {
+        let record = {
+            let mut record = self.lock();
+            if record.status.is_terminal() {
+                return;
+            }
+            record.lease_until_ms = Some(now_ms().saturating_add(lease.as_millis() as u64));
+            record.seq += 1;
+            record.clone()
+        };
+        match self.server.tasks().store.update(record).await {
+            Ok(true) => {}
+            Ok(false) => {
+                if let Ok(Some(stored)) = self.server.tasks().store.get(&self.id).await {
+                    if stored.status.is_terminal() {
+                        self.ended_elsewhere(stored);
+                    }
+                }
+            }
+            Err(e) => tracing::warn!(task = %self.id, error = %e, "could not renew a task's lease"),
+        }
+    }
+
     /// Writes a changed record to the store and tells whoever watches the task. If the store holds a terminal
     /// record already (another instance cancelled it), the handler stops.
     pub(super) async fn save(self: &Arc<Self>, record: TaskRecord) -> bool {
