@@ -286,3 +286,109 @@ async fn a_task_whose_instance_died_fails_once_its_lease_ran_out() {
         "the failure says why: {seen:?}"
     );
 }
+
+// ---- 2025 sessions across instances ----
+
+/// Asks the client for a name.
+#[mcp::tool]
+async fn ask_name(ctx: &Context) -> String {
+    #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+    struct Name {
+        name: String,
+    }
+    match ctx.elicit::<Name>("Your name?").await {
+        Ok(mcp::Elicitation::Accept(n)) => format!("hello {}", n.name),
+        other => format!("no name: {other:?}"),
+    }
+}
+
+/// Two instances serving HTTP on their own ports, sharing one Redis.
+async fn http_pair(redis: &mcp::redis::Redis) -> (Server, String, Server, String) {
+    let mut out = Vec::new();
+    for _ in 0..2 {
+        let server = builder().tool::<ask_name>().shared(redis).build().unwrap();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+        tokio::spawn(server.clone().serve_http_on(listener, mcp::HttpOptions::new()));
+        out.push((server, url));
+    }
+    let (two, one) = (out.pop().unwrap(), out.pop().unwrap());
+    (one.0, one.1, two.0, two.1)
+}
+
+/// A 2025 session opened on one instance is served by another: its requests, its log level and subscriptions,
+/// a cancel and an answer to the server's question that reach the instance that does not hold the request, and a
+/// DELETE that ends it on both.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_2025_session_is_served_by_every_instance() {
+    use common::http::{notification, request, Body, Client as Raw};
+    let redis_server = RedisServer::start();
+    let redis = mcp::redis::Redis::connect(&redis_server.url()).await.unwrap();
+    let (_one, url_one, _two, url_two) = http_pair(&redis).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    let mut on_one = Raw { http: reqwest::Client::new(), url: url_one, session: None };
+    on_one.initialize(json!({"elicitation": {}})).await;
+    let on_two = Raw { url: url_two, ..on_one.clone() };
+
+    // A request of the session, on the instance that did not open it.
+    let (answer, _) = on_two.call(1, "tools/call", json!({"name": "greet", "arguments": {}})).await;
+    assert_eq!(answer["result"]["content"][0]["text"], "hello", "{answer}");
+
+    // A subscription made on two; the update made on one reaches the session's stream on one.
+    let (subscribed, _) = on_two.call(2, "resources/subscribe", json!({"uri": "note://one"})).await;
+    assert!(subscribed.get("result").is_some(), "{subscribed}");
+    let mut stream = Body::of(on_one.get(None).await).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    on_one.call(3, "tools/call", json!({"name": "touch", "arguments": {"uri": "note://one"}})).await;
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let message = stream.next_message(deadline - Instant::now()).await.expect("the update on one's stream");
+        if message["method"] == "notifications/resources/updated" {
+            break;
+        }
+    }
+
+    // A cancel sent to two stops the call running on one.
+    let stopped_before = LONG_STOPPED.load(Ordering::SeqCst);
+    let started_before = LONG_STARTED.load(Ordering::SeqCst);
+    let caller = on_one.clone();
+    let running = tokio::spawn(async move {
+        caller.send(&request(4, "tools/call", json!({"name": "long_task", "arguments": {}}))).await
+    });
+    eventually("the call runs on one", async || LONG_STARTED.load(Ordering::SeqCst) > started_before).await;
+    let sent = on_two.send(&notification("notifications/cancelled", json!({"requestId": 4, "reason": "enough"}))).await;
+    assert_eq!(sent.status(), 202);
+    eventually("one's handler stopped", async || LONG_STOPPED.load(Ordering::SeqCst) > stopped_before).await;
+    running.abort();
+
+    // The server's question, asked on one's stream, answered through two.
+    let response = on_one.send(&request(5, "tools/call", json!({"name": "ask_name", "arguments": {}}))).await;
+    let mut body = Body::of(response).await;
+    let asked = loop {
+        let message = body.next_message(WAIT).await.expect("the elicitation on one's stream");
+        if message["method"] == "elicitation/create" {
+            break message;
+        }
+    };
+    let reply =
+        json!({"jsonrpc": "2.0", "id": asked["id"], "result": {"action": "accept", "content": {"name": "Ada"}}});
+    assert_eq!(on_two.send(&reply).await.status(), 202);
+    let answered = body.response(&json!(5), "tools/call").await;
+    assert_eq!(answered["result"]["content"][0]["text"], "hello Ada", "{answered}");
+
+    // DELETE on two ends the session on one too.
+    let deleted = on_two
+        .http
+        .delete(&on_two.url)
+        .header("mcp-session-id", on_two.session.clone().unwrap())
+        .header("mcp-protocol-version", "2025-11-25")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(deleted.status(), 200);
+    eventually("the session is gone on one", async || {
+        on_one.send(&request(6, "tools/list", json!({}))).await.status() == 404
+    })
+    .await;
+}

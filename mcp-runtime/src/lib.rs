@@ -85,6 +85,7 @@ pub use protocol::{
 };
 pub use server::hub;
 pub use server::{BuildError, Server};
+pub use store::session::{MemorySessionStore, SessionRecord, SessionStore};
 pub use task::{
     MemoryTaskStore, StoreError, TaskOptions, TaskPage, TaskRecord, TaskStatus, TaskStore, TaskSupport,
     DEFAULT_MAX_RUNNING_TASKS, DEFAULT_MAX_TASKS, DEFAULT_MAX_TASKS_PER_CLIENT, DEFAULT_MAX_TASK_TTL,

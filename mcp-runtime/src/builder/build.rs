@@ -179,6 +179,7 @@ impl ServerBuilder {
                 shutdown_timeout: self.shutdown_timeout.unwrap_or(DEFAULT_SHUTDOWN_TIMEOUT),
                 subscribers: hub::Subscribers::default(),
                 hub: self.change_hub,
+                session_store: self.session_store,
                 instance: hub::InstanceId::random(),
                 result_prefix: crate::era::v2026::result_prefix(&info_value),
                 info_value,

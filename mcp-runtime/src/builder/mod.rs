@@ -82,6 +82,7 @@ pub struct ServerBuilder {
     request_state_ttl: Option<Duration>,
     task_store: Option<Arc<dyn crate::task::TaskStore>>,
     change_hub: Option<Arc<dyn crate::server::hub::ChangeHub>>,
+    session_store: Option<Arc<dyn crate::store::session::SessionStore>>,
     /// [`ServerBuilder::shared`] was called: the `requestState` key must be the same on every instance.
     #[cfg_attr(not(feature = "redis"), allow(dead_code))]
     shared: bool,
@@ -349,6 +350,17 @@ impl ServerBuilder {
         self
     }
 
+    /// Where 2025 HTTP sessions are kept for all of this server's instances (default: none; each instance keeps
+    /// the sessions it opened). With a store, and a [`change_hub`](ServerBuilder::change_hub), a session opened on
+    /// one instance is served by any: its record (the client's info and capabilities, log level, subscriptions,
+    /// owner) is stored before the client hears of the session, rebuilt on first sight by another instance (never
+    /// by replaying `initialize`), and a DELETE on one ends it on all; a cancel or an answer to the server's
+    /// question that reaches another instance than the one holding its request is passed on to it.
+    pub fn session_store(mut self, store: impl crate::store::session::SessionStore) -> Self {
+        self.session_store = Some(Arc::new(store));
+        self
+    }
+
     /// How this server's instances tell each other what changed (default: none; the server is one instance):
     /// a tool enabled by a request on one is listed on the others, and their clients hear of it; a resource
     /// updated on one reaches the clients subscribed to it on another; a task's status reaches its followers on
@@ -358,8 +370,8 @@ impl ServerBuilder {
         self
     }
 
-    /// Shares this server's state with its other instances through a Redis (the `redis` feature): the change hub
-    /// and the task store (at most [`DEFAULT_MAX_TASKS`](crate::DEFAULT_MAX_TASKS) live tasks over all instances).
+    /// Shares this server's state with its other instances through a Redis (the `redis` feature): the change hub,
+    /// the 2025 session store and the task store (at most [`DEFAULT_MAX_TASKS`](crate::DEFAULT_MAX_TASKS) live tasks over all instances).
     /// Every instance must then seal `requestState` with the same key (`MCP_REQUEST_STATE_KEY`, or
     /// [`ServerBuilder::request_state_key`]): building without one is an error, since a retry that reached another
     /// instance would fail. The `Redis` goes into the server's state too, for the program's own shared data
@@ -369,6 +381,7 @@ impl ServerBuilder {
     pub fn shared(mut self, redis: &crate::redis::Redis) -> Self {
         self.change_hub = Some(Arc::new(redis.hub()));
         self.task_store = Some(Arc::new(redis.task_store(crate::task::DEFAULT_MAX_TASKS)));
+        self.session_store = Some(Arc::new(redis.session_store()));
         self.shared = true;
         self.state(redis.clone())
     }

@@ -36,7 +36,7 @@ pub(crate) struct Connection {
     /// The 2025 session this connection is, as its tasks record it: unique across processes, so that instances
     /// sharing a task store never take one session's tasks for another's. Set from an HTTP session's id; made at
     /// random on first use otherwise (a stdio session).
-    session: std::sync::OnceLock<String>,
+    session: Mutex<Option<String>>,
     /// A stateless 2025 "session" (one per HTTP request): its tasks belong to no session.
     sessionless: AtomicBool,
     /// Set when the input ended and the answers of what is in flight are still wanted ([`Connection::drained`]):
@@ -75,22 +75,35 @@ impl Peer for Connection {
 /// Numbers connections.
 static CONNECTIONS: AtomicU64 = AtomicU64::new(1);
 
+/// A random first id for requests to the client, below 2^52.
+fn first_outgoing_id() -> i64 {
+    let mut bytes = [0u8; 8];
+    let _ = getrandom::fill(&mut bytes);
+    (u64::from_le_bytes(bytes) >> 13) as i64 + 1
+}
+
 /// A session's key in the task store: `session:` and the first 128 bits of the SHA-256 of its id, as hex.
-fn session_key_of(id: &str) -> String {
+pub(crate) fn session_key_of(id: &str) -> String {
     use sha2::Digest;
     format!("session:{}", crate::base::hex(&sha2::Sha256::digest(id.as_bytes())[..16]))
 }
 
 impl Connection {
     pub(crate) fn new(server: Server, out: Sink) -> Arc<Connection> {
+        let shared = server.inner.hub.is_some();
         Arc::new(Connection {
             server,
             out,
             in_flight: Mutex::new(HashMap::new()),
             outgoing: Mutex::new(HashMap::new()),
-            next_outgoing: AtomicI64::new(1),
+            // With other instances serving the same sessions, a request of ours is told from theirs by its id:
+            // each connection counts from a random point (in 2^52, so that ids stay exact in any JSON reader).
+            next_outgoing: AtomicI64::new(match shared {
+                true => first_outgoing_id(),
+                false => 1,
+            }),
             number: CONNECTIONS.fetch_add(1, Ordering::Relaxed),
-            session: std::sync::OnceLock::new(),
+            session: Mutex::new(None),
             sessionless: AtomicBool::new(false),
             draining: AtomicBool::new(false),
             idle: tokio::sync::Notify::new(),
@@ -112,7 +125,7 @@ impl Connection {
     /// task. The key is a digest of the id, so that a task store's records do not hold the id a client presents.
     #[cfg(feature = "http")]
     pub(crate) fn set_session_id(&self, id: &str) {
-        let _ = self.session.set(session_key_of(id));
+        *self.session.locked() = Some(session_key_of(id));
     }
 
     /// The session this connection is, for the tasks it creates (2025 era); `None` when stateless.
@@ -121,11 +134,10 @@ impl Connection {
             return None;
         }
         // A stdio session's id is made here; without randomness its tasks could be another's: refuse.
-        Some(
-            self.session
-                .get_or_init(|| session_key_of(&crate::base::random_id().unwrap_or_else(|e| panic!("{e}"))))
-                .clone(),
-        )
+        let mut session = self.session.locked();
+        let key =
+            session.get_or_insert_with(|| session_key_of(&crate::base::random_id().unwrap_or_else(|e| panic!("{e}"))));
+        Some(key.clone())
     }
 
     pub(crate) fn server(&self) -> &Server {
@@ -162,14 +174,20 @@ impl Connection {
         self.outgoing.locked().remove(id).is_some()
     }
 
-    /// Routes the client's answer to a request of ours.
-    pub(crate) fn answer_outgoing(&self, id: &RequestId, outcome: Result<Value, Value>) {
+    /// Routes the client's answer to a request of ours. Gives it back when no request of this connection waits for
+    /// it (finished, cancelled, or sent by another instance serving the same session).
+    pub(crate) fn answer_outgoing(
+        &self,
+        id: &RequestId,
+        outcome: Result<Value, Value>,
+    ) -> Option<Result<Value, Value>> {
         let waiting = self.outgoing.locked().remove(id);
         match waiting {
             Some(tx) => {
                 let _ = tx.send(outcome);
+                None
             }
-            None => tracing::debug!(%id, "ignoring a response to no request of ours (finished or cancelled)"),
+            None => Some(outcome),
         }
     }
 
@@ -222,16 +240,19 @@ impl Connection {
     }
 
     /// Cancels an in-flight request. Unknown, finished and already cancelled ids are ignored.
-    pub(crate) fn cancel(&self, id: &RequestId, reason: Option<&str>) {
+    /// Cancels a request in flight; `false` when none of that id is (finished, never known, or run by another
+    /// instance serving the same session).
+    pub(crate) fn cancel(&self, id: &RequestId, reason: Option<&str>) -> bool {
         let removed = self.table().remove(id);
         self.left_table();
         let Some(request) = removed else {
-            tracing::debug!(%id, reason, "cancel for a request that is not in flight: ignored");
-            return;
+            tracing::debug!(%id, reason, "cancel for a request that is not in flight here");
+            return false;
         };
         if request.cancel() {
             tracing::info!(%id, reason, "request cancelled");
         }
+        true
     }
 
     /// Cancels everything in flight: the peer is gone or the server is stopping.

@@ -22,6 +22,8 @@ use crate::wire::protocol::WireResult;
 mod connection;
 mod run;
 
+#[cfg(feature = "http")]
+pub(crate) use connection::session_key_of;
 pub(crate) use connection::Connection;
 
 /// Where a message came from and where its replies go: the sink, and on HTTP the request's headers and caller.

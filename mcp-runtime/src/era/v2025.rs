@@ -25,6 +25,9 @@ use crate::wire::jsonrpc::{self, Incoming, RequestId};
 use crate::wire::protocol::{InitializeParams, LogLevel, LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS};
 use crate::wire::task::TaskSupport;
 
+/// What the transport does with a session whose record changed.
+type OnChanged = Box<dyn Fn(&Session) + Send + Sync>;
+
 /// One 2025 session: a stdio process, or an HTTP session id. Its connection serves 2026-era requests too.
 pub(crate) struct Session {
     conn: Arc<Connection>,
@@ -33,6 +36,12 @@ pub(crate) struct Session {
     log_level: Arc<SessionLog>,
     /// URIs this session subscribed to with `resources/subscribe`.
     subscriptions: Mutex<HashSet<String>>,
+    /// What the transport does when the session ends on another instance (DELETE there): closes its streams.
+    on_ended: OnceLock<Box<dyn Fn() + Send + Sync>>,
+    /// What the transport does when the session's record changes (its log level, its subscriptions): stores it.
+    on_changed: OnceLock<OnChanged>,
+    /// Set once the session ended on another instance: the transport forgets its copy.
+    ended: std::sync::atomic::AtomicBool,
 }
 
 #[derive(Deserialize)]
@@ -50,10 +59,83 @@ impl Session {
             client: OnceLock::new(),
             log_level: Arc::default(),
             subscriptions: Mutex::new(HashSet::new()),
+            on_ended: OnceLock::new(),
+            on_changed: OnceLock::new(),
+            ended: false.into(),
         });
         let subscriber: std::sync::Weak<dyn Subscriber> = Arc::downgrade(&session) as _;
         session.conn.server().subscribe(subscriber);
         session
+    }
+
+    /// A session another instance opened, rebuilt from its record: initialized, with the client's info, log level
+    /// and subscriptions as they were (never by replaying `initialize`).
+    #[cfg(feature = "http")]
+    pub(crate) fn restore(
+        server: Server,
+        out: Sink,
+        id: &str,
+        record: crate::store::session::SessionRecord,
+    ) -> Arc<Session> {
+        let session = Session::new(server, out);
+        session.conn.set_session_id(id);
+        let client = ClientInfo { info: record.client_info, capabilities: record.capabilities };
+        let _ = session.client.set((record.protocol_version.into(), Arc::new(client)));
+        if let Some(level) = record.log_level {
+            session.log_level.level.store(level as u8, Ordering::Relaxed);
+        }
+        session.subscriptions.locked().extend(record.subscriptions);
+        session
+    }
+
+    /// The session's record, for the session store: `None` before `initialize` was answered.
+    #[cfg(feature = "http")]
+    pub(crate) fn record(&self, owner: Option<String>) -> Option<crate::store::session::SessionRecord> {
+        let (version, client) = self.client.get()?;
+        let level = self.log_level.level.load(Ordering::Relaxed);
+        Some(crate::store::session::SessionRecord {
+            protocol_version: version.to_string(),
+            client_info: client.info.clone(),
+            capabilities: client.capabilities.clone(),
+            log_level: LogLevel::ALL.get(usize::from(level)).copied(),
+            subscriptions: self.subscriptions.locked().iter().cloned().collect(),
+            owner,
+        })
+    }
+
+    /// What to do when the session ends on another instance.
+    #[cfg(feature = "http")]
+    pub(crate) fn on_ended(&self, f: impl Fn() + Send + Sync + 'static) {
+        let _ = self.on_ended.set(Box::new(f));
+    }
+
+    /// What to do when the session's record changes.
+    #[cfg(feature = "http")]
+    pub(crate) fn on_changed(&self, f: impl Fn(&Session) + Send + Sync + 'static) {
+        let _ = self.on_changed.set(Box::new(f));
+    }
+
+    fn changed(&self) {
+        if let Some(f) = self.on_changed.get() {
+            f(self);
+        }
+    }
+
+    /// The session's key when other instances may serve it too (the server has a change hub): where a message
+    /// this instance cannot place is sent on.
+    fn shared_key(&self) -> Option<String> {
+        self.conn.server().inner.hub.as_ref()?;
+        self.conn.session_key()
+    }
+
+    fn is_session(&self, key: &str) -> bool {
+        self.conn.session_key().is_some_and(|k| k == key)
+    }
+
+    /// Whether the session ended on another instance.
+    #[cfg(feature = "http")]
+    pub(crate) fn has_ended(&self) -> bool {
+        self.ended.load(Ordering::Relaxed)
     }
 
     /// Marks a session as initialized without a handshake (stateless 2025 HTTP: every request is its own session).
@@ -93,7 +175,7 @@ impl Session {
     /// Cancels one request.
     #[cfg(feature = "http")]
     pub(crate) fn cancel(&self, id: &RequestId, reason: Option<&str>) {
-        self.conn.cancel(id, reason)
+        self.conn.cancel(id, reason);
     }
 
     /// Answers a message that could not be parsed.
@@ -115,7 +197,12 @@ impl Session {
         match message {
             Incoming::Request { id, method, params } => self.handle_request(id, method, params, origin),
             Incoming::Notification { method, params } => self.handle_notification(&method, params),
-            Incoming::Response { id, outcome } => self.conn.answer_outgoing(&id, outcome),
+            Incoming::Response { id, outcome } => {
+                // Not ours: another instance serving this session may have asked.
+                if let (Some(outcome), Some(session)) = (self.conn.answer_outgoing(&id, outcome), self.shared_key()) {
+                    self.conn.server().publish(Change::Answered { session, request: id, outcome });
+                }
+            }
         }
     }
 
@@ -169,6 +256,8 @@ impl Session {
                             } else {
                                 subscriptions.remove(&uri);
                             }
+                            drop(subscriptions);
+                            session.changed();
                             json!({})
                         })
                     }),
@@ -198,7 +287,12 @@ impl Session {
                     return;
                 };
                 let Some(id) = p.request_id else { return };
-                self.conn.cancel(&id, p.reason.as_deref());
+                if !self.conn.cancel(&id, p.reason.as_deref()) {
+                    // Not in flight here: another instance serving this session may run it.
+                    if let Some(session) = self.shared_key() {
+                        self.conn.server().publish(Change::Cancelled { session, request: id, reason: p.reason });
+                    }
+                }
             }
             // Requests are served from the `initialize` response on; the notification changes nothing here.
             "notifications/initialized" => {}
@@ -246,6 +340,7 @@ impl Session {
             .ok_or_else(|| Error::invalid_params("`logging/setLevel` needs a `level`"))?;
         let level: LogLevel = level.parse().map_err(Error::invalid_params)?;
         self.log_level.level.store(level as u8, Ordering::Relaxed);
+        self.changed();
         Ok(json!({}))
     }
 
@@ -281,6 +376,24 @@ impl Subscriber for Session {
             Change::ListChanged { list, .. } if self.is_initialized() => self.notify(list.notification(), &json!({})),
             Change::ResourceUpdated { uri } if self.is_subscribed(uri) => {
                 self.notify("notifications/resources/updated", &json!({ "uri": uri }))
+            }
+            Change::SessionChanged { session, record } if self.is_session(session) => {
+                let level = record.log_level.map_or(crate::era::LOG_LEVEL_UNSET, |l| l as u8);
+                self.log_level.level.store(level, Ordering::Relaxed);
+                *self.subscriptions.locked() = record.subscriptions.iter().cloned().collect();
+            }
+            Change::Cancelled { session, request, reason } if self.is_session(session) => {
+                self.conn.cancel(request, reason.as_deref());
+            }
+            Change::Answered { session, request, outcome } if self.is_session(session) => {
+                let _ = self.conn.answer_outgoing(request, outcome.clone());
+            }
+            Change::SessionEnded { session } if self.is_session(session) => {
+                self.ended.store(true, Ordering::Relaxed);
+                self.cancel_all("the session was ended on another instance");
+                if let Some(f) = self.on_ended.get() {
+                    f();
+                }
             }
             _ => {}
         }

@@ -5,7 +5,9 @@
 //! - the change hub ([`RedisHub`]): what one instance changed (a tool enabled, a resource updated, a task's status)
 //!   is published on a channel every instance subscribes to;
 //! - the task store ([`RedisTaskStore`]): every task's record, so any instance answers `tasks/get`, `tasks/list`,
-//!   `tasks/result` and `tasks/cancel`, and a cancel written on one stops the handler on the instance running it.
+//!   `tasks/result` and `tasks/cancel`, and a cancel written on one stops the handler on the instance running it;
+//! - the session store ([`RedisSessionStore`]): every 2025 session's record, so any instance serves any session,
+//!   and a cancel or an answer that reaches another instance than its request's is passed on through the hub.
 //!
 //! Both go through the `redis` crate's connection manager, which reconnects with backoff when the connection
 //! drops (and subscribes again). While Redis is unreachable, what needs it fails with an error that says so (a task
@@ -23,12 +25,14 @@
 //! [`ServerBuilder::shared`]: crate::ServerBuilder::shared
 
 mod hub;
+mod sessions;
 mod tasks;
 
 /// The `redis` crate this module is built on, for a program's own data in the same Redis
 /// ([`Redis::connection`]).
 pub use ::redis as driver;
 pub use hub::RedisHub;
+pub use sessions::RedisSessionStore;
 pub use tasks::RedisTaskStore;
 
 use std::fmt;
@@ -110,6 +114,11 @@ impl Redis {
     /// The change hub on this Redis.
     pub fn hub(&self) -> RedisHub {
         RedisHub::new(self)
+    }
+
+    /// The 2025 session store on this Redis.
+    pub fn session_store(&self) -> RedisSessionStore {
+        RedisSessionStore::new(self)
     }
 
     /// The task store on this Redis, holding at most `max_tasks` live tasks (over all instances).

@@ -17,9 +17,12 @@ use std::sync::{Arc, Mutex, Weak};
 
 use serde::{Deserialize, Serialize};
 
+use serde_json::Value;
+
 use crate::base::sync::Unpoisoned;
 use crate::context::Peer;
 use crate::store::task::TaskRecord;
+use crate::wire::jsonrpc::RequestId;
 
 /// A list a client can be told has changed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -98,6 +101,40 @@ pub enum Change {
     Task {
         /// The record as it is now.
         record: Box<TaskRecord>,
+    },
+    /// A 2025 session's record changed on one instance (its log level, its subscriptions): every instance's copy
+    /// takes it.
+    SessionChanged {
+        /// The session's key.
+        session: String,
+        /// The record as it is now.
+        record: Box<crate::store::session::SessionRecord>,
+    },
+    /// A 2025 session ended (DELETE on one instance): every instance ends its copy.
+    SessionEnded {
+        /// The session's key (a digest of its id, as its [`SessionStore`](crate::SessionStore) record is keyed).
+        session: String,
+    },
+    /// A session's `notifications/cancelled` reached an instance that does not run the request: the one that runs
+    /// it cancels it.
+    Cancelled {
+        /// The session's key.
+        session: String,
+        /// The request's id.
+        request: RequestId,
+        /// Why, as the client said.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
+    /// A client's answer to a request of the server's (elicitation, sampling, roots) reached an instance that did
+    /// not send the request: the one that did hands it to the handler waiting for it.
+    Answered {
+        /// The session's key.
+        session: String,
+        /// The id of the server's request.
+        request: RequestId,
+        /// The result, or the error.
+        outcome: Result<Value, Value>,
     },
 }
 

@@ -104,6 +104,9 @@ pub(crate) struct ServerInner {
     pub(crate) subscribers: hub::Subscribers,
     /// How the instances tell each other what changed; `None`: this is the only instance.
     pub(crate) hub: Option<Arc<dyn hub::ChangeHub>>,
+    /// Where 2025 sessions are kept for every instance; `None`: each instance keeps its own.
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
+    pub(crate) session_store: Option<Arc<dyn crate::store::session::SessionStore>>,
     /// This instance, as its published changes name it.
     pub(crate) instance: hub::InstanceId,
     /// Open 2026 `subscriptions/listen` streams, for the same notifications.

@@ -1,4 +1,6 @@
 //! Stores: what the server keeps that may live outside the process, behind traits with an in-memory default — the
-//! task store ([`task::TaskStore`], [`task::MemoryTaskStore`]). They know records, not eras or transports.
+//! task store ([`task::TaskStore`], [`task::MemoryTaskStore`]) and the 2025 session store
+//! ([`session::SessionStore`], [`session::MemorySessionStore`]). They know records, not eras or transports.
 
+pub(crate) mod session;
 pub(crate) mod task;

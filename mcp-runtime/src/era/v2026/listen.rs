@@ -172,6 +172,11 @@ impl Subscriber for Listener {
             Change::ListChanged { list, .. } => self.list_changed(list.notification()),
             Change::ResourceUpdated { uri } => self.resource_updated(uri),
             Change::Task { record } => self.task_changed(record),
+            // A 2025 session's own.
+            Change::SessionChanged { .. }
+            | Change::SessionEnded { .. }
+            | Change::Cancelled { .. }
+            | Change::Answered { .. } => {}
         }
     }
 

@@ -95,8 +95,8 @@ async fn endpoint(AxumState(state): AxumState<Arc<HttpState>>, request: axum::ex
             post(state, headers, (path, query), body, auth, peer).await
         }
         // GET and DELETE belong to the 2025 sessions: the 2026 era has neither.
-        Method::GET => v2025::get(state, headers, auth),
-        Method::DELETE => v2025::delete(state, headers, auth),
+        Method::GET => v2025::get(state, headers, auth).await,
+        Method::DELETE => v2025::delete(state, headers, auth).await,
         _ => (StatusCode::METHOD_NOT_ALLOWED, [(header::ALLOW, "GET, POST, DELETE")]).into_response(),
     }
 }

@@ -27,7 +27,7 @@ use super::{HttpState, SESSION_NAME};
 use crate::auth::AuthInfo;
 use crate::base::backlog::Backlog;
 use crate::context::HttpRequest;
-use crate::dispatch::{Origin, Sink};
+use crate::dispatch::{FrameSink, Origin, Sink};
 use crate::era::v2025::Session;
 use crate::wire::error::{Error, ErrorCode};
 use crate::wire::jsonrpc::{Frame, Incoming};
@@ -58,27 +58,12 @@ pub(super) async fn post(state: &Arc<HttpState>, message: Incoming, http: Arc<Ht
             response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
             return response;
         }
-        let store = state.sessions.new_store();
-        let limits = state.server.inner.outbound;
-        let outbound = Arc::new(Backlog::new(limits));
-        let standalone = Route::new("standalone".into(), store.clone(), limits, Some(outbound.clone()));
-        let session = Session::new(state.server.clone(), standalone.clone());
-        let http_session = Arc::new(HttpSession {
-            session,
-            store,
-            standalone,
-            outbound,
-            refused: AtomicU64::new(0),
-            routes: Mutex::new(HashMap::new()),
-            next_stream: AtomicU64::new(1),
-            last_seen: Mutex::new(Instant::now()),
-            open_streams: AtomicU64::new(0),
-            owner: http.auth.as_deref().map(AuthInfo::principal),
-            peer: http.peer,
-        });
+        let owner = http.auth.as_deref().map(AuthInfo::principal);
+        let http_session =
+            new_http_session(state, owner, http.peer, |standalone| Session::new(state.server.clone(), standalone));
         (http_session, true)
     } else {
-        let s = match session_of(state, headers, http.auth.as_deref()) {
+        let s = match session_of(state, headers, http.auth.as_deref()).await {
             Ok(s) => s,
             Err(r) => return r,
         };
@@ -109,7 +94,17 @@ pub(super) async fn post(state: &Arc<HttpState>, message: Incoming, http: Arc<Ht
                 response.headers_mut().insert(SESSION_NAME.clone(), v);
             }
             http_session.session.connection().set_session_id(&id);
-            state.sessions.insert(id, http_session);
+            state.sessions.insert(id, http_session.clone());
+            // Stored before the client hears of the session, so that its next request finds it on any instance.
+            if let Some(store) = &state.server.inner.session_store {
+                share(state, &http_session);
+                let key = http_session.session.connection().session_key();
+                if let (Some(key), Some(record)) = (key, http_session.session.record(http_session.owner.clone())) {
+                    if let Err(e) = store.save(&key, &record, state.options.session_idle_timeout).await {
+                        tracing::warn!(error = %e, "a new session could not be stored: only this instance serves it");
+                    }
+                }
+            }
         }
     }
     response
@@ -255,7 +250,7 @@ fn sse_response(
         .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
 }
 
-pub(super) fn get(state: Arc<HttpState>, headers: HeaderMap, auth: Option<Arc<AuthInfo>>) -> Response {
+pub(super) async fn get(state: Arc<HttpState>, headers: HeaderMap, auth: Option<Arc<AuthInfo>>) -> Response {
     // The 2026 era has no standalone stream (change notifications come through `subscriptions/listen`), and no
     // session to end.
     if state.options.stateless || names_2026_version(&headers) {
@@ -267,7 +262,7 @@ pub(super) fn get(state: Arc<HttpState>, headers: HeaderMap, auth: Option<Arc<Au
     if !accepts(&headers, &["text/event-stream"]) {
         return plain(StatusCode::NOT_ACCEPTABLE, "not acceptable: the client must accept text/event-stream");
     }
-    let http_session = match session_of(&state, &headers, auth.as_deref()) {
+    let http_session = match session_of(&state, &headers, auth.as_deref()).await {
         Ok(s) => s,
         Err(r) => return r,
     };
@@ -328,30 +323,54 @@ pub(super) fn get(state: Arc<HttpState>, headers: HeaderMap, auth: Option<Arc<Au
     sse_response(&state, priming, (events, Some(backlog)), None, Some(&http_session), None)
 }
 
-pub(super) fn delete(state: Arc<HttpState>, headers: HeaderMap, auth: Option<Arc<AuthInfo>>) -> Response {
+pub(super) async fn delete(state: Arc<HttpState>, headers: HeaderMap, auth: Option<Arc<AuthInfo>>) -> Response {
     if state.options.stateless || !state.options.allow_delete || names_2026_version(&headers) {
         return (StatusCode::METHOD_NOT_ALLOWED, [(header::ALLOW, "GET, POST")]).into_response();
     }
     if let Err(r) = check_version(&headers) {
         return r;
     }
-    let http_session = match session_of(&state, &headers, auth.as_deref()) {
+    let http_session = match session_of(&state, &headers, auth.as_deref()).await {
         Ok(s) => s,
         Err(r) => return r,
     };
     let id = headers.get(&SESSION_NAME).and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned();
     state.sessions.remove(&id);
     http_session.end("the client ended the session");
+    // Ended everywhere: forgotten by the store, and the other instances end their copies.
+    if let Some(key) = http_session.session.connection().session_key() {
+        if let Some(store) = &state.server.inner.session_store {
+            if let Err(e) = store.remove(&key).await {
+                tracing::warn!(error = %e, "an ended session could not be removed from the session store");
+            }
+        }
+        if state.server.inner.hub.is_some() {
+            state.server.publish(crate::server::hub::Change::SessionEnded { session: key });
+        }
+    }
     StatusCode::OK.into_response()
 }
 
 /// The session a request names; one that belongs to another principal (a session is bound to the one that opened
 /// it) is refused.
-fn session_of(state: &HttpState, headers: &HeaderMap, auth: Option<&AuthInfo>) -> Result<Arc<HttpSession>, Response> {
+async fn session_of(
+    state: &Arc<HttpState>,
+    headers: &HeaderMap,
+    auth: Option<&AuthInfo>,
+) -> Result<Arc<HttpSession>, Response> {
     let Some(id) = headers.get(&SESSION_NAME).and_then(|v| v.to_str().ok()) else {
         return Err(plain(StatusCode::BAD_REQUEST, "bad request: the Mcp-Session-Id header is missing"));
     };
-    match state.sessions.get(id) {
+    let found = match state.sessions.get(id) {
+        // Ended on another instance: this copy is forgotten.
+        Some(s) if s.session.has_ended() => {
+            state.sessions.remove(id);
+            None
+        }
+        Some(s) => Some(s),
+        None => restore(state, id).await,
+    };
+    match found {
         Some(s) if s.owner.is_some() && s.owner != auth.map(AuthInfo::principal) => Err(error_response(
             StatusCode::FORBIDDEN,
             ErrorCode::INVALID_REQUEST,
@@ -359,6 +378,7 @@ fn session_of(state: &HttpState, headers: &HeaderMap, auth: Option<&AuthInfo>) -
         )),
         Some(s) => {
             s.touch();
+            s.touch_stored(state);
             Ok(s)
         }
         None => Err(error_response(
@@ -367,4 +387,88 @@ fn session_of(state: &HttpState, headers: &HeaderMap, auth: Option<&AuthInfo>) -
             "session not found: it ended or never existed",
         )),
     }
+}
+
+/// A session this instance does not hold, rebuilt from the session store if another instance opened it.
+async fn restore(state: &Arc<HttpState>, id: &str) -> Option<Arc<HttpSession>> {
+    let store = state.server.inner.session_store.as_ref()?;
+    let key = crate::dispatch::session_key_of(id);
+    let record = match store.load(&key).await {
+        Ok(record) => record?,
+        Err(e) => {
+            tracing::warn!(error = %e, "could not read the session store: the session is not found here");
+            return None;
+        }
+    };
+    let owner = record.owner.clone();
+    let fresh = new_http_session(state, owner, None, |standalone| {
+        Session::restore(state.server.clone(), standalone, id, record)
+    });
+    // Two requests of one session may rebuild it at once: the first one kept is the one both use.
+    let kept = state.sessions.insert_new(id, fresh.clone());
+    if Arc::ptr_eq(&kept, &fresh) {
+        tracing::debug!("serving a session another instance opened");
+        share(state, &kept);
+    }
+    Some(kept)
+}
+
+/// A session's HTTP side: its event store, standalone stream and bounds, around the session `make` builds.
+fn new_http_session(
+    state: &Arc<HttpState>,
+    owner: Option<String>,
+    peer: Option<std::net::IpAddr>,
+    make: impl FnOnce(Sink) -> Arc<Session>,
+) -> Arc<HttpSession> {
+    let store = state.sessions.new_store();
+    let limits = state.server.inner.outbound;
+    let outbound = Arc::new(Backlog::new(limits));
+    let standalone = Route::new("standalone".into(), store.clone(), limits, Some(outbound.clone()));
+    let session = make(standalone.clone());
+    Arc::new(HttpSession {
+        session,
+        store,
+        standalone,
+        outbound,
+        refused: AtomicU64::new(0),
+        routes: Mutex::new(HashMap::new()),
+        next_stream: AtomicU64::new(1),
+        last_seen: Mutex::new(Instant::now()),
+        last_stored: Mutex::new(Instant::now()),
+        open_streams: AtomicU64::new(0),
+        owner,
+        peer,
+    })
+}
+
+/// With a session store: the session's record follows its changes (log level, subscriptions), and the session
+/// ends here when another instance ends it.
+fn share(state: &Arc<HttpState>, http_session: &Arc<HttpSession>) {
+    let Some(store) = state.server.inner.session_store.clone() else { return };
+    let idle = state.options.session_idle_timeout;
+    let owner = http_session.owner.clone();
+    http_session.session.on_changed(move |session| {
+        let (Some(key), Some(record)) = (session.connection().session_key(), session.record(owner.clone())) else {
+            return;
+        };
+        // The other instances' copies take the change at once; the store keeps it for copies made later.
+        let server = session.connection().server();
+        if server.inner.hub.is_some() {
+            let change =
+                crate::server::hub::Change::SessionChanged { session: key.clone(), record: Box::new(record.clone()) };
+            server.publish(change);
+        }
+        let store = store.clone();
+        tokio::spawn(async move {
+            if let Err(e) = store.save(&key, &record, idle).await {
+                tracing::warn!(error = %e, "a session's change could not be stored");
+            }
+        });
+    });
+    let standalone = Arc::downgrade(&http_session.standalone);
+    http_session.session.on_ended(move || {
+        if let Some(standalone) = standalone.upgrade() {
+            standalone.close();
+        }
+    });
 }

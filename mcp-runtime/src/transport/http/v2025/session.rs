@@ -26,6 +26,9 @@ pub(super) struct HttpSession {
     pub(super) routes: Mutex<HashMap<String, Weak<Route>>>,
     pub(super) next_stream: AtomicU64,
     pub(super) last_seen: Mutex<Instant>,
+    /// When the session store last heard the session was used (it is told at most every quarter of the idle
+    /// timeout, off the request's path).
+    pub(super) last_stored: Mutex<Instant>,
     /// Streams (request streams and the standalone one) a client is reading.
     pub(super) open_streams: AtomicU64,
     /// The principal that opened it, when requests are authenticated: only it may use the session.
@@ -45,6 +48,25 @@ pub(super) enum Holder<'a> {
 impl HttpSession {
     pub(super) fn touch(&self) {
         *self.last_seen.locked() = Instant::now();
+    }
+
+    /// Tells the session store the session was used, if it was not told lately.
+    pub(super) fn touch_stored(&self, state: &HttpState) {
+        let Some(store) = state.server.inner.session_store.clone() else { return };
+        let idle = state.options.session_idle_timeout;
+        {
+            let mut last = self.last_stored.locked();
+            if last.elapsed() < idle / 4 {
+                return;
+            }
+            *last = Instant::now();
+        }
+        let Some(key) = self.session.connection().session_key() else { return };
+        tokio::spawn(async move {
+            if let Err(e) = store.touch(&key, idle).await {
+                tracing::warn!(error = %e, "could not tell the session store a session was used");
+            }
+        });
     }
 
     pub(super) fn holder(&self) -> Holder<'_> {
@@ -119,6 +141,11 @@ impl Sessions {
 
     pub(super) fn insert(&self, id: String, session: Arc<HttpSession>) {
         self.live.locked().insert(id, session);
+    }
+
+    /// Inserts a session unless one of that id is there already; returns the one kept.
+    pub(super) fn insert_new(&self, id: &str, session: Arc<HttpSession>) -> Arc<HttpSession> {
+        self.live.locked().entry(id.to_owned()).or_insert(session).clone()
     }
 
     pub(super) fn remove(&self, id: &str) -> Option<Arc<HttpSession>> {
