@@ -392,3 +392,47 @@ async fn a_2025_session_is_served_by_every_instance() {
     })
     .await;
 }
+
+// ---- behind a balancer: the client's address ----
+
+/// A 2026 task call through "a balancer": the POST carries the client's address in `X-Forwarded-For`.
+async fn task_call_from(url: &str, forwarded_for: &str, id: i64) -> Value {
+    let body = common::v2026::request(
+        id,
+        "tools/call",
+        json!({"name": "long_task", "arguments": {}}),
+        json!({"extensions": {"io.modelcontextprotocol/tasks": {}}}),
+    );
+    let mut post = reqwest::Client::new()
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("x-forwarded-for", forwarded_for)
+        .body(body.to_string());
+    for (name, value) in common::http::v2026_headers(&body) {
+        post = post.header(name, value);
+    }
+    serde_json::from_str(&post.send().await.unwrap().text().await.unwrap()).unwrap()
+}
+
+/// Behind a balancer every client comes from the balancer's address: with `trust_forwarded` the per-client limits
+/// count the address the balancer names, and without it they count the balancer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn trust_forwarded_counts_each_client_behind_the_balancer_apart() {
+    for trusted in [true, false] {
+        let server = builder().max_running_tasks(1).build().unwrap();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+        tokio::spawn(server.serve_http_on(listener, mcp::HttpOptions::new().trust_forwarded(trusted)));
+        let first = task_call_from(&url, "203.0.113.1", 1).await;
+        assert_eq!(first["result"]["resultType"], "task", "{first}");
+        let other = task_call_from(&url, "203.0.113.2", 2).await;
+        let again = task_call_from(&url, "203.0.113.1", 3).await;
+        assert!(again.get("error").is_some(), "the same client's second task is over its limit: {again}");
+        if trusted {
+            assert_eq!(other["result"]["resultType"], "task", "another client has a limit of its own: {other}");
+        } else {
+            assert!(other.get("error").is_some(), "untrusted, every client is the balancer: {other}");
+        }
+    }
+}

@@ -18,6 +18,8 @@ OPTIONS:
                            Repeatable
     --json-response        With --http: answer each request with one JSON body instead of an SSE stream
     --stateless            With --http: no sessions; every POST stands alone
+    --trust-forwarded      With --http, behind a balancer that sets it: the client's address is the last one
+                           `Forwarded` (or `X-Forwarded-For`) names, for per-client limits and logs
     --auth-issuer URL      With --http and --auth-resource: require a bearer JWT access token from this OAuth issuer
                            (keys from its JWKS, found through its metadata) on every request
     --auth-resource URL    With --http and --auth-issuer: this server's resource identifier, which tokens must
@@ -51,6 +53,7 @@ const FRAMEWORK_OPTIONS: &[&str] = &[
     "--allow-origin",
     "--json-response",
     "--stateless",
+    "--trust-forwarded",
     "--auth-issuer",
     "--auth-resource",
     "--redis",
@@ -78,6 +81,9 @@ impl HttpOptions {
         self
     }
     fn stateless(self, _: bool) -> Self {
+        self
+    }
+    fn trust_forwarded(self, _: bool) -> Self {
         self
     }
     fn allow_host(self, _: String) -> Self {
@@ -238,6 +244,10 @@ fn parse_command(
             "--stateless" => {
                 options = options.stateless(true);
                 http_only = Some("--stateless");
+            }
+            "--trust-forwarded" => {
+                options = options.trust_forwarded(true);
+                http_only = Some("--trust-forwarded");
             }
             "--redis" if cfg!(not(feature = "redis")) => {
                 return Err(format!(

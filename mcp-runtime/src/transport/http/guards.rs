@@ -193,9 +193,68 @@ pub(super) fn accepts(headers: &HeaderMap, kinds: &[&str]) -> bool {
     false
 }
 
+/// The client's address as the balancer in front saw it (`HttpOptions::trust_forwarded`): the last `for=` of
+/// `Forwarded` (RFC 7239), else the last entry of `X-Forwarded-For`, the one the nearest proxy added. `None` when
+/// neither names an address (an obfuscated `for=_hidden`, `unknown`, garbage): the socket's peer stands.
+pub(super) fn forwarded_for(headers: &HeaderMap) -> Option<std::net::IpAddr> {
+    let last = |name: &str| -> Option<String> {
+        let values: Vec<&str> = headers.get_all(name).iter().filter_map(|v| v.to_str().ok()).collect();
+        values.last().map(|v| (*v).to_owned())
+    };
+    let node = match last("forwarded") {
+        Some(value) => {
+            let element = value.rsplit(',').next().unwrap_or_default();
+            element
+                .split(';')
+                .filter_map(|pair| pair.trim().split_once('='))
+                .find(|(key, _)| key.trim().eq_ignore_ascii_case("for"))
+                .map(|(_, v)| v.trim().trim_matches('"').to_owned())?
+        }
+        None => last("x-forwarded-for")?.rsplit(',').next().unwrap_or_default().trim().to_owned(),
+    };
+    parse_node(&node)
+}
+
+/// An address of `Forwarded`'s node syntax, or `X-Forwarded-For`'s: `1.2.3.4`, `1.2.3.4:80`, `[::1]`, `[::1]:80`,
+/// `::1`.
+fn parse_node(node: &str) -> Option<std::net::IpAddr> {
+    if let Ok(ip) = node.parse() {
+        return Some(ip);
+    }
+    if let Some(rest) = node.strip_prefix('[') {
+        return rest.split(']').next()?.parse().ok();
+    }
+    node.rsplit_once(':').and_then(|(host, _)| host.parse().ok())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_forwarded_client_is_the_last_one_the_nearest_proxy_named() {
+        let headers = |pairs: &[(&'static str, &'static str)]| {
+            let mut h = HeaderMap::new();
+            for (k, v) in pairs {
+                h.append(*k, v.parse().unwrap());
+            }
+            h
+        };
+        let ip = |s: &str| Some(s.parse::<std::net::IpAddr>().unwrap());
+        assert_eq!(forwarded_for(&headers(&[("x-forwarded-for", "203.0.113.7")])), ip("203.0.113.7"));
+        assert_eq!(forwarded_for(&headers(&[("x-forwarded-for", "10.0.0.1, 198.51.100.2")])), ip("198.51.100.2"));
+        assert_eq!(
+            forwarded_for(&headers(&[("forwarded", "for=192.0.2.60;proto=http, for=\"[2001:db8::17]:4711\"")])),
+            ip("2001:db8::17")
+        );
+        assert_eq!(forwarded_for(&headers(&[("forwarded", "for=192.0.2.43:8080")])), ip("192.0.2.43"));
+        // Forwarded wins over X-Forwarded-For; names that are no address leave the socket's peer.
+        let both = headers(&[("x-forwarded-for", "198.51.100.9"), ("forwarded", "for=192.0.2.1")]);
+        assert_eq!(forwarded_for(&both), ip("192.0.2.1"));
+        assert_eq!(forwarded_for(&headers(&[("forwarded", "for=_hidden")])), None);
+        assert_eq!(forwarded_for(&headers(&[("x-forwarded-for", "unknown")])), None);
+        assert_eq!(forwarded_for(&HeaderMap::new()), None);
+    }
 
     #[test]
     fn only_real_loopback_names_and_addresses_are_loopback() {

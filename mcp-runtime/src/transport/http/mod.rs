@@ -91,7 +91,9 @@ async fn endpoint(AxumState(state): AxumState<Arc<HttpState>>, request: axum::ex
     }
     match method {
         Method::POST => {
-            let peer = parts.extensions.get::<axum::extract::ConnectInfo<SocketAddr>>().map(|c| c.0.ip());
+            let socket = parts.extensions.get::<axum::extract::ConnectInfo<SocketAddr>>().map(|c| c.0.ip());
+            let forwarded = state.options.trust_forwarded.then(|| guards::forwarded_for(&headers)).flatten();
+            let peer = forwarded.or(socket);
             post(state, headers, (path, query), body, auth, peer).await
         }
         // GET and DELETE belong to the 2025 sessions: the 2026 era has neither.

@@ -42,6 +42,11 @@ pub struct HttpOptions {
     pub allowed_hosts: Vec<String>,
     /// Allow any `Origin` and `Host` (behind a proxy that checks them). Default false.
     pub allow_any_origin: bool,
+    /// Take the client's address from `Forwarded` (else `X-Forwarded-For`), the last address the nearest proxy
+    /// named, instead of the connection's peer, for what is counted or matched per client address (a stateless
+    /// request's cancel, a 2026 client's tasks, the session cap's holders) and for logs. Only behind a balancer
+    /// that sets the header: a client reaching the server directly could name any address. Default false.
+    pub trust_forwarded: bool,
     /// The largest request body, in bytes; larger ones get 413 (a client that sends one without waiting for
     /// `100 Continue` is read on, up to 64 MiB more, so that it reads the answer rather than a reset). Default 4 MiB.
     pub max_body_bytes: usize,
@@ -80,6 +85,7 @@ impl Default for HttpOptions {
             allowed_origins: Vec::new(),
             allowed_hosts: Vec::new(),
             allow_any_origin: false,
+            trust_forwarded: false,
             max_body_bytes: 4 << 20,
             session_idle_timeout: Duration::from_secs(30 * 60),
             retry: Duration::from_secs(1),
@@ -106,6 +112,12 @@ impl HttpOptions {
     /// Answers with JSON bodies instead of SSE streams.
     pub fn json_response(mut self, on: bool) -> Self {
         self.json_response = on;
+        self
+    }
+    /// Takes the client's address from `Forwarded` / `X-Forwarded-For` (see
+    /// [`trust_forwarded`](HttpOptions::trust_forwarded)): only behind a balancer that sets it.
+    pub fn trust_forwarded(mut self, on: bool) -> Self {
+        self.trust_forwarded = on;
         self
     }
     /// Serves without sessions.
