@@ -1,31 +1,38 @@
 #!/usr/bin/env bash
-# Side-by-side benchmark: our testbed against the peer servers in ../shared/bench (rmcp 3.11 `rmcp-peer`,
-# turbomcp 4 `turbomcp4-peer`), in one sitting, with the same load generator (`mcpload`); and, for resources/read
-# of 1 MiB of binary, against benches/peers/rmcp-blob (rmcp 3.11) with our own driver, benches/blob.rs.
+# Side-by-side benchmark: our testbed against the peer servers in benches/peers (rmcp 3.11 `rmcp-peer`, turbomcp 4
+# `turbomcp4-peer`, and the SDK-less `floor` as a reference), in one sitting, with the same load generator
+# (benches/mcpload); and, for resources/read of 1 MiB of binary, against benches/peers/rmcp-blob (rmcp 3.11) with
+# our own driver, benches/blob.rs. Everything it runs is built from this repository.
 #
 #   benches/compare.sh                                  # full run (3 rounds)
 #   CALLS=500 DURATION=1 ROUNDS=1 benches/compare.sh    # quick check, a couple of minutes
 #
 # What it does
-#   1. Prints the machine description, then builds mcpload and both peers into target/bench-tools
-#      (`--locked --release`) and our testbed (`cargo build --release --locked --bin testbed`); with blob-2025
+#   1. Prints the machine description, then builds benches/mcpload, benches/peers/rmcp, benches/peers/turbomcp4
+#      and benches/peers/floor into target/bench-tools (`--locked --release`, each its own lock) and our testbed (`cargo build --release --locked --bin testbed`); with blob-2025
 #      selected, also benches/peers/rmcp-blob into target/bench-tools and our blob driver
 #      (`cargo build --release --locked --bench blob`, its executable found from cargo's JSON messages).
 #   2. For each round, for each figure, runs ours, rmcp, turbomcp4 one after the other (so the servers alternate:
 #      ours, rmcp, turbo, ours, rmcp, turbo, ...). Figures:
 #        stdio 2025 / stdio 2026   phases seq,pipeline,cancel, pipeline depth K=$PIPELINE, cancellation probe with the
 #                                  SLEEP_DONE / SLEEP_ABORTED stderr markers;
-#        http 2025 / http 2026     -c 4 and -c 64, phases load,cancel, --server-pid for memory, the server's
-#                                  stderr in a log file that mcpload watches for the same markers;
+#        http 2025 / http 2026     -c 4 and -c 64, phases load,cancel, `mcpload http --raw` (one hand-written
+#                                  keep-alive HTTP/1.1 connection per session, so that the load generator's own
+#                                  cost per call stays below every server's; HTTP_CLIENT=reqwest for reqwest),
+#                                  --server-pid for CPU time and memory, the server's stderr in a log file that
+#                                  mcpload watches for the same markers;
 #        large 2025                1 MiB echo calls (text in and out), sequential and pipelined K=4;
 #        blob 2025                 sequential resources/read of test://blob/1mib (1 MiB of binary, base64 on the
 #                                  wire) by benches/blob.rs: MiB/s, p50/p99, the server's peak RSS and CPU time.
 #                                  Ours against rmcp-blob only: turbomcp has no such peer and shows n/a.
 #      Every HTTP run gets a fresh server on its own free port. A run that fails (e.g. a peer that does not serve
 #      2026-07-28: mcpload stops at server/discover) is recorded and shown as n/a; the script goes on.
-#   3. Also a "bare pipe (python)" reference on the stdio figures (seq and pipeline only): a ~20-line python
-#      process that answers every JSON-RPC request line with one canned result, i.e. the harness and pipe floor
-#      without any MCP server (a python one: json.loads per line, so it is not a hard upper bound).
+#   3. Also two references, not peers (no ratio "ours / best peer" counts them): the floor
+#      (benches/peers/floor: hyper 1 and a typed serde_json parse, fixed answers, no MCP SDK, no sleep tool, so
+#      phases seq,pipeline on stdio and load on HTTP) on the stdio and HTTP figures, and a "bare pipe (python)"
+#      on the stdio figures (seq and pipeline only): a ~20-line python process that answers every JSON-RPC
+#      request line with one canned result, i.e. the harness and pipe floor without any MCP server (a python
+#      one: json.loads per line, so it is not a hard upper bound).
 #   4. Prints Markdown tables (medians over rounds; ratios on calls/s) and writes them to
 #      target/bench-compare/table.md; every mcpload (or blob driver) JSON line goes to
 #      target/bench-compare/raw.jsonl (its `label` is "server|figure|round"); server logs go to
@@ -51,14 +58,14 @@
 #   BLOB_CALLS [50], BLOB_WARMUP [5]
 #                         blob-2025: measured and unmeasured resources/read calls of 1 MiB each
 #   BARE_PIPE [1]         0 to skip the bare pipe reference
+#   FLOOR [1]             0 to skip the floor reference
+#   HTTP_CLIENT [raw]     raw (mcpload http --raw) or reqwest, for the HTTP load phase
 #   RUN_TIMEOUT [300]     seconds before one mcpload run is killed (recorded as failed)
-#   BENCH_SRC [../shared/bench]  where mcpload and the peers' sources are
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-BENCH_SRC=${BENCH_SRC:-$(cd "$ROOT/../shared/bench" 2>/dev/null && pwd || echo "$ROOT/../shared/bench")}
-TOOLS=$ROOT/target/bench-tools
-TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
+# shellcheck source=benches/lib.sh
+source "$ROOT/benches/lib.sh"
 OUT=$ROOT/target/bench-compare
 LOGDIR=$OUT/logs
 RAW=$OUT/raw.jsonl
@@ -81,40 +88,12 @@ LARGE_CALLS=${LARGE_CALLS:-100}
 BLOB_CALLS=${BLOB_CALLS:-50}
 BLOB_WARMUP=${BLOB_WARMUP:-5}
 BARE_PIPE=${BARE_PIPE:-1}
+FLOOR=${FLOOR:-1}
+HTTP_CLIENT=${HTTP_CLIENT:-raw}
 RUN_TIMEOUT=${RUN_TIMEOUT:-300}
 
-MCPLOAD=$TOOLS/release/mcpload
-RMCP=$TOOLS/release/rmcp-peer
-TURBO=$TOOLS/release/turbomcp4-peer
 RMCP_BLOB=$TOOLS/release/rmcp-blob
-OURS=$TARGET_DIR/release/testbed
 BLOB_BENCH= # our blob driver, found after its build
-
-say() { printf '%s\n' "$*" >&2; }
-
-# ---- servers we started: killed on any exit ----
-SERVER_PIDS=()
-stop_pid() {
-    local pid=$1 i
-    if kill -0 "$pid" 2>/dev/null; then
-        kill -TERM "$pid" 2>/dev/null || true
-        for i in $(seq 1 40); do
-            kill -0 "$pid" 2>/dev/null || break
-            sleep 0.05
-        done
-        kill -KILL "$pid" 2>/dev/null || true
-    fi
-    wait "$pid" 2>/dev/null || true
-}
-cleanup() {
-    local pid
-    for pid in "${SERVER_PIDS[@]}"; do
-        stop_pid "$pid"
-    done
-    SERVER_PIDS=()
-}
-trap cleanup EXIT
-trap 'say "interrupted"; exit 130' INT TERM
 
 # ---- 1. machine, builds ----
 mkdir -p "$OUT" "$LOGDIR"
@@ -131,17 +110,12 @@ mkdir -p "$OUT" "$LOGDIR"
     echo "- settings: ROUNDS=$ROUNDS CALLS=$CALLS WARMUP=$WARMUP PIPELINE=$PIPELINE DURATION=${DURATION}s" \
         "HTTP_WARMUP=${HTTP_WARMUP}s CONCURRENCY=\"$CONCURRENCY\" cancel probe: sleep ${CANCEL_SLEEP_MS} ms," \
         "cancel after ${CANCEL_DELAY_MS} ms, grace ${CANCEL_GRACE_MS} ms" \
-        "BLOB_CALLS=$BLOB_CALLS BLOB_WARMUP=$BLOB_WARMUP"
+        "BLOB_CALLS=$BLOB_CALLS BLOB_WARMUP=$BLOB_WARMUP HTTP_CLIENT=$HTTP_CLIENT MCPLOAD_THREADS=$MCPLOAD_THREADS"
     echo
 } | tee "$OUT/machine.md"
 
-say "building mcpload, rmcp-peer, turbomcp4-peer into $TOOLS ..."
-cargo build --release --locked --manifest-path "$BENCH_SRC/mcpload/Cargo.toml" --target-dir "$TOOLS"
-cargo build --release --locked --manifest-path "$BENCH_SRC/peers/rmcp-peer/Cargo.toml" --target-dir "$TOOLS"
-cargo build --release --locked --manifest-path "$BENCH_SRC/peers/turbomcp4/Cargo.toml" --target-dir "$TOOLS"
-say "building testbed ..."
-(cd "$ROOT" && cargo build --release --locked --bin testbed)
-NEEDED=("$MCPLOAD" "$RMCP" "$TURBO" "$OURS")
+build_tools
+NEEDED=()
 if [[ " $FIGURES " == *" blob-"* ]]; then
     for fig in $FIGURES; do
         [[ $fig != blob-* || $fig == blob-2025 ]] || { say "unknown figure $fig (blob: 2025 only)"; exit 1; }
@@ -199,21 +173,12 @@ server_cmd() { # server mode [port] -> SERVER_CMD array
     turbomcp4/stdio) SERVER_CMD=("$TURBO" stdio) ;;
     turbomcp4/http) SERVER_CMD=("$TURBO" http "$port") ;;
     bare/stdio) SERVER_CMD=(python3 "$BARE") ;;
+    floor/stdio) SERVER_CMD=("$FLOOR_BIN" stdio) ;;
+    floor/http) SERVER_CMD=("$FLOOR_BIN" http "$port") ;;
     ours/blob) SERVER_CMD=("$OURS") ;;
     rmcp/blob) SERVER_CMD=("$RMCP_BLOB" stdio) ;;
     *) say "unknown server/mode $server/$mode"; exit 1 ;;
     esac
-}
-
-declare -A USED_PORTS=()
-free_port() {
-    local p
-    while :; do
-        p=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-        [[ -z ${USED_PORTS[$p]:-} ]] && break
-    done
-    USED_PORTS[$p]=1
-    echo "$p"
 }
 
 # Record one JSON line (mcpload's or the blob driver's, or a synthetic error line) in raw.jsonl and print a
@@ -251,7 +216,7 @@ run_stdio() { # server era round
     log=$LOGDIR/$server-stdio-$era-r$round.log
     server_cmd "$server" stdio
     local args=(stdio --label "$label" --era "$era" --calls "$CALLS" --warmup "$WARMUP" --pipeline "$PIPELINE")
-    if [[ $server == bare ]]; then
+    if [[ $server == bare || $server == floor ]]; then # references without a sleep tool
         args+=(--phases seq,pipeline)
     else
         args+=(--phases seq,pipeline,cancel --cancel-sleep-ms "$CANCEL_SLEEP_MS" --cancel-delay-ms "$CANCEL_DELAY_MS"
@@ -289,39 +254,30 @@ run_blob() { # server era round: sequential resources/read of 1 MiB of binary, b
 }
 
 run_http() { # server era concurrency round
-    local server=$1 era=$2 conc=$3 round=$4 label line rc=0 log port pid i up=0
+    local server=$1 era=$2 conc=$3 round=$4 label line rc=0 log port pid
     label="$server|http-$era-c$conc|$round"
     log=$LOGDIR/$server-http-$era-c$conc-r$round.log
     port=$(free_port)
     server_cmd "$server" http "$port"
-    "${SERVER_CMD[@]}" >"$log" 2>&1 &
-    pid=$!
-    SERVER_PIDS+=("$pid")
-    for i in $(seq 1 200); do
-        kill -0 "$pid" 2>/dev/null || break
-        if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
-            up=1
-            break
+    if start_http_server "$port" "$log" "${SERVER_CMD[@]}"; then
+        pid=$SERVER_PID
+        local args=(http --label "$label" --era "$era" --url "http://127.0.0.1:$port/mcp" -c "$conc" -d "$DURATION"
+            --warmup-secs "$HTTP_WARMUP" --threads "$MCPLOAD_THREADS" --server-pid "$pid")
+        [[ $HTTP_CLIENT == raw ]] && args+=(--raw)
+        if [[ $server == floor ]]; then # no sleep tool
+            args+=(--phases load)
+        else
+            args+=(--phases load,cancel --cancel-sleep-ms "$CANCEL_SLEEP_MS" --cancel-delay-ms "$CANCEL_DELAY_MS"
+                --cancel-grace-ms "$CANCEL_GRACE_MS" --server-log "$log"
+                --stderr-marker SLEEP_DONE --abort-marker SLEEP_ABORTED)
         fi
-        sleep 0.05
-    done
-    if [[ $up == 1 ]]; then
-        line=$(timeout --kill-after=5 "$RUN_TIMEOUT" "$MCPLOAD" http --label "$label" --era "$era" \
-            --url "http://127.0.0.1:$port/mcp" -c "$conc" -d "$DURATION" --warmup-secs "$HTTP_WARMUP" \
-            --threads "$MCPLOAD_THREADS" --phases load,cancel --server-pid "$pid" \
-            --cancel-sleep-ms "$CANCEL_SLEEP_MS" --cancel-delay-ms "$CANCEL_DELAY_MS" \
-            --cancel-grace-ms "$CANCEL_GRACE_MS" --server-log "$log" \
-            --stderr-marker SLEEP_DONE --abort-marker SLEEP_ABORTED 2>>"$LOGDIR/mcpload.stderr" | tail -n 1) || rc=$?
+        line=$(timeout --kill-after=5 "$RUN_TIMEOUT" "$MCPLOAD" "${args[@]}" 2>>"$LOGDIR/mcpload.stderr" | tail -n 1) || rc=$?
     else
+        pid=$SERVER_PID
         line=$(python3 -c 'import json,sys; print(json.dumps({"label": sys.argv[1], "error": sys.argv[2]}))' \
             "$label" "server did not listen on port $port (see $log)")
     fi
-    stop_pid "$pid"
-    local keep=() q
-    for q in "${SERVER_PIDS[@]}"; do
-        [[ $q == "$pid" ]] || keep+=("$q")
-    done
-    SERVER_PIDS=("${keep[@]}")
+    stop_http_server "$pid"
     record "$label" "$line" "$rc"
 }
 
@@ -339,10 +295,12 @@ for round in $(seq 1 "$ROUNDS"); do
             for server in $SERVERS; do run_blob "$server" "$era" "$round"; done
         elif [[ $transport == stdio ]]; then
             for server in $SERVERS; do run_stdio "$server" "$era" "$round"; done
+            if [[ $FLOOR == 1 ]]; then run_stdio floor "$era" "$round"; fi
             if [[ $BARE_PIPE == 1 ]]; then run_stdio bare "$era" "$round"; fi
         else
             for conc in $CONCURRENCY; do
                 for server in $SERVERS; do run_http "$server" "$era" "$conc" "$round"; done
+                if [[ $FLOOR == 1 ]]; then run_http floor "$era" "$conc" "$round"; fi
             done
         fi
     done
@@ -357,7 +315,8 @@ from collections import defaultdict
 raw, rounds, k, figures, concs, servers = sys.argv[1:7]
 servers = servers.split()
 peers = [s for s in servers if s != "ours"]
-names = {"ours": "ours", "rmcp": "rmcp 3.11", "turbomcp4": "turbomcp 4", "bare": "bare pipe (python)"}
+names = {"ours": "ours", "rmcp": "rmcp 3.11", "turbomcp4": "turbomcp 4", "floor": "floor (no SDK)",
+         "bare": "bare pipe (python)"}
 blob_servers = {"ours", "rmcp"}  # the servers with a blob-2025 peer; the others are n/a there
 
 def from_blob(v):
@@ -474,13 +433,15 @@ for (server, runfig), vs in sorted(runs.items()):
 def ratio(a, b):
     return f"{a / b:.2f}×" if a is not None and b else "n/a"
 
-has_bare = any(s == "bare" for s, _ in runs)
+# The references, not peers: shown beside the peers, never in "ours / best peer".
+refs = [r for r in ("floor", "bare") if any(s == r for s, _ in runs)]
 out = []
 out.append(f"## Side by side (median of {rounds} round(s); calls/s higher is better)")
 out.append("")
 hdr = ["Figure"] + [f"{names[s]} calls/s" for s in servers] + ["ours / best peer", "ours / rmcp"]
-if has_bare:
-    hdr.append("bare pipe (python) calls/s")
+hdr += [f"{names[r]} calls/s" for r in refs]
+if "floor" in refs:
+    hdr.append("ours / floor")
 out.append("| " + " | ".join(hdr) + " |")
 out.append("|" + "|".join(["---"] + ["---:"] * (len(hdr) - 1)) + "|")
 for title, runfig, phase in rows:
@@ -490,9 +451,13 @@ for title, runfig, phase in rows:
     best = max(peer_vals) if peer_vals else None
     r = [title] + [fmt(cps[s]) for s in servers]
     r += [ratio(cps.get("ours"), best), ratio(cps.get("ours"), cps.get("rmcp"))]
-    if has_bare:
-        b = cell("bare", runfig, phase) if runfig.startswith("stdio") else None
-        r.append(fmt(b["cps"]) if b else "—")
+    ref_cps = {}
+    for ref in refs:
+        c = cell(ref, runfig, phase) if (ref, runfig) in runs else None
+        ref_cps[ref] = c["cps"] if c else None
+        r.append(fmt(c["cps"]) if c else "—")
+    if "floor" in refs:
+        r.append(ratio(cps.get("ours"), ref_cps["floor"]) if ref_cps["floor"] else "—")
     out.append("| " + " | ".join(r) + " |")
 out.append("")
 out.append("## Details (medians; peak RSS = server VmHWM at the end of the run; cancellation: sleep "
@@ -502,7 +467,7 @@ out.append("| Figure | Server | calls/s | p50 µs | p99 µs | server CPU µs/cal
            "| errors | cancellation |")
 out.append("|---|---|---:|---:|---:|---:|---:|---:|---:|---|")
 for title, runfig, phase in rows:
-    for s in servers + (["bare"] if has_bare and runfig.startswith("stdio") else []):
+    for s in servers + [r for r in refs if (r, runfig) in runs]:
         c = cell(s, runfig, phase)
         if c is None:
             why = "no such peer" if runfig.startswith("blob-") and s not in blob_servers else "failed, see below"
