@@ -1,6 +1,7 @@
 //! The runtime's layers import one way. This reads the `crate::` paths of `mcp-runtime/src` (a name the crate root
 //! re-exports, `crate::Server`, counts as the module it comes from) and checks the import graph of its top-level
 //! modules:
+//! - every module sits in one of [`LAYERS`] and imports only modules of the layers below its own;
 //! - the floor (`base`, `wire`, `otel`) imports nothing above it: `base` nothing at all, `wire` (the protocol's
 //!   types and its frames' encoders) only `base` (the frame itself);
 //! - no import closes a cycle that is not already recorded below as debt: a new one fails, naming its file and line;
@@ -9,6 +10,24 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
+
+/// The layers, top to bottom: a module may import only modules of the layers below its own. A new top-level module
+/// must be placed here.
+const LAYERS: &[&[&str]] = &[
+    &["entry"],
+    &["transport", "builder"],
+    &["client_requests", "redis", "client"],
+    &["era"],
+    &["dispatch"],
+    &["task"],
+    &["server"],
+    &["hook"],
+    &["store", "middleware", "handler"],
+    &["context"],
+    &["auth"],
+    &["wire", "otel"],
+    &["base"],
+];
 
 /// The floor: modules that import no other top-level module of the crate but the ones named beside them.
 const FLOOR: &[(&str, &[&str])] = &[("base", &[]), ("wire", &["base"]), ("otel", &[])];
@@ -208,6 +227,21 @@ fn the_runtime_layers_import_one_way() {
         for (to, place) in edges.get(*floor).into_iter().flatten().filter(|(to, _)| !below.contains(&to.as_str())) {
             problems
                 .push(format!("the floor module `{floor}` imports `{to}` ({place}): it may import nothing above it"));
+        }
+    }
+    let layer = |module: &str| LAYERS.iter().position(|l| l.contains(&module));
+    for (from, imported) in &edges {
+        let Some(at) = layer(from) else {
+            problems.push(format!("the module `{from}` is in no layer: place it in LAYERS in tests/module_graph.rs"));
+            continue;
+        };
+        for (to, place) in imported {
+            if layer(to).is_some_and(|below| below <= at) {
+                problems.push(format!(
+                    "`{from}` imports `{to}` ({place}), which is not below it in LAYERS: move what it needs down, or \
+                     reverse the dependency"
+                ));
+            }
         }
     }
     let debt: BTreeSet<(String, String)> = CYCLE_DEBT.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect();
