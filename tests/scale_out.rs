@@ -436,3 +436,42 @@ async fn trust_forwarded_counts_each_client_behind_the_balancer_apart() {
         }
     }
 }
+
+/// Asks for a name as a task (its questions are the task's).
+#[mcp::tool(task = "required", task_poll_ms = 50)]
+async fn ask_as_task(ctx: &Context) -> String {
+    #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+    struct Name {
+        name: String,
+    }
+    match ctx.elicit::<Name>("Your name?").await {
+        Ok(mcp::Elicitation::Accept(n)) => format!("hello {}", n.name),
+        other => format!("no name: {other:?}"),
+    }
+}
+
+/// A 2026 task's question, asked by its handler on one instance, is answered with `tasks/update` through another.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_question_is_answered_through_another_instance() {
+    let server = RedisServer::start();
+    let redis = mcp::redis::Redis::connect(&server.url()).await.unwrap();
+    let (one, two) = (
+        builder().tool::<ask_as_task>().shared(&redis).build().unwrap(),
+        builder().tool::<ask_as_task>().shared(&redis).build().unwrap(),
+    );
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Both declare elicitation (the task's creating request must, for its handler to ask).
+    let answering = |server: &Server| {
+        Client::builder()
+            .era(EraChoice::V2026)
+            .on_elicitation(|_| async { Ok(json!({"action": "accept", "content": {"name": "Ada"}})) })
+            .in_process(server.clone())
+    };
+    let (a, b) = (answering(&one).await.unwrap(), answering(&two).await.unwrap());
+    let Started::Task(task) = a.call_tool_as_task("ask_as_task", json!({}), None).await.unwrap() else {
+        panic!("ask_as_task answers with a task")
+    };
+    // Followed, and answered, on two: the handler waits on one.
+    let result = tokio::time::timeout(WAIT, b.task(task.id()).wait()).await.expect("in time").unwrap();
+    assert_eq!(result.text(), Some("hello Ada"));
+}

@@ -102,6 +102,14 @@ pub enum Change {
         /// The record as it is now.
         record: Box<TaskRecord>,
     },
+    /// 2026 answers (`tasks/update`) to the questions of a task that reached an instance that does not run it: the
+    /// one that runs it hands them to the handler.
+    TaskInput {
+        /// The task's id.
+        task: String,
+        /// The answers, by the key of the question each answers.
+        responses: serde_json::Map<String, Value>,
+    },
     /// A 2025 session's record changed on one instance (its log level, its subscriptions): every instance's copy
     /// takes it.
     SessionChanged {

@@ -428,6 +428,12 @@ impl Server {
                 });
             }
             hub::Change::Task { record } => self.tasks().heard(record),
+            hub::Change::TaskInput { task, responses } => {
+                if let Some(run) = self.tasks().running(task) {
+                    let responses = responses.clone();
+                    tokio::spawn(async move { run.answer(responses).await });
+                }
+            }
             _ => {}
         }
         self.inner.subscribers.hear(&change);

@@ -223,8 +223,13 @@ async fn update(ctx: &Context, mut args: Arguments) -> Result<Value, Error> {
     // A finished task has no outstanding question: its answers are ignored and acknowledged, as the extension
     // says of any answer to a key that is not outstanding (tasks.md, "Response" of tasks/update).
     engine.find(&id, &owner, front).await?;
-    if let Some(run) = engine.running(&id) {
-        run.answer(responses).await;
+    match engine.running(&id) {
+        Some(run) => run.answer(responses).await,
+        // Run by another instance: the answers go there.
+        None if ctx.server().inner.hub.is_some() => {
+            ctx.server().publish(crate::server::hub::Change::TaskInput { task: id, responses });
+        }
+        None => {}
     }
     Ok(json!({}))
 }

@@ -173,7 +173,8 @@ impl Subscriber for Listener {
             Change::ResourceUpdated { uri } => self.resource_updated(uri),
             Change::Task { record } => self.task_changed(record),
             // A 2025 session's own.
-            Change::SessionChanged { .. }
+            Change::TaskInput { .. }
+            | Change::SessionChanged { .. }
             | Change::SessionEnded { .. }
             | Change::Cancelled { .. }
             | Change::Answered { .. } => {}

@@ -1,0 +1,92 @@
+//! How long a change takes to cross instances through Redis: two servers sharing a `redis-server` (the one on `PATH`,
+//! started on a free loopback port with persistence off), a 2026 `subscriptions/listen` on the second, and N calls
+//! on the first of a tool that announces a resource update. Prints p50/p99/max of the time from the call (in
+//! process, on the first instance) to the notification on the second's listener, as one JSON line.
+//!
+//! Run with `cargo bench --bench hub_latency` (optionally `-- --samples N`). A benchmark, not a test.
+
+use std::net::TcpListener;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use mcp::client::{Client, EraChoice, ListenFilter};
+use mcp::{Context, Server};
+use serde_json::json;
+
+/// Announces that a note changed.
+#[mcp::tool]
+fn touch(ctx: &Context) -> String {
+    ctx.server().notify_resource_updated("note://one");
+    "touched".into()
+}
+
+/// A note.
+#[mcp::resource(uri = "note://one")]
+fn note() -> String {
+    "one".into()
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> f64 {
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i].as_secs_f64() * 1e6
+}
+
+#[tokio::main]
+async fn main() {
+    let mut samples = 1000usize;
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        if a == "--samples" {
+            samples = args.next().and_then(|v| v.parse().ok()).expect("a number after --samples");
+        }
+    }
+    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let dir = std::env::temp_dir().join(format!("hub-latency-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut redis_server = Command::new("redis-server")
+        .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+        .arg("--dir")
+        .arg(&dir)
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("redis-server on PATH (apt-get install redis-server)");
+    let url = format!("redis://127.0.0.1:{port}");
+    let redis = loop {
+        match mcp::redis::Redis::connect(&url).await {
+            Ok(redis) => break redis,
+            Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+        }
+    };
+    let build = || {
+        Server::builder().tool::<touch>().resource::<note>().request_state_key([9; 32]).shared(&redis).build().unwrap()
+    };
+    let (one, two) = (build(), build());
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let caller = Client::builder().era(EraChoice::V2026).in_process(one).await.unwrap();
+    let listener = Client::builder().era(EraChoice::V2026).in_process(two).await.unwrap();
+    let mut listen = listener.listen(ListenFilter::new().resource("note://one")).await.unwrap();
+
+    let mut latencies = Vec::with_capacity(samples);
+    let mut lost = 0usize;
+    for _ in 0..samples {
+        let sent = Instant::now();
+        caller.call_tool("touch", json!({})).await.unwrap();
+        match tokio::time::timeout(Duration::from_secs(2), listen.next()).await {
+            Ok(Some(_)) => latencies.push(sent.elapsed()),
+            _ => lost += 1,
+        }
+    }
+    latencies.sort();
+    let line = json!({
+        "figure": "notification latency across two instances (Redis pub/sub, loopback)",
+        "samples": latencies.len(),
+        "lost": lost,
+        "p50_us": percentile(&latencies, 0.5),
+        "p99_us": percentile(&latencies, 0.99),
+        "max_us": latencies.last().map(|d| d.as_secs_f64() * 1e6),
+    });
+    println!("{line}");
+    let _ = redis_server.kill();
+    let _ = redis_server.wait();
+    let _ = std::fs::remove_dir_all(&dir);
+}
