@@ -475,3 +475,34 @@ async fn a_task_question_is_answered_through_another_instance() {
     let result = tokio::time::timeout(WAIT, b.task(task.id()).wait()).await.expect("in time").unwrap();
     assert_eq!(result.text(), Some("hello Ada"));
 }
+
+/// The session cap counts the sessions of every instance: with one open (and busy) on each of two instances and a
+/// cap of two, a third `initialize` is refused, on either.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_session_cap_counts_every_instance() {
+    use common::http::{Body, Client as Raw};
+    let redis_server = RedisServer::start();
+    let redis = mcp::redis::Redis::connect(&redis_server.url()).await.unwrap();
+    let mut urls = Vec::new();
+    for _ in 0..2 {
+        let server = builder().shared(&redis).build().unwrap();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        urls.push(format!("http://{}/mcp", listener.local_addr().unwrap()));
+        tokio::spawn(server.serve_http_on(listener, mcp::HttpOptions::new().max_sessions(2)));
+    }
+    let mut streams = Vec::new();
+    for url in &urls {
+        let mut session = Raw { http: reqwest::Client::new(), url: url.clone(), session: None };
+        session.initialize(json!({})).await;
+        // An open stream keeps the session busy: it cannot be reclaimed to make room.
+        streams.push(Body::of(session.get(None).await).await);
+    }
+    let third = Raw { http: reqwest::Client::new(), url: urls[0].clone(), session: None };
+    let init = common::http::request(
+        0,
+        "initialize",
+        json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "third", "version": "0"}}),
+    );
+    let refused = third.send(&init).await;
+    assert_eq!(refused.status(), 503, "the cap is over both instances");
+}

@@ -56,6 +56,8 @@ pub trait SessionStore: Send + Sync + 'static {
     fn touch<'a>(&'a self, key: &'a str, idle: Duration) -> BoxFuture<'a, Result<(), StoreError>>;
     /// The session ended (DELETE): forgotten everywhere.
     fn remove<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<(), StoreError>>;
+    /// How many sessions are live over all instances, for the session cap (`HttpOptions::max_sessions`).
+    fn count(&self) -> BoxFuture<'_, Result<usize, StoreError>>;
 }
 
 /// A [`SessionStore`] in this process, for servers of one process that share sessions (tests, in-process
@@ -108,5 +110,11 @@ impl SessionStore for MemorySessionStore {
     fn remove<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
         self.sessions.locked().remove(key);
         Box::pin(std::future::ready(Ok(())))
+    }
+
+    fn count(&self) -> BoxFuture<'_, Result<usize, StoreError>> {
+        let now = Instant::now();
+        let live = self.sessions.locked().values().filter(|(_, until)| *until > now).count();
+        Box::pin(std::future::ready(Ok(live)))
     }
 }

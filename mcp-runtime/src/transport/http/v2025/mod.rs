@@ -47,7 +47,12 @@ pub(super) async fn post(state: &Arc<HttpState>, message: Incoming, http: Arc<Ht
     }
 
     let (http_session, created) = if is_initialize && headers.get(&SESSION_NAME).is_none() {
-        let count = state.sessions.count();
+        // Over every instance when they share a session store (this instance's own count if it cannot be read).
+        let local = state.sessions.count();
+        let count = match &state.server.inner.session_store {
+            Some(store) => store.count().await.unwrap_or(local),
+            None => local,
+        };
         // At the cap, the session idle longest makes room; only when none is idle is the initialize refused.
         if count >= state.options.max_sessions && !state.reclaim_idle_session() {
             let mut response = error_response(

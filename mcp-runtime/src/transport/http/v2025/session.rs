@@ -229,6 +229,16 @@ impl HttpState {
                     "ending the session idle longest to make room for a new one"
                 );
                 s.end("the session was ended to make room for a new one (the server has its most sessions)");
+                // Ended everywhere, so that the count over every instance goes down.
+                if let Some(key) = s.session.connection().session_key() {
+                    if let Some(store) = self.server.inner.session_store.clone() {
+                        let server = self.server.clone();
+                        tokio::spawn(async move {
+                            let _ = store.remove(&key).await;
+                            server.publish(crate::server::hub::Change::SessionEnded { session: key });
+                        });
+                    }
+                }
                 true
             }
             None => false,
