@@ -14,6 +14,7 @@
 //! call, `tasks/get`), changes are not carried to other instances, and nothing panics.
 //!
 //! ```no_run
+//! # #[allow(dead_code)]
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 //! let redis = mcp::redis::Redis::connect("redis://127.0.0.1:6379").await?;
 //! let server = mcp::Server::builder().registered().shared(&redis).build()?;
