@@ -415,13 +415,21 @@ async fn read_response(
     let status = response.status();
     let content_type =
         response.headers().get("content-type").and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned();
-    if status == reqwest::StatusCode::ACCEPTED {
-        return Ok(());
-    }
     let answered = |inner: &Weak<Inner>| match (id, inner.upgrade()) {
         (Some(id), Some(inner)) => !inner.pending.locked().contains_key(id),
         _ => true,
     };
+    if status == reqwest::StatusCode::ACCEPTED {
+        // Right for a notification or an answer; for a request still waiting, the server ended it without an
+        // answer (it cancelled it, stopping): the call fails rather than wait for ever.
+        if !answered(inner) {
+            return Err(Error::Transport(TransportError::new(
+                TransportErrorKind::Io,
+                "the server ended the request without answering it (HTTP 202, no body): it may be stopping",
+            )));
+        }
+        return Ok(());
+    }
 
     if content_type.starts_with("application/json") {
         let bytes = read_body(response, http.frame_limit).await?;
