@@ -132,7 +132,8 @@ async fn while_holding<T>(shops: &Shops, client: &Client, title: &str, body: imp
         ended = order => panic!("order_book({title}) ended while held: {ended:?}\n{}", shops.stderr()),
         out = async {
             let on = sent_to(shops, from).await;
-            eventually(&format!("{title} is on hold"), shops, async || holds(client).await.contains(&title.to_owned())).await;
+            let held = format!("{title} is on hold");
+            eventually(&held, shops, async || holds(client).await.contains(&title.to_owned())).await;
             (on, body.await)
         } => out,
     }
@@ -163,12 +164,12 @@ async fn our_client_sees_one_bookshop_through_a_round_robin_balancer() {
     let rebuild = client
         .call_tool("rebuild_index", json!({"titles": ["Dune", "Emma", "Middlemarch"]}))
         .on_progress(move |p| seen.lock().unwrap().push(p.progress));
-    let (rebuilt, online_at_first_progress) = tokio::join!(rebuild, async {
+    let (rebuilt, online_at_first_progress) = tokio::join!(tokio::time::timeout(WAIT, rebuild), async {
         eventually("a first progress notification", &shops, async || !progress.lock().unwrap().is_empty()).await;
         shops.printed("search back online")
     });
     assert_eq!(online_at_first_progress, online_before, "progress was held back until the rebuild ended");
-    assert_eq!(rebuilt.unwrap().text(), Some("Indexed 3 books."));
+    assert_eq!(rebuilt.expect("the rebuild ended").unwrap().text(), Some("Indexed 3 books."));
     eventually("every progress notification", &shops, async || progress.lock().unwrap().len() == 4).await;
     assert_eq!(*progress.lock().unwrap(), [0.0, 1.0, 2.0, 3.0]);
 
