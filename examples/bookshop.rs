@@ -8,7 +8,10 @@
 //!   on every exit: cancel the call and `list_holds()` is empty again a moment later.
 //! - `rebuild_index(titles)` is a plain `fn`: it takes search offline, indexes one book a second, reports progress,
 //!   stops between books when cancelled, and puts search back online on every exit.
-//! - The holds and the search status live in server state (`&State<Shop>`), not in globals.
+//! - The holds and the search status live in server state (`&State<Shop>`), not in globals. Started with
+//!   `--redis URL` (every instance with the same `MCP_REQUEST_STATE_KEY`), the holds live in that Redis instead, in
+//!   a set every instance of the shop shares, and a hold's changes reach the subscribers of every instance; search
+//!   status stays each instance's own.
 //! - `cancel_hold(title)` asks the customer to confirm (elicitation) before it releases a hold: a request to the
 //!   client in the 2025 era, an `input_required` result in the 2026 era; the same code serves both.
 //! - Resources: `bookshop://holds` (JSON, announced to subscribers whenever it changes) and the template
@@ -23,6 +26,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use mcp::redis::driver::AsyncCommands;
 use mcp::{Context, PromptMessage, State};
 
 /// The books on the shelves.
@@ -31,26 +35,93 @@ const TITLES: [&str; 4] = ["Dune", "Emma", "Middlemarch", "Moby-Dick"];
 /// The holds resource; subscribers hear when it changes.
 const HOLDS_URI: &str = "bookshop://holds";
 
-/// The shop's shared state. Cloning it clones the handles, so a cleanup task can own one.
+/// The shop's shared state.
 #[derive(Clone, Default)]
 struct Shop {
-    /// The titles on hold.
+    /// The titles on hold, when no Redis keeps them.
     holds: Arc<Mutex<BTreeSet<String>>>,
     /// Whether search is online; `rebuild_index` takes it offline while it runs.
     search_online: Arc<AtomicBool>,
 }
 
 impl Shop {
-    fn holds(&self) -> std::sync::MutexGuard<'_, BTreeSet<String>> {
-        self.holds.lock().unwrap_or_else(|e| e.into_inner())
+    /// Where the holds are: in the Redis the server shares with its other instances (`--redis`), else here.
+    fn holds(&self, ctx: &Context) -> HoldStore {
+        match ctx.state::<mcp::redis::Redis>() {
+            Some(redis) => HoldStore::Redis {
+                connection: redis.connection(),
+                key: format!("{}:bookshop:holds", redis.key_prefix()),
+            },
+            None => HoldStore::Memory(self.holds.clone()),
+        }
+    }
+}
+
+/// The titles on hold: a set in this process, or a Redis set. Cloning it clones the handles, so a cleanup task can
+/// own one.
+#[derive(Clone)]
+enum HoldStore {
+    Memory(Arc<Mutex<BTreeSet<String>>>),
+    Redis { connection: mcp::redis::driver::aio::ConnectionManager, key: String },
+}
+
+/// Why the holds could not be read or changed (Redis did not answer).
+type HoldError = String;
+
+fn redis_error(e: mcp::redis::driver::RedisError) -> HoldError {
+    format!("the holds are out of reach: {e}")
+}
+
+impl HoldStore {
+    fn memory(set: &Mutex<BTreeSet<String>>) -> std::sync::MutexGuard<'_, BTreeSet<String>> {
+        set.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    async fn insert(&self, title: &str) -> Result<(), HoldError> {
+        match self {
+            HoldStore::Memory(set) => {
+                HoldStore::memory(set).insert(title.to_owned());
+                Ok(())
+            }
+            HoldStore::Redis { connection, key } => {
+                connection.clone().sadd::<_, _, ()>(key, title).await.map_err(redis_error)
+            }
+        }
+    }
+
+    /// Whether the title was on hold.
+    async fn remove(&self, title: &str) -> Result<bool, HoldError> {
+        match self {
+            HoldStore::Memory(set) => Ok(HoldStore::memory(set).remove(title)),
+            HoldStore::Redis { connection, key } => {
+                let removed: u64 = connection.clone().srem(key, title).await.map_err(redis_error)?;
+                Ok(removed > 0)
+            }
+        }
+    }
+
+    /// The titles on hold, in order.
+    async fn list(&self) -> Result<Vec<String>, HoldError> {
+        match self {
+            HoldStore::Memory(set) => Ok(HoldStore::memory(set).iter().cloned().collect()),
+            HoldStore::Redis { connection, key } => {
+                let mut titles: Vec<String> = connection.clone().smembers(key).await.map_err(redis_error)?;
+                titles.sort();
+                Ok(titles)
+            }
+        }
     }
 
     /// Releasing a hold is a round trip to the warehouse: it must `.await`.
-    async fn release_hold(self, title: String, server: mcp::Server) {
+    async fn release(self, title: String, server: mcp::Server) {
         tokio::time::sleep(Duration::from_millis(100)).await;
-        self.holds().remove(&title);
-        server.notify_resource_updated(HOLDS_URI);
-        eprintln!("released hold on {title:?}");
+        match self.remove(&title).await {
+            Ok(_) => {
+                server.notify_resource_updated(HOLDS_URI);
+                eprintln!("released hold on {title:?}");
+            }
+            Err(e) => eprintln!("could not release the hold on {title:?}: {e}"),
+        }
     }
 }
 
@@ -61,15 +132,15 @@ async fn order_book(
     title: String,
     shop: &State<Shop>,
     ctx: &Context,
-) -> String {
-    shop.holds().insert(title.clone());
+) -> Result<String, HoldError> {
+    let holds = shop.holds(ctx);
+    holds.insert(&title).await?;
     ctx.notify_resource_updated(HOLDS_URI);
     // Runs on every exit (return, error, panic or cancellation), shielded from the cancel, bounded to 5 s.
-    let release = Shop::clone(shop).release_hold(title.clone(), ctx.server().clone());
-    let _release = mcp::defer(Duration::from_secs(5), release);
+    let _release = mcp::defer(Duration::from_secs(5), holds.release(title.clone(), ctx.server().clone()));
     ctx.info(format!("holding {title:?} until payment arrives"));
     tokio::time::sleep(Duration::from_secs(30)).await; // waiting for payment
-    format!("Ordered {title:?}.")
+    Ok(format!("Ordered {title:?}."))
 }
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]
@@ -88,11 +159,11 @@ async fn cancel_hold(
     title: String,
     shop: &State<Shop>,
     ctx: &Context,
-) -> String {
+) -> Result<String, HoldError> {
     let question = format!("Release the hold on {title:?}?");
-    match ctx.ask("confirm").elicit::<Confirm>(&question).await {
+    Ok(match ctx.ask("confirm").elicit::<Confirm>(&question).await {
         Ok(mcp::Elicitation::Accept(Confirm { confirm: true })) => {
-            let released = shop.holds().remove(&title);
+            let released = shop.holds(ctx).remove(&title).await?;
             if released {
                 ctx.notify_resource_updated(HOLDS_URI);
                 format!("Released the hold on {title:?}.")
@@ -102,7 +173,7 @@ async fn cancel_hold(
         }
         Ok(_) => format!("Kept the hold on {title:?}."),
         Err(e) => format!("Kept the hold on {title:?}: {e}."),
-    }
+    })
 }
 
 /// Puts search back online when dropped: on return, on `?`, on panic.
@@ -151,8 +222,8 @@ struct Holds {
 
 /// List the titles on hold.
 #[mcp::tool(read_only)]
-fn list_holds(shop: &State<Shop>) -> mcp::Json<Holds> {
-    mcp::Json(Holds { holds: shop.holds().iter().cloned().collect() })
+async fn list_holds(shop: &State<Shop>, ctx: &Context) -> Result<mcp::Json<Holds>, HoldError> {
+    Ok(mcp::Json(Holds { holds: shop.holds(ctx).list().await? }))
 }
 
 /// Say whether search is online or offline (offline while the index is rebuilt).
@@ -167,8 +238,8 @@ fn search_status(shop: &State<Shop>) -> &'static str {
 
 /// The titles on hold, as JSON.
 #[mcp::resource(uri = "bookshop://holds", mime_type = "application/json")]
-fn holds_resource(shop: &State<Shop>) -> String {
-    serde_json::json!({ "holds": shop.holds().iter().collect::<Vec<_>>() }).to_string()
+async fn holds_resource(shop: &State<Shop>, ctx: &Context) -> Result<String, HoldError> {
+    Ok(serde_json::json!({ "holds": shop.holds(ctx).list().await? }).to_string())
 }
 
 /// One page of a book.

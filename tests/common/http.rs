@@ -28,6 +28,11 @@ impl HttpServer {
         HttpServer::spawn(binary, flags, &[])
     }
 
+    /// Starts another server binary that takes `--http ADDR`, with these environment variables set.
+    pub fn start_binary_with_env(binary: std::path::PathBuf, flags: &[&str], env: &[(&str, &str)]) -> HttpServer {
+        HttpServer::spawn(binary, flags, env)
+    }
+
     /// Starts the testbed with these environment variables set (such as `MCP_REQUEST_STATE_KEY`).
     pub fn start_with_env(flags: &[&str], env: &[(&str, &str)]) -> HttpServer {
         HttpServer::spawn(super::testbed(), flags, env)

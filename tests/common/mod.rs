@@ -4,6 +4,7 @@
 
 #![allow(dead_code)]
 
+pub mod balancer;
 pub mod cases;
 pub mod duplex;
 pub mod http;
