@@ -289,17 +289,24 @@ async fn a_task_whose_instance_died_fails_once_its_lease_ran_out() {
 
 // ---- 2025 sessions across instances ----
 
-/// Asks the client for a name.
-#[mcp::tool]
-async fn ask_name(ctx: &Context) -> String {
-    #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
-    struct Name {
-        name: String,
-    }
+/// A name the client is asked for.
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+struct Name {
+    name: String,
+}
+
+/// Asks the client for a name, and greets it.
+async fn greet_by_name(ctx: &Context) -> String {
     match ctx.elicit::<Name>("Your name?").await {
         Ok(mcp::Elicitation::Accept(n)) => format!("hello {}", n.name),
         other => format!("no name: {other:?}"),
     }
+}
+
+/// Asks the client for a name.
+#[mcp::tool]
+async fn ask_name(ctx: &Context) -> String {
+    greet_by_name(ctx).await
 }
 
 /// Two instances serving HTTP on their own ports, sharing one Redis.
@@ -440,14 +447,7 @@ async fn trust_forwarded_counts_each_client_behind_the_balancer_apart() {
 /// Asks for a name as a task (its questions are the task's).
 #[mcp::tool(task = "required", task_poll_ms = 50)]
 async fn ask_as_task(ctx: &Context) -> String {
-    #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
-    struct Name {
-        name: String,
-    }
-    match ctx.elicit::<Name>("Your name?").await {
-        Ok(mcp::Elicitation::Accept(n)) => format!("hello {}", n.name),
-        other => format!("no name: {other:?}"),
-    }
+    greet_by_name(ctx).await
 }
 
 /// A 2026 task's question, asked by its handler on one instance, is answered with `tasks/update` through another.
