@@ -97,11 +97,9 @@ impl Connection {
             in_flight: Mutex::new(HashMap::new()),
             outgoing: Mutex::new(HashMap::new()),
             // With other instances serving the same sessions, a request of ours is told from theirs by its id:
-            // each connection counts from a random point (in 2^52, so that ids stay exact in any JSON reader).
-            next_outgoing: AtomicI64::new(match shared {
-                true => first_outgoing_id(),
-                false => 1,
-            }),
+            // each connection counts from a random point (in 2^52, so that ids stay exact in any JSON reader),
+            // drawn when it first asks (0 until then): a 2026 request's connection never does.
+            next_outgoing: AtomicI64::new(if shared { 0 } else { 1 }),
             number: CONNECTIONS.fetch_add(1, Ordering::Relaxed),
             session: Mutex::new(None),
             sessionless: AtomicBool::new(false),
@@ -160,6 +158,9 @@ impl Connection {
 
     /// Registers a request to the client; the response (or error) arrives on the receiver.
     pub(crate) fn register_outgoing(&self) -> (RequestId, oneshot::Receiver<Result<Value, Value>>) {
+        if self.next_outgoing.load(Ordering::Relaxed) == 0 {
+            let _ = self.next_outgoing.compare_exchange(0, first_outgoing_id(), Ordering::Relaxed, Ordering::Relaxed);
+        }
         let id = RequestId::Number(self.next_outgoing.fetch_add(1, Ordering::Relaxed));
         let (tx, rx) = oneshot::channel();
         // After the input ended no answer can arrive: the sender is dropped, and the handler hears `Disconnected`.
