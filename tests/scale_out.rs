@@ -506,3 +506,182 @@ async fn the_session_cap_counts_every_instance() {
     let refused = third.send(&init).await;
     assert_eq!(refused.status(), 503, "the cap is over both instances");
 }
+
+// ---- a 2025 stream resumed on another instance ----
+
+/// Lets the `steps` handler go on, one step per permit.
+static STEP: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(0);
+
+/// Logs "first", waits, logs "second", waits, and answers "done".
+#[mcp::tool]
+async fn steps(ctx: &Context) -> String {
+    ctx.info("first");
+    STEP.acquire().await.unwrap().forget();
+    ctx.info("second");
+    STEP.acquire().await.unwrap().forget();
+    "done".into()
+}
+
+/// An event log of the test's own (the seam is public: no Redis): a map of streams.
+#[derive(Clone, Default)]
+struct PlainLog {
+    streams: Arc<Mutex<std::collections::HashMap<String, PlainStream>>>,
+}
+
+/// A stream's numbered events, and whether it ended.
+type PlainStream = (Vec<(u64, String)>, bool);
+
+impl mcp::EventLog for PlainLog {
+    fn append(&self, session: &str, stream: &str, number: u64, data: &Arc<str>) {
+        let mut streams = self.streams.lock().unwrap();
+        streams.entry(format!("{session}/{stream}")).or_default().0.push((number, data.to_string()));
+    }
+
+    fn end(&self, session: &str, stream: &str) {
+        self.streams.lock().unwrap().entry(format!("{session}/{stream}")).or_default().1 = true;
+    }
+
+    fn read_after<'a>(
+        &'a self,
+        session: &'a str,
+        stream: &'a str,
+        after: u64,
+        max: usize,
+    ) -> mcp::BoxFuture<'a, Result<Option<mcp::LogSlice>, mcp::StoreError>> {
+        let streams = self.streams.lock().unwrap();
+        let found = streams.get(&format!("{session}/{stream}")).and_then(|(events, ended)| {
+            let at = events.iter().position(|(n, _)| *n == after)?;
+            let next: Vec<(u64, Arc<str>)> =
+                events[at + 1..].iter().take(max).map(|(n, d)| (*n, Arc::from(d.as_str()))).collect();
+            let ended = *ended && at + 1 + next.len() == events.len();
+            Some(mcp::LogSlice::new(next, ended))
+        });
+        Box::pin(std::future::ready(Ok(found)))
+    }
+}
+
+/// A request's stream broken on the instance running it, resumed with `Last-Event-ID` on the other: what was sent
+/// meanwhile is replayed, what is sent after follows live, the response ends it; nothing lost, nothing twice. Then
+/// the standalone stream of one, resumed on two: what one sent after the id is replayed, and two's own stream goes
+/// on (a change made on one reaches it through the hub).
+async fn a_stream_resumes_on_the_other_instance(url_one: String, url_two: String) {
+    use common::http::{request, Body, Client as Raw};
+    let mut on_one = Raw { http: reqwest::Client::new(), url: url_one, session: None };
+    on_one.initialize(json!({})).await;
+    let on_two = Raw { url: url_two, ..on_one.clone() };
+
+    // The call runs on one; its stream breaks after the first log message.
+    let response = on_one.send(&request(1, "tools/call", json!({"name": "steps", "arguments": {}}))).await;
+    let mut body = Body::of(response).await;
+    let first = body.next_message(WAIT).await.expect("the first log message");
+    assert_eq!(first["params"]["data"], "first", "{first}");
+    let last_id = body.events.last().and_then(|e| e.id.clone()).expect("an event id");
+    drop(body);
+    // Sent while no one reads: kept.
+    STEP.add_permits(1);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+
+    // Resumed on two: the missed message, then the answer as one sends it.
+    let resumed = on_two.get(Some(&last_id)).await;
+    assert_eq!(resumed.status(), 200, "{:?}", resumed.text().await);
+    let mut body = Body::of(resumed).await;
+    let second = body.next_message(WAIT).await.expect("the message sent while the stream was broken");
+    assert_eq!(second["params"]["data"], "second", "{second}");
+    STEP.add_permits(1);
+    let answer = body.response(&json!(1), "tools/call").await;
+    assert_eq!(answer["result"]["content"][0]["text"], "done", "{answer}");
+    assert!(body.seen.is_empty(), "nothing else, nothing twice: {:?}", body.seen);
+    assert!(body.ended(WAIT).await, "the stream ends with its response");
+    let ids: Vec<_> = body.events.iter().filter(|e| !e.data.is_empty()).filter_map(|e| e.id.clone()).collect();
+    assert_eq!(ids.len(), 2, "{ids:?}");
+    assert!(!ids.contains(&last_id), "{ids:?}");
+
+    // An id no instance gave is refused, saying so.
+    let unknown = on_two.get(Some("nowhere.12")).await;
+    assert_eq!(unknown.status(), 400);
+
+    // One's standalone stream, resumed on two.
+    let mut standalone = Body::of(on_one.get(None).await).await;
+    let priming = standalone.next_event(WAIT).await.and_then(|e| e.id).expect("a priming id");
+    drop(standalone);
+    on_one.call(2, "resources/subscribe", json!({"uri": "note://one"})).await;
+    let mut standalone = Body::of(on_two.get(Some(&priming)).await).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    on_one.call(3, "tools/call", json!({"name": "touch", "arguments": {"uri": "note://one"}})).await;
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let message = standalone.next_message(deadline - Instant::now()).await.expect("the update on two's stream");
+        if message["method"] == "notifications/resources/updated" {
+            break;
+        }
+    }
+}
+
+/// Two instances sharing sessions, changes and events through seams of the test's own (no Redis).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_resumes_on_another_instance_through_an_event_log_of_ones_own() {
+    let (hub, sessions, log) = (JsonWire::default(), Arc::new(mcp::MemorySessionStore::new()), PlainLog::default());
+    let mut urls = Vec::new();
+    for _ in 0..2 {
+        let server = builder()
+            .tool::<steps>()
+            .change_hub(hub.clone())
+            .session_store(SharedSessions(sessions.clone()))
+            .event_log(log.clone())
+            .build()
+            .unwrap();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        urls.push(format!("http://{}/mcp", listener.local_addr().unwrap()));
+        tokio::spawn(server.serve_http_on(listener, mcp::HttpOptions::new()));
+    }
+    let two = urls.pop().unwrap();
+    a_stream_resumes_on_the_other_instance(urls.pop().unwrap(), two).await;
+    assert!(!log.streams.lock().unwrap().is_empty(), "the streams went through the test's log");
+}
+
+/// The same through a real Redis.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_resumes_on_another_instance_through_redis() {
+    let redis_server = RedisServer::start();
+    let redis = mcp::redis::Redis::connect(&redis_server.url()).await.unwrap();
+    let mut urls = Vec::new();
+    for _ in 0..2 {
+        let server = builder().tool::<steps>().shared(&redis).build().unwrap();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        urls.push(format!("http://{}/mcp", listener.local_addr().unwrap()));
+        tokio::spawn(server.serve_http_on(listener, mcp::HttpOptions::new()));
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let two = urls.pop().unwrap();
+    a_stream_resumes_on_the_other_instance(urls.pop().unwrap(), two).await;
+}
+
+/// One session store for two servers (the builder takes a store by value).
+struct SharedSessions(Arc<mcp::MemorySessionStore>);
+
+impl mcp::SessionStore for SharedSessions {
+    fn save<'a>(
+        &'a self,
+        key: &'a str,
+        record: &'a mcp::SessionRecord,
+        idle: Duration,
+    ) -> mcp::BoxFuture<'a, Result<(), mcp::StoreError>> {
+        self.0.save(key, record, idle)
+    }
+
+    fn load<'a>(&'a self, key: &'a str) -> mcp::BoxFuture<'a, Result<Option<mcp::SessionRecord>, mcp::StoreError>> {
+        self.0.load(key)
+    }
+
+    fn touch<'a>(&'a self, key: &'a str, idle: Duration) -> mcp::BoxFuture<'a, Result<(), mcp::StoreError>> {
+        self.0.touch(key, idle)
+    }
+
+    fn remove<'a>(&'a self, key: &'a str) -> mcp::BoxFuture<'a, Result<(), mcp::StoreError>> {
+        self.0.remove(key)
+    }
+
+    fn count(&self) -> mcp::BoxFuture<'_, Result<usize, mcp::StoreError>> {
+        self.0.count()
+    }
+}

@@ -85,6 +85,7 @@ pub use protocol::{
 };
 pub use server::hub;
 pub use server::{BuildError, Server};
+pub use store::events::{EventLog, LogSlice, MemoryEventLog, DEFAULT_LOG_EVENTS, DEFAULT_LOG_STREAMS};
 pub use store::session::{MemorySessionStore, SessionRecord, SessionStore};
 pub use task::{
     MemoryTaskStore, StoreError, TaskOptions, TaskPage, TaskRecord, TaskStatus, TaskStore, TaskSupport,

@@ -180,6 +180,7 @@ impl ServerBuilder {
                 subscribers: hub::Subscribers::default(),
                 hub: self.change_hub,
                 session_store: self.session_store,
+                event_log: self.event_log,
                 instance: hub::InstanceId::random(),
                 result_prefix: crate::era::v2026::result_prefix(&info_value),
                 info_value,

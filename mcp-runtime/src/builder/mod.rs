@@ -83,6 +83,7 @@ pub struct ServerBuilder {
     task_store: Option<Arc<dyn crate::task::TaskStore>>,
     change_hub: Option<Arc<dyn crate::server::hub::ChangeHub>>,
     session_store: Option<Arc<dyn crate::store::session::SessionStore>>,
+    event_log: Option<Arc<dyn crate::store::events::EventLog>>,
     /// [`ServerBuilder::shared`] was called: the `requestState` key must be the same on every instance.
     #[cfg_attr(not(feature = "redis"), allow(dead_code))]
     shared: bool,
@@ -361,6 +362,16 @@ impl ServerBuilder {
         self
     }
 
+    /// Where the SSE events of 2025 sessions are kept for all of this server's instances (default: none; a stream
+    /// can be resumed with `Last-Event-ID` only on the instance that sent it). With a log and a
+    /// [`session_store`](ServerBuilder::session_store), a client whose stream broke resumes it on any instance: the
+    /// events the other instance sent after the id are replayed, then what it still sends follows, until the
+    /// stream ends. See [`EventLog`](crate::EventLog).
+    pub fn event_log(mut self, log: impl crate::store::events::EventLog) -> Self {
+        self.event_log = Some(Arc::new(log));
+        self
+    }
+
     /// How this server's instances tell each other what changed (default: none; the server is one instance):
     /// a tool enabled by a request on one is listed on the others, and their clients hear of it; a resource
     /// updated on one reaches the clients subscribed to it on another; a task's status reaches its followers on
@@ -371,7 +382,7 @@ impl ServerBuilder {
     }
 
     /// Shares this server's state with its other instances through a Redis (the `redis` feature): the change hub,
-    /// the 2025 session store and the task store (at most [`DEFAULT_MAX_TASKS`](crate::DEFAULT_MAX_TASKS) live tasks over all instances).
+    /// the 2025 session store and event log, and the task store (at most [`DEFAULT_MAX_TASKS`](crate::DEFAULT_MAX_TASKS) live tasks over all instances).
     /// Every instance must then seal `requestState` with the same key (`MCP_REQUEST_STATE_KEY`, or
     /// [`ServerBuilder::request_state_key`]): building without one is an error, since a retry that reached another
     /// instance would fail. The `Redis` goes into the server's state too, for the program's own shared data
@@ -382,6 +393,7 @@ impl ServerBuilder {
         self.change_hub = Some(Arc::new(redis.hub()));
         self.task_store = Some(Arc::new(redis.task_store(crate::task::DEFAULT_MAX_TASKS)));
         self.session_store = Some(Arc::new(redis.session_store()));
+        self.event_log = Some(Arc::new(redis.event_log()));
         self.shared = true;
         self.state(redis.clone())
     }

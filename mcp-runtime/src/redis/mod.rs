@@ -7,7 +7,9 @@
 //! - the task store ([`RedisTaskStore`]): every task's record, so any instance answers `tasks/get`, `tasks/list`,
 //!   `tasks/result` and `tasks/cancel`, and a cancel written on one stops the handler on the instance running it;
 //! - the session store ([`RedisSessionStore`]): every 2025 session's record, so any instance serves any session,
-//!   and a cancel or an answer that reaches another instance than its request's is passed on through the hub.
+//!   and a cancel or an answer that reaches another instance than its request's is passed on through the hub;
+//! - the event log ([`RedisEventLog`]): every 2025 session's SSE events, so a stream that broke is resumed
+//!   (`Last-Event-ID`) on any instance, which replays what the other sent and then carries what it still sends.
 //!
 //! Both go through the `redis` crate's connection manager, which reconnects with backoff when the connection
 //! drops (and subscribes again). While Redis is unreachable, what needs it fails with an error that says so (a task
@@ -25,6 +27,7 @@
 //!
 //! [`ServerBuilder::shared`]: crate::ServerBuilder::shared
 
+mod events;
 mod hub;
 mod sessions;
 mod tasks;
@@ -32,6 +35,7 @@ mod tasks;
 /// The `redis` crate this module is built on, for a program's own data in the same Redis
 /// ([`Redis::connection`]).
 pub use ::redis as driver;
+pub use events::{RedisEventLog, EVENT_LOG_QUEUE, EVENT_LOG_TTL};
 pub use hub::RedisHub;
 pub use sessions::RedisSessionStore;
 pub use tasks::RedisTaskStore;
@@ -120,6 +124,11 @@ impl Redis {
     /// The 2025 session store on this Redis.
     pub fn session_store(&self) -> RedisSessionStore {
         RedisSessionStore::new(self)
+    }
+
+    /// The 2025 sessions' event log on this Redis. Call it inside a Tokio runtime (its writer is a task).
+    pub fn event_log(&self) -> RedisEventLog {
+        RedisEventLog::new(self)
     }
 
     /// The task store on this Redis, holding at most `max_tasks` live tasks (over all instances).

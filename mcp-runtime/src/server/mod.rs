@@ -107,6 +107,9 @@ pub(crate) struct ServerInner {
     /// Where 2025 sessions are kept for every instance; `None`: each instance keeps its own.
     #[cfg_attr(not(feature = "http"), allow(dead_code))]
     pub(crate) session_store: Option<Arc<dyn crate::store::session::SessionStore>>,
+    /// Where the SSE events of 2025 sessions are kept for every instance; `None`: each instance keeps its own.
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
+    pub(crate) event_log: Option<Arc<dyn crate::store::events::EventLog>>,
     /// This instance, as its published changes name it.
     pub(crate) instance: hub::InstanceId,
     /// Open 2026 `subscriptions/listen` streams, for the same notifications.

@@ -21,6 +21,11 @@ pub trait EventStore: Send + Sync {
     fn delivered(&self, stream: &str) {
         let _ = stream;
     }
+    /// `stream` ended (its request was answered or cancelled, or its session ended): nothing more is stored for it.
+    /// The default does nothing.
+    fn ended(&self, stream: &str) {
+        let _ = stream;
+    }
 }
 
 /// Makes one event store per session.

@@ -5,6 +5,7 @@
 //! In the stateless mode every POST is a session of its own ([`stateless`]).
 
 pub(super) mod event_store;
+mod resume;
 mod session;
 mod stateless;
 mod streams;
@@ -99,6 +100,9 @@ pub(super) async fn post(state: &Arc<HttpState>, message: Incoming, http: Arc<Ht
                 response.headers_mut().insert(SESSION_NAME.clone(), v);
             }
             http_session.session.connection().set_session_id(&id);
+            if let Some(key) = http_session.session.connection().session_key() {
+                http_session.set_log_key(key);
+            }
             state.sessions.insert(id, http_session.clone());
             // Stored before the client hears of the session, so that its next request finds it on any instance.
             if let Some(store) = &state.server.inner.session_store {
@@ -279,6 +283,10 @@ pub(super) async fn get(state: Arc<HttpState>, headers: HeaderMap, auth: Option<
         None => None,
         Some(id) => match http_session.store.replay_after(id) {
             Some(replay) => Some(replay),
+            // Another instance's stream: resumed from the event log.
+            None if http_session.logged.is_some() && !id.starts_with(&*http_session.tag) => {
+                return resume_elsewhere(&state, &http_session, id).await;
+            }
             // Evicted (the store is bounded) or never sent: resuming would silently skip events, so say so.
             None => {
                 return error_response(
@@ -326,6 +334,51 @@ pub(super) async fn get(state: Arc<HttpState>, headers: HeaderMap, auth: Option<
     let (events, backlog) = route.attach(missed);
     let priming = http_session.store.store(&route.name, &priming_frame());
     sse_response(&state, priming, (events, Some(backlog)), None, Some(&http_session), None)
+}
+
+/// The answer to a `Last-Event-ID` of another instance's stream, from the event log.
+async fn resume_elsewhere(state: &Arc<HttpState>, http_session: &Arc<HttpSession>, id: &str) -> Response {
+    let not_kept = |why: &str| {
+        error_response(
+            StatusCode::BAD_REQUEST,
+            ErrorCode::INVALID_REQUEST,
+            format!(
+                "Last-Event-ID {id:?} is not kept ({why}): the events after it cannot be replayed; open the stream \
+                 again without Last-Event-ID"
+            ),
+        )
+    };
+    let (Some(log), Some(key)) = (&state.server.inner.event_log, http_session.session.connection().session_key())
+    else {
+        return not_kept("unknown");
+    };
+    let Some((stream, after)) = resume::split_id(id).and_then(|(s, n)| Some((s.to_owned(), n.parse::<u64>().ok()?)))
+    else {
+        return not_kept("unknown");
+    };
+    let slice = match resume::first_read(&**log, &key, &stream, after).await {
+        Ok(Some(slice)) => slice,
+        Ok(None) => return not_kept("too old, or unknown"),
+        Err(e) => {
+            tracing::warn!(error = %e, "the event log could not be read to resume a stream");
+            return not_kept("the event log could not be read");
+        }
+    };
+    let limits = state.server.inner.outbound;
+    if stream.ends_with("standalone") {
+        // Another instance's standalone stream: what it sent after the id, then this instance's own, live.
+        let missed =
+            resume::read_rest(&**log, &key, &stream, slice, after, crate::store::events::DEFAULT_LOG_EVENTS).await;
+        let (events, backlog) = http_session.standalone.attach(missed);
+        let priming = http_session.store.store(&http_session.standalone.name, &priming_frame());
+        return sse_response(state, priming, (events, Some(backlog)), None, Some(http_session), None);
+    }
+    // A request's stream: replayed, then followed until it ends. The priming event repeats the id resumed from.
+    let (tx, rx) = mpsc::unbounded_channel();
+    let backlog = Arc::new(Backlog::within(limits, http_session.outbound.clone()));
+    let quiet = state.options.session_idle_timeout;
+    tokio::spawn(resume::follow(log.clone(), key, stream, slice, after, tx, backlog.clone(), quiet));
+    sse_response(state, id.to_owned(), (rx, Some(backlog)), None, Some(http_session), None)
 }
 
 pub(super) async fn delete(state: Arc<HttpState>, headers: HeaderMap, auth: Option<Arc<AuthInfo>>) -> Response {
@@ -409,6 +462,7 @@ async fn restore(state: &Arc<HttpState>, id: &str) -> Option<Arc<HttpSession>> {
     let fresh = new_http_session(state, owner, None, |standalone| {
         Session::restore(state.server.clone(), standalone, id, record)
     });
+    fresh.set_log_key(key);
     // Two requests of one session may rebuild it at once: the first one kept is the one both use.
     let kept = state.sessions.insert_new(id, fresh.clone());
     if Arc::ptr_eq(&kept, &fresh) {
@@ -425,14 +479,25 @@ fn new_http_session(
     peer: Option<std::net::IpAddr>,
     make: impl FnOnce(Sink) -> Arc<Session>,
 ) -> Arc<HttpSession> {
-    let store = state.sessions.new_store();
+    let mut store = state.sessions.new_store();
+    // With an event log, stream names carry this instance's tag, and what the store keeps goes to the log too.
+    let (logged, tag): (_, Arc<str>) = match &state.server.inner.event_log {
+        Some(log) => {
+            let logged = Arc::new(resume::LoggedStore::new(store, log.clone()));
+            store = logged.clone();
+            (Some(logged), Arc::from(&state.server.inner.instance.as_str()[..8]))
+        }
+        None => (None, Arc::from("")),
+    };
     let limits = state.server.inner.outbound;
     let outbound = Arc::new(Backlog::new(limits));
-    let standalone = Route::new("standalone".into(), store.clone(), limits, Some(outbound.clone()));
+    let standalone = Route::new(format!("{tag}standalone"), store.clone(), limits, Some(outbound.clone()));
     let session = make(standalone.clone());
     Arc::new(HttpSession {
         session,
         store,
+        logged,
+        tag,
         standalone,
         outbound,
         refused: AtomicU64::new(0),

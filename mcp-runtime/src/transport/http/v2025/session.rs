@@ -17,6 +17,11 @@ use crate::transport::http::HttpState;
 pub(super) struct HttpSession {
     pub(super) session: Arc<Session>,
     pub(super) store: Arc<dyn EventStore>,
+    /// The same store when it also writes to the server's event log (for a resume on another instance).
+    pub(super) logged: Option<Arc<super::resume::LoggedStore>>,
+    /// What this instance's stream names start with when there is an event log (unique over the instances);
+    /// empty without one.
+    pub(super) tag: Arc<str>,
     pub(super) standalone: Arc<Route>,
     /// The bytes waiting unread for this session, over all its streams: past the soft bound, its new POSTs wait.
     pub(super) outbound: Arc<Backlog>,
@@ -88,7 +93,7 @@ impl HttpSession {
     }
 
     pub(super) fn new_route(&self) -> Arc<Route> {
-        let name = format!("s{}", self.next_stream.fetch_add(1, Ordering::Relaxed));
+        let name = format!("{}s{}", self.tag, self.next_stream.fetch_add(1, Ordering::Relaxed));
         let limits = self.session.connection().server().inner.outbound;
         let route = Route::new(name.clone(), self.store.clone(), limits, Some(self.outbound.clone()));
         let mut routes = self.routes.locked();
@@ -98,6 +103,14 @@ impl HttpSession {
     }
 
     /// Forgets a finished stream's route (its events stay in the store, for a replay).
+    /// The session has its key (once `initialize` succeeded, or from the start when another instance opened it):
+    /// its events go to the event log from now on.
+    pub(super) fn set_log_key(&self, key: String) {
+        if let Some(logged) = &self.logged {
+            logged.set_key(key);
+        }
+    }
+
     pub(super) fn forget_route(&self, name: &str) {
         let mut routes = self.routes.locked();
         routes.remove(name);

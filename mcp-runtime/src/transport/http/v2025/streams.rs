@@ -142,6 +142,9 @@ impl FrameSink for Route {
 
     fn close(&self) {
         let mut inner = self.lock();
+        if !inner.closed {
+            self.store.ended(&self.name);
+        }
         inner.closed = true;
         inner.live = None;
     }
