@@ -2,7 +2,7 @@
 //!
 //! The server publishes a [`Change`] (a list changed, a resource was updated, a task moved on). Each era's front
 //! registers what listens on this instance (a 2025 session, a 2026 `subscriptions/listen` stream) as a
-//! [`Subscriber`] in the server's [`Subscribers`], and decides for itself what its client hears of a change and how it
+//! `Subscriber` in the server's `Subscribers`, and decides for itself what its client hears of a change and how it
 //! is written. So the server knows neither eras nor transports.
 //!
 //! A server that runs as several instances (behind a load balancer) also has a [`ChangeHub`]: the instances tell
