@@ -402,12 +402,18 @@ async fn a_2025_session_is_served_by_every_instance() {
 
 // ---- behind a balancer: the client's address ----
 
-/// A 2026 task call through "a balancer": the POST carries the client's address in `X-Forwarded-For`.
+/// A 2026 task call of `long_task` through "a balancer": the POST carries the client's address in
+/// `X-Forwarded-For`.
 async fn task_call_from(url: &str, forwarded_for: &str, id: i64) -> Value {
+    task_call_of("long_task", url, forwarded_for, id).await
+}
+
+/// A 2026 task call of `tool` through "a balancer".
+async fn task_call_of(tool: &str, url: &str, forwarded_for: &str, id: i64) -> Value {
     let body = common::v2026::request(
         id,
         "tools/call",
-        json!({"name": "long_task", "arguments": {}}),
+        json!({"name": tool, "arguments": {}}),
         json!({"extensions": {"io.modelcontextprotocol/tasks": {}}}),
     );
     let mut post = reqwest::Client::new()
@@ -683,5 +689,42 @@ impl mcp::SessionStore for SharedSessions {
 
     fn count(&self) -> mcp::BoxFuture<'_, Result<usize, mcp::StoreError>> {
         self.0.count()
+    }
+}
+
+/// Runs only as a task, and is done at once.
+#[mcp::tool(task = "required")]
+fn quick_task() -> String {
+    "quick".into()
+}
+
+/// The per-client task limits count every instance's tasks when the instances share a Redis: a client with a task
+/// running on one is refused a second on the other at a limit of one running task; a client with a finished task
+/// stored is refused a second on the other at a limit of one stored task; another client is not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_per_client_task_limits_count_every_instance() {
+    let redis_server = RedisServer::start();
+    let redis = mcp::redis::Redis::connect(&redis_server.url()).await.unwrap();
+    // Which limit, the tool that runs as a task, and the servers' builder.
+    type Limit = (&'static str, &'static str, fn() -> ServerBuilder);
+    let limits: [Limit; 2] = [
+        ("running", "long_task", || builder().max_running_tasks(1)),
+        ("stored", "quick_task", || builder().tool::<quick_task>().max_tasks_per_client(1)),
+    ];
+    for (limit, tool, limited) in limits {
+        let redis = redis.clone().prefix(format!("limits-{limit}"));
+        let mut urls = Vec::new();
+        for _ in 0..2 {
+            let server = limited().shared(&redis).build().unwrap();
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            urls.push(format!("http://{}/mcp", listener.local_addr().unwrap()));
+            tokio::spawn(server.serve_http_on(listener, mcp::HttpOptions::new().trust_forwarded(true)));
+        }
+        let first = task_call_of(tool, &urls[0], "203.0.113.1", 1).await;
+        assert_eq!(first["result"]["resultType"], "task", "{limit}: {first}");
+        let again = task_call_of(tool, &urls[1], "203.0.113.1", 2).await;
+        assert!(again.get("error").is_some(), "{limit}: the client's task on one counts on two: {again}");
+        let other = task_call_of(tool, &urls[1], "203.0.113.2", 3).await;
+        assert_eq!(other["result"]["resultType"], "task", "{limit}: another client has a limit of its own: {other}");
     }
 }

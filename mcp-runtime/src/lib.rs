@@ -88,7 +88,7 @@ pub use server::{BuildError, Server};
 pub use store::events::{EventLog, LogSlice, MemoryEventLog, DEFAULT_LOG_EVENTS, DEFAULT_LOG_STREAMS};
 pub use store::session::{MemorySessionStore, SessionRecord, SessionStore};
 pub use task::{
-    MemoryTaskStore, StoreError, TaskOptions, TaskPage, TaskRecord, TaskStatus, TaskStore, TaskSupport,
+    ClientTasks, MemoryTaskStore, StoreError, TaskOptions, TaskPage, TaskRecord, TaskStatus, TaskStore, TaskSupport,
     DEFAULT_MAX_RUNNING_TASKS, DEFAULT_MAX_TASKS, DEFAULT_MAX_TASKS_PER_CLIENT, DEFAULT_MAX_TASK_TTL,
     DEFAULT_POLL_INTERVAL, DEFAULT_TASK_LEASE, DEFAULT_TASK_TTL, EXTENSION as TASKS_EXTENSION,
 };

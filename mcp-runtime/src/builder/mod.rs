@@ -434,7 +434,8 @@ impl ServerBuilder {
     /// where the tool's task support is optional (default
     /// [`DEFAULT_MAX_RUNNING_TASKS`](crate::DEFAULT_MAX_RUNNING_TASKS)). A client is its authenticated principal,
     /// else its 2025 session, else (2026 era) its peer address, else its connection. A finished or cancelled task
-    /// no longer counts.
+    /// no longer counts. Counted over every instance when the task store counts by client
+    /// ([`TaskStore::client_tasks`](crate::TaskStore::client_tasks): Redis does), else on each instance.
     pub fn max_running_tasks(mut self, tasks: usize) -> Self {
         self.task_config.max_running = tasks.max(1);
         self

@@ -93,6 +93,11 @@ pub struct TaskRecord {
     /// off), and is failed by whichever instance reads it next. `None` in records written before leases.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lease_until_ms: Option<u64>,
+    /// The client the per-client task limits count it for (its principal, else its 2025 session, else its 2026
+    /// peer address), for a store that counts them over every instance ([`TaskStore::client_tasks`]). `None` in
+    /// records written before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<String>,
 }
 
 impl TaskRecord {
@@ -127,6 +132,23 @@ impl fmt::Display for StoreError {
 }
 
 impl std::error::Error for StoreError {}
+
+/// How many tasks of one client a store holds, over every instance that shares it ([`TaskStore::client_tasks`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ClientTasks {
+    /// Tasks not over (working, or waiting for input) whose instance still vouches for them (their lease holds).
+    pub running: usize,
+    /// Tasks not expired: running, or finished and kept for their TTL.
+    pub stored: usize,
+}
+
+impl ClientTasks {
+    /// Counts of `running` and `stored` tasks.
+    pub fn new(running: usize, stored: usize) -> ClientTasks {
+        ClientTasks { running, stored }
+    }
+}
 
 /// A page of tasks.
 #[derive(Clone, Debug, Default)]
@@ -193,6 +215,16 @@ pub trait TaskStore: Send + Sync + 'static {
         cursor: Option<&'a str>,
         limit: usize,
     ) -> BoxFuture<'a, Result<Option<TaskPage>, StoreError>>;
+
+    /// How many of `client`'s tasks ([`TaskRecord::client`]) the store holds, over every instance that shares it,
+    /// for the per-client limits (`ServerBuilder::max_running_tasks`, `max_tasks_per_client`); `None` (the default)
+    /// when it does not count by client: each instance then counts the tasks it started itself, so N instances
+    /// allow a client N times the limits. The limits are checked before a task is created, so creations racing on
+    /// several instances may pass them by a few.
+    fn client_tasks<'a>(&'a self, client: &'a str) -> BoxFuture<'a, Result<Option<ClientTasks>, StoreError>> {
+        let _ = client;
+        Box::pin(std::future::ready(Ok(None)))
+    }
 }
 
 /// The default number of tasks a [`MemoryTaskStore`] holds: 10 000.
@@ -376,6 +408,7 @@ mod tests {
             outcome: None,
             seq: 0,
             lease_until_ms: None,
+            client: None,
         }
     }
 

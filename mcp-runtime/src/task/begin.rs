@@ -51,7 +51,16 @@ pub(crate) async fn begin(request: &Arc<InFlight>) -> Result<Option<Arc<TaskRun>
     let server = request.server().clone();
     let engine = server.tasks();
     let owner = Owner::of(request);
-    if engine.running_for(&owner) >= engine.config.max_running {
+    // Over every instance when the store counts by client; else the tasks this instance started.
+    let shared = match engine.store.client_tasks(&owner.client).await {
+        Ok(counts) => counts,
+        Err(e) => {
+            tracing::warn!(error = %e, "the task store could not count the client's tasks: this instance's count is used");
+            None
+        }
+    };
+    let running = shared.map_or_else(|| engine.running_for(&owner), |counts| counts.running);
+    if running >= engine.config.max_running {
         return Err(Refused::Running(Error::new(
             ErrorCode::OVERLOADED,
             format!(
@@ -65,7 +74,20 @@ pub(crate) async fn begin(request: &Arc<InFlight>) -> Result<Option<Arc<TaskRun>
         plan.requested_ttl.or(plan.options.ttl_ms).unwrap_or(engine.config.ttl.as_millis() as u64).clamp(1, max_ttl);
     let now = now_ms();
     let expires_at = now.saturating_add(ttl);
-    engine.reserve_stored(&owner.client, expires_at).map_err(Refused::Store)?;
+    match shared {
+        Some(counts) if counts.stored >= engine.config.max_stored => {
+            return Err(Refused::Store(Error::new(
+                ErrorCode::OVERLOADED,
+                format!(
+                    "this client has {} tasks stored, the most it may have (running, or finished and kept for their \
+                     TTL); try again once one has expired",
+                    engine.config.max_stored
+                ),
+            )));
+        }
+        Some(_) => {}
+        None => engine.reserve_stored(&owner.client, expires_at).map_err(Refused::Store)?,
+    }
     let record = TaskRecord {
         id: new_task_id().map_err(Refused::Other)?,
         tool: plan.tool.to_owned(),
@@ -85,9 +107,12 @@ pub(crate) async fn begin(request: &Arc<InFlight>) -> Result<Option<Arc<TaskRun>
         outcome: None,
         seq: 0,
         lease_until_ms: Some(now.saturating_add(engine.config.lease.as_millis() as u64)),
+        client: Some(owner.client.clone()),
     };
     if let Err(e) = engine.store.create(record.clone()).await {
-        engine.release_stored(&owner.client, expires_at);
+        if shared.is_none() {
+            engine.release_stored(&owner.client, expires_at);
+        }
         return Err(Refused::Store(store_error(e)));
     }
     let front = engine.fronts.of(request.meta.era);

@@ -23,7 +23,7 @@ pub(crate) use methods::Tasks;
 use std::time::{Duration, UNIX_EPOCH};
 
 pub use crate::store::task::{
-    MemoryTaskStore, StoreError, TaskPage, TaskRecord, TaskStatus, TaskStore, DEFAULT_MAX_TASKS,
+    ClientTasks, MemoryTaskStore, StoreError, TaskPage, TaskRecord, TaskStatus, TaskStore, DEFAULT_MAX_TASKS,
 };
 pub use crate::wire::task::{TaskOptions, TaskSupport};
 pub(crate) use begin::{begin, Refused};
