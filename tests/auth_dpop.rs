@@ -367,8 +367,10 @@ async fn the_metadata_and_challenges_offer_dpop_as_configured() {
         assert_eq!(response.status(), 401);
         let text = challenge(&response);
         let algs = "algs=\"ES256 ES384 RS256 RS384 RS512 PS256 PS384 PS512 EdDSA\"";
-        let bearer = format!("Bearer resource_metadata=\"{metadata}\"");
-        let dpop = format!("DPoP resource_metadata=\"{metadata}\", {algs}");
+        // The call needs no scope: the challenge names every scope the server's tools need.
+        let scope = "scope=\"books:write\"";
+        let bearer = format!("Bearer resource_metadata=\"{metadata}\", {scope}");
+        let dpop = format!("DPoP resource_metadata=\"{metadata}\", {scope}, {algs}");
         let bound = bound_token(&provider, oidc::SERVICE, &key, &url).await;
         let with_proof = call(&url, Some(format!("DPoP {bound}")), Some(key.proof("POST", &url, Some(&bound)))).await;
         let unbound = provider.client_credentials_token(oidc::SERVICE, oidc::SECRET, "books:read", &url).await;

@@ -94,6 +94,14 @@ fn v2026_call(id: i64, tool: &str, arguments: Value) -> Value {
                   "io.modelcontextprotocol/clientCapabilities": {}}}})
 }
 
+/// A 2026 `tools/list` (it needs no scope).
+fn v2026_list() -> Value {
+    json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {
+        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                  "io.modelcontextprotocol/clientInfo": {"name": "auth-tests", "version": "0"},
+                  "io.modelcontextprotocol/clientCapabilities": {}}}})
+}
+
 /// Opens a 2025 session with `token`; its id.
 async fn open_session(url: &str, token: &str) -> String {
     let response = post(url, Some(token), None, &initialize()).await;
@@ -147,12 +155,21 @@ async fn a_request_without_a_token_is_401_with_a_challenge_naming_the_metadata_i
         let metadata = url.replace("/mcp", "/.well-known/oauth-protected-resource/mcp");
         let response = post(&url, None, None, &initialize()).await;
         assert_eq!(response.status(), 401);
-        // Both schemes are offered: bearer tokens, and DPoP-bound ones with their proofs (tests/auth_dpop.rs).
+        // Both schemes are offered: bearer tokens, and DPoP-bound ones with their proofs (tests/auth_dpop.rs). A
+        // request that needs no scope names every scope the server's handlers need (no initial scopes are set).
         let algs = "ES256 ES384 RS256 RS384 RS512 PS256 PS384 PS512 EdDSA";
+        let scope = "scope=\"books:admin books:write\"";
         assert_eq!(
             challenge(&response),
-            format!("Bearer resource_metadata=\"{metadata}\", DPoP resource_metadata=\"{metadata}\", algs=\"{algs}\"")
+            format!(
+                "Bearer resource_metadata=\"{metadata}\", {scope}, DPoP resource_metadata=\"{metadata}\", {scope}, \
+                 algs=\"{algs}\""
+            )
         );
+        // The same in the 2026 era, for a list.
+        let response = v2026_post(&url, None, &v2026_list()).await;
+        assert_eq!(response.status(), 401);
+        assert!(challenge(&response).contains(scope), "{}", challenge(&response));
         // The challenge of a call names the scopes its tool needs.
         let response = post(&url, None, None, &call(1, "order", json!({"title": "Dune"}))).await;
         assert_eq!(response.status(), 401);

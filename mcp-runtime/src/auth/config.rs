@@ -174,9 +174,9 @@ impl Authorization {
     }
 
     /// The scopes a `401` asks for when the request itself needs none (`initialize`, `server/discover`, lists):
-    /// what a client signs in with first. Without them the challenge names no scope, and a client that follows
-    /// the specification asks for every scope in `scopes_supported`, the powerful ones included; with them it asks
-    /// for these, and steps up (on a `403`) when it calls what needs more.
+    /// what a client signs in with first. Without them the challenge names every scope the handlers need (the
+    /// powerful ones included), which a client that follows the specification asks for; with them it asks for
+    /// these, and steps up (on a `403`) when it calls what needs more.
     pub fn initial_scopes<I: IntoIterator<Item = S>, S: Into<String>>(mut self, scopes: I) -> Authorization {
         self.initial_scopes.extend(scopes.into_iter().map(Into::into));
         self

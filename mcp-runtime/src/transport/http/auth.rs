@@ -46,8 +46,11 @@ static DPOP: header::HeaderName = header::HeaderName::from_static("dpop");
 
 /// Checks a request's token (and, for the `DPoP` scheme, its proof, for `method` and `path`): its principal (the
 /// `Authorization` and `DPoP` headers then taken out of `headers`, so no handler sees the token), or the refusal
-/// to answer.
+/// to answer. A `401` names the scopes the request needs; for one that needs none (`initialize`, a list, GET),
+/// the server's `initial_scopes`, else every scope its handlers need, so that a client signs in with what using
+/// the server takes (the specification's servers SHOULD name them; a client reads them before `scopes_supported`).
 pub(super) async fn admit(
+    state: &HttpState,
     guard: &Guard,
     headers: &mut HeaderMap,
     (method, path, query): (&str, &str, Option<&str>),
@@ -68,7 +71,14 @@ pub(super) async fn admit(
     if dpop_scheme {
         headers.remove(&DPOP);
     }
-    admitted.map_err(|refusal| refused(guard, &refusal))
+    admitted.map_err(|mut refusal| {
+        if let Refusal::Unauthorized { scopes, .. } = &mut refusal {
+            if scopes.is_empty() {
+                scopes.extend(state.server.scopes_required().into_iter().map(str::to_owned));
+            }
+        }
+        refused(guard, &refusal)
+    })
 }
 
 /// The answer to a refused request.

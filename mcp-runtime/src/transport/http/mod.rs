@@ -84,7 +84,7 @@ async fn endpoint(AxumState(state): AxumState<Arc<HttpState>>, request: axum::ex
     }
     if let (Some(guard), false) = (&state.server.inner.auth, method == Method::POST) {
         // A POST is checked once its body says what it asks for (its scopes); the rest at once.
-        match auth::admit(guard, &mut headers, (method.as_str(), path, query), &[]).await {
+        match auth::admit(&state, guard, &mut headers, (method.as_str(), path, query), &[]).await {
             Ok(admitted) => auth = Some(admitted),
             Err(refused) => return refused,
         }
@@ -219,7 +219,7 @@ async fn post(
                 Incoming::Request { method, params, .. } => state.server.scopes_needed(method, params.as_ref()),
                 _ => &[],
             };
-            match auth::admit(guard, &mut headers, ("POST", path, query), needed).await {
+            match auth::admit(&state, guard, &mut headers, ("POST", path, query), needed).await {
                 Ok(admitted) => Some(admitted),
                 Err(refused) => return refused,
             }
