@@ -4,7 +4,8 @@
 //! input-required (multi round-trip) tools and prompt, a capability check, list-change triggers for
 //! `subscriptions/listen`, a parameter mirrored in an `Mcp-Param-Region` header, and the task fixtures of the Tasks
 //! extension (`greet`, `slow_compute`, `failing_job`, `protocol_error_job`, `confirm_delete`, `multi_input`,
-//! `test_tool_with_task`), which run as 2025-11-25 tasks too.
+//! `test_tool_with_task`), which run as 2025-11-25 tasks too; and two skills of the Skills extension (SEP-2640),
+//! from the tree under `examples/skills`, for its `sep-2640-*` scenarios.
 //!
 //! `cargo run --example everything -- --http 127.0.0.1:3001` serves it at `http://127.0.0.1:3001/mcp` for
 //! `npx @modelcontextprotocol/conformance@0.2.0-alpha.12 server --url http://127.0.0.1:3001/mcp --requirements
@@ -689,4 +690,7 @@ async fn main() -> mcp::ServerBuilder {
         .registered()
         .tool_def(json_schema_tool)
         .tool_def(protocol_error_tool)
+        // The Skills extension (SEP-2640), from the tree under examples/skills: `pdf-processing` (with a
+        // `references` folder) and `acme/billing/refunds` (a skill under a longer path).
+        .extension(mcp::skills::Skills::new().dir(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/skills")))
 }

@@ -47,6 +47,8 @@ mod otel;
 #[cfg(feature = "redis")]
 pub mod redis;
 mod server;
+#[cfg(feature = "skills")]
+pub mod skills;
 mod store;
 mod task;
 mod transport;

@@ -96,6 +96,7 @@ impl ServerBuilder {
             let id = ext.id();
             let bad = |message| BuildError::BadExtension { id: id.to_owned(), message };
             extension::check(id, None).map_err(bad)?;
+            ext.check().map_err(bad)?;
             if !ids.insert(id.to_owned()) {
                 return Err(bad(format!("two extensions have the identifier `{id}`")));
             }

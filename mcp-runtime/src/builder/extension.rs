@@ -81,6 +81,14 @@ pub trait Extension: Send + 'static {
         None
     }
 
+    /// Checks what the extension was given (its files, its settings) when the server is built, after
+    /// [`setup`](Extension::setup): an `Err` fails `build()` with
+    /// [`BuildError::BadExtension`](crate::BuildError::BadExtension), whose message it is (name the file and the
+    /// rule). `Ok` by default.
+    fn check(&self) -> Result<(), String> {
+        Ok(())
+    }
+
     /// Adds what else the extension serves to the builder (tools, resources, prompts, state, layers). Runs once,
     /// when the server is built, before anything else is read from the builder.
     fn setup(&self, builder: ServerBuilder) -> ServerBuilder {

@@ -3,4 +3,6 @@
 pub(crate) mod error;
 pub(crate) mod jsonrpc;
 pub mod protocol;
+#[cfg(feature = "skills")]
+pub mod skills;
 pub(crate) mod task;
