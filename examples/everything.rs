@@ -471,6 +471,7 @@ fn static_binary() -> mcp::ReadResourceResult {
         uri: "test://static-binary".into(),
         mime_type: Some("image/png".into()),
         blob: IMAGE.into(),
+        meta: None,
     }])
 }
 

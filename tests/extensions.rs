@@ -370,3 +370,62 @@ async fn a_hook_answers_a_call_early_and_gets_its_outcome() {
         assert!(outcomes.lock().unwrap().is_empty(), "{era}");
     }
 }
+
+/// Says hello.
+#[mcp::tool]
+fn hello_meta() -> String {
+    "hello".into()
+}
+
+/// A note with an interface of its own.
+#[mcp::resource(uri = "ui://notes/view", mime_type = "text/html;profile=mcp-app")]
+fn note_view() -> mcp::ReadResourceResult {
+    let ui = json!({"ui": {"prefersBorder": true}});
+    let contents = mcp::ResourceContents::text("ui://notes/view", Some("text/html;profile=mcp-app"), "<p>hi</p>")
+        .with_meta(ui.as_object().unwrap().clone());
+    mcp::ReadResourceResult::new(vec![contents])
+}
+
+/// Describes the program's tools in their `_meta`, as an extension that links tools to something of its own does.
+struct Describer;
+
+impl mcp::Extension for Describer {
+    fn id(&self) -> &str {
+        "com.example/describer"
+    }
+
+    fn setup(&self, builder: mcp::ServerBuilder) -> mcp::ServerBuilder {
+        // It sees the program's tools, and adds to their `_meta`.
+        let names: Vec<&'static str> = builder.tool_defs().iter().map(|t| t.name).collect();
+        let mut builder = builder;
+        for name in names {
+            let meta = json!({"com.example/described": name});
+            builder = builder.tool_meta(name, meta.as_object().unwrap().clone());
+        }
+        let ui = json!({"ui": {"csp": {"connectDomains": []}}});
+        builder.resource_meta("ui://notes/view", ui.as_object().unwrap().clone())
+    }
+}
+
+/// Tools and resources carry `_meta`: their definitions' own (`ToolDef::meta`), what an extension's `setup` adds
+/// after seeing the program's tools, and a resource's contents' own; one that is not a JSON object is a build error.
+#[tokio::test]
+async fn tools_and_resources_carry_meta_their_own_and_an_extensions() {
+    let def = (*<hello_meta as mcp::ToolItem>::DEF).meta(r#"{"ui": {"resourceUri": "ui://notes/view"}}"#);
+    let server = mcp::Server::builder().tool_def(def).resource::<note_view>().extension(Describer).build().unwrap();
+    let tool = &server.tools_list()["tools"][0];
+    assert_eq!(tool["_meta"]["ui"]["resourceUri"], "ui://notes/view", "{tool}");
+    assert_eq!(tool["_meta"]["com.example/described"], "hello_meta", "{tool}");
+    let client = mcp::client::Client::builder().in_process(server.clone()).await.unwrap();
+    let listed = client.request("resources/list", json!({})).await.unwrap();
+    assert_eq!(listed["resources"][0]["_meta"]["ui"]["csp"], json!({"connectDomains": []}), "{listed}");
+    let read = client.request("resources/read", json!({"uri": "ui://notes/view"})).await.unwrap();
+    assert_eq!(read["contents"][0]["_meta"]["ui"]["prefersBorder"], true, "{read}");
+
+    let bad = (*<hello_meta as mcp::ToolItem>::DEF).meta("[1]");
+    let Err(refused) = mcp::Server::builder().tool_def(bad).build() else {
+        panic!("a `_meta` that is no object is refused")
+    };
+    assert!(matches!(refused, mcp::BuildError::BadMeta { .. }), "{refused}");
+    assert!(refused.to_string().contains("hello_meta"), "{refused}");
+}

@@ -55,6 +55,8 @@ impl ServerBuilder {
         };
         let mut registry = Registry::new(self.page_size.unwrap_or(DEFAULT_PAGE_SIZE), extra_2026);
         registry.nullable_options = self.nullable_options;
+        registry.tool_meta = self.tool_meta;
+        registry.resource_meta = self.resource_meta;
         for def in self.tools {
             registry.insert_tool(def)?;
         }

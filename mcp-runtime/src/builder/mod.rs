@@ -1,6 +1,7 @@
 //! [`ServerBuilder`]: what a server is built from, and `build()`, which checks it all and computes every schema,
 //! list page and capability object once.
 
+use std::collections::HashMap;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
@@ -18,6 +19,7 @@ use crate::server::{
 };
 use crate::wire::protocol::CacheHint;
 use crate::wire::protocol::Implementation;
+use serde_json::{Map, Value};
 
 /// Builds a [`Server`] from the tools linked into the program or from tools named one by one.
 ///
@@ -64,6 +66,8 @@ pub struct ServerBuilder {
     version: Option<String>,
     instructions: Option<String>,
     tools: Vec<ToolDef>,
+    tool_meta: HashMap<String, Map<String, Value>>,
+    resource_meta: HashMap<String, Map<String, Value>>,
     prompts: Vec<PromptDef>,
     resources: Vec<ResourceDef>,
     methods: Vec<MethodDef>,
@@ -167,6 +171,30 @@ impl ServerBuilder {
     /// Adds a tool from its definition.
     pub fn tool_def(mut self, def: ToolDef) -> Self {
         self.tools.push(def);
+        self
+    }
+
+    /// The tools added so far (an extension's [`setup`](crate::Extension::setup) sees the program's here).
+    pub fn tool_defs(&self) -> &[ToolDef] {
+        &self.tools
+    }
+
+    /// The resources and templates added so far.
+    pub fn resource_defs(&self) -> &[ResourceDef] {
+        &self.resources
+    }
+
+    /// Adds `meta` to the `_meta` the tool `name` shows in `tools/list` (over its definition's own, key by key): how
+    /// an extension describes a tool of the program's (MCP Apps links a tool to its interface so). A tool added
+    /// later, by [`Server::add_tool`](crate::Server::add_tool), takes it too.
+    pub fn tool_meta(mut self, name: impl Into<String>, meta: Map<String, Value>) -> Self {
+        self.tool_meta.entry(name.into()).or_default().extend(meta);
+        self
+    }
+
+    /// Adds `meta` to the `_meta` the resource (or template) at `uri` shows in its list.
+    pub fn resource_meta(mut self, uri: impl Into<String>, meta: Map<String, Value>) -> Self {
+        self.resource_meta.entry(uri.into()).or_default().extend(meta);
         self
     }
 

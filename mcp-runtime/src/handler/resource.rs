@@ -79,6 +79,9 @@ pub struct ResourceDef {
     /// Its caching hints in the 2026 era (`ttlMs`, `cacheScope` of `resources/read`); the server's defaults if
     /// `None`.
     pub cache: Option<CacheHint>,
+    /// Its `_meta` in `resources/list`, as the text of a JSON object, checked when the server is built;
+    /// [`ServerBuilder::resource_meta`](crate::ServerBuilder::resource_meta) adds to it.
+    pub meta: Option<&'static str>,
 }
 
 impl ResourceDef {
@@ -127,6 +130,7 @@ impl ResourceDef {
             scopes: &[],
             injected: &[],
             cache: None,
+            meta: None,
         }
     }
 
@@ -177,6 +181,13 @@ impl ResourceDef {
         self.completions = v;
         self
     }
+    /// Sets its `_meta` in `resources/list` (the text of a JSON object; refused when the server is built if it is
+    /// not one).
+    pub const fn meta(mut self, json: &'static str) -> Self {
+        self.meta = Some(json);
+        self
+    }
+
     /// Sets the lister.
     pub const fn list(mut self, v: Lister) -> Self {
         self.list = Some(v);
@@ -270,7 +281,12 @@ impl IntoResourceResult for &str {
 impl IntoResourceResult for Vec<u8> {
     fn into_resource_result(self, uri: &str, mime_type: Option<&str>) -> Result<ReadResourceResult, Error> {
         // Encoded as it is written: no base64 copy of the payload is made.
-        one(ResourceContents::Bytes { uri: uri.to_owned(), mime_type: mime_type.map(str::to_owned), bytes: self })
+        one(ResourceContents::Bytes {
+            uri: uri.to_owned(),
+            mime_type: mime_type.map(str::to_owned),
+            bytes: self,
+            meta: None,
+        })
     }
 }
 

@@ -106,6 +106,9 @@ pub struct ToolDef {
     /// declares it for a function that takes no injected parameter. A 2026-07-28 call to a tool that cannot ask
     /// keeps no copy of its arguments for the `requestState` an `input_required` result would be bound to.
     pub can_ask: bool,
+    /// Its `_meta`, as the text of a JSON object (`r#"{"ui": {"resourceUri": "ui://shop/holds"}}"#`), checked when
+    /// the server is built; [`ServerBuilder::tool_meta`](crate::ServerBuilder::tool_meta) adds to it.
+    pub meta: Option<&'static str>,
 }
 
 impl ToolDef {
@@ -145,7 +148,16 @@ impl ToolDef {
             icons: &[],
             task: crate::wire::task::TaskOptions::NONE,
             can_ask: true,
+            meta: None,
         }
+    }
+
+    /// Sets its `_meta` (`tools/list` shows it): the text of a JSON object, for extensions that describe tools
+    /// there (MCP Apps' `ui`). One that is not a JSON object is refused when the server is built
+    /// ([`BuildError::BadMeta`](crate::BuildError::BadMeta)).
+    pub const fn meta(mut self, json: &'static str) -> ToolDef {
+        self.meta = Some(json);
+        self
     }
 
     /// The OAuth scopes a caller's access token must grant to use it (`scopes = [...]` on its attribute), when the

@@ -266,6 +266,13 @@ pub enum BuildError {
         /// Where the second definition is.
         second: String,
     },
+    /// A tool's or a resource's `_meta` is not a JSON object.
+    BadMeta {
+        /// The tool's name, or the resource's URI.
+        name: String,
+        /// Why.
+        why: String,
+    },
     /// A resource template is not one this crate can match.
     BadTemplate {
         /// Why.
@@ -312,6 +319,9 @@ impl fmt::Display for BuildError {
             ),
             BuildError::DuplicatePrompt { name, first, second } => {
                 write!(f, "two prompts are named `{name}`: one at {first}, one at {second}")
+            }
+            BuildError::BadMeta { name, why } => {
+                write!(f, "the `_meta` of `{name}` is not a JSON object ({why}): give the text of one, `{{...}}`")
             }
             BuildError::DuplicateResource { uri, first, second } => {
                 write!(f, "two resources have the URI `{uri}`: one at {first}, one at {second}")

@@ -66,6 +66,33 @@ pub(crate) struct Registry {
     headers: BTreeMap<String, Vec<ParamHeader>>,
     /// Whether optional properties of input schemas keep their `null` (`ServerBuilder::nullable_options`).
     pub nullable_options: bool,
+    /// `_meta` given for tools by name, and for resources by URI (`ServerBuilder::tool_meta`, `resource_meta`), laid
+    /// over their definitions' own.
+    pub tool_meta: HashMap<String, Map<String, Value>>,
+    pub resource_meta: HashMap<String, Map<String, Value>>,
+}
+
+/// A definition's `_meta` (the text of a JSON object) with `more` laid over it; `None` when neither has any.
+fn meta_of(
+    name: &str,
+    text: Option<&'static str>,
+    more: Option<&Map<String, Value>>,
+) -> Result<Option<Value>, BuildError> {
+    let mut meta = match text {
+        None => Map::new(),
+        Some(text) => match serde_json::from_str::<Value>(text) {
+            Ok(Value::Object(m)) => m,
+            Ok(other) => {
+                let why = format!("it is {other}");
+                return Err(BuildError::BadMeta { name: name.to_owned(), why });
+            }
+            Err(e) => return Err(BuildError::BadMeta { name: name.to_owned(), why: e.to_string() }),
+        },
+    };
+    if let Some(more) = more {
+        meta.extend(more.iter().map(|(k, v)| (k.clone(), v.clone())));
+    }
+    Ok((!meta.is_empty()).then_some(Value::Object(meta)))
 }
 
 /// A tool parameter mirrored in an HTTP header (`x-mcp-header` in its schema).
@@ -130,7 +157,10 @@ impl Registry {
             annotations: def.hints.to_annotations(),
             icons: def.icons.iter().map(|s| crate::wire::protocol::Icon::new(*s)).collect(),
         };
-        let descriptor = serde_json::to_value(tool).expect("a tool descriptor serializes");
+        let mut descriptor = serde_json::to_value(tool).expect("a tool descriptor serializes");
+        if let Some(meta) = meta_of(def.name, def.meta, self.tool_meta.get(def.name))? {
+            descriptor["_meta"] = meta;
+        }
         // `execution` is a 2025-11-25 field: the 2026-07-28 Tasks extension decides per request instead.
         let v2025 = (def.task.support != crate::wire::task::TaskSupport::Forbidden).then(|| {
             let mut v2025 = descriptor.clone();
@@ -240,11 +270,17 @@ impl Registry {
         if def.template {
             let template =
                 UriTemplate::parse(def.uri).map_err(|e| BuildError::BadTemplate { message: e.to_string() })?;
-            let descriptor = serde_json::to_value(def.resource_template()).expect("a template serializes");
+            let mut descriptor = serde_json::to_value(def.resource_template()).expect("a template serializes");
+            if let Some(meta) = meta_of(def.uri, def.meta, self.resource_meta.get(def.uri))? {
+                descriptor["_meta"] = meta;
+            }
             self.templates
                 .insert(def.uri.to_owned(), (Listed { def, descriptor, v2025: None, enabled: true }, template));
         } else {
-            let descriptor = serde_json::to_value(def.resource()).expect("a resource serializes");
+            let mut descriptor = serde_json::to_value(def.resource()).expect("a resource serializes");
+            if let Some(meta) = meta_of(def.uri, def.meta, self.resource_meta.get(def.uri))? {
+                descriptor["_meta"] = meta;
+            }
             self.resources.insert(def.uri.to_owned(), Listed { def, descriptor, v2025: None, enabled: true });
         }
         Ok(())

@@ -2,6 +2,7 @@
 //! annotations either may carry.
 
 use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
 
 /// Who a piece of content is meant for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -46,6 +47,7 @@ pub struct Annotations {
 ///     uri: "files://logo.png".into(),
 ///     mime_type: Some("image/png".into()),
 ///     bytes: vec![0x89, b'P', b'N', b'G'],
+///     meta: None,
 /// };
 /// let wire = serde_json::to_string(&bytes).unwrap();
 /// assert_eq!(wire, serde_json::to_string(&logo).unwrap());
@@ -64,6 +66,9 @@ pub enum ResourceContents {
         mime_type: Option<String>,
         /// The text.
         text: String,
+        /// Metadata of its own (`_meta`: an extension's, such as MCP Apps' `ui`).
+        #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+        meta: Option<Map<String, Value>>,
     },
     /// Binary contents, base64-encoded.
     #[serde(rename_all = "camelCase")]
@@ -75,6 +80,9 @@ pub enum ResourceContents {
         mime_type: Option<String>,
         /// The bytes, base64-encoded.
         blob: String,
+        /// Metadata of its own (`_meta`: an extension's, such as MCP Apps' `ui`).
+        #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+        meta: Option<Map<String, Value>>,
     },
     /// Binary contents held as bytes: written base64-encoded straight into the message, with no encoded copy kept.
     /// A resource function's `Vec<u8>` becomes this; on the wire it is a `blob`, and it reads back as
@@ -89,6 +97,9 @@ pub enum ResourceContents {
         /// The bytes.
         #[serde(rename = "blob", serialize_with = "base64_string")]
         bytes: Vec<u8>,
+        /// Metadata of its own (`_meta`: an extension's, such as MCP Apps' `ui`).
+        #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+        meta: Option<Map<String, Value>>,
     },
 }
 
@@ -100,7 +111,12 @@ fn base64_string<S: serde::Serializer>(bytes: &[u8], serializer: S) -> Result<S:
 impl ResourceContents {
     /// Text contents.
     pub fn text(uri: impl Into<String>, mime_type: Option<&str>, text: impl Into<String>) -> ResourceContents {
-        ResourceContents::Text { uri: uri.into(), mime_type: mime_type.map(str::to_owned), text: text.into() }
+        ResourceContents::Text {
+            uri: uri.into(),
+            mime_type: mime_type.map(str::to_owned),
+            text: text.into(),
+            meta: None,
+        }
     }
 
     /// Binary contents, base64-encoded here.
@@ -110,6 +126,26 @@ impl ResourceContents {
             uri: uri.into(),
             mime_type: mime_type.map(str::to_owned),
             blob: base64::engine::general_purpose::STANDARD.encode(bytes),
+            meta: None,
+        }
+    }
+
+    /// The same, with `_meta` (an extension's metadata, such as MCP Apps' `ui`).
+    pub fn with_meta(mut self, meta: Map<String, Value>) -> ResourceContents {
+        match &mut self {
+            ResourceContents::Text { meta: m, .. }
+            | ResourceContents::Blob { meta: m, .. }
+            | ResourceContents::Bytes { meta: m, .. } => *m = Some(meta),
+        }
+        self
+    }
+
+    /// Its `_meta`, if it has one.
+    pub fn meta(&self) -> Option<&Map<String, Value>> {
+        match self {
+            ResourceContents::Text { meta, .. }
+            | ResourceContents::Blob { meta, .. }
+            | ResourceContents::Bytes { meta, .. } => meta.as_ref(),
         }
     }
 
