@@ -7,11 +7,13 @@
 //! --requirements 2026-07-28` (or `2025-11-25`). In the `auth/*` scenarios the client authorizes with
 //! [`mcp::client::auth::OAuth`]: the user's part is a GET of the authorization URL whose redirect is not followed
 //! but read (the suite's authorization server approves at once), with the credentials the scenario's context gives.
+//! In the `sep-2640-client-*` scenarios (Skills) it lists skills without reading them, then loads the first through
+//! `Client::load_skill` and reads its other files only if its SKILL.md verifies.
 
 use std::process::ExitCode;
 
 use mcp::client::auth::OAuth;
-use mcp::client::{Client, EraChoice, Error, Tool};
+use mcp::client::{Client, EraChoice, Error, SkillFiles, Tool};
 use serde_json::{json, Map, Value};
 
 /// Accepts an elicitation with every field's default filled in (SEP-1034): what a user who just presses "OK" sends.
@@ -153,6 +155,30 @@ async fn run(scenario: &str, client: &Client, context: &Value) -> Result<(), Err
             // The client leaves out tools whose x-mcp-header annotations are invalid; it calls the rest.
             for tool in client.list_tools().await? {
                 client.call_tool(&tool.name, placeholder_arguments(&tool)).await?;
+            }
+        }
+        // Skills (SEP-2640): listing reads no file.
+        "sep-2640-client-no-prefetch" => {
+            client.list_skills().await?;
+        }
+        // Load the first skill; only if its SKILL.md verifies, read its other files (each verified too).
+        "sep-2640-client-verify-digest" | "sep-2640-client-verify-size" | "sep-2640-client-verify-frontmatter" => {
+            let skills = client.list_skills().await?;
+            let entry = skills.first().ok_or_else(|| Error::Protocol("the server lists no skill".into()))?;
+            match client.load_skill(entry).await {
+                Ok(skill) => println!("loaded the skill {} ({})", skill.name(), skill.uri),
+                // The right outcome for a tampered skill: refused, and nothing more of it read.
+                Err(Error::Skill(why)) => {
+                    println!("{why}");
+                    return Ok(());
+                }
+                Err(e) => return Err(e),
+            }
+            if let SkillFiles::Listed(files) = &entry.resources {
+                for file in files.iter().filter(|f| f.uri != entry.uri) {
+                    let content = client.read_skill_file(entry, &file.uri).await?;
+                    println!("read {} ({} bytes, verified)", content.uri, content.bytes.len());
+                }
             }
         }
         // initialize, request-metadata, json-schema-ref-no-deref, and anything else: connect and list.

@@ -2,7 +2,8 @@
 //! and the 2026-07-28 requirement sets (with the ten `tasks-*` scenarios of the Tasks extension, which the set runs
 //! unscored), against `examples/everything.rs` over Streamable HTTP: both eras from one binary and one endpoint. No
 //! expected-failures list. The client leg of both sets, every `auth/*` scenario included, against
-//! `examples/conformance_client.rs`, and the authorization scenarios the sets do not run, by name.
+//! `examples/conformance_client.rs`, and the authorization scenarios the sets do not run, by name, as are the Skills
+//! extension's four client scenarios (SEP-2640), in both eras.
 
 mod common;
 
@@ -95,8 +96,23 @@ fn run_client(requirements: &str) -> String {
 /// Runs one client scenario by name (`--scenario`) and asserts that it passed with its checks run: the client exited
 /// 0, no check failed or warned, and each of `checks` is among those that succeeded.
 fn run_client_scenario(scenario: &str, checks: &[&str]) {
+    run_client_scenario_at(scenario, None, checks);
+}
+
+/// [`run_client_scenario`] at a spec version of its own (`--spec-version <v> --force`: an extension scenario runs
+/// at any version only when forced).
+fn run_client_scenario_at(scenario: &str, spec_version: Option<&str>, checks: &[&str]) {
     let client = common::example("conformance_client");
-    let (out, _) = conformance(&["client", "--command", &client.to_string_lossy(), "--scenario", scenario]);
+    let client = client.to_string_lossy();
+    let mut args = vec!["client", "--command", &client, "--scenario", scenario];
+    if let Some(version) = spec_version {
+        args.extend(["--spec-version", version, "--force"]);
+    }
+    let (out, _) = conformance(&args);
+    let scenario = match spec_version {
+        Some(version) => format!("{scenario} at {version}"),
+        None => scenario.to_owned(),
+    };
     let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     let results = text.lines().find(|l| l.starts_with("Passed: ")).unwrap_or_default();
     assert!(out.status.success(), "{scenario} failed: {results}\n{text}");
@@ -243,4 +259,22 @@ fn the_conformance_client_passes_the_dpop_nonce_extension_scenario() {
             "sep-1932-client-rs-nonce",
         ],
     );
+}
+
+/// The Skills extension (SEP-2640) from the host's side, in both eras: listing reads no skill file; loading reads the
+/// SKILL.md and refuses it when its digest, its size or its front matter is not the entry's, and then reads nothing
+/// more of the skill.
+#[test]
+fn the_conformance_client_passes_the_sep_2640_skills_scenarios() {
+    let scenarios = [
+        ("sep-2640-client-no-prefetch", "sep-2640-host-no-prefetch"),
+        ("sep-2640-client-verify-digest", "sep-2640-host-verify-digest"),
+        ("sep-2640-client-verify-size", "sep-2640-host-size-mismatch-failure"),
+        ("sep-2640-client-verify-frontmatter", "sep-2640-host-frontmatter-comparison"),
+    ];
+    for (scenario, check) in scenarios {
+        // 2025-11-25 (the suite's default for an extension's client scenario), then 2026-07-28.
+        run_client_scenario(scenario, &[check]);
+        run_client_scenario_at(scenario, Some("2026-07-28"), &[check]);
+    }
 }

@@ -47,6 +47,10 @@ pub enum Error {
     /// The server wants authorization ([`ClientBuilder::auth`](super::ClientBuilder::auth)) and the client could not
     /// get a token it accepts: what went wrong, and at which step.
     Auth(AuthError),
+    /// A skill, or a file of one, is not what its entry says (feature `skills`): another size or digest, another
+    /// front matter, a file the entry does not list, an entry that cannot be loaded. The content was not used.
+    #[cfg(feature = "skills")]
+    Skill(crate::wire::skills::SkillError),
 }
 
 impl fmt::Display for Error {
@@ -82,6 +86,8 @@ impl fmt::Display for Error {
             Error::Closed => f.write_str("the connection is closed"),
             Error::TooManyRounds(n) => write!(f, "the server asked for input more than {n} times in one call"),
             Error::Auth(e) => write!(f, "authorization failed: {e}"),
+            #[cfg(feature = "skills")]
+            Error::Skill(e) => write!(f, "skill refused: {e}"),
         }
     }
 }
@@ -91,6 +97,8 @@ impl std::error::Error for Error {
         match self {
             Error::Transport(e) => Some(e),
             Error::Auth(e) => Some(e),
+            #[cfg(feature = "skills")]
+            Error::Skill(e) => Some(e),
             _ => None,
         }
     }

@@ -43,6 +43,10 @@
 //! - **Authorization**: over HTTP, [`ClientBuilder::auth`] with an [`auth::OAuth`] answers the server's 401 and 403
 //!   challenges by itself (OAuth 2.1: discovery, registration, PKCE, step-up, refresh, DPoP, the machine grants of
 //!   the ext-auth extensions); a failure is [`Error::Auth`], whose [`AuthError::kind`] says at which step.
+//! - **Skills** (feature `skills`, SEP-2640): [`Client::list_skills`] and [`Client::get_skill`] give a server's skill
+//!   entries without reading a file; [`Client::load_skill`] reads a skill's `SKILL.md` only then and verifies its
+//!   size, digest and front matter against the entry, [`Client::read_skill_file`] reads only a file the entry lists
+//!   and verifies it; a difference is [`Error::Skill`] and the content is not used.
 //! - **In process**: [`Client::in_process`] speaks to a [`Server`](crate::Server) of this process through an
 //!   in-memory pipe, the real protocol in either era, for tests.
 //! - `Client` is `Clone + Send + Sync`: many tasks can call through one connection at once.
@@ -60,6 +64,8 @@ mod items;
 mod list;
 mod listen;
 mod receive;
+#[cfg(feature = "skills")]
+mod skills;
 pub(crate) mod stdio;
 mod task;
 
@@ -80,7 +86,12 @@ pub use error::{AuthError, AuthErrorKind, Error, TransportError, TransportErrorK
 pub use items::{ListItem, Prompt, Resource, ResourceTemplate, Tool};
 pub use list::{ItemStream, List, Page, PageStream};
 pub use listen::{ListenFilter, Notification, Subscription};
+#[cfg(feature = "skills")]
+pub use skills::{LoadedSkill, SkillFileContent};
 pub use task::{Started, TaskHandle, TaskState};
+
+#[cfg(feature = "skills")]
+pub use crate::wire::skills::{SkillEntry, SkillError, SkillFile, SkillFiles};
 
 use crate::base::sync::Unpoisoned;
 use crate::handler::tool::BoxFuture;
