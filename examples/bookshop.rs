@@ -16,6 +16,8 @@
 //!   client in the 2025 era, an `input_required` result in the 2026 era; the same code serves both.
 //! - Resources: `bookshop://holds` (JSON, announced to subscribers whenever it changes) and the template
 //!   `bookshop://books/{title}/pages/{page}`, whose titles complete. A prompt, `recommend`, asks for a book.
+//! - A skill (the Skills extension, `mcp::skills`): `recommending-a-book`, with `references/SHELVES.md`, embedded in
+//!   the binary, listed by `skills/list` and read as `skill://recommending-a-book/...` resources.
 //! - With `--http ADDR --auth-issuer URL --auth-resource URL` it is an OAuth resource server: every request needs a
 //!   bearer JWT from that issuer for that resource; `order_book` and `cancel_hold` need the scope `books:write`,
 //!   `rebuild_index` needs `books:admin` (a token without it gets `403 insufficient_scope`, and the client steps
@@ -297,5 +299,12 @@ async fn main() -> mcp::ServerBuilder {
         .registered()
         .state(shop)
         .instructions("A bookshop: order books by title, and rebuild the search index.")
+        // A skill (the Skills extension), embedded in the binary: how to recommend a book, with a reference file.
+        .extension(mcp::skills::Skills::new().skill(
+            mcp::skills::Skill::new(include_str!("bookshop-skills/recommending-a-book/SKILL.md")).file(
+                "references/SHELVES.md",
+                include_str!("bookshop-skills/recommending-a-book/references/SHELVES.md"),
+            ),
+        ))
         .on_shutdown(async { eprintln!("bookshop closed") })
 }

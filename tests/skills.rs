@@ -267,3 +267,23 @@ impl Drop for TempDir {
         let _ = std::fs::remove_dir_all(&self.0);
     }
 }
+
+/// The bookshop publishes its skill over stdio in both eras: `recommending-a-book`, whose reference file reads back
+/// with the digest its entry lists.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_bookshop_publishes_its_skill() {
+    for era in [EraChoice::V2025, EraChoice::V2026] {
+        let command = tokio::process::Command::new(common::example("bookshop"));
+        let client = Client::builder().era(era).stdio(command).await.unwrap();
+        let listed = client.request("skills/list", json!({})).await.unwrap();
+        let entry = &listed["skills"][0];
+        assert_eq!(entry["uri"], "skill://recommending-a-book/SKILL.md", "{listed}");
+        let shelves = "skill://recommending-a-book/references/SHELVES.md";
+        let file = entry["resources"].as_array().unwrap().iter().find(|f| f["uri"] == shelves).cloned();
+        let file = file.unwrap_or_else(|| panic!("SHELVES.md listed: {entry}"));
+        let read = client.request("resources/read", json!({"uri": shelves})).await.unwrap();
+        let text = read["contents"][0]["text"].as_str().unwrap();
+        assert_eq!(file["digest"], mcp::skills::digest(text.as_bytes()));
+        assert!(text.contains("Dune"), "{text}");
+    }
+}

@@ -46,9 +46,17 @@ async def main(bookshop: str) -> None:
         print("ok: prompt rendered")
 
         resources = await client.list_resources()
-        assert [str(r.uri) for r in resources.resources] == ["bookshop://holds"], resources
+        # The holds, then the files of the shop's skill (the Skills extension), its SKILL.md first.
+        assert [str(r.uri) for r in resources.resources] == [
+            "bookshop://holds",
+            "skill://recommending-a-book/SKILL.md",
+            "skill://recommending-a-book/references/SHELVES.md",
+        ], resources
         templates = await client.list_resource_templates()
-        assert [t.uri_template for t in templates.resource_templates] == ["bookshop://books/{title}/pages/{page}"]
+        assert [t.uri_template for t in templates.resource_templates] == [
+            "bookshop://books/{title}/pages/{page}",
+            "skill://{+path}",
+        ], templates
         page = await client.read_resource("bookshop://books/Emma/pages/3")
         assert page.contents[0].text.startswith("Emma, page 3"), page
         print("ok: resources listed and read")
