@@ -429,3 +429,44 @@ async fn tools_and_resources_carry_meta_their_own_and_an_extensions() {
     assert!(matches!(refused, mcp::BuildError::BadMeta { .. }), "{refused}");
     assert!(refused.to_string().contains("hello_meta"), "{refused}");
 }
+
+/// Look a ticket up.
+#[mcp::method(name = "com.example.tickets/get")]
+async fn ticket_get(
+    /// The ticket.
+    id: String,
+) -> mcp::Json<Value> {
+    mcp::Json(json!({ "ticket": id }))
+}
+
+/// An extension whose method a gateway routes by its `id`, as `tools/call` by its tool.
+struct Tickets;
+
+impl Extension for Tickets {
+    fn id(&self) -> &str {
+        "com.example/tickets"
+    }
+    fn methods(&self) -> Vec<MethodDef> {
+        vec![ticket_get::DEF.routed_by("id")]
+    }
+}
+
+/// A 2026 HTTP request of an extension method routed by a parameter carries it in `Mcp-Name`: without the header,
+/// or with another value, it is refused as a core method's would be; with it, served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_extension_method_names_its_mcp_name_parameter() {
+    let server = Server::builder().extension(Tickets).build().unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    tokio::spawn(server.serve_http_on(listener, mcp::HttpOptions::new()));
+    let client = common::http::Client { http: reqwest::Client::new(), url, session: None };
+    let body = common::v2026::request(1, "com.example.tickets/get", json!({"id": "T-7"}), json!({}));
+    let missing = client.v2026_send(&body).await;
+    assert_eq!(missing.status(), 400);
+    assert!(missing.text().await.unwrap().contains("Mcp-Name header is missing"));
+    let other = client.v2026_send_with(&body, &[("Mcp-Name", Some("T-8"))]).await;
+    assert_eq!(other.status(), 400);
+    let named = client.v2026_send_with(&body, &[("Mcp-Name", Some("T-7"))]).await;
+    let text = named.text().await.unwrap();
+    assert!(text.contains(r#""ticket":"T-7""#), "{text}");
+}

@@ -44,12 +44,23 @@ pub struct MethodDef {
     /// The OAuth scopes a caller's access token must grant to use it, when the server verifies tokens
     /// ([`Authorization`](crate::auth::Authorization)); none beyond a valid token unless set.
     pub scopes: &'static [&'static str],
+    /// The string parameter a 2026-07-28 HTTP request of this method carries in its `Mcp-Name` header too, so that a
+    /// gateway routes it without reading the body (`taskId` for `tasks/get`); `None`: no `Mcp-Name`.
+    pub name_param: Option<&'static str>,
 }
 
 impl MethodDef {
     /// A definition.
     pub const fn new(name: &'static str, handler: MethodHandler, location: &'static str) -> MethodDef {
-        MethodDef { name, handler, location, injected: &[], scopes: &[] }
+        MethodDef { name, handler, location, injected: &[], scopes: &[], name_param: None }
+    }
+
+    /// Declares that a 2026-07-28 HTTP request of this method names `param` (a string parameter) in its `Mcp-Name`
+    /// header, as `tools/call` names its tool: the server refuses one whose header is missing or differs, as it does
+    /// for the core methods.
+    pub const fn routed_by(mut self, param: &'static str) -> MethodDef {
+        self.name_param = Some(param);
+        self
     }
 
     /// Declares what the injected parameters need.

@@ -64,11 +64,11 @@ impl Tasks {
         let here = concat!(file!(), ":", line!());
         let def = |name, f| MethodDef::new(name, MethodHandler::Async(f), here);
         vec![
-            def("tasks/get", boxed_get),
+            def("tasks/get", boxed_get).routed_by("taskId"),
             def("tasks/result", boxed_result),
             def("tasks/list", boxed_list),
-            def("tasks/cancel", boxed_cancel),
-            def("tasks/update", boxed_update),
+            def("tasks/cancel", boxed_cancel).routed_by("taskId"),
+            def("tasks/update", boxed_update).routed_by("taskId"),
         ]
     }
 }

@@ -55,9 +55,13 @@ pub(crate) fn check_http_headers(
     let name_key = match method {
         "tools/call" | "prompts/get" => Some("name"),
         "resources/read" => Some("uri"),
-        // The Tasks extension routes its methods by task id.
-        "tasks/get" | "tasks/update" | "tasks/cancel" if server.inner.tasks_enabled => Some("taskId"),
-        _ => None,
+        // An extension's or a custom method's own (the Tasks extension's by task id).
+        _ => server
+            .inner
+            .extension_methods
+            .get(method)
+            .or_else(|| server.inner.methods.get(method))
+            .and_then(|d| d.name_param),
     };
     if let Some(key) = name_key {
         let body = params.and_then(|p| p.get(key)).and_then(Value::as_str).unwrap_or_default();
