@@ -388,3 +388,37 @@ async fn a_broken_2025_stream_resumes_on_another_instance_behind_the_balancer() 
     assert!(body.ended(WAIT).await, "the resumed stream ends with the answer");
     shops.assert_nothing_panicked();
 }
+
+/// SIGKILL of one instance: the session goes on on the others. Each call that the balancer sends to the dead
+/// instance fails (its 502), never hangs; every call sent to a live one is served in the same session, rebuilt
+/// there from its record if that instance had not served it yet.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_2025_session_goes_on_when_an_instance_is_killed() {
+    let mut shops = Shops::start().await;
+    let tap = Tap::start(&shops.balancer.url).await;
+    let client = client_of(&shops, &tap, Arc::default(), Arc::default()).await;
+    assert!(holds(&client).await.is_empty());
+    let dead = 1;
+    let status = std::process::Command::new("kill").args(["-KILL", &shops.instances[dead].pid().to_string()]).status();
+    assert!(status.unwrap().success());
+    assert!(shops.instances[dead].wait_exit(WAIT).is_some(), "the killed instance exited");
+    let mut served = 0;
+    for _ in 0..6 {
+        let from = shops.balancer.sent().len();
+        let called = tokio::time::timeout(WAIT, client.call_tool("search_status", json!({})))
+            .await
+            .unwrap_or_else(|_| panic!("a call hung\n{}", shops.stderr()));
+        let went = shops.sent_since(from);
+        if went.contains(&dead) {
+            assert!(called.is_err(), "a call sent to the killed instance: {called:?}");
+        } else {
+            let called = called.unwrap_or_else(|e| panic!("a call to live instances {went:?} failed: {e}"));
+            assert_eq!(called.text(), Some("online"));
+            served += 1;
+        }
+    }
+    assert!(served >= 3, "the live instances served the session: {served} of 6");
+    let ids = tap.named.lock().unwrap().clone();
+    assert_eq!(ids.len(), 1, "one session throughout: {ids:?}");
+    shops.assert_nothing_panicked();
+}
