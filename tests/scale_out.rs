@@ -728,3 +728,78 @@ async fn the_per_client_task_limits_count_every_instance() {
         assert_eq!(other["result"]["resultType"], "task", "{limit}: another client has a limit of its own: {other}");
     }
 }
+
+/// A task store of the test's own (the seam is public: no Redis) that two instances share and that counts each
+/// client's tasks itself: the per-client limits count both instances' tasks through it.
+#[derive(Clone, Default)]
+struct CountingStore {
+    inner: Arc<mcp::MemoryTaskStore>,
+    clients: Arc<Mutex<std::collections::HashMap<String, Vec<ClientTask>>>>,
+}
+
+/// One of a client's tasks: its id, and whether it is over.
+type ClientTask = (String, bool);
+
+impl mcp::TaskStore for CountingStore {
+    fn create(&self, record: mcp::TaskRecord) -> mcp::BoxFuture<'_, Result<(), mcp::StoreError>> {
+        if let Some(client) = &record.client {
+            let over = record.status.is_terminal();
+            self.clients.lock().unwrap().entry(client.clone()).or_default().push((record.id.clone(), over));
+        }
+        self.inner.create(record)
+    }
+
+    fn get<'a>(&'a self, id: &'a str) -> mcp::BoxFuture<'a, Result<Option<mcp::TaskRecord>, mcp::StoreError>> {
+        self.inner.get(id)
+    }
+
+    fn update(&self, record: mcp::TaskRecord) -> mcp::BoxFuture<'_, Result<bool, mcp::StoreError>> {
+        if let (Some(client), true) = (&record.client, record.status.is_terminal()) {
+            if let Some(tasks) = self.clients.lock().unwrap().get_mut(client) {
+                if let Some(task) = tasks.iter_mut().find(|(id, _)| *id == record.id) {
+                    task.1 = true;
+                }
+            }
+        }
+        self.inner.update(record)
+    }
+
+    fn list<'a>(
+        &'a self,
+        session: &'a str,
+        cursor: Option<&'a str>,
+        limit: usize,
+    ) -> mcp::BoxFuture<'a, Result<Option<mcp::TaskPage>, mcp::StoreError>> {
+        self.inner.list(session, cursor, limit)
+    }
+
+    fn client_tasks<'a>(
+        &'a self,
+        client: &'a str,
+    ) -> mcp::BoxFuture<'a, Result<Option<mcp::ClientTasks>, mcp::StoreError>> {
+        let clients = self.clients.lock().unwrap();
+        let tasks = clients.get(client).map(Vec::as_slice).unwrap_or_default();
+        let running = tasks.iter().filter(|(_, over)| !over).count();
+        Box::pin(std::future::ready(Ok(Some(mcp::ClientTasks::new(running, tasks.len())))))
+    }
+}
+
+/// The per-client running limit over two instances through a task store of the test's own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_per_client_task_limits_count_through_a_task_store_of_ones_own() {
+    let store = CountingStore::default();
+    let mut urls = Vec::new();
+    for _ in 0..2 {
+        let server = builder().max_running_tasks(1).task_store(store.clone()).build().unwrap();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        urls.push(format!("http://{}/mcp", listener.local_addr().unwrap()));
+        tokio::spawn(server.serve_http_on(listener, mcp::HttpOptions::new().trust_forwarded(true)));
+    }
+    let first = task_call_from(&urls[0], "203.0.113.1", 1).await;
+    assert_eq!(first["result"]["resultType"], "task", "{first}");
+    let again = task_call_from(&urls[1], "203.0.113.1", 2).await;
+    assert!(again.get("error").is_some(), "the client's task on one counts on two: {again}");
+    let other = task_call_from(&urls[1], "203.0.113.2", 3).await;
+    assert_eq!(other["result"]["resultType"], "task", "another client has a limit of its own: {other}");
+    assert_eq!(store.clients.lock().unwrap().len(), 2, "both clients' tasks went through the test's store");
+}
