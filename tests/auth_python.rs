@@ -80,9 +80,9 @@ async fn assert_ordered(summary: &Value, provider: &Provider, shop: &HttpServer,
     );
 }
 
-/// The first request's 401 names no scope (the connection's own request needs none), so the SDK asks for every
-/// scope of the protected resource metadata (and `offline_access`, which the provider supports): one authorization,
-/// and `order_book` needs no step-up.
+/// The first request's 401 names every scope the bookshop's handlers need (the connection's own request needs none,
+/// and the bookshop sets no initial scopes), so the SDK asks for them (and `offline_access`, which the provider
+/// supports): one authorization, and `order_book` needs no step-up.
 async fn upfront(era: &str) {
     let provider = Provider::start(Config::default());
     let shop = oidc::bookshop(&provider);
@@ -98,13 +98,15 @@ async fn upfront(era: &str) {
     let mut token_scopes = scopes(&summary["token"]);
     token_scopes.sort();
     assert_eq!(token_scopes, ["books:admin", "books:write"], "{summary}");
-    // The SDK's first request, unauthenticated, met the bare challenge; after the flow it was sent again.
+    // The SDK's first request, unauthenticated, met the challenge; after the flow it was sent again.
     let metadata = shop.url.replace("/mcp", "/.well-known/oauth-protected-resource/mcp");
     let exchanges = mcp_exchanges(&summary, &shop.url);
     let first = if era == "legacy" { "initialize" } else { "tools/list" };
     // The bookshop offers DPoP beside Bearer (tests/auth_dpop.rs); this SDK signs in with a bearer token.
-    let challenge =
-        format!("Bearer resource_metadata=\"{metadata}\", DPoP resource_metadata=\"{metadata}\", {DPOP_ALGS}");
+    let scope = "scope=\"books:admin books:write\"";
+    let challenge = format!(
+        "Bearer resource_metadata=\"{metadata}\", {scope}, DPoP resource_metadata=\"{metadata}\", {scope}, {DPOP_ALGS}"
+    );
     assert_eq!(exchanges[0], (first, 401, challenge.as_str()), "{summary}");
     assert_eq!(exchanges[1], (first, 200, ""), "{summary}");
     assert!(exchanges.iter().all(|e| e.1 < 400 || e == &exchanges[0]), "one challenge only: {exchanges:?}");

@@ -5,7 +5,7 @@ Usage: python oauth_client.py URL ERA SCENARIO CLIENT
   URL       the bookshop's endpoint, `http://127.0.0.1:PORT/mcp` (also its resource identifier)
   ERA       "legacy" (the 2025-11-25 initialize handshake) or "2026-07-28" (adopted directly, no probe)
   SCENARIO  "upfront": the first request is the connection's own (initialize, or tools/list in 2026), whose 401
-            names no scope, so the SDK asks for the scopes of the protected resource metadata;
+            names every scope the bookshop's handlers need, so the SDK asks for those;
             "stepup": a first 2026 connection calls rebuild_index first, whose 401 names `books:admin`, so its
             token lacks `books:write`; then `order_book` (on that connection in the 2026 era, on a second
             connection after a restart, with the tokens kept in storage, in the legacy era) is 403
