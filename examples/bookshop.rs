@@ -18,6 +18,8 @@
 //!   `bookshop://books/{title}/pages/{page}`, whose titles complete. A prompt, `recommend`, asks for a book.
 //! - A skill (the Skills extension, `mcp::skills`): `recommending-a-book`, with `references/SHELVES.md`, embedded in
 //!   the binary, listed by `skills/list` and read as `skill://recommending-a-book/...` resources.
+//! - An app (MCP Apps, `mcp::apps`): `ui://bookshop/holds`, the interface of `list_holds` in hosts that render apps
+//!   (examples/bookshop-app/holds.html): it lists the holds, releases one through the host, and follows changes.
 //! - With `--http ADDR --auth-issuer URL --auth-resource URL` it is an OAuth resource server: every request needs a
 //!   bearer JWT from that issuer for that resource; `order_book` and `cancel_hold` need the scope `books:write`,
 //!   `rebuild_index` needs `books:admin` (a token without it gets `403 insufficient_scope`, and the client steps
@@ -306,5 +308,16 @@ async fn main() -> mcp::ServerBuilder {
                 include_str!("bookshop-skills/recommending-a-book/references/SHELVES.md"),
             ),
         ))
+        // An app (MCP Apps) for the holds: hosts that render apps show it with `list_holds`; it releases a hold by
+        // calling `cancel_hold` through the host, and follows changes.
+        .extension(
+            mcp::apps::Apps::new().app(
+                mcp::apps::App::html("ui://bookshop/holds", include_str!("bookshop-app/holds.html"))
+                    .name("Holds")
+                    .description("The books on hold, with a button to release each.")
+                    .prefers_border(true)
+                    .for_tool("list_holds"),
+            ),
+        )
         .on_shutdown(async { eprintln!("bookshop closed") })
 }

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 /// The layers, top to bottom: a module may import only modules of the layers below its own. A new top-level module
 /// must be placed here.
 const LAYERS: &[&[&str]] = &[
-    &["entry", "skills"],
+    &["entry", "skills", "apps"],
     &["transport", "builder"],
     &["client_requests", "redis", "client"],
     &["era"],

@@ -29,6 +29,7 @@
 #![warn(missing_docs)]
 #![doc(test(attr(deny(warnings))))]
 
+pub mod apps;
 pub mod auth;
 mod base;
 mod builder;

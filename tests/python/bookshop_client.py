@@ -46,9 +46,11 @@ async def main(bookshop: str) -> None:
         print("ok: prompt rendered")
 
         resources = await client.list_resources()
-        # The holds, then the files of the shop's skill (the Skills extension), its SKILL.md first.
+        # The holds, the app for them (MCP Apps), then the files of the shop's skill (the Skills extension), its
+        # SKILL.md first.
         assert [str(r.uri) for r in resources.resources] == [
             "bookshop://holds",
+            "ui://bookshop/holds",
             "skill://recommending-a-book/SKILL.md",
             "skill://recommending-a-book/references/SHELVES.md",
         ], resources
