@@ -7,19 +7,11 @@
 
 mod common;
 
-use std::process::Command;
-
 use common::http::HttpServer;
 
 /// Runs the suite's CLI with these arguments; returns its output and the summary it printed.
 fn conformance(args: &[&str]) -> (std::process::Output, String) {
-    let bin = common::node::tools();
-    let out = Command::new(bin.join("conformance"))
-        .args(args)
-        .env("PATH", common::node::path_with_tools(&bin))
-        .current_dir(std::env::temp_dir())
-        .output()
-        .expect("run the conformance suite");
+    let out = common::node::conformance(args);
     let stdout = String::from_utf8_lossy(&out.stdout);
     let summary = stdout.split("=== SUMMARY ===").nth(1).unwrap_or(&stdout).to_owned();
     (out, summary)

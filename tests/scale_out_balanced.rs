@@ -10,63 +10,15 @@ use std::collections::BTreeSet;
 use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use common::balancer::Balancer;
-use common::http::HttpServer;
-use common::redis::RedisServer;
+use common::shops::{eventually, holds, kill, sent_to, Shops, WAIT};
 use mcp::client::{Client, EraChoice, ListenFilter, Started};
 use serde_json::json;
 
-const WAIT: Duration = Duration::from_secs(15);
-
-/// The key every instance seals `requestState` with.
-const REQUEST_STATE_KEY: &str = "5ea1ed0b00c5e1f5ea1ed0b00c5e1f5ea1ed0b00c5e1f5ea1ed0b00c5e1f0042";
-
 const HOLDS_URI: &str = "bookshop://holds";
 
-/// A Redis, three bookshops sharing it, and the balancer in front of them.
-struct Shops {
-    redis: RedisServer,
-    instances: Vec<HttpServer>,
-    balancer: Balancer,
-}
-
 impl Shops {
-    async fn start() -> Shops {
-        let redis = RedisServer::start();
-        let url = redis.url();
-        let instances: Vec<HttpServer> = tokio::task::spawn_blocking(move || {
-            (0..3)
-                .map(|_| {
-                    HttpServer::start_binary_with_env(
-                        common::example("bookshop"),
-                        &["--redis", &url],
-                        &[("MCP_REQUEST_STATE_KEY", REQUEST_STATE_KEY)],
-                    )
-                })
-                .collect()
-        })
-        .await
-        .unwrap();
-        let balancer = Balancer::start(instances.iter().map(|s| s.authority().to_owned()).collect()).await;
-        let shops = Shops { redis, instances, balancer };
-        shops.subscribed(3).await;
-        shops
-    }
-
-    /// Waits until `n` instances listen on the change channel (each subscribes in the background once started).
-    async fn subscribed(&self, n: i64) {
-        let redis = mcp::redis::Redis::connect(&self.redis.url()).await.unwrap();
-        let mut connection = redis.connection();
-        eventually(&format!("{n} instances subscribed to the change channel"), self, async || {
-            let counted: Result<(String, i64), _> =
-                mcp::redis::driver::cmd("PUBSUB").arg("NUMSUB").arg("mcp:changes").query_async(&mut connection).await;
-            counted.is_ok_and(|(_, count)| count >= n)
-        })
-        .await;
-    }
-
     /// Our client of the balancer, in the 2026 era, accepting every confirmation (and counting them).
     async fn client(&self, asked: Arc<AtomicUsize>) -> Client {
         Client::builder()
@@ -79,47 +31,6 @@ impl Shops {
             .await
             .unwrap_or_else(|e| panic!("a client of the balancer: {e}\n{}", self.stderr()))
     }
-
-    /// Every instance's stderr, each under its name.
-    fn stderr(&self) -> String {
-        self.instances.iter().enumerate().map(|(i, s)| format!("--- bookshop {i} ---\n{}\n", s.stderr_text())).collect()
-    }
-
-    /// How many of the instances' stderr lines contain `needle`.
-    fn printed(&self, needle: &str) -> usize {
-        self.instances.iter().map(|s| s.stderr_text().lines().filter(|l| l.contains(needle)).count()).sum()
-    }
-
-    fn assert_nothing_panicked(&self) {
-        assert_eq!(self.printed("panicked"), 0, "an instance panicked:\n{}", self.stderr());
-    }
-
-    /// The upstreams the requests sent since `from` (an earlier `sent().len()`) went to.
-    fn sent_since(&self, from: usize) -> Vec<usize> {
-        self.balancer.sent()[from..].to_vec()
-    }
-}
-
-/// Checks `check` until it holds, failing after [`WAIT`] with the instances' stderr.
-async fn eventually(what: &str, shops: &Shops, mut check: impl AsyncFnMut() -> bool) {
-    let deadline = Instant::now() + WAIT;
-    while !check().await {
-        assert!(Instant::now() < deadline, "not within {WAIT:?}: {what}\n{}", shops.stderr());
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
-/// The titles on hold, through the balancer (any instance).
-async fn holds(client: &Client) -> Vec<String> {
-    let listed = client.call_tool("list_holds", json!({})).await.unwrap();
-    assert!(!listed.is_error(), "{listed:?}");
-    serde_json::from_value(listed.structured().unwrap()["holds"].clone()).unwrap()
-}
-
-/// Waits until the balancer has sent a request more than `from` (an earlier `sent().len()`): the instance it went to.
-async fn sent_to(shops: &Shops, from: usize) -> usize {
-    eventually("the request reached the balancer", shops, async || shops.balancer.sent().len() > from).await;
-    shops.balancer.sent()[from]
 }
 
 /// Runs `body` while `order_book(title)` holds the book (the order is then dropped: cancelled); returns the instance
@@ -137,11 +48,6 @@ async fn while_holding<T>(shops: &Shops, client: &Client, title: &str, body: imp
             (on, body.await)
         } => out,
     }
-}
-
-fn kill(shop: &HttpServer, signal: &str) {
-    let status = std::process::Command::new("kill").args([signal, &shop.pid().to_string()]).status().unwrap();
-    assert!(status.success(), "kill {signal}");
 }
 
 /// Our client through the balancer: tools listed, progress streamed, a dropped call's hold released, a listener

@@ -6,8 +6,6 @@
 
 mod common;
 
-use std::process::Command;
-
 use common::http::HttpServer;
 use mcp::client::{Client, EraChoice};
 use mcp::skills::{Skill, Skills};
@@ -169,15 +167,9 @@ fn bad_skills_are_build_errors_naming_the_file_and_the_rule() {
     assert!(missing.contains("/no/such/skills"), "{missing}");
 }
 
-/// Runs the conformance suite's CLI with these arguments; its output.
+/// Runs the conformance suite's CLI with these arguments; its output, once it succeeded.
 fn conformance(args: &[&str]) -> String {
-    let bin = common::node::tools();
-    let out = Command::new(bin.join("conformance"))
-        .args(args)
-        .env("PATH", common::node::path_with_tools(&bin))
-        .current_dir(std::env::temp_dir())
-        .output()
-        .expect("run the conformance suite");
+    let out = common::node::conformance(args);
     let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     assert!(out.status.success(), "{args:?} failed:\n{text}");
     text

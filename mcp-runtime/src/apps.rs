@@ -163,8 +163,14 @@ pub struct Apps {
     errors: Mutex<Vec<String>>,
 }
 
-/// The apps a server serves, by URI, in its state.
-struct Served(HashMap<String, (Source, Option<Map<String, Value>>)>);
+/// An app's page as served: a file was read when the server was built.
+enum Page {
+    Html(Arc<str>),
+    Made(fn() -> String),
+}
+
+/// The apps a server serves, by URI, in its state: each page and its `_meta`.
+struct Served(HashMap<String, (Page, Option<Map<String, Value>>)>);
 
 impl Apps {
     /// No apps yet.
@@ -189,14 +195,12 @@ fn read(ctx: &Context, _: Arguments) -> crate::base::future::BoxFuture<'_, Resul
     let result = (|| {
         let uri = ctx.meta().resource_uri.clone().unwrap_or_else(|| Arc::from(""));
         let served = ctx.state::<Served>().ok_or_else(|| Error::internal("the apps are missing from the state"))?;
-        let Some((source, meta)) = served.0.get(&*uri) else {
+        let Some((page, meta)) = served.0.get(&*uri) else {
             return Err(Error::invalid_params(format!("no app is served at {uri}")));
         };
-        let html = match source {
-            Source::Html(html) => html.to_string(),
-            Source::Made(make) => make(),
-            // Read when the server was built, and kept: see `setup`.
-            Source::File(_) => return Err(Error::internal("an app's file was not read")),
+        let html = match page {
+            Page::Html(html) => html.to_string(),
+            Page::Made(make) => make(),
         };
         let mut contents = ResourceContents::text(&*uri, Some(MIME_TYPE), html);
         if let Some(meta) = meta {
@@ -232,15 +236,16 @@ impl Extension for Apps {
                 errors.push(format!("the app at `{}` needs a ui:// URI", app.uri));
                 continue;
             }
-            let source = match &app.source {
+            let page = match &app.source {
+                Source::Html(html) => Page::Html(html.clone()),
+                Source::Made(make) => Page::Made(*make),
                 Source::File(path) => match std::fs::read_to_string(path) {
-                    Ok(html) => Source::Html(Arc::from(html)),
+                    Ok(html) => Page::Html(Arc::from(html)),
                     Err(e) => {
                         errors.push(format!("the app at {}: its file {} cannot be read: {e}", app.uri, path.display()));
                         continue;
                     }
                 },
-                other => other.clone(),
             };
             let name = app.name.clone().unwrap_or_else(|| app.uri.rsplit('/').next().unwrap_or(&app.uri).to_owned());
             let mut def = ResourceDef::fixed(
@@ -276,7 +281,7 @@ impl Extension for Apps {
                 meta.insert("ui/resourceUri".into(), Value::String(app.uri.clone()));
                 builder = builder.tool_meta(tool.clone(), meta);
             }
-            served.insert(app.uri.clone(), (source, app.meta()));
+            served.insert(app.uri.clone(), (page, app.meta()));
         }
         builder.state(Served(served))
     }

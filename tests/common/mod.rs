@@ -14,6 +14,7 @@ pub mod oidc;
 pub mod python;
 pub mod redis;
 pub mod schema;
+pub mod shops;
 pub mod v2026;
 
 use std::collections::{HashMap, HashSet, VecDeque};

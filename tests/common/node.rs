@@ -50,3 +50,15 @@ pub fn script(name: &str) -> PathBuf {
     std::fs::copy(&source, &target).unwrap_or_else(|e| panic!("copy {}: {e}", source.display()));
     target
 }
+
+/// Runs the conformance suite's CLI (`@modelcontextprotocol/conformance`, installed by [`tools`]) with these
+/// arguments, from the temporary folder; what it printed and how it exited.
+pub fn conformance(args: &[&str]) -> std::process::Output {
+    let bin = tools();
+    std::process::Command::new(bin.join("conformance"))
+        .args(args)
+        .env("PATH", path_with_tools(&bin))
+        .current_dir(std::env::temp_dir())
+        .output()
+        .expect("run the conformance suite")
+}

@@ -17,12 +17,12 @@ import json
 import os
 import shutil
 import sys
-from collections.abc import Awaitable, Callable
 
 import anyio
 import mcp.types as types
 from mcp import Client
 from playwright.async_api import async_playwright
+from shared import holds, wait_until
 
 MODERN = "2026-07-28"
 
@@ -74,20 +74,6 @@ def chromium() -> str:
     raise SystemExit("Chromium is missing: install Debian's `chromium` package (.ci/run does)")
 
 
-async def wait_until(what: str, predicate: Callable[[], Awaitable[bool]], timeout: float = 15) -> None:
-    try:
-        with anyio.fail_after(timeout):
-            while not await predicate():
-                await anyio.sleep(0.05)
-    except TimeoutError:
-        raise AssertionError(f"timed out waiting until {what}") from None
-    print(f"ok: {what}")
-
-
-async def holds(client: Client) -> list[str]:
-    result = await client.call_tool("list_holds", {})
-    assert not result.is_error, result
-    return list(result.structured_content["holds"])
 
 
 async def main(url: str, app_html: str, out_dir: str) -> None:

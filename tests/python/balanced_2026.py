@@ -10,25 +10,15 @@ Prints "all ok" at the end; exits non-zero with a message on the first thing tha
 """
 
 import sys
-from collections.abc import Awaitable, Callable
 
 import anyio
 import mcp.types as types
 from mcp import Client
+from shared import holds, wait_until
 
 MODERN = "2026-07-28"
 TOOLS = ["cancel_hold", "list_holds", "order_book", "rebuild_index", "search_status"]
 
-
-async def wait_until(what: str, predicate: Callable[[], Awaitable[bool]], timeout: float = 15) -> None:
-    """Polls `predicate` until it holds, failing after `timeout` seconds."""
-    try:
-        with anyio.fail_after(timeout):
-            while not await predicate():
-                await anyio.sleep(0.05)
-    except TimeoutError:
-        raise AssertionError(f"timed out waiting until {what}") from None
-    print(f"ok: {what}")
 
 
 def text(result: types.CallToolResult) -> str:
@@ -36,11 +26,6 @@ def text(result: types.CallToolResult) -> str:
     assert result.content and result.content[0].type == "text", result
     return result.content[0].text
 
-
-async def holds(client: Client) -> list[str]:
-    result = await client.call_tool("list_holds", {})
-    assert not result.is_error, result
-    return list(result.structured_content["holds"])
 
 
 async def main(url: str) -> None:

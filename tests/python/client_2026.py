@@ -15,7 +15,6 @@ Prints "all ok" at the end; exits non-zero with a message on the first thing tha
 
 import sys
 import tempfile
-from collections.abc import Awaitable, Callable
 
 import anyio
 import mcp.types as types
@@ -23,21 +22,12 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.subscriptions import ResourceUpdated
 from mcp.shared.exceptions import MCPError
+from shared import holds, wait_until
 
 MODERN = "2026-07-28"
 HOLDS_URI = "bookshop://holds"
 TOOLS = ["cancel_hold", "list_holds", "order_book", "rebuild_index", "search_status"]
 
-
-async def wait_until(what: str, predicate: Callable[[], Awaitable[bool]], timeout: float = 10) -> None:
-    """Polls `predicate` until it holds, failing after `timeout` seconds."""
-    try:
-        with anyio.fail_after(timeout):
-            while not await predicate():
-                await anyio.sleep(0.05)
-    except TimeoutError:
-        raise AssertionError(f"timed out waiting until {what}") from None
-    print(f"ok: {what}")
 
 
 class Confirmations:
@@ -77,11 +67,6 @@ class Bookshop:
         self.errlog.seek(0)
         return self.errlog.read()
 
-
-async def holds(client: Client) -> list[str]:
-    result = await client.call_tool("list_holds", {})
-    assert not result.is_error, result
-    return list(result.structured_content["holds"])
 
 
 def text(result: types.CallToolResult) -> str:

@@ -19,7 +19,7 @@ Prints "all ok" at the end; exits non-zero with a message on the first thing tha
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, Literal
 
 import anyio
@@ -28,6 +28,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client import ClaimContext, ClientExtension, ResultClaim
 from mcp.client.stdio import stdio_client
 from mcp.shared.exceptions import MCPError
+from shared import wait_until
 
 LEGACY = "2025-11-25"
 MODERN = "2026-07-28"
@@ -38,16 +39,6 @@ TITLES = ["Dune", "Emma"]
 # Each title takes a second: a task that answers within this long answered before doing the work.
 AT_ONCE = 0.8
 
-
-async def wait_until(what: str, predicate: Callable[[], Awaitable[bool]], timeout: float = 10) -> None:
-    """Polls `predicate` until it holds, failing after `timeout` seconds."""
-    try:
-        with anyio.fail_after(timeout):
-            while not await predicate():
-                await anyio.sleep(0.05)
-    except TimeoutError:
-        raise AssertionError(f"timed out waiting until {what}") from None
-    print(f"ok: {what}")
 
 
 class Bookshop:

@@ -46,6 +46,7 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
+use crate::base::sync::Unpoisoned;
 use crate::builder::extension::Extension;
 use crate::builder::ServerBuilder;
 use crate::context::Era;
@@ -86,12 +87,14 @@ impl Skill {
 }
 
 /// The Skills extension: add it with [`ServerBuilder::extension`](crate::ServerBuilder::extension).
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct Skills {
     skills: Vec<Skill>,
     /// What reading a directory found wrong, reported when the server is built.
     errors: Vec<String>,
     directory_read: bool,
+    /// Why the catalog `setup` built is not one to serve, for `check` to report.
+    refused: std::sync::Mutex<Option<String>>,
 }
 
 impl Default for Skills {
@@ -103,7 +106,7 @@ impl Default for Skills {
 impl Skills {
     /// No skills yet; `resources/directory/read` served.
     pub fn new() -> Skills {
-        Skills { skills: Vec::new(), errors: Vec::new(), directory_read: true }
+        Skills { skills: Vec::new(), errors: Vec::new(), directory_read: true, refused: Default::default() }
     }
 
     /// Adds a skill made in code.
@@ -153,12 +156,18 @@ impl Extension for Skills {
     }
 
     fn check(&self) -> Result<(), String> {
-        self.catalog().map(|_| ())
+        match self.refused.locked().take() {
+            Some(why) => Err(why),
+            None => Ok(()),
+        }
     }
 
     fn setup(&self, builder: ServerBuilder) -> ServerBuilder {
-        // A catalog that does not build is reported by `check`; nothing is served meanwhile.
-        let catalog = self.catalog().unwrap_or_default();
+        // A catalog that does not build is reported by `check`, which runs next; nothing is served meanwhile.
+        let catalog = self.catalog().unwrap_or_else(|why| {
+            *self.refused.locked() = Some(why);
+            Catalog::default()
+        });
         builder.state(Arc::new(catalog)).resource_def(methods::files())
     }
 }
