@@ -68,6 +68,18 @@ async fn an_app_is_a_ui_resource_linked_from_its_tools_in_both_eras() {
         assert_eq!(contents["_meta"]["ui"]["csp"]["connectDomains"], json!(["https://api.example.com"]));
         let made = client.request("resources/read", json!({"uri": "ui://shop/made"})).await.unwrap();
         assert_eq!(made["contents"][0]["text"], page());
+
+        // The same through the client's typed helpers, as a host would.
+        let typed = client.list_tools().await.unwrap();
+        let tool = |name: &str| typed.iter().find(|t| t.name == name).unwrap();
+        assert_eq!(tool("list_holds").app(), Some("ui://shop/holds"));
+        assert!(!tool("list_holds").app_only());
+        assert!(tool("release").app_only(), "hidden from the model");
+        let app = client.read_app(tool("list_holds").app().unwrap()).await.unwrap();
+        assert_eq!(app.html, "<!doctype html><p>holds</p>");
+        assert_eq!(app.ui["csp"]["connectDomains"], json!(["https://api.example.com"]));
+        let not_an_app = client.read_app("ui://shop/nowhere").await.unwrap_err();
+        assert!(format!("{not_an_app}").contains("nowhere"), "{not_an_app}");
     }
 }
 

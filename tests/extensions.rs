@@ -11,7 +11,9 @@ use std::sync::Arc;
 use common::duplex::Stdio;
 use mcp::middleware::{McpRequest, Next};
 use mcp::tower::{self, ServiceExt};
-use mcp::{BuildError, Context, Era, Extension, MethodDef, MethodItem, Server, ServerBuilder};
+use mcp::{
+    BuildError, Context, Declaration, Era, Extension, MethodDef, MethodItem, NotificationDef, Server, ServerBuilder,
+};
 use serde_json::{json, Value};
 
 const AUDIT: &str = "com.example/audit";
@@ -42,8 +44,8 @@ impl Extension for Audit {
     fn id(&self) -> &str {
         AUDIT
     }
-    fn settings(&self, era: Era) -> Option<Value> {
-        Some(json!({ "retentionDays": 30, "era": if era == Era::V2025 { "2025" } else { "2026" } }))
+    fn declare(&self, era: Era) -> Declaration {
+        Declaration::settings(json!({ "retentionDays": 30, "era": if era == Era::V2025 { "2025" } else { "2026" } }))
     }
     fn methods(&self) -> Vec<MethodDef> {
         vec![*record::DEF]
@@ -469,4 +471,145 @@ async fn an_extension_method_names_its_mcp_name_parameter() {
     let named = client.v2026_send_with(&body, &[("Mcp-Name", Some("T-7"))]).await;
     let text = named.text().await.unwrap();
     assert!(text.contains(r#""ticket":"T-7""#), "{text}");
+}
+
+const BELL: &str = "com.example/bell";
+const RANG: &str = "notifications/com.example.bell/rang";
+const RANG_KEY: &str = "com.example.bell/rang";
+
+/// Ring the bell: every listening client that declared the bell hears it.
+#[mcp::tool]
+fn ring(ctx: &Context, times: u32) -> String {
+    ctx.server().notify(RANG, json!({ "times": times })).unwrap();
+    "rung".to_owned()
+}
+
+/// An extension with a notification of its own, sent by its tool.
+struct Bell;
+
+impl Extension for Bell {
+    fn id(&self) -> &str {
+        BELL
+    }
+    fn notifications(&self) -> Vec<NotificationDef> {
+        vec![NotificationDef::new(RANG, RANG_KEY)]
+    }
+    fn setup(&self, builder: ServerBuilder) -> ServerBuilder {
+        builder.tool::<ring>()
+    }
+}
+
+/// The next notification of this method within a short wait, skipping others.
+async fn heard(session: &mut Stdio, method: &str) -> Option<Value> {
+    while let Some(m) = session.next(std::time::Duration::from_millis(500)).await {
+        if m["method"] == method {
+            return Some(m);
+        }
+    }
+    None
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_extensions_notification_reaches_the_clients_that_declared_it_in_both_eras_and_on_every_instance() {
+    let hub = mcp::hub::LocalHub::new();
+    let one = Server::builder().extension(Bell).change_hub(hub.clone()).build().unwrap();
+    let two = Server::builder().extension(Bell).change_hub(hub).build().unwrap();
+    let declared = json!({"extensions": {BELL: {}}});
+    // On instance two: a 2025 session that declared the bell, one that did not, and 2026 listen streams.
+    let mut s2025 = Stdio::open_with(&two, false, declared.clone()).await;
+    let mut undeclared = Stdio::open_with(&two, false, json!({})).await;
+    let mut s2026 = Stdio::open_with(&two, true, declared.clone()).await;
+    s2026
+        .request(10, "subscriptions/listen", json!({"notifications": {RANG_KEY: true, "toolsListChanged": true}}))
+        .await;
+    let ack = heard(&mut s2026, "notifications/subscriptions/acknowledged").await.expect("an acknowledgement");
+    assert_eq!(ack["params"]["notifications"][RANG_KEY], true, "the key is honoured: {ack}");
+    common::schema::check_v2026_message(&ack, None).unwrap();
+    // A 2026 stream that did not opt in, and one whose client did not declare the extension.
+    let mut quiet = Stdio::open_with(&two, true, declared).await;
+    quiet.request(11, "subscriptions/listen", json!({"notifications": {"toolsListChanged": true}})).await;
+    heard(&mut quiet, "notifications/subscriptions/acknowledged").await.expect("an acknowledgement");
+    let mut stranger = Stdio::open_with(&two, true, json!({})).await;
+    stranger.request(12, "subscriptions/listen", json!({"notifications": {RANG_KEY: true}})).await;
+    let ack = heard(&mut stranger, "notifications/subscriptions/acknowledged").await.expect("an acknowledgement");
+    assert_eq!(ack["params"]["notifications"], json!({}), "not honoured without the extension: {ack}");
+
+    // The tool runs on instance one.
+    let mut caller = Stdio::open(&one, false).await;
+    let rung = caller.call(1, "tools/call", json!({"name": "ring", "arguments": {"times": 3}})).await;
+    assert_eq!(rung["result"]["content"][0]["text"], "rung", "{rung}");
+
+    let note = heard(&mut s2025, RANG).await.expect("the 2025 session that declared the bell hears it");
+    assert_eq!(note["params"], json!({"times": 3}), "{note}");
+    // Not one of the specification's notifications: a JSON-RPC notification of its schema.
+    common::schema::validate("JSONRPCNotification", &note).unwrap();
+    let note = heard(&mut s2026, RANG).await.expect("the 2026 stream that opted in hears it");
+    assert_eq!(note["params"]["times"], 3, "{note}");
+    assert_eq!(note["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], 10, "tagged with its stream: {note}");
+    common::schema::validate_2026("JSONRPCNotification", &note).unwrap();
+    assert!(heard(&mut undeclared, RANG).await.is_none(), "a 2025 client that did not declare the bell");
+    assert!(heard(&mut quiet, RANG).await.is_none(), "a 2026 stream that did not opt in");
+    assert!(heard(&mut stranger, RANG).await.is_none(), "a 2026 client that did not declare the bell");
+}
+
+#[test]
+fn notify_and_declarations_name_what_is_wrong() {
+    let server = Server::builder().extension(Bell).build().unwrap();
+    let undeclared = server.notify("notifications/com.example.bell/unknown", json!({})).unwrap_err().to_string();
+    assert!(
+        undeclared.contains("no extension declares") && undeclared.contains("Extension::notifications"),
+        "{undeclared}"
+    );
+    let not_object = server.notify(RANG, json!([1])).unwrap_err().to_string();
+    assert!(not_object.contains("JSON object"), "{not_object}");
+    server.notify(RANG, Value::Null).expect("no params is fine");
+
+    struct Noisy(&'static str, &'static str);
+    impl Extension for Noisy {
+        fn id(&self) -> &str {
+            "com.example/noisy"
+        }
+        fn notifications(&self) -> Vec<NotificationDef> {
+            vec![NotificationDef::new(self.0, self.1)]
+        }
+    }
+    for (method, key, expected) in [
+        ("notifications/tools/list_changed", "k", "the specification's"),
+        ("com.example.noisy/rang", "k", "starts with `notifications/`"),
+        ("notifications/com.example.noisy/rang", "taskIds", "listen filter key"),
+        ("notifications/com.example.noisy/rang", "", "listen filter key"),
+    ] {
+        let message = refusal(Server::builder().extension(Noisy(method, key)));
+        assert!(message.contains(expected), "{method} {key}: {message}");
+    }
+    let message =
+        refusal(Server::builder().extension(Bell).extension(Named("com.example/other", vec![])).extension(BellAgain));
+    assert!(message.contains("another extension has already"), "{message}");
+
+    struct Capable;
+    impl Extension for Capable {
+        fn id(&self) -> &str {
+            "com.example/capable"
+        }
+        fn declare(&self, era: Era) -> Declaration {
+            match era {
+                Era::V2025 => Declaration::none().with_capability("tools", json!({})),
+                _ => Declaration::settings(json!({})),
+            }
+        }
+    }
+    let message = refusal(Server::builder().extension(Capable));
+    assert!(message.contains("capability `tools`") && message.contains("Declaration::settings"), "{message}");
+}
+
+/// A second extension that declares the bell's notification.
+struct BellAgain;
+
+impl Extension for BellAgain {
+    fn id(&self) -> &str {
+        "com.example/bell-again"
+    }
+    fn notifications(&self) -> Vec<NotificationDef> {
+        vec![NotificationDef::new(RANG, "com.example.bell/again")]
+    }
 }

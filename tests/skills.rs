@@ -108,6 +108,17 @@ fn a_directory_tree_is_served_under_its_paths() {
         let acme = client.request("resources/directory/read", json!({"uri": "skill://acme"})).await.unwrap();
         assert_eq!(acme["resources"][0]["uri"], "skill://acme/billing");
         assert_eq!(acme["resources"][0]["mimeType"], "inode/directory");
+        // The client's typed read, through each level.
+        let top = client.read_skill_folder("skill://acme").await.unwrap();
+        assert_eq!(top.len(), 1);
+        assert!(top[0].is_folder() && top[0].name == "billing", "{top:?}");
+        let refunds = client.read_skill_folder("skill://acme/billing/refunds").await.unwrap();
+        assert_eq!(refunds.len(), 1);
+        assert!(!refunds[0].is_folder() && refunds[0].uri == "skill://acme/billing/refunds/SKILL.md", "{refunds:?}");
+        let pdf = client.read_skill_folder("skill://pdf/references").await.unwrap();
+        assert_eq!(pdf[0].mime_type.as_deref(), Some("text/markdown"), "{pdf:?}");
+        let not_a_folder = client.read_skill_folder("skill://pdf/SKILL.md").await.unwrap_err();
+        assert!(format!("{not_a_folder:?}").contains("not a folder"), "{not_a_folder:?}");
     });
 }
 

@@ -35,7 +35,7 @@ use serde_json::{json, Map, Value};
 use crate::base::sync::Unpoisoned;
 use crate::builder::extension::Extension;
 use crate::builder::ServerBuilder;
-use crate::context::{Context, Era};
+use crate::context::Context;
 use crate::handler::resource::{ResourceDef, ResourceHandler};
 use crate::handler::tool::Arguments;
 use crate::wire::error::Error;
@@ -214,10 +214,6 @@ fn read(ctx: &Context, _: Arguments) -> crate::base::future::BoxFuture<'_, Resul
 impl Extension for Apps {
     fn id(&self) -> &str {
         EXTENSION
-    }
-
-    fn settings(&self, _era: Era) -> Option<Value> {
-        Some(json!({}))
     }
 
     fn check(&self) -> Result<(), String> {

@@ -65,7 +65,7 @@ pub use context::state::{Requirement, State};
 pub use context::{ClientInfo, Context, Era, FromContext, HttpRequest, RequestMeta};
 
 pub use base::seal::KEY_ENV as REQUEST_STATE_KEY_ENV;
-pub use builder::extension::Extension;
+pub use builder::extension::{Declaration, Extension, NotificationDef};
 pub use builder::{
     ServerBuilder, DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_LINE_BYTES, DEFAULT_PAGE_SIZE, DEFAULT_SERVER_NAME,
     DEFAULT_SERVER_VERSION, DEFAULT_SHUTDOWN_TIMEOUT,
@@ -87,7 +87,7 @@ pub use protocol::{
     ReadResourceResult, Resource, ResourceContents, Role,
 };
 pub use server::hub;
-pub use server::{BuildError, Server};
+pub use server::{BuildError, NotifyError, Server};
 pub use store::events::{EventLog, LogSlice, MemoryEventLog, DEFAULT_LOG_EVENTS, DEFAULT_LOG_STREAMS};
 pub use store::session::{MemorySessionStore, SessionRecord, SessionStore};
 pub use task::{

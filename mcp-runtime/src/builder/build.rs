@@ -94,6 +94,7 @@ impl ServerBuilder {
         let tool_call_hooks = extensions.iter().filter_map(|ext| ext.tool_call_hook()).collect();
         let mut extension_methods: HashMap<&'static str, MethodDef> = HashMap::new();
         let mut ids = std::collections::HashSet::new();
+        let mut notifications = HashMap::new();
         for ext in &extensions {
             let id = ext.id();
             let bad = |message| BuildError::BadExtension { id: id.to_owned(), message };
@@ -101,6 +102,19 @@ impl ServerBuilder {
             ext.check().map_err(bad)?;
             if !ids.insert(id.to_owned()) {
                 return Err(bad(format!("two extensions have the identifier `{id}`")));
+            }
+            for era in [Era::V2025, Era::V2026] {
+                extension::check_declaration(id, &ext.declare(era)).map_err(bad)?;
+            }
+            for def in ext.notifications() {
+                extension::check_notification(id, &def).map_err(bad)?;
+                let sent = crate::server::Sent { extension: id.to_owned(), filter: def.filter.clone() };
+                if notifications.insert(def.method.clone(), sent).is_some() {
+                    return Err(bad(format!(
+                        "extension `{id}` declares the notification `{}`, which another extension has already",
+                        def.method
+                    )));
+                }
             }
             for def in ext.methods() {
                 extension::check(id, Some(def.name)).map_err(bad)?;
@@ -138,18 +152,18 @@ impl ServerBuilder {
         if !registry.prompts.is_empty() || !registry.templates.is_empty() {
             capabilities["completions"] = json!({});
         }
-        // Each era lists the extensions it has settings for (the 2026-07-28 era has Tasks as an extension, 2025-11-25
-        // as a capability of its own).
+        // Each era declares each extension as it says: under `extensions`, and any capability of its own (the
+        // 2025-11-25 era has Tasks as `tasks`).
         let mut capabilities_2026 = capabilities.clone();
         for ext in &extensions {
             for (era, capabilities) in [(Era::V2025, &mut capabilities), (Era::V2026, &mut capabilities_2026)] {
-                if let (Some(settings), Value::Object(capabilities)) = (ext.settings(era), capabilities) {
+                let Value::Object(capabilities) = capabilities else { continue };
+                let declaration = ext.declare(era);
+                if let Some(settings) = declaration.settings {
                     let listed = capabilities.entry("extensions").or_insert_with(|| json!({}));
                     listed[ext.id()] = settings;
                 }
-            }
-            if let Value::Object(capabilities) = &mut capabilities {
-                capabilities.extend(ext.capabilities_2025());
+                capabilities.extend(declaration.capabilities);
             }
         }
         let auth = match self.authorization {
@@ -193,6 +207,7 @@ impl ServerBuilder {
                 request_state_ttl: self.request_state_ttl.unwrap_or(crate::era::v2026::DEFAULT_REQUEST_STATE_TTL),
                 tasks_enabled,
                 tool_call_hooks,
+                notifications,
                 auth,
                 parts,
             }),

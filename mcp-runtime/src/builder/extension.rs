@@ -7,12 +7,17 @@ use serde_json::{Map, Value};
 use crate::builder::ServerBuilder;
 use crate::context::Era;
 use crate::handler::method::MethodDef;
+#[cfg(doc)]
+use crate::Server;
 
 /// A protocol extension, added with [`ServerBuilder::extension`].
 ///
-/// - **Negotiation**: the server lists [`settings`](Extension::settings) under `capabilities.extensions.<id>`
+/// - **Negotiation**: the server [declares](Extension::declare) it, by default under `capabilities.extensions.<id>`,
 ///   in `initialize` (2025-11-25) and `server/discover` (2026-07-28); a handler sees whether the client declared it
 ///   with `ctx.meta().client_extension(id)`.
+/// - **Notifications**: [`notifications`](Extension::notifications) are the ones it sends with
+///   [`Server::notify`], to every listening client that declared the extension (a 2025 session; a 2026
+///   `subscriptions/listen` stream whose filter opted in with the notification's key), on every instance.
 /// - **Methods**: [`methods`](Extension::methods) are served in both eras like custom methods, with typed
 ///   parameters (`#[mcp::method]` definitions, `M::DEF`), and may use the extension's own namespace; a name that
 ///   would shadow a method of the specification (`tools/call`, `initialize`, ...) or another method is refused by
@@ -23,7 +28,7 @@ use crate::handler::method::MethodDef;
 ///   prompts and state the extension serves, and layers ([`ServerBuilder::layer`]) that see every request.
 ///
 /// ```
-/// use mcp::{Era, Extension, MethodItem};
+/// use mcp::{Declaration, Era, Extension, MethodItem};
 /// use serde_json::{json, Value};
 ///
 /// /// Record an audit entry.
@@ -41,8 +46,8 @@ use crate::handler::method::MethodDef;
 ///     fn id(&self) -> &str {
 ///         "com.example/audit"
 ///     }
-///     fn settings(&self, _era: Era) -> Option<Value> {
-///         Some(json!({ "retentionDays": 30 }))
+///     fn declare(&self, _era: Era) -> Declaration {
+///         Declaration::settings(json!({ "retentionDays": 30 }))
 ///     }
 ///     fn methods(&self) -> Vec<mcp::MethodDef> {
 ///         vec![*record::DEF]
@@ -57,17 +62,18 @@ pub trait Extension: Send + 'static {
     /// `com.example/audit`).
     fn id(&self) -> &str;
 
-    /// What the server says about the extension under `capabilities.extensions.<id>` in this era (`{}` by default:
-    /// supported, no settings); `None` leaves it out of that era's capabilities.
-    fn settings(&self, era: Era) -> Option<Value> {
+    /// How the extension is declared in this era's capabilities (`initialize` in 2025-11-25, `server/discover` in
+    /// 2026-07-28): by default listed under `capabilities.extensions.<id>` with `{}` (supported, no settings) in both.
+    /// See [`Declaration`].
+    fn declare(&self, era: Era) -> Declaration {
         let _ = era;
-        Some(Value::Object(Map::new()))
+        Declaration::settings(Value::Object(Map::new()))
     }
 
-    /// Members the extension adds to the 2025-11-25 `capabilities` object itself, for one that 2025-11-25 has as a
-    /// capability of its own (Tasks: `tasks`). None by default.
-    fn capabilities_2025(&self) -> Map<String, Value> {
-        Map::new()
+    /// The notifications the extension sends to the clients that listen, with [`Server::notify`]: each names its
+    /// method and the key a 2026 `subscriptions/listen` filter opts in with. None by default.
+    fn notifications(&self) -> Vec<NotificationDef> {
+        Vec::new()
     }
 
     /// The extension's methods.
@@ -94,6 +100,136 @@ pub trait Extension: Send + 'static {
     fn setup(&self, builder: ServerBuilder) -> ServerBuilder {
         builder
     }
+}
+
+/// How an extension is declared in one era's `capabilities`, from [`Extension::declare`]: its settings under
+/// `capabilities.extensions.<id>`, and any capability of its own beside the specification's (the 2025-11-25 era
+/// has Tasks as `capabilities.tasks`).
+///
+/// ```
+/// use mcp::Declaration;
+/// use serde_json::json;
+///
+/// // Listed under `extensions` with settings.
+/// let listed = Declaration::settings(json!({ "directoryRead": true }));
+/// // Not listed under `extensions`, but a capability of its own.
+/// let own = Declaration::none().with_capability("tasks", json!({ "list": {} }));
+/// # let _ = (listed, own);
+/// ```
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Declaration {
+    pub(crate) settings: Option<Value>,
+    pub(crate) capabilities: Map<String, Value>,
+}
+
+impl Declaration {
+    /// Listed under `capabilities.extensions.<id>` with these settings (`json!({})`: supported, no settings).
+    pub fn settings(settings: Value) -> Declaration {
+        Declaration { settings: Some(settings), capabilities: Map::new() }
+    }
+
+    /// Not declared in this era.
+    pub fn none() -> Declaration {
+        Declaration::default()
+    }
+
+    /// Adds a capability of the extension's own to `capabilities` (beside `tools`, `prompts`, ...): for an
+    /// extension an era has as a capability. `build()` refuses a name the specification has.
+    pub fn with_capability(mut self, name: impl Into<String>, value: Value) -> Declaration {
+        self.capabilities.insert(name.into(), value);
+        self
+    }
+}
+
+/// A notification an extension sends ([`Extension::notifications`]): its method and the key of the 2026
+/// `subscriptions/listen` filter that opts in to it.
+///
+/// ```
+/// let recorded = mcp::NotificationDef::new("notifications/com.example.audit/recorded", "com.example.audit/recorded");
+/// # let _ = recorded;
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NotificationDef {
+    pub(crate) method: String,
+    pub(crate) filter: String,
+}
+
+impl NotificationDef {
+    /// `method` is the notification's (`notifications/...`, in the extension's namespace); `filter` the key a 2026
+    /// client sets to `true` in its `subscriptions/listen` filter to get it.
+    pub fn new(method: impl Into<String>, filter: impl Into<String>) -> NotificationDef {
+        NotificationDef { method: method.into(), filter: filter.into() }
+    }
+
+    /// The notification's method.
+    pub fn method(&self) -> &str {
+        &self.method
+    }
+
+    /// Its key in a 2026 `subscriptions/listen` filter.
+    pub fn filter(&self) -> &str {
+        &self.filter
+    }
+}
+
+/// The capabilities of the specification, in either era: no extension may declare one of these as its own.
+const CORE_CAPABILITIES: &[&str] =
+    &["tools", "prompts", "resources", "logging", "completions", "extensions", "experimental", "tasks"];
+
+/// The notifications of the specification, in either era, and the keys of the 2026 listen filter.
+const CORE_NOTIFICATIONS: &[&str] = &[
+    "notifications/cancelled",
+    "notifications/progress",
+    "notifications/message",
+    "notifications/initialized",
+    "notifications/tools/list_changed",
+    "notifications/prompts/list_changed",
+    "notifications/resources/list_changed",
+    "notifications/resources/updated",
+    "notifications/roots/list_changed",
+    "notifications/tasks",
+    "notifications/tasks/status",
+    "notifications/elicitation/complete",
+    "notifications/subscriptions/acknowledged",
+];
+const CORE_FILTER_KEYS: &[&str] =
+    &["toolsListChanged", "promptsListChanged", "resourcesListChanged", "resourceSubscriptions", "taskIds"];
+
+/// `Err` with a sentence if an extension's declaration takes a capability of the specification's (Tasks may have
+/// `tasks`, which it is).
+pub(crate) fn check_declaration(id: &str, declaration: &Declaration) -> Result<(), String> {
+    match declaration.capabilities.keys().find(|k| CORE_CAPABILITIES.contains(&k.as_str())) {
+        Some(name) if !(id == crate::task::EXTENSION && name == "tasks") => Err(format!(
+            "extension `{id}` declares the capability `{name}`, which is the specification's: put its settings \
+             under `extensions` (`Declaration::settings`)"
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// `Err` with a sentence if an extension's notification is not one it may send.
+pub(crate) fn check_notification(id: &str, def: &NotificationDef) -> Result<(), String> {
+    let method = def.method.as_str();
+    if !method.starts_with("notifications/") || method.len() == "notifications/".len() {
+        return Err(format!(
+            "extension `{id}` declares the notification `{method}`: a notification's method starts with \
+             `notifications/` and names it (`notifications/com.example.audit/recorded`)"
+        ));
+    }
+    if CORE_NOTIFICATIONS.contains(&method) {
+        return Err(format!(
+            "extension `{id}` declares the notification `{method}`, which is the specification's: pick a name in \
+             the extension's own namespace"
+        ));
+    }
+    if def.filter.is_empty() || CORE_FILTER_KEYS.contains(&def.filter.as_str()) {
+        return Err(format!(
+            "extension `{id}` gives its notification `{method}` the listen filter key `{}`: pick a key of the \
+             extension's own (`com.example.audit/recorded`)",
+            def.filter
+        ));
+    }
+    Ok(())
 }
 
 /// The methods of the specification, in either era: no extension method may take one of these names.
@@ -144,12 +280,8 @@ impl Extension for crate::task::Tasks {
         crate::task::EXTENSION
     }
 
-    fn settings(&self, era: Era) -> Option<Value> {
-        crate::task::Tasks::settings(era)
-    }
-
-    fn capabilities_2025(&self) -> Map<String, Value> {
-        crate::task::Tasks::capabilities_2025()
+    fn declare(&self, era: Era) -> Declaration {
+        crate::task::Tasks::declare(era)
     }
 
     fn methods(&self) -> Vec<MethodDef> {

@@ -51,6 +51,7 @@
 //!   in-memory pipe, the real protocol in either era, for tests.
 //! - `Client` is `Clone + Send + Sync`: many tasks can call through one connection at once.
 
+mod apps;
 pub mod auth;
 mod body;
 mod builder;
@@ -78,6 +79,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{json, Map, Value};
 use tokio::sync::{oneshot, Notify};
 
+pub use apps::AppPage;
 pub use builder::{
     ClientBuilder, DEFAULT_AUTH_HANDSHAKE_TIMEOUT, DEFAULT_FRAME_LIMIT, DEFAULT_HANDSHAKE_TIMEOUT, DEFAULT_MAX_ROUNDS,
 };
@@ -87,7 +89,7 @@ pub use items::{ListItem, Prompt, Resource, ResourceTemplate, Tool};
 pub use list::{ItemStream, List, Page, PageStream};
 pub use listen::{ListenFilter, Notification, Subscription};
 #[cfg(feature = "skills")]
-pub use skills::{LoadedSkill, SkillFileContent};
+pub use skills::{FolderEntry, LoadedSkill, SkillFileContent};
 pub use task::{Started, TaskHandle, TaskState};
 
 #[cfg(feature = "skills")]

@@ -14,6 +14,28 @@ use crate::wire::skills::{self, SkillEntry, SkillError, SkillFile, EXTENSION};
 /// How many pages of `skills/list` [`Client::list_skills`] reads before it gives up on a server that never ends.
 const MAX_PAGES: usize = 256;
 
+/// What a folder of a skill's tree holds, from [`Client::read_skill_folder`].
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct FolderEntry {
+    /// Its URI (`skill://pdf/references`).
+    pub uri: String,
+    /// Its name, the last segment of its URI.
+    #[serde(default)]
+    pub name: String,
+    /// Its MIME type: `inode/directory` for a folder.
+    #[serde(default)]
+    pub mime_type: Option<String>,
+}
+
+impl FolderEntry {
+    /// Whether it is a folder (its MIME type is `inode/directory`), to read with [`Client::read_skill_folder`].
+    pub fn is_folder(&self) -> bool {
+        self.mime_type.as_deref() == Some(skills::DIRECTORY_MIME)
+    }
+}
+
 /// A skill's `SKILL.md`, read by [`Client::load_skill`] and verified against the skill's entry: the size and digest
 /// the entry lists, and the front matter the entry holds.
 #[derive(Clone, Debug, PartialEq)]
@@ -180,6 +202,42 @@ impl Client {
     }
 
     /// Fails a `skills/*` request to a server that did not declare the extension.
+    /// A folder of a skill's tree (`resources/directory/read`): every page of what it holds, each entry a file or a
+    /// folder ([`FolderEntry::is_folder`]). Refused, without a request, when the server did not declare the Skills
+    /// extension with `directoryRead`.
+    pub async fn read_skill_folder(&self, uri: &str) -> Result<Vec<FolderEntry>, Error> {
+        let method = "resources/directory/read";
+        self.require_skills(method)?;
+        if self.server_skills().and_then(|s| s.get("directoryRead")).and_then(Value::as_bool) != Some(true) {
+            return Err(Error::Protocol(format!(
+                "the server did not declare `directoryRead` in its Skills settings, so {method} is not asked"
+            )));
+        }
+        let (mut entries, mut cursors, mut cursor) = (Vec::new(), HashSet::new(), None::<String>);
+        for _ in 0..MAX_PAGES {
+            let mut params = json!({ "uri": uri });
+            if let Some(cursor) = &cursor {
+                params["cursor"] = json!(cursor);
+            }
+            let result = self.request(method, params).await?;
+            let page = result["resources"]
+                .as_array()
+                .ok_or_else(|| Error::Protocol(format!("a {method} result without a `resources` array")))?;
+            for raw in page {
+                match FolderEntry::deserialize(raw) {
+                    Ok(entry) => entries.push(entry),
+                    Err(why) => tracing::warn!(error = %why, "left out a {method} entry"),
+                }
+            }
+            match result["nextCursor"].as_str().filter(|next| !next.is_empty()) {
+                None => return Ok(entries),
+                Some(next) if !cursors.insert(next.to_owned()) => return Ok(entries),
+                Some(next) => cursor = Some(next.to_owned()),
+            }
+        }
+        Err(Error::Protocol(format!("{method} went on past {MAX_PAGES} pages")))
+    }
+
     fn require_skills(&self, method: &str) -> Result<(), Error> {
         match self.server_skills() {
             Some(_) => Ok(()),

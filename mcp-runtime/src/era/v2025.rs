@@ -353,6 +353,15 @@ impl Session {
     }
 }
 
+impl Session {
+    /// Whether the client declared an extension in its `initialize` (`capabilities.extensions.<id>`).
+    fn client_declared(&self, extension: &str) -> bool {
+        self.client.get().is_some_and(|(_, client)| {
+            client.capabilities.get("extensions").and_then(|listed| listed.get(extension)).is_some()
+        })
+    }
+}
+
 /// Takes `_meta` out of a request's params.
 pub(crate) fn take_meta(params: &mut Map<String, Value>) -> Option<Map<String, Value>> {
     match params.remove("_meta") {
@@ -376,6 +385,11 @@ impl Subscriber for Session {
             Change::ListChanged { list, .. } if self.is_initialized() => self.notify(list.notification(), &json!({})),
             Change::ResourceUpdated { uri } if self.is_subscribed(uri) => {
                 self.notify("notifications/resources/updated", &json!({ "uri": uri }))
+            }
+            Change::Notification { extension, method, params, .. }
+                if self.is_initialized() && self.client_declared(extension) =>
+            {
+                self.notify(method, &Value::Object(params.clone()))
             }
             Change::SessionChanged { session, record } if self.is_session(session) => {
                 let level = record.log_level.map_or(crate::era::LOG_LEVEL_UNSET, |l| l as u8);

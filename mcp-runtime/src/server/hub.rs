@@ -110,6 +110,18 @@ pub enum Change {
         /// The answers, by the key of the question each answers.
         responses: serde_json::Map<String, Value>,
     },
+    /// An extension's notification ([`Server::notify`](crate::Server::notify)): the clients that declared the
+    /// extension hear it (in 2026, the listen streams whose filter set `filter`).
+    Notification {
+        /// The extension's identifier.
+        extension: String,
+        /// The notification's key in a 2026 listen filter.
+        filter: String,
+        /// The notification's method.
+        method: String,
+        /// Its params.
+        params: serde_json::Map<String, Value>,
+    },
     /// A 2025 session's record changed on one instance (its log level, its subscriptions): every instance's copy
     /// takes it.
     SessionChanged {

@@ -130,12 +130,35 @@ pub(crate) struct ServerInner {
     pub tasks_enabled: bool,
     /// The extensions' hooks on `tools/call`, in the order the extensions were added (Tasks first).
     pub tool_call_hooks: Vec<Arc<dyn crate::hook::ToolCallHook>>,
+    /// The notifications the extensions declared, by method.
+    pub notifications: HashMap<String, Sent>,
     /// The server as an OAuth resource server: what HTTP requests must present.
     pub auth: Option<crate::auth::Guard>,
     /// What the server's built-in extensions keep, by type (the task engine): the server holds it without knowing
     /// it.
     pub parts: StateMap,
 }
+
+/// Who sends a notification an extension declared, and the 2026 listen filter's key for it.
+#[derive(Clone, Debug)]
+pub(crate) struct Sent {
+    pub extension: String,
+    pub filter: String,
+}
+
+/// [`Server::notify`] was given a notification it cannot send.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NotifyError {
+    message: String,
+}
+
+impl fmt::Display for NotifyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for NotifyError {}
 
 /// The server a connection is served by.
 pub(crate) fn of(peer: &dyn crate::context::Peer) -> &Server {
@@ -551,6 +574,39 @@ impl Server {
     }
 
     /// Tells the listeners that follow a task that it changed.
+    /// Sends an extension's notification (one an [`Extension`](crate::Extension) declared in
+    /// [`notifications`](crate::Extension::notifications)) to every client that listens and declared the
+    /// extension, on every instance: a 2025-11-25 session, and a 2026-07-28 `subscriptions/listen` stream whose
+    /// filter set the notification's key to `true`. `params` is a JSON object (or `null` for none).
+    ///
+    /// An `Err` names what is wrong: a notification no extension declared, or `params` that are not an object.
+    pub fn notify(&self, method: &str, params: Value) -> Result<(), NotifyError> {
+        let Some(sent) = self.inner.notifications.get(method) else {
+            return Err(NotifyError {
+                message: format!(
+                    "no extension declares the notification `{method}`: return a `NotificationDef` for it from the \
+                     extension's `Extension::notifications`"
+                ),
+            });
+        };
+        let params = match params {
+            Value::Null => serde_json::Map::new(),
+            Value::Object(params) => params,
+            other => {
+                return Err(NotifyError {
+                    message: format!("the params of the notification `{method}` must be a JSON object, not `{other}`"),
+                })
+            }
+        };
+        self.publish(hub::Change::Notification {
+            extension: sent.extension.clone(),
+            filter: sent.filter.clone(),
+            method: method.to_owned(),
+            params,
+        });
+        Ok(())
+    }
+
     pub(crate) fn notify_task(&self, record: &crate::store::task::TaskRecord) {
         self.publish(hub::Change::Task { record: Box::new(record.clone()) });
     }

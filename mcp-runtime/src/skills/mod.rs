@@ -44,10 +44,10 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use serde_json::{json, Value};
+use serde_json::json;
 
 use crate::base::sync::Unpoisoned;
-use crate::builder::extension::Extension;
+use crate::builder::extension::{Declaration, Extension};
 use crate::builder::ServerBuilder;
 use crate::context::Era;
 use crate::handler::method::MethodDef;
@@ -147,8 +147,8 @@ impl Extension for Skills {
         EXTENSION
     }
 
-    fn settings(&self, _era: Era) -> Option<Value> {
-        Some(if self.directory_read { json!({ "directoryRead": true }) } else { json!({}) })
+    fn declare(&self, _era: Era) -> Declaration {
+        Declaration::settings(if self.directory_read { json!({ "directoryRead": true }) } else { json!({}) })
     }
 
     fn methods(&self) -> Vec<MethodDef> {

@@ -33,15 +33,15 @@ pub(crate) struct Tasks {
 }
 
 impl Tasks {
-    /// Its settings in an era: `{}` in the 2026-07-28 era; none in 2025-11-25, where it is a capability of its own.
-    pub(crate) fn settings(era: Era) -> Option<Value> {
-        (era == Era::V2026).then(|| json!({}))
-    }
-
-    /// The 2025-11-25 `tasks` capability.
-    pub(crate) fn capabilities_2025() -> Map<String, Value> {
-        let tasks = json!({ "list": {}, "cancel": {}, "requests": { "tools": { "call": {} } } });
-        Map::from_iter([("tasks".to_owned(), tasks)])
+    /// How it is declared in an era: under `extensions` with `{}` in the 2026-07-28 era; in 2025-11-25 as the
+    /// `tasks` capability of its own.
+    pub(crate) fn declare(era: Era) -> crate::builder::extension::Declaration {
+        use crate::builder::extension::Declaration;
+        match era {
+            Era::V2026 => Declaration::settings(json!({})),
+            Era::V2025 => Declaration::none()
+                .with_capability("tasks", json!({ "list": {}, "cancel": {}, "requests": { "tools": { "call": {} } } })),
+        }
     }
 
     /// The `tasks/*` methods.

@@ -12,6 +12,8 @@ pub(crate) struct Filter {
     uris: Vec<String>,
     /// Tasks whose changes this stream follows (the Tasks extension).
     task_ids: Vec<String>,
+    /// The keys of extensions' notifications this stream opted in to.
+    extensions: Vec<String>,
 }
 
 impl Filter {
@@ -31,6 +33,9 @@ impl Filter {
         }
         if !self.task_ids.is_empty() {
             out.insert("taskIds".into(), self.task_ids.clone().into());
+        }
+        for key in &self.extensions {
+            out.insert(key.clone(), true.into());
         }
         Value::Object(out)
     }
@@ -134,8 +139,19 @@ pub(super) fn listen(
         return Err(crate::task::methods::extension_required());
     }
     let task_ids = if server.inner.tasks_enabled { task_ids } else { Vec::new() };
+    // An extension's notification, when the filter opts in with its key and the client declared the extension.
+    let mut extensions: Vec<String> = server
+        .inner
+        .notifications
+        .values()
+        .filter(|sent| flag(&sent.filter) && meta.client_supports(&["extensions", &sent.extension]))
+        .map(|sent| sent.filter.clone())
+        .collect();
+    extensions.sort_unstable();
+    extensions.dedup();
     let filter = Filter {
         task_ids,
+        extensions,
         tools: flag("toolsListChanged") && capabilities.get("tools").is_some(),
         prompts: flag("promptsListChanged") && capabilities.get("prompts").is_some(),
         resources: flag("resourcesListChanged") && capabilities.get("resources").is_some(),
@@ -172,6 +188,10 @@ impl Subscriber for Listener {
             Change::ListChanged { list, .. } => self.list_changed(list.notification()),
             Change::ResourceUpdated { uri } => self.resource_updated(uri),
             Change::Task { record } => self.task_changed(record),
+            Change::Notification { filter, method, params, .. } if self.filter.extensions.contains(filter) => {
+                self.request.send_if_open(self.tagged(method, params.clone()));
+            }
+            Change::Notification { .. } => {}
             // A 2025 session's own.
             Change::TaskInput { .. }
             | Change::SessionChanged { .. }
