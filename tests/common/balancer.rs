@@ -2,7 +2,9 @@
 //! to the next upstream in turn (whatever connection it came on), its body and its response's body streamed both
 //! ways as they come (an SSE response is passed on event by event, never buffered). An upstream that cannot be
 //! reached is a 502; one that breaks mid-response cuts the client's response too (its connection closed before the
-//! body's end), as a real balancer does. It remembers where it sent each request.
+//! body's end), as a real balancer does. It remembers where it sent each request. It opens a connection to the
+//! upstream per request, unless started [pooled](Balancer::start_pooled) (the benchmarks), as production balancers
+//! keep theirs.
 
 use std::convert::Infallible;
 use std::pin::Pin;
@@ -25,6 +27,8 @@ pub struct Balancer {
 /// Where requests go, and where they went.
 struct Routing {
     upstreams: Vec<String>,
+    /// Idle connections to each upstream, when pooled.
+    pools: Option<Vec<Mutex<Vec<hyper::client::conn::http1::SendRequest<Incoming>>>>>,
     next: AtomicUsize,
     /// The upstream each request was sent to, in order.
     sent: Mutex<Vec<usize>>,
@@ -32,11 +36,23 @@ struct Routing {
 
 impl Balancer {
     /// Starts one in front of `upstreams` (`host:port` each). Call it inside a Tokio runtime.
+    #[allow(dead_code)]
     pub async fn start(upstreams: Vec<String>) -> Balancer {
+        Balancer::started(upstreams, false).await
+    }
+
+    /// One that keeps the connections to its upstreams open and reuses them, request after request.
+    #[allow(dead_code)]
+    pub async fn start_pooled(upstreams: Vec<String>) -> Balancer {
+        Balancer::started(upstreams, true).await
+    }
+
+    async fn started(upstreams: Vec<String>, pooled: bool) -> Balancer {
         assert!(!upstreams.is_empty(), "a balancer needs an upstream");
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind the balancer");
         let url = format!("http://{}/mcp", listener.local_addr().unwrap());
-        let routing = Arc::new(Routing { upstreams, next: AtomicUsize::new(0), sent: Mutex::default() });
+        let pools = pooled.then(|| upstreams.iter().map(|_| Mutex::default()).collect());
+        let routing = Arc::new(Routing { upstreams, pools, next: AtomicUsize::new(0), sent: Mutex::default() });
         let accepting = routing.clone();
         let accept = tokio::spawn(async move {
             loop {
@@ -56,7 +72,9 @@ impl Balancer {
         Balancer { url, routing, accept }
     }
 
-    /// The upstream (its index) of each request so far, in order.
+    /// The upstream (its index) of each request so far, in order (not kept when pooled: a benchmark's requests are
+    /// too many).
+    #[allow(dead_code)]
     pub fn sent(&self) -> Vec<usize> {
         self.routing.sent.lock().unwrap().clone()
     }
@@ -69,23 +87,47 @@ impl Drop for Balancer {
 }
 
 impl Routing {
-    /// Sends `request` to the next upstream on a connection of its own, and hands its response back as it comes.
-    async fn forward(&self, request: Request<Incoming>) -> Response<Relayed> {
+    /// Sends `request` to the next upstream (on a connection of its own, or an idle one of the pool), and hands its
+    /// response back as it comes.
+    async fn forward(self: &Arc<Self>, request: Request<Incoming>) -> Response<Relayed> {
         let index = self.next.fetch_add(1, Ordering::SeqCst) % self.upstreams.len();
-        self.sent.lock().unwrap().push(index);
+        if self.pools.is_none() {
+            self.sent.lock().unwrap().push(index);
+        }
         let upstream = &self.upstreams[index];
-        let tcp = match tokio::net::TcpStream::connect(upstream).await {
-            Ok(tcp) => tcp,
-            Err(e) => return bad_gateway(format!("upstream {upstream} unreachable: {e}")),
+        let idle = self.pools.as_ref().and_then(|pools| {
+            let mut pool = pools[index].lock().unwrap();
+            std::iter::from_fn(|| pool.pop()).find(|sender| !sender.is_closed())
+        });
+        let mut sender = match idle {
+            Some(sender) => sender,
+            None => {
+                let tcp = match tokio::net::TcpStream::connect(upstream).await {
+                    Ok(tcp) => tcp,
+                    Err(e) => return bad_gateway(format!("upstream {upstream} unreachable: {e}")),
+                };
+                let _ = tcp.set_nodelay(true);
+                let (sender, connection) = match hyper::client::conn::http1::handshake(TokioIo::new(tcp)).await {
+                    Ok(pair) => pair,
+                    Err(e) => return bad_gateway(format!("upstream {upstream}: {e}")),
+                };
+                // The connection ends when the response's body is read to its end or dropped (the client went
+                // away), unless pooled.
+                tokio::spawn(connection);
+                sender
+            }
         };
-        let _ = tcp.set_nodelay(true);
-        let (mut sender, connection) = match hyper::client::conn::http1::handshake(TokioIo::new(tcp)).await {
-            Ok(pair) => pair,
-            Err(e) => return bad_gateway(format!("upstream {upstream}: {e}")),
-        };
-        // The connection ends when the response's body is read to its end or dropped (the client went away).
-        tokio::spawn(connection);
-        match sender.send_request(request).await {
+        let response = sender.send_request(request).await;
+        if self.pools.is_some() {
+            // Back to the pool once the response's body has been read.
+            let routing = self.clone();
+            tokio::spawn(async move {
+                if sender.ready().await.is_ok() {
+                    routing.pools.as_ref().unwrap()[index].lock().unwrap().push(sender);
+                }
+            });
+        }
+        match response {
             Ok(response) => response.map(Relayed::Upstream),
             Err(e) => bad_gateway(format!("upstream {upstream}: {e}")),
         }
