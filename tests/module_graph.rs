@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 const LAYERS: &[&[&str]] = &[
     &["entry", "skills", "apps"],
     &["transport", "builder"],
+    &["compose"],
     &["client_requests", "redis", "client"],
     &["era"],
     &["dispatch"],

@@ -41,10 +41,7 @@ use crate::handler::tool::Arguments;
 use crate::wire::error::Error;
 use crate::wire::protocol::{ReadResourceResult, ResourceContents};
 
-/// The extension's identifier.
-pub const EXTENSION: &str = "io.modelcontextprotocol/ui";
-/// The MIME type of an app's HTML.
-pub const MIME_TYPE: &str = "text/html;profile=mcp-app";
+pub use crate::wire::apps::{EXTENSION, MIME_TYPE};
 
 /// Where an app's HTML comes from.
 #[derive(Clone)]

@@ -36,6 +36,8 @@ mod builder;
 #[cfg(feature = "client")]
 pub mod client;
 mod client_requests;
+#[cfg(feature = "client")]
+pub mod compose;
 mod context;
 mod dispatch;
 mod entry;

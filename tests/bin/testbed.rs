@@ -753,3 +753,10 @@ async fn log_flood(count: u32, size: usize, ctx: &Context) -> String {
     eprintln!("FLOOD_DONE");
     format!("logged {count}")
 }
+
+/// End the process at once with exit status 3, as a crash would (a proxy's upstream dying mid-session).
+#[mcp::tool]
+fn exit_now() -> String {
+    eprintln!("EXITING");
+    std::process::exit(3)
+}

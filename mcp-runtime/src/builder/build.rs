@@ -66,6 +66,8 @@ impl ServerBuilder {
         for def in self.resources {
             registry.insert_resource(def)?;
         }
+        #[cfg(feature = "client")]
+        let composer = crate::compose::Composer::build(self.mounts, &mut registry)?;
         registry.paginate();
         let mut methods: HashMap<&'static str, MethodDef> = HashMap::with_capacity(self.methods.len());
         for def in self.methods {
@@ -179,6 +181,8 @@ impl ServerBuilder {
             task_fronts,
         );
         parts.insert(engine).expect("the first part of its type");
+        #[cfg(feature = "client")]
+        parts.insert(composer).expect("the first part of its type");
         let server = Server {
             inner: Arc::new(ServerInner {
                 info,
@@ -215,6 +219,8 @@ impl ServerBuilder {
         if let Some(hub) = &server.inner.hub {
             hub.start(server.inbox());
         }
+        #[cfg(feature = "client")]
+        crate::compose::Composer::start(&server);
         for f in self.on_start {
             f(server.clone());
         }

@@ -281,7 +281,12 @@ impl Extension for crate::task::Tasks {
     }
 
     fn declare(&self, era: Era) -> Declaration {
-        crate::task::Tasks::declare(era)
+        let (settings, own) = crate::task::Tasks::declare(era);
+        let declaration = Declaration { settings, capabilities: Map::new() };
+        match own {
+            Some((name, value)) => declaration.with_capability(name, value),
+            None => declaration,
+        }
     }
 
     fn methods(&self) -> Vec<MethodDef> {

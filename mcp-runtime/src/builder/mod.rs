@@ -95,6 +95,9 @@ pub struct ServerBuilder {
     layers: crate::middleware::Layers,
     extensions: Vec<Box<dyn extension::Extension>>,
     authorization: Option<crate::auth::Authorization>,
+    /// Other servers served as this one's ([`ServerBuilder::compose`]).
+    #[cfg(feature = "client")]
+    mounts: Vec<crate::compose::Mount>,
 }
 
 /// The `serverInfo` name of a server built without `#[mcp::main]` and without [`ServerBuilder::name`].
@@ -291,6 +294,29 @@ impl ServerBuilder {
     /// ```
     pub fn nullable_options(mut self, nullable: bool) -> Self {
         self.nullable_options = nullable;
+        self
+    }
+
+    /// Serves another server of this process as part of this one: its tools and prompts as `{prefix}_{name}`, its
+    /// resources at their URIs, each call run by it (with its state, layers and extensions, as it would alone), its
+    /// list changes followed. A name already taken is a build error naming both. See [`mcp::compose`](crate::compose).
+    #[cfg(feature = "client")]
+    pub fn mount(self, prefix: impl Into<String>, server: crate::Server) -> Self {
+        self.compose(crate::compose::Mount::new(prefix, crate::compose::Upstream::server(server)))
+    }
+
+    /// Serves a server of another process (a child over stdio, a URL) as part of this one, through
+    /// [`mcp::client`](crate::client): as [`ServerBuilder::mount`] does, relaying every call. See
+    /// [`mcp::compose`](crate::compose).
+    #[cfg(feature = "client")]
+    pub fn proxy(self, prefix: impl Into<String>, upstream: crate::compose::Upstream) -> Self {
+        self.compose(crate::compose::Mount::new(prefix, upstream))
+    }
+
+    /// Serves an upstream with the options of its [`Mount`](crate::compose::Mount) (separator, filters).
+    #[cfg(feature = "client")]
+    pub fn compose(mut self, mount: crate::compose::Mount) -> Self {
+        self.mounts.push(mount);
         self
     }
 

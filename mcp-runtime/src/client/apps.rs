@@ -6,7 +6,7 @@ use serde_json::{Map, Value};
 
 use super::items::Tool;
 use super::{Client, Error};
-use crate::apps::MIME_TYPE;
+use crate::wire::apps::MIME_TYPE;
 
 /// An app's page, read by [`Client::read_app`]: its HTML and what its `_meta.ui` asks of the host.
 #[derive(Clone, Debug, PartialEq)]

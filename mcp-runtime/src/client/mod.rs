@@ -433,6 +433,11 @@ impl Client {
         self.request("resources/subscribe", json!({ "uri": uri })).await.map(|_| ())
     }
 
+    /// Whether two handles are of the same connection (clones of one client).
+    pub fn same_connection(&self, other: &Client) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
     /// Closes the connection: ends the 2025 HTTP session (DELETE), or the child's stdin, then waits a little for it
     /// to exit (and kills it after).
     pub async fn close(self) {

@@ -244,6 +244,14 @@ pub enum BuildError {
         /// What is wrong.
         message: String,
     },
+    /// A mount ([`ServerBuilder::compose`](crate::ServerBuilder::compose)) cannot be served as given (two mounts
+    /// with one prefix).
+    BadMount {
+        /// Its prefix.
+        prefix: String,
+        /// What is wrong.
+        message: String,
+    },
     /// The authorization is not one the server can enforce (a resource or issuer that is not an https URL, no way
     /// to check tokens).
     BadAuthorization {
@@ -335,6 +343,7 @@ impl fmt::Display for BuildError {
             BuildError::BadAuthorization { message } => write!(f, "bad authorization: {message}"),
             BuildError::ReservedMethod { message } => f.write_str(message),
             BuildError::BadExtension { message, .. } => f.write_str(message),
+            BuildError::BadMount { prefix, message } => write!(f, "mount `{prefix}`: {message}"),
             BuildError::MissingState { kind, handler, type_name, location } => write!(
                 f,
                 "{kind} `{handler}` (at {location}) takes `&State<{type_name}>`, but the server has no `{type_name}`: \
@@ -435,7 +444,10 @@ impl Server {
     }
 
     /// Applies an edit to the registry: a copy is edited and paginated, then swapped in.
-    fn edit_registry<T>(&self, apply: impl FnOnce(&mut Registry) -> Result<T, BuildError>) -> Result<T, BuildError> {
+    pub(crate) fn edit_registry<T>(
+        &self,
+        apply: impl FnOnce(&mut Registry) -> Result<T, BuildError>,
+    ) -> Result<T, BuildError> {
         let mut guard = self.inner.registry.write_locked();
         let mut next = Registry::clone(&guard);
         let out = apply(&mut next)?;
@@ -573,7 +585,6 @@ impl Server {
         self.publish(hub::Change::ResourceUpdated { uri: uri.to_owned() });
     }
 
-    /// Tells the listeners that follow a task that it changed.
     /// Sends an extension's notification (one an [`Extension`](crate::Extension) declared in
     /// [`notifications`](crate::Extension::notifications)) to every client that listens and declared the
     /// extension, on every instance: a 2025-11-25 session, and a 2026-07-28 `subscriptions/listen` stream whose
@@ -607,6 +618,7 @@ impl Server {
         Ok(())
     }
 
+    /// Tells the listeners that follow a task that it changed.
     pub(crate) fn notify_task(&self, record: &crate::store::task::TaskRecord) {
         self.publish(hub::Change::Task { record: Box::new(record.clone()) });
     }

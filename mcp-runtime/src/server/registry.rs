@@ -223,6 +223,56 @@ impl Registry {
         }
     }
 
+    /// A tool another server serves (a mount's, a proxy's): `def` runs the call, `descriptor` is what the other
+    /// server lists (under the name it has here). A name taken is a `DuplicateTool` naming both.
+    #[cfg_attr(not(feature = "client"), allow(dead_code))]
+    pub(crate) fn insert_relayed_tool(&mut self, def: ToolDef, descriptor: Value) -> Result<(), BuildError> {
+        crate::handler::tool::check_tool_name(def.name)
+            .map_err(|why| BuildError::BadToolName { name: def.name.to_owned(), why })?;
+        if let Some(first) = self.tools.get(def.name) {
+            let (first, second) = location_pair(first.def.location, def.location);
+            return Err(BuildError::DuplicateTool { name: def.name.to_owned(), first, second });
+        }
+        self.headers.insert(def.name.to_owned(), param_headers(&descriptor["inputSchema"]).unwrap_or_default());
+        self.tools.insert(def.name.to_owned(), Listed { def, descriptor, v2025: None, enabled: true });
+        self.callable.insert(def.name, def);
+        Ok(())
+    }
+
+    /// A prompt another server serves, as [`Registry::insert_relayed_tool`].
+    #[cfg_attr(not(feature = "client"), allow(dead_code))]
+    pub(crate) fn insert_relayed_prompt(&mut self, def: PromptDef, descriptor: Value) -> Result<(), BuildError> {
+        if let Some(first) = self.prompts.get(def.name) {
+            let (first, second) = location_pair(first.def.location, def.location);
+            return Err(BuildError::DuplicatePrompt { name: def.name.to_owned(), first, second });
+        }
+        self.prompts.insert(def.name.to_owned(), Listed { def, descriptor, v2025: None, enabled: true });
+        Ok(())
+    }
+
+    /// A resource or template another server serves, as [`Registry::insert_relayed_tool`].
+    #[cfg_attr(not(feature = "client"), allow(dead_code))]
+    pub(crate) fn insert_relayed_resource(&mut self, def: ResourceDef, descriptor: Value) -> Result<(), BuildError> {
+        let existing = if def.template {
+            self.templates.get(def.uri).map(|(l, _)| l.def.location)
+        } else {
+            self.resources.get(def.uri).map(|l| l.def.location)
+        };
+        if let Some(first) = existing {
+            let (first, second) = location_pair(first, def.location);
+            return Err(BuildError::DuplicateResource { uri: def.uri.to_owned(), first, second });
+        }
+        let listed = Listed { def, descriptor, v2025: None, enabled: true };
+        if def.template {
+            let template =
+                UriTemplate::parse(def.uri).map_err(|e| BuildError::BadTemplate { message: e.to_string() })?;
+            self.templates.insert(def.uri.to_owned(), (listed, template));
+        } else {
+            self.resources.insert(def.uri.to_owned(), listed);
+        }
+        Ok(())
+    }
+
     pub(crate) fn remove_tool(&mut self, name: &str) -> bool {
         self.callable.remove(name);
         self.headers.remove(name);

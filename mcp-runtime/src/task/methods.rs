@@ -33,14 +33,14 @@ pub(crate) struct Tasks {
 }
 
 impl Tasks {
-    /// How it is declared in an era: under `extensions` with `{}` in the 2026-07-28 era; in 2025-11-25 as the
-    /// `tasks` capability of its own.
-    pub(crate) fn declare(era: Era) -> crate::builder::extension::Declaration {
-        use crate::builder::extension::Declaration;
+    /// How it is declared in an era: its settings under `extensions` (`{}` in the 2026-07-28 era, none in
+    /// 2025-11-25), and the capability of its own it has in 2025-11-25 (`tasks`).
+    pub(crate) fn declare(era: Era) -> (Option<Value>, Option<(&'static str, Value)>) {
         match era {
-            Era::V2026 => Declaration::settings(json!({})),
-            Era::V2025 => Declaration::none()
-                .with_capability("tasks", json!({ "list": {}, "cancel": {}, "requests": { "tools": { "call": {} } } })),
+            Era::V2026 => (Some(json!({})), None),
+            Era::V2025 => {
+                (None, Some(("tasks", json!({ "list": {}, "cancel": {}, "requests": { "tools": { "call": {} } } }))))
+            }
         }
     }
 

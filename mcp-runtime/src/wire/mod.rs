@@ -1,5 +1,6 @@
 //! What travels on the wire: the JSON-RPC envelope, MCP's data types, and errors with their codes.
 
+pub mod apps;
 pub(crate) mod error;
 pub(crate) mod jsonrpc;
 pub mod protocol;

@@ -1,0 +1,591 @@
+//! Composing servers: another server's tools, prompts and resources served as this server's own — a [`Server`] of
+//! this process ([`ServerBuilder::mount`](crate::ServerBuilder::mount)), or a child process or a URL reached through
+//! [`mcp::client`](crate::client) ([`ServerBuilder::proxy`](crate::ServerBuilder::proxy)). Feature `client`.
+//!
+//! - **Names**: a tool or prompt `name` of an upstream mounted at `prefix` is served as `{prefix}_{name}` (the
+//!   separator is [`Mount::separator`]). Resources and templates keep their URIs: a client reads them at the URIs
+//!   the upstream lists. A name or URI that is already taken is a [`BuildError`] naming both when the server is built,
+//!   and is left out, with a warning, when an upstream's list changes later.
+//! - **Calls** go to the upstream in the era it speaks, whatever the caller's: arguments, content (text, images,
+//!   resources), structured content and `isError` unchanged; the upstream's progress reaches the caller; a call the
+//!   caller cancels (or whose connection ends) is cancelled upstream; an upstream's JSON-RPC error is the caller's.
+//! - **Lists** follow the upstream: when it says a list changed, the server reads it again and its own clients hear
+//!   `list_changed`. Resource updates the upstream announces reach the clients subscribed here.
+//! - **Failures**: an upstream that cannot be reached, dies or does not answer within its
+//!   [`timeout`](Upstream::timeout) fails the call with an error naming it, at once; the others go on serving; the
+//!   next call connects again (a child process is started again), which the proxy logs. An upstream that is down
+//!   when the server starts is retried with backoff, and its items are listed once it comes up.
+//! - **Filters**: [`Mount::allow`] and [`Mount::deny`] take globs (`*`, `?`) on the served names of tools and
+//!   prompts: a name not allowed, or denied, is neither listed nor callable (the unknown-tool error), and nothing
+//!   upstream runs.
+//!
+//! What is not relayed yet: questions the upstream asks mid-call (elicitation, sampling, roots), its log messages,
+//! completions, and tasks. A call whose upstream asks fails upstream as a client without the capability would.
+//!
+//! ```
+//! /// Say hello.
+//! #[mcp::tool]
+//! fn hello() -> String {
+//!     "hello".into()
+//! }
+//!
+//! /// Add two numbers.
+//! #[mcp::tool]
+//! fn add(a: i64, b: i64) -> i64 {
+//!     a + b
+//! }
+//!
+//! let maths = mcp::Server::builder().tool::<add>().build().unwrap();
+//! let server = mcp::Server::builder().tool::<hello>().mount("maths", maths).build().unwrap();
+//! let names: Vec<_> = server.tools_list()["tools"].as_array().unwrap().iter().map(|t| t["name"].clone()).collect();
+//! assert_eq!(names, ["hello", "maths_add"]);
+//! ```
+
+mod upstream;
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, OnceLock, RwLock, Weak};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::base::future::BoxFuture;
+use crate::base::sync::{Unpoisoned, UnpoisonedRw};
+use crate::client::ListenFilter;
+use crate::handler::prompt::PromptDef;
+use crate::handler::resource::ResourceDef;
+use crate::handler::tool::{Arguments, Handler, ToolDef};
+use crate::server::registry::Registry;
+use crate::server::{hub, BuildError, Server, ServerInner};
+use crate::wire::error::Error;
+use crate::{CallToolResult, Context, GetPromptResult, ReadResourceResult};
+
+use upstream::{Lists, Shared};
+pub use upstream::{Upstream, DEFAULT_UPSTREAM_TIMEOUT, MAX_UPSTREAM_ITEMS};
+
+/// What joins a prefix and an upstream's name, unless [`Mount::separator`] says otherwise.
+pub const DEFAULT_SEPARATOR: &str = "_";
+
+/// The most distinct names and URIs the servers of a process take from upstreams in their lifetime: each is kept
+/// for the life of the process (a name a handler runs under is `&'static str`). Beyond it, new ones are left out,
+/// with a warning.
+pub const MAX_RELAYED_NAMES: usize = 1 << 16;
+
+/// An upstream served under a prefix, with its options: given to
+/// [`ServerBuilder::compose`](crate::ServerBuilder::compose) (what [`mount`](crate::ServerBuilder::mount) and
+/// [`proxy`](crate::ServerBuilder::proxy) do with the defaults).
+///
+/// ```
+/// use mcp::compose::{Mount, Upstream};
+///
+/// let shop = Mount::new("shop", Upstream::stdio("bookshop", ["--quiet"])).separator(".").deny("shop.admin_*");
+/// let server = mcp::Server::builder().compose(shop).build().unwrap();
+/// # let _ = server;
+/// ```
+#[derive(Debug)]
+pub struct Mount {
+    prefix: String,
+    separator: String,
+    upstream: Upstream,
+    allow: Vec<String>,
+    deny: Vec<String>,
+}
+
+impl Mount {
+    /// `upstream`'s tools and prompts served as `{prefix}_{name}`.
+    pub fn new(prefix: impl Into<String>, upstream: Upstream) -> Mount {
+        Mount {
+            prefix: prefix.into(),
+            separator: DEFAULT_SEPARATOR.into(),
+            upstream,
+            allow: Vec::new(),
+            deny: Vec::new(),
+        }
+    }
+
+    /// What joins the prefix and a name (`_` by default; `.` and `-` are the other characters a tool name may have).
+    pub fn separator(mut self, separator: impl Into<String>) -> Mount {
+        self.separator = separator.into();
+        self
+    }
+
+    /// Serves only the tools and prompts whose served name matches one of the globs given (`*` any run of
+    /// characters, `?` one). Every one by default.
+    pub fn allow(mut self, glob: impl Into<String>) -> Mount {
+        self.allow.push(glob.into());
+        self
+    }
+
+    /// Leaves out the tools and prompts whose served name matches the glob: not listed, not callable.
+    pub fn deny(mut self, glob: impl Into<String>) -> Mount {
+        self.deny.push(glob.into());
+        self
+    }
+
+    fn serves(&self, name: &str) -> bool {
+        (self.allow.is_empty() || self.allow.iter().any(|g| glob(g, name))) && !self.deny.iter().any(|g| glob(g, name))
+    }
+}
+
+/// Whether `name` matches `pattern` (`*` any run, `?` one character).
+fn glob(pattern: &str, name: &str) -> bool {
+    let (p, n): (Vec<char>, Vec<char>) = (pattern.chars().collect(), name.chars().collect());
+    let (mut pi, mut ni, mut star, mut mark) = (0, 0, None, 0);
+    while ni < n.len() {
+        if pi < p.len() && (p[pi] == '?' || p[pi] == n[ni]) {
+            pi += 1;
+            ni += 1;
+        } else if pi < p.len() && p[pi] == '*' {
+            star = Some(pi);
+            mark = ni;
+            pi += 1;
+        } else if let Some(s) = star {
+            pi = s + 1;
+            mark += 1;
+            ni = mark;
+        } else {
+            return false;
+        }
+    }
+    p[pi..].iter().all(|c| *c == '*')
+}
+
+/// A string kept for the life of the process, once per distinct value; `None` past [`MAX_RELAYED_NAMES`].
+fn intern(s: &str) -> Option<&'static str> {
+    static NAMES: OnceLock<Mutex<HashSet<&'static str>>> = OnceLock::new();
+    let mut names = NAMES.get_or_init(Mutex::default).locked();
+    if let Some(kept) = names.get(s) {
+        return Some(kept);
+    }
+    if names.len() >= MAX_RELAYED_NAMES {
+        tracing::warn!(name = s, limit = MAX_RELAYED_NAMES, "too many names taken from upstreams: left out");
+        return None;
+    }
+    let kept: &'static str = Box::leak(s.to_owned().into_boxed_str());
+    names.insert(kept);
+    Some(kept)
+}
+
+/// A mount, as the server keeps it.
+pub(crate) struct Mounted {
+    mount: Mount,
+    /// The name its relayed resources run under, and its location in build errors.
+    key: &'static str,
+    /// What it serves now: the lists it applied, and the names and URIs they took.
+    applied: Mutex<Applied>,
+}
+
+#[derive(Default)]
+struct Applied {
+    lists: Lists,
+    tools: Vec<String>,
+    prompts: Vec<String>,
+    resources: Vec<String>,
+    templates: Vec<String>,
+}
+
+impl Mounted {
+    fn shared(&self) -> &Arc<Shared> {
+        &self.mount.upstream.shared
+    }
+
+    fn describe(&self) -> String {
+        format!("`{}` ({})", self.mount.prefix, self.shared().target.describe())
+    }
+
+    /// An error of the upstream, as the caller sees it: its own JSON-RPC error unchanged, anything else naming it
+    /// (and a broken connection forgotten, so that the next call connects again).
+    async fn error(&self, client: Option<&crate::client::Client>, e: crate::client::Error) -> Error {
+        use crate::client::Error as E;
+        match e {
+            E::Rpc(e) => e,
+            E::Timeout(after) => Error::internal(format!(
+                "the upstream {} did not answer within {after:?}: the call was cancelled there",
+                self.describe()
+            )),
+            other => {
+                if let Some(client) = client {
+                    self.shared().failed(client, &other).await;
+                }
+                Error::internal(format!(
+                    "the upstream {} failed: {other}; the next call connects to it again",
+                    self.describe()
+                ))
+            }
+        }
+    }
+
+    async fn client(&self) -> Result<crate::client::Client, Error> {
+        match self.shared().client().await {
+            Ok(client) => Ok(client),
+            Err(e) => Err(self.error(None, e).await),
+        }
+    }
+}
+
+/// The mounts of a server and where each served name goes: a part of the server ([`ServerInner::parts`]).
+pub(crate) struct Composer {
+    mounts: Vec<Arc<Mounted>>,
+    routes: RwLock<Routes>,
+    /// Kept alive for the upstreams' resource updates (each upstream holds a weak reference).
+    updates: Mutex<Vec<Arc<upstream::OnUpdate>>>,
+}
+
+#[derive(Default)]
+struct Routes {
+    /// A served tool's name: its mount, and its name upstream.
+    tools: HashMap<&'static str, (usize, String)>,
+    prompts: HashMap<&'static str, (usize, String)>,
+}
+
+impl Composer {
+    /// The mounts given to the builder, their items put in the registry: a name taken (by the server's own or another
+    /// mount's) is a build error naming both.
+    pub(crate) fn build(mounts: Vec<Mount>, registry: &mut Registry) -> Result<Composer, BuildError> {
+        let mut prefixes = HashSet::new();
+        let mut mounted = Vec::with_capacity(mounts.len());
+        for mount in mounts {
+            if !prefixes.insert(mount.prefix.clone()) {
+                return Err(BuildError::BadMount {
+                    prefix: mount.prefix.clone(),
+                    message: "two mounts have this prefix: give each its own".into(),
+                });
+            }
+            if mount.prefix.is_empty() && mount.separator.is_empty() {
+                return Err(BuildError::BadMount {
+                    prefix: String::new(),
+                    message: "a mount needs a prefix or a separator, or its names are the upstream's own".into(),
+                });
+            }
+            let key = intern(&format!("mount `{}`", mount.prefix)).ok_or_else(|| BuildError::BadMount {
+                prefix: mount.prefix.clone(),
+                message: format!("more than {MAX_RELAYED_NAMES} names taken from upstreams"),
+            })?;
+            mounted.push(Arc::new(Mounted { mount, key, applied: Mutex::default() }));
+        }
+        let composer = Composer { mounts: mounted, routes: RwLock::default(), updates: Mutex::default() };
+        for index in 0..composer.mounts.len() {
+            let lists = {
+                let shared = composer.mounts[index].shared();
+                shared.local_lists().or_else(|| shared.lists.locked().clone()).unwrap_or_default()
+            };
+            composer.apply(index, lists, registry, true)?;
+        }
+        Ok(composer)
+    }
+
+    /// Puts what a mount's upstream lists in the registry, in place of what it listed before; the lists that
+    /// changed. `strict`: a name taken is an error (when the server is built), else it is left out with a warning.
+    fn apply(
+        &self,
+        index: usize,
+        lists: Lists,
+        registry: &mut Registry,
+        strict: bool,
+    ) -> Result<Vec<hub::List>, BuildError> {
+        let mounted = &self.mounts[index];
+        let mount = &mounted.mount;
+        let mut applied = mounted.applied.locked();
+        let mut changed = Vec::new();
+        if applied.lists.tools != lists.tools {
+            changed.push(hub::List::Tools);
+        }
+        if applied.lists.prompts != lists.prompts {
+            changed.push(hub::List::Prompts);
+        }
+        if applied.lists.resources != lists.resources || applied.lists.templates != lists.templates {
+            changed.push(hub::List::Resources);
+        }
+        let mut routes = self.routes.write_locked();
+        for name in applied.tools.drain(..) {
+            routes.tools.remove(name.as_str());
+            registry.remove_tool(&name);
+        }
+        for name in applied.prompts.drain(..) {
+            routes.prompts.remove(name.as_str());
+            registry.prompts.remove(&name);
+        }
+        for uri in applied.resources.drain(..) {
+            registry.resources.remove(&uri);
+        }
+        for uri in applied.templates.drain(..) {
+            registry.templates.remove(&uri);
+        }
+        let refuse = |e: BuildError| -> Result<(), BuildError> {
+            if strict {
+                return Err(e);
+            }
+            tracing::warn!(mount = %mount.prefix, error = %e, "left out an item of an upstream");
+            Ok(())
+        };
+        let served = |name: &str| format!("{}{}{}", mount.prefix, mount.separator, name);
+        for raw in &lists.tools {
+            let Some(name) = raw["name"].as_str() else { continue };
+            let exposed = served(name);
+            if !mount.serves(&exposed) {
+                continue;
+            }
+            let (Some(exposed), Some(location)) =
+                (intern(&exposed), intern(&format!("{} (its tool `{name}`)", mounted.key)))
+            else {
+                continue;
+            };
+            let def = ToolDef::new(exposed, empty_schema, no_output, Handler::Async(relay_tool), location);
+            let mut descriptor = raw.clone();
+            descriptor["name"] = json!(exposed);
+            if let Value::Object(d) = &mut descriptor {
+                d.remove("execution");
+            }
+            match registry.insert_relayed_tool(def, descriptor) {
+                Ok(()) => {
+                    applied.tools.push(exposed.to_owned());
+                    routes.tools.insert(exposed, (index, name.to_owned()));
+                }
+                Err(e) => refuse(e)?,
+            }
+        }
+        for raw in &lists.prompts {
+            let Some(name) = raw["name"].as_str() else { continue };
+            let exposed = served(name);
+            if !mount.serves(&exposed) {
+                continue;
+            }
+            let (Some(exposed), Some(location)) =
+                (intern(&exposed), intern(&format!("{} (its prompt `{name}`)", mounted.key)))
+            else {
+                continue;
+            };
+            let def = PromptDef::new(exposed, &[], Handler::Async(relay_prompt), location);
+            let mut descriptor = raw.clone();
+            descriptor["name"] = json!(exposed);
+            match registry.insert_relayed_prompt(def, descriptor) {
+                Ok(()) => {
+                    applied.prompts.push(exposed.to_owned());
+                    routes.prompts.insert(exposed, (index, name.to_owned()));
+                }
+                Err(e) => refuse(e)?,
+            }
+        }
+        for (raw, template) in
+            lists.resources.iter().map(|r| (r, false)).chain(lists.templates.iter().map(|t| (t, true)))
+        {
+            let key = if template { "uriTemplate" } else { "uri" };
+            let Some(uri) = raw[key].as_str() else { continue };
+            let (Some(uri), Some(location)) = (intern(uri), intern(&format!("{} (its resource `{uri}`)", mounted.key)))
+            else {
+                continue;
+            };
+            let def = if template {
+                ResourceDef::template(uri, mounted.key, Handler::Async(relay_read), location)
+            } else {
+                ResourceDef::fixed(uri, mounted.key, Handler::Async(relay_read), location)
+            };
+            match registry.insert_relayed_resource(def, raw.clone()) {
+                Ok(()) if template => applied.templates.push(uri.to_owned()),
+                Ok(()) => applied.resources.push(uri.to_owned()),
+                Err(e) => refuse(e)?,
+            }
+        }
+        applied.lists = lists;
+        Ok(changed)
+    }
+
+    /// Starts following every mount's upstream: connected (retried with backoff while it is down), its lists read
+    /// again whenever it says they changed, and the server's clients told. Needs a Tokio runtime; without one
+    /// (a server built outside any), the mounts serve what they listed when it was built, connecting on the first
+    /// call.
+    pub(crate) fn start(server: &Server) {
+        let Some(composer) = server.inner.parts.get::<Composer>() else { return };
+        if composer.mounts.is_empty() || tokio::runtime::Handle::try_current().is_err() {
+            return;
+        }
+        for (index, mounted) in composer.mounts.iter().enumerate() {
+            let weak = Arc::downgrade(&server.inner);
+            let notify: Arc<upstream::OnUpdate> = {
+                let weak = weak.clone();
+                Arc::new(move |uri: &str| {
+                    if let Some(inner) = weak.upgrade() {
+                        Server { inner }.notify_resource_updated(uri);
+                    }
+                })
+            };
+            mounted.shared().updates.locked().push(Arc::downgrade(&notify));
+            composer.updates.locked().push(notify);
+            tokio::spawn(follow(weak, index, mounted.clone()));
+        }
+    }
+
+    fn tool(&self, name: &str) -> Option<(Arc<Mounted>, String)> {
+        let routes = self.routes.read_locked();
+        routes.tools.get(name).map(|(i, upstream)| (self.mounts[*i].clone(), upstream.clone()))
+    }
+
+    fn prompt(&self, name: &str) -> Option<(Arc<Mounted>, String)> {
+        let routes = self.routes.read_locked();
+        routes.prompts.get(name).map(|(i, upstream)| (self.mounts[*i].clone(), upstream.clone()))
+    }
+
+    fn by_key(&self, key: &str) -> Option<Arc<Mounted>> {
+        self.mounts.iter().find(|m| m.key == key).cloned()
+    }
+}
+
+/// Follows one mount's upstream for as long as the server lives.
+async fn follow(server: Weak<ServerInner>, index: usize, mounted: Arc<Mounted>) {
+    let shared = mounted.shared().clone();
+    let mut backoff = Duration::from_millis(250);
+    loop {
+        if server.strong_count() == 0 {
+            return;
+        }
+        // Told of a failed connection from now on; listening before the lists are read, so that a change between
+        // the two is not missed.
+        let failed = shared.changed.notified();
+        tokio::pin!(failed);
+        failed.as_mut().enable();
+        let listening = match shared.client().await {
+            Ok(client) => client.listen(ListenFilter::new().tools().prompts().resources()).await.ok(),
+            Err(_) => None,
+        };
+        match shared.refresh().await {
+            Ok(()) => {
+                backoff = Duration::from_millis(250);
+                let lists = shared.lists.locked().clone().unwrap_or_default();
+                let Some(inner) = server.upgrade() else { return };
+                resync(&Server { inner }, index, lists);
+                let Some(mut listening) = listening else {
+                    // An upstream that cannot be followed: served as it listed, until its connection fails.
+                    failed.await;
+                    continue;
+                };
+                // Until it says a list changed, or its connection fails; checking now and then that the server
+                // still lives.
+                loop {
+                    tokio::select! {
+                        () = &mut failed => break,
+                        heard = listening.next() => {
+                            if heard.is_none() {
+                                // The listen ended (the upstream stopped it, or its connection broke): listen again.
+                                tokio::time::sleep(Duration::from_millis(250)).await;
+                            }
+                            break;
+                        }
+                        () = tokio::time::sleep(Duration::from_secs(5)) => {
+                            if server.strong_count() == 0 {
+                                return;
+                            }
+                        }
+                    }
+                }
+            }
+            Err(e) => {
+                tracing::warn!(upstream = %mounted.describe(), error = %e, retry_in = ?backoff, "the upstream is unreachable");
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(Duration::from_secs(30));
+            }
+        }
+    }
+}
+
+/// Applies a mount's new lists to the running server's registry, and tells its clients what changed.
+fn resync(server: &Server, index: usize, lists: Lists) {
+    let Some(composer) = server.inner.parts.get::<Composer>() else { return };
+    let changed = server.edit_registry(|registry| composer.apply(index, lists, registry, false)).unwrap_or_default();
+    for list in changed {
+        server.publish(hub::Change::ListChanged { list, edit: None });
+    }
+}
+
+fn composer(ctx: &Context) -> Result<&Composer, Error> {
+    ctx.server().inner.parts.get::<Composer>().map(|c| &**c).ok_or_else(|| Error::internal("the server has no mounts"))
+}
+
+fn empty_schema() -> Value {
+    json!({ "type": "object" })
+}
+
+fn no_output() -> Option<Value> {
+    None
+}
+
+/// An upstream's result as this server's: the upstream's own `io.modelcontextprotocol/*` members of `_meta` (its
+/// server info) are left out, since the result is this server's.
+fn adopt<T: serde::de::DeserializeOwned>(mut raw: Value, what: &str) -> Result<T, Error> {
+    if let Some(Value::Object(meta)) = raw.get_mut("_meta") {
+        meta.retain(|k, _| !k.starts_with("io.modelcontextprotocol/"));
+        if meta.is_empty() {
+            raw.as_object_mut().map(|r| r.remove("_meta"));
+        }
+    }
+    if let Value::Object(r) = &mut raw {
+        r.remove("resultType");
+    }
+    serde_json::from_value(raw).map_err(|e| Error::internal(format!("the upstream's {what} result does not fit: {e}")))
+}
+
+fn relay_tool(ctx: &Context, args: Arguments) -> BoxFuture<'_, Result<CallToolResult, Error>> {
+    Box::pin(async move {
+        let (mounted, name) = composer(ctx)?
+            .tool(ctx.name())
+            .ok_or_else(|| Error::invalid_params(format!("unknown tool: {}", ctx.name())))?;
+        let client = mounted.client().await?;
+        let progress = ctx.clone();
+        let call = client
+            .call_tool(&name, Value::Object(args))
+            .timeout(mounted.shared().timeout)
+            .on_progress(move |p| progress.report_progress(p.progress, p.total, p.message.as_deref()));
+        match call.await {
+            Ok(result) => adopt(result.raw, "tools/call"),
+            Err(e) => Err(mounted.error(Some(&client), e).await),
+        }
+    })
+}
+
+fn relay_prompt(ctx: &Context, args: Arguments) -> BoxFuture<'_, Result<GetPromptResult, Error>> {
+    Box::pin(async move {
+        let (mounted, name) = composer(ctx)?
+            .prompt(ctx.name())
+            .ok_or_else(|| Error::invalid_params(format!("unknown prompt: {}", ctx.name())))?;
+        let client = mounted.client().await?;
+        match client.get_prompt(&name, Value::Object(args)).timeout(mounted.shared().timeout).await {
+            Ok(result) => adopt(result, "prompts/get"),
+            Err(e) => Err(mounted.error(Some(&client), e).await),
+        }
+    })
+}
+
+fn relay_read(ctx: &Context, _args: Arguments) -> BoxFuture<'_, Result<ReadResourceResult, Error>> {
+    Box::pin(async move {
+        let mounted = composer(ctx)?.by_key(ctx.name()).ok_or_else(|| Error::internal("a relayed read of no mount"))?;
+        let uri = ctx.meta().resource_uri.clone().ok_or_else(|| Error::internal("a read without a URI"))?;
+        let client = mounted.client().await?;
+        match client.read_resource(&uri).timeout(mounted.shared().timeout).await {
+            Ok(result) => adopt(result, "resources/read"),
+            Err(e) => Err(mounted.error(Some(&client), e).await),
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::glob;
+
+    #[test]
+    fn globs_match_runs_and_single_characters() {
+        assert!(glob("shop_*", "shop_order_book"));
+        assert!(glob("*_book", "shop_order_book"));
+        assert!(glob("shop_?rder*", "shop_order_book"));
+        assert!(glob("*", ""));
+        assert!(!glob("shop_*", "admin_reset"));
+        assert!(!glob("shop", "shop_x"));
+        assert!(glob("a*b*c", "aXXbYYc"));
+        assert!(!glob("a*b*c", "aXXbYY"));
+    }
+
+    #[test]
+    fn a_name_is_kept_once() {
+        let a = super::intern("compose-test-name").unwrap();
+        let b = super::intern("compose-test-name").unwrap();
+        assert!(std::ptr::eq(a, b));
+    }
+}

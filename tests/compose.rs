@@ -1,0 +1,301 @@
+//! Composing servers (`mcp::compose`): a server of this process mounted into another (`ServerBuilder::mount`), and
+//! servers of other processes proxied (`ServerBuilder::proxy`, a child over stdio and a URL over HTTP), seen by our
+//! client in both eras: names under the prefix, calls with their progress and results unchanged, prompts and
+//! resources, a name taken refused naming both, list changes followed, filters, a cancel reaching the upstream, and an
+//! upstream that dies failing calls at once, naming it, then started again by the next call.
+
+mod common;
+
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use mcp::client::{Client, EraChoice};
+use mcp::compose::{Mount, Upstream};
+use mcp::{BuildError, Context, Server, ToolItem};
+use serde_json::{json, Value};
+
+/// Add two numbers.
+#[mcp::tool]
+fn add(a: i64, b: i64) -> mcp::Json<Value> {
+    mcp::Json(json!({ "sum": a + b }))
+}
+
+/// Count to `n`, reporting progress at each step.
+#[mcp::tool]
+async fn count_to(n: u32, ctx: &Context) -> String {
+    for i in 1..=n {
+        ctx.report_progress(f64::from(i), Some(f64::from(n)), Some(&format!("step {i}")));
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    format!("counted to {n}")
+}
+
+/// A picture.
+#[mcp::tool]
+fn picture() -> Vec<mcp::Content> {
+    vec![mcp::Content::text("a dot"), mcp::Content::image("iVBORw0KGgo=", "image/png")]
+}
+
+/// Whether `wait_long` is running, and how many of its runs were dropped.
+static RUNNING: AtomicBool = AtomicBool::new(false);
+static DROPPED: AtomicU32 = AtomicU32::new(0);
+
+struct Dropped;
+
+impl Drop for Dropped {
+    fn drop(&mut self) {
+        RUNNING.store(false, Ordering::SeqCst);
+        DROPPED.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// Wait a minute.
+#[mcp::tool]
+async fn wait_long() -> String {
+    RUNNING.store(true, Ordering::SeqCst);
+    let _dropped = Dropped;
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    "waited".into()
+}
+
+/// Greet someone.
+#[mcp::prompt]
+fn greeting(
+    /// Who.
+    name: String,
+) -> String {
+    format!("Hello, {name}!")
+}
+
+/// The maths notes.
+#[mcp::resource(uri = "maths://notes", mime_type = "text/plain")]
+fn notes() -> String {
+    "two and two make four".into()
+}
+
+/// A number's square.
+#[mcp::resource(uri = "maths://squares/{n}", mime_type = "text/plain")]
+fn square(n: String) -> String {
+    let n: i64 = n.parse().unwrap_or(0);
+    (n * n).to_string()
+}
+
+/// Say hello.
+#[mcp::tool]
+fn hello() -> String {
+    "hello".into()
+}
+
+fn maths() -> Server {
+    Server::builder()
+        .tool::<add>()
+        .tool::<count_to>()
+        .tool::<picture>()
+        .tool::<wait_long>()
+        .prompt::<greeting>()
+        .resource::<notes>()
+        .resource::<square>()
+        .build()
+        .unwrap()
+}
+
+async fn client(server: &Server, era: EraChoice) -> Client {
+    Client::builder().era(era).in_process(server.clone()).await.unwrap()
+}
+
+fn names(list: &Value, key: &str) -> Vec<String> {
+    list[key].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap().to_owned()).collect()
+}
+
+async fn eventually(what: &str, mut check: impl AsyncFnMut() -> bool) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while !check().await {
+        assert!(tokio::time::Instant::now() < deadline, "{what}: not within 10 s");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mounted_server_is_served_under_its_prefix_in_both_eras() {
+    let maths = maths();
+    let server = Server::builder().tool::<hello>().mount("maths", maths.clone()).build().unwrap();
+    for era in [EraChoice::V2025, EraChoice::V2026] {
+        let client = client(&server, era).await;
+        let tools = client.request("tools/list", json!({})).await.unwrap();
+        assert_eq!(
+            names(&tools, "tools"),
+            ["hello", "maths_add", "maths_count_to", "maths_picture", "maths_wait_long"],
+            "{era:?}"
+        );
+        let add = tools["tools"].as_array().unwrap().iter().find(|t| t["name"] == "maths_add").unwrap();
+        assert_eq!(add["description"], "Add two numbers.", "the upstream's descriptor: {add}");
+        assert!(add["inputSchema"]["properties"]["a"].is_object(), "{add}");
+        assert!(add["outputSchema"].is_object(), "{add}");
+
+        // A call: arguments, structured content and text unchanged.
+        let sum = client.call_tool("maths_add", json!({"a": 2, "b": 40})).await.unwrap();
+        assert_eq!(sum.structured(), Some(&json!({"sum": 42})), "{:?}", sum.raw);
+        // Images pass unchanged.
+        let picture = client.call_tool("maths_picture", json!({})).await.unwrap();
+        assert_eq!(
+            picture.raw["content"][1],
+            json!({"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"})
+        );
+        // The upstream's progress reaches the caller.
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let heard = seen.clone();
+        let counted = client
+            .call_tool("maths_count_to", json!({"n": 3}))
+            .on_progress(move |p| heard.lock().unwrap().push((p.progress, p.message)))
+            .await
+            .unwrap();
+        assert_eq!(counted.text(), Some("counted to 3"));
+        let seen = seen.lock().unwrap().clone();
+        assert_eq!(seen.len(), 3, "{seen:?}");
+        assert_eq!(seen[2], (3.0, Some("step 3".to_owned())));
+        // An upstream's error result is the caller's.
+        let wrong = client.call_tool("maths_add", json!({"a": "two"})).await.unwrap();
+        assert!(wrong.is_error() && wrong.text().unwrap().contains("invalid argument `a`"), "{:?}", wrong.raw);
+
+        // Prompts under the prefix, resources at their URIs.
+        let prompts = client.request("prompts/list", json!({})).await.unwrap();
+        assert_eq!(names(&prompts, "prompts"), ["maths_greeting"]);
+        assert_eq!(prompts["prompts"][0]["arguments"][0]["name"], "name");
+        let got = client.get_prompt("maths_greeting", json!({"name": "Ada"})).await.unwrap();
+        assert_eq!(got["messages"][0]["content"]["text"], "Hello, Ada!", "{got}");
+        let resources = client.request("resources/list", json!({})).await.unwrap();
+        assert_eq!(resources["resources"][0]["uri"], "maths://notes", "{resources}");
+        let read = client.read_resource("maths://notes").await.unwrap();
+        assert_eq!(read["contents"][0]["text"], "two and two make four", "{read}");
+        let templates = client.request("resources/templates/list", json!({})).await.unwrap();
+        assert_eq!(templates["resourceTemplates"][0]["uriTemplate"], "maths://squares/{n}", "{templates}");
+        let squared = client.read_resource("maths://squares/12").await.unwrap();
+        assert_eq!(squared["contents"][0]["text"], "144", "{squared}");
+        let unknown = client.call_tool("maths_nothing", json!({})).await.unwrap_err();
+        assert!(format!("{unknown:?}").contains("unknown tool"), "{unknown:?}");
+    }
+}
+
+#[test]
+fn a_name_taken_is_a_build_error_naming_both() {
+    /// Also named `maths_add`.
+    #[mcp::tool(name = "maths_add")]
+    fn own_add() -> String {
+        "mine".into()
+    }
+    let refused = Server::builder().tool::<own_add>().mount("maths", maths()).build().unwrap_err();
+    let message = refused.to_string();
+    assert!(matches!(refused, BuildError::DuplicateTool { .. }), "{refused:?}");
+    assert!(message.contains("maths_add") && message.contains("mount `maths`"), "{message}");
+    assert!(message.contains("tests/compose.rs"), "names the server's own definition: {message}");
+
+    let twice = Server::builder().mount("maths", maths()).mount("maths", maths()).build().unwrap_err();
+    assert!(twice.to_string().contains("two mounts have this prefix"), "{twice}");
+    // Two mounts of one server under two prefixes are fine; their resources' URIs are not.
+    let uris = Server::builder().mount("a", maths()).mount("b", maths()).build().unwrap_err();
+    assert!(uris.to_string().contains("maths://notes"), "{uris}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn filters_and_the_separator_decide_what_is_served() {
+    let server = Server::builder()
+        .compose(Mount::new("maths", Upstream::server(maths())).separator(".").deny("maths.wait_*").deny("*.picture"))
+        .build()
+        .unwrap();
+    let names = names(&server.tools_list(), "tools");
+    assert_eq!(names, ["maths.add", "maths.count_to"]);
+    let client = client(&server, EraChoice::V2025).await;
+    let denied = client.call_tool("maths.wait_long", json!({})).await.unwrap_err();
+    assert!(format!("{denied:?}").contains("unknown tool"), "{denied:?}");
+    let only = Server::builder().compose(Mount::new("m", Upstream::server(maths())).allow("m_add")).build().unwrap();
+    assert_eq!(self::names(&only.tools_list(), "tools"), ["m_add"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn list_changes_of_the_upstream_reach_the_clients() {
+    let maths = maths();
+    let server = Server::builder().mount("maths", maths.clone()).build().unwrap();
+    for era in [EraChoice::V2025, EraChoice::V2026] {
+        let client = client(&server, era).await;
+        let _ = client.list_tools().await.unwrap();
+        maths.add_tool(*hello::DEF).unwrap();
+        eventually("the new tool listed through the mount", async || {
+            client.list_tools().await.unwrap().iter().any(|t| t.name == "maths_hello")
+        })
+        .await;
+        let hello = client.call_tool("maths_hello", json!({})).await.unwrap();
+        assert_eq!(hello.text(), Some("hello"));
+        assert!(maths.remove_tool("hello"));
+        eventually("the removed tool gone", async || {
+            !client.list_tools().await.unwrap().iter().any(|t| t.name == "maths_hello")
+        })
+        .await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_call_is_cancelled_upstream() {
+    let maths = maths();
+    let server = Server::builder().mount("maths", maths.clone()).build().unwrap();
+    for era in [EraChoice::V2025, EraChoice::V2026] {
+        let client = client(&server, era).await;
+        let before = DROPPED.load(Ordering::SeqCst);
+        let call = tokio::spawn({
+            let client = client.clone();
+            async move { client.call_tool("maths_wait_long", json!({})).await }
+        });
+        eventually("the upstream's handler running", async || RUNNING.load(Ordering::SeqCst)).await;
+        call.abort();
+        eventually("the upstream's handler dropped", async || DROPPED.load(Ordering::SeqCst) > before).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_child_over_stdio_that_dies_fails_the_call_naming_it_and_is_started_again() {
+    let testbed = common::testbed().to_string_lossy().into_owned();
+    let upstream = Upstream::stdio(testbed.clone(), Vec::<String>::new());
+    upstream.connect().await.unwrap();
+    let server = Server::builder().proxy("bed", upstream).build().unwrap();
+    assert!(names(&server.tools_list(), "tools").contains(&"bed_echo".to_owned()));
+    for era in [EraChoice::V2025, EraChoice::V2026] {
+        let client = client(&server, era).await;
+        let echoed = client.call_tool("bed_echo", json!({"text": "hi"})).await.unwrap();
+        assert_eq!(echoed.text(), Some("hi"));
+        let died = client.call_tool("bed_exit_now", json!({})).await.unwrap_err();
+        let said = format!("{died}");
+        assert!(said.contains("upstream `bed`") && said.contains(&testbed), "names the upstream: {said}");
+        // The next call starts it again.
+        let again = client.call_tool("bed_echo", json!({"text": "again"})).await.unwrap();
+        assert_eq!(again.text(), Some("again"));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_http_upstream_that_is_down_fails_calls_at_once_and_is_served_once_it_is_up() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    // Down when the server starts: nothing listed yet, and calls fail naming it.
+    let server = Server::builder().tool::<hello>().proxy("web", Upstream::http(url.clone())).build().unwrap();
+    assert_eq!(names(&server.tools_list(), "tools"), ["hello"]);
+    let client = client(&server, EraChoice::V2026).await;
+    // The proxy tries (and fails) to reach it meanwhile.
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert_eq!(names(&server.tools_list(), "tools"), ["hello"]);
+    let not_yet = client.call_tool("web_echo", json!({"text": "hi"})).await.unwrap_err();
+    assert!(format!("{not_yet:?}").contains("unknown tool"), "{not_yet:?}");
+    let addr = format!("127.0.0.1:{port}");
+    let up = common::http::HttpServer::start(&["--http", &addr]);
+    eventually("the upstream's tools listed once it is up", async || {
+        client.list_tools().await.unwrap().iter().any(|t| t.name == "web_echo")
+    })
+    .await;
+    let echoed = client.call_tool("web_echo", json!({"text": "hi"})).await.unwrap();
+    assert_eq!(echoed.text(), Some("hi"));
+    drop(up);
+    let started = std::time::Instant::now();
+    let failed = client.call_tool("web_echo", json!({"text": "hi"})).await.unwrap_err();
+    assert!(started.elapsed() < Duration::from_secs(5), "at once, not after a timeout");
+    assert!(format!("{failed}").contains(&url), "names the upstream: {failed}");
+    assert_eq!(client.call_tool("hello", json!({})).await.unwrap().text(), Some("hello"), "the rest goes on");
+}
