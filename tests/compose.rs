@@ -299,3 +299,68 @@ async fn an_http_upstream_that_is_down_fails_calls_at_once_and_is_served_once_it
     assert!(format!("{failed}").contains(&url), "names the upstream: {failed}");
     assert_eq!(client.call_tool("hello", json!({})).await.unwrap().text(), Some("hello"), "the rest goes on");
 }
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Confirm {
+    /// Go ahead?
+    confirm: bool,
+}
+
+/// Delete something, once the user confirms.
+#[mcp::tool]
+async fn delete(what: String, ctx: &Context) -> String {
+    match ctx.ask("confirm").elicit::<Confirm>(&format!("Delete {what}?")).await {
+        Ok(mcp::Elicitation::Accept(Confirm { confirm: true })) => format!("deleted {what}"),
+        Ok(_) => format!("kept {what}"),
+        Err(e) => format!("kept {what}: {e}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstreams_question_is_asked_of_the_caller_across_eras() {
+    let asked = Arc::new(Mutex::new(Vec::new()));
+    for upstream_era in [EraChoice::V2025, EraChoice::V2026] {
+        let files = Server::builder().tool::<delete>().build().unwrap();
+        let upstream = Upstream::server(files).era(upstream_era);
+        let server = Server::builder().compose(Mount::new("files", upstream)).build().unwrap();
+        for caller_era in [EraChoice::V2025, EraChoice::V2026] {
+            for accept in [true, false] {
+                let heard = asked.clone();
+                let caller = Client::builder()
+                    .era(caller_era)
+                    .on_elicitation(move |params: Value| {
+                        heard.lock().unwrap().push(params["message"].as_str().unwrap_or_default().to_owned());
+                        async move { Ok(json!({"action": "accept", "content": {"confirm": accept}})) }
+                    })
+                    .in_process(server.clone())
+                    .await
+                    .unwrap();
+                let done = tokio::time::timeout(
+                    Duration::from_secs(10),
+                    caller.call_tool("files_delete", json!({"what": "notes.txt"})),
+                )
+                .await
+                .unwrap_or_else(|_| panic!("no answer: upstream {upstream_era:?}, caller {caller_era:?}"))
+                .unwrap_or_else(|e| panic!("upstream {upstream_era:?}, caller {caller_era:?}, accept {accept}: {e}"));
+                let expected = if accept { "deleted notes.txt" } else { "kept notes.txt" };
+                assert_eq!(done.text(), Some(expected), "upstream {upstream_era:?}, caller {caller_era:?}");
+                assert_eq!(asked.lock().unwrap().pop().as_deref(), Some("Delete notes.txt?"));
+            }
+        }
+        // A caller that cannot be asked: a 2025 upstream's question fails there, and its tool says so; a 2026
+        // upstream's round cannot go on, and the call fails saying why.
+        let mute = client(&server, EraChoice::V2025).await;
+        let outcome = mute.call_tool("files_delete", json!({"what": "a"})).await;
+        match upstream_era {
+            EraChoice::V2025 => {
+                let kept = outcome.unwrap();
+                assert!(kept.text().unwrap().starts_with("kept a: "), "{:?}", kept.raw);
+            }
+            _ => {
+                let failed = format!("{}", outcome.unwrap_err());
+                assert!(failed.contains("upstream `files`") && failed.contains("cannot answer"), "{failed}");
+                assert!(!failed.contains("connects to it again"), "not the upstream's failure: {failed}");
+            }
+        }
+    }
+}

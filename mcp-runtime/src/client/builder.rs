@@ -397,6 +397,7 @@ impl ClientBuilder {
                 routes: Mutex::new(HashMap::new()),
                 closed: OnceLock::new(),
                 answering: Arc::new(tokio::sync::Semaphore::new(ANSWERING)),
+                askers: Mutex::new(HashMap::new()),
             }),
         }
     }

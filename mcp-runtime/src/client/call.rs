@@ -77,8 +77,14 @@ pub struct Call<T = Value> {
     era: Option<bool>,
     /// An id taken beforehand (a listen request, whose id tags its notifications).
     id: Option<RequestId>,
+    /// What answers the server's questions during this call, instead of the client's handlers.
+    questions: Option<Questions>,
     map: Box<dyn FnOnce(Value) -> T + Send>,
 }
+
+/// What answers a server's questions (its method and params) during one call: [`Call::on_question`].
+pub(crate) type Questions =
+    Arc<dyn Fn(String, Value) -> Pin<Box<dyn Future<Output = Result<Value, crate::Error>> + Send>> + Send + Sync>;
 
 impl Call<Value> {
     pub(crate) fn new(client: Client, method: &str, params: Value) -> Call<Value> {
@@ -91,6 +97,7 @@ impl Call<Value> {
             reset_on_progress: false,
             era: None,
             id: None,
+            questions: None,
             map: Box::new(|v| v),
         }
     }
@@ -118,6 +125,7 @@ impl Call<Value> {
             reset_on_progress: self.reset_on_progress,
             era: self.era,
             id: self.id,
+            questions: self.questions,
             map: Box::new(f),
         }
     }
@@ -148,6 +156,22 @@ impl<T> Call<T> {
     pub fn idle_timeout(mut self, timeout: Duration) -> Self {
         self.timeout = Some(timeout);
         self.reset_on_progress = true;
+        self
+    }
+
+    /// Answers the questions the server asks during this call (`elicitation/create`, `sampling/createMessage`,
+    /// `roots/list`: their method and params) with `f` instead of the client's handlers — what a proxy does to
+    /// hand each question to the caller it is relaying for. In the 2026 era, the questions of this call's
+    /// `input_required` results; in the 2025 era, the requests the server sends on this call's HTTP stream, and,
+    /// over stdio or in process (where nothing says which call asks), a request that comes while this is the only
+    /// call in flight that answers its own (with several, the request is refused, saying why). The client's
+    /// capabilities are still what its builder declared ([`ClientBuilder::on_elicitation`](super::ClientBuilder)...).
+    pub fn on_question<F, Fut>(mut self, f: F) -> Self
+    where
+        F: Fn(String, Value) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Value, crate::Error>> + Send + 'static,
+    {
+        self.questions = Some(Arc::new(move |method, params| Box::pin(f(method, params))));
         self
     }
 
@@ -187,14 +211,19 @@ impl<T: Send + 'static> IntoFuture for Call<T> {
                 if rounds > self.client.inner.max_rounds {
                     return Err(Error::TooManyRounds(self.client.inner.max_rounds));
                 }
-                params = next_round(&self.client.inner, params, &result).await?;
+                params = next_round(&self.client.inner, self.questions.as_ref(), params, &result).await?;
             }
         })
     }
 }
 
 /// The retry of an `input_required` result: the questions answered by the registered handlers, the state echoed.
-async fn next_round(inner: &Inner, params: Value, result: &Value) -> Result<Value, Error> {
+async fn next_round(
+    inner: &Inner,
+    answerer: Option<&Questions>,
+    params: Value,
+    result: &Value,
+) -> Result<Value, Error> {
     let Value::Object(mut params) = params else {
         return Err(Error::Protocol("params must be an object".into()));
     };
@@ -202,7 +231,11 @@ async fn next_round(inner: &Inner, params: Value, result: &Value) -> Result<Valu
     if let Some(questions) = result["inputRequests"].as_object() {
         for (key, question) in questions {
             let method = question["method"].as_str().unwrap_or_default();
-            let answer = inner.answer(method, question.get("params").cloned().unwrap_or(Value::Null)).await;
+            let asked = question.get("params").cloned().unwrap_or(Value::Null);
+            let answer = match answerer {
+                Some(answer) => answer(method.to_owned(), asked).await,
+                None => inner.answer(method, asked).await,
+            };
             match answer {
                 Ok(answer) => {
                     answers.insert(key.clone(), answer);
@@ -232,6 +265,7 @@ struct Sent {
     timeout: Option<Duration>,
     reset_on_progress: bool,
     v2026: bool,
+    questions: Option<Questions>,
 }
 
 impl Sent {
@@ -243,6 +277,7 @@ impl Sent {
             timeout: call.timeout,
             reset_on_progress: call.reset_on_progress,
             v2026,
+            questions: call.questions.clone(),
         }
     }
 
@@ -295,6 +330,11 @@ impl Sent {
         // The deadline counts from here: waiting for room in the write queue is part of the call.
         let mut deadline = self.timeout.map(|t| tokio::time::Instant::now() + t);
         let mut rx = inner.wait_for(id.clone())?;
+        // 2025 era: the server's requests during this call go to its own answerer, while it waits.
+        let _asking = match (&self.questions, self.v2026) {
+            (Some(questions), false) => Some(Asking::new(inner, &id, questions.clone())),
+            _ => None,
+        };
         let mut guard =
             Pending { inner: inner.clone(), id: id.clone(), token, v2026: self.v2026, armed: true, sent: false };
         let frame = jsonrpc::encode_request(&id, &self.method, &params);
@@ -329,6 +369,25 @@ impl Sent {
             Ok(result) => result,
             Err(_) => Err(Error::Closed),
         }
+    }
+}
+
+/// A call that answers its own questions, registered while it waits (2025 era).
+struct Asking {
+    inner: Arc<Inner>,
+    id: RequestId,
+}
+
+impl Asking {
+    fn new(inner: &Arc<Inner>, id: &RequestId, questions: Questions) -> Asking {
+        inner.askers.locked().insert(id.clone(), questions);
+        Asking { inner: inner.clone(), id: id.clone() }
+    }
+}
+
+impl Drop for Asking {
+    fn drop(&mut self) {
+        self.inner.askers.locked().remove(&self.id);
     }
 }
 

@@ -472,7 +472,7 @@ async fn read_response(
             }
             let Some(client) = inner.upgrade() else { return Ok(()) };
             match serde_json::from_str(&event.data) {
-                Ok(message) => client.receive(message),
+                Ok(message) => client.receive_on(message, id),
                 Err(e) => tracing::warn!(error = %e, "an SSE event that is not JSON"),
             }
             drop(client);

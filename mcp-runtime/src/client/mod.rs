@@ -205,6 +205,8 @@ pub(crate) struct Inner {
     closed: OnceLock<Error>,
     /// Room for questions from the server being answered at once ([`ANSWERING`]).
     answering: Arc<tokio::sync::Semaphore>,
+    /// 2025 era: the calls in flight that answer their own questions ([`Call::on_question`]), by request id.
+    askers: Mutex<HashMap<RequestId, call::Questions>>,
 }
 
 /// A list page: its method and cursor.

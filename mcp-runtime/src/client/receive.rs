@@ -12,6 +12,11 @@ use crate::wire::jsonrpc::{self, Incoming};
 impl Inner {
     /// Everything the server sends arrives here.
     pub(crate) fn receive(self: &Arc<Self>, message: Value) {
+        self.receive_on(message, None);
+    }
+
+    /// What the server sends, on the HTTP stream of the request `on` when it came on one.
+    pub(crate) fn receive_on(self: &Arc<Self>, message: Value, on: Option<&jsonrpc::RequestId>) {
         match Incoming::from_value(message) {
             Ok(Incoming::Response { id, outcome }) => {
                 let waiting = self.pending.locked().remove(&id);
@@ -72,8 +77,14 @@ impl Inner {
                     return self.reply(jsonrpc::encode_error(Some(&id), &busy));
                 };
                 let inner = self.clone();
+                let asker = self.asker(on);
                 tokio::spawn(async move {
-                    let outcome = inner.answer(&method, params.unwrap_or(Value::Null)).await;
+                    let params = params.unwrap_or(Value::Null);
+                    let outcome = match asker {
+                        Ok(Some(asker)) => asker(method, params).await,
+                        Ok(None) => inner.answer(&method, params).await,
+                        Err(e) => Err(e),
+                    };
                     let frame = match outcome {
                         Ok(result) => jsonrpc::encode_result(&id, &result),
                         Err(e) => jsonrpc::encode_error(Some(&id), &e),
@@ -86,6 +97,26 @@ impl Inner {
                 });
             }
             Err(rejected) => tracing::warn!(error = %rejected.error, "the server sent something that is not JSON-RPC"),
+        }
+    }
+
+    /// The call that answers a request of the server's itself ([`Call::on_question`](super::Call::on_question)):
+    /// the one whose HTTP stream it came on, else the only one in flight; `None`: the client's handlers answer.
+    fn asker(&self, on: Option<&jsonrpc::RequestId>) -> Result<Option<super::call::Questions>, crate::Error> {
+        let askers = self.askers.locked();
+        if let Some(asker) = on.and_then(|id| askers.get(id)) {
+            return Ok(Some(asker.clone()));
+        }
+        if on.is_some() {
+            return Ok(None);
+        }
+        match askers.len() {
+            0 => Ok(None),
+            1 => Ok(askers.values().next().cloned()),
+            n => Err(crate::Error::internal(format!(
+                "{n} calls that answer their own questions are in flight, and this request does not say which one it \
+                 belongs to (stdio carries no link): none answers it"
+            ))),
         }
     }
 

@@ -19,8 +19,15 @@
 //!   prompts: a name not allowed, or denied, is neither listed nor callable (the unknown-tool error), and nothing
 //!   upstream runs.
 //!
-//! What is not relayed yet: questions the upstream asks mid-call (elicitation, sampling, roots), its log messages,
-//! completions, and tasks. A call whose upstream asks fails upstream as a client without the capability would.
+//! - **Questions** the upstream asks mid-call (elicitation, sampling, roots) are asked of the caller of that call,
+//!   in the caller's era, and its answer goes back: a 2025 caller is sent the request; a 2026 caller gets an
+//!   `input_required` round, whose retry runs the call upstream again and answers the question from the round. A
+//!   caller that cannot answer (it did not declare the capability) fails the question, as it would fail a direct
+//!   one. Over stdio or in process, a 2025 upstream's request says not which call asks: while one relayed call is in
+//!   flight on its connection it is that call's, and with several it is refused, saying why (a 2026 upstream's
+//!   questions, and a 2025 upstream's over HTTP, always name their call).
+//!
+//! What is not relayed yet: the upstream's log messages, completions, and tasks.
 //!
 //! ```
 //! /// Say hello.
@@ -203,15 +210,16 @@ impl Mounted {
                 "the upstream {} did not answer within {after:?}: the call was cancelled there",
                 self.describe()
             )),
-            other => {
+            broken @ (E::Transport(_) | E::Exited { .. } | E::Closed) => {
                 if let Some(client) = client {
-                    self.shared().failed(client, &other).await;
+                    self.shared().failed(client, &broken).await;
                 }
                 Error::internal(format!(
-                    "the upstream {} failed: {other}; the next call connects to it again",
+                    "the upstream {} failed: {broken}; the next call connects to it again",
                     self.describe()
                 ))
             }
+            other => Error::internal(format!("the upstream {}: {other}", self.describe())),
         }
     }
 
@@ -523,6 +531,37 @@ fn adopt<T: serde::de::DeserializeOwned>(mut raw: Value, what: &str) -> Result<T
     serde_json::from_value(raw).map_err(|e| Error::internal(format!("the upstream's {what} result does not fit: {e}")))
 }
 
+/// A question an upstream asks during a relayed call, and where its answer goes.
+type Asked = (String, Value, tokio::sync::oneshot::Sender<Result<Value, Error>>);
+
+/// Runs a relayed call, handing each question the upstream asks meanwhile (elicitation, sampling, roots) to this
+/// request's caller, in the caller's era: a 2025 caller is sent the request; a 2026 caller gets an `input_required`
+/// round, whose retry runs the call upstream again, and the question, asked again, is answered from the round.
+/// The questions are asked from this handler's own future, so a round that ends (or a cancel) drops them with it.
+async fn asking<T: Send + 'static>(ctx: &Context, call: crate::client::Call<T>) -> Result<T, crate::client::Error> {
+    let (tx, mut questions) = tokio::sync::mpsc::channel::<Asked>(4);
+    let call = call.on_question(move |method, params| {
+        let tx = tx.clone();
+        async move {
+            let ended = || Error::internal("the relayed call ended before its question was answered");
+            let (reply, answer) = tokio::sync::oneshot::channel();
+            tx.send((method, params, reply)).await.map_err(|_| ended())?;
+            answer.await.unwrap_or_else(|_| Err(ended()))
+        }
+    });
+    let mut call = std::pin::pin!(std::future::IntoFuture::into_future(call));
+    loop {
+        tokio::select! {
+            result = &mut call => return result,
+            Some((method, params, reply)) = questions.recv() => {
+                let method: String = method;
+                let answer = ctx.request_client(&method, params).await.map_err(|e| Error::internal(e.to_string()));
+                let _ = reply.send(answer);
+            }
+        }
+    }
+}
+
 fn relay_tool(ctx: &Context, args: Arguments) -> BoxFuture<'_, Result<CallToolResult, Error>> {
     Box::pin(async move {
         let (mounted, name) = composer(ctx)?
@@ -534,7 +573,7 @@ fn relay_tool(ctx: &Context, args: Arguments) -> BoxFuture<'_, Result<CallToolRe
             .call_tool(&name, Value::Object(args))
             .timeout(mounted.shared().timeout)
             .on_progress(move |p| progress.report_progress(p.progress, p.total, p.message.as_deref()));
-        match call.await {
+        match asking(ctx, call).await {
             Ok(result) => adopt(result.raw, "tools/call"),
             Err(e) => Err(mounted.error(Some(&client), e).await),
         }
@@ -547,7 +586,7 @@ fn relay_prompt(ctx: &Context, args: Arguments) -> BoxFuture<'_, Result<GetPromp
             .prompt(ctx.name())
             .ok_or_else(|| Error::invalid_params(format!("unknown prompt: {}", ctx.name())))?;
         let client = mounted.client().await?;
-        match client.get_prompt(&name, Value::Object(args)).timeout(mounted.shared().timeout).await {
+        match asking(ctx, client.get_prompt(&name, Value::Object(args)).timeout(mounted.shared().timeout)).await {
             Ok(result) => adopt(result, "prompts/get"),
             Err(e) => Err(mounted.error(Some(&client), e).await),
         }
@@ -559,7 +598,7 @@ fn relay_read(ctx: &Context, _args: Arguments) -> BoxFuture<'_, Result<ReadResou
         let mounted = composer(ctx)?.by_key(ctx.name()).ok_or_else(|| Error::internal("a relayed read of no mount"))?;
         let uri = ctx.meta().resource_uri.clone().ok_or_else(|| Error::internal("a read without a URI"))?;
         let client = mounted.client().await?;
-        match client.read_resource(&uri).timeout(mounted.shared().timeout).await {
+        match asking(ctx, client.read_resource(&uri).timeout(mounted.shared().timeout)).await {
             Ok(result) => adopt(result, "resources/read"),
             Err(e) => Err(mounted.error(Some(&client), e).await),
         }

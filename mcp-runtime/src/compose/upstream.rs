@@ -166,7 +166,17 @@ impl Shared {
     }
 
     async fn connect_client(self: &Arc<Self>) -> Result<Client, Error> {
-        let mut builder = Client::builder().name("mcp-proxy").era(self.era);
+        // The questions an upstream asks are each answered by the caller of the call that asks
+        // (`Call::on_question`); the client declares it can be asked, and refuses a question of no call.
+        let no_call = |_| async {
+            Err(crate::Error::internal("the proxy has no caller to ask: the question belongs to no call"))
+        };
+        let mut builder = Client::builder()
+            .name("mcp-proxy")
+            .era(self.era)
+            .on_elicitation(no_call)
+            .on_sampling(no_call)
+            .on_roots(no_call);
         let weak = Arc::downgrade(self);
         builder = builder.on_notification(move |method, params| {
             let Some(shared) = weak.upgrade() else { return };
