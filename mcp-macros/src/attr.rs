@@ -1,5 +1,5 @@
 //! Pieces of attribute options shared by the macros: the key loop and `crate = "..."`, `key = "text"`, flags,
-//! `icon = "..."`, `scopes = [...]`, `complete(...)`; and the checks on them, which run in validation.
+//! `icon = "..."`, `scopes = [...]`, `tags = [...]`, `complete(...)`; and the checks on them, which run in validation.
 
 use proc_macro2::{Span, TokenStream};
 use quote::{quote, quote_spanned};
@@ -15,10 +15,11 @@ mod kw {
     syn::custom_keyword!(description);
     syn::custom_keyword!(icon);
     syn::custom_keyword!(scopes);
+    syn::custom_keyword!(tags);
 }
 
 /// The options tools, prompts and resources share, as written: `name`, `title`, `description`, `icon`
-/// (repeatable), `scopes = ["..", ..]`, `crate`.
+/// (repeatable), `scopes = ["..", ..]`, `tags = ["..", ..]`, `crate`.
 #[derive(Default)]
 pub(crate) struct Common {
     pub name: Option<LitStr>,
@@ -26,7 +27,25 @@ pub(crate) struct Common {
     pub description: Option<LitStr>,
     pub icons: Vec<LitStr>,
     pub scopes: Option<Scopes>,
+    pub tags: Option<Tags>,
     pub krate: Option<syn::Path>,
+}
+
+/// `tags = ["admin", ...]`: labels that visibility rules read, as written.
+pub(crate) struct Tags(pub Vec<LitStr>);
+
+impl Tags {
+    /// Every tag is a non-empty label, listed once.
+    pub(crate) fn check(&self, errors: &mut Errors) {
+        for (i, tag) in self.0.iter().enumerate() {
+            let value = tag.value();
+            if value.trim().is_empty() {
+                errors.push_spanned(tag, "a tag is a non-empty label");
+            } else if self.0[..i].iter().any(|t| t.value() == value) {
+                errors.push_spanned(tag, format!("tag `{value}` is listed twice"));
+            }
+        }
+    }
 }
 
 /// `scopes = ["books:write", ...]`: the OAuth scopes a handler needs, as written.
@@ -126,6 +145,13 @@ impl Common {
             } else if lookahead.peek(kw::icon) {
                 input.parse::<kw::icon>()?;
                 c.icons.push(string_value(input)?);
+            } else if lookahead.peek(kw::tags) {
+                input.parse::<kw::tags>()?;
+                input.parse::<Token![=]>()?;
+                let content;
+                syn::bracketed!(content in input);
+                let list = syn::punctuated::Punctuated::<LitStr, Token![,]>::parse_terminated(&content)?;
+                set(&mut c.tags, Tags(list.into_iter().collect()), span, "tags")?;
             } else {
                 return Ok(Scopes::parse_key(input, lookahead, span, &mut c.scopes)? || extra(input, lookahead, span)?);
             }
@@ -134,10 +160,13 @@ impl Common {
         Ok(c)
     }
 
-    /// The checks on the shared options: the scopes' spelling.
+    /// The checks on the shared options: the scopes' spelling, the tags'.
     pub(crate) fn check(&self, errors: &mut Errors) {
         if let Some(scopes) = &self.scopes {
             scopes.check(errors);
+        }
+        if let Some(tags) = &self.tags {
+            tags.check(errors);
         }
     }
 
@@ -156,6 +185,9 @@ impl Common {
             out.extend(quote!(.icons(&[#(#icons),*])));
         }
         out.extend(Scopes::builder(&self.scopes));
+        if let Some(Tags(tags)) = self.tags.as_ref().filter(|t| !t.0.is_empty()) {
+            out.extend(quote!(.tags(&[#(#tags),*])));
+        }
         out
     }
 }

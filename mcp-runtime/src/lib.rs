@@ -89,6 +89,7 @@ pub use protocol::{
     ReadResourceResult, Resource, ResourceContents, Role,
 };
 pub use server::hub;
+pub use server::visibility;
 pub use server::{BuildError, NotifyError, Server};
 pub use store::events::{EventLog, LogSlice, MemoryEventLog, DEFAULT_LOG_EVENTS, DEFAULT_LOG_STREAMS};
 pub use store::session::{MemorySessionStore, SessionRecord, SessionStore};

@@ -212,6 +212,7 @@ impl ServerBuilder {
                 tasks_enabled,
                 tool_call_hooks,
                 notifications,
+                visibility: self.visibility,
                 auth,
                 parts,
             }),

@@ -95,6 +95,8 @@ pub struct ServerBuilder {
     layers: crate::middleware::Layers,
     extensions: Vec<Box<dyn extension::Extension>>,
     authorization: Option<crate::auth::Authorization>,
+    /// What each caller may see.
+    visibility: crate::server::visibility::Visibility,
     /// Other servers served as this one's ([`ServerBuilder::compose`]).
     #[cfg(feature = "client")]
     mounts: Vec<crate::compose::Mount>,
@@ -318,6 +320,29 @@ impl ServerBuilder {
     pub fn compose(mut self, mount: crate::compose::Mount) -> Self {
         self.mounts.push(mount);
         self
+    }
+
+    /// Adds a visibility rule: a caller sees a tool, prompt, resource or template only when every rule returns
+    /// `true` for it. Hidden means not listed, not callable (the unknown-tool error), not readable, not completable.
+    /// See [`mcp::visibility`](crate::visibility).
+    pub fn visible(
+        mut self,
+        rule: impl Fn(&crate::visibility::Caller<'_>, &crate::visibility::Item<'_>) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        self.visibility.rules.push(Arc::new(rule));
+        self
+    }
+
+    /// Serves only the items with at least one of these tags (`tags = [...]` on their attributes), to everyone.
+    pub fn include_tags(self, tags: &[&str]) -> Self {
+        let tags: Vec<String> = tags.iter().map(|t| (*t).to_owned()).collect();
+        self.visible(move |_, item| item.tags().iter().any(|t| tags.iter().any(|w| w == t)))
+    }
+
+    /// Hides the items with any of these tags, from everyone.
+    pub fn exclude_tags(self, tags: &[&str]) -> Self {
+        let tags: Vec<String> = tags.iter().map(|t| (*t).to_owned()).collect();
+        self.visible(move |_, item| !item.tags().iter().any(|t| tags.iter().any(|w| w == t)))
     }
 
     /// Runs `f` with the built server before anything is served: the place to start a background task that holds a

@@ -14,6 +14,7 @@ pub(crate) use crate::base::sink::{FrameSink, Sink};
 use crate::context::{Context, EraState, InFlight, Peer, RequestMeta};
 use crate::handler::tool::{Arguments, Handler};
 use crate::server::registry::ListKind;
+use crate::server::visibility::Item;
 use crate::server::Server;
 use crate::wire::error::Error;
 use crate::wire::jsonrpc::{Frame, RequestId};
@@ -191,13 +192,14 @@ pub(crate) fn dispatch(conn: &Arc<Connection>, request: Request, origin: &Origin
             conn.start(request, call)
         }),
         "prompts/get" => {
-            get_prompt(&server, &mut params).and_then(|call| conn.start(state(id.clone(), meta, era), call))
+            get_prompt(&server, &mut params, &meta).and_then(|call| conn.start(state(id.clone(), meta, era), call))
         }
         "resources/read" => {
             read_resource(&server, &params, &mut meta).and_then(|call| conn.start(state(id.clone(), meta, era), call))
         }
         "completion/complete" => {
-            let result = complete_argument(&server, &params).map(|r| ListResult::Value(era.decorate(&**conn, r, None)));
+            let result =
+                complete_argument(&server, &params, &meta).map(|r| ListResult::Value(era.decorate(&**conn, r, None)));
             inline("completion/complete", result, params, meta, era)
         }
         // Custom methods, then the extensions' (the Tasks extension's `tasks/*` among them).
@@ -277,20 +279,46 @@ fn list(
     // The stored pages come in two forms: as they are, and with the members every result of the request's era
     // starts with.
     let v2026 = era.result_prefix(peer).is_some();
-    if let Some(granted) = hidden_beyond(server, meta) {
-        return server.registry().page_for(kind, cursor, v2026, granted).map(ListResult::Raw);
+    let view = View::of(server, meta);
+    if view.filters() {
+        return server.registry().page_where(kind, cursor, v2026, &|item| view.lists(item)).map(ListResult::Raw);
     }
     server.registry().page(kind, cursor, v2026).map(ListResult::Raw)
 }
 
-/// The scopes of the caller, when the server hides from lists what a caller's scopes cannot use.
-fn hidden_beyond<'a>(server: &Server, meta: &'a RequestMeta) -> Option<&'a [String]> {
-    let hides = server.inner.auth.as_ref().is_some_and(crate::auth::Guard::hides_unauthorized);
-    let auth = meta.http.as_ref().and_then(|h| h.auth.as_ref());
-    match (hides, auth) {
-        (true, Some(auth)) => Some(&auth.scopes),
-        (true, None) => Some(&[]),
-        (false, _) => None,
+/// What one caller may see: what the visibility rules let them, and, in lists, only what their scopes grant when
+/// the server hides the rest (`Authorization::hide_unauthorized`; a call beyond them is answered 403, for step-up).
+struct View<'a> {
+    meta: &'a RequestMeta,
+    rules: &'a crate::server::visibility::Visibility,
+    granted: Option<&'a [String]>,
+}
+
+impl<'a> View<'a> {
+    fn of(server: &'a Server, meta: &'a RequestMeta) -> View<'a> {
+        let hides = server.inner.auth.as_ref().is_some_and(crate::auth::Guard::hides_unauthorized);
+        let granted = match (hides, meta.http.as_ref().and_then(|h| h.auth.as_ref())) {
+            (true, Some(auth)) => Some(auth.scopes.as_slice()),
+            (true, None) => Some(&[][..]),
+            (false, _) => None,
+        };
+        View { meta, rules: &server.inner.visibility, granted }
+    }
+
+    /// Whether lists are made for this caller (else they are the stored pages).
+    fn filters(&self) -> bool {
+        self.granted.is_some() || self.rules.is_set()
+    }
+
+    /// Whether the item is in this caller's lists.
+    fn lists(&self, item: &Item<'_>) -> bool {
+        let granted = self.granted.is_none_or(|g| item.scopes().iter().all(|s| g.iter().any(|x| x == s)));
+        granted && self.sees(item)
+    }
+
+    /// Whether this caller may use the item at all (hidden: as if it did not exist).
+    fn sees(&self, item: &Item<'_>) -> bool {
+        !self.rules.is_set() || self.rules.sees(self.meta, item)
     }
 }
 
@@ -322,7 +350,9 @@ fn call_tool(
         Some(Value::String(n)) => n,
         _ => return Err(Error::invalid_params("`tools/call` needs a string `name`")),
     };
-    let Some(def) = found.or_else(|| server.registry().tool(name)) else {
+    let Some(def) =
+        found.or_else(|| server.registry().tool(name)).filter(|d| View::of(server, meta).sees(&Item::Tool(d)))
+    else {
         return Err(Error::invalid_params(format!("unknown tool: {name}")));
     };
     // An extension may take the call up (Tasks: a task); most servers have no hook.
@@ -341,12 +371,16 @@ fn call_tool(
     ))
 }
 
-fn get_prompt(server: &Server, params: &mut Map<String, Value>) -> Result<Call<crate::GetPromptResult>, Error> {
+fn get_prompt(
+    server: &Server,
+    params: &mut Map<String, Value>,
+    meta: &RequestMeta,
+) -> Result<Call<crate::GetPromptResult>, Error> {
     let name = match params.get("name") {
         Some(Value::String(n)) => n,
         _ => return Err(Error::invalid_params("`prompts/get` needs a string `name`")),
     };
-    let Some(def) = server.registry().prompt(name) else {
+    let Some(def) = server.registry().prompt(name).filter(|d| View::of(server, meta).sees(&Item::Prompt(d))) else {
         return Err(Error::invalid_params(format!("unknown prompt: {name}")));
     };
     let arguments = arguments(params, "an object of strings")?;
@@ -368,7 +402,8 @@ fn read_resource(
         Some(Value::String(u)) => u.clone(),
         _ => return Err(Error::invalid_params("`resources/read` needs a string `uri`")),
     };
-    let Some((def, bound)) = server.registry().resolve(&uri) else {
+    let found = server.registry().resolve(&uri).filter(|(d, _)| View::of(server, meta).sees(&Item::Resource(d)));
+    let Some((def, bound)) = found else {
         return Err(crate::handler::resource::not_found(&uri, meta.era));
     };
     let arguments: Map<String, Value> = bound.into_iter().map(|(k, v)| (k, Value::String(v))).collect();
@@ -383,7 +418,7 @@ fn read_resource(
     })
 }
 
-fn complete_argument(server: &Server, params: &Map<String, Value>) -> Result<Value, Error> {
+fn complete_argument(server: &Server, params: &Map<String, Value>, meta: &RequestMeta) -> Result<Value, Error> {
     let reference = params.get("ref").ok_or_else(|| Error::invalid_params("`completion/complete` needs `ref`"))?;
     let argument =
         params.get("argument").ok_or_else(|| Error::invalid_params("`completion/complete` needs `argument`"))?;
@@ -392,6 +427,26 @@ fn complete_argument(server: &Server, params: &Map<String, Value>) -> Result<Val
     else {
         return Err(Error::invalid_params("`argument` needs a string `name` and a string `value`"));
     };
+    let view = View::of(server, meta);
+    if view.rules.is_set() {
+        // A hidden prompt or template completes nothing: it is answered as one that does not exist.
+        let registry = server.registry();
+        match reference.get("type").and_then(Value::as_str) {
+            Some("ref/prompt") => {
+                let prompt = reference["name"].as_str().unwrap_or_default();
+                if registry.prompt(prompt).is_some_and(|d| !view.sees(&Item::Prompt(&d))) {
+                    return Err(Error::invalid_params(format!("unknown prompt: {prompt}")));
+                }
+            }
+            Some("ref/resource") => {
+                let uri = reference["uri"].as_str().unwrap_or_default();
+                if registry.templates.get(uri).is_some_and(|(l, _)| !view.sees(&Item::Resource(&l.def))) {
+                    return Err(Error::invalid_params(format!("unknown resource template: {uri}")));
+                }
+            }
+            _ => {}
+        }
+    }
     let completer = server.registry().completer(reference, name)?;
     let values = completer.map(|f| f(value)).unwrap_or_default();
     Ok(crate::server::registry::completion_result(values))
@@ -406,15 +461,12 @@ fn list_resources(ctx: &Context, mut args: Arguments) -> Result<Value, Error> {
         Some(Value::String(c)) => crate::server::registry::decode_cursor(ListKind::Resources, &c)?,
         Some(c) => return Err(Error::invalid_params(format!("invalid cursor {c}: cursors are strings"))),
     };
-    let granted = hidden_beyond(ctx.server(), ctx.meta());
-    let mut items = match granted {
-        Some(granted) => registry.fixed_resources_for(granted),
-        None => registry.fixed_resources(),
+    let view = View::of(ctx.server(), ctx.meta());
+    let mut items = match view.filters() {
+        true => registry.fixed_resources_where(&|item| view.lists(item)),
+        false => registry.fixed_resources(),
     };
-    let allowed = |def: &crate::handler::resource::ResourceDef| {
-        granted.is_none_or(|g| def.scopes.iter().all(|s| g.iter().any(|x| x == s)))
-    };
-    for def in registry.listers().into_iter().filter(allowed) {
+    for def in registry.listers().into_iter().filter(|def| view.lists(&Item::Resource(def))) {
         ctx.check_cancelled().map_err(|e| Error::internal(e.to_string()))?;
         if let Some(list) = def.list {
             items.extend(list(ctx).into_iter().filter_map(|r| serde_json::to_value(r).ok()));

@@ -77,6 +77,9 @@ pub struct PromptDef {
     /// The OAuth scopes a caller's access token must grant to use it, when the server verifies tokens
     /// ([`Authorization`](crate::auth::Authorization)); none beyond a valid token unless set.
     pub scopes: &'static [&'static str],
+    /// Labels (`tags = ["admin"]` on its attribute) that visibility rules read
+    /// ([`ServerBuilder::exclude_tags`](crate::ServerBuilder::exclude_tags), [`ServerBuilder::visible`](crate::ServerBuilder::visible)).
+    pub tags: &'static [&'static str],
     /// What its injected parameters need from the server.
     pub injected: Injected,
 }
@@ -99,6 +102,7 @@ impl PromptDef {
             handler,
             location,
             scopes: &[],
+            tags: &[],
             injected: &[],
         }
     }
@@ -107,6 +111,12 @@ impl PromptDef {
     /// server verifies tokens; a request without them is answered `403 insufficient_scope`.
     pub const fn scopes(mut self, scopes: &'static [&'static str]) -> PromptDef {
         self.scopes = scopes;
+        self
+    }
+
+    /// Labels that visibility rules read (`tags = [...]` on its attribute).
+    pub const fn tags(mut self, tags: &'static [&'static str]) -> PromptDef {
+        self.tags = tags;
         self
     }
 

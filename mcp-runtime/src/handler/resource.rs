@@ -74,6 +74,9 @@ pub struct ResourceDef {
     /// The OAuth scopes a caller's access token must grant to read it, when the server verifies tokens
     /// ([`Authorization`](crate::auth::Authorization)); none beyond a valid token unless set.
     pub scopes: &'static [&'static str],
+    /// Labels (`tags = ["admin"]` on its attribute) that visibility rules read
+    /// ([`ServerBuilder::exclude_tags`](crate::ServerBuilder::exclude_tags), [`ServerBuilder::visible`](crate::ServerBuilder::visible)).
+    pub tags: &'static [&'static str],
     /// What its injected parameters need from the server.
     pub injected: Injected,
     /// Its caching hints in the 2026 era (`ttlMs`, `cacheScope` of `resources/read`); the server's defaults if
@@ -128,6 +131,7 @@ impl ResourceDef {
             handler,
             location,
             scopes: &[],
+            tags: &[],
             injected: &[],
             cache: None,
             meta: None,
@@ -138,6 +142,12 @@ impl ResourceDef {
     /// the server verifies tokens; a request without them is answered `403 insufficient_scope`.
     pub const fn scopes(mut self, scopes: &'static [&'static str]) -> Self {
         self.scopes = scopes;
+        self
+    }
+
+    /// Labels that visibility rules read (`tags = [...]` on its attribute).
+    pub const fn tags(mut self, tags: &'static [&'static str]) -> Self {
+        self.tags = tags;
         self
     }
 

@@ -95,6 +95,9 @@ pub struct ToolDef {
     /// The OAuth scopes a caller's access token must grant to use it, when the server verifies tokens
     /// ([`Authorization`](crate::auth::Authorization)); none beyond a valid token unless set.
     pub scopes: &'static [&'static str],
+    /// Labels (`tags = ["admin"]` on its attribute) that visibility rules read
+    /// ([`ServerBuilder::exclude_tags`](crate::ServerBuilder::exclude_tags), [`ServerBuilder::visible`](crate::ServerBuilder::visible)).
+    pub tags: &'static [&'static str],
     /// What its injected parameters need from the server (state types); checked when the server is built.
     pub injected: Injected,
     /// Icon URIs.
@@ -144,6 +147,7 @@ impl ToolDef {
             handler,
             location,
             scopes: &[],
+            tags: &[],
             injected: &[],
             icons: &[],
             task: crate::wire::task::TaskOptions::NONE,
@@ -164,6 +168,12 @@ impl ToolDef {
     /// server verifies tokens; a request without them is answered `403 insufficient_scope`.
     pub const fn scopes(mut self, scopes: &'static [&'static str]) -> ToolDef {
         self.scopes = scopes;
+        self
+    }
+
+    /// Labels that visibility rules read (`tags = [...]` on its attribute).
+    pub const fn tags(mut self, tags: &'static [&'static str]) -> ToolDef {
+        self.tags = tags;
         self
     }
 

@@ -5,6 +5,7 @@
 mod auth;
 pub mod hub;
 pub(crate) mod registry;
+pub mod visibility;
 
 use std::collections::HashMap;
 use std::fmt;
@@ -132,6 +133,9 @@ pub(crate) struct ServerInner {
     pub tool_call_hooks: Vec<Arc<dyn crate::hook::ToolCallHook>>,
     /// The notifications the extensions declared, by method.
     pub notifications: HashMap<String, Sent>,
+    /// What each caller may see ([`ServerBuilder::visible`](crate::ServerBuilder::visible)); nothing hidden by
+    /// default.
+    pub visibility: visibility::Visibility,
     /// The server as an OAuth resource server: what HTTP requests must present.
     pub auth: Option<crate::auth::Guard>,
     /// What the server's built-in extensions keep, by type (the task engine): the server holds it without knowing
@@ -577,6 +581,15 @@ impl Server {
         let edit = hub::Edit::Enabled { name: uri.to_owned(), enabled };
         self.change(hub::List::Resources, edit.clone(), |r| Ok(r.apply_edit(hub::List::Resources, &edit)))
             .unwrap_or(false)
+    }
+
+    /// Tells every client that what it sees may have changed (`list_changed` for tools, prompts and resources), so
+    /// that each lists again and gets its own view: after a change the visibility rules read outside a request
+    /// (a role granted, a feature switched on for a user).
+    pub fn visibility_changed(&self) {
+        for list in [hub::List::Tools, hub::List::Prompts, hub::List::Resources] {
+            self.publish(hub::Change::ListChanged { list, edit: None });
+        }
     }
 
     /// Tells every session subscribed to `uri` that the resource changed (`notifications/resources/updated`).

@@ -13,6 +13,7 @@ use crate::handler::prompt::{Completer, PromptDef};
 use crate::handler::resource::ResourceDef;
 use crate::handler::tool::ToolDef;
 use crate::handler::uri_template::UriTemplate;
+use crate::server::visibility::Item;
 use crate::server::BuildError;
 use crate::wire::error::Error;
 use crate::wire::protocol::Tool;
@@ -368,30 +369,30 @@ impl Registry {
             .ok_or_else(|| Error::invalid_params(format!("invalid cursor {cursor:?}: no such page")))
     }
 
-    /// The same page of a list made for one caller: only what `granted` scopes can use (the server hides what a
-    /// caller cannot use). Made per request, so cursors count in this caller's list.
-    pub(crate) fn page_for(
+    /// The same page of a list made for one caller: only the items `keep` lets them see (what their scopes grant,
+    /// when the server hides the rest; what the visibility rules allow). Made per request, so cursors count in this
+    /// caller's list.
+    pub(crate) fn page_where(
         &self,
         kind: ListKind,
         cursor: Option<&str>,
         v2026: bool,
-        granted: &[String],
+        keep: &dyn Fn(&Item<'_>) -> bool,
     ) -> Result<Arc<RawValue>, Error> {
-        let allowed = |scopes: &[&str]| scopes.iter().all(|s| granted.iter().any(|g| g == s));
         fn pick<'a, D: 'a>(
             it: impl Iterator<Item = &'a Listed<D>>,
-            scopes: impl Fn(&D) -> bool,
+            keep: impl Fn(&D) -> bool,
             v2026: bool,
         ) -> Vec<&'a Value> {
-            it.filter(|l| l.enabled && scopes(&l.def))
+            it.filter(|l| l.enabled && keep(&l.def))
                 .map(|l| if v2026 { &l.descriptor } else { l.v2025.as_ref().unwrap_or(&l.descriptor) })
                 .collect()
         }
         let items = match kind {
-            ListKind::Tools => pick(self.tools.values(), |d| allowed(d.scopes), v2026),
-            ListKind::Prompts => pick(self.prompts.values(), |d| allowed(d.scopes), v2026),
-            ListKind::Resources => pick(self.resources.values(), |d| allowed(d.scopes), v2026),
-            ListKind::Templates => pick(self.templates.values().map(|(l, _)| l), |d| allowed(d.scopes), v2026),
+            ListKind::Tools => pick(self.tools.values(), |d| keep(&Item::Tool(d)), v2026),
+            ListKind::Prompts => pick(self.prompts.values(), |d| keep(&Item::Prompt(d)), v2026),
+            ListKind::Resources => pick(self.resources.values(), |d| keep(&Item::Resource(d)), v2026),
+            ListKind::Templates => pick(self.templates.values().map(|(l, _)| l), |d| keep(&Item::Resource(d)), v2026),
         };
         let pages = paginate(kind, &items, self.page_size, v2026.then_some(&self.extra_2026));
         let index = match cursor {
@@ -424,10 +425,13 @@ impl Registry {
         self.templates.values().filter(|(l, _)| l.enabled).find_map(|(l, t)| t.matches(uri).map(|bound| (l.def, bound)))
     }
 
-    /// The descriptors of the fixed resources that `granted` scopes can read, in order.
-    pub(crate) fn fixed_resources_for(&self, granted: &[String]) -> Vec<Value> {
-        let allowed = |scopes: &[&str]| scopes.iter().all(|s| granted.iter().any(|g| g == s));
-        self.resources.values().filter(|l| l.enabled && allowed(l.def.scopes)).map(|l| l.descriptor.clone()).collect()
+    /// The descriptors of the fixed resources that `keep` lets a caller see, in order.
+    pub(crate) fn fixed_resources_where(&self, keep: &dyn Fn(&Item<'_>) -> bool) -> Vec<Value> {
+        self.resources
+            .values()
+            .filter(|l| l.enabled && keep(&Item::Resource(&l.def)))
+            .map(|l| l.descriptor.clone())
+            .collect()
     }
 
     /// The templates that list their resources at run time.

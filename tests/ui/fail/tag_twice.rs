@@ -1,0 +1,5 @@
+/// Reset the shop.
+#[mcp::tool(tags = ["admin", "admin"])]
+fn reset() {}
+
+fn main() {}
