@@ -426,6 +426,44 @@ async fn lists_can_hide_what_the_callers_scopes_cannot_use() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_whose_token_gains_scopes_is_told_its_lists_changed() {
+    let provider = Provider::start(Config::default());
+    let url = serve(|url| jwt(&provider)(url).hide_unauthorized(true), false).await;
+    let reader = token(&provider, "books:read", &url).await;
+    let session = open_session(&url, &reader).await;
+    let stream = http()
+        .get(&url)
+        .header("accept", "text/event-stream")
+        .header("mcp-protocol-version", "2025-11-25")
+        .header("mcp-session-id", &session)
+        .bearer_auth(&reader)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stream.status(), 200);
+    let mut stream = Body::of(stream).await;
+    // The next message on the stream (its priming event, with no data, is not one).
+    async fn message(stream: &mut Body, within: Duration) -> Option<Value> {
+        loop {
+            let event = stream.next_event(within).await?;
+            if !event.data.is_empty() {
+                return Some(serde_json::from_str(&event.data).unwrap());
+            }
+        }
+    }
+    let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
+    let same = answer(post(&url, Some(&reader), Some(&session), &list).await, 1).await;
+    assert_eq!(same["result"]["tools"].as_array().unwrap().len(), 1, "{same}");
+    assert_eq!(message(&mut stream, Duration::from_millis(300)).await, None, "the same scopes change nothing");
+    // A step-up: the next request's token grants more, and the session's client hears its lists changed.
+    let writer = token(&provider, "books:read books:write", &url).await;
+    let more = answer(post(&url, Some(&writer), Some(&session), &list).await, 1).await;
+    assert_eq!(more["result"]["tools"].as_array().unwrap().len(), 2, "{more}");
+    let heard = message(&mut stream, Duration::from_secs(5)).await.expect("list_changed on the standalone stream");
+    assert_eq!(heard["method"], "notifications/tools/list_changed", "{heard}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_issuer_that_cannot_be_reached_is_503_not_401() {
     let url = serve(|url| Authorization::jwt("http://127.0.0.1:9", url), true).await;
     let provider = Provider::start(Config::default());

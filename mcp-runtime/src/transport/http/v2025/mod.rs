@@ -67,6 +67,7 @@ pub(super) async fn post(state: &Arc<HttpState>, message: Incoming, http: Arc<Ht
         let owner = http.auth.as_deref().map(AuthInfo::principal);
         let http_session =
             new_http_session(state, owner, http.peer, |standalone| Session::new(state.server.clone(), standalone));
+        http_session.saw_scopes(&state.server, http.auth.as_deref());
         (http_session, true)
     } else {
         let s = match session_of(state, headers, http.auth.as_deref()).await {
@@ -76,6 +77,7 @@ pub(super) async fn post(state: &Arc<HttpState>, message: Incoming, http: Arc<Ht
         if let Err(r) = check_version(headers) {
             return r;
         }
+        s.saw_scopes(&state.server, http.auth.as_deref());
         // One atomic load while the client keeps up; only past the soft bound is the message looked at.
         if s.outbound.is_backed_up() && !frees_work(&message) {
             if let Err(refused) = wait_for_reader(&s, &message).await {
@@ -508,6 +510,7 @@ fn new_http_session(
         open_streams: AtomicU64::new(0),
         owner,
         peer,
+        scopes: Mutex::new(None),
     })
 }
 

@@ -41,6 +41,9 @@ pub(super) struct HttpSession {
     /// The address of the client that opened it (when the server knows it): at the cap, the holder of the most
     /// sessions (its principal, else this address) gives one up first.
     pub(super) peer: Option<std::net::IpAddr>,
+    /// The scopes of the token of its last request, when what a caller sees depends on them: a change (a step-up)
+    /// tells the client its lists changed.
+    pub(super) scopes: Mutex<Option<Vec<String>>>,
 }
 
 /// Who holds a session, for sharing the cap: its principal, else the address of the client that opened it.
@@ -51,6 +54,29 @@ pub(super) enum Holder<'a> {
 }
 
 impl HttpSession {
+    /// Notes the scopes of a request's token, when the server's lists depend on them (visibility rules, or
+    /// `hide_unauthorized`): new scopes after others (a step-up) tell this session's client that its lists changed,
+    /// so that it lists what it may see now.
+    pub(super) fn saw_scopes(&self, server: &crate::Server, auth: Option<&crate::auth::AuthInfo>) {
+        let inner = &server.inner;
+        let by_token =
+            inner.visibility.is_set() || inner.auth.as_ref().is_some_and(crate::auth::Guard::hides_unauthorized);
+        if !by_token {
+            return;
+        }
+        let now = auth.map(|a| {
+            let mut scopes = a.scopes.clone();
+            scopes.sort_unstable();
+            scopes
+        });
+        let before = std::mem::replace(&mut *self.scopes.locked(), now.clone());
+        if before.is_some() && before != now && self.session.is_initialized() {
+            for list in ["tools", "prompts", "resources"] {
+                self.session.notify(&format!("notifications/{list}/list_changed"), &serde_json::json!({}));
+            }
+        }
+    }
+
     pub(super) fn touch(&self) {
         *self.last_seen.locked() = Instant::now();
     }
