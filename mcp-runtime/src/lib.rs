@@ -176,6 +176,9 @@ pub mod guide {
     #[doc = include_str!("../docs/extensions.md")]
     pub mod extensions {}
 
+    #[doc = include_str!("../docs/composing.md")]
+    pub mod composing {}
+
     #[doc = include_str!("../docs/client.md")]
     pub mod client {}
 

@@ -38,8 +38,8 @@
 //!
 //! /// Add two numbers.
 //! #[mcp::tool]
-//! fn add(a: i64, b: i64) -> i64 {
-//!     a + b
+//! fn add(a: i64, b: i64) -> mcp::Json<i64> {
+//!     mcp::Json(a + b)
 //! }
 //!
 //! let maths = mcp::Server::builder().tool::<add>().build().unwrap();
