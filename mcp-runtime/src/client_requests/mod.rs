@@ -113,6 +113,8 @@ impl Context {
     /// `roots/list` become questions of an `input_required` result, anything else is
     /// [`ClientError::Unsupported`].
     pub async fn request_client(&self, method: &str, params: Value) -> Result<Value, ClientError> {
+        // No params is an empty object on the wire (JSON-RPC has no `"params": null`).
+        let params = if params.is_null() { Value::Object(serde_json::Map::new()) } else { params };
         if self.round().is_some() {
             let (method, capability): (&'static str, &'static [&'static str]) = match method {
                 "elicitation/create" => ("elicitation/create", &["elicitation"]),

@@ -51,6 +51,8 @@
 mod upstream;
 
 use std::collections::{HashMap, HashSet};
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex, OnceLock, RwLock, Weak};
 use std::time::Duration;
 
@@ -537,7 +539,9 @@ type Asked = (String, Value, tokio::sync::oneshot::Sender<Result<Value, Error>>)
 /// Runs a relayed call, handing each question the upstream asks meanwhile (elicitation, sampling, roots) to this
 /// request's caller, in the caller's era: a 2025 caller is sent the request; a 2026 caller gets an `input_required`
 /// round, whose retry runs the call upstream again, and the question, asked again, is answered from the round.
-/// The questions are asked from this handler's own future, so a round that ends (or a cancel) drops them with it.
+/// A caller that did not declare what the question needs is not asked: the upstream gets the error a client without
+/// the capability gives. The questions are asked from this handler's own future, beside the call (one that ends
+/// first drops a question still waiting), so a round that ends, or a cancel, drops them with it.
 async fn asking<T: Send + 'static>(ctx: &Context, call: crate::client::Call<T>) -> Result<T, crate::client::Error> {
     let (tx, mut questions) = tokio::sync::mpsc::channel::<Asked>(4);
     let call = call.on_question(move |method, params| {
@@ -550,13 +554,40 @@ async fn asking<T: Send + 'static>(ctx: &Context, call: crate::client::Call<T>) 
         }
     });
     let mut call = std::pin::pin!(std::future::IntoFuture::into_future(call));
+    type Asking<'a> = Pin<Box<dyn Future<Output = Result<Value, Error>> + Send + 'a>>;
+    let mut waiting: Option<(Asking<'_>, tokio::sync::oneshot::Sender<Result<Value, Error>>)> = None;
     loop {
+        let idle = waiting.is_none();
+        let answered = async {
+            match waiting.as_mut() {
+                Some((question, _)) => question.as_mut().await,
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
             result = &mut call => return result,
-            Some((method, params, reply)) = questions.recv() => {
+            answer = answered => {
+                if let Some((_, reply)) = waiting.take() {
+                    let _ = reply.send(answer);
+                }
+            }
+            Some((method, params, reply)) = questions.recv(), if idle => {
                 let method: String = method;
-                let answer = ctx.request_client(&method, params).await.map_err(|e| Error::internal(e.to_string()));
-                let _ = reply.send(answer);
+                let needs: &[&str] = match method.as_str() {
+                    "elicitation/create" => &["elicitation"],
+                    "sampling/createMessage" => &["sampling"],
+                    "roots/list" => &["roots"],
+                    _ => &[],
+                };
+                if needs.is_empty() || !ctx.client_supports(needs) {
+                    let _ = reply.send(Err(Error::method_not_found(&method)));
+                    continue;
+                }
+                let ctx = ctx.clone();
+                let question: Asking<'_> = Box::pin(async move {
+                    ctx.request_client(&method, params).await.map_err(|e| Error::internal(e.to_string()))
+                });
+                waiting = Some((question, reply));
             }
         }
     }
