@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use mcp::client::{Client, EraChoice};
+use mcp::client::{Client, EraChoice, ListenFilter};
 use mcp::compose::{Mount, Upstream};
 use mcp::{BuildError, Context, Server, ToolItem};
 use serde_json::{json, Value};
@@ -361,6 +361,75 @@ async fn an_upstreams_question_is_asked_of_the_caller_across_eras() {
                 assert!(failed.contains("upstream `files`") && failed.contains("cannot answer"), "{failed}");
                 assert!(!failed.contains("connects to it again"), "not the upstream's failure: {failed}");
             }
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_http_upstreams_log_messages_reach_the_caller_at_its_level_in_both_eras() {
+    let up = common::http::HttpServer::start(&["--http", "127.0.0.1:0"]);
+    for upstream_era in [EraChoice::V2025, EraChoice::V2026] {
+        let upstream = Upstream::http(up.url.clone()).era(upstream_era);
+        upstream.connect().await.unwrap();
+        let server = Server::builder().compose(Mount::new("bed", upstream)).build().unwrap();
+        for caller_era in [EraChoice::V2025, EraChoice::V2026] {
+            let heard = Arc::new(Mutex::new(Vec::new()));
+            let logs = heard.clone();
+            let caller = Client::builder()
+                .era(caller_era)
+                .log_level(mcp::LogLevel::Warning)
+                .on_notification(move |method, params| {
+                    if method == "notifications/message" {
+                        logs.lock().unwrap().push((
+                            params["level"].clone(),
+                            params["logger"].clone(),
+                            params["data"].clone(),
+                        ));
+                    }
+                })
+                .in_process(server.clone())
+                .await
+                .unwrap();
+            caller.call_tool("bed_log_all", json!({})).await.unwrap();
+            eventually("the upstream's warnings and worse", async || heard.lock().unwrap().len() >= 5).await;
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            let heard = heard.lock().unwrap().clone();
+            let levels: Vec<&str> = heard.iter().map(|(l, _, _)| l.as_str().unwrap()).collect();
+            assert_eq!(
+                levels,
+                ["warning", "error", "critical", "alert", "emergency"],
+                "{upstream_era:?} {caller_era:?}"
+            );
+            assert_eq!(heard[0].1, "testbed");
+            assert_eq!(heard[0].2, "a warning message");
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstreams_resource_updates_reach_the_subscribed_callers() {
+    for upstream_era in [EraChoice::V2025, EraChoice::V2026] {
+        let maths = maths();
+        let server = Server::builder()
+            .compose(Mount::new("maths", Upstream::server(maths.clone()).era(upstream_era)))
+            .build()
+            .unwrap();
+        for caller_era in [EraChoice::V2025, EraChoice::V2026] {
+            let caller = client(&server, caller_era).await;
+            let mut updates = caller.listen(ListenFilter::new().resource("maths://notes")).await.unwrap();
+            // Until the proxy has subscribed upstream (it does once it has read the upstream's lists).
+            let heard = tokio::time::timeout(Duration::from_secs(10), async {
+                loop {
+                    maths.notify_resource_updated("maths://notes");
+                    if let Ok(Some(n)) = tokio::time::timeout(Duration::from_millis(100), updates.next()).await {
+                        return n;
+                    }
+                }
+            })
+            .await
+            .unwrap_or_else(|_| panic!("no update: upstream {upstream_era:?}, caller {caller_era:?}"));
+            assert_eq!(heard.method, "notifications/resources/updated");
+            assert_eq!(heard.params["uri"], "maths://notes");
         }
     }
 }

@@ -398,6 +398,7 @@ impl ClientBuilder {
                 closed: OnceLock::new(),
                 answering: Arc::new(tokio::sync::Semaphore::new(ANSWERING)),
                 askers: Mutex::new(HashMap::new()),
+                hearers: Mutex::new(HashMap::new()),
             }),
         }
     }

@@ -79,8 +79,13 @@ pub struct Call<T = Value> {
     id: Option<RequestId>,
     /// What answers the server's questions during this call, instead of the client's handlers.
     questions: Option<Questions>,
+    /// What hears the notifications of this call's own HTTP stream.
+    hearer: Option<Hearer>,
     map: Box<dyn FnOnce(Value) -> T + Send>,
 }
+
+/// What hears the notifications that come on one call's own HTTP stream: [`Call::on_notification`].
+pub(crate) type Hearer = Arc<dyn Fn(&str, &Value) + Send + Sync>;
 
 /// What answers a server's questions (its method and params) during one call: [`Call::on_question`].
 pub(crate) type Questions =
@@ -98,6 +103,7 @@ impl Call<Value> {
             era: None,
             id: None,
             questions: None,
+            hearer: None,
             map: Box::new(|v| v),
         }
     }
@@ -126,6 +132,7 @@ impl Call<Value> {
             era: self.era,
             id: self.id,
             questions: self.questions,
+            hearer: self.hearer,
             map: Box::new(f),
         }
     }
@@ -172,6 +179,14 @@ impl<T> Call<T> {
         Fut: Future<Output = Result<Value, crate::Error>> + Send + 'static,
     {
         self.questions = Some(Arc::new(move |method, params| Box::pin(f(method, params))));
+        self
+    }
+
+    /// Hears the notifications (other than progress, see [`Call::on_progress`]) that come on this call's own HTTP
+    /// stream — its log messages, say — instead of the client's notification handler. Over stdio and in process
+    /// nothing says which call a notification is of: they go to the client's handler.
+    pub fn on_notification(mut self, f: impl Fn(&str, &Value) + Send + Sync + 'static) -> Self {
+        self.hearer = Some(Arc::new(f));
         self
     }
 
@@ -266,6 +281,7 @@ struct Sent {
     reset_on_progress: bool,
     v2026: bool,
     questions: Option<Questions>,
+    hearer: Option<Hearer>,
 }
 
 impl Sent {
@@ -278,6 +294,7 @@ impl Sent {
             reset_on_progress: call.reset_on_progress,
             v2026,
             questions: call.questions.clone(),
+            hearer: call.hearer.clone(),
         }
     }
 
@@ -335,6 +352,7 @@ impl Sent {
             (Some(questions), false) => Some(Asking::new(inner, &id, questions.clone())),
             _ => None,
         };
+        let _hearing = self.hearer.clone().map(|hearer| Hearing::new(inner, &id, hearer));
         let mut guard =
             Pending { inner: inner.clone(), id: id.clone(), token, v2026: self.v2026, armed: true, sent: false };
         let frame = jsonrpc::encode_request(&id, &self.method, &params);
@@ -388,6 +406,25 @@ impl Asking {
 impl Drop for Asking {
     fn drop(&mut self) {
         self.inner.askers.locked().remove(&self.id);
+    }
+}
+
+/// A call that hears its own stream's notifications, registered while it waits.
+struct Hearing {
+    inner: Arc<Inner>,
+    id: RequestId,
+}
+
+impl Hearing {
+    fn new(inner: &Arc<Inner>, id: &RequestId, hearer: Hearer) -> Hearing {
+        inner.hearers.locked().insert(id.clone(), hearer);
+        Hearing { inner: inner.clone(), id: id.clone() }
+    }
+}
+
+impl Drop for Hearing {
+    fn drop(&mut self) {
+        self.inner.hearers.locked().remove(&self.id);
     }
 }
 

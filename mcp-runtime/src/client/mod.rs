@@ -207,6 +207,8 @@ pub(crate) struct Inner {
     answering: Arc<tokio::sync::Semaphore>,
     /// 2025 era: the calls in flight that answer their own questions ([`Call::on_question`]), by request id.
     askers: Mutex<HashMap<RequestId, call::Questions>>,
+    /// The calls in flight that hear the notifications of their own HTTP stream ([`Call::on_notification`]).
+    hearers: Mutex<HashMap<RequestId, call::Hearer>>,
 }
 
 /// A list page: its method and cursor.

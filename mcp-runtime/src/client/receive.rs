@@ -59,8 +59,11 @@ impl Inner {
                 for route in self.routes().values() {
                     route.offer(&method, &params);
                 }
-                if let Some(handler) = &self.handlers.notification {
-                    handler(&method, &params);
+                let hearer = on.and_then(|id| self.hearers.locked().get(id).cloned());
+                match (hearer, &self.handlers.notification) {
+                    (Some(hearer), _) => hearer(&method, &params),
+                    (None, Some(handler)) => handler(&method, &params),
+                    (None, None) => {}
                 }
             }
             Ok(Incoming::Request { id, method, params }) => {

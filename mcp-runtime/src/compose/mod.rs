@@ -10,7 +10,11 @@
 //!   resources), structured content and `isError` unchanged; the upstream's progress reaches the caller; a call the
 //!   caller cancels (or whose connection ends) is cancelled upstream; an upstream's JSON-RPC error is the caller's.
 //! - **Lists** follow the upstream: when it says a list changed, the server reads it again and its own clients hear
-//!   `list_changed`. Resource updates the upstream announces reach the clients subscribed here.
+//!   `list_changed`. The proxy subscribes to the fixed resources the upstream lists (up to 1,000), and their updates
+//!   reach the clients subscribed here.
+//! - **Logs**: the upstream's log messages of a call that came on its own HTTP stream reach the call's caller, at the
+//!   caller's level; others (over stdio and in process nothing says which call they are of) go to the proxy's own
+//!   log, naming the upstream.
 //! - **Failures**: an upstream that cannot be reached, dies or does not answer within its
 //!   [`timeout`](Upstream::timeout) fails the call with an error naming it, at once; the others go on serving; the
 //!   next call connects again (a child process is started again), which the proxy logs. An upstream that is down
@@ -27,7 +31,7 @@
 //!   flight on its connection it is that call's, and with several it is refused, saying why (a 2026 upstream's
 //!   questions, and a 2025 upstream's over HTTP, always name their call).
 //!
-//! What is not relayed yet: the upstream's log messages, completions, and tasks.
+//! What is not relayed yet: completions of the upstream's prompts and templates, its custom methods, and tasks.
 //!
 //! ```
 //! /// Say hello.
@@ -453,8 +457,20 @@ async fn follow(server: Weak<ServerInner>, index: usize, mounted: Arc<Mounted>) 
         let failed = shared.changed.notified();
         tokio::pin!(failed);
         failed.as_mut().enable();
+        // Its list changes, and updates of the resources it lists (which reach the clients subscribed here).
+        let watched = watched_resources(&shared).await;
         let listening = match shared.client().await {
-            Ok(client) => client.listen(ListenFilter::new().tools().prompts().resources()).await.ok(),
+            Ok(client) => {
+                let mut filter = ListenFilter::new().tools().prompts().resources();
+                for uri in &watched {
+                    filter = filter.resource(uri.clone());
+                }
+                match client.listen(filter).await {
+                    Ok(listening) => Some(listening),
+                    // An upstream that takes no subscriptions: its lists alone.
+                    Err(_) => client.listen(ListenFilter::new().tools().prompts().resources()).await.ok(),
+                }
+            }
             Err(_) => None,
         };
         match shared.refresh().await {
@@ -463,6 +479,9 @@ async fn follow(server: Weak<ServerInner>, index: usize, mounted: Arc<Mounted>) 
                 let lists = shared.lists.locked().clone().unwrap_or_default();
                 let Some(inner) = server.upgrade() else { return };
                 resync(&Server { inner }, index, lists);
+                if watched_resources(&shared).await != watched {
+                    continue; // listen again, to the resources it lists now
+                }
                 let Some(mut listening) = listening else {
                     // An upstream that cannot be followed: served as it listed, until its connection fails.
                     failed.await;
@@ -473,13 +492,15 @@ async fn follow(server: Weak<ServerInner>, index: usize, mounted: Arc<Mounted>) 
                 loop {
                     tokio::select! {
                         () = &mut failed => break,
-                        heard = listening.next() => {
-                            if heard.is_none() {
+                        heard = listening.next() => match heard {
+                            Some(heard) if !heard.method.ends_with("/list_changed") => continue,
+                            Some(_) => break,
+                            None => {
                                 // The listen ended (the upstream stopped it, or its connection broke): listen again.
                                 tokio::time::sleep(Duration::from_millis(250)).await;
+                                break;
                             }
-                            break;
-                        }
+                        },
                         () = tokio::time::sleep(Duration::from_secs(5)) => {
                             if server.strong_count() == 0 {
                                 return;
@@ -495,6 +516,24 @@ async fn follow(server: Weak<ServerInner>, index: usize, mounted: Arc<Mounted>) 
             }
         }
     }
+}
+
+/// The most resources of one upstream the proxy subscribes to.
+const MAX_WATCHED: usize = 1_000;
+
+/// The fixed resources an upstream lists, when it takes subscriptions (every 2026 server does, through
+/// `subscriptions/listen`; a 2025 one says `resources.subscribe`).
+async fn watched_resources(shared: &Arc<Shared>) -> Vec<String> {
+    let takes = match shared.client().await {
+        Ok(client) => client.is_2026() || client.server_capabilities()["resources"]["subscribe"] == true,
+        Err(_) => false,
+    };
+    if !takes {
+        return Vec::new();
+    }
+    let lists = shared.lists.locked();
+    let resources = lists.as_ref().map(|l| l.resources.as_slice()).unwrap_or_default();
+    resources.iter().filter_map(|r| r["uri"].as_str().map(str::to_owned)).take(MAX_WATCHED).collect()
 }
 
 /// Applies a mount's new lists to the running server's registry, and tells its clients what changed.
@@ -603,12 +642,25 @@ fn relay_tool(ctx: &Context, args: Arguments) -> BoxFuture<'_, Result<CallToolRe
         let call = client
             .call_tool(&name, Value::Object(args))
             .timeout(mounted.shared().timeout)
-            .on_progress(move |p| progress.report_progress(p.progress, p.total, p.message.as_deref()));
+            .on_progress(move |p| progress.report_progress(p.progress, p.total, p.message.as_deref()))
+            .on_notification(logs_to(ctx));
         match asking(ctx, call).await {
             Ok(result) => adopt(result.raw, "tools/call"),
             Err(e) => Err(mounted.error(Some(&client), e).await),
         }
     })
+}
+
+/// What relays the log messages of a call's own stream to its caller (at the caller's level).
+fn logs_to(ctx: &Context) -> impl Fn(&str, &Value) + Send + Sync + 'static {
+    let ctx = ctx.clone();
+    move |method, params| {
+        if method != "notifications/message" {
+            return;
+        }
+        let level = params["level"].as_str().and_then(|l| l.parse().ok()).unwrap_or(crate::LogLevel::Info);
+        ctx.log_to(level, params["logger"].as_str(), &params["data"]);
+    }
 }
 
 fn relay_prompt(ctx: &Context, args: Arguments) -> BoxFuture<'_, Result<GetPromptResult, Error>> {

@@ -174,12 +174,24 @@ impl Shared {
         let mut builder = Client::builder()
             .name("mcp-proxy")
             .era(self.era)
+            // Every log message: each caller's own level filters what reaches it.
+            .log_level(crate::LogLevel::Debug)
             .on_elicitation(no_call)
             .on_sampling(no_call)
             .on_roots(no_call);
         let weak = Arc::downgrade(self);
         builder = builder.on_notification(move |method, params| {
             let Some(shared) = weak.upgrade() else { return };
+            if method == "notifications/message" {
+                // A log message of no call (over stdio and in process, none says): the proxy's own log.
+                tracing::info!(
+                    upstream = %shared.target.describe(),
+                    level = params["level"].as_str().unwrap_or("info"),
+                    logger = params["logger"].as_str().unwrap_or(""),
+                    data = %params["data"],
+                    "a log message of the upstream"
+                );
+            }
             if method == "notifications/resources/updated" {
                 if let Some(uri) = params["uri"].as_str() {
                     let listeners = shared.updates.locked().iter().filter_map(Weak::upgrade).collect::<Vec<_>>();
