@@ -60,7 +60,7 @@ async fn wait_long() -> String {
 }
 
 /// Greet someone.
-#[mcp::prompt]
+#[mcp::prompt(complete(name = people))]
 fn greeting(
     /// Who.
     name: String,
@@ -74,8 +74,16 @@ fn notes() -> String {
     "two and two make four".into()
 }
 
+fn people(typed: &str) -> Vec<String> {
+    ["Ada", "Alan", "Grace"].into_iter().filter(|p| p.starts_with(typed)).map(String::from).collect()
+}
+
+fn numbers(typed: &str) -> Vec<String> {
+    (1..=20).map(|n| n.to_string()).filter(|n| n.starts_with(typed)).collect()
+}
+
 /// A number's square.
-#[mcp::resource(uri = "maths://squares/{n}", mime_type = "text/plain")]
+#[mcp::resource(uri = "maths://squares/{n}", mime_type = "text/plain", complete(n = numbers))]
 fn square(n: String) -> String {
     let n: i64 = n.parse().unwrap_or(0);
     (n * n).to_string()
@@ -87,8 +95,15 @@ fn hello() -> String {
     "hello".into()
 }
 
+/// Double a number.
+#[mcp::method(name = "maths/double")]
+async fn double(n: i64) -> mcp::Json<Value> {
+    mcp::Json(json!({ "doubled": n * 2 }))
+}
+
 fn maths() -> Server {
     Server::builder()
+        .method::<double>()
         .tool::<add>()
         .tool::<count_to>()
         .tool::<picture>()
@@ -432,4 +447,44 @@ async fn an_upstreams_resource_updates_reach_the_subscribed_callers() {
             assert_eq!(heard.params["uri"], "maths://notes");
         }
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn completions_of_a_mounted_prompt_and_template_come_from_their_server() {
+    for upstream_era in [EraChoice::V2025, EraChoice::V2026] {
+        let server = Server::builder()
+            .compose(Mount::new("maths", Upstream::server(maths()).era(upstream_era)))
+            .build()
+            .unwrap();
+        for caller_era in [EraChoice::V2025, EraChoice::V2026] {
+            let c = client(&server, caller_era).await;
+            let people =
+                c.complete(json!({"type": "ref/prompt", "name": "maths_greeting"}), "name", "A").await.unwrap();
+            assert_eq!(people["completion"]["values"], json!(["Ada", "Alan"]), "{people}");
+            let template = json!({"type": "ref/resource", "uri": "maths://squares/{n}"});
+            let numbers = c.complete(template, "n", "1").await.unwrap();
+            assert_eq!(numbers["completion"]["values"].as_array().unwrap().len(), 11, "{numbers}");
+            let unknown = c.complete(json!({"type": "ref/prompt", "name": "maths_nothing"}), "name", "A").await;
+            assert!(format!("{:?}", unknown.unwrap_err()).contains("unknown prompt"));
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mounted_servers_custom_methods_are_served_under_their_names() {
+    let server = Server::builder().mount("maths", maths()).build().unwrap();
+    for era in [EraChoice::V2025, EraChoice::V2026] {
+        let c = client(&server, era).await;
+        let doubled = c.request("maths/double", json!({"n": 21})).await.unwrap();
+        assert_eq!(doubled["doubled"], 42, "{doubled}");
+        let wrong = c.request("maths/double", json!({"n": "x"})).await.unwrap_err();
+        assert!(format!("{wrong:?}").contains("-32602"), "the upstream's error: {wrong:?}");
+    }
+    /// Also `maths/double`.
+    #[mcp::method(name = "maths/double")]
+    async fn mine(n: i64) -> mcp::Json<Value> {
+        mcp::Json(json!({ "mine": n }))
+    }
+    let taken = Server::builder().method::<mine>().mount("maths", maths()).build().unwrap_err();
+    assert!(taken.to_string().contains("maths/double") && taken.to_string().contains("mount `maths`"), "{taken}");
 }

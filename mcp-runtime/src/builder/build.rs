@@ -70,7 +70,11 @@ impl ServerBuilder {
         let composer = crate::compose::Composer::build(self.mounts, &mut registry)?;
         registry.paginate();
         let mut methods: HashMap<&'static str, MethodDef> = HashMap::with_capacity(self.methods.len());
-        for def in self.methods {
+        #[cfg(feature = "client")]
+        let own_methods = self.methods.into_iter().chain(composer.methods());
+        #[cfg(not(feature = "client"))]
+        let own_methods = self.methods.into_iter();
+        for def in own_methods {
             crate::handler::method::check_name(def.name).map_err(|message| BuildError::ReservedMethod { message })?;
             if let Some(first) = methods.get(def.name) {
                 if first.location == def.location {
@@ -213,6 +217,10 @@ impl ServerBuilder {
                 tool_call_hooks,
                 notifications,
                 visibility: self.visibility,
+                #[cfg(feature = "client")]
+                relay_completion: Some(crate::handler::tool::Handler::Async(crate::compose::relay_completion)),
+                #[cfg(not(feature = "client"))]
+                relay_completion: None,
                 auth,
                 parts,
             }),

@@ -31,7 +31,11 @@
 //!   flight on its connection it is that call's, and with several it is refused, saying why (a 2026 upstream's
 //!   questions, and a 2025 upstream's over HTTP, always name their call).
 //!
-//! What is not relayed yet: completions of the upstream's prompts and templates, its custom methods, and tasks.
+//! - **Completions** of the upstream's prompts and templates go to it. A mounted server of this process has its
+//!   custom methods served under their own names (a method's name has its namespace; one taken is a build error).
+//!
+//! What is not relayed yet: tasks (a relayed tool runs as a plain call), and the custom methods of a server of
+//! another process (nothing lists them).
 //!
 //! ```
 //! /// Say hello.
@@ -250,6 +254,10 @@ struct Routes {
     /// A served tool's name: its mount, and its name upstream.
     tools: HashMap<&'static str, (usize, String)>,
     prompts: HashMap<&'static str, (usize, String)>,
+    /// A served template's URI template: its mount.
+    templates: HashMap<&'static str, usize>,
+    /// A mounted server's custom method: its mount.
+    methods: HashMap<&'static str, usize>,
 }
 
 impl Composer {
@@ -317,12 +325,15 @@ impl Composer {
         }
         for name in applied.prompts.drain(..) {
             routes.prompts.remove(name.as_str());
+            registry.relayed_completions.remove(name.as_str());
             registry.prompts.remove(&name);
         }
         for uri in applied.resources.drain(..) {
             registry.resources.remove(&uri);
         }
         for uri in applied.templates.drain(..) {
+            routes.templates.remove(uri.as_str());
+            registry.relayed_completions.remove(uri.as_str());
             registry.templates.remove(&uri);
         }
         let refuse = |e: BuildError| -> Result<(), BuildError> {
@@ -376,6 +387,7 @@ impl Composer {
                 Ok(()) => {
                     applied.prompts.push(exposed.to_owned());
                     routes.prompts.insert(exposed, (index, name.to_owned()));
+                    registry.relayed_completions.insert(exposed);
                 }
                 Err(e) => refuse(e)?,
             }
@@ -395,7 +407,11 @@ impl Composer {
                 ResourceDef::fixed(uri, mounted.key, Handler::Async(relay_read), location)
             };
             match registry.insert_relayed_resource(def, raw.clone()) {
-                Ok(()) if template => applied.templates.push(uri.to_owned()),
+                Ok(()) if template => {
+                    applied.templates.push(uri.to_owned());
+                    routes.templates.insert(uri, index);
+                    registry.relayed_completions.insert(uri);
+                }
                 Ok(()) => applied.resources.push(uri.to_owned()),
                 Err(e) => refuse(e)?,
             }
@@ -437,6 +453,26 @@ impl Composer {
     fn prompt(&self, name: &str) -> Option<(Arc<Mounted>, String)> {
         let routes = self.routes.read_locked();
         routes.prompts.get(name).map(|(i, upstream)| (self.mounts[*i].clone(), upstream.clone()))
+    }
+
+    /// The custom methods of the servers of this process it mounts, under their own names (a method's name has its
+    /// own namespace), each relayed to its server; the builder adds them to the server's own, refusing a name taken.
+    pub(crate) fn methods(&self) -> Vec<crate::handler::method::MethodDef> {
+        let mut routes = self.routes.write_locked();
+        let mut defs = Vec::new();
+        for (index, mounted) in self.mounts.iter().enumerate() {
+            let upstream::Target::Server(server) = &mounted.shared().target else { continue };
+            for name in server.inner.methods.keys().copied() {
+                let Some(location) = intern(&format!("{} (its method `{name}`)", mounted.key)) else { continue };
+                routes.methods.insert(name, index);
+                defs.push(crate::handler::method::MethodDef::new(name, Handler::Async(relay_method), location));
+            }
+        }
+        defs
+    }
+
+    fn template(&self, uri: &str) -> Option<Arc<Mounted>> {
+        self.routes.read_locked().templates.get(uri).map(|i| self.mounts[*i].clone())
     }
 
     fn by_key(&self, key: &str) -> Option<Arc<Mounted>> {
@@ -683,6 +719,51 @@ fn relay_read(ctx: &Context, _args: Arguments) -> BoxFuture<'_, Result<ReadResou
         let client = mounted.client().await?;
         match asking(ctx, client.read_resource(&uri).timeout(mounted.shared().timeout)).await {
             Ok(result) => adopt(result, "resources/read"),
+            Err(e) => Err(mounted.error(Some(&client), e).await),
+        }
+    })
+}
+
+/// A mounted server's custom method: the same request, to it.
+fn relay_method(ctx: &Context, args: Arguments) -> BoxFuture<'_, Result<Value, Error>> {
+    Box::pin(async move {
+        let composer = composer(ctx)?;
+        let index = composer.routes.read_locked().methods.get(ctx.name()).copied();
+        let mounted = index.map(|i| composer.mounts[i].clone()).ok_or_else(|| Error::method_not_found(ctx.name()))?;
+        let client = mounted.client().await?;
+        let call = client.request(ctx.name(), Value::Object(args)).timeout(mounted.shared().timeout);
+        match asking(ctx, call).await {
+            Ok(result) => adopt(result, ctx.name()),
+            Err(e) => Err(mounted.error(Some(&client), e).await),
+        }
+    })
+}
+
+/// Completes an argument of a prompt or template another server serves: the same request, to it (the prompt under its
+/// name there). Runs under the prompt's served name, or the template's URI template.
+pub(crate) fn relay_completion(ctx: &Context, args: Arguments) -> BoxFuture<'_, Result<Value, Error>> {
+    Box::pin(async move {
+        let composer = composer(ctx)?;
+        let mut reference = args.get("ref").cloned().unwrap_or(Value::Null);
+        let mounted = match reference["type"].as_str() {
+            Some("ref/prompt") => {
+                let (mounted, upstream) = composer
+                    .prompt(ctx.name())
+                    .ok_or_else(|| Error::invalid_params(format!("unknown prompt: {}", ctx.name())))?;
+                reference["name"] = json!(upstream);
+                mounted
+            }
+            _ => composer
+                .template(ctx.name())
+                .ok_or_else(|| Error::invalid_params(format!("unknown resource template: {}", ctx.name())))?,
+        };
+        let mut params = json!({ "ref": reference, "argument": args.get("argument").cloned().unwrap_or(Value::Null) });
+        if let Some(context) = args.get("context") {
+            params["context"] = context.clone();
+        }
+        let client = mounted.client().await?;
+        match client.request("completion/complete", params).timeout(mounted.shared().timeout).await {
+            Ok(result) => adopt(result, "completion/complete"),
             Err(e) => Err(mounted.error(Some(&client), e).await),
         }
     })

@@ -197,11 +197,25 @@ pub(crate) fn dispatch(conn: &Arc<Connection>, request: Request, origin: &Origin
         "resources/read" => {
             read_resource(&server, &params, &mut meta).and_then(|call| conn.start(state(id.clone(), meta, era), call))
         }
-        "completion/complete" => {
-            let result =
-                complete_argument(&server, &params, &meta).map(|r| ListResult::Value(era.decorate(&**conn, r, None)));
-            inline("completion/complete", result, params, meta, era)
-        }
+        "completion/complete" => match relayed_completion(&server, &params, &meta) {
+            // Another server's prompt or template: its completion is a request to it, cancellable.
+            Ok(Some((name, handler))) => {
+                let call = Call {
+                    method: "completion/complete",
+                    name,
+                    work: Work::Handler(handler),
+                    arguments: params,
+                    kind: ResultKind::Plain,
+                };
+                conn.start(state(id.clone(), meta, era), call)
+            }
+            Ok(None) => {
+                let result = complete_argument(&server, &params, &meta)
+                    .map(|r| ListResult::Value(era.decorate(&**conn, r, None)));
+                inline("completion/complete", result, params, meta, era)
+            }
+            Err(e) => Err(e),
+        },
         // Custom methods, then the extensions' (the Tasks extension's `tasks/*` among them).
         m => match server.inner.methods.get(m).or_else(|| server.inner.extension_methods.get(m)).copied() {
             Some(def) => {
@@ -418,6 +432,54 @@ fn read_resource(
     })
 }
 
+/// The relay that completes a reference another server serves (a mounted prompt or template), and the name it
+/// runs under; `None` for the server's own. A reference the caller may not see is an error, as an unknown one.
+fn relayed_completion(
+    server: &Server,
+    params: &Map<String, Value>,
+    meta: &RequestMeta,
+) -> Result<Option<(&'static str, Handler<Value>)>, Error> {
+    let Some(relay) = server.inner.relay_completion else { return Ok(None) };
+    let registry = server.registry();
+    if registry.relayed_completions.is_empty() {
+        return Ok(None);
+    }
+    let reference = params.get("ref").unwrap_or(&Value::Null);
+    let key = match reference.get("type").and_then(Value::as_str) {
+        Some("ref/prompt") => reference["name"].as_str(),
+        Some("ref/resource") => reference["uri"].as_str(),
+        _ => None,
+    };
+    let Some(name) = key.and_then(|k| registry.relayed_completions.get(k).copied()) else { return Ok(None) };
+    complete_check(server, reference, meta)?;
+    Ok(Some((name, relay)))
+}
+
+/// A prompt or template the caller may not see completes nothing: it is answered as one that does not exist.
+fn complete_check(server: &Server, reference: &Value, meta: &RequestMeta) -> Result<(), Error> {
+    let view = View::of(server, meta);
+    if !view.rules.is_set() {
+        return Ok(());
+    }
+    let registry = server.registry();
+    match reference.get("type").and_then(Value::as_str) {
+        Some("ref/prompt") => {
+            let prompt = reference["name"].as_str().unwrap_or_default();
+            if registry.prompt(prompt).is_some_and(|d| !view.sees(&Item::Prompt(&d))) {
+                return Err(Error::invalid_params(format!("unknown prompt: {prompt}")));
+            }
+        }
+        Some("ref/resource") => {
+            let uri = reference["uri"].as_str().unwrap_or_default();
+            if registry.templates.get(uri).is_some_and(|(l, _)| !view.sees(&Item::Resource(&l.def))) {
+                return Err(Error::invalid_params(format!("unknown resource template: {uri}")));
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
 fn complete_argument(server: &Server, params: &Map<String, Value>, meta: &RequestMeta) -> Result<Value, Error> {
     let reference = params.get("ref").ok_or_else(|| Error::invalid_params("`completion/complete` needs `ref`"))?;
     let argument =
@@ -427,26 +489,7 @@ fn complete_argument(server: &Server, params: &Map<String, Value>, meta: &Reques
     else {
         return Err(Error::invalid_params("`argument` needs a string `name` and a string `value`"));
     };
-    let view = View::of(server, meta);
-    if view.rules.is_set() {
-        // A hidden prompt or template completes nothing: it is answered as one that does not exist.
-        let registry = server.registry();
-        match reference.get("type").and_then(Value::as_str) {
-            Some("ref/prompt") => {
-                let prompt = reference["name"].as_str().unwrap_or_default();
-                if registry.prompt(prompt).is_some_and(|d| !view.sees(&Item::Prompt(&d))) {
-                    return Err(Error::invalid_params(format!("unknown prompt: {prompt}")));
-                }
-            }
-            Some("ref/resource") => {
-                let uri = reference["uri"].as_str().unwrap_or_default();
-                if registry.templates.get(uri).is_some_and(|(l, _)| !view.sees(&Item::Resource(&l.def))) {
-                    return Err(Error::invalid_params(format!("unknown resource template: {uri}")));
-                }
-            }
-            _ => {}
-        }
-    }
+    complete_check(server, reference, meta)?;
     let completer = server.registry().completer(reference, name)?;
     let values = completer.map(|f| f(value)).unwrap_or_default();
     Ok(crate::server::registry::completion_result(values))

@@ -136,6 +136,9 @@ pub(crate) struct ServerInner {
     /// What each caller may see ([`ServerBuilder::visible`](crate::ServerBuilder::visible)); nothing hidden by
     /// default.
     pub visibility: visibility::Visibility,
+    /// What completes the arguments of prompts and templates another server serves (`mcp::compose`), run under the
+    /// prompt's name or the template's mount; `None` without mounts.
+    pub relay_completion: Option<crate::handler::tool::Handler<Value>>,
     /// The server as an OAuth resource server: what HTTP requests must present.
     pub auth: Option<crate::auth::Guard>,
     /// What the server's built-in extensions keep, by type (the task engine): the server holds it without knowing

@@ -71,6 +71,9 @@ pub(crate) struct Registry {
     /// over their definitions' own.
     pub tool_meta: HashMap<String, Map<String, Value>>,
     pub resource_meta: HashMap<String, Map<String, Value>>,
+    /// The prompts (by name) and templates (by URI template) another server completes: their `completion/complete`
+    /// goes to the server's relay ([`ServerInner::relay_completion`](crate::server::ServerInner)).
+    pub relayed_completions: std::collections::HashSet<&'static str>,
 }
 
 /// A definition's `_meta` (the text of a JSON object) with `more` laid over it; `None` when neither has any.
