@@ -488,3 +488,16 @@ async fn a_mounted_servers_custom_methods_are_served_under_their_names() {
     let taken = Server::builder().method::<mine>().mount("maths", maths()).build().unwrap_err();
     assert!(taken.to_string().contains("maths/double") && taken.to_string().contains("mount `maths`"), "{taken}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mounted_server_shuts_down_with_its_parent() {
+    let closed = Arc::new(AtomicBool::new(false));
+    let flag = closed.clone();
+    let inner =
+        Server::builder().tool::<add>().on_shutdown(async move { flag.store(true, Ordering::SeqCst) }).build().unwrap();
+    let server = Server::builder().mount("maths", inner).build().unwrap();
+    let c = client(&server, EraChoice::V2025).await;
+    assert!(c.call_tool("maths_add", json!({"a": 1, "b": 2})).await.is_ok());
+    server.shutdown().await;
+    assert!(closed.load(Ordering::SeqCst), "the mounted server's shutdown hook ran");
+}

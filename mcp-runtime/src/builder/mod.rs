@@ -315,11 +315,14 @@ impl ServerBuilder {
         self.compose(crate::compose::Mount::new(prefix, upstream))
     }
 
-    /// Serves an upstream with the options of its [`Mount`](crate::compose::Mount) (separator, filters).
+    /// Serves an upstream with the options of its [`Mount`](crate::compose::Mount) (separator, filters). When this
+    /// server shuts down, so does the upstream's connection (a child process ends; a mounted server runs its own
+    /// shutdown hooks).
     #[cfg(feature = "client")]
     pub fn compose(mut self, mount: crate::compose::Mount) -> Self {
+        let closing = mount.closing();
         self.mounts.push(mount);
-        self
+        self.on_shutdown(closing)
     }
 
     /// Adds a visibility rule: a caller sees a tool, prompt, resource or template only when every rule returns

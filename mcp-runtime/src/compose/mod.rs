@@ -139,6 +139,12 @@ impl Mount {
         self
     }
 
+    /// What ends the upstream when the server that mounts it shuts down.
+    pub(crate) fn closing(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let shared = self.upstream.shared.clone();
+        async move { shared.close().await }
+    }
+
     fn serves(&self, name: &str) -> bool {
         (self.allow.is_empty() || self.allow.iter().any(|g| glob(g, name))) && !self.deny.iter().any(|g| glob(g, name))
     }

@@ -235,6 +235,17 @@ impl Shared {
         }
     }
 
+    /// Ends the connection (a child process ends), and a mounted server's own shutdown hooks run.
+    pub(crate) async fn close(&self) {
+        let client = self.client.lock().await.take();
+        if let Some(client) = client {
+            client.close().await;
+        }
+        if let Target::Server(server) = &self.target {
+            server.shutdown().await;
+        }
+    }
+
     /// Reads every list again (connecting if need be) and keeps them.
     pub(crate) async fn refresh(self: &Arc<Self>) -> Result<(), Error> {
         let client = self.client().await?;
