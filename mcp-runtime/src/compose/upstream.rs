@@ -78,6 +78,8 @@ pub(crate) struct Shared {
     era: EraChoice,
     pub timeout: Duration,
     headers: Vec<(String, String)>,
+    /// The proxy's own OAuth identity toward it.
+    oauth: Option<crate::client::auth::OAuth>,
     /// The connection, once made; `None` again after it failed.
     client: tokio::sync::Mutex<Option<Client>>,
     /// What it last listed.
@@ -96,6 +98,7 @@ impl Upstream {
                 era: EraChoice::Auto,
                 timeout: DEFAULT_UPSTREAM_TIMEOUT,
                 headers: Vec::new(),
+                oauth: None,
                 client: tokio::sync::Mutex::new(None),
                 lists: Mutex::new(None),
                 changed: tokio::sync::Notify::new(),
@@ -132,10 +135,17 @@ impl Upstream {
     }
 
     /// A header sent with every HTTP request to it (a fixed token, say). The caller's own headers and token are
-    /// never forwarded.
+    /// never forwarded: the MCP specification forbids passing a token through to another server (it was issued for
+    /// this one); the proxy speaks to its upstreams as itself.
     pub fn header(self, name: impl Into<String>, value: impl Into<String>) -> Upstream {
         let (name, value) = (name.into(), value.into());
         self.configure(|s| s.headers.push((name, value)))
+    }
+
+    /// The proxy's own OAuth identity toward an upstream that wants authorization (a machine client with its
+    /// credentials, say): tokens are got, refreshed and sent by [`mcp::client`](crate::client)'s OAuth.
+    pub fn oauth(self, oauth: crate::client::auth::OAuth) -> Upstream {
+        self.configure(|s| s.oauth = Some(oauth))
     }
 
     fn configure(self, f: impl FnOnce(&mut Shared)) -> Upstream {
@@ -203,6 +213,9 @@ impl Shared {
         });
         for (name, value) in &self.headers {
             builder = builder.header(name.clone(), value.clone());
+        }
+        if let Some(oauth) = &self.oauth {
+            builder = builder.auth(oauth.clone());
         }
         let target = self.target.describe();
         let client = match &self.target {
