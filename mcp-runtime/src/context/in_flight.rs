@@ -38,6 +38,9 @@ pub(crate) struct InFlight {
     pub claim: OnceLock<Box<dyn Any + Send + Sync>>,
     /// Once the request became a task: the task. Its frames then go where the task's go.
     pub task: OnceLock<Arc<dyn TaskRoute>>,
+    /// The name of what it runs (a tool's, a prompt's, a resource's; else its method), for a handler that serves
+    /// several (a relayed one).
+    pub name: &'static str,
 }
 
 /// What a request's era adds to it, as its [`Context`] and the dispatcher see it: how its logs are gated, and
@@ -115,6 +118,18 @@ pub(super) struct Slot {
 
 impl InFlight {
     pub(crate) fn new(id: RequestId, meta: RequestMeta, peer: Arc<dyn Peer>, out: Sink, era: EraState) -> InFlight {
+        InFlight::named(id, meta, peer, out, era, "")
+    }
+
+    /// A request that runs `name` (a tool, a prompt, a resource).
+    pub(crate) fn named(
+        id: RequestId,
+        meta: RequestMeta,
+        peer: Arc<dyn Peer>,
+        out: Sink,
+        era: EraState,
+        name: &'static str,
+    ) -> InFlight {
         InFlight {
             id,
             token: CancellationToken::new(),
@@ -127,6 +142,7 @@ impl InFlight {
             era,
             claim: OnceLock::new(),
             task: OnceLock::new(),
+            name,
         }
     }
 

@@ -49,9 +49,6 @@ pub use meta::*;
 #[derive(Clone)]
 pub struct Context {
     request: Arc<InFlight>,
-    /// The name of what the request runs (a tool's, a prompt's, a resource's), for a handler that serves several
-    /// (a relayed one).
-    name: &'static str,
 }
 
 impl fmt::Debug for Context {
@@ -91,18 +88,13 @@ struct LogParams<'a, T: Serialize> {
 
 impl Context {
     pub(crate) fn new(request: Arc<InFlight>) -> Context {
-        Context { request, name: "" }
-    }
-
-    /// A context for a handler that runs `name` (a tool's, a prompt's or a resource's).
-    pub(crate) fn named(request: Arc<InFlight>, name: &'static str) -> Context {
-        Context { request, name }
+        Context { request }
     }
 
     /// The name of what the request runs (a tool's, a prompt's, a resource's); empty for other requests.
     #[cfg_attr(not(feature = "client"), allow(dead_code))]
     pub(crate) fn name(&self) -> &'static str {
-        self.name
+        self.request.name
     }
 
     pub(crate) fn in_flight(&self) -> &Arc<InFlight> {

@@ -130,8 +130,8 @@ pub(crate) fn dispatch(conn: &Arc<Connection>, request: Request, origin: &Origin
     let server = conn.server().clone();
     let Request { id, method, mut params, mut meta, era, tool } = request;
     meta.http = origin.http.clone();
-    let state = |id: RequestId, meta: RequestMeta, era: EraState| {
-        Arc::new(InFlight::new(id, meta, conn.clone(), origin.sink.clone(), era))
+    let state = |id: RequestId, meta: RequestMeta, era: EraState, name: &'static str| {
+        Arc::new(InFlight::named(id, meta, conn.clone(), origin.sink.clone(), era, name))
     };
     // Lists and completions are answered inline, from stored pages; with layers they go through the stack like
     // any other request.
@@ -150,7 +150,7 @@ pub(crate) fn dispatch(conn: &Arc<Connection>, request: Request, origin: &Origin
             arguments: params,
             kind: ResultKind::Encoded,
         };
-        conn.start(state(id.clone(), meta, era), call)
+        conn.start(state(id.clone(), meta, era, call.name), call)
     };
     let started = match method.as_str() {
         "tools/list" => {
@@ -182,21 +182,19 @@ pub(crate) fn dispatch(conn: &Arc<Connection>, request: Request, origin: &Origin
                 arguments: params,
                 kind: ResultKind::List,
             };
-            conn.start(state(id.clone(), meta, era), call)
+            conn.start(state(id.clone(), meta, era, call.name), call)
         }
         "tools/call" => call_tool(&server, tool, &mut params, &meta).and_then(|(call, claimed)| {
-            let request = state(id.clone(), meta, era);
+            let request = state(id.clone(), meta, era, call.name);
             if let Some(claimed) = claimed {
                 let _ = request.claim.set(Box::new(claimed));
             }
             conn.start(request, call)
         }),
-        "prompts/get" => {
-            get_prompt(&server, &mut params, &meta).and_then(|call| conn.start(state(id.clone(), meta, era), call))
-        }
-        "resources/read" => {
-            read_resource(&server, &params, &mut meta).and_then(|call| conn.start(state(id.clone(), meta, era), call))
-        }
+        "prompts/get" => get_prompt(&server, &mut params, &meta)
+            .and_then(|call| conn.start(state(id.clone(), meta, era, call.name), call)),
+        "resources/read" => read_resource(&server, &params, &mut meta)
+            .and_then(|call| conn.start(state(id.clone(), meta, era, call.name), call)),
         "completion/complete" => match relayed_completion(&server, &params, &meta) {
             // Another server's prompt or template: its completion is a request to it, cancellable.
             Ok(Some((name, handler))) => {
@@ -207,7 +205,7 @@ pub(crate) fn dispatch(conn: &Arc<Connection>, request: Request, origin: &Origin
                     arguments: params,
                     kind: ResultKind::Plain,
                 };
-                conn.start(state(id.clone(), meta, era), call)
+                conn.start(state(id.clone(), meta, era, call.name), call)
             }
             Ok(None) => {
                 let result = complete_argument(&server, &params, &meta)
@@ -226,7 +224,7 @@ pub(crate) fn dispatch(conn: &Arc<Connection>, request: Request, origin: &Origin
                     arguments: params,
                     kind: ResultKind::Plain,
                 };
-                conn.start(state(id.clone(), meta, era), call)
+                conn.start(state(id.clone(), meta, era, call.name), call)
             }
             None => return None,
         },
@@ -303,34 +301,39 @@ fn list(
 /// What one caller may see: what the visibility rules let them, and, in lists, only what their scopes grant when
 /// the server hides the rest (`Authorization::hide_unauthorized`; a call beyond them is answered 403, for step-up).
 struct View<'a> {
+    server: &'a Server,
     meta: &'a RequestMeta,
     rules: &'a crate::server::visibility::Visibility,
-    granted: Option<&'a [String]>,
 }
 
 impl<'a> View<'a> {
     fn of(server: &'a Server, meta: &'a RequestMeta) -> View<'a> {
-        let hides = server.inner.auth.as_ref().is_some_and(crate::auth::Guard::hides_unauthorized);
-        let granted = match (hides, meta.http.as_ref().and_then(|h| h.auth.as_ref())) {
+        View { server, meta, rules: &server.inner.visibility }
+    }
+
+    /// The scopes of the caller, when the server hides from lists what they cannot use.
+    fn granted(&self) -> Option<&'a [String]> {
+        let hides = self.server.inner.auth.as_ref().is_some_and(crate::auth::Guard::hides_unauthorized);
+        match (hides, self.meta.http.as_ref().and_then(|h| h.auth.as_ref())) {
             (true, Some(auth)) => Some(auth.scopes.as_slice()),
             (true, None) => Some(&[][..]),
             (false, _) => None,
-        };
-        View { meta, rules: &server.inner.visibility, granted }
+        }
     }
 
     /// Whether lists are made for this caller (else they are the stored pages).
     fn filters(&self) -> bool {
-        self.granted.is_some() || self.rules.is_set()
+        self.rules.is_set() || self.granted().is_some()
     }
 
     /// Whether the item is in this caller's lists.
     fn lists(&self, item: &Item<'_>) -> bool {
-        let granted = self.granted.is_none_or(|g| item.scopes().iter().all(|s| g.iter().any(|x| x == s)));
+        let granted = self.granted().is_none_or(|g| item.scopes().iter().all(|s| g.iter().any(|x| x == s)));
         granted && self.sees(item)
     }
 
-    /// Whether this caller may use the item at all (hidden: as if it did not exist).
+    /// Whether this caller may use the item at all (hidden: as if it did not exist). One check of an empty list
+    /// when the server has no rules.
     fn sees(&self, item: &Item<'_>) -> bool {
         !self.rules.is_set() || self.rules.sees(self.meta, item)
     }

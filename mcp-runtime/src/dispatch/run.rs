@@ -74,7 +74,7 @@ fn request_span(method: &'static str, name: &'static str, request: &InFlight) ->
 
 async fn run_in_span<R: WireResult + Send + 'static>(call: Call<R>, request: Arc<InFlight>) {
     let Call { method, name, work, arguments, kind } = call;
-    let ctx = Context::named(request.clone(), name);
+    let ctx = Context::new(request.clone());
     let outcome = match &request.server().inner.layers {
         None => run(&request, ctx, name, work, arguments).await.map(Answer::Typed),
         // Boxed, so that the layers' state does not grow every request's future (each is moved into its task).
