@@ -1,8 +1,16 @@
 //! `subscriptions/listen`: a stream of the notifications a client asked for (`Listener`, a hub subscriber).
 
-use super::round::NO_QUESTIONS_HERE;
-use super::*;
-use crate::wire::jsonrpc::Frame;
+use std::sync::Arc;
+
+use serde_json::{json, Map, Value};
+
+use super::round::{Round, NO_QUESTIONS_HERE};
+use super::{stamp_server_info, META_SUBSCRIPTION_ID};
+use crate::context::{InFlight, RequestMeta};
+use crate::dispatch::{Connection, Origin};
+use crate::server::hub::{Change, Subscriber};
+use crate::wire::error::Error;
+use crate::wire::jsonrpc::{Frame, RequestId};
 /// What a listen stream asked for, as far as the server honours it.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Filter {

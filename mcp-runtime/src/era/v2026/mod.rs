@@ -13,17 +13,12 @@
 //! - On HTTP the standard headers (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`, `Mcp-Param-*`) must agree
 //!   with the body: -32020 otherwise.
 
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::sync::Arc;
 
-use base64::Engine;
 use serde_json::{json, Map, Value};
-use sha2::{Digest, Sha256};
 
-use crate::base::sync::Unpoisoned;
-use crate::context::{ClientInfo, Era, InFlight, RequestEra, RequestMeta};
+use crate::context::{ClientInfo, Era, RequestMeta};
 use crate::dispatch::{self, respond, Connection, Origin, Request};
-use crate::server::hub::{Change, Subscriber};
 use crate::server::Server;
 use crate::wire::error::{Error, ErrorCode};
 use crate::wire::jsonrpc::RequestId;

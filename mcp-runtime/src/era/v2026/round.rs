@@ -1,7 +1,20 @@
 //! Input-required results: a handler's questions to the client as one round (`Round`), and the `requestState`
 //! that carries the answers so far, sealed and bound to the request.
 
-use super::*;
+use std::sync::Mutex;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use base64::Engine;
+use serde_json::{json, Map, Value};
+use sha2::{Digest, Sha256};
+
+use super::{stamp, stamp_server_info, MISSING_CAPABILITY};
+use crate::base::sync::Unpoisoned;
+use crate::context::{InFlight, RequestEra, RequestMeta};
+use crate::server::Server;
+use crate::wire::error::Error;
+use crate::wire::protocol::LogLevel;
+
 /// What a sealed `requestState` is bound to: the request it belongs to.
 #[derive(Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 struct Binding {
