@@ -148,6 +148,15 @@ async fn every_method_works_on_every_transport_and_era() {
         assert_eq!(prompt["messages"][0]["content"]["text"], "Hello, Ada!", "{why}: {prompt}");
         let read = client.read_resource("test://static").await.unwrap();
         assert_eq!(read["contents"][0]["text"], "hello", "{why}");
+        assert_eq!(read.text(), Some("hello"), "{why}");
+        match &read.contents().unwrap()[0] {
+            mcp::ResourceContents::Text { uri, text, .. } => {
+                assert_eq!((uri.as_str(), text.as_str()), ("test://static", "hello"))
+            }
+            other => panic!("{why}: {other:?}"),
+        }
+        let bytes = client.read_resource("test://bytes").await.unwrap();
+        assert!(bytes.bytes().is_some_and(|b| !b.is_empty()), "{why}: {bytes}");
         let templates = client.list_resource_templates().await.unwrap();
         assert!(!templates.is_empty(), "{why}");
         let completion =

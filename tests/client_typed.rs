@@ -149,6 +149,11 @@ async fn an_in_process_client_calls_the_tools_of_a_server_built_in_the_test_in_b
         assert_eq!(prompts[0].arguments[0].description.as_deref(), Some("Who to greet."), "{why}");
         let greeting = client.get_prompt("greet", json!({"name": "Ada"})).await.unwrap();
         assert_eq!(greeting["messages"][0]["content"]["text"], "Hello, Ada!", "{why}");
+        // Typed: the messages as the protocol's types, and the first text.
+        assert_eq!(greeting.text(), Some("Hello, Ada!"), "{why}");
+        let messages = greeting.messages().unwrap();
+        assert_eq!(messages.len(), 1, "{why}");
+        assert_eq!(messages[0].role, mcp::Role::User, "{why}");
         client.close().await;
     }
 }

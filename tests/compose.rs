@@ -310,7 +310,8 @@ async fn an_http_upstream_that_is_down_fails_calls_at_once_and_is_served_once_it
     drop(up);
     let started = std::time::Instant::now();
     let failed = client.call_tool("web_echo", json!({"text": "hi"})).await.unwrap_err();
-    assert!(started.elapsed() < Duration::from_secs(5), "at once, not after a timeout");
+    // At once: well before the upstream's 60 s timeout (the bound leaves room for a loaded machine).
+    assert!(started.elapsed() < Duration::from_secs(20), "not after a timeout: {:?}", started.elapsed());
     assert!(format!("{failed}").contains(&url), "names the upstream: {failed}");
     assert_eq!(client.call_tool("hello", json!({})).await.unwrap().text(), Some("hello"), "the rest goes on");
 }

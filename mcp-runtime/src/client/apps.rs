@@ -51,7 +51,7 @@ impl Client {
             return Err(Error::Protocol(format!("{uri} is not an app's URI: an app is a `ui://` resource")));
         }
         let read = self.read_resource(uri).await?;
-        let contents = read["contents"].as_array().map(Vec::as_slice).unwrap_or_default();
+        let contents = read.raw["contents"].as_array().map(Vec::as_slice).unwrap_or_default();
         let page = contents.iter().find(|c| c["uri"] == uri).or(contents.first());
         let Some(page) = page else {
             return Err(Error::Protocol(format!("the read of {uri} has no contents")));

@@ -342,6 +342,94 @@ impl ToolResult {
     }
 }
 
+/// A prompt as `prompts/get` rendered it ([`Client::get_prompt`]): the JSON as the server wrote it
+/// ([`raw`](PromptResult::raw), which `result["messages"]` indexes), read typed with
+/// [`messages`](PromptResult::messages).
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct PromptResult {
+    /// The result as the server wrote it.
+    pub raw: Value,
+}
+
+impl PromptResult {
+    /// Its description, if it has one.
+    pub fn description(&self) -> Option<&str> {
+        self.raw["description"].as_str()
+    }
+
+    /// The text of its first text message.
+    pub fn text(&self) -> Option<&str> {
+        let messages = self.raw["messages"].as_array()?;
+        messages.iter().find(|m| m["content"]["type"] == "text").and_then(|m| m["content"]["text"].as_str())
+    }
+
+    /// The messages, typed. A result that does not fit is an error that says where.
+    pub fn messages(&self) -> Result<Vec<crate::wire::protocol::PromptMessage>, Error> {
+        serde::Deserialize::deserialize(&self.raw["messages"])
+            .map_err(|e| Error::Protocol(format!("a prompt's messages do not fit: {e}")))
+    }
+}
+
+/// The JSON as the server wrote it.
+impl fmt::Display for PromptResult {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&self.raw, f)
+    }
+}
+
+impl std::ops::Index<&str> for PromptResult {
+    type Output = Value;
+
+    fn index(&self, key: &str) -> &Value {
+        &self.raw[key]
+    }
+}
+
+/// A resource as `resources/read` gave it ([`Client::read_resource`]): the JSON as the server wrote it
+/// ([`raw`](ResourceResult::raw), which `result["contents"]` indexes), read typed with
+/// [`contents`](ResourceResult::contents).
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct ResourceResult {
+    /// The result as the server wrote it.
+    pub raw: Value,
+}
+
+impl ResourceResult {
+    /// The text of its first text contents.
+    pub fn text(&self) -> Option<&str> {
+        self.raw["contents"].as_array()?.iter().find_map(|c| c["text"].as_str())
+    }
+
+    /// The bytes of its first binary contents (`blob`, decoded from base64).
+    pub fn bytes(&self) -> Option<Vec<u8>> {
+        let blob = self.raw["contents"].as_array()?.iter().find_map(|c| c["blob"].as_str())?;
+        base64::Engine::decode(&base64::engine::general_purpose::STANDARD, blob).ok()
+    }
+
+    /// The contents, typed. A result that does not fit is an error that says where.
+    pub fn contents(&self) -> Result<Vec<crate::wire::protocol::ResourceContents>, Error> {
+        serde::Deserialize::deserialize(&self.raw["contents"])
+            .map_err(|e| Error::Protocol(format!("a resource's contents do not fit: {e}")))
+    }
+}
+
+/// The JSON as the server wrote it.
+impl fmt::Display for ResourceResult {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&self.raw, f)
+    }
+}
+
+impl std::ops::Index<&str> for ResourceResult {
+    type Output = Value;
+
+    fn index(&self, key: &str) -> &Value {
+        &self.raw[key]
+    }
+}
+
 impl Client {
     /// A builder.
     pub fn builder() -> ClientBuilder {
@@ -393,14 +481,15 @@ impl Client {
             .map(|raw| ToolResult { raw })
     }
 
-    /// `prompts/get`.
-    pub fn get_prompt(&self, name: &str, arguments: Value) -> Call {
+    /// `prompts/get`: the prompt rendered with these arguments.
+    pub fn get_prompt(&self, name: &str, arguments: Value) -> Call<PromptResult> {
         Call::new(self.clone(), "prompts/get", json!({ "name": name, "arguments": arguments }))
+            .map(|raw| PromptResult { raw })
     }
 
     /// `resources/read`.
-    pub fn read_resource(&self, uri: &str) -> Call {
-        Call::new(self.clone(), "resources/read", json!({ "uri": uri }))
+    pub fn read_resource(&self, uri: &str) -> Call<ResourceResult> {
+        Call::new(self.clone(), "resources/read", json!({ "uri": uri })).map(|raw| ResourceResult { raw })
     }
 
     /// `completion/complete` for an argument of a prompt (`{"type": "ref/prompt", "name": ...}`) or a resource

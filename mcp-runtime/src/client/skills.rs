@@ -189,7 +189,7 @@ impl Client {
     pub async fn load_skill(&self, entry: &SkillEntry) -> Result<LoadedSkill, Error> {
         let file = loadable(entry).map_err(Error::Skill)?;
         let result = self.read_resource(&entry.uri).await?;
-        verify_skill_md(entry, file, &result)
+        verify_skill_md(entry, file, &result.raw)
     }
 
     /// Reads a file of a skill now (`resources/read`), only if `entry` lists `uri`, and verifies its size, then its
@@ -198,7 +198,7 @@ impl Client {
     pub async fn read_skill_file(&self, entry: &SkillEntry, uri: &str) -> Result<SkillFileContent, Error> {
         let file = entry.file(uri).ok_or_else(|| Error::Skill(SkillError::Unlisted(uri.to_owned())))?;
         let result = self.read_resource(uri).await?;
-        verify_file(file, &result)
+        verify_file(file, &result.raw)
     }
 
     /// Fails a `skills/*` request to a server that did not declare the extension.

@@ -712,7 +712,7 @@ fn relay_prompt(ctx: &Context, args: Arguments) -> BoxFuture<'_, Result<GetPromp
             .ok_or_else(|| Error::invalid_params(format!("unknown prompt: {}", ctx.name())))?;
         let client = mounted.client().await?;
         match asking(ctx, client.get_prompt(&name, Value::Object(args)).timeout(mounted.shared().timeout)).await {
-            Ok(result) => adopt(result, "prompts/get"),
+            Ok(result) => adopt(result.raw, "prompts/get"),
             Err(e) => Err(mounted.error(Some(&client), e).await),
         }
     })
@@ -724,7 +724,7 @@ fn relay_read(ctx: &Context, _args: Arguments) -> BoxFuture<'_, Result<ReadResou
         let uri = ctx.meta().resource_uri.clone().ok_or_else(|| Error::internal("a read without a URI"))?;
         let client = mounted.client().await?;
         match asking(ctx, client.read_resource(&uri).timeout(mounted.shared().timeout)).await {
-            Ok(result) => adopt(result, "resources/read"),
+            Ok(result) => adopt(result.raw, "resources/read"),
             Err(e) => Err(mounted.error(Some(&client), e).await),
         }
     })
