@@ -426,6 +426,43 @@ async fn lists_can_hide_what_the_callers_scopes_cannot_use() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_visibility_rule_by_scope_hides_a_tool_from_lists_and_calls() {
+    let provider = Provider::start(Config::default());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let server = mcp::Server::builder()
+        .tool::<whoami>()
+        .tool::<order>()
+        .authorization(jwt(&provider)(url.clone()))
+        .visible(|caller: &mcp::visibility::Caller, item: &mcp::visibility::Item| {
+            item.name() != "order" || caller.has_scope("books:write")
+        })
+        .build()
+        .unwrap();
+    tokio::spawn(server.serve_http_on(listener, mcp::HttpOptions::new().stateless(true)));
+    let names = |answer: Value| -> Vec<String> {
+        answer["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap().to_owned()).collect()
+    };
+    let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
+    let reader = token(&provider, "books:read", &url).await;
+    assert_eq!(names(answer(post(&url, Some(&reader), None, &list).await, 1).await), ["whoami"]);
+    // Hidden: the unknown-tool error, not a 403 that would tell the caller it exists.
+    let hidden = post(&url, Some(&reader), None, &call(2, "order", json!({"title": "Dune"}))).await;
+    let hidden = answer(hidden, 2).await;
+    assert_eq!(hidden["error"]["code"], -32602, "{hidden}");
+    assert!(hidden["error"]["message"].as_str().unwrap().contains("unknown tool"), "{hidden}");
+    // The same in the 2026 era: the error as that era answers it (400 for -32602).
+    let hidden = v2026_post(&url, Some(&reader), &v2026_call(4, "order", json!({"title": "Dune"}))).await;
+    assert_eq!(hidden.status(), 400);
+    let hidden: Value = serde_json::from_str(&hidden.text().await.unwrap()).unwrap();
+    assert!(hidden["error"]["message"].as_str().unwrap().contains("unknown tool"), "{hidden}");
+    let writer = token(&provider, "books:read books:write", &url).await;
+    assert_eq!(names(answer(post(&url, Some(&writer), None, &list).await, 1).await), ["order", "whoami"]);
+    let ordered = answer(post(&url, Some(&writer), None, &call(3, "order", json!({"title": "Dune"}))).await, 3).await;
+    assert!(ordered.get("result").is_some(), "{ordered}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_whose_token_gains_scopes_is_told_its_lists_changed() {
     let provider = Provider::start(Config::default());
     let url = serve(|url| jwt(&provider)(url).hide_unauthorized(true), false).await;

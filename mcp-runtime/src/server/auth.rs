@@ -48,4 +48,40 @@ impl Server {
         scopes.extend(methods.flat_map(|d| d.scopes.iter().copied()));
         scopes
     }
+
+    /// Whether the tool, prompt, resource or template a request is for is hidden from its caller by the visibility
+    /// rules: the error the dispatcher would answer (as if it did not exist), for the HTTP layer to answer before it
+    /// refuses the caller's scopes (a 403 would tell the caller it exists). `None` when there are no rules, or the
+    /// item is visible, or the request is for none.
+    pub(crate) fn hidden_error(
+        &self,
+        meta: &crate::context::RequestMeta,
+        method: &str,
+        params: Option<&Value>,
+    ) -> Option<crate::wire::error::Error> {
+        use crate::server::visibility::Item;
+        use crate::wire::error::Error;
+        let rules = &self.inner.visibility;
+        if !rules.is_set() {
+            return None;
+        }
+        let text = |key: &str| params.and_then(|p| p.get(key)).and_then(Value::as_str).unwrap_or_default();
+        let registry = self.registry();
+        let hidden = |item: Item<'_>| !rules.sees(meta, &item);
+        match method {
+            "tools/call" => registry
+                .tool(text("name"))
+                .filter(|d| hidden(Item::Tool(d)))
+                .map(|_| Error::invalid_params(format!("unknown tool: {}", text("name")))),
+            "prompts/get" => registry
+                .prompt(text("name"))
+                .filter(|d| hidden(Item::Prompt(d)))
+                .map(|_| Error::invalid_params(format!("unknown prompt: {}", text("name")))),
+            "resources/read" => registry
+                .resolve(text("uri"))
+                .filter(|(d, _)| hidden(Item::Resource(d)))
+                .map(|_| crate::handler::resource::not_found(text("uri"), meta.era)),
+            _ => None,
+        }
+    }
 }

@@ -219,6 +219,32 @@ async fn post(
                 Incoming::Request { method, params, .. } => state.server.scopes_needed(method, params.as_ref()),
                 _ => &[],
             };
+            // With visibility rules, an item hidden from the caller is unknown to them, whatever its scopes: the
+            // token is checked first, then whether they may see it, and only then its scopes (a 403 would tell
+            // them it exists). The rules see the token here, not yet the client's info.
+            if !needed.is_empty() && state.server.inner.visibility.is_set() {
+                if let Incoming::Request { id, method, params } = &message {
+                    let mut probe = headers.clone();
+                    let admitted = match auth::admit(&state, guard, &mut probe, ("POST", path, query), &[]).await {
+                        Ok(admitted) => admitted,
+                        Err(refused) => return refused,
+                    };
+                    let version = probe.get(&VERSION_NAME).and_then(|v| v.to_str().ok());
+                    let era = crate::era::of(&message, version);
+                    let mut meta = crate::context::RequestMeta::new(era, Arc::from(""), None);
+                    meta.http = Some(Arc::new(HttpRequest { headers: HeaderMap::new(), auth: Some(admitted), peer }));
+                    if let Some(unknown) = state.server.hidden_error(&meta, method, params.as_ref()) {
+                        // As the era answers that error: 200 in 2025-11-25; by its code in 2026-07-28.
+                        let status = match era {
+                            Era::V2025 => StatusCode::OK,
+                            Era::V2026 => StatusCode::from_u16(v2026::headers::http_status(unknown.code))
+                                .unwrap_or(StatusCode::BAD_REQUEST),
+                        };
+                        let body = Frame::error(Some(id), &unknown).into_text();
+                        return (status, [(header::CONTENT_TYPE, "application/json")], body).into_response();
+                    }
+                }
+            }
             match auth::admit(&state, guard, &mut headers, ("POST", path, query), needed).await {
                 Ok(admitted) => Some(admitted),
                 Err(refused) => return refused,

@@ -170,7 +170,7 @@ fn check_param_headers(headers: &http::HeaderMap, params: Option<&Value>, server
 }
 
 /// The HTTP status of a 2026 error response.
-pub(super) fn http_status(code: ErrorCode) -> u16 {
+pub(in crate::transport::http) fn http_status(code: ErrorCode) -> u16 {
     match code.0 {
         -32601 => 404,
         -32700 | -32600 | -32602 | -32020 | -32021 | -32022 => 400,
