@@ -1,57 +1,11 @@
-//! Classifying a handler's parameters: owned ones are arguments read from JSON, references are injected.
+//! A handler's parameters classified (arguments, flattened structs, injected references) and checked against the
+//! macro they are under.
 
-use proc_macro2::{Ident, TokenStream};
-use syn::spanned::Spanned;
-use syn::{FnArg, Pat, Type};
+use syn::{Pat, Type};
 
+use super::{unraw, Param, Written};
 use crate::diagnostics::Errors;
-use crate::docs;
 use crate::function::Macro;
-
-/// One parameter of a handler function.
-pub(crate) enum Param {
-    /// An owned parameter: a JSON property of the same name, maybe mirrored in an HTTP header
-    /// (`#[mcp(header = "Region")]`: `Mcp-Param-Region` in the 2026 era).
-    Argument { name: String, ty: Box<Type>, doc: Option<String>, header: Option<syn::LitStr> },
-    /// An owned parameter marked `#[mcp(flatten)]`: a struct whose fields are top-level arguments, read from the
-    /// whole argument object; its schema's properties join the input schema.
-    Flattened { name: String, ty: Box<Type> },
-    /// A reference parameter (`ctx: &Context`): injected by `FromContext`.
-    Injected { ty: Box<Type> },
-}
-
-/// One parameter as written: `self`, or a pattern and a type, with the doc comment and the `#[mcp(...)]` options
-/// that were on it.
-pub(crate) enum Written {
-    Receiver(syn::Receiver),
-    Typed {
-        pat: Box<Pat>,
-        ty: Box<Type>,
-        doc: Option<String>,
-        /// `#[mcp(header = "Name")]`.
-        header: Option<syn::LitStr>,
-        /// The `flatten` of `#[mcp(flatten)]`, for its span.
-        flatten: Option<Ident>,
-    },
-}
-
-/// Reads the parameters of `sig`, taking their doc comments (rustc rejects docs on parameters) and `#[mcp(...)]`
-/// options off, and reports the options it cannot read.
-pub(crate) fn parse(sig: &mut syn::Signature, errors: &mut Errors) -> Vec<Written> {
-    let mut written = Vec::new();
-    for input in sig.inputs.iter_mut() {
-        match input {
-            FnArg::Receiver(receiver) => written.push(Written::Receiver(receiver.clone())),
-            FnArg::Typed(typed) => {
-                let doc = docs::collect(&typed.attrs);
-                docs::strip(&mut typed.attrs);
-                let ParamOptions { header, flatten } = parameter_options(&mut typed.attrs, errors);
-                written.push(Written::Typed { pat: typed.pat.clone(), ty: typed.ty.clone(), doc, header, flatten });
-            }
-        }
-    }
-    written
-}
 
 /// Classifies the parameters, and reports every one `which` cannot handle.
 pub(crate) fn validate(written: Vec<Written>, which: Macro, errors: &mut Errors) -> Vec<Param> {
@@ -144,13 +98,6 @@ pub(crate) fn validate(written: Vec<Written>, which: Macro, errors: &mut Errors)
     params
 }
 
-/// The options of one parameter.
-struct ParamOptions {
-    header: Option<syn::LitStr>,
-    /// The `flatten` keyword, for its span.
-    flatten: Option<Ident>,
-}
-
 /// Why a type is known, from its spelling alone, not to be a struct with named fields: a primitive, a string, a
 /// sequence, a map, an option, a tuple, an array. Other types (structs, enums, aliases) are checked when the server
 /// is built, from their schema.
@@ -196,34 +143,6 @@ fn check_flattened(params: &[Param], errors: &mut Errors) {
     }
 }
 
-/// Reads and removes `#[mcp(...)]` on a parameter: `header = "Name"` and `flatten` (which macros take which is
-/// checked in validation).
-fn parameter_options(attrs: &mut Vec<syn::Attribute>, errors: &mut Errors) -> ParamOptions {
-    let mut header = None;
-    let mut flatten = None;
-    for attr in attrs.iter().filter(|a| a.path().is_ident("mcp")) {
-        let parsed = attr.parse_nested_meta(|meta| {
-            if meta.path.is_ident("header") {
-                header = Some(meta.value()?.parse()?);
-                Ok(())
-            } else if meta.path.is_ident("flatten") {
-                let ident = meta.path.get_ident().cloned().expect("an identifier");
-                if flatten.replace(ident).is_some() {
-                    return Err(meta.error("`flatten` is given twice"));
-                }
-                Ok(())
-            } else {
-                Err(meta.error("unknown parameter option: expected `header = \"Name\"` or `flatten`"))
-            }
-        });
-        if let Err(e) = parsed {
-            errors.push(e);
-        }
-    }
-    attrs.retain(|a| !a.path().is_ident("mcp"));
-    ParamOptions { header, flatten }
-}
-
 /// An `x-mcp-header` name: not empty, HTTP token characters only (RFC 9110 `tchar`).
 fn check_header_name(name: &str) -> Result<(), String> {
     let tchar = |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c);
@@ -254,35 +173,4 @@ fn check_headers(params: &[Param], errors: &mut Errors) {
             }
         }
     }
-}
-
-/// The glue that reads (and, for JSON, describes) an argument of type `ty`: `arg::<T>()` for a JSON argument,
-/// `string_arg::<T>()` for a string one. A type spelled like an injected one (last segment `State` or `Context`)
-/// taken by value goes through `Probe`, which resolves to the ordinary glue for any argument type and to an error
-/// saying to take a reference for the runtime's own `State<T>` and `Context`: the type system decides, not the
-/// spelling.
-pub(crate) fn reader(private: &TokenStream, ty: &Type, strings: bool) -> TokenStream {
-    let injected_name = match ty {
-        Type::Path(p) if p.qself.is_none() => {
-            p.path.segments.last().map(|last| &last.ident).filter(|name| *name == "State" || *name == "Context")
-        }
-        _ => None,
-    };
-    if let Some(name) = injected_name {
-        // At the type's name, so the error at the method call points at the user's parameter.
-        let glue = Ident::new(if strings { "string_arg" } else { "arg" }, name.span());
-        quote::quote_spanned! {ty.span()=> {
-            #[allow(unused_imports)]
-            use #private::{ArgProbe as _, InjectedProbe as _};
-            (&#private::Probe::<#ty>::NEW).#glue()
-        }}
-    } else {
-        let glue = Ident::new(if strings { "string_arg" } else { "arg" }, ty.span());
-        quote::quote_spanned!(ty.span()=> #private::#glue::<#ty>())
-    }
-}
-
-fn unraw(ident: &Ident) -> String {
-    let s = ident.to_string();
-    s.strip_prefix("r#").map(str::to_owned).unwrap_or(s)
 }

@@ -1,87 +1,20 @@
 //! `#[mcp::resource(uri = "...")]`: a resource at a fixed URI, or, when the URI has `{variables}`, a resource
 //! template whose variables bind to the function's parameters by name.
+//!
+//! Parsed in [`options`] (the options as written), validated here against the function, expanded in [`expand`].
+
+mod expand;
+mod options;
 
 use proc_macro2::TokenStream;
-use quote::{quote, quote_spanned};
-use syn::parse::{Parse, ParseStream};
-use syn::{Ident, LitFloat, LitInt, LitStr, Token};
+use syn::LitStr;
 
-use crate::attr::{self, path_value, set, string_value, Common};
+use crate::attr;
 use crate::diagnostics::Errors;
 use crate::function::{self, Function, HandlerMacro, Macro};
-use crate::handler::{self, Glue, Kind};
 use crate::params::Param;
-use crate::paths;
 
-mod kw {
-    syn::custom_keyword!(uri);
-    syn::custom_keyword!(mime_type);
-    syn::custom_keyword!(size);
-    syn::custom_keyword!(audience);
-    syn::custom_keyword!(priority);
-    syn::custom_keyword!(complete);
-    syn::custom_keyword!(list);
-    syn::custom_keyword!(ttl_ms);
-    syn::custom_keyword!(cache_scope);
-}
-
-/// The options of `#[mcp::resource(...)]` as written: the shared ones and the resource's own.
-#[derive(Default)]
-struct Options {
-    common: Common,
-    uri: Option<LitStr>,
-    mime_type: Option<LitStr>,
-    size: Option<LitInt>,
-    audience: Option<LitStr>,
-    priority: Option<LitFloat>,
-    completions: Option<Vec<(Ident, syn::Path)>>,
-    list: Option<syn::Path>,
-    ttl_ms: Option<LitInt>,
-    cache_scope: Option<LitStr>,
-}
-
-impl Parse for Options {
-    fn parse(input: ParseStream) -> syn::Result<Self> {
-        let mut o = Options::default();
-        o.common = Common::parse_with(input, |input, lookahead, span| {
-            if lookahead.peek(kw::uri) {
-                input.parse::<kw::uri>()?;
-                set(&mut o.uri, string_value(input)?, span, "uri")?;
-            } else if lookahead.peek(kw::mime_type) {
-                input.parse::<kw::mime_type>()?;
-                set(&mut o.mime_type, string_value(input)?, span, "mime_type")?;
-            } else if lookahead.peek(kw::size) {
-                input.parse::<kw::size>()?;
-                input.parse::<Token![=]>()?;
-                set(&mut o.size, input.parse()?, span, "size")?;
-            } else if lookahead.peek(kw::audience) {
-                input.parse::<kw::audience>()?;
-                set(&mut o.audience, string_value(input)?, span, "audience")?;
-            } else if lookahead.peek(kw::priority) {
-                input.parse::<kw::priority>()?;
-                input.parse::<Token![=]>()?;
-                set(&mut o.priority, input.parse()?, span, "priority")?;
-            } else if lookahead.peek(kw::complete) {
-                input.parse::<kw::complete>()?;
-                set(&mut o.completions, attr::completions(input)?, span, "complete")?;
-            } else if lookahead.peek(kw::list) {
-                input.parse::<kw::list>()?;
-                set(&mut o.list, path_value(input)?, span, "list")?;
-            } else if lookahead.peek(kw::ttl_ms) {
-                input.parse::<kw::ttl_ms>()?;
-                input.parse::<Token![=]>()?;
-                set(&mut o.ttl_ms, input.parse()?, span, "ttl_ms")?;
-            } else if lookahead.peek(kw::cache_scope) {
-                input.parse::<kw::cache_scope>()?;
-                set(&mut o.cache_scope, string_value(input)?, span, "cache_scope")?;
-            } else {
-                return Ok(false);
-            }
-            Ok(true)
-        })?;
-        Ok(o)
-    }
-}
+use options::Options;
 
 /// The variables of a URI template (`{name}` and `{+name}`), or why it cannot be matched. The runtime parses the same
 /// subset of RFC 6570 when the server is built.
@@ -122,27 +55,27 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
 }
 
 /// Who a resource is for (`audience = "..."`).
-enum Role {
+pub(crate) enum Role {
     User,
     Assistant,
 }
 
 /// Who may cache its reads (`cache_scope = "..."`).
-enum CacheScope {
+pub(crate) enum CacheScope {
     Public,
     Private,
 }
 
 /// A validated resource's configuration.
-struct Resource {
-    options: Options,
-    uri: LitStr,
+pub(crate) struct Resource {
+    pub(crate) options: Options,
+    pub(crate) uri: LitStr,
     /// Whether the URI has variables: a resource template.
-    template: bool,
+    pub(crate) template: bool,
     /// The resource's name: the `name` option or the function's.
-    name: String,
-    audience: Vec<Role>,
-    cache_scope: Option<CacheScope>,
+    pub(crate) name: String,
+    pub(crate) audience: Vec<Role>,
+    pub(crate) cache_scope: Option<CacheScope>,
 }
 
 struct ResourceMacro;
@@ -241,58 +174,6 @@ impl HandlerMacro for ResourceMacro {
     }
 
     fn expand(resource: &Resource, item: &Function) -> TokenStream {
-        let Resource { options, uri, template, name, audience, cache_scope } = resource;
-        let mcp = paths::runtime(options.common.krate.as_ref());
-        let mime = match &options.mime_type {
-            Some(m) => quote!(::core::option::Option::Some(#m)),
-            None => quote!(::core::option::Option::None),
-        };
-        let Glue { call_fn, handler, injects } =
-            handler::glue(&Kind::Resource(mime), &mcp, &item.function, &item.params);
-        let constructor = if *template { quote!(template) } else { quote!(fixed) };
-        let mut builder = quote!(#injects);
-        builder.extend(options.common.builder(item.doc.clone()));
-        if let Some(m) = &options.mime_type {
-            builder.extend(quote!(.mime_type(#m)));
-        }
-        if let Some(s) = &options.size {
-            builder.extend(quote!(.size(#s)));
-        }
-        if !audience.is_empty() {
-            let roles = audience.iter().map(|role| match role {
-                Role::User => quote!(#mcp::Role::User),
-                Role::Assistant => quote!(#mcp::Role::Assistant),
-            });
-            builder.extend(quote!(.audience(&[#(#roles),*])));
-        }
-        if let Some(p) = &options.priority {
-            builder.extend(quote!(.priority(#p)));
-        }
-        if let Some(c) = &options.completions {
-            let c = attr::completions_tokens(&mcp, c);
-            builder.extend(quote!(.completions(#c)));
-        }
-        if let Some(list) = &options.list {
-            let list = quote_spanned!(syn::spanned::Spanned::span(list)=> #mcp::__private::lister(#list));
-            builder.extend(quote!(.list(#list)));
-        }
-        if options.ttl_ms.is_some() || cache_scope.is_some() {
-            let ttl = options.ttl_ms.as_ref().map(|t| quote!(#t)).unwrap_or(quote!(0));
-            let scope = match cache_scope {
-                Some(CacheScope::Public) => quote!(Public),
-                Some(CacheScope::Private) | None => quote!(Private),
-            };
-            builder.extend(quote!(.cache(#ttl, #mcp::CacheScope::#scope)));
-        }
-        let def = quote! {
-            #mcp::ResourceDef::#constructor(
-                #uri,
-                #name,
-                #handler,
-                ::core::concat!(::core::file!(), ":", ::core::line!()),
-            )
-            #builder
-        };
-        paths::item(&mcp, &item.function, "Resource", call_fn, def)
+        expand::emit(resource, item)
     }
 }

@@ -1,43 +1,16 @@
 //! `#[mcp::method]`: a JSON-RPC method the specification does not define, served by a function.
+//!
+//! Parsed in [`options`] (the options as written), validated here against the function, expanded in [`expand`].
+
+mod expand;
+mod options;
 
 use proc_macro2::TokenStream;
-use quote::quote;
-use syn::parse::{Parse, ParseStream};
-use syn::LitStr;
 
-use crate::attr::{self, set, string_value, Scopes};
 use crate::diagnostics::Errors;
 use crate::function::{self, Function, HandlerMacro, Macro};
-use crate::handler::{self, Glue, Kind};
-use crate::paths;
 
-mod kw {
-    syn::custom_keyword!(name);
-}
-
-/// The options of `#[mcp::method(...)]` as written.
-#[derive(Default)]
-struct Options {
-    name: Option<LitStr>,
-    scopes: Option<Scopes>,
-    krate: Option<syn::Path>,
-}
-
-impl Parse for Options {
-    fn parse(input: ParseStream) -> syn::Result<Self> {
-        let mut o = Options::default();
-        o.krate = attr::parse_options(input, |input, lookahead, span| {
-            if lookahead.peek(kw::name) {
-                input.parse::<kw::name>()?;
-                set(&mut o.name, string_value(input)?, span, "name")?;
-                Ok(true)
-            } else {
-                Scopes::parse_key(input, lookahead, span, &mut o.scopes)
-            }
-        })?;
-        Ok(o)
-    }
-}
+use options::Options;
 
 /// Namespaces MCP defines or reserves (the runtime checks the same list when a server is built).
 const RESERVED: &[&str] = &[
@@ -76,10 +49,10 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
 }
 
 /// A validated custom method's configuration.
-struct Method {
-    options: Options,
+pub(crate) struct Method {
+    pub(crate) options: Options,
     /// The method's name: the `name` option or the function's.
-    name: String,
+    pub(crate) name: String,
 }
 
 struct MethodMacro;
@@ -106,15 +79,6 @@ impl HandlerMacro for MethodMacro {
     }
 
     fn expand(method: &Method, item: &Function) -> TokenStream {
-        let mcp = paths::runtime(method.options.krate.as_ref());
-        let name = &method.name;
-        let Glue { call_fn, handler, injects } = handler::glue(&Kind::Method, &mcp, &item.function, &item.params);
-        let scopes = Scopes::builder(&method.options.scopes);
-        let def = quote! {
-            #mcp::MethodDef::new(#name, #handler, ::core::concat!(::core::file!(), ":", ::core::line!()))
-            #injects
-            #scopes
-        };
-        paths::item(&mcp, &item.function, "Method", call_fn, def)
+        expand::emit(method, item)
     }
 }
