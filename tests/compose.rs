@@ -157,6 +157,8 @@ async fn a_mounted_server_is_served_under_its_prefix_in_both_eras() {
             picture.raw["content"][1],
             json!({"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"})
         );
+        let blocks = picture.content().unwrap();
+        assert!(matches!(&blocks[1], mcp::Content::Image { mime_type, .. } if mime_type == "image/png"), "{blocks:?}");
         // The upstream's progress reaches the caller.
         let seen = Arc::new(Mutex::new(Vec::new()));
         let heard = seen.clone();

@@ -16,47 +16,7 @@ use syn::ItemFn;
 use crate::diagnostics::{self, Errors};
 use crate::docs;
 use crate::params::{self, Param};
-
-/// Which handler macro is running, for the checks and messages that differ between them.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Macro {
-    Tool,
-    Prompt,
-    Resource,
-    Method,
-}
-
-impl Macro {
-    /// The attribute's name: `tool` in `#[mcp::tool]`.
-    pub(crate) fn attr(self) -> &'static str {
-        match self {
-            Macro::Tool => "tool",
-            Macro::Prompt => "prompt",
-            Macro::Resource => "resource",
-            Macro::Method => "method",
-        }
-    }
-
-    /// What messages call one handler of this kind.
-    pub(crate) fn noun(self) -> &'static str {
-        match self {
-            Macro::Tool => "tool",
-            Macro::Prompt => "prompt",
-            Macro::Resource => "resource",
-            Macro::Method => "custom method",
-        }
-    }
-
-    /// What messages call the functions this macro goes on.
-    fn functions(self) -> &'static str {
-        match self {
-            Macro::Tool => "tool functions",
-            Macro::Prompt => "prompt functions",
-            Macro::Resource => "resource functions",
-            Macro::Method => "custom methods",
-        }
-    }
-}
+use crate::which::Macro;
 
 /// The half of a handler macro that is its own: its options, how they are validated against the function, and
 /// the glue expanded from the result.

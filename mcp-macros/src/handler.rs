@@ -7,16 +7,7 @@ use syn::spanned::Spanned;
 use syn::ItemFn;
 
 use crate::params::{self, Param};
-
-/// What kind of handler the glue is for.
-#[derive(Clone)]
-pub(crate) enum Kind {
-    Tool,
-    Method,
-    Prompt,
-    /// A resource; the token stream is its MIME type (`Some("text/plain")` or `None`).
-    Resource(TokenStream),
-}
+use crate::which::Macro;
 
 /// The generated pieces of one handler.
 pub(crate) struct Glue {
@@ -28,33 +19,35 @@ pub(crate) struct Glue {
     pub injects: TokenStream,
 }
 
-pub(crate) fn glue(kind: &Kind, mcp: &TokenStream, function: &ItemFn, params: &[Param]) -> Glue {
+/// The glue of a handler of macro `which`; `mime` is a resource's MIME type (`Some("text/plain")` or `None`, as
+/// tokens), which its contents carry.
+pub(crate) fn glue(which: Macro, mime: &TokenStream, mcp: &TokenStream, function: &ItemFn, params: &[Param]) -> Glue {
     let private = quote!(#mcp::__private);
     let ident = &function.sig.ident;
     let (ret_ty, ret_span) = match &function.sig.output {
         syn::ReturnType::Default => (quote!(()), function.sig.ident.span()),
         syn::ReturnType::Type(_, ty) => (quote!(#ty), ty.span()),
     };
-    let (invalid, convert, result_ty, handler_ty) = match kind {
-        Kind::Tool => (
+    let (invalid, convert, result_ty, handler_ty) = match which {
+        Macro::Tool => (
             quote!(#private::invalid_tool_argument),
             quote_spanned!(ret_span=> (#private::returns::<#ret_ty>().convert)),
             quote!(#private::HandlerResult),
             quote!(#mcp::ToolHandler),
         ),
-        Kind::Method => (
+        Macro::Method => (
             quote!(#private::invalid_method_argument),
             quote_spanned!(ret_span=> #private::method_result::<#ret_ty>),
             quote!(::core::result::Result<#private::serde_json::Value, #mcp::Error>),
             quote!(#mcp::MethodHandler),
         ),
-        Kind::Prompt => (
+        Macro::Prompt => (
             quote!(#private::invalid_prompt_argument),
             quote_spanned!(ret_span=> #private::prompt_result::<#ret_ty>),
             quote!(::core::result::Result<#mcp::GetPromptResult, #mcp::Error>),
             quote!(#mcp::PromptHandler),
         ),
-        Kind::Resource(mime) => (
+        Macro::Resource => (
             quote!(#private::invalid_resource_argument),
             quote_spanned!(ret_span=> (|value: #ret_ty| #private::resource_result::<#ret_ty>(value, __mcp_ctx, #mime))),
             quote!(::core::result::Result<#mcp::ReadResourceResult, #mcp::Error>),
@@ -62,7 +55,7 @@ pub(crate) fn glue(kind: &Kind, mcp: &TokenStream, function: &ItemFn, params: &[
         ),
     };
     // Tools and methods take JSON arguments; prompts and templates take strings.
-    let strings = matches!(kind, Kind::Prompt | Kind::Resource(_));
+    let strings = matches!(which, Macro::Prompt | Macro::Resource);
 
     // Flattened structs read the whole argument object first (borrowed), without the named arguments, which the
     // reads after them take out one by one.

@@ -17,6 +17,7 @@ mod paths;
 mod prompt;
 mod resource;
 mod tool;
+mod which;
 
 use proc_macro::TokenStream;
 

@@ -8,7 +8,8 @@ mod options;
 use proc_macro2::TokenStream;
 
 use crate::diagnostics::Errors;
-use crate::function::{self, Function, HandlerMacro, Macro};
+use crate::function::{self, Function, HandlerMacro};
+use crate::which::Macro;
 
 use options::Options;
 

@@ -5,7 +5,7 @@ use syn::{Pat, Type};
 
 use super::{unraw, Param, Written};
 use crate::diagnostics::Errors;
-use crate::function::Macro;
+use crate::which::Macro;
 
 /// Classifies the parameters, and reports every one `which` cannot handle.
 pub(crate) fn validate(written: Vec<Written>, which: Macro, errors: &mut Errors) -> Vec<Param> {

@@ -6,9 +6,10 @@ use syn::spanned::Spanned;
 
 use crate::attr;
 use crate::function::Function;
-use crate::handler::{self, Glue, Kind};
+use crate::handler::{self, Glue};
 use crate::params::{self, Param};
 use crate::paths;
+use crate::which::Macro;
 
 use super::Prompt;
 
@@ -28,7 +29,8 @@ pub(super) fn emit(prompt: &Prompt, item: &Function) -> TokenStream {
         }
         Param::Injected { .. } | Param::Flattened { .. } => None,
     });
-    let Glue { call_fn, handler, injects } = handler::glue(&Kind::Prompt, &mcp, &item.function, &item.params);
+    let Glue { call_fn, handler, injects } =
+        handler::glue(Macro::Prompt, &quote!(), &mcp, &item.function, &item.params);
     let mut builder = quote!(#injects);
     builder.extend(options.common.builder(item.doc.clone()));
     if let Some(c) = &options.completions {

@@ -5,8 +5,9 @@ use quote::{quote, quote_spanned};
 
 use crate::attr;
 use crate::function::Function;
-use crate::handler::{self, Glue, Kind};
+use crate::handler::{self, Glue};
 use crate::paths;
+use crate::which::Macro;
 
 use super::{CacheScope, Resource, Role};
 
@@ -17,7 +18,7 @@ pub(super) fn emit(resource: &Resource, item: &Function) -> TokenStream {
         Some(m) => quote!(::core::option::Option::Some(#m)),
         None => quote!(::core::option::Option::None),
     };
-    let Glue { call_fn, handler, injects } = handler::glue(&Kind::Resource(mime), &mcp, &item.function, &item.params);
+    let Glue { call_fn, handler, injects } = handler::glue(Macro::Resource, &mime, &mcp, &item.function, &item.params);
     let constructor = if *template { quote!(template) } else { quote!(fixed) };
     let mut builder = quote!(#injects);
     builder.extend(options.common.builder(item.doc.clone()));

@@ -11,8 +11,9 @@ use syn::LitStr;
 
 use crate::attr;
 use crate::diagnostics::Errors;
-use crate::function::{self, Function, HandlerMacro, Macro};
+use crate::function::{self, Function, HandlerMacro};
 use crate::params::Param;
+use crate::which::Macro;
 
 use options::Options;
 

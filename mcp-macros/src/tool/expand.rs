@@ -6,9 +6,10 @@ use syn::spanned::Spanned;
 
 use super::{TaskSupport, Tool};
 use crate::function::Function;
-use crate::handler::{self, Glue, Kind};
+use crate::handler::{self, Glue};
 use crate::params::{self, Param};
 use crate::paths;
+use crate::which::Macro;
 
 pub(super) fn emit(tool: &Tool, item: &Function) -> TokenStream {
     let mcp = paths::runtime(tool.options.common.krate.as_ref());
@@ -43,7 +44,7 @@ pub(super) fn emit(tool: &Tool, item: &Function) -> TokenStream {
         Param::Injected { .. } => None,
     });
     let output_schema = quote_spanned!(ret_span=> #private::returns::<#ret_ty>().output_schema);
-    let Glue { call_fn, handler, injects } = handler::glue(&Kind::Tool, &mcp, function, &item.params);
+    let Glue { call_fn, handler, injects } = handler::glue(Macro::Tool, &quote!(), &mcp, function, &item.params);
 
     let mut builder = tool.options.common.builder(item.doc.clone());
     let hints: Vec<_> = [

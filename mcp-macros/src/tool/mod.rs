@@ -8,7 +8,8 @@ use proc_macro2::{Span, TokenStream};
 use syn::LitInt;
 
 use crate::diagnostics::Errors;
-use crate::function::{self, Function, HandlerMacro, Macro};
+use crate::function::{self, Function, HandlerMacro};
+use crate::which::Macro;
 use options::Options;
 
 /// How a tool runs as a task (`task = "..."`).

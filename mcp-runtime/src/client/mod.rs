@@ -320,9 +320,14 @@ impl ToolResult {
         self.raw["content"].as_array()?.iter().find(|c| c["type"] == "text").and_then(|c| c["text"].as_str())
     }
 
-    /// The content blocks.
-    pub fn content(&self) -> &[Value] {
-        self.raw["content"].as_array().map(Vec::as_slice).unwrap_or_default()
+    /// The content blocks, typed (the JSON of each is in [`raw`](ToolResult::raw)). A block that does not fit is an
+    /// error that says where.
+    pub fn content(&self) -> Result<Vec<crate::wire::protocol::Content>, Error> {
+        match self.raw.get("content") {
+            None | Some(Value::Null) => Ok(Vec::new()),
+            Some(content) => serde::Deserialize::deserialize(content)
+                .map_err(|e| Error::Protocol(format!("a tool result's content does not fit: {e}"))),
+        }
     }
 
     /// `structuredContent`.
