@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use super::{Call, Client, EraChoice, Error, Link, Session, META_SERVER_INFO, VERSION_2025, VERSION_2026};
+use super::{Call, Client, EraChoice, Error, Link, Negotiated, META_SERVER_INFO, VERSION_2025, VERSION_2026};
 use crate::wire::protocol::Implementation;
 
 impl Client {
@@ -43,7 +43,7 @@ impl Client {
     }
 
     /// `server/discover`: 2026 if the server offers it.
-    pub(super) async fn discover(&self) -> Result<Session, Error> {
+    pub(super) async fn discover(&self) -> Result<Negotiated, Error> {
         let params = json!({ "_meta": self.inner.envelope() });
         let result = Call::raw(self.clone(), "server/discover", params, Some(true)).send_once().await?;
         let versions = result["supportedVersions"].as_array().cloned().unwrap_or_default();
@@ -52,7 +52,7 @@ impl Client {
         }
         let server_info = serde_json::from_value(result["_meta"][META_SERVER_INFO].clone())
             .unwrap_or_else(|_| Implementation::new("unknown", "0"));
-        Ok(Session {
+        Ok(Negotiated {
             v2026: true,
             version: VERSION_2026.into(),
             server_info,
@@ -61,7 +61,7 @@ impl Client {
         })
     }
 
-    async fn initialize(&self) -> Result<Session, Error> {
+    async fn initialize(&self) -> Result<Negotiated, Error> {
         let params = json!({
             "protocolVersion": VERSION_2025,
             "capabilities": self.inner.capabilities,
@@ -81,7 +81,7 @@ impl Client {
         if let Link::Http(http) = &self.inner.link {
             http.open_standalone_stream(Arc::downgrade(&self.inner)).await;
         }
-        Ok(Session {
+        Ok(Negotiated {
             v2026: false,
             version,
             server_info: serde_json::from_value(result["serverInfo"].clone())

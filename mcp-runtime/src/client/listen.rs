@@ -100,14 +100,14 @@ pub struct Subscription {
 }
 
 /// A subscription's way in, in the client's table.
-pub(crate) struct Route {
+pub(crate) struct Feed {
     filter: ListenFilter,
     /// 2026: the listen request's id, which tags its notifications.
     tag: Option<Value>,
     tx: mpsc::Sender<Notification>,
 }
 
-impl Route {
+impl Feed {
     /// Hands a notification over if it is this subscription's; `true` if taken.
     pub(crate) fn offer(&self, method: &str, params: &Value) -> bool {
         let tagged = params["_meta"]["io.modelcontextprotocol/subscriptionId"].clone();
@@ -139,7 +139,7 @@ impl Client {
                 "resourcesListChanged": filter.resources, "resourceSubscriptions": filter.uris,
             });
             let subscribed = filter.uris.clone();
-            self.inner.routes().insert(key, Route { filter, tag: None, tx });
+            self.inner.routes().insert(key, Feed { filter, tag: None, tx });
             return Ok(Subscription { rx, key, client: self.clone(), request: None, subscribed, acknowledged });
         }
         let mut asked = serde_json::Map::new();
@@ -157,7 +157,7 @@ impl Client {
         // The request's id tags its notifications: it is taken now, so the route is in place before the request
         // goes out.
         let id = self.inner.next_id();
-        self.inner.routes().insert(key, Route { filter, tag: Some(serde_json::to_value(&id).unwrap_or_default()), tx });
+        self.inner.routes().insert(key, Feed { filter, tag: Some(serde_json::to_value(&id).unwrap_or_default()), tx });
         let call = self.request("subscriptions/listen", params).with_id(id);
         let inner = std::sync::Arc::downgrade(&self.inner);
         let request = tokio::spawn(async move {

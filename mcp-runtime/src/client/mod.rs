@@ -161,7 +161,7 @@ pub type StderrHandler = Arc<dyn Fn(&str) + Send + Sync>;
 
 /// What the handshake found out.
 #[derive(Clone, Debug)]
-struct Session {
+struct Negotiated {
     v2026: bool,
     version: String,
     server_info: Implementation,
@@ -191,14 +191,14 @@ pub(crate) struct Inner {
     handlers: Handlers,
     log_level: Option<LogLevel>,
     max_rounds: usize,
-    session: OnceLock<Session>,
+    session: OnceLock<Negotiated>,
     pending: Mutex<HashMap<RequestId, oneshot::Sender<Result<Value, Error>>>>,
     progress: Mutex<HashMap<String, ProgressSink>>,
     next_id: AtomicI64,
     /// 2026 era: the `x-mcp-header` parameters of each tool, from `tools/list` (argument path, header name).
     tool_headers: Mutex<HashMap<String, Vec<headers::HeaderParam>>>,
     /// Open subscriptions, by key.
-    routes: Mutex<HashMap<u64, listen::Route>>,
+    routes: Mutex<HashMap<u64, listen::Feed>>,
     /// 2026 era: list pages within their `ttlMs`, by method and cursor.
     cache: Mutex<HashMap<PageKey, (std::time::Instant, Value)>>,
     /// Why the connection ended, once it has: every call from then on fails with it.
@@ -446,7 +446,7 @@ impl Client {
         Client::builder().in_process(server).await
     }
 
-    fn session(&self) -> &Session {
+    fn session(&self) -> &Negotiated {
         self.inner.session.get().expect("the handshake ran when the client was built")
     }
 
@@ -547,7 +547,7 @@ impl Client {
 }
 
 impl Inner {
-    fn routes(&self) -> std::sync::MutexGuard<'_, HashMap<u64, listen::Route>> {
+    fn routes(&self) -> std::sync::MutexGuard<'_, HashMap<u64, listen::Feed>> {
         self.routes.locked()
     }
 
