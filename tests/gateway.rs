@@ -171,22 +171,34 @@ async fn both_upstreams_are_listed_under_their_prefixes_in_both_eras() {
     }
 }
 
+/// Orders `title` through the gateway, in a task of its own (a call that holds the book until it is dropped), and
+/// returns once the bookshop upstream holds it.
+async fn order_held(
+    gateway: &HttpServer,
+    client: &Client,
+    era: EraChoice,
+    title: &'static str,
+) -> tokio::task::JoinHandle<Result<mcp::client::ToolResult, mcp::client::Error>> {
+    let order = tokio::spawn({
+        let client = client.clone();
+        async move { client.call_tool("shop_order_book", json!({"title": title})).await }
+    });
+    eventually(
+        &format!("{era:?}: the order holds {title} upstream"),
+        async || holds(client).await == [title],
+        || gateway.stderr_text(),
+    )
+    .await;
+    order
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dropped_order_is_cancelled_upstream_and_releases_its_hold_in_both_eras() {
     let gateway = gateway(&[]).await;
     for (era, title) in [(EraChoice::V2025, "Dune"), (EraChoice::V2026, "Emma")] {
         let client = connect(&gateway, era).await;
         assert!(holds(&client).await.is_empty(), "{era:?}");
-        let order = tokio::spawn({
-            let client = client.clone();
-            async move { client.call_tool("shop_order_book", json!({"title": title})).await }
-        });
-        eventually(
-            &format!("{era:?}: the order holds {title} upstream"),
-            async || holds(&client).await == [title],
-            || gateway.stderr_text(),
-        )
-        .await;
+        let order = order_held(&gateway, &client, era, title).await;
         order.abort();
         let aborted = bounded("the aborted call", order).await;
         assert!(aborted.is_err_and(|e| e.is_cancelled()), "{era:?}: the call was still running when dropped");
@@ -370,16 +382,7 @@ async fn the_bookshops_confirmation_is_answered_through_the_gateway_in_both_eras
             async { Ok(json!({"action": "accept", "content": {"confirm": true}})) }
         });
         let client = bounded("connecting to the gateway", builder.http(&gateway.url)).await.unwrap();
-        let order = tokio::spawn({
-            let client = client.clone();
-            async move { client.call_tool("shop_order_book", json!({"title": title})).await }
-        });
-        eventually(
-            &format!("{era:?}: the order holds {title} upstream"),
-            async || holds(&client).await == [title],
-            || gateway.stderr_text(),
-        )
-        .await;
+        let order = order_held(&gateway, &client, era, title).await;
         let cancelled =
             bounded("shop_cancel_hold", client.call_tool("shop_cancel_hold", json!({"title": title}))).await;
         let still_held = holds(&client).await;

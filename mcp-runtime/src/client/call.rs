@@ -347,12 +347,11 @@ impl Sent {
         // The deadline counts from here: waiting for room in the write queue is part of the call.
         let mut deadline = self.timeout.map(|t| tokio::time::Instant::now() + t);
         let mut rx = inner.wait_for(id.clone())?;
-        // 2025 era: the server's requests during this call go to its own answerer, while it waits.
-        let _asking = match (&self.questions, self.v2026) {
-            (Some(questions), false) => Some(Asking::new(inner, &id, questions.clone())),
-            _ => None,
-        };
-        let _hearing = self.hearer.clone().map(|hearer| Hearing::new(inner, &id, hearer));
+        // The server's requests during this call (2025 era) and its stream's notifications go to the call's own
+        // handlers, while it waits; most calls have none, and register nothing.
+        let questions = self.questions.clone().filter(|_| !self.v2026);
+        let _own = (questions.is_some() || self.hearer.is_some())
+            .then(|| OwnHandlers::new(inner, &id, questions, self.hearer.clone()));
         let mut guard =
             Pending { inner: inner.clone(), id: id.clone(), token, v2026: self.v2026, armed: true, sent: false };
         let frame = jsonrpc::encode_request(&id, &self.method, &params);
@@ -390,40 +389,28 @@ impl Sent {
     }
 }
 
-/// A call that answers its own questions, registered while it waits (2025 era).
-struct Asking {
+/// What a call in flight handles itself, registered under its request id while it waits: its questions (2025 era:
+/// the server's requests come apart from the call) and its own stream's notifications.
+struct OwnHandlers {
     inner: Arc<Inner>,
     id: RequestId,
 }
 
-impl Asking {
-    fn new(inner: &Arc<Inner>, id: &RequestId, questions: Questions) -> Asking {
-        inner.askers.locked().insert(id.clone(), questions);
-        Asking { inner: inner.clone(), id: id.clone() }
+impl OwnHandlers {
+    fn new(inner: &Arc<Inner>, id: &RequestId, questions: Option<Questions>, hearer: Option<Hearer>) -> OwnHandlers {
+        if let Some(questions) = questions {
+            inner.askers.locked().insert(id.clone(), questions);
+        }
+        if let Some(hearer) = hearer {
+            inner.hearers.locked().insert(id.clone(), hearer);
+        }
+        OwnHandlers { inner: inner.clone(), id: id.clone() }
     }
 }
 
-impl Drop for Asking {
+impl Drop for OwnHandlers {
     fn drop(&mut self) {
         self.inner.askers.locked().remove(&self.id);
-    }
-}
-
-/// A call that hears its own stream's notifications, registered while it waits.
-struct Hearing {
-    inner: Arc<Inner>,
-    id: RequestId,
-}
-
-impl Hearing {
-    fn new(inner: &Arc<Inner>, id: &RequestId, hearer: Hearer) -> Hearing {
-        inner.hearers.locked().insert(id.clone(), hearer);
-        Hearing { inner: inner.clone(), id: id.clone() }
-    }
-}
-
-impl Drop for Hearing {
-    fn drop(&mut self) {
         self.inner.hearers.locked().remove(&self.id);
     }
 }

@@ -376,21 +376,6 @@ impl PromptResult {
     }
 }
 
-/// The JSON as the server wrote it.
-impl fmt::Display for PromptResult {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(&self.raw, f)
-    }
-}
-
-impl std::ops::Index<&str> for PromptResult {
-    type Output = Value;
-
-    fn index(&self, key: &str) -> &Value {
-        &self.raw[key]
-    }
-}
-
 /// A resource as `resources/read` gave it ([`Client::read_resource`]): the JSON as the server wrote it
 /// ([`raw`](ResourceResult::raw), which `result["contents"]` indexes), read typed with
 /// [`contents`](ResourceResult::contents).
@@ -420,20 +405,26 @@ impl ResourceResult {
     }
 }
 
-/// The JSON as the server wrote it.
-impl fmt::Display for ResourceResult {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(&self.raw, f)
-    }
+/// A result that prints as the JSON the server wrote, and indexes it (`result["messages"]`).
+macro_rules! raw_json {
+    ($($result:ty),*) => {$(
+        impl fmt::Display for $result {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                fmt::Display::fmt(&self.raw, f)
+            }
+        }
+
+        impl std::ops::Index<&str> for $result {
+            type Output = Value;
+
+            fn index(&self, key: &str) -> &Value {
+                &self.raw[key]
+            }
+        }
+    )*};
 }
 
-impl std::ops::Index<&str> for ResourceResult {
-    type Output = Value;
-
-    fn index(&self, key: &str) -> &Value {
-        &self.raw[key]
-    }
-}
+raw_json!(PromptResult, ResourceResult);
 
 impl Client {
     /// A builder.

@@ -350,49 +350,41 @@ impl Composer {
             Ok(())
         };
         let served = |name: &str| format!("{}{}{}", mount.prefix, mount.separator, name);
-        for raw in &lists.tools {
-            let Some(name) = raw["name"].as_str() else { continue };
+        // A tool's or prompt's served name, its location in build errors, its name upstream, and the upstream's
+        // descriptor under the served name; `None` when a filter leaves it out (or no name is left to take).
+        let named = |raw: &Value, kind: &str| -> Option<(&'static str, &'static str, String, Value)> {
+            let name = raw["name"].as_str()?;
             let exposed = served(name);
             if !mount.serves(&exposed) {
-                continue;
+                return None;
             }
-            let (Some(exposed), Some(location)) =
-                (intern(&exposed), intern(&format!("{} (its tool `{name}`)", mounted.key)))
-            else {
-                continue;
-            };
-            let def = ToolDef::new(exposed, empty_schema, no_output, Handler::Async(relay_tool), location);
+            let exposed = intern(&exposed)?;
+            let location = intern(&format!("{} (its {kind} `{name}`)", mounted.key))?;
             let mut descriptor = raw.clone();
             descriptor["name"] = json!(exposed);
+            Some((exposed, location, name.to_owned(), descriptor))
+        };
+        for raw in &lists.tools {
+            let Some((exposed, location, name, mut descriptor)) = named(raw, "tool") else { continue };
             if let Value::Object(d) = &mut descriptor {
                 d.remove("execution");
             }
+            let def = ToolDef::new(exposed, empty_schema, no_output, Handler::Async(relay_tool), location);
             match registry.insert_relayed_tool(def, descriptor) {
                 Ok(()) => {
                     applied.tools.push(exposed.to_owned());
-                    routes.tools.insert(exposed, (index, name.to_owned()));
+                    routes.tools.insert(exposed, (index, name));
                 }
                 Err(e) => refuse(e)?,
             }
         }
         for raw in &lists.prompts {
-            let Some(name) = raw["name"].as_str() else { continue };
-            let exposed = served(name);
-            if !mount.serves(&exposed) {
-                continue;
-            }
-            let (Some(exposed), Some(location)) =
-                (intern(&exposed), intern(&format!("{} (its prompt `{name}`)", mounted.key)))
-            else {
-                continue;
-            };
+            let Some((exposed, location, name, descriptor)) = named(raw, "prompt") else { continue };
             let def = PromptDef::new(exposed, &[], Handler::Async(relay_prompt), location);
-            let mut descriptor = raw.clone();
-            descriptor["name"] = json!(exposed);
             match registry.insert_relayed_prompt(def, descriptor) {
                 Ok(()) => {
                     applied.prompts.push(exposed.to_owned());
-                    routes.prompts.insert(exposed, (index, name.to_owned()));
+                    routes.prompts.insert(exposed, (index, name));
                     registry.relayed_completions.insert(exposed);
                 }
                 Err(e) => refuse(e)?,
