@@ -235,9 +235,10 @@ pub mod __fuzz {
     /// Parses and classifies one frame; on failure, the id if one was legible and the error to answer.
     pub fn parse_message(bytes: &[u8]) -> Result<Incoming, (Option<RequestId>, Error)> {
         use crate::wire::jsonrpc::Incoming as Parsed;
-        match Parsed::parse(bytes) {
-            Ok(Parsed::Request { id, method, params }) => Ok(Incoming::Request { id, method, params }),
-            Ok(Parsed::Notification { method, params }) => Ok(Incoming::Notification { method, params }),
+        // As it was sent: the 2026 envelope the parse splits off is put back.
+        match Parsed::parse(bytes).map(Parsed::restore_envelope) {
+            Ok(Parsed::Request { id, method, params, .. }) => Ok(Incoming::Request { id, method, params }),
+            Ok(Parsed::Notification { method, params, .. }) => Ok(Incoming::Notification { method, params }),
             Ok(Parsed::Response { id, outcome }) => Ok(Incoming::Response { id, outcome }),
             Err(rejected) => Err((rejected.id, rejected.error)),
         }
@@ -257,7 +258,9 @@ pub mod __fuzz {
         params: Option<&Value>,
         server: &crate::Server,
     ) -> Result<(), Error> {
-        crate::transport::http::check_http_headers(headers, method, params, server)
+        let mut params = params.cloned();
+        let envelope = crate::wire::jsonrpc::split_params(&mut params);
+        crate::transport::http::check_http_headers(headers, method, (params.as_ref(), envelope.as_ref()), server)
     }
 
     /// The lists whose pages cursors name.

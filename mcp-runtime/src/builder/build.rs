@@ -210,6 +210,7 @@ impl ServerBuilder {
                 result_prefix: crate::era::v2026::result_prefix(&info_value),
                 info_value,
                 discover,
+                known_clients: Default::default(),
                 cache,
                 sealer,
                 request_state_ttl: self.request_state_ttl.unwrap_or(crate::era::v2026::DEFAULT_REQUEST_STATE_TTL),

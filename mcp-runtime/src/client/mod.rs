@@ -105,11 +105,8 @@ const VERSION_2026: &str = "2026-07-28";
 /// The 2025-11-25 protocol version.
 const VERSION_2025: &str = "2025-11-25";
 
-const META_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
-const META_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
-const META_CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
-const META_LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
-const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
+use crate::wire::envelope::{META_CAPABILITIES, META_CLIENT_INFO, META_LOG_LEVEL, META_VERSION};
+use crate::wire::protocol::META_SERVER_INFO;
 
 /// How many questions from the server (elicitation, sampling, roots) the client answers at once; past that a
 /// question is answered at once with an error. A `ping` is answered inline and never waits.

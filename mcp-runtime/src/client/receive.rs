@@ -31,7 +31,7 @@ impl Inner {
                     None => tracing::debug!(%id, "a response to no waiting call (cancelled or timed out): dropped"),
                 }
             }
-            Ok(Incoming::Notification { method, params }) => {
+            Ok(Incoming::Notification { method, params, .. }) => {
                 let params = params.unwrap_or(Value::Null);
                 if method == "notifications/progress" {
                     let token = match &params["progressToken"] {
@@ -66,7 +66,7 @@ impl Inner {
                     (None, None) => {}
                 }
             }
-            Ok(Incoming::Request { id, method, params }) => {
+            Ok(Incoming::Request { id, method, params, .. }) => {
                 // A ping is answered here and now: a flood of them holds no task and no memory.
                 if method == "ping" {
                     return self.reply(jsonrpc::encode_result(&id, &json!({})));

@@ -135,3 +135,48 @@ pub struct ClientInfo {
     /// Its capabilities, as sent.
     pub capabilities: Value,
 }
+
+/// The 2026 clients a server has seen lately, by the text of their envelope: a client sends the same capabilities
+/// and info with every request, and each request of a client seen before shares what was read the first time
+/// instead of reading it again. The same text always reads the same, so sharing it is safe; a text with other
+/// whitespace is a client seen anew. At most [`KnownClients::MAX`], the oldest forgotten first.
+#[derive(Default)]
+pub(crate) struct KnownClients {
+    seen: std::sync::Mutex<Vec<KnownClient>>,
+}
+
+struct KnownClient {
+    capabilities: Box<str>,
+    info: Option<Box<str>>,
+    client: Arc<ClientInfo>,
+}
+
+impl KnownClients {
+    /// How many clients are remembered.
+    pub(crate) const MAX: usize = 32;
+
+    /// The client whose envelope holds `capabilities` and `info` (as JSON text), read by `read` if it is new.
+    pub(crate) fn get_or_read<E>(
+        &self,
+        capabilities: &str,
+        info: Option<&str>,
+        read: impl FnOnce() -> Result<ClientInfo, E>,
+    ) -> Result<Arc<ClientInfo>, E> {
+        use crate::base::sync::Unpoisoned;
+        let known = |k: &&KnownClient| &*k.capabilities == capabilities && k.info.as_deref() == info;
+        if let Some(k) = self.seen.locked().iter().rev().find(known) {
+            return Ok(k.client.clone());
+        }
+        let client = Arc::new(read()?);
+        let mut seen = self.seen.locked();
+        if seen.len() >= Self::MAX {
+            seen.remove(0);
+        }
+        seen.push(KnownClient {
+            capabilities: capabilities.into(),
+            info: info.map(Into::into),
+            client: client.clone(),
+        });
+        Ok(client)
+    }
+}

@@ -31,8 +31,8 @@ use v2026::Round;
 /// answer to a request of the server's) has no envelope: only the header can say.
 pub(crate) fn of(message: &Incoming, version: Option<&str>) -> Era {
     let by_body = match message {
-        Incoming::Request { method, params, .. } | Incoming::Notification { method, params } => {
-            v2026::is_2026(method, params.as_ref())
+        Incoming::Request { method, envelope, .. } | Incoming::Notification { method, envelope, .. } => {
+            v2026::is_2026(method, envelope.as_ref())
         }
         Incoming::Response { .. } => false,
     };

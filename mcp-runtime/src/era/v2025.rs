@@ -19,6 +19,7 @@ use crate::server::Server;
 use crate::store::task::{TaskRecord, TaskStatus};
 use crate::task::front::TaskFront;
 use crate::task::TaskPlan;
+use crate::wire::envelope::RawEnvelope;
 use crate::wire::error::{Error, ErrorCode};
 use crate::wire::jsonrpc::Frame;
 use crate::wire::jsonrpc::{self, Incoming, RequestId};
@@ -194,9 +195,21 @@ impl Session {
     /// everything the request sends) go to `origin`. Notifications and responses of either era come here: a
     /// stdio connection's cancels and answers are its session's.
     pub(crate) fn handle_routed(self: &Arc<Self>, message: Incoming, origin: &Origin) {
+        // This era reads `_meta` as it was sent (a 2026 notification on stdio comes here with its envelope).
+        let restore = |params: &mut Option<Value>, envelope: Option<RawEnvelope>| {
+            if let Some(envelope) = envelope {
+                jsonrpc::restore_params(params, &envelope);
+            }
+        };
         match message {
-            Incoming::Request { id, method, params } => self.handle_request(id, method, params, origin),
-            Incoming::Notification { method, params } => self.handle_notification(&method, params),
+            Incoming::Request { id, method, mut params, envelope } => {
+                restore(&mut params, envelope);
+                self.handle_request(id, method, params, origin)
+            }
+            Incoming::Notification { method, mut params, envelope } => {
+                restore(&mut params, envelope);
+                self.handle_notification(&method, params)
+            }
             Incoming::Response { id, outcome } => {
                 // Not ours: another instance serving this session may have asked.
                 if let (Some(outcome), Some(session)) = (self.conn.answer_outgoing(&id, outcome), self.shared_key()) {

@@ -120,6 +120,8 @@ pub(crate) struct ServerInner {
     pub result_prefix: String,
     /// The result of `server/discover`, built once.
     pub discover: Value,
+    /// The 2026 clients seen lately, so that a request of one reads its envelope's text only.
+    pub(crate) known_clients: crate::context::KnownClients,
     /// The caching hints of 2026 lists, `server/discover` and resource reads without their own.
     pub cache: CacheHint,
     /// Seals the `requestState` of input-required results.

@@ -132,9 +132,9 @@ fn dispatch(session: &Arc<Session>, line: &[u8]) {
         // One connection serves both eras: each request goes to its era's front (its cancels and the client's
         // answers are the session's, whichever era).
         Ok(message) => match (crate::era::of(&message, None), message) {
-            (Era::V2026, Incoming::Request { id, method, params }) => {
+            (Era::V2026, Incoming::Request { id, method, params, envelope }) => {
                 let origin = Origin { sink: session.connection().sink().clone(), http: None };
-                crate::era::v2026::handle(session.connection(), id, method, params, &origin)
+                crate::era::v2026::handle(session.connection(), (id, method, params, envelope), &origin)
             }
             (_, message) => session.handle(message),
         },

@@ -5,10 +5,12 @@
 use std::fmt;
 use std::sync::Arc;
 
+use serde::de::{MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 pub(crate) use crate::base::frame::{Frame, FrameKind};
+use crate::wire::envelope::{KnownKey, RawEnvelope, Split, SplitMeta};
 use crate::wire::error::{Error, ErrorCode};
 
 /// A JSON-RPC request id: a string or an integer, echoed back exactly as received.
@@ -54,16 +56,22 @@ impl RequestId {
 }
 
 /// One incoming message, classified.
+///
+/// A request or notification of the 2026 era has its envelope (see [`RawEnvelope`]) apart from `params`, whose
+/// `_meta` holds only the request's own keys (and is left out when it has none); [`Incoming::parse`] splits it off,
+/// [`Incoming::from_value`] does not.
 #[derive(Debug)]
 pub(crate) enum Incoming {
     Request {
         id: RequestId,
         method: String,
         params: Option<Value>,
+        envelope: Option<RawEnvelope>,
     },
     Notification {
         method: String,
         params: Option<Value>,
+        envelope: Option<RawEnvelope>,
     },
     /// A response to a request we sent; kept for server-to-client requests.
     Response {
@@ -75,7 +83,7 @@ pub(crate) enum Incoming {
 /// The members of a JSON-RPC message, as they were sent (`null` is kept: a member that is `null` is one that is
 /// present).
 #[derive(Deserialize)]
-struct Envelope<'a> {
+struct Members<'a> {
     #[serde(default, borrow, deserialize_with = "present")]
     jsonrpc: Option<&'a str>,
     #[serde(default, deserialize_with = "present")]
@@ -83,7 +91,7 @@ struct Envelope<'a> {
     #[serde(default, deserialize_with = "present")]
     method: Option<String>,
     #[serde(default, deserialize_with = "present")]
-    params: Option<Value>,
+    params: Option<Params>,
     #[serde(default, deserialize_with = "present")]
     result: Option<Value>,
     #[serde(default, deserialize_with = "present")]
@@ -95,19 +103,73 @@ fn present<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Resul
     T::deserialize(d).map(Some)
 }
 
-impl Envelope<'_> {
+/// `params`, an object or an array (anything else fails, and the message is read again as a value, which says
+/// what is wrong): an object's `_meta` split into the request's own keys and the 2026 envelope.
+struct Params {
+    value: Value,
+    envelope: Option<RawEnvelope>,
+}
+
+impl<'de> Deserialize<'de> for Params {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Params, D::Error> {
+        deserializer.deserialize_any(ParamsVisitor)
+    }
+}
+
+struct ParamsVisitor;
+
+impl<'de> Visitor<'de> for ParamsVisitor {
+    type Value = Params;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an object or an array")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<Params, A::Error> {
+        let (mut map, mut envelope) = (Map::new(), None);
+        while let Some(key) = access.next_key_seed(KnownKey(&["_meta"]))? {
+            match key {
+                Ok(_) => {
+                    let Split { own, envelope: read } = access.next_value_seed(SplitMeta)?;
+                    // A `_meta` of the envelope's keys only is left out; anything else is kept as sent.
+                    if read.is_none() || !own.is_empty() {
+                        map.insert("_meta".to_owned(), Value::Object(own));
+                    } else {
+                        map.remove("_meta");
+                    }
+                    envelope = read;
+                }
+                Err(key) => {
+                    map.insert(key, access.next_value()?);
+                }
+            }
+        }
+        Ok(Params { value: Value::Object(map), envelope })
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, access: A) -> Result<Params, A::Error> {
+        let items = Vec::<Value>::deserialize(serde::de::value::SeqAccessDeserializer::new(access))?;
+        Ok(Params { value: Value::Array(items), envelope: None })
+    }
+}
+
+impl Members<'_> {
     /// The message, if it is a well-formed one; `None` leaves what is wrong with it to [`Incoming::from_value`].
     fn classify(self) -> Option<Incoming> {
         let id = match &self.id {
             None => None,
             Some(v) => Some(RequestId::from_value(v)?),
         };
-        if self.jsonrpc != Some("2.0") || self.params.as_ref().is_some_and(|p| !(p.is_object() || p.is_array())) {
+        if self.jsonrpc != Some("2.0") {
             return None;
         }
+        let (params, envelope) = match self.params {
+            Some(Params { value, envelope }) => (Some(value), envelope),
+            None => (None, None),
+        };
         match (self.method, id) {
-            (Some(method), Some(id)) => Some(Incoming::Request { id, method, params: self.params }),
-            (Some(method), None) => Some(Incoming::Notification { method, params: self.params }),
+            (Some(method), Some(id)) => Some(Incoming::Request { id, method, params, envelope }),
+            (Some(method), None) => Some(Incoming::Notification { method, params, envelope }),
             (None, Some(id)) => match (self.result, self.error) {
                 (Some(result), _) => Some(Incoming::Response { id, outcome: Ok(result) }),
                 (None, Some(error)) => Some(Incoming::Response { id, outcome: Err(error) }),
@@ -133,7 +195,7 @@ impl Incoming {
         // value, which says what is wrong, as it always did. The text is checked to be UTF-8 first, once: the
         // members the envelope skips are not checked as they are skipped.
         if let Ok(text) = std::str::from_utf8(bytes) {
-            if let Some(incoming) = serde_json::from_str::<Envelope<'_>>(text).ok().and_then(Envelope::classify) {
+            if let Some(incoming) = serde_json::from_str::<Members<'_>>(text).ok().and_then(Members::classify) {
                 return Ok(incoming);
             }
         }
@@ -141,7 +203,40 @@ impl Incoming {
             id: None,
             error: Error::new(ErrorCode::PARSE_ERROR, format!("parse error: {e}")),
         })?;
-        Incoming::from_value(value)
+        Incoming::from_value(value).map(Incoming::split_envelope)
+    }
+
+    /// The message with its 2026 envelope split off `params._meta`, as [`Incoming::parse`] gives it.
+    fn split_envelope(self) -> Incoming {
+        let split = split_params;
+        match self {
+            Incoming::Request { id, method, mut params, envelope: None } => {
+                let envelope = split(&mut params);
+                Incoming::Request { id, method, params, envelope }
+            }
+            Incoming::Notification { method, mut params, envelope: None } => {
+                let envelope = split(&mut params);
+                Incoming::Notification { method, params, envelope }
+            }
+            other => other,
+        }
+    }
+
+    /// The message as it was sent: the envelope put back into `params._meta`.
+    #[cfg(any(test, feature = "fuzzing"))]
+    pub(crate) fn restore_envelope(self) -> Incoming {
+        let restore = restore_params;
+        match self {
+            Incoming::Request { id, method, mut params, envelope: Some(envelope) } => {
+                restore(&mut params, &envelope);
+                Incoming::Request { id, method, params, envelope: None }
+            }
+            Incoming::Notification { method, mut params, envelope: Some(envelope) } => {
+                restore(&mut params, &envelope);
+                Incoming::Notification { method, params, envelope: None }
+            }
+            other => other,
+        }
     }
 
     pub(crate) fn from_value(value: Value) -> Result<Incoming, Rejected> {
@@ -172,8 +267,8 @@ impl Incoming {
         }
         match object.remove("method") {
             Some(Value::String(method)) => Ok(match id {
-                Some(id) => Incoming::Request { id, method, params },
-                None => Incoming::Notification { method, params },
+                Some(id) => Incoming::Request { id, method, params, envelope: None },
+                None => Incoming::Notification { method, params, envelope: None },
             }),
             Some(_) => Err(invalid(id, "`method` must be a string")),
             None => {
@@ -188,6 +283,28 @@ impl Incoming {
                     Err(invalid(Some(id), "a response needs `result` or `error`"))
                 }
             }
+        }
+    }
+}
+
+/// Splits the 2026 envelope off `params._meta` (read as values), as [`Incoming::parse`] does.
+pub(crate) fn split_params(params: &mut Option<Value>) -> Option<RawEnvelope> {
+    let Some(Value::Object(params)) = params else { return None };
+    let Some(Value::Object(meta)) = params.get_mut("_meta") else { return None };
+    let envelope = RawEnvelope::take_from(meta)?;
+    if meta.is_empty() {
+        params.remove("_meta");
+    }
+    Some(envelope)
+}
+
+/// Puts the 2026 envelope back into `params._meta`, as it was sent.
+pub(crate) fn restore_params(params: &mut Option<Value>, envelope: &RawEnvelope) {
+    let params = params.get_or_insert_with(|| Value::Object(Map::new()));
+    if let Value::Object(params) = params {
+        let meta = params.entry("_meta").or_insert_with(|| Value::Object(Map::new()));
+        if let Value::Object(meta) = meta {
+            envelope.restore(meta);
         }
     }
 }
@@ -415,6 +532,22 @@ mod tests {
             r#""text""#,
             r#"{"jsonrpc":"2.0","id":1,"method":"m""#,
             r#"{"jsonrpc":"2.0","id":1,"method":"m\u00e9"}"#,
+            // The 2026 envelope: split off `_meta`, which is left out when nothing else is in it.
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"e","_meta":{
+                "io.modelcontextprotocol/protocolVersion":"2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities":{"roots":{}},"progressToken":"p"}}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"_meta":{
+                "io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"},
+                "io.modelcontextprotocol/logLevel":"info"}}}"#,
+            r#"{"jsonrpc":"2.0","method":"n","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":1}}}"#,
+            // Not an envelope: kept whole.
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"_meta":{"io.modelcontextprotocol/logLevel":"info"}}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"_meta":{}}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"_meta":"text"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"_meta":null}}"#,
+            // Read the slow way (a duplicate member), split all the same.
+            r#"{"jsonrpc":"2.0","id":1,"id":1,"method":"m","params":{"_meta":{
+                "io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#,
         ];
         // Not UTF-8, in a member the envelope skips and in one it reads.
         let not_utf8: [&[u8]; 2] = [
@@ -427,7 +560,15 @@ mod tests {
         }
         for case in cases {
             let read = Incoming::parse(case.as_bytes());
-            let as_value = serde_json::from_slice::<Value>(case.as_bytes()).map_err(|_| ()).map(Incoming::from_value);
+            let as_value = serde_json::from_slice::<Value>(case.as_bytes())
+                .map_err(|_| ())
+                .map(|v| Incoming::from_value(v).map(Incoming::split_envelope));
+            // Put back, the envelope gives the message as sent.
+            let sent = serde_json::from_str(case).map(Incoming::from_value);
+            if let (Ok(read), Ok(Ok(Incoming::Request { params: b, .. }))) = (Incoming::parse(case.as_bytes()), sent) {
+                let Incoming::Request { params: a, .. } = read.restore_envelope() else { panic!("{case}") };
+                assert_eq!(a, b, "{case}");
+            }
             match (read, as_value) {
                 (Ok(a), Ok(Ok(b))) => assert_eq!(format!("{a:?}"), format!("{b:?}"), "{case}"),
                 (Err(a), Ok(Err(b))) => {

@@ -20,6 +20,7 @@ use serde_json::{json, Map, Value};
 use crate::context::{ClientInfo, Era, RequestMeta};
 use crate::dispatch::{self, respond, Connection, Origin, Request};
 use crate::server::Server;
+use crate::wire::envelope::{json_string, RawEnvelope};
 use crate::wire::error::{Error, ErrorCode};
 use crate::wire::jsonrpc::RequestId;
 use crate::wire::protocol::{Implementation, LogLevel};
@@ -37,11 +38,7 @@ pub const PROTOCOL_VERSION: &str = "2026-07-28";
 /// The versions a request's `_meta` may name (older versions are served through `initialize`).
 pub(crate) const VERSIONS: &[&str] = &[PROTOCOL_VERSION];
 
-/// `_meta` keys of the 2026 envelope.
-pub(crate) const META_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
-pub(crate) const META_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
-pub(crate) const META_CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
-pub(crate) const META_LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
+pub(crate) use crate::wire::envelope::{META_CAPABILITIES, META_CLIENT_INFO, META_VERSION};
 pub(crate) use crate::wire::protocol::META_SERVER_INFO;
 pub(crate) const META_SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 
@@ -51,41 +48,49 @@ pub use crate::wire::error::MISSING_CAPABILITY;
 /// -32022: the request names a protocol version the server does not serve statelessly.
 pub const UNSUPPORTED_VERSION: ErrorCode = ErrorCode(-32022);
 
-/// Whether a message's method and params are of this era (see [`crate::era::of`], which decides).
-pub(super) fn is_2026(method: &str, params: Option<&Value>) -> bool {
-    let meta = params.and_then(|p| p.get("_meta"));
-    matches!(method, "server/discover" | "subscriptions/listen")
-        || [META_VERSION, META_CAPABILITIES, META_CLIENT_INFO].iter().any(|k| meta.and_then(|m| m.get(*k)).is_some())
+/// Whether a message is of this era (see [`crate::era::of`], which decides): it has an envelope (split off its
+/// `params._meta` as it was read), or a method only this era has.
+pub(super) fn is_2026(method: &str, envelope: Option<&RawEnvelope>) -> bool {
+    envelope.is_some() || matches!(method, "server/discover" | "subscriptions/listen")
 }
 
 /// What the envelope of a request said.
 struct Envelope {
-    version: String,
+    version: Arc<str>,
     client: Arc<ClientInfo>,
     log_level: Option<LogLevel>,
-    meta: Map<String, Value>,
 }
 
-/// The `_meta` of a request, or -32602 naming what is missing.
+/// A request's envelope (a message without one has an empty one), or -32602 naming what is missing or which of
+/// `params` and `params._meta` is not an object.
 #[cfg(feature = "http")]
-pub(crate) fn meta_of(params: Option<&Value>) -> Result<&Map<String, Value>, Error> {
-    static EMPTY: std::sync::OnceLock<Map<String, Value>> = std::sync::OnceLock::new();
-    let meta = match params {
-        None | Some(Value::Null) => EMPTY.get_or_init(Map::new),
-        Some(Value::Object(p)) => match p.get("_meta") {
-            None => EMPTY.get_or_init(Map::new),
-            Some(Value::Object(m)) => m,
-            Some(_) => return Err(Error::invalid_params("`params._meta` must be an object")),
-        },
+pub(crate) fn envelope_of<'a>(
+    params: Option<&Value>,
+    envelope: Option<&'a RawEnvelope>,
+) -> Result<&'a RawEnvelope, Error> {
+    static EMPTY: RawEnvelope = RawEnvelope::EMPTY;
+    match params {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(p)) => {
+            if p.get("_meta").is_some_and(|m| !m.is_object()) {
+                return Err(Error::invalid_params("`params._meta` must be an object"));
+            }
+        }
         Some(_) => return Err(Error::invalid_params("`params` must be an object")),
-    };
-    require_envelope_keys(meta)?;
-    Ok(meta)
+    }
+    let envelope = envelope.unwrap_or(&EMPTY);
+    require_envelope_keys(envelope)?;
+    Ok(envelope)
 }
 
-/// -32602 naming the required envelope keys `_meta` lacks.
-fn require_envelope_keys(meta: &Map<String, Value>) -> Result<(), Error> {
-    let missing: Vec<&str> = [META_VERSION, META_CAPABILITIES].into_iter().filter(|k| !meta.contains_key(*k)).collect();
+/// -32602 naming the required envelope keys that are missing.
+fn require_envelope_keys(envelope: &RawEnvelope) -> Result<(), Error> {
+    let present = [envelope.version().is_some(), envelope.capabilities().is_some()];
+    if present == [true, true] {
+        return Ok(());
+    }
+    let missing: Vec<&str> =
+        [META_VERSION, META_CAPABILITIES].into_iter().zip(present).filter(|(_, p)| !p).map(|(k, _)| k).collect();
     if missing.is_empty() {
         return Ok(());
     }
@@ -102,59 +107,60 @@ pub(crate) fn unsupported_version(requested: &str) -> Error {
         .with_data(json!({ "supported": VERSIONS, "requested": requested }))
 }
 
-/// Reads the envelope out of `_meta`: its keys go into their own fields, and what is left is the request's own
-/// `_meta` (a progress token, trace context, ...).
-fn envelope(meta: Map<String, Value>) -> Result<Envelope, Error> {
-    require_envelope_keys(&meta)?;
-    // One pass over `_meta` (removing each key would search and rebalance the map four times).
-    let (mut version, mut capabilities, mut info, mut level, mut own) = (None, None, None, None, Map::new());
-    for (key, value) in meta {
-        match key.as_str() {
-            META_VERSION => version = Some(value),
-            META_CAPABILITIES => capabilities = Some(value),
-            META_CLIENT_INFO => info = Some(value),
-            META_LOG_LEVEL => level = Some(value),
-            _ => {
-                own.insert(key, value);
-            }
-        }
-    }
-    let version = match version {
-        Some(Value::String(v)) => v,
+/// Reads the envelope: the version, the client (shared with the earlier requests whose envelope held the same
+/// capabilities and info, see [`KnownClients`](crate::context::KnownClients)) and the log level.
+fn read_envelope(server: &Server, envelope: Option<RawEnvelope>) -> Result<Envelope, Error> {
+    let envelope = envelope.unwrap_or_default();
+    require_envelope_keys(&envelope)?;
+    let version = match envelope.version().map(json_string) {
+        Some(Some(v)) => v,
         _ => return Err(Error::invalid_params(format!("`_meta[\"{META_VERSION}\"]` must be a string"))),
     };
-    if !VERSIONS.contains(&version.as_str()) {
-        return Err(unsupported_version(&version));
+    // The one version served, shared rather than copied into each request.
+    static SERVED: std::sync::OnceLock<Arc<str>> = std::sync::OnceLock::new();
+    let version = match &*version {
+        PROTOCOL_VERSION => SERVED.get_or_init(|| Arc::from(PROTOCOL_VERSION)).clone(),
+        other => return Err(unsupported_version(other)),
+    };
+    let capabilities = envelope.capabilities().unwrap_or_default();
+    if !capabilities.starts_with('{') {
+        return Err(Error::invalid_params(format!("`_meta[\"{META_CAPABILITIES}\"]` must be an object")));
     }
-    let capabilities = match capabilities {
-        Some(c @ Value::Object(_)) => c,
-        _ => return Err(Error::invalid_params(format!("`_meta[\"{META_CAPABILITIES}\"]` must be an object"))),
+    let info = envelope.client_info().filter(|i| *i != "null");
+    let client = server.inner.known_clients.get_or_read(capabilities, info, || {
+        let info = match info {
+            None => Implementation::new("unknown", "0"),
+            Some(text) => serde_json::from_str(text)
+                .map_err(|e| Error::invalid_params(format!("`_meta[\"{META_CLIENT_INFO}\"]`: {e}")))?,
+        };
+        let capabilities = serde_json::from_str(capabilities)
+            .map_err(|e| Error::invalid_params(format!("`_meta[\"{META_CAPABILITIES}\"]`: {e}")))?;
+        Ok::<_, Error>(ClientInfo { info, capabilities })
+    })?;
+    let log_level = match envelope.log_level() {
+        None | Some("null") => None,
+        Some(text) => match json_string(text) {
+            Some(level) => Some(level.parse::<LogLevel>().map_err(Error::invalid_params)?),
+            None => return Err(Error::invalid_params(format!("invalid log level {text}"))),
+        },
     };
-    let info = match info {
-        None | Some(Value::Null) => Implementation::new("unknown", "0"),
-        Some(v) => serde_json::from_value(v)
-            .map_err(|e| Error::invalid_params(format!("`_meta[\"{META_CLIENT_INFO}\"]`: {e}")))?,
-    };
-    let log_level = match level {
-        None | Some(Value::Null) => None,
-        Some(Value::String(l)) => Some(l.parse::<LogLevel>().map_err(Error::invalid_params)?),
-        Some(other) => return Err(Error::invalid_params(format!("invalid log level {other}"))),
-    };
-    Ok(Envelope { version, client: Arc::new(ClientInfo { info, capabilities }), log_level, meta: own })
+    Ok(Envelope { version, client, log_level })
 }
 
 /// Serves one 2026-era request on a connection (the stdio process's, or one made for an HTTP request).
-pub(crate) fn handle(conn: &Arc<Connection>, id: RequestId, method: String, params: Option<Value>, origin: &Origin) {
-    if let Err(e) = serve(conn, id.clone(), method, params, origin) {
+pub(crate) fn handle(
+    conn: &Arc<Connection>,
+    (id, method, params, envelope): (RequestId, String, Option<Value>, Option<RawEnvelope>),
+    origin: &Origin,
+) {
+    if let Err(e) = serve(conn, (id.clone(), method, params, envelope), origin) {
         respond(origin, &id, Err::<(), _>(e));
     }
 }
 
 fn serve(
     conn: &Arc<Connection>,
-    id: RequestId,
-    method: String,
-    params: Option<Value>,
+    (id, method, params, envelope): (RequestId, String, Option<Value>, Option<RawEnvelope>),
     origin: &Origin,
 ) -> Result<(), Error> {
     let mut params = match params {
@@ -162,15 +168,15 @@ fn serve(
         Some(Value::Object(p)) => p,
         Some(_) => return Err(Error::invalid_params("`params` must be an object")),
     };
-    let meta = match params.remove("_meta") {
-        None | Some(Value::Null) => Map::new(),
-        Some(Value::Object(m)) => m,
+    // What is left of `_meta` once the envelope was split off is the request's own.
+    let own_meta = match params.remove("_meta") {
+        None | Some(Value::Null) => None,
+        Some(Value::Object(m)) => (!m.is_empty()).then_some(m),
         Some(_) => return Err(Error::invalid_params("`params._meta` must be an object")),
     };
-    let envelope = envelope(meta)?;
     let server = conn.server();
-    let own_meta = (!envelope.meta.is_empty()).then_some(envelope.meta);
-    let mut meta = RequestMeta::new(Era::V2026, envelope.version.into(), Some(envelope.client)).with_meta(own_meta);
+    let envelope = read_envelope(server, envelope)?;
+    let mut meta = RequestMeta::new(Era::V2026, envelope.version, Some(envelope.client)).with_meta(own_meta);
     meta.log_level = envelope.log_level;
     meta.http = origin.http.clone();
     match method.as_str() {
@@ -257,6 +263,7 @@ pub(crate) fn stamp_server_info(server: &Server, map: &mut Map<String, Value>) {
 mod tests {
     use super::*;
     use crate::dispatch::ResultKind;
+    use crate::wire::envelope::META_LOG_LEVEL;
 
     #[test]
     fn complete_results_are_stamped_in_one_pass_and_stay_valid_json() {
@@ -316,10 +323,12 @@ mod tests {
 
     #[test]
     fn the_envelope_needs_version_and_capabilities_and_a_served_version() {
-        let meta = |m: Value| match m {
-            Value::Object(m) => m,
+        let server = Server::builder().name("env").version("1").build().unwrap();
+        let envelope = |m: Value| match m {
+            Value::Object(mut m) => read_envelope(&server, RawEnvelope::take_from(&mut m)),
             _ => unreachable!(),
         };
+        let meta = |m| m;
         let missing = envelope(meta(json!({ META_VERSION: "2026-07-28" }))).err().unwrap();
         assert_eq!(missing.code, ErrorCode::INVALID_PARAMS);
         assert!(missing.message.contains(META_CAPABILITIES), "{}", missing.message);
@@ -331,5 +340,34 @@ mod tests {
         assert_eq!(bad_level.err().unwrap().code, ErrorCode::INVALID_PARAMS);
         let ok = envelope(meta(json!({ META_VERSION: "2026-07-28", META_CAPABILITIES: {"roots": {}} }))).ok();
         assert!(ok.is_some_and(|e| e.log_level.is_none() && e.client.capabilities["roots"] == json!({})));
+        let not_a_string = envelope(json!({ META_VERSION: 2026, META_CAPABILITIES: {} })).err().unwrap();
+        assert!(not_a_string.message.contains("must be a string"), "{}", not_a_string.message);
+        let not_an_object = envelope(json!({ META_VERSION: "2026-07-28", META_CAPABILITIES: [] })).err().unwrap();
+        assert!(not_an_object.message.contains("must be an object"), "{}", not_an_object.message);
+        let bad_info = envelope(json!({ META_VERSION: "2026-07-28", META_CAPABILITIES: {}, META_CLIENT_INFO: 7 }));
+        assert_eq!(bad_info.err().unwrap().code, ErrorCode::INVALID_PARAMS);
+    }
+
+    #[test]
+    fn a_client_seen_before_is_shared_and_the_known_ones_are_bounded() {
+        let server = Server::builder().name("env").version("1").build().unwrap();
+        let read = |info: Value| {
+            let mut m = json!({ META_VERSION: "2026-07-28", META_CAPABILITIES: {"roots": {}}, META_CLIENT_INFO: info });
+            let envelope = RawEnvelope::take_from(m.as_object_mut().unwrap());
+            read_envelope(&server, envelope).unwrap().client
+        };
+        let first = read(json!({"name": "a", "version": "1"}));
+        assert!(Arc::ptr_eq(&first, &read(json!({"name": "a", "version": "1"}))));
+        let other = read(json!({"name": "b", "version": "1"}));
+        assert!(!Arc::ptr_eq(&first, &other));
+        assert_eq!((&*other.info.name, &other.capabilities["roots"]), ("b", &json!({})));
+        for n in 0..crate::context::KnownClients::MAX {
+            read(json!({"name": format!("c{n}"), "version": "1"}));
+        }
+        // The oldest is forgotten: read anew, equal but not the same.
+        let again = read(json!({"name": "a", "version": "1"}));
+        assert!(!Arc::ptr_eq(&first, &again) && again.info.name == "a");
+        // Without client info: the unknown client.
+        assert_eq!(read(Value::Null).info.name, "unknown");
     }
 }

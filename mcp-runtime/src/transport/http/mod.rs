@@ -223,7 +223,7 @@ async fn post(
             // token is checked first, then whether they may see it, and only then its scopes (a 403 would tell
             // them it exists). The rules see the token here, not yet the client's info.
             if !needed.is_empty() && state.server.inner.visibility.is_set() {
-                if let Incoming::Request { id, method, params } = &message {
+                if let Incoming::Request { id, method, params, .. } = &message {
                     let mut probe = headers.clone();
                     let admitted = match auth::admit(&state, guard, &mut probe, ("POST", path, query), &[]).await {
                         Ok(admitted) => admitted,

@@ -37,7 +37,7 @@ pub(super) async fn post_stateless(
         Err(_) => "2025-03-26".into(),
     };
     match message {
-        Incoming::Notification { method, params } => {
+        Incoming::Notification { method, params, .. } => {
             if method == "notifications/cancelled" {
                 let id = params
                     .as_ref()

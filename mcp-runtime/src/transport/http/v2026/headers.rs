@@ -4,8 +4,9 @@
 use base64::Engine;
 use serde_json::Value;
 
-use crate::era::v2026::{meta_of, unsupported_version, HEADER_MISMATCH, META_VERSION, VERSIONS};
+use crate::era::v2026::{envelope_of, unsupported_version, HEADER_MISMATCH, META_VERSION, VERSIONS};
 use crate::server::Server;
+use crate::wire::envelope::{json_string, RawEnvelope};
 use crate::wire::error::{Error, ErrorCode};
 
 /// Checks a 2026 request's HTTP headers against its body, in the order the protocol's reference implementations
@@ -14,7 +15,7 @@ use crate::wire::error::{Error, ErrorCode};
 pub(crate) fn check_http_headers(
     headers: &http::HeaderMap,
     method: &str,
-    params: Option<&Value>,
+    (params, envelope): (Option<&Value>, Option<&RawEnvelope>),
     server: &Server,
 ) -> Result<(), Error> {
     let header = |name: &http::HeaderName| -> Result<Option<&str>, Error> {
@@ -35,8 +36,9 @@ pub(crate) fn check_http_headers(
     let Some(version) = header(&MCP_PROTOCOL_VERSION)? else {
         return Err(mismatch("the MCP-Protocol-Version header is missing"));
     };
-    let meta = meta_of(params)?;
-    let body_version = meta.get(META_VERSION).and_then(Value::as_str).unwrap_or_default();
+    let envelope = envelope_of(params, envelope)?;
+    // The version as sent, a JSON string (one that is not is no version, and matches no header).
+    let body_version = envelope.version().and_then(json_string).unwrap_or_default();
     if version != body_version {
         return Err(mismatch(format!(
             "the MCP-Protocol-Version header ({version:?}) does not match _meta.{META_VERSION} ({body_version:?})"

@@ -178,18 +178,24 @@ impl Drop for CancelOnDrop {
 
 /// A 2026 POST: its headers checked against its body, then served on a connection of its own.
 pub(super) async fn post(state: &Arc<HttpState>, message: Incoming, http: Arc<HttpRequest>) -> Response {
-    let Incoming::Request { id, method, params } = message else {
+    let Incoming::Request { id, method, params, envelope } = message else {
         // The 2026 era defines no notification a client sends over HTTP (a cancel is closing the stream), and
         // clients send no responses: accepted, and nothing to do.
         return StatusCode::ACCEPTED.into_response();
     };
-    if let Err(e) = headers::check_http_headers(&http.headers, &method, params.as_ref(), &state.server) {
+    if let Err(e) =
+        headers::check_http_headers(&http.headers, &method, (params.as_ref(), envelope.as_ref()), &state.server)
+    {
         return json_answer(Frame::error(Some(&id), &e));
     }
     let conn = Connection::new(state.server.clone(), no_sink());
     let json_only = state.options.json_response && method != "subscriptions/listen";
     let first_poll = FirstPoll::<Route2026>::new(state.server.inner.outbound);
-    v2026::handle(&conn, id.clone(), method, params, &Origin { sink: first_poll.clone(), http: Some(http) });
+    v2026::handle(
+        &conn,
+        (id.clone(), method, params, envelope),
+        &Origin { sink: first_poll.clone(), http: Some(http) },
+    );
     let answer = first_poll.decide(|| {
         let (tx, rx) = mpsc::unbounded_channel();
         let backlog = Arc::new(Backlog::new(state.server.inner.outbound));
