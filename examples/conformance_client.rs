@@ -1,6 +1,6 @@
 //! The client the official conformance suite drives (`conformance client --command ...`): it reads the scenario from
 //! `MCP_CONFORMANCE_SCENARIO`, the protocol version from `MCP_CONFORMANCE_PROTOCOL_VERSION` (2025-11-25: initialize
-//! and a session; 2026-07-28: stateless requests) and extra inputs from `MCP_CONFORMANCE_CONTEXT`, takes the server's
+//! and a session; 2026-07-28: self-contained requests) and extra inputs from `MCP_CONFORMANCE_CONTEXT`, takes the server's
 //! URL as its last argument, and does what the scenario asks through `mcp::client`.
 //!
 //! `npx @modelcontextprotocol/conformance@0.2.0-alpha.12 client --command target/debug/examples/conformance_client
@@ -199,7 +199,7 @@ async fn main() -> ExitCode {
     let version = std::env::var("MCP_CONFORMANCE_PROTOCOL_VERSION").unwrap_or_else(|_| "2025-11-25".into());
     let context: Value =
         std::env::var("MCP_CONFORMANCE_CONTEXT").ok().and_then(|c| serde_json::from_str(&c).ok()).unwrap_or_default();
-    let era = if version == mcp::STATELESS_PROTOCOL_VERSION { EraChoice::V2026 } else { EraChoice::V2025 };
+    let era = if version == mcp::PROTOCOL_VERSION_2026 { EraChoice::V2026 } else { EraChoice::V2025 };
     let mut builder = Client::builder();
     if scenario.starts_with("auth/") {
         match oauth(&scenario, &context) {

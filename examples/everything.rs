@@ -214,7 +214,7 @@ async fn test_elicitation_sep1330_enums(ctx: &Context) -> String {
     elicit_and_report(ctx, "Elicitation completed", "Please select options from the enum fields", schema).await
 }
 
-// ---- 2026-07-28: stateless requests, input-required results, subscriptions ----
+// ---- 2026-07-28: self-contained requests, input-required results, subscriptions ----
 
 /// Needs the client's sampling capability: without it the request fails with -32021 (2026-07-28)
 #[mcp::tool]

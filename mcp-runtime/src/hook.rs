@@ -162,8 +162,8 @@ impl Context {
         if !claimed(request).is_some_and(Claimed::take) {
             return false;
         }
-        request.peer.forget(request);
-        let result = request.era.decorate(&*request.peer, result, None);
+        request.link.forget(request);
+        let result = request.era.decorate(&*request.link, result, None);
         request.finish(crate::wire::jsonrpc::Frame::result(&request.id, &result))
     }
 }

@@ -1,30 +1,35 @@
 //! The server's authorization at work: a request's token (and DPoP proof) checked, and the refusal answered with
 //! its challenge (`WWW-Authenticate`) when it is not good.
 
-// Only the HTTP transport checks tokens: without it, a server built with an `Authorization` holds its guard unused
-// (stdio has no tokens), and the checks here are dead code.
-#![cfg_attr(not(feature = "http"), allow(dead_code))]
-
+#[cfg(feature = "http")]
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
+#[cfg(feature = "http")]
 use serde_json::{json, Value};
 
 #[cfg(feature = "auth")]
 use super::algorithms;
-use super::{AuthInfo, Authorization, Dpop, TokenError, TokenVerifier};
+#[cfg(feature = "http")]
+use super::{AuthInfo, Dpop, TokenError};
+use super::{Authorization, TokenVerifier};
 /// What a request needs from its token: nothing beyond a valid token, or these scopes.
+#[cfg(feature = "http")]
 pub(crate) type Needed = &'static [&'static str];
 
 /// A server's authorization, ready to check requests.
 pub(crate) struct Guard {
     pub config: Authorization,
+    #[cfg_attr(not(feature = "http"), allow(dead_code))] // read by the HTTP transport's checks only
     pub(super) verifier: Arc<dyn TokenVerifier>,
     /// Where the metadata is served on this host (`/.well-known/oauth-protected-resource/mcp`).
+    #[cfg_attr(not(feature = "http"), allow(dead_code))] // read by the HTTP transport's checks only
     pub metadata_path: String,
     /// The same, absolute: what challenges point at.
+    #[cfg_attr(not(feature = "http"), allow(dead_code))] // read by the HTTP transport's checks only
     pub metadata_url: String,
     /// The checker of DPoP proofs, unless DPoP is off.
+    #[cfg_attr(not(feature = "http"), allow(dead_code))] // read by the HTTP transport's checks only
     pub(super) proofs: Option<Proofs>,
 }
 
@@ -36,7 +41,7 @@ use super::dpop::{ProofError, Proofs};
 pub(super) enum Proofs {}
 
 /// The errors of a proof check, which no `Proofs` can make without the `auth` feature.
-#[cfg(not(feature = "auth"))]
+#[cfg(all(feature = "http", not(feature = "auth")))]
 #[allow(dead_code)]
 enum ProofError {
     Invalid(String),
@@ -44,7 +49,7 @@ enum ProofError {
     Full,
 }
 
-#[cfg(not(feature = "auth"))]
+#[cfg(all(feature = "http", not(feature = "auth")))]
 impl Proofs {
     fn check(&self, _: &str, _: &str, _: &str, _: &str, _: &str) -> Result<(), ProofError> {
         match *self {}
@@ -54,10 +59,11 @@ impl Proofs {
 /// The algorithms proofs may be signed with.
 #[cfg(feature = "auth")]
 const DPOP_ALGORITHMS: &[&str] = algorithms::ALGORITHM_NAMES;
-#[cfg(not(feature = "auth"))]
+#[cfg(all(feature = "http", not(feature = "auth")))]
 const DPOP_ALGORITHMS: &[&str] = &[];
 
 /// The request a token and its DPoP proof are checked for.
+#[cfg(feature = "http")]
 pub(crate) struct Request<'a> {
     /// Its method (`POST`), what a proof's `htm` must be.
     pub method: &'a str,
@@ -68,6 +74,7 @@ pub(crate) struct Request<'a> {
 }
 
 /// What a request's `DPoP` headers held.
+#[cfg(feature = "http")]
 pub(crate) enum ProofHeader<'a> {
     /// None.
     Missing,
@@ -79,12 +86,14 @@ pub(crate) enum ProofHeader<'a> {
 
 /// The scheme a challenge or refusal is of.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg(feature = "http")]
 pub(crate) enum Scheme {
     Bearer,
     Dpop,
 }
 
 /// What a request's `Authorization` header said.
+#[cfg(feature = "http")]
 pub(crate) enum Presented<'a> {
     /// No `Authorization` header.
     Nothing,
@@ -96,6 +105,7 @@ pub(crate) enum Presented<'a> {
     Malformed,
 }
 
+#[cfg(feature = "http")]
 impl Presented<'_> {
     pub(crate) fn of(header: Option<&[u8]>) -> Presented<'_> {
         let Some(value) = header else { return Presented::Nothing };
@@ -116,12 +126,14 @@ impl Presented<'_> {
 }
 
 /// Whether `b` may be in a `token68` (RFC 7235 §2.1), the form of a bearer token (RFC 6750 §2.1).
+#[cfg(feature = "http")]
 fn is_token68(b: u8) -> bool {
     b.is_ascii_alphanumeric() | matches!(b, b'-' | b'.' | b'_' | b'~' | b'+' | b'/' | b'=')
 }
 
 /// Why a request is refused, as the transport answers it.
 #[derive(Debug, PartialEq)]
+#[cfg(feature = "http")]
 pub(crate) enum Refusal {
     /// `401`: no token, or one that is not valid; `on` is the scheme whose challenge carries the error.
     Unauthorized { error: Option<(&'static str, String)>, scopes: Vec<String>, on: Scheme },
@@ -132,6 +144,7 @@ pub(crate) enum Refusal {
     Unavailable(String),
 }
 
+#[cfg(feature = "http")]
 impl Refusal {
     /// The value of the `WWW-Authenticate` header, for the two refusals that have one: a `Bearer` challenge, a
     /// `DPoP` one (with `algs`, RFC 9449 §7.1), or both in one value, as the server takes them; the error goes on
@@ -194,6 +207,7 @@ impl Refusal {
 }
 
 /// A challenge's quoted-string: `"` and `\` escaped, control characters dropped.
+#[cfg(feature = "http")]
 fn quoted(text: &str) -> String {
     text.chars()
         .filter(|c| !c.is_control())
@@ -204,6 +218,7 @@ fn quoted(text: &str) -> String {
         .collect()
 }
 
+#[cfg(feature = "http")]
 impl Guard {
     /// The principal of a request, from its `Authorization` header (and, for the `DPoP` scheme, the proof that
     /// `proof` reads from its `DPoP` header, read only then); `needed` are the scopes of what it asks for (none
@@ -368,14 +383,17 @@ impl Guard {
         }
         metadata
     }
+}
 
+/// What every server with an authorization answers, whatever its transport.
+impl Guard {
     /// Whether lists leave out what the caller cannot use.
     pub(crate) fn hides_unauthorized(&self) -> bool {
         self.config.hide_unauthorized
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "http"))]
 mod tests {
     use super::*;
     use crate::base::future::BoxFuture;

@@ -35,6 +35,7 @@ mod metadata;
 pub use config::{Authorization, Dpop};
 pub(crate) use guard::Guard;
 #[cfg(feature = "http")]
+#[cfg(feature = "http")]
 pub(crate) use guard::{Needed, ProofHeader, Refusal, Request};
 #[cfg(feature = "auth")]
 pub use introspection::Introspection;

@@ -30,11 +30,11 @@ const STDERR_LINE: usize = 16 * 1024;
 pub(crate) struct Stdio {
     /// The writer's queue; taken on close, so that the writer ends and the server's input closes.
     tx: Mutex<Option<mpsc::Sender<String>>>,
-    peer: Peer,
+    server: ServerEnd,
 }
 
-/// Who reads what the client writes.
-enum Peer {
+/// The server's end: who reads what the client writes.
+enum ServerEnd {
     /// A child process.
     Child {
         /// Boxed: a `Child` is large beside a session's handle.
@@ -46,7 +46,7 @@ enum Peer {
     },
     /// A session of a server in this process (`Server::serve_streams`), running in a task; taken by whoever waits
     /// for its end.
-    Session(Mutex<Option<JoinHandle<std::io::Result<()>>>>),
+    InProcess(Mutex<Option<JoinHandle<std::io::Result<()>>>>),
 }
 
 /// The last [`STDERR_TAIL`] bytes of the child's stderr.
@@ -98,8 +98,8 @@ impl Stdio {
         let (done, stderr_done) = watch::channel(false);
         tokio::spawn(forward_stderr(stderr, tail.clone(), on_stderr, done));
         let tx = writer(stdin);
-        let peer = Peer::Child { child: Box::new(Mutex::new(Some(child))), tail, stderr_done };
-        Ok((Stdio { tx: Mutex::new(Some(tx)), peer }, stdout))
+        let server = ServerEnd::Child { child: Box::new(Mutex::new(Some(child))), tail, stderr_done };
+        Ok((Stdio { tx: Mutex::new(Some(tx)), server }, stdout))
     }
 
     /// Speaks to a server session in this process: frames go to `input` (the session's reader), which closes when
@@ -109,7 +109,7 @@ impl Stdio {
         session: JoinHandle<std::io::Result<()>>,
     ) -> Stdio {
         let tx = writer(input);
-        Stdio { tx: Mutex::new(Some(tx)), peer: Peer::Session(Mutex::new(Some(session))) }
+        Stdio { tx: Mutex::new(Some(tx)), server: ServerEnd::InProcess(Mutex::new(Some(session))) }
     }
 
     fn sender(&self) -> Option<mpsc::Sender<String>> {
@@ -133,8 +133,8 @@ impl Stdio {
     /// Closes the server's input (by dropping the writer's queue); then waits up to 2 s for a child to exit (and
     /// kills it after), or for an in-process session to end (bounded by the server's own shutdown timeout).
     pub(crate) async fn close(&self) {
-        match &self.peer {
-            Peer::Child { child, .. } => {
+        match &self.server {
+            ServerEnd::Child { child, .. } => {
                 let child = child.locked().take();
                 let Some(mut child) = child else { return };
                 // The writer ends once the queue is closed and drained, and drops the child's stdin: end of input.
@@ -146,7 +146,7 @@ impl Stdio {
                     }
                 }
             }
-            Peer::Session(session) => {
+            ServerEnd::InProcess(session) => {
                 let session = session.locked().take();
                 self.tx.locked().take();
                 if let Some(session) = session {
@@ -160,9 +160,9 @@ impl Stdio {
     /// Why the connection ended, once the server's output has: a child's exit status (waited for up to
     /// [`EXIT_WAIT`]; `None` if it is still running) and the end of its stderr; or how an in-process session ended.
     async fn ended(&self) -> Error {
-        let (child, tail, stderr_done) = match &self.peer {
-            Peer::Child { child, tail, stderr_done } => (child, tail, stderr_done),
-            Peer::Session(session) => {
+        let (child, tail, stderr_done) = match &self.server {
+            ServerEnd::Child { child, tail, stderr_done } => (child, tail, stderr_done),
+            ServerEnd::InProcess(session) => {
                 let session = session.locked().take();
                 let Some(session) = session else { return Error::Closed };
                 let failed = |what: &str| TransportError::new(TransportErrorKind::Io, what.to_owned());

@@ -21,7 +21,7 @@ struct Pending {
 impl Drop for Pending {
     fn drop(&mut self) {
         let Some(id) = self.id.take() else { return };
-        if self.request.peer.forget_outgoing(&id) {
+        if self.request.link.forget_outgoing(&id) {
             let frame = Frame::notification(
                 "notifications/cancelled",
                 &json!({ "requestId": id, "reason": "the server request that needed it was cancelled" }),
@@ -52,7 +52,7 @@ impl OpenQuestion {
 impl Drop for OpenQuestion {
     fn drop(&mut self) {
         if let Some(id) = self.id.take() {
-            let waiting = self.request.peer.forget_outgoing(&id);
+            let waiting = self.request.link.forget_outgoing(&id);
             self.task.close_question(&id, waiting);
         }
     }
@@ -62,7 +62,7 @@ impl Context {
     pub(super) async fn send_request(&self, method: &str, params: Value) -> Result<Value, ClientError> {
         self.check_cancelled()?;
         let request = self.in_flight();
-        let (id, answer) = request.peer.register_outgoing();
+        let (id, answer) = request.link.register_outgoing();
         let mut pending = Pending { request: request.clone(), id: Some(id.clone()) };
         if !request.send_if_open(Frame::request(&id, method, &params)) {
             return Err(ClientError::Cancelled);
@@ -139,7 +139,7 @@ impl Ask<'_> {
                 params.insert("_meta".into(), crate::task::related_meta(&task.id));
             }
             let request = self.ctx.in_flight();
-            let (id, answer) = request.peer.register_outgoing();
+            let (id, answer) = request.link.register_outgoing();
             let mut open = OpenQuestion { task: task.clone(), request: request.clone(), id: Some(id.clone()) };
             // The status first: a client that sees the question can already see why the task waits.
             task.set_status(crate::task::TaskStatus::InputRequired).await;

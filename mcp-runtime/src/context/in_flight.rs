@@ -28,7 +28,7 @@ pub(crate) struct InFlight {
     slot: Mutex<Slot>,
     pub meta: RequestMeta,
     /// The connection it came on (the dispatcher's `Connection`).
-    pub peer: Arc<dyn Peer>,
+    pub link: Arc<dyn Link>,
     /// Where this request's frames go.
     pub out: Sink,
     /// What the request's era adds: the 2025 session's log level, or the 2026 request's round of questions.
@@ -55,12 +55,12 @@ pub(crate) trait RequestEra: Send + Sync + 'static {
     /// Whether the handler was interrupted already.
     fn was_interrupted(&self) -> bool;
     /// The 2025 session the request belongs to, for its span; none where there are no sessions.
-    fn session(&self, peer: &dyn Peer) -> Option<String>;
+    fn session(&self, link: &dyn Link) -> Option<String>;
     /// What every result of the request starts with, as JSON members (the 2026 `resultType` and server info); `None`:
     /// results are written as they are.
-    fn result_prefix<'a>(&self, peer: &'a dyn Peer) -> Option<&'a str>;
+    fn result_prefix<'a>(&self, link: &'a dyn Link) -> Option<&'a str>;
     /// A result with those members merged in, and the caching hints of a cacheable result.
-    fn decorate(&self, peer: &dyn Peer, result: Value, hints: Option<crate::wire::protocol::CacheHint>) -> Value;
+    fn decorate(&self, link: &dyn Link, result: Value, hints: Option<crate::wire::protocol::CacheHint>) -> Value;
     /// The answer of a handler its questions interrupted.
     fn interrupted_result(&self, request: &InFlight) -> Result<Value, crate::wire::error::Error>;
     /// The era's own state, for its front.
@@ -92,7 +92,7 @@ pub(crate) trait TaskRoute: Send + Sync + 'static {
 
 /// The connection a request came on, as the request's [`Context`] sees it. The dispatcher's `Connection` is the one
 /// there is; a trait here so that the context knows nothing above it.
-pub(crate) trait Peer: Send + Sync + 'static {
+pub(crate) trait Link: Send + Sync + 'static {
     /// The server that serves the connection (a `Server`: `Context::server`, which lives with the server, reads it).
     fn server(&self) -> &(dyn Any + Send + Sync);
     /// The server's shared state, for `&State<T>`.
@@ -117,15 +117,15 @@ pub(super) struct Slot {
 }
 
 impl InFlight {
-    pub(crate) fn new(id: RequestId, meta: RequestMeta, peer: Arc<dyn Peer>, out: Sink, era: EraState) -> InFlight {
-        InFlight::named(id, meta, peer, out, era, "")
+    pub(crate) fn new(id: RequestId, meta: RequestMeta, link: Arc<dyn Link>, out: Sink, era: EraState) -> InFlight {
+        InFlight::named(id, meta, link, out, era, "")
     }
 
     /// A request that runs `name` (a tool, a prompt, a resource).
     pub(crate) fn named(
         id: RequestId,
         meta: RequestMeta,
-        peer: Arc<dyn Peer>,
+        link: Arc<dyn Link>,
         out: Sink,
         era: EraState,
         name: &'static str,
@@ -137,7 +137,7 @@ impl InFlight {
             finished: AtomicBool::new(false),
             slot: Mutex::new(Slot::default()),
             meta,
-            peer,
+            link,
             out,
             era,
             claim: OnceLock::new(),

@@ -117,7 +117,7 @@ impl Context {
     }
 
     pub(crate) fn server_state(&self) -> &StateMap {
-        self.request.peer.state()
+        self.request.link.state()
     }
 
     /// Tells the sessions subscribed to `uri` that the resource changed.

@@ -15,7 +15,7 @@ use crate::base::cancel::cleanup_tasks;
 use crate::base::sink::Sink;
 use crate::base::sync::Unpoisoned;
 use crate::context::state::StateMap;
-use crate::context::{InFlight, Peer};
+use crate::context::{InFlight, Link};
 use crate::server::Server;
 use crate::wire::error::{Error, ErrorCode};
 use crate::wire::jsonrpc::{Frame, RequestId};
@@ -38,14 +38,14 @@ pub(crate) struct Connection {
     /// random on first use otherwise (a stdio session).
     session: Mutex<Option<String>>,
     /// A stateless 2025 "session" (one per HTTP request): its tasks belong to no session.
-    sessionless: AtomicBool,
+    stateless: AtomicBool,
     /// Set when the input ended and the answers of what is in flight are still wanted ([`Connection::drained`]):
     /// the request that empties the in-flight table then wakes `idle`, and requests to the client fail at once.
     draining: AtomicBool,
     idle: tokio::sync::Notify,
 }
 
-impl Peer for Connection {
+impl Link for Connection {
     fn server(&self) -> &(dyn std::any::Any + Send + Sync) {
         &self.server
     }
@@ -102,7 +102,7 @@ impl Connection {
             next_outgoing: AtomicI64::new(if shared { 0 } else { 1 }),
             number: CONNECTIONS.fetch_add(1, Ordering::Relaxed),
             session: Mutex::new(None),
-            sessionless: AtomicBool::new(false),
+            stateless: AtomicBool::new(false),
             draining: AtomicBool::new(false),
             idle: tokio::sync::Notify::new(),
         })
@@ -110,8 +110,8 @@ impl Connection {
 
     /// Marks a stateless 2025 connection: it is no session its tasks could belong to.
     #[cfg(feature = "http")]
-    pub(crate) fn set_sessionless(&self) {
-        self.sessionless.store(true, Ordering::Relaxed);
+    pub(crate) fn set_stateless(&self) {
+        self.stateless.store(true, Ordering::Relaxed);
     }
 
     /// This connection, as the client its limits are counted for when nothing better names the client.
@@ -128,7 +128,7 @@ impl Connection {
 
     /// The session this connection is, for the tasks it creates (2025 era); `None` when stateless.
     pub(crate) fn session_key(&self) -> Option<String> {
-        if self.sessionless.load(Ordering::Relaxed) {
+        if self.stateless.load(Ordering::Relaxed) {
             return None;
         }
         // A stdio session's id is made here; without randomness its tasks could be another's: refuse.
@@ -343,7 +343,7 @@ mod tests {
         assert!(!c.session_key().unwrap().contains(id), "the key is a digest, not the id a client presents");
 
         let stateless = connection();
-        stateless.set_sessionless();
+        stateless.set_stateless();
         assert_eq!(stateless.session_key(), None);
     }
 }

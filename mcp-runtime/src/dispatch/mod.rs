@@ -11,7 +11,7 @@ use std::sync::Arc;
 use serde_json::{json, Map, Value};
 
 pub(crate) use crate::base::sink::{FrameSink, Sink};
-use crate::context::{Context, EraState, InFlight, Peer, RequestMeta};
+use crate::context::{Context, EraState, InFlight, Link, RequestMeta};
 use crate::handler::tool::{Arguments, Handler};
 use crate::server::registry::ListKind;
 use crate::server::visibility::Item;
@@ -276,7 +276,7 @@ impl WireResult for ListResult {
 }
 
 fn list(
-    peer: &dyn Peer,
+    link: &dyn Link,
     server: &Server,
     kind: ListKind,
     params: &Map<String, Value>,
@@ -290,7 +290,7 @@ fn list(
     };
     // The stored pages come in two forms: as they are, and with the members every result of the request's era
     // starts with.
-    let v2026 = era.result_prefix(peer).is_some();
+    let v2026 = era.result_prefix(link).is_some();
     let view = View::of(server, meta);
     if view.filters() {
         return server.registry().page_where(kind, cursor, v2026, &|item| view.lists(item)).map(ListResult::Raw);

@@ -60,7 +60,7 @@ fn request_span(method: &'static str, name: &'static str, request: &InFlight) ->
         client = tracing::field::Empty,
     );
     if !span.is_disabled() {
-        if let Some(session) = request.era.session(&*request.peer) {
+        if let Some(session) = request.era.session(&*request.link) {
             span.record("session", session.as_str());
         }
         if let Some(client) = &request.meta.client {
@@ -281,7 +281,7 @@ fn complete(request: &Arc<InFlight>, result: Result<ListResult, Error>) {
 
 /// Sends a finished request's final frame, unless a cancel went first.
 fn finish(request: &Arc<InFlight>, frame: Frame) {
-    request.peer.forget(request);
+    request.link.forget(request);
     let frame = within_frame_limit(request, frame);
     if !request.finish(frame) {
         tracing::debug!(id = %request.id, "response dropped: the request was cancelled first");
@@ -339,12 +339,12 @@ fn encode_result<R: WireResult>(request: &InFlight, result: &R, kind: ResultKind
     if kind == ResultKind::Encoded {
         return Frame::result(id, result);
     }
-    let peer = &*request.peer;
-    match request.era.result_prefix(peer) {
+    let link = &*request.link;
+    match request.era.result_prefix(link) {
         None => Frame::result_sized(id, result, result.payload_len()),
         Some(prefix) => {
             let hints = (kind != ResultKind::Plain).then(|| request.meta.cache.unwrap_or(request.server().inner.cache));
-            jsonrpc::encode_result_stamped(id, result, prefix, hints, |v| request.era.decorate(peer, v, hints))
+            jsonrpc::encode_result_stamped(id, result, prefix, hints, |v| request.era.decorate(link, v, hints))
         }
     }
 }

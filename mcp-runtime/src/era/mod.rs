@@ -3,7 +3,7 @@
 //!
 //! - [`v2025`]: `initialize` and the session it starts (client info, log level, resource subscriptions), `ping`,
 //!   `logging/setLevel`, `resources/subscribe`, and the client's answers to requests from the server.
-//! - [`v2026`]: the stateless `_meta` envelope, `server/discover`, `subscriptions/listen`, `input_required`
+//! - [`v2026`]: the per-request `_meta` envelope, `server/discover`, `subscriptions/listen`, `input_required`
 //!   results with their sealed `requestState`, and the 2026 HTTP header rules.
 //!
 //! [`of`] decides a message's era, the one place that does, for both transports: on stdio one connection serves
@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicU8, Ordering};
 
 use serde_json::Value;
 
-use crate::context::{Era, EraState, InFlight, Peer, RequestEra};
+use crate::context::{Era, EraState, InFlight, Link, RequestEra};
 use crate::wire::error::Error;
 use crate::wire::jsonrpc::Incoming;
 use crate::wire::protocol::{CacheHint, LogLevel, SUPPORTED_PROTOCOL_VERSIONS};
@@ -69,13 +69,13 @@ impl RequestEra for SessionLog {
     fn was_interrupted(&self) -> bool {
         false
     }
-    fn session(&self, peer: &dyn Peer) -> Option<String> {
-        peer.session_key()
+    fn session(&self, link: &dyn Link) -> Option<String> {
+        link.session_key()
     }
-    fn result_prefix<'a>(&self, _peer: &'a dyn Peer) -> Option<&'a str> {
+    fn result_prefix<'a>(&self, _link: &'a dyn Link) -> Option<&'a str> {
         None
     }
-    fn decorate(&self, _peer: &dyn Peer, result: Value, _hints: Option<CacheHint>) -> Value {
+    fn decorate(&self, _link: &dyn Link, result: Value, _hints: Option<CacheHint>) -> Value {
         result
     }
     fn interrupted_result(&self, _request: &InFlight) -> Result<Value, Error> {

@@ -147,7 +147,7 @@ impl Session {
         let client =
             ClientInfo { info: crate::wire::protocol::Implementation::new("unknown", "0"), capabilities: json!({}) };
         let _ = self.client.set((version.into(), Arc::new(client)));
-        self.conn.set_sessionless();
+        self.conn.set_stateless();
     }
 
     pub(crate) fn connection(&self) -> &Arc<Connection> {
@@ -462,14 +462,14 @@ impl TaskFront for Tasks2025 {
             (None, _) => Ok(None),
         }
     }
-    fn owner_session(&self, peer: &dyn crate::context::Peer, subject: Option<&str>) -> Option<String> {
-        peer.session_key().or_else(|| subject.map(|s| format!("principal:{s}")))
+    fn owner_session(&self, link: &dyn crate::context::Link, subject: Option<&str>) -> Option<String> {
+        link.session_key().or_else(|| subject.map(|s| format!("principal:{s}")))
     }
     fn sees(&self, recorded: Option<&str>, session: Option<&str>) -> bool {
         recorded.is_none() || recorded == session
     }
-    fn session_sink(&self, peer: &dyn crate::context::Peer) -> Option<Sink> {
-        Some(peer.sink().clone())
+    fn session_sink(&self, link: &dyn crate::context::Link) -> Option<Sink> {
+        Some(link.sink().clone())
     }
     fn tool_error_fails(&self) -> bool {
         true

@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::base::sync::Unpoisoned;
-use crate::context::Peer;
+use crate::context::Link;
 use crate::store::task::TaskRecord;
 use crate::wire::jsonrpc::RequestId;
 
@@ -290,7 +290,7 @@ pub(crate) trait Subscriber: Send + Sync {
 
     /// Ends what this subscriber streams, cleanly (a 2026 listen stream gets its result), if it belongs to `conn`
     /// (or whatever its connection, with `None`).
-    fn end(&self, conn: Option<&dyn Peer>) {
+    fn end(&self, conn: Option<&dyn Link>) {
         let _ = conn;
     }
 

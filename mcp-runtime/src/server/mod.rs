@@ -170,14 +170,14 @@ impl fmt::Display for NotifyError {
 impl std::error::Error for NotifyError {}
 
 /// The server a connection is served by.
-pub(crate) fn of(peer: &dyn crate::context::Peer) -> &Server {
-    peer.server().downcast_ref().expect("a connection is served by a Server")
+pub(crate) fn of(link: &dyn crate::context::Link) -> &Server {
+    link.server().downcast_ref().expect("a connection is served by a Server")
 }
 
 impl crate::context::InFlight {
     /// The server this request is served by.
     pub(crate) fn server(&self) -> &Server {
-        of(&*self.peer)
+        of(&*self.link)
     }
 }
 
@@ -647,7 +647,7 @@ impl Server {
     }
 
     /// Ends what the subscribers of one connection (or of all) stream, cleanly: listen streams get their result.
-    pub(crate) fn end_streams(&self, conn: Option<&dyn crate::context::Peer>) {
+    pub(crate) fn end_streams(&self, conn: Option<&dyn crate::context::Link>) {
         for subscriber in self.inner.subscribers.all() {
             subscriber.end(conn);
         }

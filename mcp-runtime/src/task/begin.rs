@@ -116,7 +116,7 @@ pub(crate) async fn begin(request: &Arc<InFlight>) -> Result<Option<Arc<TaskRun>
         return Err(Refused::Store(store_error(e)));
     }
     let front = engine.fronts.of(request.meta.era);
-    let session_sink = front.session_sink(&*request.peer);
+    let session_sink = front.session_sink(&*request.link);
     let run = Arc::new(TaskRun {
         id: record.id.clone(),
         front,
@@ -140,7 +140,7 @@ pub(crate) async fn begin(request: &Arc<InFlight>) -> Result<Option<Arc<TaskRun>
         claimed.take();
     }
     // From here a cancel of the request (or its stream closing) no longer reaches the handler: tasks/cancel does.
-    request.peer.forget(request);
+    request.link.forget(request);
     let frame = front.create_result(&server, &request.id, &record);
     if !request.finish(frame) {
         // The request was cancelled while the task was being stored: the task is cancelled with it.

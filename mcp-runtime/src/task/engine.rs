@@ -23,12 +23,12 @@ impl Owner {
         let http = request.meta.http.as_ref();
         let subject = http.and_then(|h| h.auth.as_deref()).map(crate::auth::AuthInfo::principal);
         let front = request.server().tasks().fronts.of(request.meta.era);
-        let session = front.owner_session(&*request.peer, subject.as_deref());
+        let session = front.owner_session(&*request.link, subject.as_deref());
         let client = match (&subject, &session, http.and_then(|h| h.peer)) {
             (Some(s), _, _) => format!("principal:{s}"),
             (None, Some(session), _) => session.clone(),
             (None, None, Some(peer)) => format!("peer:{peer}"),
-            (None, None, None) => request.peer.connection_key(),
+            (None, None, None) => request.link.connection_key(),
         };
         Owner { session, subject, client }
     }
@@ -145,7 +145,7 @@ impl TaskEngine {
     }
 
     /// Cancels the tasks running on a connection that is going away (its 2025 session ended, or stdio closed).
-    pub(crate) fn cancel_on(&self, conn: &dyn crate::context::Peer, reason: &str) {
+    pub(crate) fn cancel_on(&self, conn: &dyn crate::context::Link, reason: &str) {
         let runs: Vec<_> = self.table().values().filter(|r| r.is_on(conn)).cloned().collect();
         for run in runs {
             run.stop(reason);
@@ -155,7 +155,7 @@ impl TaskEngine {
     /// The connections (by address) with a task running on them: a 2025 session with one is not idle.
     #[cfg(feature = "http")]
     pub(crate) fn connections_running(&self) -> std::collections::HashSet<*const ()> {
-        self.table().values().filter_map(|r| r.request.upgrade()).map(|r| Arc::as_ptr(&r.peer) as *const ()).collect()
+        self.table().values().filter_map(|r| r.request.upgrade()).map(|r| Arc::as_ptr(&r.link) as *const ()).collect()
     }
 
     /// Cancels every running task (the server is stopping).

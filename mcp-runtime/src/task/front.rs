@@ -5,7 +5,7 @@
 use serde_json::{Map, Value};
 
 use crate::base::sink::Sink;
-use crate::context::{Context, Era, Peer, RequestMeta};
+use crate::context::{Context, Era, Link, RequestMeta};
 use crate::handler::tool::ToolDef;
 use crate::server::Server;
 use crate::store::task::TaskRecord;
@@ -21,12 +21,12 @@ pub(crate) trait TaskFront: Send + Sync + 'static {
     fn plan(&self, tool: &ToolDef, params: &Map<String, Value>, meta: &RequestMeta) -> Result<Option<TaskPlan>, Error>;
     /// The session a new task belongs to beside its principal (2025: the connection's session, else the
     /// principal's own key when stateless); none where there are no sessions.
-    fn owner_session(&self, peer: &dyn Peer, subject: Option<&str>) -> Option<String>;
+    fn owner_session(&self, link: &dyn Link, subject: Option<&str>) -> Option<String>;
     /// Whether a caller in `session` may see a task recorded for the session `recorded`.
     fn sees(&self, recorded: Option<&str>, session: Option<&str>) -> bool;
     /// Where the task's own messages go when no `tasks/result` waits; `None` where a task has no stream for its
     /// progress, logs or requests.
-    fn session_sink(&self, peer: &dyn Peer) -> Option<Sink>;
+    fn session_sink(&self, link: &dyn Link) -> Option<Sink>;
     /// Whether a tool result with `isError` fails the task, rather than completing it with that result.
     fn tool_error_fails(&self) -> bool;
     /// Whether the handler's questions are requests of the task's own, rather than input requests in its record.

@@ -52,8 +52,8 @@ impl TaskRun {
         self.record.locked()
     }
 
-    pub(super) fn is_on(&self, conn: &dyn crate::context::Peer) -> bool {
-        self.request.upgrade().is_some_and(|r| std::ptr::addr_eq(Arc::as_ptr(&r.peer), conn))
+    pub(super) fn is_on(&self, conn: &dyn crate::context::Link) -> bool {
+        self.request.upgrade().is_some_and(|r| std::ptr::addr_eq(Arc::as_ptr(&r.link), conn))
     }
 
     /// Applies a change to a live record (none once it is terminal) and returns the record to store.

@@ -101,8 +101,8 @@ impl Listener {
     }
 
     /// Whether the stream belongs to this connection.
-    pub(crate) fn is_on(&self, conn: &dyn crate::context::Peer) -> bool {
-        std::ptr::addr_eq(Arc::as_ptr(&self.request.peer), conn)
+    pub(crate) fn is_on(&self, conn: &dyn crate::context::Link) -> bool {
+        std::ptr::addr_eq(Arc::as_ptr(&self.request.link), conn)
     }
 
     /// Ends the stream from the server's side: the listen request gets its result.
@@ -114,7 +114,7 @@ impl Listener {
         if let Some(Value::Object(meta)) = result.get_mut("_meta") {
             meta.insert(META_SUBSCRIPTION_ID.into(), serde_json::to_value(&self.request.id).unwrap_or_default());
         }
-        self.request.peer.forget(&self.request);
+        self.request.link.forget(&self.request);
         self.request.finish(Frame::result(&self.request.id, &result));
         self.request.stop_quietly();
     }
@@ -209,7 +209,7 @@ impl Subscriber for Listener {
         }
     }
 
-    fn end(&self, conn: Option<&dyn crate::context::Peer>) {
+    fn end(&self, conn: Option<&dyn crate::context::Link>) {
         if conn.is_none_or(|c| self.is_on(c)) {
             self.finish();
         }

@@ -1,4 +1,4 @@
-//! The 2026-07-28 front: stateless requests. Each carries its protocol version and the client's capabilities in
+//! The 2026-07-28 front: self-contained requests, no session. Each carries its protocol version and the client's capabilities in
 //! `params._meta`; nothing is remembered between requests except what the client brings back (`requestState`).
 //!
 //! - The envelope is checked (missing keys: -32602; an unsupported version: -32022 with `supported` and
@@ -45,7 +45,7 @@ pub(crate) const META_SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscript
 /// -32020: an HTTP header disagrees with the body, or a required one is missing.
 pub const HEADER_MISMATCH: ErrorCode = ErrorCode(-32020);
 pub use crate::wire::error::MISSING_CAPABILITY;
-/// -32022: the request names a protocol version the server does not serve statelessly.
+/// -32022: the request names a protocol version the server does not serve in the 2026 way (without `initialize`).
 pub const UNSUPPORTED_VERSION: ErrorCode = ErrorCode(-32022);
 
 /// Whether a message is of this era (see [`crate::era::of`], which decides): it has an envelope (split off its
@@ -101,7 +101,7 @@ fn require_envelope_keys(envelope: &RawEnvelope) -> Result<(), Error> {
     .with_data(json!({ "missing": missing })))
 }
 
-/// -32022 for a version this server does not serve statelessly.
+/// -32022 for a version this server does not serve in the 2026 way (without `initialize`).
 pub(crate) fn unsupported_version(requested: &str) -> Error {
     Error::new(UNSUPPORTED_VERSION, format!("unsupported protocol version {requested:?}"))
         .with_data(json!({ "supported": VERSIONS, "requested": requested }))

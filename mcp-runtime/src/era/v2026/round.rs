@@ -70,19 +70,19 @@ impl RequestEra for Round {
     fn was_interrupted(&self) -> bool {
         Round::was_interrupted(self)
     }
-    fn session(&self, _peer: &dyn crate::context::Peer) -> Option<String> {
+    fn session(&self, _link: &dyn crate::context::Link) -> Option<String> {
         None
     }
-    fn result_prefix<'a>(&self, peer: &'a dyn crate::context::Peer) -> Option<&'a str> {
-        Some(&crate::server::of(peer).inner.result_prefix)
+    fn result_prefix<'a>(&self, link: &'a dyn crate::context::Link) -> Option<&'a str> {
+        Some(&crate::server::of(link).inner.result_prefix)
     }
     fn decorate(
         &self,
-        peer: &dyn crate::context::Peer,
+        link: &dyn crate::context::Link,
         result: Value,
         hints: Option<crate::wire::protocol::CacheHint>,
     ) -> Value {
-        stamp(crate::server::of(peer), result, hints)
+        stamp(crate::server::of(link), result, hints)
     }
     fn interrupted_result(&self, request: &InFlight) -> Result<Value, Error> {
         interrupted_result(request)

@@ -5,7 +5,7 @@
 use serde_json::{json, Map, Value};
 
 use crate::base::sink::Sink;
-use crate::context::{Context, Peer, RequestMeta};
+use crate::context::{Context, Link, RequestMeta};
 use crate::handler::tool::ToolDef;
 use crate::server::Server;
 use crate::store::task::{TaskRecord, TaskStatus};
@@ -37,13 +37,13 @@ impl TaskFront for Tasks2026 {
             _ => Ok(None),
         }
     }
-    fn owner_session(&self, _peer: &dyn Peer, _subject: Option<&str>) -> Option<String> {
+    fn owner_session(&self, _link: &dyn Link, _subject: Option<&str>) -> Option<String> {
         None
     }
     fn sees(&self, recorded: Option<&str>, _session: Option<&str>) -> bool {
         recorded.is_none()
     }
-    fn session_sink(&self, _peer: &dyn Peer) -> Option<Sink> {
+    fn session_sink(&self, _link: &dyn Link) -> Option<Sink> {
         None
     }
     fn tool_error_fails(&self) -> bool {

@@ -72,7 +72,7 @@ pub(super) async fn post_stateless(
             let store: Arc<dyn EventStore> = Arc::new(MemoryEventStore::new(64));
             let session = Session::new(state.server.clone(), Arc::new(NoSink));
             // No session outlives this request: its tasks cannot be listed by session.
-            session.connection().set_sessionless();
+            session.connection().set_stateless();
             if !is_initialize {
                 session.preinitialize(&version);
             }
