@@ -250,7 +250,7 @@ pub mod __fuzz {
     /// An HTTP header value of the 2026 era, with the `=?base64?…?=` form decoded.
     #[cfg(feature = "http")]
     pub fn decode_header_value(raw: &str) -> Result<String, String> {
-        crate::transport::http::decode_header_value(raw)
+        crate::transport::http::decode_header_value(raw).map(std::borrow::Cow::into_owned)
     }
 
     /// Checks a 2026 request's HTTP headers against its body.

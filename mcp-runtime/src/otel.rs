@@ -5,7 +5,9 @@
 //! typically a `TraceContextPropagator`), and spans reach OpenTelemetry through `tracing-opentelemetry`'s layer in
 //! the program's subscriber; without them both are no-ops.
 
-use opentelemetry::propagation::{Extractor, Injector};
+use opentelemetry::propagation::Extractor;
+#[cfg(feature = "client")]
+use opentelemetry::propagation::Injector;
 use serde_json::{Map, Value};
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
@@ -24,8 +26,10 @@ impl Extractor for MetaExtractor<'_> {
     }
 }
 
+#[cfg(feature = "client")]
 struct MetaInjector<'a>(&'a mut Map<String, Value>);
 
+#[cfg(feature = "client")]
 impl Injector for MetaInjector<'_> {
     fn set(&mut self, key: &str, value: String) {
         self.0.insert(key.to_owned(), Value::String(value));
@@ -41,6 +45,7 @@ pub(crate) fn adopt_parent(span: &tracing::Span, meta: Option<&Map<String, Value
 }
 
 /// Puts the current span's trace context in `meta` (what the client sends), unless the caller put one there.
+#[cfg(feature = "client")]
 pub(crate) fn inject_current(meta: &mut Map<String, Value>) {
     if KEYS.iter().any(|k| meta.contains_key(*k)) {
         return;

@@ -11,7 +11,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
 
-use super::{error_response, HttpState};
+use super::{error_response, json_type, HttpState};
 use crate::auth::{AuthInfo, Guard, ProofHeader, Refusal, Request};
 use crate::wire::error::ErrorCode;
 
@@ -35,7 +35,7 @@ async fn metadata(AxumState(state): AxumState<Arc<HttpState>>) -> Response {
     let body = guard.metadata(state.server.scopes_required(), &state.server.inner.info.name);
     (
         StatusCode::OK,
-        [(header::CONTENT_TYPE, "application/json"), (header::CACHE_CONTROL, "max-age=300")],
+        [(header::CONTENT_TYPE, json_type()), (header::CACHE_CONTROL, HeaderValue::from_static("max-age=300"))],
         body.to_string(),
     )
         .into_response()

@@ -5,7 +5,7 @@ use std::sync::Mutex;
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 
-use super::{HttpOptions, VERSION_NAME};
+use super::{json_type, HttpOptions, VERSION_NAME};
 use crate::base::sync::Unpoisoned;
 use crate::wire::error::{Error, ErrorCode};
 use crate::wire::jsonrpc::Frame;
@@ -13,7 +13,7 @@ use crate::wire::protocol::SUPPORTED_PROTOCOL_VERSIONS;
 
 pub(super) fn error_response(status: StatusCode, code: ErrorCode, message: impl Into<String>) -> Response {
     let body = Frame::error(None, &Error::new(code, message));
-    (status, [(header::CONTENT_TYPE, "application/json")], body.into_text()).into_response()
+    (status, [(header::CONTENT_TYPE, json_type())], body.into_text()).into_response()
 }
 
 pub(super) fn plain(status: StatusCode, message: &'static str) -> Response {
@@ -37,7 +37,10 @@ pub(super) fn host_name(authority: &str) -> &str {
 /// address. A name that merely starts with `127.` (`127.evil.example`) is a name, resolved by DNS, and not loopback.
 pub(super) fn is_loopback_host(authority: &str) -> bool {
     let name = host_name(authority);
-    name.eq_ignore_ascii_case("localhost") || name.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
+    // The usual spellings first, without parsing an address.
+    matches!(name, "127.0.0.1" | "::1")
+        || name.eq_ignore_ascii_case("localhost")
+        || name.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
 }
 
 /// Whether an authority (`name` or `name:port`, `[v6]` or `[v6]:port`) spells a port.
@@ -84,16 +87,20 @@ pub(super) fn check_origin(
     headers: &HeaderMap,
     authority: Option<&str>,
 ) -> Result<(), Response> {
-    for (name, what) in [(header::HOST, "Host"), (header::ORIGIN, "Origin")] {
-        if headers.get_all(&name).iter().nth(1).is_some() {
-            return Err(error_response(
+    // Each header looked up once: its only value, or a refusal when it is given twice.
+    let only = |name: header::HeaderName, what: &str| {
+        let mut values = headers.get_all(name).into_iter();
+        match (values.next(), values.next()) {
+            (first, None) => Ok(first),
+            (_, Some(_)) => Err(error_response(
                 StatusCode::BAD_REQUEST,
                 ErrorCode::INVALID_REQUEST,
                 format!("bad request: the {what} header is given more than once"),
-            ));
+            )),
         }
-    }
-    let host = match headers.get(header::HOST) {
+    };
+    let (host, origin) = (only(header::HOST, "Host")?, only(header::ORIGIN, "Origin")?);
+    let host = match host {
         Some(h) => h.to_str().ok(),
         None => authority,
     };
@@ -120,7 +127,7 @@ pub(super) fn check_origin(
             return Err(plain(StatusCode::FORBIDDEN, "forbidden: the Host header is not allowed"));
         }
     }
-    if let Some(origin) = headers.get(header::ORIGIN) {
+    if let Some(origin) = origin {
         let origin = origin.to_str().unwrap_or_default();
         // `scheme://host[:port]`; anything else (`null`, a path) is not a loopback origin.
         let loopback = origin.split_once("://").is_some_and(|(scheme, authority)| {
@@ -149,13 +156,13 @@ pub(super) fn names_2026_version(headers: &HeaderMap) -> bool {
 }
 
 /// The protocol version of a request: the header, or 2025-03-26 when it is missing; unsupported is 400.
-pub(super) fn check_version(headers: &HeaderMap) -> Result<String, Response> {
+pub(super) fn check_version(headers: &HeaderMap) -> Result<&'static str, Response> {
     match headers.get(&VERSION_NAME) {
-        None => Ok("2025-03-26".into()),
+        None => Ok("2025-03-26"),
         Some(v) => {
             let v = v.to_str().unwrap_or_default();
-            if SUPPORTED_PROTOCOL_VERSIONS.contains(&v) {
-                Ok(v.to_owned())
+            if let Some(supported) = SUPPORTED_PROTOCOL_VERSIONS.iter().find(|s| **s == v) {
+                Ok(supported)
             } else {
                 Err(error_response(
                     StatusCode::BAD_REQUEST,
@@ -175,13 +182,14 @@ pub(super) fn accepts(headers: &HeaderMap, kinds: &[&str]) -> bool {
     debug_assert!(kinds.len() <= 2);
     let mut missing = kinds.len();
     let mut seen = [false; 2];
-    for t in headers.get_all(header::ACCEPT).iter().filter_map(|v| v.to_str().ok()).flat_map(|v| v.split(',')) {
-        let t = t.split(';').next().unwrap_or_default().trim();
-        if t == "*/*" {
+    // Read as bytes: a media range is ASCII, and a value that is not cannot name one of `kinds`.
+    for t in headers.get_all(header::ACCEPT).iter().flat_map(|v| v.as_bytes().split(|b| *b == b',')) {
+        let t = t.split(|b| *b == b';').next().unwrap_or_default().trim_ascii();
+        if t == b"*/*" {
             return true;
         }
         for (kind, seen) in kinds.iter().zip(&mut seen) {
-            if !*seen && t.eq_ignore_ascii_case(kind) {
+            if !*seen && t.eq_ignore_ascii_case(kind.as_bytes()) {
                 *seen = true;
                 missing -= 1;
             }

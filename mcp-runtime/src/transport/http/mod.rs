@@ -37,7 +37,7 @@ use std::time::Duration;
 
 use axum::body::Body;
 use axum::extract::State as AxumState;
-use axum::http::{header, HeaderMap, HeaderName, Method, StatusCode};
+use axum::http::{header, HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 
 use crate::auth::AuthInfo;
@@ -54,6 +54,12 @@ pub const VERSION_HEADER: &str = "mcp-protocol-version";
 /// The same two names parsed once: a lookup by `&str` parses and validates the name every time.
 static SESSION_NAME: HeaderName = HeaderName::from_static(SESSION_HEADER);
 static VERSION_NAME: HeaderName = HeaderName::from_static(VERSION_HEADER);
+
+/// `Content-Type: application/json`, the value made without a copy (a `&str` header value is copied into a new
+/// buffer on every response).
+fn json_type() -> HeaderValue {
+    HeaderValue::from_static("application/json")
+}
 
 /// What the endpoint serves with: the server, the options, and each era's own state.
 struct HttpState {
@@ -209,8 +215,7 @@ async fn post(
         Ok(m) => m,
         Err(rejected) => {
             let body = Frame::error(rejected.id.as_ref(), &rejected.error);
-            return (StatusCode::BAD_REQUEST, [(header::CONTENT_TYPE, "application/json")], body.into_text())
-                .into_response();
+            return (StatusCode::BAD_REQUEST, [(header::CONTENT_TYPE, json_type())], body.into_text()).into_response();
         }
     };
     let auth = match &state.server.inner.auth {
@@ -241,7 +246,7 @@ async fn post(
                                 .unwrap_or(StatusCode::BAD_REQUEST),
                         };
                         let body = Frame::error(Some(id), &unknown).into_text();
-                        return (status, [(header::CONTENT_TYPE, "application/json")], body).into_response();
+                        return (status, [(header::CONTENT_TYPE, json_type())], body).into_response();
                     }
                 }
             }

@@ -12,7 +12,7 @@ use tokio::sync::oneshot;
 
 use super::event_store::{EventStore, MemoryEventStore};
 use super::streams::{JsonRoute, Route};
-use super::{priming_frame, sse_response};
+use super::{json_type, priming_frame, sse_response};
 use crate::auth::AuthInfo;
 use crate::base::sink::NoSink;
 use crate::base::sync::Unpoisoned;
@@ -34,7 +34,7 @@ pub(super) async fn post_stateless(
     let version = match check_version(headers) {
         Ok(v) => v,
         Err(r) if !is_initialize => return r,
-        Err(_) => "2025-03-26".into(),
+        Err(_) => "2025-03-26",
     };
     match message {
         Incoming::Notification { method, params, .. } => {
@@ -74,7 +74,7 @@ pub(super) async fn post_stateless(
             // No session outlives this request: its tasks cannot be listed by session.
             session.connection().set_stateless();
             if !is_initialize {
-                session.preinitialize(&version);
+                session.preinitialize(version);
             }
             let entry = StatelessEntry::register(state, caller, id.clone(), &session);
             if state.options.json_response {
@@ -86,8 +86,9 @@ pub(super) async fn post_stateless(
                 let answer = rx.await;
                 guard.done = true;
                 return match answer {
-                    Ok(frame) => (StatusCode::OK, [(header::CONTENT_TYPE, "application/json")], frame.into_text())
-                        .into_response(),
+                    Ok(frame) => {
+                        (StatusCode::OK, [(header::CONTENT_TYPE, json_type())], frame.into_text()).into_response()
+                    }
                     Err(_) => StatusCode::ACCEPTED.into_response(),
                 };
             }

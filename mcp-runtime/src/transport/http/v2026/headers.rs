@@ -1,6 +1,8 @@
 //! The 2026 HTTP header rules: `MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name` and `Mcp-Param-*` agree with the
 //! body (-32020 otherwise), and the HTTP status of a 2026 error response. HTTP's own: stdio has no headers.
 
+use std::borrow::Cow;
+
 use base64::Engine;
 use serde_json::Value;
 
@@ -110,14 +112,14 @@ fn same_number(given: &str, n: &serde_json::Number) -> bool {
 }
 
 /// A header value, with the `=?base64?…?=` form decoded (strict RFC 4648 with padding).
-pub(crate) fn decode_header_value(raw: &str) -> Result<String, String> {
+pub(crate) fn decode_header_value(raw: &str) -> Result<Cow<'_, str>, String> {
     let Some(encoded) = raw.strip_prefix("=?base64?").and_then(|r| r.strip_suffix("?=")) else {
-        return Ok(raw.to_owned());
+        return Ok(Cow::Borrowed(raw));
     };
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(encoded)
         .map_err(|e| format!("invalid Base64 in {raw:?}: {e}"))?;
-    String::from_utf8(bytes).map_err(|_| format!("{raw:?} decodes to bytes that are not UTF-8"))
+    String::from_utf8(bytes).map(Cow::Owned).map_err(|_| format!("{raw:?} decodes to bytes that are not UTF-8"))
 }
 
 /// `Mcp-Param-*` headers of a tool call against the arguments they mirror.
