@@ -5,10 +5,12 @@ earlier would cancel what is still in flight).
     python3 benches/callgrind_stdio.py target/release/testbed 2025|2026 [N]
 
 Prints the responses counted and callgrind's total (`Collected`); the profile is left in /tmp/callgrind.<era>.out
-for `callgrind_annotate --inclusive=yes`. RUST_LOG is not passed on, so the server runs with its default filter.
+for `callgrind_annotate --inclusive=yes`. RUST_LOG is not passed on, so the server runs with its default filter; the
+testbed's own settings are (`TESTBED_LAYERS=timeout,limit` for the middleware figure).
 """
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -30,7 +32,7 @@ data = ("\n".join(json.dumps(l) for l in lines) + "\n").encode()
 expect = n + (1 if era == "2025" else 0)
 out = f"/tmp/callgrind.{era}.out"
 p = subprocess.Popen(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", binary],
-                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={"PATH": "/usr/bin:/bin"})
+                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={"PATH": "/usr/bin:/bin", **{k: v for k, v in os.environ.items() if k.startswith("TESTBED_")}})
 p.stdin.write(data)
 p.stdin.flush()
 answered = 0

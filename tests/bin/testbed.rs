@@ -337,6 +337,15 @@ async fn main(options: Options) -> Result<mcp::ServerBuilder, String> {
     if let Some(limit) = std::env::var("TESTBED_MAX_MESSAGE_BYTES").ok().and_then(|v| v.parse().ok()) {
         builder = builder.max_message_bytes(limit);
     }
+    // Middleware for the benchmarks' figure of the new paths: `timeout` (tower's, 30 s) and `limit` (tower's
+    // concurrency limit, 1,024), in the order named (`TESTBED_LAYERS=timeout,limit`).
+    for layer in std::env::var("TESTBED_LAYERS").unwrap_or_default().split(',').filter(|l| !l.is_empty()) {
+        builder = match layer {
+            "timeout" => builder.layer(mcp::tower::timeout::TimeoutLayer::new(Duration::from_secs(30))),
+            "limit" => builder.layer(mcp::tower::limit::ConcurrencyLimitLayer::new(1024)),
+            other => panic!("TESTBED_LAYERS: unknown layer {other:?} (timeout, limit)"),
+        };
+    }
     if let Some(size) = std::env::var("TESTBED_PAGE_SIZE").ok().and_then(|v| v.parse().ok()) {
         builder = builder.page_size(size);
     }
