@@ -169,6 +169,10 @@ impl KnownClients {
         }
         let client = Arc::new(read()?);
         let mut seen = self.seen.locked();
+        // Another request of the same client may have read it meanwhile: one entry per client.
+        if let Some(k) = seen.iter().rev().find(known) {
+            return Ok(k.client.clone());
+        }
         if seen.len() >= Self::MAX {
             seen.remove(0);
         }

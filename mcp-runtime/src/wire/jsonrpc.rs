@@ -208,14 +208,13 @@ impl Incoming {
 
     /// The message with its 2026 envelope split off `params._meta`, as [`Incoming::parse`] gives it.
     fn split_envelope(self) -> Incoming {
-        let split = split_params;
         match self {
             Incoming::Request { id, method, mut params, envelope: None } => {
-                let envelope = split(&mut params);
+                let envelope = split_params(&mut params);
                 Incoming::Request { id, method, params, envelope }
             }
             Incoming::Notification { method, mut params, envelope: None } => {
-                let envelope = split(&mut params);
+                let envelope = split_params(&mut params);
                 Incoming::Notification { method, params, envelope }
             }
             other => other,
@@ -225,14 +224,13 @@ impl Incoming {
     /// The message as it was sent: the envelope put back into `params._meta`.
     #[cfg(any(test, feature = "fuzzing"))]
     pub(crate) fn restore_envelope(self) -> Incoming {
-        let restore = restore_params;
         match self {
             Incoming::Request { id, method, mut params, envelope: Some(envelope) } => {
-                restore(&mut params, &envelope);
+                restore_params(&mut params, &envelope);
                 Incoming::Request { id, method, params, envelope: None }
             }
             Incoming::Notification { method, mut params, envelope: Some(envelope) } => {
-                restore(&mut params, &envelope);
+                restore_params(&mut params, &envelope);
                 Incoming::Notification { method, params, envelope: None }
             }
             other => other,
