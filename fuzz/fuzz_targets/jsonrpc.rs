@@ -113,6 +113,10 @@ fuzz_target!(|data: &[u8]| {
     let expected = match serde_json::from_slice::<Value>(data) {
         Ok(value) if holds_reserved_key(&value) => return,
         Ok(value) => model(&value),
+        // A number beyond f64's range is JSON (RFC 8259 sets no limit), which serde_json's `Value` cannot hold: in a
+        // member the runtime does not build as a value (one it skips, or the 2026 envelope it keeps as text) the
+        // message is read, and the member's reader, if any, says what is wrong. Outside this model.
+        Err(e) if e.to_string().starts_with("number out of range") => return,
         Err(_) => {
             let (id, error) = parsed.expect_err("bytes that are not JSON were accepted");
             assert_eq!(error.code, ErrorCode::PARSE_ERROR, "{error}");
