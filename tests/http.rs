@@ -536,3 +536,56 @@ fn duplicate_or_missing_host_and_origin_are_400() {
     let v2026 = get("2026-07-28");
     assert!(v2026.starts_with("HTTP/1.1 405"), "{v2026}");
 }
+
+/// A body that comes in pieces (chunked, or a declared length sent in two writes with a pause between) is read
+/// whole, however the endpoint is reached; a path other than the endpoint's is 404, and a query string does not
+/// keep a request from the endpoint. (`serve_http` sends a request to the endpoint's own path straight to it,
+/// and the rest through the router.)
+#[test]
+fn bodies_in_pieces_are_read_whole_and_other_paths_are_404() {
+    let server = HttpServer::start(&[]);
+    let authority = server.url.trim_start_matches("http://").split('/').next().unwrap().to_owned();
+    let body = r#"{"jsonrpc":"2.0","id":7,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#;
+    let send = |pieces: Vec<String>| {
+        let mut tcp = std::net::TcpStream::connect(&authority).unwrap();
+        tcp.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        tcp.set_nodelay(true).unwrap();
+        for (i, piece) in pieces.iter().enumerate() {
+            if i > 0 {
+                std::thread::sleep(Duration::from_millis(60));
+            }
+            tcp.write_all(piece.as_bytes()).unwrap();
+        }
+        let mut answer = Vec::new();
+        let _ = tcp.read_to_end(&mut answer);
+        String::from_utf8_lossy(&answer).into_owned()
+    };
+    let head = |path: &str, framing: &str| {
+        format!(
+            "POST {path} HTTP/1.1\r\nHost: {authority}\r\nContent-Type: application/json\r\nAccept: application/json, \
+             text/event-stream\r\nConnection: close\r\n{framing}\r\n"
+        )
+    };
+    let (left, right) = body.split_at(body.len() / 2);
+
+    let split = send(vec![head("/mcp", &format!("Content-Length: {}\r\n", body.len())) + left, right.to_owned()]);
+    assert!(split.starts_with("HTTP/1.1 200"), "{split}");
+    assert!(split.contains(r#""id":7"#) && split.contains("protocolVersion"), "{split}");
+
+    let chunk = |text: &str| format!("{:x}\r\n{text}\r\n", text.len());
+    let chunked = send(vec![
+        head("/mcp", "Transfer-Encoding: chunked\r\n") + &chunk(left),
+        chunk(right),
+        "0\r\n\r\n".to_owned(),
+    ]);
+    assert!(chunked.starts_with("HTTP/1.1 200"), "{chunked}");
+    assert!(chunked.contains(r#""id":7"#) && chunked.contains("protocolVersion"), "{chunked}");
+
+    let with_query = send(vec![head("/mcp?x=1", &format!("Content-Length: {}\r\n", body.len())) + body]);
+    assert!(with_query.starts_with("HTTP/1.1 200"), "{with_query}");
+
+    for path in ["/other", "/mcp/", "/MCP"] {
+        let elsewhere = send(vec![head(path, &format!("Content-Length: {}\r\n", body.len())) + body]);
+        assert!(elsewhere.starts_with("HTTP/1.1 404"), "{path}: {elsewhere}");
+    }
+}

@@ -30,15 +30,17 @@ pub use v2025::BACKED_UP_WAIT;
 #[cfg(feature = "fuzzing")]
 pub(crate) use v2026::headers::{check_http_headers, decode_header_value};
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::Duration;
 
-use axum::body::Body;
+use axum::body::{Body, Bytes};
 use axum::extract::State as AxumState;
 use axum::http::{header, HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
+use futures_core::Stream;
 
 use crate::auth::AuthInfo;
 use crate::context::{Era, HttpRequest};
@@ -74,6 +76,13 @@ struct HttpState {
 }
 
 async fn endpoint(AxumState(state): AxumState<Arc<HttpState>>, request: axum::extract::Request) -> Response {
+    let socket = request.extensions().get::<axum::extract::ConnectInfo<SocketAddr>>().map(|c| c.0.ip());
+    serve_request(state, request, socket).await
+}
+
+/// A request to the endpoint, from the router (`endpoint`) or straight from the connection (`serve_http_on`, for
+/// a request to the endpoint's path, skips the router). `socket` is the address of the connection's peer.
+async fn serve_request(state: Arc<HttpState>, request: axum::extract::Request, socket: Option<IpAddr>) -> Response {
     let (parts, body) = request.into_parts();
     let (method, mut headers) = (parts.method, parts.headers);
     if let Err(r) = check_origin(&state.options, &state.refused, &headers, parts.uri.authority().map(|a| a.as_str())) {
@@ -97,7 +106,6 @@ async fn endpoint(AxumState(state): AxumState<Arc<HttpState>>, request: axum::ex
     }
     match method {
         Method::POST => {
-            let socket = parts.extensions.get::<axum::extract::ConnectInfo<SocketAddr>>().map(|c| c.0.ip());
             let forwarded = state.options.trust_forwarded.then(|| guards::forwarded_for(&headers)).flatten();
             let peer = forwarded.or(socket);
             post(state, headers, (path, query), body, auth, peer).await
@@ -115,7 +123,7 @@ const DISCARD_BYTES: u64 = 64 << 20;
 /// A request body, as [`read_body`] read it.
 enum BodyRead {
     /// The whole body, within the limit.
-    Whole(Vec<u8>),
+    Whole(Bytes),
     /// Over the limit.
     TooLarge,
     /// It did not arrive within the body read timeout.
@@ -128,32 +136,51 @@ enum BodyRead {
 /// away (up to [`DISCARD_BYTES`] more, within the same timeout) before the 413 goes out: a connection closed with
 /// part of its upload unread is reset, and a client still sending (one that did not ask for `100 Continue`) would
 /// see its writes fail instead of the answer. A body declared longer than that is refused without reading on.
+///
+/// A body that came in one piece is kept as it came, without a copy; the timer starts only once the body has to
+/// be waited for (a small body usually arrived with the request's head).
 async fn read_body(body: Body, limit: usize, declared: Option<u64>, timeout: Duration) -> BodyRead {
-    let deadline = tokio::time::Instant::now() + timeout;
     let (limit, most) = (limit as u64, (limit as u64).saturating_add(DISCARD_BYTES));
     if declared.is_some_and(|n| n > most) {
         return BodyRead::TooLarge;
     }
     let mut stream = body.into_data_stream();
-    let mut kept = Vec::with_capacity(declared.unwrap_or(0).min(limit) as usize);
+    let mut deadline = None;
+    // The body while it is one piece; once a second piece comes, the pieces are copied into `kept`.
+    let mut first: Option<Bytes> = None;
+    let mut kept = Vec::new();
     let mut read = 0u64;
     loop {
-        let next = std::future::poll_fn(|cx| futures_core::Stream::poll_next(Pin::new(&mut stream), cx));
-        let chunk = match (tokio::time::timeout_at(deadline, next).await, read > limit) {
+        let ready = std::future::poll_fn(|cx| Poll::Ready(Pin::new(&mut stream).poll_next(cx))).await;
+        let next = match ready {
+            Poll::Ready(next) => Ok(next),
+            Poll::Pending => {
+                let deadline = *deadline.get_or_insert_with(|| tokio::time::Instant::now() + timeout);
+                let next = std::future::poll_fn(|cx| Pin::new(&mut stream).poll_next(cx));
+                tokio::time::timeout_at(deadline, next).await
+            }
+        };
+        let chunk = match (next, read > limit) {
             (Ok(Some(Ok(chunk))), _) => chunk,
-            (Ok(None), false) => return BodyRead::Whole(kept),
+            (Ok(None), false) => return BodyRead::Whole(first.unwrap_or_else(|| Bytes::from(kept))),
             (Err(_), false) => return BodyRead::TimedOut,
             (Ok(Some(Err(_))), false) => return BodyRead::Broken,
             // Over the limit, however the rest went.
             (_, true) => return BodyRead::TooLarge,
         };
         read += chunk.len() as u64;
-        if read <= limit {
-            kept.extend_from_slice(&chunk);
-        } else if read > most {
+        if read > most {
             return BodyRead::TooLarge;
-        } else if kept.capacity() > 0 {
-            kept = Vec::new();
+        } else if read > limit {
+            (first, kept) = (None, Vec::new());
+        } else if first.is_none() && kept.is_empty() {
+            first = Some(chunk);
+        } else {
+            if let Some(first) = first.take() {
+                kept.reserve(declared.map_or(0, |n| n.min(limit) as usize).max(first.len() + chunk.len()));
+                kept.extend_from_slice(&first);
+            }
+            kept.extend_from_slice(&chunk);
         }
     }
 }

@@ -123,7 +123,10 @@ impl Server {
         // A slot per connection, held until it ends; `open` lists them, to choose one to close at the cap.
         let slots = Arc::new(tokio::sync::Semaphore::new(max_connections));
         let open = Arc::new(connections::Connections::new());
-        let serve = Arc::new(ServeConnection { http1, router, write_timeout, open: open.clone() });
+        // A request to the endpoint's own path goes to it straight, without the router's matching and boxing (the
+        // router still serves the rest: the authorization metadata, and 404 for any other path).
+        let direct = is_plain_path(&state.options.path).then(|| (state.options.path.clone(), state.clone()));
+        let serve = Arc::new(ServeConnection { http1, router, direct, write_timeout, open: open.clone() });
         let running = tokio_util::task::TaskTracker::new();
         let mut stop = std::pin::pin!(crate::transport::stop_signal());
         loop {
@@ -193,6 +196,20 @@ impl Server {
     }
 }
 
+/// Where a request on a connection goes.
+enum To {
+    /// The endpoint, straight.
+    Endpoint(Arc<HttpState>),
+    /// The router: any other path.
+    Router(Router),
+}
+
+/// A path the router matches as it is written (no `{capture}` or `*wildcard`), so a request's path equal to it
+/// would reach the endpoint through the router too.
+fn is_plain_path(path: &str) -> bool {
+    path.starts_with('/') && !path.contains(['{', '}', '*'])
+}
+
 /// How long a newcomer at the connection cap waits for the idle connection asked to make room to close (at once,
 /// unless a request reached it meanwhile, which it then serves to its end first); then it is refused.
 pub(super) const RECLAIM_WAIT: Duration = Duration::from_secs(5);
@@ -201,6 +218,8 @@ pub(super) const RECLAIM_WAIT: Duration = Duration::from_secs(5);
 pub(super) struct ServeConnection {
     pub(super) http1: hyper::server::conn::http1::Builder,
     pub(super) router: Router,
+    /// The endpoint's path and state, when a request to that path can skip the router.
+    pub(super) direct: Option<(String, Arc<HttpState>)>,
     pub(super) write_timeout: Duration,
     pub(super) open: Arc<connections::Connections>,
 }
@@ -217,16 +236,26 @@ impl ServeConnection {
         let Some(conn) = self.open.open(peer.ip()) else { return };
         // Small SSE events must not wait for Nagle's algorithm.
         let _ = tcp.set_nodelay(true);
-        let router = self.router.clone();
         let of = conn.clone();
+        let serve = self.clone();
         let service = hyper::service::service_fn(move |mut request: hyper::Request<hyper::body::Incoming>| {
-            // The peer's address reaches stateless requests, to match a cancel to its caller.
-            request.extensions_mut().insert(axum::extract::ConnectInfo(peer));
             // The connection is busy from the request's head to its response's last byte.
             let busy = connections::Busy::new(&of);
-            let answer = tower::ServiceExt::oneshot(router.clone(), request);
+            let to = match &serve.direct {
+                Some((path, state)) if request.uri().path() == path => To::Endpoint(state.clone()),
+                _ => {
+                    // The peer's address reaches stateless requests, to match a cancel to its caller.
+                    request.extensions_mut().insert(axum::extract::ConnectInfo(peer));
+                    To::Router(serve.router.clone())
+                }
+            };
             async move {
-                let response = answer.await?;
+                let response = match to {
+                    To::Endpoint(state) => {
+                        super::serve_request(state, request.map(axum::body::Body::new), Some(peer.ip())).await
+                    }
+                    To::Router(router) => tower::ServiceExt::oneshot(router, request).await?,
+                };
                 Ok::<_, std::convert::Infallible>(response.map(|body| connections::Tracked::new(body, busy)))
             }
         });
