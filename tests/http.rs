@@ -573,11 +573,8 @@ fn bodies_in_pieces_are_read_whole_and_other_paths_are_404() {
     assert!(split.contains(r#""id":7"#) && split.contains("protocolVersion"), "{split}");
 
     let chunk = |text: &str| format!("{:x}\r\n{text}\r\n", text.len());
-    let chunked = send(vec![
-        head("/mcp", "Transfer-Encoding: chunked\r\n") + &chunk(left),
-        chunk(right),
-        "0\r\n\r\n".to_owned(),
-    ]);
+    let chunked =
+        send(vec![head("/mcp", "Transfer-Encoding: chunked\r\n") + &chunk(left), chunk(right), "0\r\n\r\n".to_owned()]);
     assert!(chunked.starts_with("HTTP/1.1 200"), "{chunked}");
     assert!(chunked.contains(r#""id":7"#) && chunked.contains("protocolVersion"), "{chunked}");
 

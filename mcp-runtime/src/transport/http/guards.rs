@@ -3,9 +3,9 @@
 use std::sync::Mutex;
 
 use axum::http::{header, HeaderMap, StatusCode};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 
-use super::{json_type, HttpOptions, VERSION_NAME};
+use super::{json_body, HttpOptions, VERSION_NAME};
 use crate::base::sync::Unpoisoned;
 use crate::wire::error::{Error, ErrorCode};
 use crate::wire::jsonrpc::Frame;
@@ -13,7 +13,7 @@ use crate::wire::protocol::SUPPORTED_PROTOCOL_VERSIONS;
 
 pub(super) fn error_response(status: StatusCode, code: ErrorCode, message: impl Into<String>) -> Response {
     let body = Frame::error(None, &Error::new(code, message));
-    (status, [(header::CONTENT_TYPE, json_type())], body.into_text()).into_response()
+    json_body(status, body)
 }
 
 pub(super) fn plain(status: StatusCode, message: &'static str) -> Response {

@@ -63,6 +63,14 @@ fn json_type() -> HeaderValue {
     HeaderValue::from_static("application/json")
 }
 
+/// A frame as one JSON body, with its status: the frame's text is the body as it is, without a copy.
+fn json_body(status: StatusCode, frame: Frame) -> Response {
+    let mut response = Response::new(Body::from(frame.into_text()));
+    *response.status_mut() = status;
+    response.headers_mut().insert(header::CONTENT_TYPE, json_type());
+    response
+}
+
 /// What the endpoint serves with: the server, the options, and each era's own state.
 struct HttpState {
     server: Server,
@@ -242,7 +250,7 @@ async fn post(
         Ok(m) => m,
         Err(rejected) => {
             let body = Frame::error(rejected.id.as_ref(), &rejected.error);
-            return (StatusCode::BAD_REQUEST, [(header::CONTENT_TYPE, json_type())], body.into_text()).into_response();
+            return json_body(StatusCode::BAD_REQUEST, body);
         }
     };
     let auth = match &state.server.inner.auth {
@@ -272,8 +280,7 @@ async fn post(
                             Era::V2026 => StatusCode::from_u16(v2026::headers::http_status(unknown.code))
                                 .unwrap_or(StatusCode::BAD_REQUEST),
                         };
-                        let body = Frame::error(Some(id), &unknown).into_text();
-                        return (status, [(header::CONTENT_TYPE, json_type())], body).into_response();
+                        return json_body(status, Frame::error(Some(id), &unknown));
                     }
                 }
             }

@@ -24,7 +24,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::first_poll::FirstPoll;
 use super::guards::{accepts, check_version, error_response, names_2026_version, plain};
-use super::{json_type, HttpState, SESSION_NAME};
+use super::{json_body, HttpState, SESSION_NAME};
 use crate::auth::AuthInfo;
 use crate::base::backlog::Backlog;
 use crate::context::HttpRequest;
@@ -168,8 +168,7 @@ async fn wait_for_reader(session: &HttpSession, message: &Incoming) -> Result<()
         ),
     );
     let body = Frame::error(id, &error);
-    let mut response =
-        (StatusCode::SERVICE_UNAVAILABLE, [(header::CONTENT_TYPE, json_type())], body.into_text()).into_response();
+    let mut response = json_body(StatusCode::SERVICE_UNAVAILABLE, body);
     response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
     Err(response)
 }
@@ -187,7 +186,7 @@ async fn answer_request(
             Arc::new(JsonRoute { response: Mutex::new(Some(tx)), standalone: http_session.standalone.clone() });
         http_session.session.handle_routed(message, &Origin { sink, http: Some(http) });
         return match rx.await {
-            Ok(frame) => (StatusCode::OK, [(header::CONTENT_TYPE, json_type())], frame.into_text()).into_response(),
+            Ok(frame) => json_body(StatusCode::OK, frame),
             // Cancelled: there is no response to give.
             Err(_) => StatusCode::ACCEPTED.into_response(),
         };
@@ -216,7 +215,7 @@ async fn answer_request(
     });
     match answer {
         // The response came alone in the handler's first poll: nothing to stream or resume.
-        Ok(frame) => (StatusCode::OK, [(header::CONTENT_TYPE, json_type())], frame.into_text()).into_response(),
+        Ok(frame) => json_body(StatusCode::OK, frame),
         Err((route, priming, events, backlog)) => {
             sse_response(state, priming, (events, Some(backlog)), None, Some(http_session), Some(&route.name))
         }

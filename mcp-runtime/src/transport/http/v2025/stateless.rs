@@ -5,14 +5,14 @@ use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, Weak};
 
-use axum::http::{header, HeaderMap, StatusCode};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 use tokio::sync::oneshot;
 
 use super::event_store::{EventStore, MemoryEventStore};
 use super::streams::{JsonRoute, Route};
-use super::{json_type, priming_frame, sse_response};
+use super::{json_body, priming_frame, sse_response};
 use crate::auth::AuthInfo;
 use crate::base::sink::NoSink;
 use crate::base::sync::Unpoisoned;
@@ -86,9 +86,7 @@ pub(super) async fn post_stateless(
                 let answer = rx.await;
                 guard.done = true;
                 return match answer {
-                    Ok(frame) => {
-                        (StatusCode::OK, [(header::CONTENT_TYPE, json_type())], frame.into_text()).into_response()
-                    }
+                    Ok(frame) => json_body(StatusCode::OK, frame),
                     Err(_) => StatusCode::ACCEPTED.into_response(),
                 };
             }

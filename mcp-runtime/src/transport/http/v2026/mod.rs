@@ -25,7 +25,7 @@ use tokio::sync::mpsc;
 pub(super) mod headers;
 
 use super::first_poll::FirstPoll;
-use super::{json_type, HttpState};
+use super::{json_body, HttpState};
 use crate::base::backlog::{Admit, Backlog};
 use crate::base::sink::NoSink;
 use crate::base::sync::Unpoisoned;
@@ -259,7 +259,7 @@ fn json_answer(frame: Frame) -> Response {
         _ => 200,
     };
     let status = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
-    (status, [(header::CONTENT_TYPE, json_type())], frame.into_text()).into_response()
+    json_body(status, frame)
 }
 
 /// The SSE answer of a 2026 request: its notifications, then its response; keep-alive comments while idle.
