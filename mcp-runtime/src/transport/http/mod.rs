@@ -33,7 +33,6 @@ pub(crate) use v2026::headers::{check_http_headers, decode_header_value};
 use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
 use std::sync::Arc;
-use std::task::Poll;
 use std::time::Duration;
 
 use axum::body::{Body, Bytes};
@@ -145,29 +144,22 @@ enum BodyRead {
 /// part of its upload unread is reset, and a client still sending (one that did not ask for `100 Continue`) would
 /// see its writes fail instead of the answer. A body declared longer than that is refused without reading on.
 ///
-/// A body that came in one piece is kept as it came, without a copy; the timer starts only once the body has to
-/// be waited for (a small body usually arrived with the request's head).
+/// A body that came in one piece (a small one usually arrives with the request's head) is kept as it came, without
+/// a copy.
 async fn read_body(body: Body, limit: usize, declared: Option<u64>, timeout: Duration) -> BodyRead {
     let (limit, most) = (limit as u64, (limit as u64).saturating_add(DISCARD_BYTES));
     if declared.is_some_and(|n| n > most) {
         return BodyRead::TooLarge;
     }
+    let deadline = tokio::time::Instant::now() + timeout;
     let mut stream = body.into_data_stream();
-    let mut deadline = None;
     // The body while it is one piece; once a second piece comes, the pieces are copied into `kept`.
     let mut first: Option<Bytes> = None;
     let mut kept = Vec::new();
     let mut read = 0u64;
     loop {
-        let ready = std::future::poll_fn(|cx| Poll::Ready(Pin::new(&mut stream).poll_next(cx))).await;
-        let next = match ready {
-            Poll::Ready(next) => Ok(next),
-            Poll::Pending => {
-                let deadline = *deadline.get_or_insert_with(|| tokio::time::Instant::now() + timeout);
-                let next = std::future::poll_fn(|cx| Pin::new(&mut stream).poll_next(cx));
-                tokio::time::timeout_at(deadline, next).await
-            }
-        };
+        let next = std::future::poll_fn(|cx| Pin::new(&mut stream).poll_next(cx));
+        let next = tokio::time::timeout_at(deadline, next).await;
         let chunk = match (next, read > limit) {
             (Ok(Some(Ok(chunk))), _) => chunk,
             (Ok(None), false) => return BodyRead::Whole(first.unwrap_or_else(|| Bytes::from(kept))),
