@@ -63,7 +63,8 @@ pub(crate) struct Registry {
     page_size: usize,
     /// What 2026 list results carry besides their items.
     extra_2026: Map<String, Value>,
-    /// Each tool's parameters mirrored in `Mcp-Param-*` headers.
+    /// The parameters mirrored in `Mcp-Param-*` headers, of each tool that has any (most have none, and their
+    /// calls find nothing without comparing names).
     headers: BTreeMap<String, Vec<ParamHeader>>,
     /// Whether optional properties of input schemas keep their `null` (`ServerBuilder::nullable_options`).
     pub nullable_options: bool,
@@ -125,7 +126,19 @@ impl Registry {
     /// The parameters of a tool that are mirrored in `Mcp-Param-*` headers.
     #[cfg(feature = "http")]
     pub(crate) fn tool_headers(&self, name: &str) -> Option<&[ParamHeader]> {
-        self.headers.get(name).map(Vec::as_slice).filter(|h| !h.is_empty())
+        if self.headers.is_empty() {
+            return None;
+        }
+        self.headers.get(name).map(Vec::as_slice)
+    }
+
+    /// Records a tool's mirrored parameters (none: forgets any an earlier tool of that name had).
+    fn set_tool_headers(&mut self, name: &str, headers: Vec<ParamHeader>) {
+        if headers.is_empty() {
+            self.headers.remove(name);
+        } else {
+            self.headers.insert(name.to_owned(), headers);
+        }
     }
 
     pub(crate) fn insert_tool(&mut self, def: ToolDef) -> Result<(), BuildError> {
@@ -151,7 +164,7 @@ impl Registry {
         }
         let headers = param_headers(&input_schema)
             .map_err(|why| BuildError::BadHeader { tool: def.name.to_owned(), message: why })?;
-        self.headers.insert(def.name.to_owned(), headers);
+        self.set_tool_headers(def.name, headers);
         let tool = Tool {
             name: def.name.to_owned(),
             title: def.title.map(str::to_owned),
@@ -237,7 +250,7 @@ impl Registry {
             let (first, second) = location_pair(first.def.location, def.location);
             return Err(BuildError::DuplicateTool { name: def.name.to_owned(), first, second });
         }
-        self.headers.insert(def.name.to_owned(), param_headers(&descriptor["inputSchema"]).unwrap_or_default());
+        self.set_tool_headers(def.name, param_headers(&descriptor["inputSchema"]).unwrap_or_default());
         self.tools.insert(def.name.to_owned(), Listed { def, descriptor, v2025: None, enabled: true });
         self.callable.insert(def.name, def);
         Ok(())
