@@ -527,3 +527,38 @@ async fn a_header_reaches_the_server_on_every_request_and_a_401_is_readable() {
         client.close().await;
     }
 }
+
+/// Waits until it is cancelled.
+#[mcp::tool]
+async fn forever() -> String {
+    std::future::pending::<()>().await;
+    unreachable!()
+}
+
+/// Closing an HTTP client fails its calls still in flight at once, with `Error::Closed`, in both eras; so does any
+/// later call on a clone. (They used to wait out their timeout, or forever without one: closing stopped the
+/// readers that would have answered them, and told no one.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn closing_an_http_client_fails_its_calls_in_flight_at_once() {
+    let server = mcp::Server::builder().tool::<forever>().build().unwrap();
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    tokio::spawn(server.serve_http_on(listener, mcp::HttpOptions::new()));
+    for era in [EraChoice::V2025, EraChoice::V2026] {
+        let client = Client::builder().era(era).http(url.clone()).await.unwrap();
+        let waiting = tokio::spawn({
+            let client = client.clone();
+            async move { client.call_tool("forever", json!({})).await }
+        });
+        // The call is on its way (its request sent, or about to be).
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let clone = client.clone();
+        let started = Instant::now();
+        client.close().await;
+        let failed = tokio::time::timeout(WAIT, waiting).await.expect("the call ends once its client closes").unwrap();
+        assert!(matches!(failed, Err(Error::Closed)), "{era:?}: {failed:?}");
+        assert!(started.elapsed() < Duration::from_secs(5), "{era:?}: {:?}", started.elapsed());
+        let later = clone.call_tool("forever", json!({})).await;
+        assert!(matches!(later, Err(Error::Closed)), "{era:?}: {later:?}");
+    }
+}

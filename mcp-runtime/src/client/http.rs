@@ -247,13 +247,18 @@ impl Http {
     }
 
     /// Ends the 2025 session (DELETE) and stops every reader.
-    pub(crate) async fn close(&self) {
+    /// Stops the standalone stream and every request's reader: no answer reaches the client after this.
+    pub(crate) fn stop_readers(&self) {
         if let Some(standalone) = self.standalone.locked().take() {
             standalone.abort();
         }
         for (_, reader) in self.readers.locked().drain() {
             reader.abort();
         }
+    }
+
+    /// Ends the 2025 session, if there is one (`DELETE`).
+    pub(crate) async fn end_session(&self) {
         let session = self.shared.session.locked().take();
         if let Some(session) = session {
             // With the token held, but no authorization for it: closing never asks a user to sign in.
@@ -264,12 +269,7 @@ impl Http {
 
 impl Drop for Http {
     fn drop(&mut self) {
-        if let Some(standalone) = self.standalone.locked().take() {
-            standalone.abort();
-        }
-        for (_, reader) in self.readers.locked().drain() {
-            reader.abort();
-        }
+        self.stop_readers();
     }
 }
 

@@ -529,7 +529,13 @@ impl Client {
     pub async fn close(self) {
         match &self.inner.link {
             Link::Stdio(stdio) => stdio.close().await,
-            Link::Http(http) => http.close().await,
+            Link::Http(http) => {
+                // A call still waiting can get no answer once its reader stops: it fails now (`Error::Closed`), as
+                // every later one does, instead of waiting out its timeout (or forever, without one).
+                http.stop_readers();
+                self.inner.close_with(Error::Closed);
+                http.end_session().await;
+            }
         }
     }
 }
