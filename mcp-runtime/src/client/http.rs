@@ -246,7 +246,6 @@ impl Http {
         let _ = tokio::time::timeout(Duration::from_secs(5), wait).await;
     }
 
-    /// Ends the 2025 session (DELETE) and stops every reader.
     /// Stops the standalone stream and every request's reader: no answer reaches the client after this.
     pub(crate) fn stop_readers(&self) {
         if let Some(standalone) = self.standalone.locked().take() {

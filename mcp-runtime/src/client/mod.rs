@@ -525,7 +525,8 @@ impl Client {
     }
 
     /// Closes the connection: ends the 2025 HTTP session (DELETE), or the child's stdin, then waits a little for it
-    /// to exit (and kills it after).
+    /// to exit (and kills it after). Over HTTP, calls still waiting fail at once with [`Error::Closed`], as does any
+    /// later call on a clone of this client.
     pub async fn close(self) {
         match &self.inner.link {
             Link::Stdio(stdio) => stdio.close().await,

@@ -63,8 +63,8 @@ pub(crate) struct Registry {
     page_size: usize,
     /// What 2026 list results carry besides their items.
     extra_2026: Map<String, Value>,
-    /// The parameters mirrored in `Mcp-Param-*` headers, of each tool that has any (most have none, and their
-    /// calls find nothing without comparing names).
+    /// The parameters mirrored in `Mcp-Param-*` headers, of each tool that has any (most have none: a call of
+    /// theirs searches a small table, or an empty one).
     headers: BTreeMap<String, Vec<ParamHeader>>,
     /// Whether optional properties of input schemas keep their `null` (`ServerBuilder::nullable_options`).
     pub nullable_options: bool,
@@ -126,9 +126,6 @@ impl Registry {
     /// The parameters of a tool that are mirrored in `Mcp-Param-*` headers.
     #[cfg(feature = "http")]
     pub(crate) fn tool_headers(&self, name: &str) -> Option<&[ParamHeader]> {
-        if self.headers.is_empty() {
-            return None;
-        }
         self.headers.get(name).map(Vec::as_slice)
     }
 

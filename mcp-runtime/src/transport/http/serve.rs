@@ -125,7 +125,7 @@ impl Server {
         let open = Arc::new(connections::Connections::new());
         // A request to the endpoint's own path goes to it straight, without the router's matching and boxing (the
         // router still serves the rest: the authorization metadata, and 404 for any other path).
-        let direct = is_plain_path(&state.options.path).then(|| (state.options.path.clone(), state.clone()));
+        let direct = is_plain_path(&state.options.path).then(|| state.clone());
         let serve = Arc::new(ServeConnection { http1, router, direct, write_timeout, open: open.clone() });
         let running = tokio_util::task::TaskTracker::new();
         let mut stop = std::pin::pin!(crate::transport::stop_signal());
@@ -218,8 +218,8 @@ pub(super) const RECLAIM_WAIT: Duration = Duration::from_secs(5);
 pub(super) struct ServeConnection {
     pub(super) http1: hyper::server::conn::http1::Builder,
     pub(super) router: Router,
-    /// The endpoint's path and state, when a request to that path can skip the router.
-    pub(super) direct: Option<(String, Arc<HttpState>)>,
+    /// The endpoint's state, when a request to its path (`options.path`) can skip the router.
+    pub(super) direct: Option<Arc<HttpState>>,
     pub(super) write_timeout: Duration,
     pub(super) open: Arc<connections::Connections>,
 }
@@ -242,7 +242,7 @@ impl ServeConnection {
             // The connection is busy from the request's head to its response's last byte.
             let busy = connections::Busy::new(&of);
             let to = match &serve.direct {
-                Some((path, state)) if request.uri().path() == path => To::Endpoint(state.clone()),
+                Some(state) if request.uri().path() == state.options.path => To::Endpoint(state.clone()),
                 _ => {
                     // The peer's address reaches stateless requests, to match a cancel to its caller.
                     request.extensions_mut().insert(axum::extract::ConnectInfo(peer));
