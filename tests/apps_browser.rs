@@ -1,6 +1,7 @@
 //! The bookshop's app (MCP Apps) in a real browser: the bookshop over HTTP; our client reads its app
 //! (`ui://bookshop/holds`, `text/html;profile=mcp-app`) and finds it linked from `list_holds`; then headless
-//! Chromium (Debian's, driven by Playwright from the tests' Python venv) renders it in a sandboxed frame on a host
+//! Chromium (Debian's, else the one npm's `@sparticuz/chromium` ships: tests/common/browser.rs; driven by Playwright
+//! from the tests' Python venv) renders it in a sandboxed frame on a host
 //! page of the test's own, which proxies the app's tool calls to the bookshop (tests/python/apps_browser.py): the
 //! app shows the hold, a click on its button releases it through `cancel_hold`, and a hold made later appears by
 //! itself. Screenshots for a person to look at are written under `target/apps-browser/`.
@@ -32,7 +33,12 @@ async fn the_bookshops_app_renders_its_holds_and_releases_one_in_chromium() {
     let url = shop.url.clone();
     let (page_arg, out_arg) = (page.clone(), out.clone());
     let printed = tokio::task::spawn_blocking(move || {
-        common::python::run_script("apps_browser.py", &[url.as_ref(), page_arg.as_os_str(), out_arg.as_os_str()])
+        let chromium = common::browser::chromium();
+        eprintln!("the browser: {} ({})", chromium.executable.display(), chromium.source);
+        let mut env = chromium.env;
+        env.push(("MCP_TEST_CHROMIUM", chromium.executable.into_os_string()));
+        let args = [url.as_ref(), page_arg.as_os_str(), out_arg.as_os_str()];
+        common::python::run_script_with_env("apps_browser.py", &args, &env)
     })
     .await
     .unwrap();

@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod balancer;
+pub mod browser;
 pub mod cases;
 pub mod duplex;
 pub mod http;

