@@ -586,3 +586,55 @@ fn bodies_in_pieces_are_read_whole_and_other_paths_are_404() {
         assert!(elsewhere.starts_with("HTTP/1.1 404"), "{path}: {elsewhere}");
     }
 }
+
+/// Behind a proxy: every SSE answer says `X-Accel-Buffering: no` (nginx then passes each event on as it comes), and
+/// an open stream with nothing to say gets a keep-alive comment every `--keep-alive` (a proxy's read timeout would
+/// cut it otherwise): a request's stream while its handler works, and the session's GET stream while idle.
+#[tokio::test]
+async fn every_2025_stream_is_unbuffered_and_kept_alive() {
+    let server = HttpServer::start(&["--keep-alive", "0.1"]);
+    let mut client = server.client();
+    client.initialize(json!({})).await;
+
+    let response = client.send(&request(2, "tools/call", json!({"name": "sleep", "arguments": {"ms": 700}}))).await;
+    assert_eq!(response.headers()["content-type"], "text/event-stream");
+    assert_eq!(response.headers()["x-accel-buffering"], "no", "a request's stream");
+    let mut body = Body::of(response).await;
+    assert_eq!(body.response(&json!(2), "tools/call").await["result"]["content"][0]["text"], "slept 700 ms");
+    assert!(body.comments >= 3, "keep-alives while the handler worked: {}", body.comments);
+    assert!(body.events.iter().all(|e| e.id.is_some()), "a comment is no event");
+
+    let response = client.get(None).await;
+    assert_eq!(response.headers()["x-accel-buffering"], "no", "the GET stream");
+    let mut standalone = Body::of(response).await;
+    assert!(standalone.next_message(Duration::from_millis(600)).await.is_none(), "nothing to say");
+    assert!(standalone.comments >= 3, "keep-alives on the idle GET stream: {}", standalone.comments);
+}
+
+/// `GET /healthz` and `GET /readyz` answer any `Host` (a Kubernetes probe names the pod's address) where the MCP
+/// endpoint answers 403; they can be moved or turned off.
+#[tokio::test]
+async fn health_and_readiness_checks_answer_any_host() {
+    let server = HttpServer::start(&[]);
+    let base = server.url.trim_end_matches("/mcp").to_owned();
+    let http = reqwest::Client::new();
+    let get = |path: &str| http.get(format!("{base}{path}")).header("host", "10.1.2.3:8000").send();
+    let live = get("/healthz").await.unwrap();
+    assert_eq!(live.status(), 200);
+    assert_eq!(live.text().await.unwrap(), "ok\n");
+    let ready = get("/readyz").await.unwrap();
+    assert_eq!(ready.status(), 200);
+    assert_eq!(ready.text().await.unwrap(), "ready\n");
+    let mcp = http.post(&server.url).header("host", "10.1.2.3:8000").body("{}").send().await.unwrap();
+    assert_eq!(mcp.status(), 403, "the endpoint still checks Host");
+    assert_eq!(get("/other").await.unwrap().status(), 404);
+
+    let server = mcp::Server::builder().build().unwrap();
+    let options = mcp::HttpOptions::new().liveness_path(Some("/live")).readiness_path(None);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(server.serve_http_on(listener, options));
+    assert_eq!(http.get(format!("{base}/live")).send().await.unwrap().status(), 200);
+    assert_eq!(http.get(format!("{base}/healthz")).send().await.unwrap().status(), 404);
+    assert_eq!(http.get(format!("{base}/readyz")).send().await.unwrap().status(), 404);
+}

@@ -245,6 +245,7 @@ async fn sharing_state_needs_one_request_state_key_for_every_instance() {
     let redis = mcp::redis::Redis::connect(&server.url()).await.unwrap();
     let error = Server::builder().tool::<greet>().shared(&redis).build().unwrap_err();
     assert!(error.to_string().contains("MCP_REQUEST_STATE_KEY"), "{error}");
+    assert!(!error.to_string().contains("  "), "one sentence, without runs of spaces: {error}");
 }
 
 /// A task whose instance died (its record left `working`, its lease run out) is failed, saying so, by the instance
@@ -802,4 +803,27 @@ async fn the_per_client_task_limits_count_through_a_task_store_of_ones_own() {
     let other = task_call_from(&urls[1], "203.0.113.2", 3).await;
     assert_eq!(other["result"]["resultType"], "task", "another client has a limit of its own: {other}");
     assert_eq!(store.clients.lock().unwrap().len(), 2, "both clients' tasks went through the test's store");
+}
+
+/// A shared server is ready while its Redis answers: `/readyz` says 503, naming Redis, once it is gone (a balancer
+/// then sends its clients elsewhere), and `/healthz` still says the process serves.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shared_server_is_not_ready_while_its_redis_is_unreachable() {
+    let redis_server = RedisServer::start();
+    let redis = mcp::redis::Redis::connect(&redis_server.url()).await.unwrap();
+    let server = builder().shared(&redis).build().unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(server.serve_http_on(listener, mcp::HttpOptions::new()));
+    let http = reqwest::Client::new();
+    let check = async |path: &str| {
+        let response = http.get(format!("{base}{path}")).send().await.unwrap();
+        (response.status().as_u16(), response.text().await.unwrap())
+    };
+    assert_eq!(check("/readyz").await, (200, "ready\n".to_owned()));
+    drop(redis_server);
+    eventually("/readyz says 503", async || check("/readyz").await.0 == 503).await;
+    let (_, why) = check("/readyz").await;
+    assert!(why.starts_with("not ready: Redis at redis://127.0.0.1:"), "{why}");
+    assert_eq!(check("/healthz").await, (200, "ok\n".to_owned()));
 }

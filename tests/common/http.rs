@@ -231,6 +231,8 @@ pub struct Body {
     /// Messages read while looking for something else.
     pub seen: Vec<Value>,
     pub events: Vec<Event>,
+    /// The comments (keep-alives: lines starting with `:`) read so far; they are no events.
+    pub comments: usize,
 }
 
 impl Body {
@@ -240,11 +242,25 @@ impl Body {
             .get("content-type")
             .is_some_and(|v| v.to_str().unwrap().starts_with("text/event-stream"));
         if sse {
-            Body { response: Some(response), buffer: String::new(), json: None, seen: Vec::new(), events: Vec::new() }
+            Body {
+                response: Some(response),
+                buffer: String::new(),
+                json: None,
+                seen: Vec::new(),
+                events: Vec::new(),
+                comments: 0,
+            }
         } else {
             let text = response.text().await.unwrap();
             let value: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"));
-            Body { response: None, buffer: String::new(), json: Some(value), seen: Vec::new(), events: Vec::new() }
+            Body {
+                response: None,
+                buffer: String::new(),
+                json: Some(value),
+                seen: Vec::new(),
+                events: Vec::new(),
+                comments: 0,
+            }
         }
     }
 
@@ -254,6 +270,10 @@ impl Body {
         loop {
             if let Some(end) = self.buffer.find("\n\n") {
                 let raw: String = self.buffer.drain(..end + 2).collect();
+                if raw.lines().all(|line| line.starts_with(':') || line.is_empty()) {
+                    self.comments += 1;
+                    continue;
+                }
                 let mut event = Event { id: None, retry: None, data: String::new() };
                 for line in raw.lines() {
                     if let Some(v) = line.strip_prefix("id: ") {

@@ -38,7 +38,10 @@ impl ServerBuilder {
         if self.shared && sealer.random {
             return Err(BuildError::BadStateKey {
                 message: format!(
-                    "a server that shares its state with other instances (ServerBuilder::shared, --redis) needs the                      same requestState key on every instance, or a retry that reaches another instance fails: set                      {} to the same 64 hex digits everywhere (`openssl rand -hex 32` makes one), or call                      ServerBuilder::request_state_key",
+                    "a server that shares its state with other instances (ServerBuilder::shared, --redis) needs the \
+                     same requestState key on every instance, or a retry that reaches another instance fails: set \
+                     {} to the same 64 hex digits everywhere (`openssl rand -hex 32` makes one), or call \
+                     ServerBuilder::request_state_key",
                     crate::base::seal::KEY_ENV
                 ),
             });

@@ -20,13 +20,15 @@ OPTIONS:
     --stateless            With --http: no sessions; every POST stands alone
     --trust-forwarded      With --http, behind a balancer that sets it: the client's address is the last one
                            `Forwarded` (or `X-Forwarded-For`) names, for per-client limits and logs
+    --keep-alive SECONDS   With --http: a keep-alive comment on every open stream idle this long (default 15),
+                           below the read timeout of the proxy in front. `/healthz` and `/readyz` answer checks
     --auth-issuer URL      With --http and --auth-resource: require a bearer JWT access token from this OAuth issuer
                            (keys from its JWKS, found through its metadata) on every request
     --auth-resource URL    With --http and --auth-issuer: this server's resource identifier, which tokens must
                            name in their audience (the endpoint's public URL, such as https://mcp.example.com/mcp)
     --redis URL            Share state with the program's other instances through this Redis
-                           (`redis://127.0.0.1:6379`): changes, tasks. Every instance needs the same
-                           MCP_REQUEST_STATE_KEY
+                           (`redis://127.0.0.1:6379`): changes, tasks, 2025 sessions and their streams' events
+                           (resumed on any instance). Every instance needs the same MCP_REQUEST_STATE_KEY
     --list-tools           Print every tool as `tools/list` describes it (names, descriptions, JSON Schemas) and exit
     --schema               Print everything served (server info, capabilities, tools, prompts, resources,
                            templates, custom methods, with their schemas) as one JSON document, and exit
@@ -54,6 +56,7 @@ const FRAMEWORK_OPTIONS: &[&str] = &[
     "--json-response",
     "--stateless",
     "--trust-forwarded",
+    "--keep-alive",
     "--auth-issuer",
     "--auth-resource",
     "--redis",
@@ -84,6 +87,9 @@ impl HttpOptions {
         self
     }
     fn trust_forwarded(self, _: bool) -> Self {
+        self
+    }
+    fn keep_alive(self, _: std::time::Duration) -> Self {
         self
     }
     fn allow_host(self, _: String) -> Self {
@@ -216,7 +222,7 @@ fn parse_command(
             "--list-tools" => command = Command::ListTools,
             "--schema" => command = Command::Schema,
             "--version" | "-V" => return Ok(Command::Version),
-            "--http" | "--allow-host" | "--allow-origin" if cfg!(not(feature = "http")) => {
+            "--http" | "--allow-host" | "--allow-origin" | "--keep-alive" if cfg!(not(feature = "http")) => {
                 return Err(format!(
                     "`{name}` needs the `http` feature of mcp-runtime, which this program was built without"
                 ))
@@ -248,6 +254,16 @@ fn parse_command(
             "--trust-forwarded" => {
                 options = options.trust_forwarded(true);
                 http_only = Some("--trust-forwarded");
+            }
+            "--keep-alive" => {
+                let given = value("15")?;
+                let seconds = given
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|s| s.is_finite() && *s > 0.0 && *s <= 3600.0)
+                    .ok_or_else(|| format!("`--keep-alive {given}`: not a number of seconds from 0.01 to 3600"))?;
+                options = options.keep_alive(std::time::Duration::from_secs_f64(seconds));
+                http_only = Some("--keep-alive");
             }
             "--redis" if cfg!(not(feature = "redis")) => {
                 return Err(format!(

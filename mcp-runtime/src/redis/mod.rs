@@ -145,6 +145,18 @@ impl Redis {
         self.commands.clone()
     }
 
+    /// Whether it answers a `PING` within `within`: what the readiness check (`/readyz`) of a shared server asks.
+    pub async fn ping(&self, within: Duration) -> Result<(), RedisError> {
+        let fail = |reason: String| RedisError { url: self.shown.clone(), reason };
+        let mut connection = self.commands.clone();
+        let command = ::redis::cmd("PING");
+        match tokio::time::timeout(within, command.query_async::<String>(&mut connection)).await {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(e)) => Err(fail(format!("does not answer: {e}"))),
+            Err(_) => Err(fail(format!("did not answer within {within:?}"))),
+        }
+    }
+
     /// The key prefix (see [`Redis::prefix`]).
     pub fn key_prefix(&self) -> &str {
         &self.prefix

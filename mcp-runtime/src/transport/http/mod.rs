@@ -16,6 +16,7 @@ mod auth;
 mod connections;
 mod first_poll;
 mod guards;
+mod health;
 mod options;
 mod serve;
 mod v2025;
@@ -55,6 +56,21 @@ pub const VERSION_HEADER: &str = "mcp-protocol-version";
 /// The same two names parsed once: a lookup by `&str` parses and validates the name every time.
 static SESSION_NAME: HeaderName = HeaderName::from_static(SESSION_HEADER);
 static VERSION_NAME: HeaderName = HeaderName::from_static(VERSION_HEADER);
+/// `X-Accel-Buffering`, sent `no` on every SSE answer: nginx then passes its events on as they come, whatever its
+/// `proxy_buffering` says (with buffering on, a question to the client or a progress event would wait in nginx's
+/// buffer until the stream ended).
+static ACCEL_BUFFERING: HeaderName = HeaderName::from_static("x-accel-buffering");
+
+/// The timer of an open stream's keep-alive comments: the first one `every` from now.
+fn keep_alive_timer(every: Duration) -> tokio::time::Interval {
+    let mut timer = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+    // A stream that was busy does not owe the comments it skipped.
+    timer.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    timer
+}
+
+/// A keep-alive comment: an SSE line a client ignores.
+const KEEP_ALIVE_COMMENT: &[u8] = b":\n\n";
 
 /// `Content-Type: application/json`, the value made without a copy (a `&str` header value is copied into a new
 /// buffer on every response).
@@ -80,6 +96,8 @@ struct HttpState {
     waiting: v2026::Waiting,
     /// The Host and Origin values refused so far, each logged once.
     refused: RefusedNames,
+    /// The server was asked to stop: the readiness check says so.
+    stopping: std::sync::atomic::AtomicBool,
 }
 
 async fn endpoint(AxumState(state): AxumState<Arc<HttpState>>, request: axum::extract::Request) -> Response {

@@ -54,6 +54,18 @@ pub struct HttpOptions {
     pub session_idle_timeout: Duration,
     /// The `retry:` hint sent on each stream. Default 1 s.
     pub retry: Duration,
+    /// How often an open SSE stream that has nothing to send gets a keep-alive comment (`:`), in both eras (a 2025
+    /// POST's stream and GET stream, a 2026 request's stream and `subscriptions/listen`): below the read timeouts
+    /// of the proxies in front (nginx 60 s, HAProxy's `timeout server`, cloud balancers 60 s), which otherwise cut
+    /// an idle stream. Default [`HttpOptions::DEFAULT_KEEP_ALIVE`], 15 s.
+    pub keep_alive: Duration,
+    /// Where the server answers a liveness check (`GET`, 200 `ok` while the process serves), outside the `Host` and
+    /// `Origin` check and authorization; `None` turns it off. Default `/healthz`.
+    pub liveness_path: Option<String>,
+    /// Where the server answers a readiness check (`GET`, 200 `ready` when it can serve: its Redis answers when it
+    /// shares state; 503 naming what is wrong otherwise), outside the `Host` and `Origin` check and authorization;
+    /// `None` turns it off. Default `/readyz`.
+    pub readiness_path: Option<String>,
     /// The most sessions at once. At it, a new `initialize` ends the idle session (no request in flight, no open
     /// stream, no task running) unused longest, taken from the principal (else client address) holding the most
     /// sessions, as idle expiry would; when none is idle, it gets 503 with `Retry-After`. Default 10 000.
@@ -89,6 +101,9 @@ impl Default for HttpOptions {
             max_body_bytes: 4 << 20,
             session_idle_timeout: Duration::from_secs(30 * 60),
             retry: Duration::from_secs(1),
+            keep_alive: HttpOptions::DEFAULT_KEEP_ALIVE,
+            liveness_path: Some("/healthz".into()),
+            readiness_path: Some("/readyz".into()),
             max_sessions: 10_000,
             header_read_timeout: Duration::from_secs(30),
             body_read_timeout: Duration::from_secs(30),
@@ -100,6 +115,9 @@ impl Default for HttpOptions {
 }
 
 impl HttpOptions {
+    /// The default interval of keep-alive comments on idle streams: 15 s.
+    pub const DEFAULT_KEEP_ALIVE: Duration = Duration::from_secs(15);
+
     /// Default options.
     pub fn new() -> HttpOptions {
         HttpOptions::default()
@@ -160,6 +178,21 @@ impl HttpOptions {
     /// Sets the `retry:` hint.
     pub fn retry(mut self, retry: Duration) -> Self {
         self.retry = retry;
+        self
+    }
+    /// Sets how often an idle stream gets a keep-alive comment (at least every 10 ms).
+    pub fn keep_alive(mut self, every: Duration) -> Self {
+        self.keep_alive = every.max(Duration::from_millis(10));
+        self
+    }
+    /// Moves the liveness check (`/healthz` by default), or turns it off with `None`.
+    pub fn liveness_path(mut self, path: Option<&str>) -> Self {
+        self.liveness_path = path.map(str::to_owned);
+        self
+    }
+    /// Moves the readiness check (`/readyz` by default), or turns it off with `None`.
+    pub fn readiness_path(mut self, path: Option<&str>) -> Self {
+        self.readiness_path = path.map(str::to_owned);
         self
     }
     /// Sets the header read and idle timeout of connections.

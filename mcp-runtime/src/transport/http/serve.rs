@@ -46,6 +46,7 @@ impl Server {
             sessions: v2025::Sessions::new(options_store),
             waiting: v2026::Waiting::default(),
             refused: RefusedNames::default(),
+            stopping: Default::default(),
         });
         if !state.options.stateless {
             let weak = Arc::downgrade(&state);
@@ -62,6 +63,7 @@ impl Server {
             });
         }
         let router = auth::metadata_routes(Router::new().route(&path, any(endpoint)), &state);
+        let router = super::health::routes(router, &state);
         (router.with_state(state.clone()), state)
     }
 
@@ -178,6 +180,7 @@ impl Server {
         // close: listen streams with their result, 2025 sessions (and their standalone streams) and 2026 requests
         // by cancelling what is in flight. Connections still open at the deadline are dropped.
         let deadline = tokio::time::Instant::now() + self.inner.shutdown_timeout;
+        state.stopping.store(true, std::sync::atomic::Ordering::Relaxed);
         drop(listener);
         self.end_streams(None);
         self.tasks().cancel_all("the server is stopping");

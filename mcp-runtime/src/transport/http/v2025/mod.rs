@@ -248,11 +248,13 @@ fn sse_response(
         on_disconnect,
         _open: session.map(OpenStream::new),
         delivered,
+        keep_alive: super::keep_alive_timer(state.options.keep_alive),
     };
     Response::builder()
         .status(StatusCode::OK)
         .header(header::CONTENT_TYPE, "text/event-stream")
         .header(header::CACHE_CONTROL, "no-cache")
+        .header(super::ACCEL_BUFFERING.clone(), HeaderValue::from_static("no"))
         .body(Body::from_stream(body))
         .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
 }

@@ -188,6 +188,8 @@ pub(super) struct SseBody {
     pub(super) _open: Option<OpenStream>,
     /// The store and stream to tell when the body was read to its end.
     pub(super) delivered: Option<(Arc<dyn EventStore>, String)>,
+    /// A comment while nothing else is sent, so that a proxy in front does not cut an idle stream.
+    pub(super) keep_alive: tokio::time::Interval,
 }
 
 /// One open stream of a session: an open stream keeps the session from expiring.
@@ -235,6 +237,8 @@ impl futures_core::Stream for SseBody {
             }
         }
         if !chunk.is_empty() {
+            // Something was sent: the next comment is due a whole interval from now.
+            self.keep_alive.reset();
             if ended {
                 // The route closed: the next poll ends the body, and this was no disconnect.
                 self.on_disconnect = None;
@@ -252,6 +256,9 @@ impl futures_core::Stream for SseBody {
                 }
             }
             return Poll::Ready(None);
+        }
+        if self.keep_alive.poll_tick(cx).is_ready() {
+            return Poll::Ready(Some(Ok(Bytes::from_static(crate::transport::http::KEEP_ALIVE_COMMENT))));
         }
         Poll::Pending
     }

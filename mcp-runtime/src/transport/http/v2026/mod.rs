@@ -15,10 +15,9 @@ use std::collections::HashMap;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, Weak};
 use std::task::{Context as TaskContext, Poll};
-use std::time::Duration;
 
 use axum::body::{Body, Bytes};
-use axum::http::{header, StatusCode};
+use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use tokio::sync::mpsc;
 
@@ -33,9 +32,6 @@ use crate::context::HttpRequest;
 use crate::dispatch::{Connection, FrameSink, Origin};
 use crate::era::v2026;
 use crate::wire::jsonrpc::{Frame, FrameKind, Incoming, RequestId};
-
-/// How often an idle SSE stream (a `subscriptions/listen`) gets a keep-alive comment.
-const KEEP_ALIVE: Duration = Duration::from_secs(15);
 
 /// A frame on its way to the POST's answer.
 enum Out {
@@ -227,14 +223,14 @@ pub(super) async fn post(state: &Arc<HttpState>, message: Incoming, http: Arc<Ht
                 events: rx,
                 backlog,
                 guard,
-                keep_alive: tokio::time::interval_at(tokio::time::Instant::now() + KEEP_ALIVE, KEEP_ALIVE),
+                keep_alive: super::keep_alive_timer(state.options.keep_alive),
                 done: false,
             };
             Response::builder()
                 .status(StatusCode::OK)
                 .header(header::CONTENT_TYPE, "text/event-stream")
                 .header(header::CACHE_CONTROL, "no-cache")
-                .header("x-accel-buffering", "no")
+                .header(super::ACCEL_BUFFERING.clone(), HeaderValue::from_static("no"))
                 .body(Body::from_stream(body))
                 .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
         }
@@ -314,13 +310,15 @@ impl futures_core::Stream for Sse2026 {
             }
         }
         if !chunk.is_empty() {
+            // Something was sent: the next comment is due a whole interval from now.
+            self.keep_alive.reset();
             return Poll::Ready(Some(Ok(Bytes::from(chunk))));
         }
         if self.done {
             return Poll::Ready(None);
         }
         if self.keep_alive.poll_tick(cx).is_ready() {
-            return Poll::Ready(Some(Ok(Bytes::from_static(b":\n\n"))));
+            return Poll::Ready(Some(Ok(Bytes::from_static(super::KEEP_ALIVE_COMMENT))));
         }
         Poll::Pending
     }
