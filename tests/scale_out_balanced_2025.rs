@@ -332,3 +332,38 @@ async fn a_2025_session_goes_on_when_an_instance_is_killed() {
     assert_eq!(ids.len(), 1, "one session throughout: {ids:?}");
     shops.assert_nothing_panicked();
 }
+
+/// SIGKILL of the instance running a call whose stream then breaks: the client resumes it with `Last-Event-ID`
+/// through the balancer, so on a live instance, which follows the dead one's stream from the shared log; once the
+/// dead instance's lease has run out, the call is answered there with an error saying its instance stopped,
+/// instead of leaving the client waiting for ever.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_2025_call_whose_instance_dies_ends_with_an_error_on_the_resumed_stream() {
+    use common::http::{request, Body};
+    let shops = Shops::start().await;
+    let mut client =
+        common::http::Client { http: reqwest::Client::new(), url: shops.balancer.url.clone(), session: None };
+    client.initialize(json!({})).await;
+    let from = shops.balancer.sent().len();
+    let mut body = Body::of(
+        client.send(&request(1, "tools/call", json!({"name": "order_book", "arguments": {"title": "Dune"}}))).await,
+    )
+    .await;
+    let priming = body.next_event(WAIT).await.expect("the call's stream opens");
+    let last_id = priming.id.expect("a priming event has an id");
+    let running = sent_to(&shops, from).await;
+    kill(&shops.instances[running], "-KILL");
+    while body.next_message(WAIT).await.is_some() {} // until the call's stream breaks with its instance
+
+    let killed_at = std::time::Instant::now();
+    let resumed = client.get(Some(&last_id)).await;
+    assert_eq!(resumed.status(), 200, "{last_id}: {}\n{}", resumed.text().await.unwrap(), shops.stderr());
+    let mut body = Body::of(resumed).await;
+    let answer = body.response(&json!(1), "tools/call").await;
+    assert_eq!(answer["error"]["code"], -32603, "{answer}");
+    let message = answer["error"]["message"].as_str().unwrap();
+    assert!(message.contains("stopped before it answered"), "{answer}");
+    assert!(killed_at.elapsed() < Duration::from_secs(12), "within the lease and a little: {:?}", killed_at.elapsed());
+    assert!(body.ended(WAIT).await, "the resumed stream ends with the answer");
+    shops.assert_nothing_panicked();
+}

@@ -26,8 +26,19 @@ pub const EVENT_LOG_QUEUE: usize = 8192;
 const BATCH: usize = 128;
 
 enum Write {
-    Append { key: String, number: u64, data: Arc<str> },
-    End { key: String },
+    Append {
+        key: String,
+        number: u64,
+        data: Arc<str>,
+    },
+    End {
+        key: String,
+    },
+    /// The request a stream answers, kept beside the stream as long as it.
+    Request {
+        key: String,
+        id: String,
+    },
 }
 
 /// The event log on a Redis ([`Redis::event_log`]).
@@ -83,6 +94,10 @@ async fn write(redis: Redis, mut writes: mpsc::Receiver<Write>) {
                 Write::Append { key, number, data } => (key, format!("0-{number}"), "d", data.to_string()),
                 // After any event: the largest id there is.
                 Write::End { key } => (key, format!("0-{}", u64::MAX), "e", String::new()),
+                Write::Request { key, id } => {
+                    pipe.cmd("SET").arg(request_key(&key)).arg(id).arg("PX").arg(ttl).ignore();
+                    continue;
+                }
             };
             pipe.cmd("XADD")
                 .arg(&key)
@@ -103,6 +118,11 @@ async fn write(redis: Redis, mut writes: mpsc::Receiver<Write>) {
             tracing::warn!(error = %e, redis = %redis.shown, "SSE events could not be logged to Redis");
         }
     }
+}
+
+/// Where the request a stream answers is kept: beside the stream's key.
+fn request_key(stream_key: &str) -> String {
+    format!("{stream_key}:request")
 }
 
 /// One entry of `XRANGE`: its id and its fields and values.
@@ -164,6 +184,47 @@ impl EventLog for RedisEventLog {
                 }
             }
             Ok(Some(slice))
+        })
+    }
+
+    fn opened(&self, session: &str, stream: &str, request: &str) {
+        self.queue(Write::Request { key: self.key(session, stream), id: request.to_owned() });
+    }
+
+    fn request<'a>(&'a self, session: &'a str, stream: &'a str) -> BoxFuture<'a, Result<Option<String>, StoreError>> {
+        Box::pin(async move {
+            let mut connection = self.redis.commands.clone();
+            ::redis::cmd("GET")
+                .arg(request_key(&self.key(session, stream)))
+                .query_async(&mut connection)
+                .await
+                .map_err(|e| StoreError::Unavailable(format!("Redis at {}: {e}", self.redis.shown)))
+        })
+    }
+
+    fn vouch<'a>(&'a self, instance: &'a str, lease: Duration) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move {
+            let mut connection = self.redis.commands.clone();
+            ::redis::cmd("SET")
+                .arg(self.redis.key(&format!("instance:{instance}")))
+                .arg(1)
+                .arg("PX")
+                .arg(lease.as_millis().max(1) as u64)
+                .query_async::<()>(&mut connection)
+                .await
+                .map_err(|e| StoreError::Unavailable(format!("Redis at {}: {e}", self.redis.shown)))
+        })
+    }
+
+    fn vouched<'a>(&'a self, instance: &'a str) -> BoxFuture<'a, Result<Option<bool>, StoreError>> {
+        Box::pin(async move {
+            let mut connection = self.redis.commands.clone();
+            let alive: bool = ::redis::cmd("EXISTS")
+                .arg(self.redis.key(&format!("instance:{instance}")))
+                .query_async(&mut connection)
+                .await
+                .map_err(|e| StoreError::Unavailable(format!("Redis at {}: {e}", self.redis.shown)))?;
+            Ok(Some(alive))
         })
     }
 }

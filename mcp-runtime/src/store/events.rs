@@ -6,6 +6,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use crate::base::future::BoxFuture;
 use crate::base::sync::Unpoisoned;
@@ -53,6 +54,35 @@ pub trait EventLog: Send + Sync + 'static {
         after: u64,
         max: usize,
     ) -> BoxFuture<'a, Result<Option<LogSlice>, StoreError>>;
+
+    /// A request's stream opened: `request` is the JSON-RPC id it answers, as JSON text. An instance that follows
+    /// the stream for a client answers that id with an error when the instance writing the stream stops vouching
+    /// for itself ([`vouched`](EventLog::vouched)), so that no call waits for ever on an instance that died. Called
+    /// on the path of the request: it must not block, only queue, in order with [`append`](EventLog::append).
+    /// By default nothing is kept, and such a stream ends without an answer.
+    fn opened(&self, session: &str, stream: &str, request: &str) {
+        let _ = (session, stream, request);
+    }
+
+    /// The request id [`opened`](EventLog::opened) recorded for a stream, if it is kept.
+    fn request<'a>(&'a self, session: &'a str, stream: &'a str) -> BoxFuture<'a, Result<Option<String>, StoreError>> {
+        let _ = (session, stream);
+        Box::pin(std::future::ready(Ok(None)))
+    }
+
+    /// The instance whose stream names start with `instance` is alive for `lease` from now: every instance
+    /// vouches for itself every third of its lease while it serves.
+    fn vouch<'a>(&'a self, instance: &'a str, lease: Duration) -> BoxFuture<'a, Result<(), StoreError>> {
+        let _ = (instance, lease);
+        Box::pin(std::future::ready(Ok(())))
+    }
+
+    /// Whether `instance` vouched for itself within its lease: `Some(false)` once it did not (it died, or lost the
+    /// log); `None` when the log cannot tell (a follower then waits on).
+    fn vouched<'a>(&'a self, instance: &'a str) -> BoxFuture<'a, Result<Option<bool>, StoreError>> {
+        let _ = instance;
+        Box::pin(std::future::ready(Ok(None)))
+    }
 }
 
 /// How many events of a stream a [`MemoryEventLog`] keeps, and how many events Redis keeps of one (about): 1024.
@@ -65,6 +95,8 @@ pub const DEFAULT_LOG_STREAMS: usize = 4096;
 #[derive(Default)]
 pub struct MemoryEventLog {
     streams: Mutex<Streams>,
+    /// Until when each instance vouched for itself.
+    vouched: Mutex<HashMap<String, Instant>>,
 }
 
 #[derive(Default)]
@@ -78,6 +110,8 @@ struct Streams {
 struct Logged {
     events: VecDeque<(u64, Arc<str>)>,
     ended: bool,
+    /// The request a request's stream answers.
+    request: Option<String>,
 }
 
 impl MemoryEventLog {
@@ -140,6 +174,26 @@ impl EventLog for MemoryEventLog {
             })
         };
         Box::pin(std::future::ready(Ok(found)))
+    }
+
+    fn opened(&self, session: &str, stream: &str, request: &str) {
+        self.with(session, stream, |logged| logged.request = Some(request.to_owned()))
+    }
+
+    fn request<'a>(&'a self, session: &'a str, stream: &'a str) -> BoxFuture<'a, Result<Option<String>, StoreError>> {
+        let streams = self.streams.locked();
+        let found = streams.by_name.get(&(session.to_owned(), stream.to_owned())).and_then(|l| l.request.clone());
+        Box::pin(std::future::ready(Ok(found)))
+    }
+
+    fn vouch<'a>(&'a self, instance: &'a str, lease: Duration) -> BoxFuture<'a, Result<(), StoreError>> {
+        self.vouched.locked().insert(instance.to_owned(), Instant::now() + lease);
+        Box::pin(std::future::ready(Ok(())))
+    }
+
+    fn vouched<'a>(&'a self, instance: &'a str) -> BoxFuture<'a, Result<Option<bool>, StoreError>> {
+        let until = self.vouched.locked().get(instance).copied();
+        Box::pin(std::future::ready(Ok(Some(until.is_some_and(|until| Instant::now() < until)))))
     }
 }
 

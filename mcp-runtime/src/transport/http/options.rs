@@ -59,6 +59,12 @@ pub struct HttpOptions {
     /// of the proxies in front (nginx 60 s, HAProxy's `timeout server`, cloud balancers 60 s), which otherwise cut
     /// an idle stream. Default [`HttpOptions::DEFAULT_KEEP_ALIVE`], 15 s.
     pub keep_alive: Duration,
+    /// With an event log shared by several instances ([`ServerBuilder::shared`](crate::ServerBuilder::shared)): how
+    /// long an instance vouches for itself (it renews every third of it). A 2025 stream resumed on another
+    /// instance than the one answering its request is followed there; once that instance has not vouched for this
+    /// long (it died), the request is answered with an error saying so, instead of waiting for ever. Default
+    /// [`HttpOptions::DEFAULT_INSTANCE_LEASE`], 5 s.
+    pub instance_lease: Duration,
     /// Where the server answers a liveness check (`GET`, 200 `ok` while the process serves), outside the `Host` and
     /// `Origin` check and authorization; `None` turns it off. Default `/healthz`.
     pub liveness_path: Option<String>,
@@ -102,6 +108,7 @@ impl Default for HttpOptions {
             session_idle_timeout: Duration::from_secs(30 * 60),
             retry: Duration::from_secs(1),
             keep_alive: HttpOptions::DEFAULT_KEEP_ALIVE,
+            instance_lease: HttpOptions::DEFAULT_INSTANCE_LEASE,
             liveness_path: Some("/healthz".into()),
             readiness_path: Some("/readyz".into()),
             max_sessions: 10_000,
@@ -117,6 +124,8 @@ impl Default for HttpOptions {
 impl HttpOptions {
     /// The default interval of keep-alive comments on idle streams: 15 s.
     pub const DEFAULT_KEEP_ALIVE: Duration = Duration::from_secs(15);
+    /// The default lease of an instance on the shared event log: 5 s.
+    pub const DEFAULT_INSTANCE_LEASE: Duration = Duration::from_secs(5);
 
     /// Default options.
     pub fn new() -> HttpOptions {
@@ -183,6 +192,11 @@ impl HttpOptions {
     /// Sets how often an idle stream gets a keep-alive comment (at least every 10 ms).
     pub fn keep_alive(mut self, every: Duration) -> Self {
         self.keep_alive = every.max(Duration::from_millis(10));
+        self
+    }
+    /// Sets how long an instance vouches for itself on a shared event log (at least 30 ms).
+    pub fn instance_lease(mut self, lease: Duration) -> Self {
+        self.instance_lease = lease.max(Duration::from_millis(30));
         self
     }
     /// Moves the liveness check (`/healthz` by default), or turns it off with `None`.

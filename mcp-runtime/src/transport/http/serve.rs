@@ -62,6 +62,7 @@ impl Server {
                 }
             });
         }
+        v2025::vouch_while_served(&state);
         let router = auth::metadata_routes(Router::new().route(&path, any(endpoint)), &state);
         let router = super::health::routes(router, &state);
         (router.with_state(state.clone()), state)

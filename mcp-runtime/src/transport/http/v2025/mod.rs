@@ -36,6 +36,15 @@ use session::{new_session_id, HttpSession};
 use stateless::{caller_key, post_stateless};
 use streams::{Event, JsonRoute, OpenStream, Route, SseBody};
 
+/// With an event log shared by several instances: this instance vouches for itself on it while the endpoint's
+/// state lives, so that another instance following one of its streams can tell when it died.
+pub(super) fn vouch_while_served(state: &Arc<HttpState>) {
+    let Some(log) = state.server.inner.event_log.clone() else { return };
+    let weak = Arc::downgrade(state);
+    let tag = resume::tag(&state.server.inner.instance);
+    tokio::spawn(resume::keep_vouching(log, tag, state.options.instance_lease, move || weak.strong_count() > 0));
+}
+
 /// A 2025 POST: `initialize` without a session id opens a session; anything else is served on the session it
 /// names (or, in the stateless mode, on a session of its own).
 pub(super) async fn post(state: &Arc<HttpState>, message: Incoming, http: Arc<HttpRequest>) -> Response {
@@ -199,6 +208,10 @@ async fn answer_request(
     http_session.session.handle_routed(message, &Origin { sink: first_poll.clone(), http: Some(http) });
     let answer = first_poll.decide(|| {
         let route = http_session.new_route();
+        if let (Some(logged), Some(id)) = (&http_session.logged, &id) {
+            // Another instance that resumes the stream knows which request to answer if this one dies.
+            logged.opened(&route.name, id);
+        }
         // The priming event comes first, so resuming from it replays everything the request sends.
         let priming = http_session.store.store(&route.name, &priming_frame());
         let (events, backlog) = route.attach(Vec::new());
@@ -373,11 +386,20 @@ async fn resume_elsewhere(state: &Arc<HttpState>, http_session: &Arc<HttpSession
         let priming = http_session.store.store(&http_session.standalone.name, &priming_frame());
         return sse_response(state, priming, (events, Some(backlog)), None, Some(http_session), None);
     }
-    // A request's stream: replayed, then followed until it ends. The priming event repeats the id resumed from.
+    // A request's stream: replayed, then followed until it ends (or its instance stops: then its request is
+    // answered with an error). The priming event repeats the id resumed from.
     let (tx, rx) = mpsc::unbounded_channel();
     let backlog = Arc::new(Backlog::within(limits, http_session.outbound.clone()));
-    let quiet = state.options.session_idle_timeout;
-    tokio::spawn(resume::follow(log.clone(), key, stream, slice, after, tx, backlog.clone(), quiet));
+    let request = resume::request_of(&**log, &key, &stream).await;
+    let followed = resume::Followed {
+        log: log.clone(),
+        key,
+        stream,
+        request,
+        lease: state.options.instance_lease,
+        quiet: state.options.session_idle_timeout,
+    };
+    tokio::spawn(resume::follow(followed, slice, after, tx, backlog.clone()));
     sse_response(state, id.to_owned(), (rx, Some(backlog)), None, Some(http_session), None)
 }
 
@@ -485,7 +507,7 @@ fn new_http_session(
         Some(log) => {
             let logged = Arc::new(resume::LoggedStore::new(store, log.clone()));
             store = logged.clone();
-            (Some(logged), Arc::from(&state.server.inner.instance.as_str()[..8]))
+            (Some(logged), resume::tag(&state.server.inner.instance))
         }
         None => (None, Arc::from("")),
     };

@@ -5,6 +5,10 @@
 //! is replayed from there and then followed (what the other instance still sends reaches this client, until the
 //! stream ends); the other instance's standalone stream is replayed, then this instance's own goes on live (every
 //! instance's copy of the session hears the same changes).
+//!
+//! Every instance vouches for itself on the log while it serves ([`keep_vouching`], a lease renewed every third of
+//! it), and a request's stream records the request it answers. A followed stream whose instance stopped vouching
+//! (it died) ends with an error answering that request: no call waits for ever on an instance that is gone.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -15,7 +19,49 @@ use tokio::sync::mpsc;
 use super::event_store::EventStore;
 use super::streams::Event;
 use crate::base::backlog::{Admit, Backlog};
+use crate::server::hub::InstanceId;
 use crate::store::events::{EventLog, LogSlice};
+use crate::wire::error::{Error, ErrorCode};
+use crate::wire::jsonrpc::{Frame, RequestId};
+
+/// How many characters of the instance's id start its stream names.
+const TAG_LEN: usize = 8;
+
+/// What this instance's stream names start with, with an event log: unique over the instances.
+pub(super) fn tag(instance: &InstanceId) -> Arc<str> {
+    Arc::from(&instance.as_str()[..TAG_LEN])
+}
+
+/// The instance that writes a stream: the tag its name starts with.
+fn writer(stream: &str) -> &str {
+    stream.get(..TAG_LEN).unwrap_or(stream)
+}
+
+/// Vouches for this instance on the log every third of `lease`, for as long as `serving` holds.
+pub(super) async fn keep_vouching(log: Arc<dyn EventLog>, tag: Arc<str>, lease: Duration, serving: impl Fn() -> bool) {
+    let mut every = tokio::time::interval(lease / 3);
+    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut failing = false;
+    while serving() {
+        every.tick().await;
+        match log.vouch(&tag, lease).await {
+            Ok(()) if failing => {
+                failing = false;
+                tracing::info!("this instance vouches for itself on the event log again");
+            }
+            Ok(()) => {}
+            Err(e) if !failing => {
+                failing = true;
+                tracing::warn!(
+                    error = %e,
+                    "this instance could not vouch for itself on the event log: other instances following its \
+                     streams will end them with an error once its lease runs out"
+                );
+            }
+            Err(_) => {}
+        }
+    }
+}
 
 /// How many events one read of the log takes.
 const READ: usize = 64;
@@ -41,6 +87,13 @@ impl LoggedStore {
 
     pub(super) fn set_key(&self, key: String) {
         let _ = self.key.set(key);
+    }
+
+    /// A request's stream opened: the log records which request it answers.
+    pub(super) fn opened(&self, stream: &str, request: &RequestId) {
+        if let (Some(key), Ok(id)) = (self.key.get(), serde_json::to_string(request)) {
+            self.log.opened(key, stream, &id);
+        }
     }
 }
 
@@ -143,22 +196,49 @@ pub(super) async fn read_rest(
     }
 }
 
+/// Another instance's request stream, as [`follow`] follows it.
+pub(super) struct Followed {
+    pub(super) log: Arc<dyn EventLog>,
+    /// The session's key.
+    pub(super) key: String,
+    pub(super) stream: String,
+    /// The request the stream answers, when the log recorded it.
+    pub(super) request: Option<RequestId>,
+    /// How long the writing instance vouches for itself: after that long without an event, whether it still does is
+    /// asked.
+    pub(super) lease: Duration,
+    /// How long the stream may be quiet while its instance still vouches; then this instance stops following.
+    pub(super) quiet: Duration,
+}
+
+/// The request a stream answers, as the log recorded it (`None` when it did not, or cannot be read).
+pub(super) async fn request_of(log: &dyn EventLog, key: &str, stream: &str) -> Option<RequestId> {
+    match log.request(key, stream).await {
+        Ok(id) => id.and_then(|id| serde_json::from_str(&id).ok()),
+        Err(e) => {
+            tracing::warn!(error = %e, "the event log could not say which request a resumed stream answers");
+            None
+        }
+    }
+}
+
 /// Follows another instance's stream from `slice` (read after event `after`) into `to`: what is in the log, then
 /// what is appended to it, until the stream ends, the reader goes (or stops reading: past the hard bound of
-/// `backlog`), or nothing has come for `quiet` (the instance that sent it is gone).
-#[allow(clippy::too_many_arguments)]
+/// `backlog`), the instance writing it stops vouching for itself (its request is then answered with an error), or
+/// nothing has come for `quiet`.
 pub(super) async fn follow(
-    log: Arc<dyn EventLog>,
-    key: String,
-    stream: String,
+    followed: Followed,
     mut slice: LogSlice,
     mut after: u64,
     to: mpsc::UnboundedSender<Event>,
     backlog: Arc<Backlog>,
-    quiet: Duration,
 ) {
+    let Followed { log, key, stream, request, lease, quiet } = followed;
     let mut pause = FIRST_PAUSE;
     let mut heard = Instant::now();
+    let mut asked = Instant::now();
+    // The writer stopped vouching: one more read, then the request's answer is an error.
+    let mut gone = false;
     loop {
         let got = !slice.events.is_empty();
         for (n, data) in slice.events {
@@ -182,16 +262,39 @@ pub(super) async fn follow(
         if got {
             pause = FIRST_PAUSE;
             heard = Instant::now();
+            gone = false;
+        } else if gone {
+            let instance = writer(&stream);
+            tracing::warn!(stream, instance, "a followed stream's instance stopped: its request ends with an error");
+            if let Some(id) = &request {
+                let error = Error::new(
+                    ErrorCode::INTERNAL_ERROR,
+                    format!(
+                        "the server instance answering this request ({instance}) stopped before it answered: the \
+                         request's outcome is unknown; send it again if that is safe"
+                    ),
+                )
+                .with_data(serde_json::json!({ "instance": instance }));
+                let frame: Arc<str> = Frame::error(Some(id), &error).into_text().into();
+                let _ = to.send((logged_id(&stream, &(after + 1).to_string()), frame));
+            }
+            return;
         } else {
             if heard.elapsed() > quiet {
                 tracing::info!(stream, "a followed stream was quiet for too long: its instance is gone");
                 return;
             }
-            tokio::select! {
-                () = tokio::time::sleep(pause) => {}
-                () = to.closed() => return,
+            if heard.elapsed() >= lease && asked.elapsed() >= lease / 3 {
+                asked = Instant::now();
+                gone = matches!(log.vouched(writer(&stream)).await, Ok(Some(false)));
             }
-            pause = (pause * 2).min(LONGEST_PAUSE);
+            if !gone {
+                tokio::select! {
+                    () = tokio::time::sleep(pause) => {}
+                    () = to.closed() => return,
+                }
+                pause = (pause * 2).min(LONGEST_PAUSE);
+            }
         }
         slice = match log.read_after(&key, &stream, after, READ).await {
             Ok(Some(slice)) => slice,
