@@ -731,3 +731,45 @@ async fn a_standard_or_mirrored_header_sent_twice_is_refused() {
     let answer: Value = serde_json::from_str(&twice.text().await.unwrap()).unwrap();
     assert_eq!(error_code(&answer), -32020, "{answer}");
 }
+
+/// Rotating the `requestState` key across a running fleet, instance by instance (`MCP_REQUEST_STATE_KEY=old,new`
+/// everywhere, then `new,old`, then `new`), loses no retry: at every step a round begun on one instance (before or
+/// after its restart) is finished on the other. A state sealed with a key an instance lacks says so.
+#[tokio::test]
+async fn rotating_the_request_state_key_instance_by_instance_loses_no_retry() {
+    const OLD: &str = "0101010101010101010101010101010101010101010101010101010101010101";
+    const NEW: &str = "0202020202020202020202020202020202020202020202020202020202020202";
+    let start = |keys: &str| HttpServer::start_with_env(&[], &[("MCP_REQUEST_STATE_KEY", keys)]);
+    let elicitation = json!({"elicitation": {}});
+    let begin = async |server: &HttpServer| {
+        let first = v2026::request(1, "tools/call", json!({"name": "ask_name", "arguments": {}}), elicitation.clone());
+        let r = accepted(&server.client(), &first, &[], "a round begins").await;
+        asked(&r)
+    };
+    let finish = async |server: &HttpServer, (keys, state): &(Vec<String>, String), why: &str| {
+        let answer = json!({keys[0].as_str(): {"action": "accept", "content": {"name": "Ada"}}});
+        let done = accepted(&server.client(), &retry(2, "ask_name", json!({}), answer, state), &[], why).await;
+        assert_eq!(text(&done), "Hello, Ada (None)", "{why}");
+    };
+    let mut fleet = [start(OLD), start(OLD)];
+    // Each step restarts one instance with new keys.
+    for (i, keys) in [(1, "OLD,NEW"), (0, "OLD,NEW"), (1, "NEW,OLD"), (0, "NEW,OLD"), (1, "NEW"), (0, "NEW")] {
+        let other = 1 - i;
+        let before_restart = begin(&fleet[i]).await;
+        let on_the_other = begin(&fleet[other]).await;
+        fleet[i] = start(&keys.replace("OLD", OLD).replace("NEW", NEW));
+        finish(&fleet[i], &before_restart, &format!("{keys}: begun before this instance's restart")).await;
+        finish(&fleet[i], &on_the_other, &format!("{keys}: begun on the other instance")).await;
+        let after_restart = begin(&fleet[i]).await;
+        finish(&fleet[other], &after_restart, &format!("{keys}: finished on the other instance")).await;
+    }
+
+    // A state sealed with a key the instance does not have is named as such.
+    let old_only = start(OLD);
+    let sealed_new = begin(&fleet[0]).await;
+    let answer = json!({sealed_new.0[0].as_str(): {"action": "accept", "content": {"name": "Ada"}}});
+    let refused = retry(3, "ask_name", json!({}), answer, &sealed_new.1);
+    let r = rejected(&old_only.client(), &refused, &[], -32602, "another key").await;
+    let message = r["error"]["message"].as_str().unwrap();
+    assert!(message.contains("sealed with key") && message.contains("MCP_REQUEST_STATE_KEY"), "{r}");
+}

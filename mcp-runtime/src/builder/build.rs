@@ -33,7 +33,7 @@ impl ServerBuilder {
         }
         let info_value = serde_json::to_value(&info).expect("server info serializes");
         let cache = self.cache.unwrap_or_default();
-        let sealer = crate::base::seal::Sealer::from_config(self.state_key)
+        let sealer = crate::base::seal::Sealer::from_config(&self.state_keys)
             .map_err(|message| BuildError::BadStateKey { message })?;
         if self.shared && sealer.random {
             return Err(BuildError::BadStateKey {

@@ -82,7 +82,7 @@ pub struct ServerBuilder {
     cache: Option<CacheHint>,
     max_in_flight: Option<usize>,
     outbound: Option<crate::base::backlog::OutboundLimits>,
-    state_key: Option<[u8; 32]>,
+    state_keys: Vec<[u8; 32]>,
     request_state_ttl: Option<Duration>,
     task_store: Option<Arc<dyn crate::task::TaskStore>>,
     change_hub: Option<Arc<dyn crate::server::hub::ChangeHub>>,
@@ -413,9 +413,19 @@ impl ServerBuilder {
 
     /// The key that seals the `requestState` of 2026 `input_required` results (XChaCha20-Poly1305). Give every
     /// instance behind one endpoint the same key, so that any of them can take a retry. Without one, the key comes
-    /// from `MCP_REQUEST_STATE_KEY` (64 hex digits), else it is random for this process.
-    pub fn request_state_key(mut self, key: [u8; 32]) -> Self {
-        self.state_key = Some(key);
+    /// from `MCP_REQUEST_STATE_KEY` (64 hex digits, or several separated by commas), else it is random for this
+    /// process. To rotate keys, see [`request_state_keys`](ServerBuilder::request_state_keys).
+    pub fn request_state_key(self, key: [u8; 32]) -> Self {
+        self.request_state_keys([key])
+    }
+
+    /// Several `requestState` keys: the first seals, every one opens (`MCP_REQUEST_STATE_KEY=new,old` says the
+    /// same). A sealed state names its key. To rotate the key of a running fleet without failing a retry, restart
+    /// the instances one by one with `old,new` (the new key opens everywhere), then again with `new,old` (it seals),
+    /// then with `new` alone once the old states have expired
+    /// ([`request_state_ttl`](ServerBuilder::request_state_ttl)). An empty list keeps the default.
+    pub fn request_state_keys(mut self, keys: impl IntoIterator<Item = [u8; 32]>) -> Self {
+        self.state_keys = keys.into_iter().collect();
         self
     }
 

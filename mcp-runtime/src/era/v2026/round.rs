@@ -180,8 +180,17 @@ impl Round {
         match state {
             None | Some(Value::Null) => {}
             Some(Value::String(sealed)) => {
-                let opened =
-                    server.inner.sealer.open(&sealed).and_then(|b| serde_json::from_slice::<SealedState>(&b).ok());
+                let opened = match server.inner.sealer.try_open(&sealed) {
+                    Ok(bytes) => serde_json::from_slice::<SealedState>(&bytes).ok(),
+                    Err(crate::base::seal::Unopened::UnknownKey(id)) => {
+                        return Err(Error::invalid_params(format!(
+                            "invalid requestState: it was sealed with key {id}, which this server instance does not \
+                             have: every instance needs the same MCP_REQUEST_STATE_KEY list (the first key seals, \
+                             all open)"
+                        )))
+                    }
+                    Err(crate::base::seal::Unopened::Invalid) => None,
+                };
                 let Some(opened) = opened else {
                     return Err(Error::invalid_params("invalid requestState: it failed its integrity check"));
                 };
