@@ -827,3 +827,98 @@ async fn a_shared_server_is_not_ready_while_its_redis_is_unreachable() {
     assert!(why.starts_with("not ready: Redis at redis://127.0.0.1:"), "{why}");
     assert_eq!(check("/healthz").await, (200, "ok\n".to_owned()));
 }
+
+/// Redis Sentinel: instances that reach their Redis through the sentinels (`redis+sentinel://...`) keep serving
+/// through a failover of the primary (SIGKILL; a replica is promoted). Calls go on all along; once the sentinels
+/// name the new primary, the instances move their connections there (and log it), and what the old primary had
+/// replicated is there: a 2025 session opened on one instance is served by the other, which never saw it, and a
+/// task started before is read through the other.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_instances_follow_a_sentinel_failover_and_keep_what_was_replicated() {
+    use common::http::{request, Client as Raw};
+    use common::redis::SentinelRedis;
+    let mut redis_set = SentinelRedis::start();
+    let mut urls = Vec::new();
+    for _ in 0..2 {
+        // Each instance with its own connections, as separate processes would have.
+        let redis = mcp::redis::Redis::connect(&redis_set.url()).await.unwrap();
+        let server = builder().shared(&redis).build().unwrap();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        urls.push(format!("http://{}/mcp", listener.local_addr().unwrap()));
+        tokio::spawn(server.serve_http_on(listener, mcp::HttpOptions::new()));
+    }
+    let mut on_one = Raw { http: reqwest::Client::new(), url: urls[0].clone(), session: None };
+    on_one.initialize(json!({})).await;
+    let on_two = Raw { url: urls[1].clone(), ..on_one.clone() };
+    let tasks = Client::builder().era(EraChoice::V2026).http(&urls[0]).await.unwrap();
+    let Started::Task(task) = tasks.call_tool_as_task("long_task", json!({}), None).await.unwrap() else {
+        panic!("long_task answers with a task")
+    };
+    redis_set.wait_replicated();
+
+    // Calls all along: 2026 calls through both instances, while the primary dies and another takes over.
+    let stop = Arc::new(AtomicBool::new(false));
+    let (served, failed) = (Arc::new(AtomicUsize::new(0)), Arc::new(Mutex::new(Vec::new())));
+    let mut load = Vec::new();
+    for url in &urls {
+        let client = Client::builder().era(EraChoice::V2026).http(url).await.unwrap();
+        let (stop, served, failed) = (stop.clone(), served.clone(), failed.clone());
+        load.push(tokio::spawn(async move {
+            while !stop.load(Ordering::SeqCst) {
+                match client.call_tool("greet", json!({})).await {
+                    Ok(r) if r.text() == Some("hello") => served.fetch_add(1, Ordering::SeqCst),
+                    other => {
+                        failed.lock().unwrap().push(format!("{other:?}"));
+                        0
+                    }
+                };
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }));
+    }
+    let old_primary = redis_set.primary.port;
+    redis_set.primary.stop();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while redis_set.primary_port().is_none_or(|port| port == old_primary) {
+        assert!(Instant::now() < deadline, "the sentinels promoted no replica");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(redis_set.primary_port(), Some(redis_set.replica.port));
+
+    // The session, opened on one before the failover, is served by two, which reads it from the new primary.
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let response = on_two.send(&request(7, "tools/call", json!({"name": "greet", "arguments": {}}))).await;
+        if response.status() == 200 {
+            let (answer, _) = on_two.call(8, "tools/call", json!({"name": "greet", "arguments": {}})).await;
+            assert_eq!(answer["result"]["content"][0]["text"], "hello", "{answer}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "the session is not served on two after the failover");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    // The task, started before, is read through two.
+    let through_two = Client::builder().era(EraChoice::V2026).http(&urls[1]).await.unwrap();
+    let status = through_two.task(task.id()).get().await.map(|t| t.status);
+    assert_eq!(status.as_deref().ok(), Some("working"), "{status:?}");
+
+    stop.store(true, Ordering::SeqCst);
+    for l in load {
+        l.await.unwrap();
+    }
+    assert!(served.load(Ordering::SeqCst) > 20, "calls went on: {}", served.load(Ordering::SeqCst));
+    assert!(failed.lock().unwrap().is_empty(), "a call failed during the failover: {:?}", failed.lock().unwrap());
+    task.cancel().await.unwrap();
+}
+
+/// A Redis Cluster is refused at start, saying why and what to use instead; so is a Sentinel URL without the
+/// primary's name.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redis_cluster_is_refused_with_the_reason() {
+    let cluster = RedisServer::start_with(&["--cluster-enabled", "yes"]);
+    let refused = mcp::redis::Redis::connect(&cluster.url()).await.unwrap_err().to_string();
+    assert!(refused.contains("it is a Redis Cluster, which is not supported"), "{refused}");
+    assert!(refused.contains("redis+sentinel://"), "{refused}");
+    let unnamed = mcp::redis::Redis::connect("redis+sentinel://127.0.0.1:1").await.unwrap_err().to_string();
+    assert!(unnamed.contains("names the primary after the sentinels"), "{unnamed}");
+}

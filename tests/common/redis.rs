@@ -63,16 +63,24 @@ pub struct RedisServer {
     pub port: u16,
     binary: PathBuf,
     dir: PathBuf,
+    /// More arguments for `redis-server` (`--replicaof HOST PORT`, say).
+    args: Vec<String>,
 }
 
 impl RedisServer {
     /// Starts one on a free port and waits until it answers.
     pub fn start() -> RedisServer {
+        RedisServer::start_with(&[])
+    }
+
+    /// Starts one with more arguments for `redis-server`.
+    pub fn start_with(args: &[&str]) -> RedisServer {
         let binary = redis_server();
         let port = free_port();
         let dir = install::target_dir().join(format!("redis-{}-{port}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        let mut server = RedisServer { child: None, port, binary, dir };
+        let args = args.iter().map(|a| a.to_string()).collect();
+        let mut server = RedisServer { child: None, port, binary, dir, args };
         server.spawn();
         server
     }
@@ -92,6 +100,7 @@ impl RedisServer {
         let child = Command::new(&self.binary)
             .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
             .args(["--dir", &self.dir.to_string_lossy()])
+            .args(&self.args)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -107,7 +116,8 @@ impl RedisServer {
         self.spawn();
     }
 
-    fn stop(&mut self) {
+    /// Stops it (SIGKILL).
+    pub fn stop(&mut self) {
         if let Some(mut child) = self.child.take() {
             let _ = child.kill();
             let _ = child.wait();
@@ -130,5 +140,113 @@ fn wait_for_port(port: u16, within: Duration) {
         }
         assert!(Instant::now() < deadline, "redis-server did not listen on port {port} within {within:?}");
         std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A primary, a replica of it and three sentinels watching it (named `mymaster`), each a real Redis process on a
+/// free loopback port: what Redis Sentinel deployments run. The sentinels are the Redis binary in sentinel mode
+/// (`redis-sentinel` on `PATH`, Debian's, else `redis-server --sentinel`, the same program). They take a primary
+/// down after 1 s without an answer.
+pub struct SentinelRedis {
+    pub primary: RedisServer,
+    pub replica: RedisServer,
+    sentinels: Vec<(Child, u16)>,
+    dir: PathBuf,
+}
+
+/// The name the sentinels know the primary by.
+pub const PRIMARY_NAME: &str = "mymaster";
+
+impl SentinelRedis {
+    pub fn start() -> SentinelRedis {
+        let primary = RedisServer::start();
+        let replica = RedisServer::start_with(&["--replicaof", "127.0.0.1", &primary.port.to_string()]);
+        let dir = install::target_dir().join(format!("sentinels-{}-{}", std::process::id(), primary.port));
+        std::fs::create_dir_all(&dir).unwrap();
+        let sentinel_binary = std::env::var_os("PATH")
+            .iter()
+            .flat_map(std::env::split_paths)
+            .map(|d| d.join("redis-sentinel"))
+            .find(|p| p.is_file());
+        let sentinels = (0..3)
+            .map(|i| {
+                let port = free_port();
+                let config = dir.join(format!("sentinel-{i}.conf"));
+                std::fs::write(
+                    &config,
+                    format!(
+                        "port {port}\nbind 127.0.0.1\ndir {dir}\nsentinel monitor {PRIMARY_NAME} 127.0.0.1 {primary} 2\n\
+                         sentinel down-after-milliseconds {PRIMARY_NAME} 1000\n\
+                         sentinel failover-timeout {PRIMARY_NAME} 5000\nsentinel parallel-syncs {PRIMARY_NAME} 1\n",
+                        dir = dir.display(),
+                        primary = primary.port
+                    ),
+                )
+                .unwrap();
+                // The config file comes first (redis-server reads its first argument as one).
+                let mut command = match &sentinel_binary {
+                    Some(binary) => Command::new(binary),
+                    None => Command::new(redis_server()),
+                };
+                command.arg(&config);
+                if sentinel_binary.is_none() {
+                    command.arg("--sentinel");
+                }
+                let child = command
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap_or_else(|e| panic!("could not start a sentinel: {e}"));
+                wait_for_port(port, Duration::from_secs(20));
+                (child, port)
+            })
+            .collect();
+        let set = SentinelRedis { primary, replica, sentinels, dir };
+        set.wait_replicated();
+        set
+    }
+
+    /// `redis+sentinel://127.0.0.1:A,127.0.0.1:B,127.0.0.1:C/mymaster`.
+    pub fn url(&self) -> String {
+        let hosts: Vec<String> = self.sentinels.iter().map(|(_, port)| format!("127.0.0.1:{port}")).collect();
+        format!("redis+sentinel://{}/{PRIMARY_NAME}", hosts.join(","))
+    }
+
+    /// Waits until the replica has everything the primary has (`WAIT 1`): what is written before is kept through a
+    /// failover.
+    pub fn wait_replicated(&self) {
+        let client = mcp::redis::driver::Client::open(self.primary.url()).unwrap();
+        let mut connection = client.get_connection_with_timeout(Duration::from_secs(5)).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let acked: i64 = mcp::redis::driver::cmd("WAIT").arg(1).arg(1000).query(&mut connection).unwrap();
+            if acked >= 1 {
+                return;
+            }
+            assert!(Instant::now() < deadline, "the replica did not catch up with the primary");
+        }
+    }
+
+    /// The port of the server the sentinels name as primary now.
+    pub fn primary_port(&self) -> Option<u16> {
+        let (_, port) = self.sentinels[0];
+        let client = mcp::redis::driver::Client::open(format!("redis://127.0.0.1:{port}")).ok()?;
+        let mut connection = client.get_connection_with_timeout(Duration::from_secs(2)).ok()?;
+        let (_, at): (String, String) = mcp::redis::driver::cmd("SENTINEL")
+            .arg("get-master-addr-by-name")
+            .arg(PRIMARY_NAME)
+            .query(&mut connection)
+            .ok()?;
+        at.parse().ok()
+    }
+}
+
+impl Drop for SentinelRedis {
+    fn drop(&mut self) {
+        for (child, _) in &mut self.sentinels {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }

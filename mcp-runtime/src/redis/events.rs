@@ -113,7 +113,7 @@ async fn write(redis: Redis, mut writes: mpsc::Receiver<Write>) {
                 .arg(ttl)
                 .ignore();
         }
-        let mut connection = redis.commands.clone();
+        let mut connection = redis.commands();
         if let Err(e) = pipe.query_async::<()>(&mut connection).await {
             tracing::warn!(error = %e, redis = %redis.shown, "SSE events could not be logged to Redis");
         }
@@ -150,7 +150,7 @@ impl EventLog for RedisEventLog {
     ) -> BoxFuture<'a, Result<Option<LogSlice>, StoreError>> {
         Box::pin(async move {
             let key = self.key(session, stream);
-            let mut connection = self.redis.commands.clone();
+            let mut connection = self.redis.commands();
             // The event resumed from, then what follows it.
             let (this, next): (Vec<Entry>, Vec<Entry>) = ::redis::pipe()
                 .cmd("XRANGE")
@@ -193,7 +193,7 @@ impl EventLog for RedisEventLog {
 
     fn request<'a>(&'a self, session: &'a str, stream: &'a str) -> BoxFuture<'a, Result<Option<String>, StoreError>> {
         Box::pin(async move {
-            let mut connection = self.redis.commands.clone();
+            let mut connection = self.redis.commands();
             ::redis::cmd("GET")
                 .arg(request_key(&self.key(session, stream)))
                 .query_async(&mut connection)
@@ -204,7 +204,7 @@ impl EventLog for RedisEventLog {
 
     fn vouch<'a>(&'a self, instance: &'a str, lease: Duration) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(async move {
-            let mut connection = self.redis.commands.clone();
+            let mut connection = self.redis.commands();
             ::redis::cmd("SET")
                 .arg(self.redis.key(&format!("instance:{instance}")))
                 .arg(1)
@@ -218,7 +218,7 @@ impl EventLog for RedisEventLog {
 
     fn vouched<'a>(&'a self, instance: &'a str) -> BoxFuture<'a, Result<Option<bool>, StoreError>> {
         Box::pin(async move {
-            let mut connection = self.redis.commands.clone();
+            let mut connection = self.redis.commands();
             let alive: bool = ::redis::cmd("EXISTS")
                 .arg(self.redis.key(&format!("instance:{instance}")))
                 .query_async(&mut connection)

@@ -88,8 +88,9 @@ impl ChangeHub for RedisHub {
 
 /// Publishes what this instance changed, in order.
 async fn publish_loop(inner: Arc<Inner>, mut queue: mpsc::Receiver<String>) {
-    let mut redis = inner.redis.commands.clone();
     while let Some(payload) = queue.recv().await {
+        // The connection as it is now: after a failover, the new primary's.
+        let mut redis = inner.redis.commands();
         let published: Result<i64, _> =
             ::redis::cmd("PUBLISH").arg(&inner.channel).arg(payload).query_async(&mut redis).await;
         if let Err(e) = published {
@@ -99,47 +100,69 @@ async fn publish_loop(inner: Arc<Inner>, mut queue: mpsc::Receiver<String>) {
 }
 
 /// Hands every change published on the channel to the inbox, for as long as the server lives; across a lost
-/// connection it reconnects with backoff and subscribes again.
+/// connection it reconnects with backoff and subscribes again, and when the primary moves (a Sentinel failover) it
+/// subscribes on the new one.
 async fn subscribe_loop(inner: Arc<Inner>, inbox: Inbox) {
-    let (tx, mut pushes) = mpsc::unbounded_channel();
-    let info = inner.redis.client.get_connection_info().clone();
-    let info = info.clone().set_redis_settings(info.redis_settings().clone().set_protocol(ProtocolVersion::RESP3));
-    let client = match ::redis::Client::open(info) {
-        Ok(client) => client,
-        Err(e) => return tracing::error!(url = %inner.redis.shown, error = %e, "cannot subscribe to Redis"),
-    };
-    let config = manager_config().set_push_sender(tx).set_automatic_resubscription();
-    let mut backoff = Duration::from_millis(100);
-    let mut manager = loop {
-        match ConnectionManager::new_with_config(client.clone(), config.clone()).await {
-            Ok(manager) => break manager,
-            Err(e) => {
-                tracing::warn!(url = %inner.redis.shown, error = %e, "cannot subscribe to Redis yet; retrying");
-                tokio::time::sleep(backoff).await;
-                backoff = (backoff * 2).min(Duration::from_secs(2));
-            }
-        }
-    };
-    resubscribe(&inner, &mut manager).await;
-    while let Some(push) = pushes.recv().await {
-        match push.kind {
-            PushKind::Message => {
-                // [channel, payload]
-                let Some(::redis::Value::BulkString(payload)) = push.data.get(1) else { continue };
-                match serde_json::from_slice::<Published>(payload) {
-                    Ok(published) => inbox.deliver(published),
-                    Err(e) => {
-                        tracing::debug!(error = %e, "ignoring a message on the change channel that is not a change")
-                    }
+    let mut moved = inner.redis.moved();
+    loop {
+        moved.borrow_and_update();
+        let (tx, mut pushes) = mpsc::unbounded_channel();
+        let info = inner.redis.client().get_connection_info().clone();
+        let info = info.clone().set_redis_settings(info.redis_settings().clone().set_protocol(ProtocolVersion::RESP3));
+        let client = match ::redis::Client::open(info) {
+            Ok(client) => client,
+            Err(e) => return tracing::error!(url = %inner.redis.shown, error = %e, "cannot subscribe to Redis"),
+        };
+        let config = manager_config().set_push_sender(tx).set_automatic_resubscription();
+        let mut backoff = Duration::from_millis(100);
+        let mut manager = loop {
+            match ConnectionManager::new_with_config(client.clone(), config.clone()).await {
+                Ok(manager) => break Some(manager),
+                // The primary moved meanwhile: connect to the new one.
+                Err(_) if moved.has_changed().unwrap_or(false) => break None,
+                Err(e) => {
+                    tracing::warn!(url = %inner.redis.shown, error = %e, "cannot subscribe to Redis yet; retrying");
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(Duration::from_secs(2));
                 }
             }
-            // The manager reconnects (and subscribes again) on its own once asked something: ask until it answers.
-            PushKind::Disconnection => {
-                tracing::warn!(url = %inner.redis.shown, "lost the connection to Redis; reconnecting");
-                resubscribe(&inner, &mut manager).await;
-                tracing::info!(url = %inner.redis.shown, "subscribed to Redis again");
+        };
+        let Some(manager) = manager.as_mut() else { continue };
+        resubscribe(&inner, manager).await;
+        loop {
+            tokio::select! {
+                push = pushes.recv() => {
+                    let Some(push) = push else { return };
+                    match push.kind {
+                        PushKind::Message => {
+                            // [channel, payload]
+                            let Some(::redis::Value::BulkString(payload)) = push.data.get(1) else { continue };
+                            match serde_json::from_slice::<Published>(payload) {
+                                Ok(published) => inbox.deliver(published),
+                                Err(e) => tracing::debug!(
+                                    error = %e,
+                                    "ignoring a message on the change channel that is not a change"
+                                ),
+                            }
+                        }
+                        // The manager reconnects (and subscribes again) on its own once asked something: ask until
+                        // it answers.
+                        PushKind::Disconnection => {
+                            tracing::warn!(url = %inner.redis.shown, "lost the connection to Redis; reconnecting");
+                            resubscribe(&inner, manager).await;
+                            tracing::info!(url = %inner.redis.shown, "subscribed to Redis again");
+                        }
+                        _ => {}
+                    }
+                }
+                changed = moved.changed() => {
+                    if changed.is_err() {
+                        return;
+                    }
+                    tracing::info!(url = %inner.redis.shown, "subscribing on the new Redis primary");
+                    break;
+                }
             }
-            _ => {}
         }
     }
 }

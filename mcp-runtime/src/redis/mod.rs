@@ -41,9 +41,11 @@ pub use sessions::RedisSessionStore;
 pub use tasks::RedisTaskStore;
 
 use std::fmt;
+use std::sync::{Arc, RwLock, Weak};
 use std::time::Duration;
 
 use ::redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use ::redis::sentinel::{Sentinel, SentinelNodeConnectionInfo};
 
 /// The key prefix when none is given: every key and channel of the server starts with `mcp:`.
 pub const DEFAULT_PREFIX: &str = "mcp";
@@ -51,15 +53,35 @@ pub const DEFAULT_PREFIX: &str = "mcp";
 /// How long one attempt to connect may take, and a command's answer.
 const TIMEOUT: Duration = Duration::from_secs(5);
 
+/// How often the instances ask Sentinel where the primary is.
+const SENTINEL_POLL: Duration = Duration::from_millis(500);
+
 /// A Redis that several instances of one server share: opened once with [`Redis::connect`], then handed to
 /// [`ServerBuilder::shared`](crate::ServerBuilder::shared). Cheap to clone (its connections are shared).
+///
+/// Either one Redis (`redis://host:port`), or the primary that Redis Sentinel names
+/// (`redis+sentinel://host:port,host:port,host:port/PRIMARY_NAME`): then the connections follow a failover,
+/// moving to the new primary as soon as the sentinels name it. Redis Cluster is refused (see [`Redis::connect`]).
 #[derive(Clone)]
 pub struct Redis {
-    client: ::redis::Client,
-    commands: ConnectionManager,
+    primary: Arc<Primary>,
     /// Where it is, without a password: for errors and logs.
     shown: String,
     prefix: String,
+}
+
+/// The primary the connections go to now, and how to find the next one after a failover.
+struct Primary {
+    now: RwLock<Connected>,
+    /// Bumped each time the primary moves: what holds a connection of its own (the hub's subscription) reconnects.
+    moved: tokio::sync::watch::Sender<u64>,
+}
+
+/// A client of one Redis server, and the shared connection to it.
+#[derive(Clone)]
+struct Connected {
+    client: ::redis::Client,
+    commands: ConnectionManager,
 }
 
 /// Why a Redis could not be used.
@@ -91,22 +113,101 @@ fn shown(url: &str) -> String {
     }
 }
 
+/// A `redis+sentinel://[[user]:password@]host:port[,host:port...]/PRIMARY_NAME[/db]` URL, read: the sentinels'
+/// URLs, the primary's name, and how to log in to the primary.
+struct SentinelUrl {
+    sentinels: Vec<String>,
+    name: String,
+    node: SentinelNodeConnectionInfo,
+}
+
+fn sentinel_url(url: &str) -> Option<Result<SentinelUrl, String>> {
+    let rest = url.strip_prefix("redis+sentinel://")?;
+    let (login, rest) = match rest.rsplit_once('@') {
+        Some((login, rest)) => (Some(login), rest),
+        None => (None, rest),
+    };
+    let (hosts, path) = rest.split_once('/').unwrap_or((rest, ""));
+    let mut path = path.split('/').filter(|p| !p.is_empty());
+    let Some(name) = path.next() else {
+        return Some(Err("a redis+sentinel:// URL names the primary after the sentinels: \
+                         redis+sentinel://host:26379,host:26379/PRIMARY_NAME"
+            .to_owned()));
+    };
+    let mut settings = ::redis::RedisConnectionInfo::default();
+    if let Some(db) = path.next() {
+        match db.parse() {
+            Ok(db) => settings = settings.set_db(db),
+            Err(_) => return Some(Err(format!("`{db}` is not a database number"))),
+        }
+    }
+    if let Some(login) = login {
+        let (user, password) = login.split_once(':').unwrap_or(("", login));
+        if !user.is_empty() {
+            settings = settings.set_username(user);
+        }
+        if !password.is_empty() {
+            settings = settings.set_password(password);
+        }
+    }
+    let sentinels: Vec<String> =
+        hosts.split(',').map(str::trim).filter(|h| !h.is_empty()).map(|h| format!("redis://{h}")).collect();
+    if sentinels.is_empty() {
+        return Some(Err("a redis+sentinel:// URL names at least one sentinel (host:port)".to_owned()));
+    }
+    let node = SentinelNodeConnectionInfo::default().set_redis_connection_info(settings);
+    Some(Ok(SentinelUrl { sentinels, name: name.to_owned(), node }))
+}
+
 impl Redis {
-    /// Connects to the Redis at `url` (`redis://[[user]:password@]host[:port][/db]`, or `rediss://` for TLS where
-    /// the crate was built for it) and checks it answers; an unreachable Redis is an error naming the URL (a server
-    /// that cannot share its state must not start as if it could). Call it inside a Tokio runtime.
+    /// Connects to the Redis at `url` and checks it answers; an unreachable Redis is an error naming the URL (a
+    /// server that cannot share its state must not start as if it could). Call it inside a Tokio runtime.
+    ///
+    /// `url` is `redis://[[user]:password@]host[:port][/db]` (or `rediss://` for TLS where the crate was built for
+    /// it), or `redis+sentinel://[[user]:password@]host:port[,host:port...]/PRIMARY_NAME[/db]` for the primary that
+    /// Redis Sentinel names: the instances follow a failover (every [`SENTINEL_POLL`] they ask the sentinels
+    /// where the primary is, and move their connections when it moved; what the old primary had replicated, the
+    /// new one has). A Redis Cluster is refused with an error saying why: the shared state uses scripts and
+    /// pipelines over keys that Cluster would spread over several nodes.
     pub async fn connect(url: &str) -> Result<Redis, RedisError> {
         let shown = shown(url);
         let fail = |reason: String| RedisError { url: shown.clone(), reason };
-        let client = ::redis::Client::open(url).map_err(|e| fail(format!("not a Redis URL: {e}")))?;
-        let commands = ConnectionManager::new_with_config(client.clone(), manager_config())
+        let (connected, sentinel) = match sentinel_url(url) {
+            None => {
+                let client = ::redis::Client::open(url).map_err(|e| fail(format!("not a Redis URL: {e}")))?;
+                (connect_to(client).await.map_err(fail)?, None)
+            }
+            Some(Err(reason)) => return Err(fail(reason)),
+            Some(Ok(at)) => {
+                let mut sentinel = Sentinel::build(at.sentinels.clone())
+                    .map_err(|e| fail(format!("not a Redis Sentinel URL: {e}")))?;
+                let client = sentinel.async_master_for(&at.name, Some(&at.node)).await.map_err(|e| {
+                    fail(format!("the sentinels do not name a reachable primary called {:?}: {e}", at.name))
+                })?;
+                (connect_to(client).await.map_err(fail)?, Some((sentinel, at)))
+            }
+        };
+        let mut probe = connected.commands.clone();
+        let info: String = ::redis::cmd("INFO")
+            .arg("cluster")
+            .query_async(&mut probe)
             .await
-            .map_err(|e| fail(format!("cannot connect: {e}")))?;
-        let mut ping = commands.clone();
-        let _: String =
-            ::redis::cmd("PING").query_async(&mut ping).await.map_err(|e| fail(format!("does not answer: {e}")))?;
-        tracing::info!(url = %shown, "connected to Redis");
-        Ok(Redis { client, commands, shown, prefix: DEFAULT_PREFIX.to_owned() })
+            .map_err(|e| fail(format!("does not answer: {e}")))?;
+        if info.lines().any(|l| l.trim() == "cluster_enabled:1") {
+            return Err(fail(
+                "it is a Redis Cluster, which is not supported: the shared state runs scripts and pipelines over \
+                 several keys at once, which Cluster would spread over nodes. Use one primary (with replicas and \
+                 Redis Sentinel for failover: redis+sentinel://...)"
+                    .to_owned(),
+            ));
+        }
+        let at = connected.client.get_connection_info().addr().to_string();
+        tracing::info!(url = %shown, primary = %at, "connected to Redis");
+        let primary = Arc::new(Primary { now: RwLock::new(connected), moved: tokio::sync::watch::channel(0).0 });
+        if let Some((sentinel, at)) = sentinel {
+            tokio::spawn(follow_failovers(Arc::downgrade(&primary), sentinel, at, shown.clone()));
+        }
+        Ok(Redis { primary, shown, prefix: DEFAULT_PREFIX.to_owned() })
     }
 
     /// Keys and channels start with `prefix` and a colon (default [`DEFAULT_PREFIX`]): servers that share one
@@ -137,18 +238,34 @@ impl Redis {
     }
 
     /// A connection for the program's own data in this Redis (the bookshop's holds, say): the `redis` crate's
-    /// connection manager ([`driver`]), which reconnects by itself. Cheap: it shares the one connection.
+    /// connection manager ([`driver`]), which reconnects by itself. Cheap: it shares the one connection. Ask for it
+    /// where it is used rather than keeping it: after a Sentinel failover this gives the new primary's.
     ///
     /// A server built with [`ServerBuilder::shared`](crate::ServerBuilder::shared) holds its `Redis` in its state,
     /// so a handler reaches it with `ctx.state::<mcp::redis::Redis>()`.
     pub fn connection(&self) -> ConnectionManager {
-        self.commands.clone()
+        self.commands()
+    }
+
+    /// The shared connection to the primary, as it is now.
+    fn commands(&self) -> ConnectionManager {
+        self.primary.now.read().unwrap_or_else(std::sync::PoisonError::into_inner).commands.clone()
+    }
+
+    /// A client of the primary, as it is now.
+    fn client(&self) -> ::redis::Client {
+        self.primary.now.read().unwrap_or_else(std::sync::PoisonError::into_inner).client.clone()
+    }
+
+    /// Changes each time the primary moves (a Sentinel failover).
+    fn moved(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.primary.moved.subscribe()
     }
 
     /// Whether it answers a `PING` within `within`: what the readiness check (`/readyz`) of a shared server asks.
     pub async fn ping(&self, within: Duration) -> Result<(), RedisError> {
         let fail = |reason: String| RedisError { url: self.shown.clone(), reason };
-        let mut connection = self.commands.clone();
+        let mut connection = self.commands();
         let command = ::redis::cmd("PING");
         match tokio::time::timeout(within, command.query_async::<String>(&mut connection)).await {
             Ok(Ok(_)) => Ok(()),
@@ -175,6 +292,61 @@ impl Redis {
 impl fmt::Debug for Redis {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Redis").field("url", &self.shown).field("prefix", &self.prefix).finish()
+    }
+}
+
+/// The shared connection to the server of `client`, checked with a `PING`.
+async fn connect_to(client: ::redis::Client) -> Result<Connected, String> {
+    let commands = ConnectionManager::new_with_config(client.clone(), manager_config())
+        .await
+        .map_err(|e| format!("cannot connect: {e}"))?;
+    let mut ping = commands.clone();
+    let _: String = ::redis::cmd("PING").query_async(&mut ping).await.map_err(|e| format!("does not answer: {e}"))?;
+    Ok(Connected { client, commands })
+}
+
+/// Asks the sentinels where the primary is, every [`SENTINEL_POLL`], for as long as the `Redis` lives; when it
+/// moved (a failover), connects to the new one and moves every connection there.
+async fn follow_failovers(primary: Weak<Primary>, mut sentinel: Sentinel, at: SentinelUrl, shown: String) {
+    let mut failing = false;
+    loop {
+        tokio::time::sleep(SENTINEL_POLL).await;
+        let Some(primary) = primary.upgrade() else { return };
+        let client = match tokio::time::timeout(TIMEOUT, sentinel.async_master_for(&at.name, Some(&at.node))).await {
+            Ok(Ok(client)) => client,
+            Ok(Err(e)) if !failing => {
+                failing = true;
+                tracing::warn!(url = %shown, error = %e, "the sentinels name no reachable primary (a failover?)");
+                continue;
+            }
+            _ => continue,
+        };
+        if failing {
+            failing = false;
+            tracing::info!(url = %shown, "the sentinels name a reachable primary again");
+        }
+        let now = client.get_connection_info().addr().to_string();
+        let was = primary
+            .now
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .client
+            .get_connection_info()
+            .addr()
+            .to_string();
+        if now == was {
+            continue;
+        }
+        match connect_to(client).await {
+            Ok(connected) => {
+                *primary.now.write().unwrap_or_else(std::sync::PoisonError::into_inner) = connected;
+                primary.moved.send_modify(|n| *n += 1);
+                tracing::warn!(url = %shown, from = %was, to = %now, "the Redis primary moved (a failover): reconnected");
+            }
+            Err(e) => {
+                tracing::warn!(url = %shown, primary = %now, error = %e, "cannot reach the new Redis primary yet")
+            }
+        }
     }
 }
 

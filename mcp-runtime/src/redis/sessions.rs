@@ -48,7 +48,7 @@ impl SessionStore for RedisSessionStore {
     ) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(async move {
             let json = serde_json::to_string(record).map_err(|e| StoreError::Unavailable(e.to_string()))?;
-            let mut redis = self.redis.commands.clone();
+            let mut redis = self.redis.commands();
             let _: () = ::redis::pipe()
                 .cmd("SET")
                 .arg(self.key(key))
@@ -70,7 +70,7 @@ impl SessionStore for RedisSessionStore {
 
     fn load<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<SessionRecord>, StoreError>> {
         Box::pin(async move {
-            let mut redis = self.redis.commands.clone();
+            let mut redis = self.redis.commands();
             let text: Option<String> = ::redis::cmd("GET")
                 .arg(self.key(key))
                 .query_async(&mut redis)
@@ -82,7 +82,7 @@ impl SessionStore for RedisSessionStore {
 
     fn touch<'a>(&'a self, key: &'a str, idle: Duration) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(async move {
-            let mut redis = self.redis.commands.clone();
+            let mut redis = self.redis.commands();
             let _: () = ::redis::pipe()
                 .cmd("PEXPIRE")
                 .arg(self.key(key))
@@ -103,7 +103,7 @@ impl SessionStore for RedisSessionStore {
 
     fn remove<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(async move {
-            let mut redis = self.redis.commands.clone();
+            let mut redis = self.redis.commands();
             let _: () = ::redis::pipe()
                 .cmd("DEL")
                 .arg(self.key(key))
@@ -121,7 +121,7 @@ impl SessionStore for RedisSessionStore {
 
     fn count(&self) -> BoxFuture<'_, Result<usize, StoreError>> {
         Box::pin(async move {
-            let mut redis = self.redis.commands.clone();
+            let mut redis = self.redis.commands();
             let (_, live): (i64, usize) = ::redis::pipe()
                 .cmd("ZREMRANGEBYSCORE")
                 .arg(self.redis.key("sessions"))

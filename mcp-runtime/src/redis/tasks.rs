@@ -136,7 +136,7 @@ impl TaskStore for RedisTaskStore {
             let json = serde_json::to_string(&record).map_err(|e| StoreError::Unavailable(e.to_string()))?;
             let session = record.session.as_deref().map(|s| self.session_key(s)).unwrap_or_default();
             let (stored, running) = record.client.as_deref().map(|c| self.client_keys(c)).unwrap_or_default();
-            let mut redis = self.redis.commands.clone();
+            let mut redis = self.redis.commands();
             let created: i64 = self
                 .create
                 .key(self.record_key(&record.id))
@@ -163,7 +163,7 @@ impl TaskStore for RedisTaskStore {
 
     fn get<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<TaskRecord>, StoreError>> {
         Box::pin(async move {
-            let mut redis = self.redis.commands.clone();
+            let mut redis = self.redis.commands();
             let text: Option<String> = ::redis::cmd("GET")
                 .arg(self.record_key(id))
                 .query_async(&mut redis)
@@ -176,7 +176,7 @@ impl TaskStore for RedisTaskStore {
     fn update(&self, record: TaskRecord) -> BoxFuture<'_, Result<bool, StoreError>> {
         Box::pin(async move {
             let json = serde_json::to_string(&record).map_err(|e| StoreError::Unavailable(e.to_string()))?;
-            let mut redis = self.redis.commands.clone();
+            let mut redis = self.redis.commands();
             let running = record.client.as_deref().map(|c| self.client_keys(c).1).unwrap_or_default();
             let written: i64 = self
                 .update
@@ -210,7 +210,7 @@ impl TaskStore for RedisTaskStore {
             };
             let limit = limit.max(1);
             let key = self.session_key(session);
-            let mut redis = self.redis.commands.clone();
+            let mut redis = self.redis.commands();
             let mut page = TaskPage::default();
             let mut from = start.to_string();
             // Expired tasks are skipped (and forgotten): read on until the page is full or the set ends.
@@ -260,7 +260,7 @@ impl TaskStore for RedisTaskStore {
         Box::pin(async move {
             let (stored, running) = self.client_keys(client);
             let now = crate::base::now_ms();
-            let mut redis = self.redis.commands.clone();
+            let mut redis = self.redis.commands();
             let (stored, running): (usize, usize) = ::redis::pipe()
                 .cmd("ZREMRANGEBYSCORE")
                 .arg(&stored)
