@@ -638,3 +638,47 @@ async fn health_and_readiness_checks_answer_any_host() {
     assert_eq!(http.get(format!("{base}/healthz")).send().await.unwrap().status(), 404);
     assert_eq!(http.get(format!("{base}/readyz")).send().await.unwrap().status(), 404);
 }
+
+/// SIGTERM drains: the instance says it is not ready at once, its idle GET stream ends (its client reconnects,
+/// elsewhere), a new standalone stream is refused with 503, and the calls in flight of both eras are answered (not
+/// cancelled); a new connection is still served meanwhile; then it exits 0, without waiting for the drain timeout.
+#[tokio::test]
+async fn sigterm_drains_the_calls_in_flight_then_exits() {
+    let mut server = HttpServer::start(&["--drain-timeout", "20"]);
+    let mut client = server.client();
+    client.initialize(json!({})).await;
+    let mut standalone = Body::of(client.get(None).await).await;
+    let legacy = request(2, "tools/call", json!({"name": "sleep", "arguments": {"ms": 1500}}));
+    let call = client.send(&legacy);
+    let modern =
+        common::v2026::request(3, "tools/call", json!({"name": "sleep", "arguments": {"ms": 1500}}), json!({}));
+    let call_2026 = client.v2026_send(&modern);
+    let base = server.url.trim_end_matches("/mcp").to_owned();
+    let (answer, answer_2026, stopped) = tokio::join!(call, call_2026, async {
+        for id in ["2", "3"] {
+            assert!(server.wait_stderr(&format!("SLEEP_START {id}"), SHORT * 10).await, "{}", server.stderr_text());
+        }
+        let status = std::process::Command::new("kill").args(["-TERM", &server.pid().to_string()]).status().unwrap();
+        assert!(status.success());
+        let stopped = std::time::Instant::now();
+        assert!(server.wait_stderr("draining", SHORT * 10).await, "{}", server.stderr_text());
+        let ready = reqwest::get(format!("{base}/readyz")).await.unwrap();
+        assert_eq!(ready.status(), 503, "not ready while draining");
+        assert_eq!(ready.text().await.unwrap(), "not ready: the server is stopping\n");
+        let refused = client.get(None).await;
+        assert_eq!(refused.status(), 503, "no new standalone stream");
+        assert!(refused.headers().get("retry-after").is_some());
+        assert!(standalone.ended(SHORT * 10).await, "the idle GET stream ended");
+        stopped
+    });
+    let mut body = Body::of(answer).await;
+    assert_eq!(body.response(&json!(2), "tools/call").await["result"]["content"][0]["text"], "slept 1500 ms");
+    let answer_2026: Value = serde_json::from_str(&answer_2026.text().await.unwrap()).unwrap();
+    assert_eq!(answer_2026["result"]["content"][0]["text"], "slept 1500 ms", "{answer_2026}");
+    let status = server
+        .wait_exit(Duration::from_secs(10))
+        .unwrap_or_else(|| panic!("it exits once drained: {}", server.stderr_text()));
+    assert!(status.success(), "{status:?}");
+    assert!(stopped.elapsed() < Duration::from_secs(10), "without waiting out the drain timeout");
+    assert!(!server.stderr_text().contains("SLEEP_ABORTED"), "{}", server.stderr_text());
+}

@@ -640,12 +640,13 @@ async fn a_stopping_server_ends_an_open_listen_with_its_result() {
     assert!(stream.ended(WAIT).await, "the stream closes after the result");
 }
 
-/// SIGTERM cancels a 2026 call in flight as it does a 2025 one: its handler is dropped, its
-/// deferred cleanup runs, and the process exits well inside the 5 s shutdown deadline (a 2026 call used to hold it
-/// for the whole deadline, and its cleanup never ran).
+/// SIGTERM, once the drain is over (here at once: `--drain-timeout 0`; `http.rs` tests the drain), cancels a 2026
+/// call in flight as it does a 2025 one: its handler is dropped, its deferred cleanup runs, and the process exits
+/// well inside the 5 s shutdown deadline (a 2026 call used to hold it for the whole deadline, and its cleanup never
+/// ran).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stopping_server_cancels_the_calls_in_flight_of_both_eras_and_runs_their_cleanup() {
-    let server = HttpServer::start(&[]);
+    let server = HttpServer::start(&["--drain-timeout", "0"]);
     let mut session = server.client();
     session.initialize(json!({})).await;
     stop_with_sleeps_in_flight(server, session, [101, 102]).await;
@@ -655,7 +656,7 @@ async fn a_stopping_server_cancels_the_calls_in_flight_of_both_eras_and_runs_the
 /// the whole deadline).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stopping_stateless_server_cancels_the_calls_in_flight_of_both_eras_and_runs_their_cleanup() {
-    let server = HttpServer::start(&["--stateless"]);
+    let server = HttpServer::start(&["--stateless", "--drain-timeout", "0"]);
     let client = server.client();
     stop_with_sleeps_in_flight(server, client, [201, 202]).await;
 }

@@ -1,5 +1,6 @@
-//! Every request runs in a `mcp.request` tracing span (method, id, handler, era, session, client), entered in the
-//! handler's task and in its blocking thread, so an event inside a tool is attributed to its request.
+//! Every request runs in a `mcp.request` tracing span (method, id, handler, era, session, client, and over HTTP the
+//! client's address), entered in the handler's task and in its blocking thread, so an event inside a tool is
+//! attributed to its request.
 
 use std::io::Write;
 use std::sync::{Arc, Mutex};
@@ -72,4 +73,27 @@ async fn an_event_inside_a_tool_carries_its_requests_span() {
     // A 2025 request names its session; a 2026 one has none.
     assert!(line("inside the async tool", "2025-11-25").contains("session=\"session:"), "{text}");
     assert!(!line("inside the async tool", "2026-07-28").contains("session="), "{text}");
+
+    // Over `serve_http`, the span names the client's address: the connection's peer, or behind a balancer that
+    // forwards it (`trust_forwarded`), the address it forwarded.
+    for (trust, name, address) in [(false, "direct", "127.0.0.1"), (true, "forwarded", "203.0.113.7")] {
+        let server = mcp::Server::builder().tool::<traced_async>().build().unwrap();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+        tokio::spawn(server.serve_http_on(listener, mcp::HttpOptions::new().trust_forwarded(trust)));
+        for era in [EraChoice::V2025, EraChoice::V2026] {
+            let client = Client::builder().name(name).era(era).header("x-forwarded-for", "203.0.113.7");
+            let client = client.http(&url).await.unwrap();
+            client.call_tool("traced_async", json!({})).await.unwrap();
+            client.close().await;
+        }
+        let text = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+        for era in ["2025-11-25", "2026-07-28"] {
+            let inside = text
+                .lines()
+                .find(|l| l.contains(&format!("client=\"{name}\"")) && l.contains(&format!("era=\"{era}\"")))
+                .unwrap_or_else(|| panic!("no line of client {name} in the {era} era:\n{text}"));
+            assert!(inside.contains(&format!("client.address={address}")), "{inside}");
+        }
+    }
 }

@@ -121,8 +121,10 @@ pub struct HttpRequest {
     /// extensions as an [`AuthInfo`] by a layer in front of the endpoint. Shared: the verifier's cache and every
     /// handler of the request hold the same one.
     pub auth: Option<Arc<AuthInfo>>,
-    /// The address of the peer that sent it, when the server knows it (`serve_http` always does; a router mounted
-    /// elsewhere when it is served with axum's `ConnectInfo`).
+    /// The address of the client that sent it, when the server knows it (`serve_http` always does; a router mounted
+    /// elsewhere when it is served with axum's `ConnectInfo`): the connection's peer, or with
+    /// [`HttpOptions::trust_forwarded`](crate::HttpOptions::trust_forwarded) the address the balancer in front
+    /// forwarded (`Forwarded`, else `X-Forwarded-For`). It is the request span's `client.address`.
     pub peer: Option<std::net::IpAddr>,
 }
 

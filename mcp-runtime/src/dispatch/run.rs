@@ -46,7 +46,8 @@ pub(super) async fn run_handler<R: WireResult + Send + 'static>(call: Call<R>, r
 /// created), a third of a pipelined call. `RUST_LOG=info` (or any subscriber of the program's own) turns it on.
 pub(crate) const REQUEST_SPAN_TARGET: &str = "mcp::request";
 
-/// The tracing span of a request: its method, id, handler, era, session and client.
+/// The tracing span of a request: its method, id, handler, era, session, client and (over HTTP) the client's
+/// address.
 fn request_span(method: &'static str, name: &'static str, request: &InFlight) -> tracing::Span {
     let era = request.meta.era.name();
     let span = tracing::info_span!(
@@ -58,6 +59,7 @@ fn request_span(method: &'static str, name: &'static str, request: &InFlight) ->
         era,
         session = tracing::field::Empty,
         client = tracing::field::Empty,
+        client.address = tracing::field::Empty,
     );
     if !span.is_disabled() {
         if let Some(session) = request.era.session(&*request.link) {
@@ -65,6 +67,10 @@ fn request_span(method: &'static str, name: &'static str, request: &InFlight) ->
         }
         if let Some(client) = &request.meta.client {
             span.record("client", client.info.name.as_str());
+        }
+        // Over HTTP: the peer's address, or the one the balancer forwarded (`--trust-forwarded`).
+        if let Some(address) = request.meta.http.as_ref().and_then(|http| http.peer) {
+            span.record("client.address", tracing::field::display(address));
         }
         #[cfg(feature = "opentelemetry")]
         crate::otel::adopt_parent(&span, request.meta.meta.as_ref());

@@ -22,6 +22,11 @@ OPTIONS:
                            `Forwarded` (or `X-Forwarded-For`) names, for per-client limits and logs
     --keep-alive SECONDS   With --http: a keep-alive comment on every open stream idle this long (default 15),
                            below the read timeout of the proxy in front. `/healthz` and `/readyz` answer checks
+    --drain-timeout SECONDS
+                           With --http: on SIGTERM, say not ready and serve what is in flight for at most this long
+                           (default 30) before cancelling the rest and exiting
+    --drain-notice SECONDS With --http: on SIGTERM, go on serving new requests this long (default 3) after saying
+                           not ready, while the balancers take the instance out
     --auth-issuer URL      With --http and --auth-resource: require a bearer JWT access token from this OAuth issuer
                            (keys from its JWKS, found through its metadata) on every request
     --auth-resource URL    With --http and --auth-issuer: this server's resource identifier, which tokens must
@@ -37,8 +42,8 @@ OPTIONS:
 {program}
 ENVIRONMENT:
     RUST_LOG           Diagnostics to stderr, as a tracing filter (default: `info,mcp::request=off`; `info` adds a
-                       `mcp.request` span with method, id, handler, era, session and client to every event of a
-                       request). stdout carries only protocol messages.
+                       `mcp.request` span with method, id, handler, era, session, client and client.address to
+                       every event of a request). stdout carries only protocol messages.
     MCP_ALLOW_HOST     With --http: more names for --allow-host, comma-separated
     MCP_ALLOW_ORIGIN   With --http: more origins for --allow-origin, comma-separated
     MCP_AUTH_ISSUER    With --http: --auth-issuer, when it is not given
@@ -57,6 +62,8 @@ const FRAMEWORK_OPTIONS: &[&str] = &[
     "--stateless",
     "--trust-forwarded",
     "--keep-alive",
+    "--drain-timeout",
+    "--drain-notice",
     "--auth-issuer",
     "--auth-resource",
     "--redis",
@@ -90,6 +97,12 @@ impl HttpOptions {
         self
     }
     fn keep_alive(self, _: std::time::Duration) -> Self {
+        self
+    }
+    fn drain_timeout(self, _: std::time::Duration) -> Self {
+        self
+    }
+    fn drain_notice(self, _: std::time::Duration) -> Self {
         self
     }
     fn allow_host(self, _: String) -> Self {
@@ -148,6 +161,16 @@ impl Environment {
             redis: text("MCP_REDIS_URL"),
         }
     }
+}
+
+/// A number of seconds an option takes, from `least` to an hour.
+fn seconds(option: &str, given: &str, least: f64) -> Result<std::time::Duration, String> {
+    given
+        .parse::<f64>()
+        .ok()
+        .filter(|s| s.is_finite() && *s >= least && *s <= 3600.0)
+        .map(std::time::Duration::from_secs_f64)
+        .ok_or_else(|| format!("`{option} {given}`: not a number of seconds from {least} to 3600"))
 }
 
 /// The option closest to `typed` among the framework's and the program's, if it is close enough to be a typo.
@@ -222,7 +245,9 @@ fn parse_command(
             "--list-tools" => command = Command::ListTools,
             "--schema" => command = Command::Schema,
             "--version" | "-V" => return Ok(Command::Version),
-            "--http" | "--allow-host" | "--allow-origin" | "--keep-alive" if cfg!(not(feature = "http")) => {
+            "--http" | "--allow-host" | "--allow-origin" | "--keep-alive" | "--drain-timeout" | "--drain-notice"
+                if cfg!(not(feature = "http")) =>
+            {
                 return Err(format!(
                     "`{name}` needs the `http` feature of mcp-runtime, which this program was built without"
                 ))
@@ -256,14 +281,16 @@ fn parse_command(
                 http_only = Some("--trust-forwarded");
             }
             "--keep-alive" => {
-                let given = value("15")?;
-                let seconds = given
-                    .parse::<f64>()
-                    .ok()
-                    .filter(|s| s.is_finite() && *s > 0.0 && *s <= 3600.0)
-                    .ok_or_else(|| format!("`--keep-alive {given}`: not a number of seconds from 0.01 to 3600"))?;
-                options = options.keep_alive(std::time::Duration::from_secs_f64(seconds));
+                options = options.keep_alive(seconds(name, &value("15")?, 0.01)?);
                 http_only = Some("--keep-alive");
+            }
+            "--drain-timeout" => {
+                options = options.drain_timeout(seconds(name, &value("30")?, 0.0)?);
+                http_only = Some("--drain-timeout");
+            }
+            "--drain-notice" => {
+                options = options.drain_notice(seconds(name, &value("3")?, 0.0)?);
+                http_only = Some("--drain-notice");
             }
             "--redis" if cfg!(not(feature = "redis")) => {
                 return Err(format!(

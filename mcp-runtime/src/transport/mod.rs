@@ -17,18 +17,40 @@ pub(crate) fn line(frame: String) -> Vec<u8> {
 
 /// Completes on Ctrl-C, or on SIGTERM where there is one.
 pub(crate) async fn stop_signal() {
+    which_stop_signal().await;
+}
+
+/// How the process was asked to stop.
+#[cfg_attr(not(feature = "http"), allow(dead_code))]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum StopSignal {
+    /// Ctrl-C (SIGINT): a person at a terminal.
+    Interrupt,
+    /// SIGTERM: a service manager or an orchestrator (systemd, Kubernetes, a rolling restart).
+    Terminate,
+}
+
+/// Waits for Ctrl-C or SIGTERM, and says which came.
+pub(crate) async fn which_stop_signal() -> StopSignal {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{signal, SignalKind};
         match signal(SignalKind::terminate()) {
             Ok(mut term) => {
                 tokio::select! {
-                    _ = tokio::signal::ctrl_c() => tracing::info!("interrupted: shutting down"),
-                    _ = term.recv() => tracing::info!("terminated: shutting down"),
+                    _ = tokio::signal::ctrl_c() => {
+                        tracing::info!("interrupted: shutting down");
+                        StopSignal::Interrupt
+                    }
+                    _ = term.recv() => {
+                        tracing::info!("terminated: shutting down");
+                        StopSignal::Terminate
+                    }
                 }
             }
             Err(_) => {
                 let _ = tokio::signal::ctrl_c().await;
+                StopSignal::Interrupt
             }
         }
     }
@@ -36,5 +58,6 @@ pub(crate) async fn stop_signal() {
     {
         let _ = tokio::signal::ctrl_c().await;
         tracing::info!("interrupted: shutting down");
+        StopSignal::Interrupt
     }
 }

@@ -99,16 +99,31 @@ impl Connections {
         Some(conn.peer)
     }
 
-    /// The server is stopping: every connection is asked to close once idle, and no more are recorded.
-    pub(super) fn stop(&self) {
+    /// Whether every open connection is idle and has been for at least `for_at_least` (none open: yes).
+    pub(super) fn all_idle(&self, for_at_least: std::time::Duration) -> bool {
+        let now = nanos_since(self.epoch);
+        let least = u64::try_from(for_at_least.as_nanos()).unwrap_or(u64::MAX);
+        self.inner.locked().by_id.values().all(|c| {
+            c.busy.load(Ordering::Acquire) == 0 && now.saturating_sub(c.idle_since.load(Ordering::Acquire)) >= least
+        })
+    }
+
+    /// Every connection open now is asked to close once idle (those idle now close at once); connections opened
+    /// later are not.
+    pub(super) fn close_all(&self) {
         let all: Vec<Arc<Conn>> = {
             let mut inner = self.inner.locked();
-            inner.stopping = true;
             inner.by_id.drain().map(|(_, c)| c).collect()
         };
         for conn in all {
             conn.close.notify_one();
         }
+    }
+
+    /// The server is stopping: every connection is asked to close once idle, and no more are recorded.
+    pub(super) fn stop(&self) {
+        self.inner.locked().stopping = true;
+        self.close_all();
     }
 }
 

@@ -69,6 +69,24 @@ fn keep_alive_timer(every: Duration) -> tokio::time::Interval {
     timer
 }
 
+/// The answer of a draining server to what it no longer takes (a session it could not share, a new stream): 503
+/// with `Retry-After`, so that the client, or the balancer in front, tries again elsewhere.
+fn draining(what: &str) -> Response {
+    let mut response = guards::error_response(
+        StatusCode::SERVICE_UNAVAILABLE,
+        ErrorCode::OVERLOADED,
+        format!("this server instance is stopping and takes no new {what}: try again (another instance)"),
+    );
+    response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    response
+}
+
+impl HttpState {
+    fn is_draining(&self) -> bool {
+        self.stopping.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
 /// A keep-alive comment: an SSE line a client ignores.
 const KEEP_ALIVE_COMMENT: &[u8] = b":\n\n";
 

@@ -65,6 +65,17 @@ pub struct HttpOptions {
     /// long (it died), the request is answered with an error saying so, instead of waiting for ever. Default
     /// [`HttpOptions::DEFAULT_INSTANCE_LEASE`], 5 s.
     pub instance_lease: Duration,
+    /// How long a stopping server (SIGTERM, Ctrl-C) drains before it cancels what is still in flight: it says it is
+    /// not ready (`/readyz`), closes each connection after its current response, ends its idle streams so that
+    /// their clients reconnect elsewhere, refuses new sessions it could not share, and goes on serving until no
+    /// request is in flight, or this long (`serve_http` only). Default [`HttpOptions::DEFAULT_DRAIN_TIMEOUT`], 30 s.
+    pub drain_timeout: Duration,
+    /// How long a server stopped by SIGTERM goes on serving new requests after it said it is not ready, before its
+    /// drain may end: time for the balancers that ask `/readyz` (HAProxy's checks, a Kubernetes readiness probe)
+    /// to take it out, so that none sends a request on a connection it is about to close (such a POST is lost: a
+    /// balancer does not send it again). Ctrl-C does not wait for it. Within the drain timeout. Default
+    /// [`HttpOptions::DEFAULT_DRAIN_NOTICE`], 3 s.
+    pub drain_notice: Duration,
     /// Where the server answers a liveness check (`GET`, 200 `ok` while the process serves), outside the `Host` and
     /// `Origin` check and authorization; `None` turns it off. Default `/healthz`.
     pub liveness_path: Option<String>,
@@ -109,6 +120,8 @@ impl Default for HttpOptions {
             retry: Duration::from_secs(1),
             keep_alive: HttpOptions::DEFAULT_KEEP_ALIVE,
             instance_lease: HttpOptions::DEFAULT_INSTANCE_LEASE,
+            drain_timeout: HttpOptions::DEFAULT_DRAIN_TIMEOUT,
+            drain_notice: HttpOptions::DEFAULT_DRAIN_NOTICE,
             liveness_path: Some("/healthz".into()),
             readiness_path: Some("/readyz".into()),
             max_sessions: 10_000,
@@ -124,6 +137,10 @@ impl Default for HttpOptions {
 impl HttpOptions {
     /// The default interval of keep-alive comments on idle streams: 15 s.
     pub const DEFAULT_KEEP_ALIVE: Duration = Duration::from_secs(15);
+    /// The default drain of a stopping server: 30 s.
+    pub const DEFAULT_DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
+    /// The default notice a server stopped by SIGTERM gives the balancers: 3 s.
+    pub const DEFAULT_DRAIN_NOTICE: Duration = Duration::from_secs(3);
     /// The default lease of an instance on the shared event log: 5 s.
     pub const DEFAULT_INSTANCE_LEASE: Duration = Duration::from_secs(5);
 
@@ -197,6 +214,18 @@ impl HttpOptions {
     /// Sets how long an instance vouches for itself on a shared event log (at least 30 ms).
     pub fn instance_lease(mut self, lease: Duration) -> Self {
         self.instance_lease = lease.max(Duration::from_millis(30));
+        self
+    }
+    /// Sets how long a stopping server drains (see [`drain_timeout`](HttpOptions::drain_timeout)); zero cancels
+    /// what is in flight at once.
+    pub fn drain_timeout(mut self, timeout: Duration) -> Self {
+        self.drain_timeout = timeout;
+        self
+    }
+    /// Sets the notice a server stopped by SIGTERM gives the balancers (see
+    /// [`drain_notice`](HttpOptions::drain_notice)).
+    pub fn drain_notice(mut self, notice: Duration) -> Self {
+        self.drain_notice = notice;
         self
     }
     /// Moves the liveness check (`/healthz` by default), or turns it off with `None`.

@@ -2,12 +2,14 @@
 
 use std::net::SocketAddr;
 use std::pin::Pin;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::task::{Context as TaskContext, Poll};
 use std::time::Duration;
 
 use std::future::Future;
 
+use axum::http::{header, HeaderValue};
 use axum::routing::any;
 use axum::Router;
 
@@ -128,67 +130,61 @@ impl Server {
         let open = Arc::new(connections::Connections::new());
         // A request to the endpoint's own path goes to it straight, without the router's matching and boxing (the
         // router still serves the rest: the authorization metadata, and 404 for any other path).
-        let direct = is_plain_path(&state.options.path).then(|| state.clone());
-        let serve = Arc::new(ServeConnection { http1, router, direct, write_timeout, open: open.clone() });
-        let running = tokio_util::task::TaskTracker::new();
-        let mut stop = std::pin::pin!(crate::transport::stop_signal());
-        loop {
-            let (tcp, peer) = tokio::select! {
-                accepted = listener.accept() => match accepted {
-                    Ok(accepted) => accepted,
-                    Err(e) => {
-                        // Out of file descriptors, say: wait a moment instead of spinning.
-                        tracing::warn!(error = %e, "accepting a connection failed");
-                        tokio::time::sleep(Duration::from_millis(50)).await;
-                        continue;
-                    }
-                },
-                () = &mut stop => break,
-            };
-            let permit = match slots.clone().try_acquire_owned() {
-                Ok(permit) => permit,
-                // At the cap: the connection idle longest (of the address holding the most) is asked to close, and
-                // its slot goes to this one as soon as it has.
-                Err(_) => match open.reclaim_idle() {
-                    Some(from) => {
-                        tracing::debug!(%peer, %from, max_connections, "closing the connection idle longest to make room");
-                        let (slots, serve) = (slots.clone(), serve.clone());
-                        running.spawn(async move {
-                            match tokio::time::timeout(RECLAIM_WAIT, slots.acquire_owned()).await {
-                                Ok(Ok(permit)) => serve.run(tcp, peer, permit).await,
-                                _ => {
-                                    tracing::warn!(%peer, max_connections, "refusing a connection: the server has its most connections");
-                                    refuse_connection(tcp).await
-                                }
-                            }
-                        });
-                        continue;
-                    }
-                    None => {
-                        tracing::warn!(
-                            %peer,
-                            max_connections,
-                            "refusing a connection: the server has its most connections, all of them busy"
-                        );
-                        tokio::spawn(refuse_connection(tcp));
-                        continue;
-                    }
-                },
-            };
-            running.spawn(serve.clone().run(tcp, peer, permit));
-        }
-        // One deadline for all of shutdown, from the signal on. Every stream ends now, so that connections can
-        // close: listen streams with their result, 2025 sessions (and their standalone streams) and 2026 requests
-        // by cancelling what is in flight. Connections still open at the deadline are dropped.
-        let deadline = tokio::time::Instant::now() + self.inner.shutdown_timeout;
-        state.stopping.store(true, std::sync::atomic::Ordering::Relaxed);
+        let direct = is_plain_path(&state.options.path);
+        let serve = Arc::new(ServeConnection {
+            http1,
+            router,
+            state: state.clone(),
+            direct,
+            write_timeout,
+            open: open.clone(),
+        });
+        let admit =
+            Admit { slots, open: open.clone(), serve, running: tokio_util::task::TaskTracker::new(), max_connections };
+        let mut stop = std::pin::pin!(crate::transport::which_stop_signal());
+        let signal = loop {
+            tokio::select! {
+                accepted = listener.accept() => admit.connection(accepted).await,
+                signal = &mut stop => break signal,
+            }
+        };
+        // A service manager's SIGTERM gives the balancers notice; a person's Ctrl-C does not wait for them.
+        let notice = match signal {
+            crate::transport::StopSignal::Terminate => state.options.drain_notice,
+            crate::transport::StopSignal::Interrupt => Duration::ZERO,
+        };
+        let drained_by = self.drain(&state, &listener, &admit, notice).await;
+        // The connections let go (idle, unused for a while) close now.
+        open.close_all();
+        // What is queued on the listener is taken, then it closes: a connection tried after that is refused, which
+        // a balancer retries on another instance (a request sent on a connection reset unaccepted would be lost).
+        let queued: Vec<_> = {
+            let mut cx = TaskContext::from_waker(std::task::Waker::noop());
+            std::iter::from_fn(|| match listener.poll_accept(&mut cx) {
+                Poll::Ready(Ok(accepted)) => Some(accepted),
+                _ => None,
+            })
+            .collect()
+        };
         drop(listener);
+        for accepted in queued {
+            admit.connection(Ok(accepted)).await;
+        }
+        let running = admit.running;
+        // Each connection closes after its answer (which says `Connection: close`): a request that came in the last
+        // moment of the drain is served too, within the drain's time. (Asked to close now, a connection whose
+        // request has arrived but is not read yet would be reset, and the request lost.)
+        running.close();
+        let _ = tokio::time::timeout_at(drained_by, running.wait()).await;
+        // One deadline for the rest of shutdown. Every stream ends now, so that connections can close: listen
+        // streams with their result, 2025 sessions (and their standalone streams) and 2026 requests by cancelling
+        // what is in flight. Connections still open at the deadline are dropped.
+        let deadline = tokio::time::Instant::now() + self.inner.shutdown_timeout;
         self.end_streams(None);
         self.tasks().cancel_all("the server is stopping");
         state.end_all_sessions("the server is stopping");
         state.waiting.stop();
         open.stop();
-        running.close();
         let _ = tokio::time::timeout_at(deadline, running.wait()).await;
         let tasks = crate::base::cancel::cleanup_tasks();
         self.stop_subscribers("the server is stopping");
@@ -197,6 +193,111 @@ impl Server {
         tasks.reopen();
         self.shutdown_by(deadline).await;
         Ok(())
+    }
+}
+
+impl Server {
+    /// Drains before the server stops, for at most the drain timeout: the instance says it is not ready, each
+    /// connection closes after its current response (`Connection: close`), listen streams end with their result and
+    /// 2025 standalone streams end (their clients reconnect, to another instance), new sessions it could not share
+    /// and new streams are refused with 503, and everything else is served as usual, new connections included,
+    /// for at least `notice` (the balancers that ask `/readyz` take the instance out meanwhile, so that none sends
+    /// it a request on a connection it is closing) and until no request is in flight. Returns when the drain's
+    /// time is up.
+    async fn drain(
+        &self,
+        state: &Arc<HttpState>,
+        listener: &tokio::net::TcpListener,
+        admit: &Admit,
+        notice: Duration,
+    ) -> tokio::time::Instant {
+        let timeout = state.options.drain_timeout;
+        let started = tokio::time::Instant::now();
+        let deadline = started + timeout;
+        state.stopping.store(true, Ordering::Relaxed);
+        tracing::info!(?timeout, ?notice, "draining: not ready, serving what is in flight");
+        self.end_streams(None);
+        state.end_standalone_streams();
+        let mut check = tokio::time::interval(Duration::from_millis(20));
+        loop {
+            tokio::select! {
+                accepted = listener.accept() => admit.connection(accepted).await,
+                _ = check.tick() => {
+                    // Every connection closed by its client (after the answer that said `Connection: close`), or
+                    // let go: idle for long enough that its balancer no longer uses it (it took the instance out,
+                    // or keeps idle connections a shorter time: nginx.conf's keepalive_timeout is 4 s). A
+                    // connection still in use, closed, could carry a request the balancer has just sent on it,
+                    // which would be lost.
+                    if started.elapsed() >= notice && admit.open.all_idle(LET_GO) {
+                        tracing::info!("drained: every connection closed or let go");
+                        return deadline;
+                    }
+                }
+                () = tokio::time::sleep_until(deadline) => {
+                    tracing::warn!(?timeout, "the drain timeout ran out: what is still in flight is cancelled");
+                    return deadline;
+                }
+            }
+        }
+    }
+}
+
+/// How long a connection of a draining server must have been idle to count as let go by its balancer.
+const LET_GO: Duration = Duration::from_secs(5);
+
+/// What takes in a connection: its slot under the connection cap, and the task that serves it.
+struct Admit {
+    slots: Arc<tokio::sync::Semaphore>,
+    open: Arc<connections::Connections>,
+    serve: Arc<ServeConnection>,
+    running: tokio_util::task::TaskTracker,
+    max_connections: usize,
+}
+
+impl Admit {
+    /// Serves a connection just accepted, within the connection cap.
+    async fn connection(&self, accepted: std::io::Result<(tokio::net::TcpStream, SocketAddr)>) {
+        let (tcp, peer) = match accepted {
+            Ok(accepted) => accepted,
+            Err(e) => {
+                // Out of file descriptors, say: wait a moment instead of spinning.
+                tracing::warn!(error = %e, "accepting a connection failed");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                return;
+            }
+        };
+        let max_connections = self.max_connections;
+        let permit = match self.slots.clone().try_acquire_owned() {
+            Ok(permit) => permit,
+            // At the cap: the connection idle longest (of the address holding the most) is asked to close, and its
+            // slot goes to this one as soon as it has.
+            Err(_) => match self.open.reclaim_idle() {
+                Some(from) => {
+                    tracing::debug!(%peer, %from, max_connections, "closing the connection idle longest to make room");
+                    let (slots, serve) = (self.slots.clone(), self.serve.clone());
+                    self.running.spawn(async move {
+                        match tokio::time::timeout(RECLAIM_WAIT, slots.acquire_owned()).await {
+                            Ok(Ok(permit)) => serve.run(tcp, peer, permit).await,
+                            _ => {
+                                tracing::warn!(%peer, max_connections, "refusing a connection: the server has its most connections");
+                                refuse_connection(tcp).await
+                            }
+                        }
+                    });
+                    return;
+                }
+                None => {
+                    tracing::warn!(
+                        %peer,
+                        max_connections,
+                        "refusing a connection: the server has its most connections, all of them busy"
+                    );
+                    tokio::spawn(refuse_connection(tcp));
+                    return;
+                }
+            },
+        };
+        self.running.spawn(self.serve.clone().run(tcp, peer, permit));
     }
 }
 
@@ -222,8 +323,9 @@ pub(super) const RECLAIM_WAIT: Duration = Duration::from_secs(5);
 pub(super) struct ServeConnection {
     pub(super) http1: hyper::server::conn::http1::Builder,
     pub(super) router: Router,
-    /// The endpoint's state, when a request to its path (`options.path`) can skip the router.
-    pub(super) direct: Option<Arc<HttpState>>,
+    pub(super) state: Arc<HttpState>,
+    /// Whether a request to the endpoint's path (`options.path`) can skip the router.
+    pub(super) direct: bool,
     pub(super) write_timeout: Duration,
     pub(super) open: Arc<connections::Connections>,
 }
@@ -245,21 +347,26 @@ impl ServeConnection {
         let service = hyper::service::service_fn(move |mut request: hyper::Request<hyper::body::Incoming>| {
             // The connection is busy from the request's head to its response's last byte.
             let busy = connections::Busy::new(&of);
-            let to = match &serve.direct {
-                Some(state) if request.uri().path() == state.options.path => To::Endpoint(state.clone()),
-                _ => {
+            let to = match serve.direct && request.uri().path() == serve.state.options.path {
+                true => To::Endpoint(serve.state.clone()),
+                false => {
                     // The peer's address reaches stateless requests, to match a cancel to its caller.
                     request.extensions_mut().insert(axum::extract::ConnectInfo(peer));
                     To::Router(serve.router.clone())
                 }
             };
+            let draining = serve.state.clone();
             async move {
-                let response = match to {
+                let mut response = match to {
                     To::Endpoint(state) => {
                         super::serve_request(state, request.map(axum::body::Body::new), Some(peer.ip())).await
                     }
                     To::Router(router) => tower::ServiceExt::oneshot(router, request).await?,
                 };
+                if draining.stopping.load(Ordering::Relaxed) {
+                    // The balancer opens its next connection elsewhere, or to this instance while it still listens.
+                    response.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
+                }
                 Ok::<_, std::convert::Infallible>(response.map(|body| connections::Tracked::new(body, busy)))
             }
         });

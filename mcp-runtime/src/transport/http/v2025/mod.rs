@@ -57,6 +57,10 @@ pub(super) async fn post(state: &Arc<HttpState>, message: Incoming, http: Arc<Ht
     }
 
     let (http_session, created) = if is_initialize && headers.get(&SESSION_NAME).is_none() {
+        // A session another instance could serve is opened while draining; one that lives only here is not.
+        if state.is_draining() && state.server.inner.session_store.is_none() {
+            return super::draining("sessions");
+        }
         // Over every instance when they share a session store (this instance's own count if it cannot be read).
         let local = state.sessions.count();
         let count = match &state.server.inner.session_store {
@@ -292,6 +296,9 @@ pub(super) async fn get(state: Arc<HttpState>, headers: HeaderMap, auth: Option<
         return r;
     }
     let last = headers.get("last-event-id").and_then(|v| v.to_str().ok()).map(str::to_owned);
+    if last.is_none() && state.is_draining() {
+        return super::draining("standalone streams");
+    }
     let replay = match &last {
         None => None,
         Some(id) => match http_session.store.replay_after(id) {

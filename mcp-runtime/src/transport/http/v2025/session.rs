@@ -214,6 +214,15 @@ impl HttpState {
         }
     }
 
+    /// The server is draining: every session's standalone (GET) stream ends, so that its client reconnects, to
+    /// another instance (the sessions go on: their requests are served until the drain ends).
+    pub(in crate::transport::http) fn end_standalone_streams(&self) {
+        let sessions: Vec<Arc<HttpSession>> = self.sessions.live.locked().values().cloned().collect();
+        for s in sessions {
+            s.standalone.lock().live = None;
+        }
+    }
+
     pub(in crate::transport::http) fn end_idle_sessions(&self) {
         let timeout = self.options.session_idle_timeout;
         let ended: Vec<Arc<HttpSession>> = {

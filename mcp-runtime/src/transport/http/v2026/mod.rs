@@ -185,6 +185,9 @@ pub(super) async fn post(state: &Arc<HttpState>, message: Incoming, http: Arc<Ht
         return json_answer(Frame::error(Some(&id), &e));
     }
     let conn = Connection::new(state.server.clone(), no_sink());
+    if method == "subscriptions/listen" && state.is_draining() {
+        return super::draining("listen streams");
+    }
     let json_only = state.options.json_response && method != "subscriptions/listen";
     let first_poll = FirstPoll::<Route2026>::new(state.server.inner.outbound);
     v2026::handle(
