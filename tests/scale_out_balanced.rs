@@ -27,7 +27,7 @@ impl Shops {
                 asked.fetch_add(1, Ordering::SeqCst);
                 async { Ok(json!({"action": "accept", "content": {"confirm": true}})) }
             })
-            .http(&self.balancer.url)
+            .http(self.url())
             .await
             .unwrap_or_else(|e| panic!("a client of the balancer: {e}\n{}", self.stderr()))
     }
@@ -36,7 +36,7 @@ impl Shops {
 /// Runs `body` while `order_book(title)` holds the book (the order is then dropped: cancelled); returns the instance
 /// the order went to, and what `body` gave.
 async fn while_holding<T>(shops: &Shops, client: &Client, title: &str, body: impl Future<Output = T>) -> (usize, T) {
-    let from = shops.balancer.sent().len();
+    let from = shops.balancer().sent().len();
     let order = client.call_tool("order_book", json!({"title": title}));
     tokio::select! {
         biased;
@@ -88,7 +88,7 @@ async fn our_client_sees_one_bookshop_through_a_round_robin_balancer() {
 
     // A listener on one instance hears the holds change made by a call that went to another.
     let listener = shops.client(Arc::default()).await;
-    let from = shops.balancer.sent().len();
+    let from = shops.balancer().sent().len();
     let mut listen = listener.listen(ListenFilter::new().resource(HOLDS_URI)).await.unwrap();
     let listening_on = shops.sent_since(from);
     assert_eq!(listening_on.len(), 1, "one POST for the listen: {listening_on:?}");
@@ -106,7 +106,7 @@ async fn our_client_sees_one_bookshop_through_a_round_robin_balancer() {
 
     // cancel_hold's confirmation: the question comes from one instance, the retry with the answer goes to the next.
     while_holding(&shops, &client, "Middlemarch", async {
-        let from = shops.balancer.sent().len();
+        let from = shops.balancer().sent().len();
         let released = client.call_tool("cancel_hold", json!({"title": "Middlemarch"})).await.unwrap();
         assert_eq!(released.text(), Some(r#"Released the hold on "Middlemarch"."#), "{released:?}\n{}", shops.stderr());
         let rounds = shops.sent_since(from);
@@ -119,7 +119,7 @@ async fn our_client_sees_one_bookshop_through_a_round_robin_balancer() {
 
     // A task created on one instance, polled and cancelled through the others: its handler stops.
     let online_before = shops.printed("search back online");
-    let from = shops.balancer.sent().len();
+    let from = shops.balancer().sent().len();
     let titles: Vec<String> = (0..30).map(|i| format!("Book {i}")).collect();
     let Started::Task(task) = client.call_tool_as_task("rebuild_index", json!({"titles": titles}), None).await.unwrap()
     else {
@@ -139,7 +139,7 @@ async fn our_client_sees_one_bookshop_through_a_round_robin_balancer() {
     let status = client.call_tool("search_status", json!({})).await.unwrap();
     assert_eq!(status.text(), Some("online"));
 
-    let used: BTreeSet<usize> = shops.balancer.sent().into_iter().collect();
+    let used: BTreeSet<usize> = shops.balancer().sent().into_iter().collect();
     assert_eq!(used.len(), 3, "every instance served");
     shops.assert_nothing_panicked();
 }
@@ -148,12 +148,12 @@ async fn our_client_sees_one_bookshop_through_a_round_robin_balancer() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_python_sdk_sees_one_bookshop_through_the_balancer() {
     let shops = Shops::start().await;
-    let url = shops.balancer.url.clone();
+    let url = shops.url().to_owned();
     let out = tokio::task::spawn_blocking(move || common::python::run_script("balanced_2026.py", &[url.as_ref()]))
         .await
         .unwrap();
     assert!(out.contains("all ok"), "{out}\n{}", shops.stderr());
-    let used: BTreeSet<usize> = shops.balancer.sent().into_iter().collect();
+    let used: BTreeSet<usize> = shops.balancer().sent().into_iter().collect();
     assert_eq!(used.len(), 3, "every instance served");
     shops.assert_nothing_panicked();
 }
@@ -163,7 +163,7 @@ async fn the_python_sdk_sees_one_bookshop_through_the_balancer() {
 async fn calls_go_on(shops: &Shops, client: &Client, dead: usize) -> usize {
     let mut worked = 0;
     for _ in 0..6 {
-        let from = shops.balancer.sent().len();
+        let from = shops.balancer().sent().len();
         let called = tokio::time::timeout(WAIT, client.call_tool("search_status", json!({})))
             .await
             .unwrap_or_else(|_| panic!("a call hung\n{}", shops.stderr()));
@@ -185,19 +185,19 @@ async fn calls_go_on(shops: &Shops, client: &Client, dead: usize) -> usize {
 async fn a_killed_instance_cuts_its_calls_and_the_others_serve_on() {
     let mut shops = Shops::start().await;
     let client = shops.client(Arc::default()).await;
-    let from = shops.balancer.sent().len();
+    let from = shops.balancer().sent().len();
     let order = client.call_tool("order_book", json!({"title": "Moby-Dick"}));
     let (ordered, (rebuilt, killed)) = tokio::join!(tokio::time::timeout(WAIT, order), async {
         let running_on = sent_to(&shops, from).await;
         eventually("Moby-Dick is on hold", &shops, async || holds(&client).await == ["Moby-Dick"]).await;
         // The next request goes to upstream `sent().len() % 3`: calls elsewhere until that is the order's.
         for _ in 0..3 {
-            if shops.balancer.sent().len() % 3 == running_on {
+            if shops.balancer().sent().len() % 3 == running_on {
                 break;
             }
             client.call_tool("search_status", json!({})).await.unwrap();
         }
-        let at = shops.balancer.sent().len();
+        let at = shops.balancer().sent().len();
         let progressed = Arc::new(AtomicUsize::new(0));
         let seen = progressed.clone();
         let titles: Vec<String> = (0..30).map(|i| format!("Book {i}")).collect();
@@ -207,7 +207,7 @@ async fn a_killed_instance_cuts_its_calls_and_the_others_serve_on() {
         let (rebuilt, ()) = tokio::join!(tokio::time::timeout(WAIT, rebuild), async {
             eventually("the rebuild streams its progress", &shops, async || progressed.load(Ordering::SeqCst) > 0)
                 .await;
-            assert_eq!(shops.balancer.sent()[at], running_on, "the rebuild runs beside the order");
+            assert_eq!(shops.balancer().sent()[at], running_on, "the rebuild runs beside the order");
             kill(&shops.instances[running_on], "-KILL");
         });
         (rebuilt, running_on)
@@ -223,17 +223,18 @@ async fn a_killed_instance_cuts_its_calls_and_the_others_serve_on() {
     shops.assert_nothing_panicked();
 }
 
-/// SIGTERM of one instance: it cancels its call (releasing the hold) and exits within its shutdown deadline; the
-/// call's request ends without a result; the others serve on. The call in flight is a POST by hand: our client
-/// waits for ever on what a stopping instance answers (see `our_clients_call_ends_when_its_instance_stops`).
+/// SIGTERM of one instance whose call outlasts its drain (here 1 s; the order holds its book for 30 s): once the
+/// drain is over it cancels the call (releasing the hold) and exits within its shutdown deadline; the call's request
+/// ends without a result; the others serve on. The call in flight is a POST by hand: our client waits for ever on
+/// what a stopping instance answers (see `our_clients_call_ends_when_its_instance_stops`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stopped_instance_exits_in_time_and_the_others_serve_on() {
-    let mut shops = Shops::start().await;
+    let mut shops = Shops::start_with(&["--drain-timeout", "1"]).await;
     let client = shops.client(Arc::default()).await;
-    let by_hand = common::http::Client { http: reqwest::Client::new(), url: shops.balancer.url.clone(), session: None };
+    let by_hand = common::http::Client { http: reqwest::Client::new(), url: shops.url().to_owned(), session: None };
     let order = json!({"name": "order_book", "arguments": {"title": "Emma"}});
     let order = common::v2026::request(1, "tools/call", order, json!({}));
-    let from = shops.balancer.sent().len();
+    let from = shops.balancer().sent().len();
     let in_flight = tokio::spawn(async move {
         let response = by_hand.v2026_post(&order).send().await?;
         let status = response.status();
@@ -243,7 +244,7 @@ async fn a_stopped_instance_exits_in_time_and_the_others_serve_on() {
     eventually("Emma is on hold", &shops, async || holds(&client).await == ["Emma"]).await;
 
     kill(&shops.instances[stopped], "-TERM");
-    let deadline = mcp::DEFAULT_SHUTDOWN_TIMEOUT + Duration::from_secs(1);
+    let deadline = Duration::from_secs(1) + mcp::DEFAULT_SHUTDOWN_TIMEOUT + Duration::from_secs(1);
     let status = shops.instances[stopped].wait_exit(deadline);
     assert!(status.is_some_and(|s| s.success()), "{status:?} within {deadline:?} of SIGTERM\n{}", shops.stderr());
     let answered = tokio::time::timeout(WAIT, in_flight)
@@ -258,7 +259,7 @@ async fn a_stopped_instance_exits_in_time_and_the_others_serve_on() {
 
     assert!(calls_go_on(&shops, &client, stopped).await >= 3);
     eventually("the others list no hold", &shops, async || {
-        let from = shops.balancer.sent().len();
+        let from = shops.balancer().sent().len();
         let listed = client.call_tool("list_holds", json!({})).await;
         !shops.sent_since(from).contains(&stopped)
             && listed.is_ok_and(|l| l.structured() == Some(&json!({"holds": []})))
@@ -267,14 +268,14 @@ async fn a_stopped_instance_exits_in_time_and_the_others_serve_on() {
     shops.assert_nothing_panicked();
 }
 
-/// Our client's call on an instance that stops (SIGTERM) ends with an error, as it does when the instance is killed:
-/// the stopping instance cancels it and answers its POST `202 Accepted` with no body, which the client takes as the
-/// end of a request it was still waiting for.
+/// Our client's call on an instance that stops (SIGTERM) and outlasts its drain (1 s) ends with an error, as it does
+/// when the instance is killed: the stopping instance cancels it and answers its POST `202 Accepted` with no body,
+/// which the client takes as the end of a request it was still waiting for.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn our_clients_call_ends_when_its_instance_stops() {
-    let shops = Shops::start().await;
+    let shops = Shops::start_with(&["--drain-timeout", "1"]).await;
     let client = shops.client(Arc::default()).await;
-    let from = shops.balancer.sent().len();
+    let from = shops.balancer().sent().len();
     let order = client.call_tool("order_book", json!({"title": "Emma"}));
     let (ended, ()) = tokio::join!(tokio::time::timeout(WAIT, order), async {
         let stopping = sent_to(&shops, from).await;

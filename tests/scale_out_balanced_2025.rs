@@ -123,7 +123,7 @@ async fn client_of(shops: &Shops, tap: &Tap, asked: Arc<Mutex<Vec<String>>>, hea
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn our_2025_session_is_served_by_every_instance_behind_the_balancer() {
     let shops = Shops::start().await;
-    let tap = Tap::start(&shops.balancer.url).await;
+    let tap = Tap::start(shops.url()).await;
     let asked: Arc<Mutex<Vec<String>>> = Arc::default();
     let heard: Arc<Mutex<Vec<Value>>> = Arc::default();
     let client = client_of(&shops, &tap, asked.clone(), heard.clone()).await;
@@ -152,13 +152,13 @@ async fn our_2025_session_is_served_by_every_instance_behind_the_balancer() {
 
     // An order held on one instance, listed by the others, then dropped once the next request (its cancel) goes to
     // another instance than the order's: the instance running it stops it, and the cleanup releases the hold.
-    let from = shops.balancer.sent().len();
+    let from = shops.balancer().sent().len();
     let order = client.call_tool("order_book", json!({"title": "Dune"}));
     let held = async {
         let on = sent_to(&shops, from).await;
         eventually("Dune is on hold", &shops, async || holds(&client).await == ["Dune"]).await;
         // The next request goes to upstream `sent().len() % 3`.
-        while shops.balancer.sent().len() % 3 == on {
+        while shops.balancer().sent().len() % 3 == on {
             holds(&client).await;
         }
         on
@@ -168,7 +168,7 @@ async fn our_2025_session_is_served_by_every_instance_behind_the_balancer() {
         ended = order => panic!("order_book(Dune) ended while held: {ended:?}\n{}", shops.stderr()),
         on = held => on,
     };
-    let cancel_at = shops.balancer.sent().len();
+    let cancel_at = shops.balancer().sent().len();
     let cancelled_on = sent_to(&shops, cancel_at).await;
     assert_ne!(cancelled_on, ordered_on, "the cancel went to another instance than the order");
     eventually("the dropped order released Dune", &shops, async || holds(&client).await.is_empty()).await;
@@ -188,12 +188,12 @@ async fn our_2025_session_is_served_by_every_instance_behind_the_balancer() {
 
     // cancel_hold's confirmation: asked on the stream of the instance running it, answered by a POST that the
     // balancer sends to the next instance, which hands the answer to the one waiting for it.
-    let from = shops.balancer.sent().len();
+    let from = shops.balancer().sent().len();
     let order = client.call_tool("order_book", json!({"title": "Middlemarch"}));
     let confirmed = async {
         sent_to(&shops, from).await;
         eventually("Middlemarch is on hold", &shops, async || holds(&client).await == ["Middlemarch"]).await;
-        let from = shops.balancer.sent().len();
+        let from = shops.balancer().sent().len();
         let released = tokio::time::timeout(WAIT, client.call_tool("cancel_hold", json!({"title": "Middlemarch"})))
             .await
             .unwrap_or_else(|_| panic!("cancel_hold never ended\n{}", shops.stderr()))
@@ -215,7 +215,7 @@ async fn our_2025_session_is_served_by_every_instance_behind_the_balancer() {
     })
     .await;
 
-    let used: BTreeSet<usize> = shops.balancer.sent().into_iter().collect();
+    let used: BTreeSet<usize> = shops.balancer().sent().into_iter().collect();
     assert_eq!(used.len(), 3, "every instance served the session");
     assert_eq!(*tap.named.lock().unwrap(), BTreeSet::from([session.clone()]), "every request named one session");
 
@@ -225,7 +225,7 @@ async fn our_2025_session_is_served_by_every_instance_behind_the_balancer() {
         assert_eq!(shops.ping_on(i, &session).await, 200, "instance {i} serves the session\n{}", shops.stderr());
     }
     assert_eq!(shops.stored_sessions().await, 1);
-    let from = shops.balancer.sent().len();
+    let from = shops.balancer().sent().len();
     client.close().await;
     let closed = shops.sent_since(from);
     assert_eq!(closed.len(), 1, "one DELETE: {closed:?}");
@@ -244,12 +244,12 @@ async fn our_2025_session_is_served_by_every_instance_behind_the_balancer() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_python_sdk_keeps_one_2025_session_through_the_balancer() {
     let shops = Shops::start().await;
-    let url = shops.balancer.url.clone();
+    let url = shops.url().to_owned();
     let out = tokio::task::spawn_blocking(move || common::python::run_script("balanced_2025.py", &[url.as_ref()]))
         .await
         .unwrap();
     assert!(out.contains("all ok"), "{out}\n{}", shops.stderr());
-    let used: BTreeSet<usize> = shops.balancer.sent().into_iter().collect();
+    let used: BTreeSet<usize> = shops.balancer().sent().into_iter().collect();
     assert_eq!(used.len(), 3, "every instance served");
     eventually("the SDK's DELETE ended its session", &shops, async || shops.stored_sessions().await == 0).await;
     shops.assert_nothing_panicked();
@@ -262,8 +262,7 @@ async fn the_python_sdk_keeps_one_2025_session_through_the_balancer() {
 async fn a_broken_2025_stream_resumes_on_another_instance_behind_the_balancer() {
     use common::http::{request, Body};
     let shops = Shops::start().await;
-    let mut client =
-        common::http::Client { http: reqwest::Client::new(), url: shops.balancer.url.clone(), session: None };
+    let mut client = common::http::Client { http: reqwest::Client::new(), url: shops.url().to_owned(), session: None };
     client.initialize(json!({})).await;
     let titles = ["Dune", "Emma", "Ulysses", "Beloved"];
     let call = request(
@@ -271,7 +270,7 @@ async fn a_broken_2025_stream_resumes_on_another_instance_behind_the_balancer() 
         "tools/call",
         json!({"name": "rebuild_index", "arguments": {"titles": titles}, "_meta": {"progressToken": "p"}}),
     );
-    let from = shops.balancer.sent().len();
+    let from = shops.balancer().sent().len();
     let mut body = Body::of(client.send(&call).await).await;
     let first = body.next_message(WAIT).await.expect("the first progress");
     assert_eq!(first["method"], "notifications/progress", "{first}");
@@ -306,7 +305,7 @@ async fn a_broken_2025_stream_resumes_on_another_instance_behind_the_balancer() 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_2025_session_goes_on_when_an_instance_is_killed() {
     let mut shops = Shops::start().await;
-    let tap = Tap::start(&shops.balancer.url).await;
+    let tap = Tap::start(shops.url()).await;
     let client = client_of(&shops, &tap, Arc::default(), Arc::default()).await;
     assert!(holds(&client).await.is_empty());
     let dead = 1;
@@ -314,7 +313,7 @@ async fn a_2025_session_goes_on_when_an_instance_is_killed() {
     assert!(shops.instances[dead].wait_exit(WAIT).is_some(), "the killed instance exited");
     let mut served = 0;
     for _ in 0..6 {
-        let from = shops.balancer.sent().len();
+        let from = shops.balancer().sent().len();
         let called = tokio::time::timeout(WAIT, client.call_tool("search_status", json!({})))
             .await
             .unwrap_or_else(|_| panic!("a call hung\n{}", shops.stderr()));
@@ -342,9 +341,9 @@ async fn a_2025_call_whose_instance_dies_ends_with_an_error_on_the_resumed_strea
     use common::http::{request, Body};
     let shops = Shops::start().await;
     let mut client =
-        common::http::Client { http: reqwest::Client::new(), url: shops.balancer.url.clone(), session: None };
+        common::http::Client { http: reqwest::Client::new(), url: shops.balancer().url.clone(), session: None };
     client.initialize(json!({})).await;
-    let from = shops.balancer.sent().len();
+    let from = shops.balancer().sent().len();
     let mut body = Body::of(
         client.send(&request(1, "tools/call", json!({"name": "order_book", "arguments": {"title": "Dune"}}))).await,
     )
@@ -352,6 +351,18 @@ async fn a_2025_call_whose_instance_dies_ends_with_an_error_on_the_resumed_strea
     let priming = body.next_event(WAIT).await.expect("the call's stream opens");
     let last_id = priming.id.expect("a priming event has an id");
     let running = sent_to(&shops, from).await;
+    // The instance writes its events to Redis off the request's path: once the stream is there, it dies.
+    let redis = mcp::redis::Redis::connect(&shops.redis.url()).await.unwrap();
+    let stream = last_id.rsplit_once('.').expect("a logged event id").0.to_owned();
+    eventually("the call's stream is in the event log", &shops, async || {
+        let keys: Vec<String> = mcp::redis::driver::cmd("KEYS")
+            .arg(format!("mcp:events:*:{stream}"))
+            .query_async(&mut redis.connection())
+            .await
+            .unwrap_or_default();
+        !keys.is_empty()
+    })
+    .await;
     kill(&shops.instances[running], "-KILL");
     while body.next_message(WAIT).await.is_some() {} // until the call's stream breaks with its instance
 

@@ -1,14 +1,17 @@
 //! Three bookshop processes (`--http`, `--redis`, one `MCP_REQUEST_STATE_KEY`) sharing a real `redis-server`, behind
-//! the round-robin balancer (`balancer.rs`): what the scale-out tests of both eras start, and the waits and reads they
+//! a front: the round-robin balancer (`balancer.rs`), what the scale-out tests of both eras start, or a real nginx or
+//! HAProxy running a configuration of `deploy/` (`proxy.rs`, tests/balancers.rs); and the waits and reads they
 //! share.
 
 use std::time::{Duration, Instant};
 
 use mcp::client::Client;
+use mcp::HttpOptions;
 use serde_json::json;
 
 use super::balancer::Balancer;
 use super::http::HttpServer;
+use super::proxy::{Kind, Proxy};
 use super::redis::RedisServer;
 
 /// How long a wait may take before a test gives up (a bound on failure, not a speed being measured).
@@ -17,23 +20,100 @@ pub const WAIT: Duration = Duration::from_secs(15);
 /// The key every instance seals `requestState` with.
 pub const REQUEST_STATE_KEY: &str = "5ea1ed0b00c5e1f5ea1ed0b00c5e1f5ea1ed0b00c5e1f5ea1ed0b00c5e1f0042";
 
-/// A Redis, three bookshops sharing it, and the balancer in front of them.
+/// A Redis, three bookshops sharing it, and the front clients reach them through.
 pub struct Shops {
     pub redis: RedisServer,
     pub instances: Vec<HttpServer>,
-    pub balancer: Balancer,
+    pub front: Front,
+    /// The flags each instance was started with besides `--redis` (for a restart).
+    flags: Vec<String>,
+}
+
+/// What stands in front of the instances.
+pub enum Front {
+    /// Our round-robin stand-in. It stays for one reason: it records where it sends each request the moment it
+    /// sends it, so the scale-out tests can know (`sent_to`) and choose (the next request goes to upstream
+    /// `sent().len() % 3`) the instance of a request still in flight: which instance runs the order that is then
+    /// killed, that a cancel or an answer lands on another instance than its call's. A real proxy logs a request
+    /// only once it has ended.
+    Balancer(Balancer),
+    /// A real nginx or HAProxy with a shipped configuration.
+    Proxy(Proxy),
 }
 
 impl Shops {
+    /// Three bookshops behind our round-robin balancer.
     pub async fn start() -> Shops {
+        Shops::start_with(&[]).await
+    }
+
+    /// Three bookshops started with these extra flags, behind our round-robin balancer.
+    pub async fn start_with(flags: &[&str]) -> Shops {
+        let (redis, instances) = Shops::instances(flags).await;
+        let balancer = Balancer::start(instances.iter().map(|s| s.authority().to_owned()).collect()).await;
+        let shops = Shops { redis, instances, front: Front::Balancer(balancer), flags: own(flags) };
+        shops.subscribed(3).await;
+        shops
+    }
+
+    /// Three bookshops behind a real proxy of `kind`, running its configuration of `deploy/`.
+    pub async fn behind(kind: Kind) -> Shops {
+        Shops::behind_with(kind, &[]).await
+    }
+
+    /// Three bookshops started with these extra flags, behind a real proxy of `kind`. Behind a configuration that
+    /// sets `X-Forwarded-For`, the instances trust it (`--trust-forwarded`), as deploying.md says to.
+    pub async fn behind_with(kind: Kind, flags: &[&str]) -> Shops {
+        let mut flags = flags.to_vec();
+        if kind.forwards_the_client() {
+            flags.push("--trust-forwarded");
+        }
+        let (redis, instances) = Shops::instances(&flags).await;
+        let upstreams: Vec<String> = instances.iter().map(|s| s.authority().to_owned()).collect();
+        let proxy = tokio::task::spawn_blocking(move || Proxy::start(kind, &upstreams)).await.unwrap();
+        let shops = Shops { redis, instances, front: Front::Proxy(proxy), flags: own(&flags) };
+        shops.subscribed(3).await;
+        shops
+    }
+
+    /// Stops instance `i` with SIGTERM (it drains, then exits 0) and starts it again on the same address with the
+    /// same flags, as a rolling restart does; returns once it listens.
+    pub async fn restart(&mut self, i: usize) {
+        kill(&self.instances[i], "-TERM");
+        let status = self.instances[i].wait_exit(HttpOptions::DEFAULT_DRAIN_TIMEOUT + Duration::from_secs(10));
+        assert!(status.is_some_and(|s| s.success()), "instance {i} after SIGTERM: {status:?}\n{}", self.stderr());
+        let said: Vec<String> =
+            self.instances[i].stderr_text().lines().filter(|l| l.contains("drain")).map(str::to_owned).collect();
+        eprintln!("instance {i} stopped: {said:?}");
+        let mut args = vec!["--http".to_owned(), self.instances[i].authority().to_owned(), "--redis".to_owned()];
+        args.push(self.redis.url());
+        args.extend(self.flags.iter().cloned());
+        let restarted = tokio::task::spawn_blocking(move || {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            HttpServer::start_binary_with_env(
+                super::example("bookshop"),
+                &args,
+                &[("MCP_REQUEST_STATE_KEY", REQUEST_STATE_KEY)],
+            )
+        })
+        .await
+        .unwrap();
+        self.instances[i] = restarted;
+    }
+
+    /// A Redis, and three bookshops sharing it, started with these extra flags.
+    async fn instances(flags: &[&str]) -> (RedisServer, Vec<HttpServer>) {
         let redis = RedisServer::start();
         let url = redis.url();
+        let flags: Vec<String> = flags.iter().map(|f| f.to_string()).collect();
         let instances: Vec<HttpServer> = tokio::task::spawn_blocking(move || {
             (0..3)
                 .map(|_| {
+                    let mut args = vec!["--redis", url.as_str()];
+                    args.extend(flags.iter().map(String::as_str));
                     HttpServer::start_binary_with_env(
                         super::example("bookshop"),
-                        &["--redis", &url],
+                        &args,
                         &[("MCP_REQUEST_STATE_KEY", REQUEST_STATE_KEY)],
                     )
                 })
@@ -41,10 +121,31 @@ impl Shops {
         })
         .await
         .unwrap();
-        let balancer = Balancer::start(instances.iter().map(|s| s.authority().to_owned()).collect()).await;
-        let shops = Shops { redis, instances, balancer };
-        shops.subscribed(3).await;
-        shops
+        (redis, instances)
+    }
+
+    /// The endpoint clients use: the front's `http://127.0.0.1:PORT/mcp`.
+    pub fn url(&self) -> &str {
+        match &self.front {
+            Front::Balancer(balancer) => &balancer.url,
+            Front::Proxy(proxy) => &proxy.url,
+        }
+    }
+
+    /// Our balancer, in front (`Shops::start`).
+    pub fn balancer(&self) -> &Balancer {
+        match &self.front {
+            Front::Balancer(balancer) => balancer,
+            Front::Proxy(proxy) => panic!("these shops are behind {:?}, not our balancer", proxy.kind),
+        }
+    }
+
+    /// The real proxy in front (`Shops::behind`).
+    pub fn proxy(&self) -> &Proxy {
+        match &self.front {
+            Front::Proxy(proxy) => proxy,
+            Front::Balancer(_) => panic!("these shops are behind our balancer, not a real proxy"),
+        }
     }
 
     /// Waits until `n` instances listen on the change channel (each subscribes in the background once started).
@@ -59,9 +160,19 @@ impl Shops {
         .await;
     }
 
-    /// Every instance's stderr, each under its name.
+    /// Every instance's stderr, each under its name, and the log of the real proxy in front, if one is: what a
+    /// failure prints.
     pub fn stderr(&self) -> String {
-        self.instances.iter().enumerate().map(|(i, s)| format!("--- bookshop {i} ---\n{}\n", s.stderr_text())).collect()
+        let instances: String = self
+            .instances
+            .iter()
+            .enumerate()
+            .map(|(i, s)| format!("--- bookshop {i} ({}) ---\n{}\n", s.authority(), s.stderr_text()))
+            .collect();
+        match &self.front {
+            Front::Proxy(proxy) => format!("{instances}{}", proxy.log_text()),
+            Front::Balancer(_) => instances,
+        }
     }
 
     /// How many of the instances' stderr lines contain `needle`.
@@ -75,8 +186,12 @@ impl Shops {
 
     /// The upstreams the requests sent since `from` (an earlier `sent().len()`) went to.
     pub fn sent_since(&self, from: usize) -> Vec<usize> {
-        self.balancer.sent()[from..].to_vec()
+        self.balancer().sent()[from..].to_vec()
     }
+}
+
+fn own(flags: &[&str]) -> Vec<String> {
+    flags.iter().map(|f| f.to_string()).collect()
 }
 
 /// Checks `check` until it holds, failing after [`WAIT`] with the instances' stderr.
@@ -90,15 +205,15 @@ pub async fn eventually(what: &str, shops: &Shops, mut check: impl AsyncFnMut() 
 
 /// The titles on hold, through the balancer (any instance).
 pub async fn holds(client: &Client) -> Vec<String> {
-    let listed = client.call_tool("list_holds", json!({})).await.unwrap();
+    let listed = client.call_tool("list_holds", json!({})).timeout(WAIT).await.unwrap();
     assert!(!listed.is_error(), "{listed:?}");
     serde_json::from_value(listed.structured().unwrap()["holds"].clone()).unwrap()
 }
 
 /// Waits until the balancer has sent a request more than `from` (an earlier `sent().len()`): the instance it went to.
 pub async fn sent_to(shops: &Shops, from: usize) -> usize {
-    eventually("the request reached the balancer", shops, async || shops.balancer.sent().len() > from).await;
-    shops.balancer.sent()[from]
+    eventually("the request reached the balancer", shops, async || shops.balancer().sent().len() > from).await;
+    shops.balancer().sent()[from]
 }
 
 /// Sends `signal` (`-KILL`, `-TERM`) to an instance.
