@@ -82,6 +82,7 @@ fn draining(what: &str) -> Response {
 }
 
 impl HttpState {
+    /// The server was told to stop and drains.
     fn is_draining(&self) -> bool {
         self.stopping.load(std::sync::atomic::Ordering::Relaxed)
     }
@@ -120,12 +121,12 @@ struct HttpState {
 
 async fn endpoint(AxumState(state): AxumState<Arc<HttpState>>, request: axum::extract::Request) -> Response {
     let socket = request.extensions().get::<axum::extract::ConnectInfo<SocketAddr>>().map(|c| c.0.ip());
-    serve_request(state, request, socket).await
+    serve_request(&state, request, socket).await
 }
 
 /// A request to the endpoint, from the router (`endpoint`) or straight from the connection (`serve_http_on`, for
 /// a request to the endpoint's path, skips the router). `socket` is the address of the connection's peer.
-async fn serve_request(state: Arc<HttpState>, request: axum::extract::Request, socket: Option<IpAddr>) -> Response {
+async fn serve_request(state: &Arc<HttpState>, request: axum::extract::Request, socket: Option<IpAddr>) -> Response {
     let (parts, body) = request.into_parts();
     let (method, mut headers) = (parts.method, parts.headers);
     if let Err(r) = check_origin(&state.options, &state.refused, &headers, parts.uri.authority().map(|a| a.as_str())) {
@@ -142,7 +143,7 @@ async fn serve_request(state: Arc<HttpState>, request: axum::extract::Request, s
     }
     if let (Some(guard), false) = (&state.server.inner.auth, method == Method::POST) {
         // A POST is checked once its body says what it asks for (its scopes); the rest at once.
-        match auth::admit(&state, guard, &mut headers, (method.as_str(), path, query), &[]).await {
+        match auth::admit(state, guard, &mut headers, (method.as_str(), path, query), &[]).await {
             Ok(admitted) => auth = Some(admitted),
             Err(refused) => return refused,
         }
@@ -224,7 +225,7 @@ async fn read_body(body: Body, limit: usize, declared: Option<u64>, timeout: Dur
 /// A POST: the body read and parsed, the caller admitted (its scopes are known once the body says what it asks
 /// for), then the request goes to its era's front.
 async fn post(
-    state: Arc<HttpState>,
+    state: &Arc<HttpState>,
     mut headers: HeaderMap,
     (path, query): (&str, Option<&str>),
     body: Body,
@@ -293,7 +294,7 @@ async fn post(
             if !needed.is_empty() && state.server.inner.visibility.is_set() {
                 if let Incoming::Request { id, method, params, .. } = &message {
                     let mut probe = headers.clone();
-                    let admitted = match auth::admit(&state, guard, &mut probe, ("POST", path, query), &[]).await {
+                    let admitted = match auth::admit(state, guard, &mut probe, ("POST", path, query), &[]).await {
                         Ok(admitted) => admitted,
                         Err(refused) => return refused,
                     };
@@ -312,7 +313,7 @@ async fn post(
                     }
                 }
             }
-            match auth::admit(&state, guard, &mut headers, ("POST", path, query), needed).await {
+            match auth::admit(state, guard, &mut headers, ("POST", path, query), needed).await {
                 Ok(admitted) => Some(admitted),
                 Err(refused) => return refused,
             }
@@ -322,7 +323,7 @@ async fn post(
     let http = Arc::new(HttpRequest { headers, auth, peer });
     let version = http.headers.get(&VERSION_NAME).and_then(|v| v.to_str().ok());
     match crate::era::of(&message, version) {
-        Era::V2026 => v2026::post(&state, message, http).await,
-        Era::V2025 => v2025::post(&state, message, http).await,
+        Era::V2026 => v2026::post(state, message, http).await,
+        Era::V2025 => v2025::post(state, message, http).await,
     }
 }

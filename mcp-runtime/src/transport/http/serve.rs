@@ -304,7 +304,7 @@ impl Admit {
 /// Where a request on a connection goes.
 enum To {
     /// The endpoint, straight.
-    Endpoint(Arc<HttpState>),
+    Endpoint,
     /// The router: any other path.
     Router(Router),
 }
@@ -348,22 +348,22 @@ impl ServeConnection {
             // The connection is busy from the request's head to its response's last byte.
             let busy = connections::Busy::new(&of);
             let to = match serve.direct && request.uri().path() == serve.state.options.path {
-                true => To::Endpoint(serve.state.clone()),
+                true => To::Endpoint,
                 false => {
                     // The peer's address reaches stateless requests, to match a cancel to its caller.
                     request.extensions_mut().insert(axum::extract::ConnectInfo(peer));
                     To::Router(serve.router.clone())
                 }
             };
-            let draining = serve.state.clone();
+            let state = serve.state.clone();
             async move {
                 let mut response = match to {
-                    To::Endpoint(state) => {
-                        super::serve_request(state, request.map(axum::body::Body::new), Some(peer.ip())).await
+                    To::Endpoint => {
+                        super::serve_request(&state, request.map(axum::body::Body::new), Some(peer.ip())).await
                     }
                     To::Router(router) => tower::ServiceExt::oneshot(router, request).await?,
                 };
-                if draining.stopping.load(Ordering::Relaxed) {
+                if state.is_draining() {
                     // The balancer opens its next connection elsewhere, or to this instance while it still listens.
                     response.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
                 }

@@ -276,7 +276,7 @@ fn sse_response(
         .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
 }
 
-pub(super) async fn get(state: Arc<HttpState>, headers: HeaderMap, auth: Option<Arc<AuthInfo>>) -> Response {
+pub(super) async fn get(state: &Arc<HttpState>, headers: HeaderMap, auth: Option<Arc<AuthInfo>>) -> Response {
     // The 2026 era has no standalone stream (change notifications come through `subscriptions/listen`), and no
     // session to end.
     if state.options.stateless || names_2026_version(&headers) {
@@ -288,7 +288,7 @@ pub(super) async fn get(state: Arc<HttpState>, headers: HeaderMap, auth: Option<
     if !accepts(&headers, &["text/event-stream"]) {
         return plain(StatusCode::NOT_ACCEPTABLE, "not acceptable: the client must accept text/event-stream");
     }
-    let http_session = match session_of(&state, &headers, auth.as_deref()).await {
+    let http_session = match session_of(state, &headers, auth.as_deref()).await {
         Ok(s) => s,
         Err(r) => return r,
     };
@@ -305,7 +305,7 @@ pub(super) async fn get(state: Arc<HttpState>, headers: HeaderMap, auth: Option<
             Some(replay) => Some(replay),
             // Another instance's stream: resumed from the event log.
             None if http_session.logged.is_some() && !id.starts_with(&*http_session.tag) => {
-                return resume_elsewhere(&state, &http_session, id).await;
+                return resume_elsewhere(state, &http_session, id).await;
             }
             // Evicted (the store is bounded) or never sent: resuming would silently skip events, so say so.
             None => {
@@ -328,7 +328,7 @@ pub(super) async fn get(state: Arc<HttpState>, headers: HeaderMap, auth: Option<
                 let (events, backlog) = route.resume(last);
                 let priming = http_session.store.store(&route.name, &priming_frame());
                 return sse_response(
-                    &state,
+                    state,
                     priming,
                     (events, Some(backlog)),
                     None,
@@ -346,14 +346,14 @@ pub(super) async fn get(state: Arc<HttpState>, headers: HeaderMap, auth: Option<
                 }
                 drop(tx);
                 let priming = http_session.store.store(&stream, &priming_frame());
-                return sse_response(&state, priming, (rx, None), None, Some(&http_session), Some(&stream));
+                return sse_response(state, priming, (rx, None), None, Some(&http_session), Some(&stream));
             }
         },
         _ => (http_session.standalone.clone(), Vec::new()),
     };
     let (events, backlog) = route.attach(missed);
     let priming = http_session.store.store(&route.name, &priming_frame());
-    sse_response(&state, priming, (events, Some(backlog)), None, Some(&http_session), None)
+    sse_response(state, priming, (events, Some(backlog)), None, Some(&http_session), None)
 }
 
 /// The answer to a `Last-Event-ID` of another instance's stream, from the event log.
@@ -410,14 +410,14 @@ async fn resume_elsewhere(state: &Arc<HttpState>, http_session: &Arc<HttpSession
     sse_response(state, id.to_owned(), (rx, Some(backlog)), None, Some(http_session), None)
 }
 
-pub(super) async fn delete(state: Arc<HttpState>, headers: HeaderMap, auth: Option<Arc<AuthInfo>>) -> Response {
+pub(super) async fn delete(state: &Arc<HttpState>, headers: HeaderMap, auth: Option<Arc<AuthInfo>>) -> Response {
     if state.options.stateless || !state.options.allow_delete || names_2026_version(&headers) {
         return (StatusCode::METHOD_NOT_ALLOWED, [(header::ALLOW, "GET, POST")]).into_response();
     }
     if let Err(r) = check_version(&headers) {
         return r;
     }
-    let http_session = match session_of(&state, &headers, auth.as_deref()).await {
+    let http_session = match session_of(state, &headers, auth.as_deref()).await {
         Ok(s) => s,
         Err(r) => return r,
     };
