@@ -495,7 +495,7 @@ async fn an_instance_killed_between_calls(kind: Kind) {
                 .any(|l| l.tried.first() == Some(&dead) && l.upstream.is_some_and(|u| u != dead));
             assert!(retried, "no request was retried past the dead instance\n{}", shops.stderr());
         }
-        // The health checks (GET /healthz) took the dead instance out.
+        // The health checks (GET /readyz) took the dead instance out.
         Kind::Haproxy => {
             eventually("HAProxy's health checks took the dead instance out", &shops, async || {
                 shops.proxy().log_text().contains("Server mcp/mcp2 is DOWN")

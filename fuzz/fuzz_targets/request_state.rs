@@ -2,10 +2,12 @@
 //! a client might send back and a state to seal.
 //!
 //! - Opening: what opens is strict unpadded base64url (RFC 4648 section 5) of a nonce, a ciphertext and a tag (at
-//!   least 40 bytes), and it seals again into a state that opens to the same bytes; it does not open under another
-//!   key, nor once one character is changed or the last one dropped.
-//! - Sealing: a sealed state is base64url of 24 + 16 + length bytes, opens to exactly what was sealed, and not under
-//!   another key, nor changed, nor truncated; two seals of the same state differ (a fresh nonce).
+//!   least 40 bytes), after the key's id and a dot when it names its key, and it seals again into a state that
+//!   opens to the same bytes; it does not open under another key, nor once one character is changed or the last
+//!   one dropped.
+//! - Sealing: a sealed state is its key's id, a dot, and base64url of 24 + 16 + length bytes; it opens to exactly
+//!   what was sealed, and not under another key, nor changed, nor truncated; two seals of the same state differ (a
+//!   fresh nonce).
 
 #![no_main]
 
@@ -41,6 +43,11 @@ fn changed(sealed: &str, at: usize, by: u8) -> String {
     String::from_utf8(bytes).expect("base64url is ASCII")
 }
 
+/// The sealed bytes of a state: what follows the key's id and its dot, if it names its key.
+fn body(sealed: &str) -> &str {
+    sealed.rsplit_once('.').map_or(sealed, |(_, body)| body)
+}
+
 /// A state that opened (or was just sealed) must not open once changed, truncated, or under another key.
 fn check_tamper_evident(sealers: &Sealers, sealed: &str, data: &[u8]) {
     let at = data.iter().map(|b| usize::from(*b)).sum::<usize>();
@@ -55,7 +62,7 @@ fuzz_target!(|data: &[u8]| {
     let sealers = sealers();
     if let Ok(text) = std::str::from_utf8(data) {
         if let Some(opened) = sealers.ours.open(text) {
-            let raw = base64_decode(text, Alphabet::UrlSafe, false).expect("what opens is strict base64url");
+            let raw = base64_decode(body(text), Alphabet::UrlSafe, false).expect("what opens is strict base64url");
             assert_eq!(raw.len(), 24 + opened.len() + 16, "nonce, ciphertext and tag");
             check_tamper_evident(sealers, text, data);
             let resealed = sealers.ours.seal(&opened);
@@ -64,7 +71,9 @@ fuzz_target!(|data: &[u8]| {
     }
 
     let sealed = sealers.ours.seal(data);
-    let raw = base64_decode(&sealed, Alphabet::UrlSafe, false).expect("a sealed state is strict base64url");
+    let (id, _) = sealed.split_once('.').expect("a sealed state names its key");
+    assert!(id.len() == 8 && id.bytes().all(|b| b.is_ascii_hexdigit()), "{sealed:?}: the key's id");
+    let raw = base64_decode(body(&sealed), Alphabet::UrlSafe, false).expect("a sealed state is strict base64url");
     assert_eq!(raw.len(), 24 + data.len() + 16);
     assert_eq!(sealers.ours.open(&sealed).as_deref(), Some(data), "a sealed state opens to what was sealed");
     check_tamper_evident(sealers, &sealed, data);
