@@ -202,8 +202,8 @@ impl Server {
     /// 2025 standalone streams end (their clients reconnect, to another instance), new sessions it could not share
     /// and new streams are refused with 503, and everything else is served as usual, new connections included,
     /// for at least `notice` (the balancers that ask `/readyz` take the instance out meanwhile, so that none sends
-    /// it a request on a connection it is closing) and until no request is in flight. Returns when the drain's
-    /// time is up.
+    /// it a request on a connection it is closing) and until every connection is closed by its client or let go
+    /// (idle for [`LET_GO`]). Returns when the drain's time is up.
     async fn drain(
         &self,
         state: &Arc<HttpState>,
