@@ -186,6 +186,7 @@ struct SearchOffline<'a>(&'a AtomicBool);
 impl<'a> SearchOffline<'a> {
     fn start(online: &'a AtomicBool) -> SearchOffline<'a> {
         online.store(false, Ordering::SeqCst);
+        eprintln!("search offline");
         SearchOffline(online)
     }
 }

@@ -487,7 +487,8 @@ async fn read_response(
         let Some(last) = last_event.clone() else {
             return Err(Error::Transport(TransportError::new(
                 TransportErrorKind::Io,
-                "the request's stream ended before its response",
+                "the request's stream ended before its response: the server (or, behind a balancer, its instance) \
+                 stopped, or the connection broke; whether the request took effect is unknown",
             )));
         };
         resumes += 1;

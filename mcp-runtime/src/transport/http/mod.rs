@@ -13,6 +13,7 @@
 #![allow(clippy::result_large_err)]
 
 mod auth;
+mod closing;
 mod connections;
 mod first_poll;
 mod guards;

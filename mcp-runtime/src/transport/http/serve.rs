@@ -14,7 +14,7 @@ use axum::routing::any;
 use axum::Router;
 
 use super::guards::RefusedNames;
-use super::{auth, connections, endpoint, v2025, v2026, HttpOptions, HttpState, MemoryEventStoreFactory};
+use super::{auth, closing, connections, endpoint, v2025, v2026, HttpOptions, HttpState, MemoryEventStoreFactory};
 use crate::server::Server;
 
 impl Server {
@@ -156,8 +156,19 @@ impl Server {
         let drained_by = self.drain(&state, &listener, &admit, notice).await;
         // The connections let go (idle, unused for a while) close now.
         open.close_all();
-        // What is queued on the listener is taken, then it closes: a connection tried after that is refused, which
-        // a balancer retries on another instance (a request sent on a connection reset unaccepted would be lost).
+        // The listener closes without resetting a connection (see `closing`): no new handshake completes, those
+        // under way do and are served, what is queued is taken, then it closes. A connection tried after that is
+        // refused, which a balancer retries on another instance (a request sent on a connection reset unaccepted
+        // would be lost).
+        if closing::refuse_new_handshakes(&listener) {
+            let until = tokio::time::Instant::now() + closing::HANDSHAKES_UNDER_WAY;
+            loop {
+                tokio::select! {
+                    accepted = listener.accept() => admit.connection(accepted).await,
+                    () = tokio::time::sleep_until(until) => break,
+                }
+            }
+        }
         let queued: Vec<_> = {
             let mut cx = TaskContext::from_waker(std::task::Waker::noop());
             std::iter::from_fn(|| match listener.poll_accept(&mut cx) {
