@@ -2,11 +2,12 @@
 unlike wall-clock figures): writes all requests at once, waits for every response, then closes stdin (closing it
 earlier would cancel what is still in flight).
 
-    python3 benches/callgrind_stdio.py target/release/testbed 2025|2026 [N]
+    python3 benches/callgrind_stdio.py target/release/testbed 2025|2026 [N [FLAG...]]
 
 Prints the responses counted and callgrind's total (`Collected`); the profile is left in /tmp/callgrind.<era>.out
 for `callgrind_annotate --inclusive=yes`. RUST_LOG is not passed on, so the server runs with its default filter; the
-testbed's own settings are (`TESTBED_LAYERS=timeout,limit` for the middleware figure).
+testbed's own settings are (`TESTBED_LAYERS=timeout,limit` for the middleware figure), and so are the flags after N
+(`--metrics 127.0.0.1:0` for the cost of metrics).
 """
 
 import json
@@ -31,7 +32,7 @@ for i in range(1, n + 1):
 data = ("\n".join(json.dumps(l) for l in lines) + "\n").encode()
 expect = n + (1 if era == "2025" else 0)
 out = f"/tmp/callgrind.{era}.out"
-p = subprocess.Popen(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", binary],
+p = subprocess.Popen(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", binary, *sys.argv[4:]],
                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={"PATH": "/usr/bin:/bin", **{k: v for k, v in os.environ.items() if k.startswith("TESTBED_")}})
 p.stdin.write(data)
 p.stdin.flush()

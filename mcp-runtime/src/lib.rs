@@ -44,6 +44,7 @@ mod entry;
 mod era;
 mod handler;
 pub mod hook;
+mod metrics;
 pub mod middleware;
 #[cfg(feature = "opentelemetry")]
 mod otel;
@@ -65,6 +66,7 @@ pub use client_requests::{
 };
 pub use context::state::{Requirement, State};
 pub use context::{ClientInfo, Context, Era, FromContext, HttpRequest, RequestMeta};
+pub use metrics::Metrics;
 
 pub use base::seal::KEY_ENV as REQUEST_STATE_KEY_ENV;
 pub use builder::extension::{Declaration, Extension, NotificationDef};

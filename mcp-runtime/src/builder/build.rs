@@ -205,6 +205,7 @@ impl ServerBuilder {
                 state: self.state,
                 shutdown_hooks: Mutex::new(self.shutdown_hooks),
                 shutdown_timeout: self.shutdown_timeout.unwrap_or(DEFAULT_SHUTDOWN_TIMEOUT),
+                metrics: self.metrics,
                 subscribers: hub::Subscribers::default(),
                 hub: self.change_hub,
                 session_store: self.session_store,

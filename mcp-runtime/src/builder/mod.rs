@@ -79,6 +79,7 @@ pub struct ServerBuilder {
     duplicate_state: Option<&'static str>,
     shutdown_hooks: Vec<BoxFuture<'static, ()>>,
     shutdown_timeout: Option<Duration>,
+    metrics: Option<crate::metrics::Metrics>,
     cache: Option<CacheHint>,
     max_in_flight: Option<usize>,
     outbound: Option<crate::base::backlog::OutboundLimits>,
@@ -376,6 +377,15 @@ impl ServerBuilder {
     /// the shutdown hooks, which get what is left. Default 5 s.
     pub fn shutdown_timeout(mut self, timeout: Duration) -> Self {
         self.shutdown_timeout = Some(timeout);
+        self
+    }
+
+    /// Records the server's metrics into `metrics` (see [`Metrics`](crate::Metrics): the OpenTelemetry conventions'
+    /// durations per method and tool, in Prometheus's format), which the program serves for Prometheus to scrape
+    /// ([`Metrics::serve`](crate::Metrics::serve)); `#[mcp::main]` does both for `--metrics ADDR`. Without it
+    /// nothing is recorded, at no cost.
+    pub fn metrics(mut self, metrics: &crate::metrics::Metrics) -> Self {
+        self.metrics = Some(metrics.clone());
         self
     }
 

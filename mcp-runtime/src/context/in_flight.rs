@@ -41,6 +41,8 @@ pub(crate) struct InFlight {
     /// The name of what it runs (a tool's, a prompt's, a resource's; else its method), for a handler that serves
     /// several (a relayed one).
     pub name: &'static str,
+    /// With metrics: the request's timing, which records it when this state is dropped (after its answer).
+    pub timing: Option<crate::metrics::Timing>,
 }
 
 /// What a request's era adds to it, as its [`Context`] and the dispatcher see it: how its logs are gated, and
@@ -143,6 +145,7 @@ impl InFlight {
             claim: OnceLock::new(),
             task: OnceLock::new(),
             name,
+            timing: None,
         }
     }
 

@@ -204,9 +204,12 @@ impl Connection {
     /// cannot stall the reader; plain `fn` handlers go to the blocking pool as before.
     pub(crate) fn start<R: WireResult + Send + 'static>(
         self: &Arc<Self>,
-        request: Arc<InFlight>,
+        mut request: Arc<InFlight>,
         call: Call<R>,
     ) -> Result<(), Error> {
+        if let Some(metrics) = &self.server.inner.metrics {
+            run::begin_timing(metrics, &call, &mut request);
+        }
         self.register(&request)?;
         let eager = !matches!(call.work, Work::Handler(Handler::Blocking(_)));
         let mut run = Box::pin(run::run_handler(call, request));

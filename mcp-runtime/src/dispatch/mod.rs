@@ -108,7 +108,17 @@ pub(crate) fn answer_front(
     answer: impl FnOnce() -> Result<Value, Error> + Send + 'static,
 ) {
     if conn.server().inner.layers.is_none() {
-        return respond(origin, &id, answer());
+        let Some(metrics) = &conn.server().inner.metrics else { return respond(origin, &id, answer()) };
+        let started = std::time::Instant::now();
+        let answered = answer();
+        let labels = crate::metrics::Request {
+            method,
+            target: None,
+            version: request().1.era.name(),
+            transport: crate::metrics::Transport::of(origin.http.is_some()),
+        };
+        metrics.answered(labels, started, crate::metrics::Ended::of(&answered));
+        return respond(origin, &id, answered);
     }
     let (arguments, mut meta, era) = request();
     meta.http = origin.http.clone();
@@ -127,9 +137,23 @@ pub(crate) fn answer_front(
 
 /// Serves a method both eras share. `None` if the method is not one of them (the front answers it).
 pub(crate) fn dispatch(conn: &Arc<Connection>, request: Request, origin: &Origin) -> Option<()> {
+    // Two copies: without metrics, none of their code is there.
+    match conn.server().inner.metrics {
+        None => serve::<false>(conn, request, origin),
+        Some(_) => serve::<true>(conn, request, origin),
+    }
+}
+
+/// [`dispatch`], recording what it answers itself in the server's metrics when `MEASURED`.
+fn serve<const MEASURED: bool>(conn: &Arc<Connection>, request: Request, origin: &Origin) -> Option<()> {
     let server = conn.server().clone();
     let Request { id, method, mut params, mut meta, era, tool } = request;
     meta.http = origin.http.clone();
+    // With metrics: when it arrived, for a request answered here (inline, or refused); a handler's run times its own.
+    let arrived = MEASURED.then(std::time::Instant::now);
+    let era_of = meta.era;
+    // With metrics, the tool or prompt a `tools/call` or `prompts/get` refused asked for.
+    let mut refused = None;
     let state = |id: RequestId, meta: RequestMeta, era: EraState, name: &'static str| {
         Arc::new(InFlight::named(id, meta, conn.clone(), origin.sink.clone(), era, name))
     };
@@ -141,6 +165,9 @@ pub(crate) fn dispatch(conn: &Arc<Connection>, request: Request, origin: &Origin
                   meta: RequestMeta,
                   era: EraState| {
         if server.inner.layers.is_none() {
+            if let (Some(arrived), Ok(_)) = (arrived, &result) {
+                answered_inline(&server, crate::metrics::Request::new(name, None, era_of, origin), arrived, None);
+            }
             return result.map(|r| finish_inline(origin, &id, r));
         }
         let call = Call {
@@ -184,15 +211,22 @@ pub(crate) fn dispatch(conn: &Arc<Connection>, request: Request, origin: &Origin
             };
             conn.start(state(id.clone(), meta, era, call.name), call)
         }
-        "tools/call" => call_tool(&server, tool, &mut params, &meta).and_then(|(call, claimed)| {
-            let request = state(id.clone(), meta, era, call.name);
-            if let Some(claimed) = claimed {
-                let _ = request.claim.set(Box::new(claimed));
-            }
-            conn.start(request, call)
-        }),
+        "tools/call" => call_tool(&server, tool, &mut params, &meta)
+            .and_then(|(call, claimed)| {
+                let request = state(id.clone(), meta, era, call.name);
+                if let Some(claimed) = claimed {
+                    let _ = request.claim.set(Box::new(claimed));
+                }
+                conn.start(request, call)
+            })
+            .inspect_err(|_| {
+                refused = arrived.and_then(|_| served(&params, |n| server.registry().tool(n).map(|d| d.name)))
+            }),
         "prompts/get" => get_prompt(&server, &mut params, &meta)
-            .and_then(|call| conn.start(state(id.clone(), meta, era, call.name), call)),
+            .and_then(|call| conn.start(state(id.clone(), meta, era, call.name), call))
+            .inspect_err(|_| {
+                refused = arrived.and_then(|_| served(&params, |n| server.registry().prompt(n).map(|d| d.name)))
+            }),
         "resources/read" => read_resource(&server, &params, &mut meta)
             .and_then(|call| conn.start(state(id.clone(), meta, era, call.name), call)),
         "completion/complete" => match relayed_completion(&server, &params, &meta) {
@@ -231,9 +265,54 @@ pub(crate) fn dispatch(conn: &Arc<Connection>, request: Request, origin: &Origin
     };
     // An error here is one to answer: the request was refused before it started.
     if let Err(e) = started {
+        if let Some(arrived) = arrived {
+            let labels = crate::metrics::Request::new(method_label(&server, &method), refused, era_of, origin);
+            answered_inline(&server, labels, arrived, Some(&e));
+        }
         respond(origin, &id, Err::<(), _>(e));
     }
     Some(())
+}
+
+/// With metrics, a request answered without a handler's run: with a result, or refused with `error`.
+#[cold]
+#[inline(never)]
+fn answered_inline(
+    server: &Server,
+    labels: crate::metrics::Request,
+    arrived: std::time::Instant,
+    error: Option<&Error>,
+) {
+    if let Some(metrics) = &server.inner.metrics {
+        let ended = error
+            .map_or(crate::metrics::Ended::Result { tool_error: false }, |e| crate::metrics::Ended::Error(e.code.0));
+        metrics.answered(labels, arrived, ended);
+    }
+}
+
+/// The tool or prompt a request's `name` param asks for, as a metric's label: the server's name for it when it
+/// serves it, else `_OTHER` (any name a client sends).
+fn served(params: &Map<String, Value>, find: impl FnOnce(&str) -> Option<&'static str>) -> Option<&'static str> {
+    Some(params.get("name").and_then(Value::as_str).and_then(find).unwrap_or(crate::metrics::OTHER))
+}
+
+/// A method the dispatcher serves, as a metric's label: its static name.
+fn method_label(server: &Server, method: &str) -> &'static str {
+    const SHARED: [&str; 8] = [
+        "tools/list",
+        "tools/call",
+        "prompts/list",
+        "prompts/get",
+        "resources/list",
+        "resources/read",
+        "resources/templates/list",
+        "completion/complete",
+    ];
+    if let Some(known) = SHARED.iter().find(|m| **m == method) {
+        return known;
+    }
+    let inner = &server.inner;
+    inner.methods.get(method).or_else(|| inner.extension_methods.get(method)).map_or(crate::metrics::OTHER, |d| d.name)
 }
 
 fn finish_inline(origin: &Origin, id: &RequestId, result: ListResult) {
@@ -272,6 +351,10 @@ impl WireResult for ListResult {
             ListResult::Raw(_) => false,
             ListResult::Value(v) => v.spliceable(),
         }
+    }
+
+    fn is_tool_error(&self) -> bool {
+        matches!(self, ListResult::Value(v) if v.is_tool_error())
     }
 }
 

@@ -17,6 +17,7 @@ use super::{Call, ListResult, ResultKind, Work};
 use crate::base::cancel::cleanup_tasks;
 use crate::context::{Context, InFlight};
 use crate::handler::tool::{Arguments, Handler};
+use crate::metrics::Ended;
 use crate::middleware as layer;
 use crate::wire::error::Error;
 use crate::wire::jsonrpc;
@@ -39,6 +40,20 @@ pub(super) async fn run_handler<R: WireResult + Send + 'static>(call: Call<R>, r
     // says which request it belongs to.
     let span = request_span(call.method, call.name, &request);
     run_in_span(call, request).instrument(span).await
+}
+
+/// With metrics: a request begins; it is timed until its state is dropped (after its answer). Its state is not
+/// shared yet.
+pub(super) fn begin_timing<R>(metrics: &crate::metrics::Metrics, call: &Call<R>, request: &mut Arc<InFlight>) {
+    let labels = crate::metrics::Request {
+        method: call.method,
+        target: Some(call.name),
+        version: request.meta.era.name(),
+        transport: crate::metrics::Transport::of(request.meta.http.is_some()),
+    };
+    if let Some(request) = Arc::get_mut(request) {
+        request.timing = Some(metrics.begin(labels));
+    }
 }
 
 /// The target of the per-request span. `#[mcp::main]`'s default filter turns it off (`info,mcp::request=off`): with
@@ -184,6 +199,19 @@ async fn through_layers<R: WireResult + Send + 'static>(
     }
 }
 
+impl<R: WireResult> Outcome<Answer<R>> {
+    /// How the request ends, for its metrics: `None` when it was cancelled.
+    fn ended(&self) -> Option<Ended> {
+        match self {
+            Outcome::Done(Ok(Answer::Typed(r))) => Some(Ended::Result { tool_error: r.is_tool_error() }),
+            Outcome::Done(Ok(Answer::Value(v))) => Some(Ended::Result { tool_error: v.is_tool_error() }),
+            Outcome::Done(Err(e)) => Some(Ended::Error(e.code.0)),
+            Outcome::Interrupted => Some(Ended::Result { tool_error: false }),
+            Outcome::Cancelled => None,
+        }
+    }
+}
+
 impl<R> Outcome<R> {
     fn map<T>(self, f: impl FnOnce(R) -> T) -> Outcome<T> {
         match self {
@@ -200,6 +228,10 @@ async fn deliver<R: WireResult + Send + 'static>(
     outcome: Outcome<Answer<R>>,
     kind: ResultKind,
 ) {
+    // With metrics: how it ended (a cancelled request has no outcome: it is counted cancelled).
+    if let (Some(timing), Some(ended)) = (&request.timing, outcome.ended()) {
+        timing.ended(ended);
+    }
     if let Some(claimed) = crate::hook::claimed(request).filter(|c| c.taken()) {
         // A call its hook took over (Tasks: a task): the hook takes the outcome; the request was answered then.
         let outcome = match outcome {

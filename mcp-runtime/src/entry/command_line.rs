@@ -31,6 +31,10 @@ OPTIONS:
                            (keys from its JWKS, found through its metadata) on every request
     --auth-resource URL    With --http and --auth-issuer: this server's resource identifier, which tokens must
                            name in their audience (the endpoint's public URL, such as https://mcp.example.com/mcp)
+    --metrics ADDR         Serve Prometheus metrics at /metrics on ADDR (`127.0.0.1:9464`, or a port alone for
+                           127.0.0.1), a listener of its own: each method's and tool's calls, errors and durations
+                           (the OpenTelemetry conventions' mcp.server.operation.duration), sessions, requests in
+                           flight
     --redis URL            Share state with the program's other instances through this Redis
                            (`redis://127.0.0.1:6379`): changes, tasks, 2025 sessions and their streams' events
                            (resumed on any instance). Every instance needs the same MCP_REQUEST_STATE_KEY
@@ -67,6 +71,7 @@ const FRAMEWORK_OPTIONS: &[&str] = &[
     "--auth-issuer",
     "--auth-resource",
     "--redis",
+    "--metrics",
     "--list-tools",
     "--schema",
     "--version",
@@ -206,6 +211,8 @@ pub(super) struct Parsed {
     pub(super) command: Command,
     /// `--redis` (or `MCP_REDIS_URL`): the Redis the instances share.
     pub(super) redis: Option<String>,
+    /// `--metrics`: where to serve Prometheus metrics.
+    pub(super) metrics: Option<std::net::SocketAddr>,
 }
 
 pub(super) fn parse_args(
@@ -214,9 +221,9 @@ pub(super) fn parse_args(
     mut env: Environment,
     rest: &mut Vec<String>,
 ) -> Result<Parsed, String> {
-    let mut redis = None;
-    let command = parse_command(args, program, &mut env, rest, &mut redis)?;
-    Ok(Parsed { command, redis: redis.or(env.redis.take()) })
+    let (mut redis, mut metrics) = (None, None);
+    let command = parse_command(args, program, &mut env, rest, (&mut redis, &mut metrics))?;
+    Ok(Parsed { command, redis: redis.or(env.redis.take()), metrics })
 }
 
 fn parse_command(
@@ -224,7 +231,7 @@ fn parse_command(
     program: &[ArgSpec],
     env: &mut Environment,
     rest: &mut Vec<String>,
-    redis: &mut Option<String>,
+    (redis, metrics): (&mut Option<String>, &mut Option<std::net::SocketAddr>),
 ) -> Result<Command, String> {
     let mut command = Command::Serve;
     let mut http: Option<std::net::SocketAddr> = None;
@@ -252,14 +259,13 @@ fn parse_command(
                     "`{name}` needs the `http` feature of mcp-runtime, which this program was built without"
                 ))
             }
-            "--http" => {
-                let addr = value("127.0.0.1:8000")?;
-                let parsed = match addr.parse::<u16>() {
-                    Ok(port) => Ok(std::net::SocketAddr::from(([127, 0, 0, 1], port))),
-                    Err(_) => addr.parse(),
-                };
-                http = Some(parsed.map_err(|_| format!("`--http {addr}`: not an address like 127.0.0.1:8000"))?);
+            "--http" => http = Some(address(name, &value("127.0.0.1:8000")?, "127.0.0.1:8000")?),
+            "--metrics" if cfg!(not(feature = "http")) => {
+                return Err(format!(
+                    "`{name}` needs the `http` feature of mcp-runtime, which this program was built without"
+                ))
             }
+            "--metrics" => *metrics = Some(address(name, &value("127.0.0.1:9464")?, "127.0.0.1:9464")?),
             "--allow-host" => {
                 options = options.allow_host(value("mcp.example.com")?);
                 http_only = Some("--allow-host");
@@ -358,6 +364,15 @@ fn parse_command(
         (None, Some(flag)) => Err(format!("`{flag}` goes with `--http`")),
         _ => Ok(command),
     }
+}
+
+/// A listening address: `host:port`, or a port alone for 127.0.0.1.
+fn address(flag: &str, addr: &str, example: &str) -> Result<std::net::SocketAddr, String> {
+    let parsed = match addr.parse::<u16>() {
+        Ok(port) => Ok(std::net::SocketAddr::from(([127, 0, 0, 1], port))),
+        Err(_) => addr.parse(),
+    };
+    parsed.map_err(|_| format!("`{flag} {addr}`: not an address like {example}"))
 }
 
 /// The "PROGRAM OPTIONS" section of `--help`, empty when the program has none.

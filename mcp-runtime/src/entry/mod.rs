@@ -130,7 +130,7 @@ where
     let bin = name.to_owned();
     let mut rest = Vec::new();
     let parsed = parse_args(std::env::args().skip(1), A::OPTIONS, Environment::read(), &mut rest);
-    let Parsed { command, redis } = match parsed {
+    let Parsed { command, redis, metrics } = match parsed {
         Ok(p) => p,
         Err(e) => {
             eprintln!("error: {e}");
@@ -200,6 +200,25 @@ where
         };
         #[cfg(not(feature = "redis"))]
         let _ = &redis;
+        #[cfg(feature = "http")]
+        let builder = match metrics {
+            Some(addr) if matches!(command, Command::Serve | Command::Http(..)) => {
+                // Bound before serving, so that an address in use stops the program now, not silently later.
+                let listener = match tokio::net::TcpListener::bind(addr).await {
+                    Ok(listener) => listener,
+                    Err(e) => {
+                        eprintln!("error: could not serve metrics on {addr} (--metrics): {e}");
+                        return ExitCode::FAILURE;
+                    }
+                };
+                let metrics = crate::Metrics::new();
+                tokio::spawn(metrics.clone().serve_on(listener));
+                builder.metrics(&metrics)
+            }
+            _ => builder,
+        };
+        #[cfg(not(feature = "http"))]
+        let _ = metrics;
         let server = match builder.default_info(info).build() {
             Ok(s) => s,
             Err(e) => {

@@ -101,6 +101,8 @@ pub(crate) struct ServerInner {
     pub state: StateMap,
     pub shutdown_hooks: Mutex<Vec<BoxFuture<'static, ()>>>,
     pub shutdown_timeout: Duration,
+    /// Where requests and sessions are recorded; `None`: nowhere, at no cost.
+    pub metrics: Option<crate::metrics::Metrics>,
     /// Who listens for changes on this instance: 2025 sessions, 2026 listen streams.
     pub(crate) subscribers: hub::Subscribers,
     /// How the instances tell each other what changed; `None`: this is the only instance.

@@ -19,6 +19,11 @@ pub(crate) trait WireResult: Serialize {
     fn spliceable(&self) -> bool {
         false
     }
+
+    /// Whether it is a tool's result that reports the tool failed (`isError: true`), for the metrics' `error.type`.
+    fn is_tool_error(&self) -> bool {
+        false
+    }
 }
 
 impl Content {
@@ -51,6 +56,10 @@ impl WireResult for Value {
     fn spliceable(&self) -> bool {
         matches!(self, Value::Object(m) if !m.contains_key("_meta") && !m.contains_key("resultType"))
     }
+
+    fn is_tool_error(&self) -> bool {
+        self.get("isError") == Some(&Value::Bool(true))
+    }
 }
 
 impl WireResult for CallToolResult {
@@ -60,6 +69,10 @@ impl WireResult for CallToolResult {
 
     fn spliceable(&self) -> bool {
         self.meta.is_none()
+    }
+
+    fn is_tool_error(&self) -> bool {
+        self.is_error == Some(true)
     }
 }
 

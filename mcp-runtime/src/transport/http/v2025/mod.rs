@@ -538,6 +538,12 @@ fn new_http_session(
         owner,
         peer,
         scopes: Mutex::new(None),
+        _timing: state
+            .server
+            .inner
+            .metrics
+            .as_ref()
+            .map(|m| m.session(crate::Era::V2025.name(), crate::metrics::Transport::Tcp)),
     })
 }
 

@@ -44,6 +44,8 @@ pub(super) struct HttpSession {
     /// The scopes of the token of its last request, when what a caller sees depends on them: a change (a step-up)
     /// tells the client its lists changed.
     pub(super) scopes: Mutex<Option<Vec<String>>>,
+    /// With metrics: the session is counted open until this is dropped, which records how long it lasted.
+    pub(super) _timing: Option<crate::metrics::SessionTiming>,
 }
 
 /// Who holds a session, for sharing the cap: its principal, else the address of the client that opened it.
