@@ -139,6 +139,9 @@ async fn order_book(
 ) -> Result<String, HoldError> {
     let holds = shop.holds(ctx);
     holds.insert(&title).await?;
+    // The shop's own log (stderr; `--log-format json` for a pipeline): inside the request's span, so with
+    // `RUST_LOG=info` it names the request, its trace, and the client's address.
+    tracing::info!(%title, "a book held");
     ctx.notify_resource_updated(HOLDS_URI);
     // Runs on every exit (return, error, panic or cancellation), shielded from the cancel, bounded to 5 s.
     let _release = mcp::defer(Duration::from_secs(5), holds.release(title.clone(), ctx.server().clone()));

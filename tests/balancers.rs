@@ -66,7 +66,8 @@ behind_each_proxy!(
     the_python_sdk,
     a_keep_alive_comment_passes,
     an_instance_killed_between_calls,
-    an_instance_killed_mid_call
+    an_instance_killed_mid_call,
+    the_client_address_is_forwarded
 );
 
 /// The rolling restart behind nginx's recommended configuration and HAProxy (the minimal nginx configuration has
@@ -550,6 +551,33 @@ async fn an_instance_killed_mid_call(kind: Kind) {
         }
     }
     assert_ne!(dead[0], dead[1], "each era killed the instance running its call");
+    shops.assert_nothing_panicked();
+}
+
+/// The client's address reaches the instance through the proxy: a client on 127.0.0.2 (the proxy itself is on
+/// 127.0.0.1) orders a book, and the instance's log line for it ("a book held", inside the request's span) names
+/// `client.address=127.0.0.2`, not the proxy's, nor the address the client wrote in its own `X-Forwarded-For`
+/// (the server takes the last address, the one the nearest proxy added). Behind the minimal nginx configuration,
+/// which forwards nothing, the instances do not trust the header and name the proxy.
+async fn the_client_address_is_forwarded(kind: Kind) {
+    let shops = Shops::behind(kind).await;
+    let http = reqwest::Client::builder().local_address(std::net::IpAddr::from([127, 0, 0, 2])).build().unwrap();
+    let client = common::http::Client { http, url: shops.url().to_owned(), session: None };
+    let order = common::v2026::request(
+        1,
+        "tools/call",
+        json!({"name": "order_book", "arguments": {"title": "Emma"}}),
+        json!({}),
+    );
+    let spoofed = [("x-forwarded-for", Some("203.0.113.9"))];
+    // The order holds its book for 30 s: the request is dropped once the instance has logged it.
+    let ordering = tokio::spawn(async move { client.v2026_send_with(&order, &spoofed).await });
+    eventually("an instance logged the order", &shops, async || shops.printed("a book held") > 0).await;
+    ordering.abort();
+    let line = shops.stderr().lines().find(|l| l.contains("a book held")).unwrap_or_default().to_owned();
+    let expected = if kind.forwards_the_client() { "client.address=127.0.0.2" } else { "client.address=127.0.0.1" };
+    assert!(line.contains(expected), "{kind:?}: {expected} in {line}\n{}", shops.stderr());
+    assert!(!line.contains("203.0.113.9"), "the client's own header is not believed: {line}");
     shops.assert_nothing_panicked();
 }
 

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use mcp::client::{Client, EraChoice};
 use opentelemetry::propagation::TextMapCompositePropagator;
-use opentelemetry::trace::{SpanId, TraceContextExt, TraceId, TracerProvider as _};
+use opentelemetry::trace::{SpanId, SpanKind, Status, TraceContextExt, TraceId, TracerProvider as _};
 use opentelemetry_sdk::error::OTelSdkResult;
 use opentelemetry_sdk::propagation::{BaggagePropagator, TraceContextPropagator};
 use opentelemetry_sdk::trace::{SdkTracerProvider, SpanData, SpanExporter};
@@ -23,6 +23,12 @@ use tracing_subscriber::util::SubscriberInitExt;
 async fn traced_async() -> &'static str {
     let _work = tracing::info_span!("async work").entered();
     "ok"
+}
+
+/// Fails: a result with `isError`.
+#[mcp::tool]
+fn refuses() -> Result<String, String> {
+    Err("no".into())
 }
 
 /// Does its work in a span of its own, on a blocking thread.
@@ -65,7 +71,8 @@ async fn trace_context_in_meta_is_the_parent_of_the_request_span() {
         .with(tracing_subscriber::filter::LevelFilter::INFO)
         .init();
 
-    let server = mcp::Server::builder().tool::<traced_async>().tool::<traced_blocking>().build().unwrap();
+    let server =
+        mcp::Server::builder().tool::<traced_async>().tool::<traced_blocking>().tool::<refuses>().build().unwrap();
     let app = server.http_router(mcp::HttpOptions::new());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
@@ -83,9 +90,10 @@ async fn trace_context_in_meta_is_the_parent_of_the_request_span() {
         provider.force_flush().unwrap();
         let spans = kept.take();
         let requests: Vec<&SpanData> =
-            spans.iter().filter(|s| s.name == "mcp.request" && s.span_context.trace_id() == trace_id).collect();
+            spans.iter().filter(|s| s.span_kind == SpanKind::Server && s.span_context.trace_id() == trace_id).collect();
         assert_eq!(requests.len(), 2, "{era:?}: {:#?}", names(&spans));
         for request in &requests {
+            assert!(request.name.starts_with("tools/call traced_"), "{era:?}: named by the conventions: {request:#?}");
             assert_eq!(request.parent_span_id, parent_id, "{era:?}");
             assert!(request.parent_span_is_remote, "{era:?}");
             // The tool's own span is the request span's child.
@@ -111,10 +119,63 @@ async fn trace_context_in_meta_is_the_parent_of_the_request_span() {
         let spans = kept.take();
         let request = spans
             .iter()
-            .find(|s| s.name == "mcp.request" && s.span_context.trace_id() == caller_trace)
+            .find(|s| s.span_kind == SpanKind::Server && s.span_context.trace_id() == caller_trace)
             .unwrap_or_else(|| panic!("{era:?}: no request span in the caller's trace: {:#?}", names(&spans)));
-        assert_eq!(request.parent_span_id, caller_id, "{era:?}");
+        // The client's own span (kind CLIENT, named as the server's) is the caller's child and the server's parent.
+        let call = spans
+            .iter()
+            .find(|s| s.span_kind == SpanKind::Client && s.span_context.span_id() == request.parent_span_id)
+            .unwrap_or_else(|| panic!("{era:?}: the server's parent is no client span: {:#?}", names(&spans)));
+        assert_eq!(call.name, "tools/call traced_async", "{era:?}");
+        assert_eq!(call.parent_span_id, caller_id, "{era:?}");
+        let version = if era == EraChoice::V2025 { "2025-11-25" } else { "2026-07-28" };
+        let server_side = [
+            ("mcp.method.name", "tools/call"),
+            ("gen_ai.tool.name", "traced_async"),
+            ("gen_ai.operation.name", "execute_tool"),
+            ("mcp.protocol.version", version),
+            ("network.transport", "tcp"),
+        ];
+        for (key, value) in server_side {
+            assert_eq!(attribute(request, key).as_deref(), Some(value), "{era:?}: server span's {key}: {request:#?}");
+        }
+        assert!(attribute(request, "jsonrpc.request.id").is_some(), "{request:#?}");
+        let port = addr.port().to_string();
+        let client_side = [
+            ("mcp.method.name", "tools/call"),
+            ("gen_ai.tool.name", "traced_async"),
+            ("mcp.protocol.version", version),
+            ("network.transport", "tcp"),
+            ("server.address", "127.0.0.1"),
+            ("server.port", port.as_str()),
+        ];
+        for (key, value) in client_side {
+            assert_eq!(attribute(call, key).as_deref(), Some(value), "{era:?}: client span's {key}: {call:#?}");
+        }
+        // Its trace and span ids are on the request's span (and so on every log event of the request).
+        assert_eq!(attribute(request, "trace_id"), Some(caller_trace.to_string()), "{request:#?}");
+        assert_eq!(attribute(request, "span_id"), Some(request.span_context.span_id().to_string()), "{request:#?}");
+
+        // A tool's failure: an error status and `error.type` on both sides.
+        let client = Client::builder().name("otel-test").era(era).http(format!("http://{addr}/mcp")).await.unwrap();
+        assert!(client.call_tool("refuses", json!({})).await.unwrap().is_error());
+        client.close().await;
+        provider.force_flush().unwrap();
+        let spans = kept.take();
+        for kind in [SpanKind::Server, SpanKind::Client] {
+            let failed = spans
+                .iter()
+                .find(|s| s.span_kind == kind && s.name == "tools/call refuses")
+                .unwrap_or_else(|| panic!("{era:?}: no {kind:?} span of the failed call: {:#?}", names(&spans)));
+            assert!(matches!(failed.status, Status::Error { .. }), "{era:?} {kind:?}: {failed:#?}");
+            assert_eq!(attribute(failed, "error.type").as_deref(), Some("tool_error"), "{failed:#?}");
+        }
     }
+}
+
+/// The value of a span's attribute, as a string.
+fn attribute(span: &SpanData, key: &str) -> Option<String> {
+    span.attributes.iter().find(|kv| kv.key.as_str() == key).map(|kv| kv.value.to_string())
 }
 
 fn names(spans: &[SpanData]) -> Vec<String> {

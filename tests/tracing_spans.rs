@@ -1,6 +1,7 @@
-//! Every request runs in a `mcp.request` tracing span (method, id, handler, era, session, client, and over HTTP the
-//! client's address), entered in the handler's task and in its blocking thread, so an event inside a tool is
-//! attributed to its request.
+//! Every request runs in a `mcp.request` tracing span, its fields named by the OpenTelemetry conventions for MCP
+//! (`mcp.method.name`, `jsonrpc.request.id`, `gen_ai.tool.name`, `mcp.protocol.version`, `mcp.session.id`,
+//! `network.transport`, `client.address`; and the client's name), entered in the handler's task and in its blocking
+//! thread, so an event inside a tool is attributed to its request.
 
 use std::io::Write;
 use std::sync::{Arc, Mutex};
@@ -43,7 +44,7 @@ async fn an_event_inside_a_tool_carries_its_requests_span() {
     tracing_subscriber::fmt()
         .with_writer(move || writer.clone())
         .with_ansi(false)
-        .with_max_level(tracing::Level::INFO)
+        .with_env_filter("info,mcp::client::request=off")
         .init();
     let server = mcp::Server::builder().tool::<traced_async>().tool::<traced_blocking>().build().unwrap();
     let app = server.http_router(mcp::HttpOptions::new());
@@ -59,20 +60,31 @@ async fn an_event_inside_a_tool_carries_its_requests_span() {
     let text = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
     let line = |needle: &str, era: &str| {
         text.lines()
-            .find(|l| l.contains(needle) && l.contains(&format!("era=\"{era}\"")))
+            .find(|l| l.contains(needle) && l.contains(&format!("mcp.protocol.version=\"{era}\"")))
             .unwrap_or_else(|| panic!("no {needle:?} line in the {era} era:\n{text}"))
             .to_owned()
     };
     for era in ["2025-11-25", "2026-07-28"] {
         let inside = line("inside the async tool", era);
-        assert!(inside.contains("mcp.request{method=\"tools/call\""), "{inside}");
-        assert!(inside.contains("handler=\"traced_async\"") && inside.contains("client=\"span-tests\""), "{inside}");
+        assert!(inside.contains("mcp.request{"), "{inside}");
+        for field in [
+            "mcp.method.name=\"tools/call\"",
+            "gen_ai.tool.name=\"traced_async\"",
+            "gen_ai.operation.name=\"execute_tool\"",
+            "client=\"span-tests\"",
+            "network.transport=\"tcp\"",
+            "otel.name=\"tools/call traced_async\"",
+            "jsonrpc.request.id=",
+        ] {
+            assert!(inside.contains(field), "{field} in {inside}");
+        }
         let blocking = line("inside the blocking tool", era);
-        assert!(blocking.contains("handler=\"traced_blocking\""), "the blocking thread enters the span: {blocking}");
+        let tool = "gen_ai.tool.name=\"traced_blocking\"";
+        assert!(blocking.contains(tool), "the blocking thread enters the span: {blocking}");
     }
     // A 2025 request names its session; a 2026 one has none.
-    assert!(line("inside the async tool", "2025-11-25").contains("session=\"session:"), "{text}");
-    assert!(!line("inside the async tool", "2026-07-28").contains("session="), "{text}");
+    assert!(line("inside the async tool", "2025-11-25").contains("mcp.session.id=\"session:"), "{text}");
+    assert!(!line("inside the async tool", "2026-07-28").contains("mcp.session.id="), "{text}");
 
     // Over `serve_http`, the span names the client's address: the connection's peer, or behind a balancer that
     // forwards it (`trust_forwarded`), the address it forwarded.
@@ -91,7 +103,9 @@ async fn an_event_inside_a_tool_carries_its_requests_span() {
         for era in ["2025-11-25", "2026-07-28"] {
             let inside = text
                 .lines()
-                .find(|l| l.contains(&format!("client=\"{name}\"")) && l.contains(&format!("era=\"{era}\"")))
+                .find(|l| {
+                    l.contains(&format!("client=\"{name}\"")) && l.contains(&format!("mcp.protocol.version=\"{era}\""))
+                })
                 .unwrap_or_else(|| panic!("no line of client {name} in the {era} era:\n{text}"));
             assert!(inside.contains(&format!("client.address={address}")), "{inside}");
         }

@@ -223,6 +223,12 @@ pub(crate) enum Ended {
 }
 
 impl Ended {
+    /// Whether a JSON-RPC error code says the caller's request was wrong (it could not be parsed, an unknown method,
+    /// invalid params, an unknown resource): the conventions count those as no error of the server's.
+    pub(crate) fn is_callers(code: i32) -> bool {
+        matches!(code, -32700 | -32600 | -32601 | -32602 | -32002)
+    }
+
     /// As one number, for [`Timing::ended`]: never 0.
     fn encode(self) -> u64 {
         match self {
@@ -254,7 +260,7 @@ impl Ended {
         match self {
             Ended::Result { tool_error: false } => (None, None),
             Ended::Result { tool_error: true } => (Some(ErrorType::Tool), None),
-            Ended::Error(code @ (-32700 | -32600 | -32601 | -32602 | -32002)) => (None, Some(code)),
+            Ended::Error(code) if Ended::is_callers(code) => (None, Some(code)),
             Ended::Error(code) => (Some(ErrorType::Code(code)), Some(code)),
         }
     }

@@ -44,6 +44,14 @@ pub(crate) fn adopt_parent(span: &tracing::Span, meta: Option<&Map<String, Value
     let _ = span.set_parent(cx);
 }
 
+/// The trace id and span id of `span` in OpenTelemetry (hex), when an OpenTelemetry layer records it.
+pub(crate) fn ids(span: &tracing::Span) -> Option<(String, String)> {
+    use opentelemetry::trace::TraceContextExt;
+    let cx = span.context();
+    let context = cx.span().span_context().clone();
+    context.is_valid().then(|| (context.trace_id().to_string(), context.span_id().to_string()))
+}
+
 /// Puts the current span's trace context in `meta` (what the client sends), unless the caller put one there.
 #[cfg(feature = "client")]
 pub(crate) fn inject_current(meta: &mut Map<String, Value>) {

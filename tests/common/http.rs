@@ -59,6 +59,10 @@ impl HttpServer {
                 if let Some(addr) = line.split("address=").nth(1) {
                     let _ = tx.send(addr.split_whitespace().next().unwrap_or_default().to_owned());
                 }
+                // `--log-format json`: `"address":"127.0.0.1:PORT"`.
+                if let Some(addr) = line.split("\"address\":\"").nth(1) {
+                    let _ = tx.send(addr.split('"').next().unwrap_or_default().to_owned());
+                }
                 lines_w.lock().unwrap().push(line);
             }
         });

@@ -301,6 +301,80 @@ impl Sent {
     /// One request and its response; in the 2026 era a -32022 (unsupported version) naming 2026-07-28 among the
     /// supported ones is tried once more (a server may refuse a first request to see the client retry).
     async fn run(&self, params: Value, id: Option<RequestId>) -> Result<Value, Error> {
+        let span = self.span(&params);
+        let outcome = tracing::Instrument::instrument(self.run_retried(params, id), span.clone()).await;
+        if !span.is_disabled() {
+            record_outcome(&span, &outcome);
+        }
+        outcome
+    }
+
+    /// The tracing span of a call, by the OpenTelemetry conventions for MCP: a `CLIENT` span named
+    /// `{mcp.method.name} {target}` (target the tool or prompt), with the method, the request's id, the tool or
+    /// prompt, the protocol version, the transport and (over HTTP) the server's address and port. The trace context
+    /// the client puts in `_meta` is this span's, so the server's span is its child. Its target is
+    /// `mcp::client::request`, at info.
+    fn span(&self, params: &Value) -> tracing::Span {
+        use tracing::field::Empty;
+        let span = tracing::info_span!(
+            target: "mcp::client::request",
+            "mcp.client.request",
+            otel.name = Empty,
+            otel.kind = "client",
+            otel.status_code = Empty,
+            mcp.method.name = self.method.as_str(),
+            jsonrpc.request.id = Empty,
+            gen_ai.tool.name = Empty,
+            gen_ai.operation.name = Empty,
+            gen_ai.prompt.name = Empty,
+            mcp.protocol.version = Empty,
+            network.transport = Empty,
+            server.address = Empty,
+            server.port = Empty,
+            error.type = Empty,
+            rpc.response.status_code = Empty,
+        );
+        if span.is_disabled() {
+            return span;
+        }
+        let target = params.get("name").and_then(Value::as_str);
+        match (self.method.as_str(), target) {
+            ("tools/call", Some(tool)) => {
+                span.record("otel.name", format!("tools/call {tool}"));
+                span.record("gen_ai.tool.name", tool);
+                span.record("gen_ai.operation.name", "execute_tool");
+            }
+            ("prompts/get", Some(prompt)) => {
+                span.record("otel.name", format!("prompts/get {prompt}"));
+                span.record("gen_ai.prompt.name", prompt);
+            }
+            (method, _) => {
+                span.record("otel.name", method);
+            }
+        }
+        if let Some(session) = self.inner.session.get() {
+            span.record("mcp.protocol.version", session.version.as_str());
+        }
+        match &self.inner.link {
+            Link::Stdio(_) => {
+                span.record("network.transport", "pipe");
+            }
+            Link::Http(http) => {
+                span.record("network.transport", "tcp");
+                if let Ok(url) = reqwest::Url::parse(http.url()) {
+                    if let Some(host) = url.host_str() {
+                        span.record("server.address", host);
+                    }
+                    if let Some(port) = url.port_or_known_default() {
+                        span.record("server.port", port);
+                    }
+                }
+            }
+        }
+        span
+    }
+
+    async fn run_retried(&self, params: Value, id: Option<RequestId>) -> Result<Value, Error> {
         match self.run_once(params.clone(), id).await {
             Err(Error::Rpc(e)) if self.v2026 && e.code.0 == -32022 => {
                 let supported = e.data.as_ref().and_then(|d| d["supported"].as_array());
@@ -316,6 +390,7 @@ impl Sent {
     async fn run_once(&self, params: Value, id: Option<RequestId>) -> Result<Value, Error> {
         let inner = &self.inner;
         let id = id.unwrap_or_else(|| inner.next_id());
+        tracing::Span::current().record("jsonrpc.request.id", tracing::field::display(&id));
         let mut params = match params {
             Value::Object(p) => p,
             Value::Null => Map::new(),
@@ -451,4 +526,24 @@ impl Drop for Pending {
             Link::Http(http) => http.cancel(&self.id, (!self.v2026).then_some(cancel)),
         }
     }
+}
+
+/// Records a call's failure on its span: `error.type` (the JSON-RPC code, `tool_error` for a tool's result with
+/// `isError`, else the kind of failure: `timeout`, `closed`, `transport`, `_OTHER`), `rpc.response.status_code`, and an
+/// error status. On the client every JSON-RPC error is one, as the conventions say.
+fn record_outcome(span: &tracing::Span, outcome: &Result<Value, Error>) {
+    let error_type = match outcome {
+        Ok(result) if result.get("isError") == Some(&Value::Bool(true)) => "tool_error".to_owned(),
+        Ok(_) => return,
+        Err(Error::Rpc(e)) => {
+            span.record("rpc.response.status_code", tracing::field::display(e.code.0));
+            e.code.0.to_string()
+        }
+        Err(Error::Timeout(_)) => "timeout".to_owned(),
+        Err(Error::Closed) => "closed".to_owned(),
+        Err(Error::Transport(_)) => "transport".to_owned(),
+        Err(_) => "_OTHER".to_owned(),
+    };
+    span.record("error.type", error_type.as_str());
+    span.record("otel.status_code", "error");
 }

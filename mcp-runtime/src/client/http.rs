@@ -96,6 +96,11 @@ impl Http {
         Ok(Http { shared, posts, readers: Mutex::new(HashMap::new()), standalone: Mutex::new(None) })
     }
 
+    /// The endpoint's URL.
+    pub(crate) fn url(&self) -> &str {
+        &self.shared.url
+    }
+
     pub(crate) fn set_version(&self, version: &str) {
         *self.shared.version.locked() = Some(version.to_owned());
     }

@@ -61,24 +61,56 @@ pub(super) fn begin_timing<R>(metrics: &crate::metrics::Metrics, call: &Call<R>,
 /// created), a third of a pipelined call. `RUST_LOG=info` (or any subscriber of the program's own) turns it on.
 pub(crate) const REQUEST_SPAN_TARGET: &str = "mcp::request";
 
-/// The tracing span of a request: its method, id, handler, era, session, client and (over HTTP) the client's
-/// address.
+/// The tracing span of a request, by the OpenTelemetry conventions for MCP (a `SERVER` span named
+/// `{mcp.method.name} {target}`, through tracing-opentelemetry's `otel.*` fields): the method, the request's id, the
+/// tool or prompt (else the handler's name), the protocol version, the 2025 session, the transport, the client's
+/// name and (over HTTP) its address; its outcome is recorded when it is answered ([`record_outcome`]).
 fn request_span(method: &'static str, name: &'static str, request: &InFlight) -> tracing::Span {
+    use tracing::field::Empty;
     let era = request.meta.era.name();
+    let transport = if request.meta.http.is_some() { "tcp" } else { "pipe" };
     let span = tracing::info_span!(
         target: REQUEST_SPAN_TARGET,
         "mcp.request",
-        method,
-        id = %request.id,
-        handler = name,
-        era,
-        session = tracing::field::Empty,
-        client = tracing::field::Empty,
-        client.address = tracing::field::Empty,
+        otel.name = Empty,
+        otel.kind = "server",
+        otel.status_code = Empty,
+        mcp.method.name = method,
+        jsonrpc.request.id = %request.id,
+        gen_ai.tool.name = Empty,
+        gen_ai.operation.name = Empty,
+        gen_ai.prompt.name = Empty,
+        handler = Empty,
+        mcp.protocol.version = era,
+        mcp.session.id = Empty,
+        network.transport = transport,
+        client = Empty,
+        client.address = Empty,
+        error.type = Empty,
+        rpc.response.status_code = Empty,
+        trace_id = Empty,
+        span_id = Empty,
     );
     if !span.is_disabled() {
+        match method {
+            "tools/call" => {
+                span.record("otel.name", format!("{method} {name}"));
+                span.record("gen_ai.tool.name", name);
+                span.record("gen_ai.operation.name", "execute_tool");
+            }
+            "prompts/get" => {
+                span.record("otel.name", format!("{method} {name}"));
+                span.record("gen_ai.prompt.name", name);
+            }
+            _ => {
+                span.record("otel.name", method);
+                if name != method {
+                    span.record("handler", name);
+                }
+            }
+        }
         if let Some(session) = request.era.session(&*request.link) {
-            span.record("session", session.as_str());
+            span.record("mcp.session.id", session.as_str());
         }
         if let Some(client) = &request.meta.client {
             span.record("client", client.info.name.as_str());
@@ -89,8 +121,51 @@ fn request_span(method: &'static str, name: &'static str, request: &InFlight) ->
         }
         #[cfg(feature = "opentelemetry")]
         crate::otel::adopt_parent(&span, request.meta.meta.as_ref());
+        record_trace_ids(&span, request.meta.meta.as_ref());
     }
     span
+}
+
+/// The ids that join a request's logs to its trace (`trace_id`, `span_id` on its span, so on every event of the
+/// request): the span's own in OpenTelemetry, when the program records spans there (feature `opentelemetry`);
+/// else the trace of the caller's `traceparent` in `_meta`, if it sent one.
+fn record_trace_ids(span: &tracing::Span, meta: Option<&serde_json::Map<String, Value>>) {
+    #[cfg(feature = "opentelemetry")]
+    if let Some((trace, id)) = crate::otel::ids(span) {
+        span.record("trace_id", trace.as_str());
+        span.record("span_id", id.as_str());
+        return;
+    }
+    // `00-{trace id, 32 hex}-{parent id, 16 hex}-{flags}` (W3C Trace Context).
+    let traceparent = meta.and_then(|m| m.get("traceparent")).and_then(Value::as_str);
+    if let Some(trace) = traceparent.and_then(|t| t.split('-').nth(1)).filter(|t| t.len() == 32) {
+        span.record("trace_id", trace);
+    }
+}
+
+/// Records a request's failure on its span (the current one, while it is answered): `error.type` (the JSON-RPC code,
+/// or `tool_error`), `rpc.response.status_code`, and an error status, except for a caller's mistake (the request
+/// could not be parsed, an unknown method, invalid params, an unknown resource), which the conventions count as no
+/// error of the server's: its status code only.
+fn record_outcome(ended: Ended) {
+    let span = tracing::Span::current();
+    if span.is_disabled() {
+        return;
+    }
+    match ended {
+        Ended::Result { tool_error: false } => {}
+        Ended::Result { tool_error: true } => {
+            span.record("error.type", "tool_error");
+            span.record("otel.status_code", "error");
+        }
+        Ended::Error(code) => {
+            span.record("rpc.response.status_code", tracing::field::display(code));
+            if !Ended::is_callers(code) {
+                span.record("error.type", tracing::field::display(code));
+                span.record("otel.status_code", "error");
+            }
+        }
+    }
 }
 
 async fn run_in_span<R: WireResult + Send + 'static>(call: Call<R>, request: Arc<InFlight>) {
@@ -228,9 +303,14 @@ async fn deliver<R: WireResult + Send + 'static>(
     outcome: Outcome<Answer<R>>,
     kind: ResultKind,
 ) {
-    // With metrics: how it ended (a cancelled request has no outcome: it is counted cancelled).
-    if let (Some(timing), Some(ended)) = (&request.timing, outcome.ended()) {
-        timing.ended(ended);
+    // How it ended, for its span and its metrics (a cancelled request has no outcome: it is counted cancelled).
+    if let Some(ended) = outcome.ended() {
+        if !matches!(ended, Ended::Result { tool_error: false }) {
+            record_outcome(ended);
+        }
+        if let Some(timing) = &request.timing {
+            timing.ended(ended);
+        }
     }
     if let Some(claimed) = crate::hook::claimed(request).filter(|c| c.taken()) {
         // A call its hook took over (Tasks: a task): the hook takes the outcome; the request was answered then.

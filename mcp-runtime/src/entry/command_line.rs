@@ -35,6 +35,8 @@ OPTIONS:
                            127.0.0.1), a listener of its own: each method's and tool's calls, errors and durations
                            (the OpenTelemetry conventions' mcp.server.operation.duration), sessions, requests in
                            flight
+    --log-format FORMAT    How diagnostics go to stderr: `text` (the default) or `json` (one object a line, with
+                           the request's span: method, tool, ids and the caller's trace id, so logs join traces)
     --redis URL            Share state with the program's other instances through this Redis
                            (`redis://127.0.0.1:6379`): changes, tasks, 2025 sessions and their streams' events
                            (resumed on any instance). Every instance needs the same MCP_REQUEST_STATE_KEY
@@ -45,9 +47,11 @@ OPTIONS:
     --help                 Print this help and exit
 {program}
 ENVIRONMENT:
-    RUST_LOG           Diagnostics to stderr, as a tracing filter (default: `info,mcp::request=off`; `info` adds a
-                       `mcp.request` span with method, id, handler, era, session, client and client.address to
-                       every event of a request). stdout carries only protocol messages.
+    RUST_LOG           Diagnostics to stderr, as a tracing filter (default: `info,mcp::request=off`, or `info` with
+                       --log-format json; `info` adds to every event of a request its `mcp.request` span: method,
+                       request id, tool or prompt, protocol version, session, transport, client, client.address,
+                       trace_id). stdout carries only protocol messages.
+    MCP_LOG_FORMAT     --log-format, when it is not given
     MCP_ALLOW_HOST     With --http: more names for --allow-host, comma-separated
     MCP_ALLOW_ORIGIN   With --http: more origins for --allow-origin, comma-separated
     MCP_AUTH_ISSUER    With --http: --auth-issuer, when it is not given
@@ -72,6 +76,7 @@ const FRAMEWORK_OPTIONS: &[&str] = &[
     "--auth-resource",
     "--redis",
     "--metrics",
+    "--log-format",
     "--list-tools",
     "--schema",
     "--version",
@@ -144,6 +149,7 @@ pub(super) struct Environment {
     auth_issuer: Option<String>,
     auth_resource: Option<String>,
     redis: Option<String>,
+    log_format: Option<String>,
 }
 
 impl Environment {
@@ -164,6 +170,7 @@ impl Environment {
             auth_issuer: text("MCP_AUTH_ISSUER"),
             auth_resource: text("MCP_AUTH_RESOURCE"),
             redis: text("MCP_REDIS_URL"),
+            log_format: text("MCP_LOG_FORMAT"),
         }
     }
 }
@@ -213,6 +220,28 @@ pub(super) struct Parsed {
     pub(super) redis: Option<String>,
     /// `--metrics`: where to serve Prometheus metrics.
     pub(super) metrics: Option<std::net::SocketAddr>,
+    /// `--log-format` (or `MCP_LOG_FORMAT`): how diagnostics are written to stderr.
+    pub(super) log_format: LogFormat,
+}
+
+/// How diagnostics are written to stderr.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(super) enum LogFormat {
+    /// Lines for a person.
+    #[default]
+    Text,
+    /// One JSON object a line, for a log pipeline: with the request's span (method, tool, ids, the trace id).
+    Json,
+}
+
+impl LogFormat {
+    fn parse(flag: &str, value: &str) -> Result<LogFormat, String> {
+        match value {
+            "text" => Ok(LogFormat::Text),
+            "json" => Ok(LogFormat::Json),
+            other => Err(format!("`{flag} {other}`: the formats are `text` and `json`")),
+        }
+    }
 }
 
 pub(super) fn parse_args(
@@ -221,9 +250,14 @@ pub(super) fn parse_args(
     mut env: Environment,
     rest: &mut Vec<String>,
 ) -> Result<Parsed, String> {
-    let (mut redis, mut metrics) = (None, None);
-    let command = parse_command(args, program, &mut env, rest, (&mut redis, &mut metrics))?;
-    Ok(Parsed { command, redis: redis.or(env.redis.take()), metrics })
+    let (mut redis, mut metrics, mut log_format) = (None, None, None);
+    let command = parse_command(args, program, &mut env, rest, (&mut redis, &mut metrics, &mut log_format))?;
+    let log_format = match (log_format, env.log_format.take()) {
+        (Some(format), _) => format,
+        (None, Some(format)) => LogFormat::parse("MCP_LOG_FORMAT", &format)?,
+        (None, None) => LogFormat::Text,
+    };
+    Ok(Parsed { command, redis: redis.or(env.redis.take()), metrics, log_format })
 }
 
 fn parse_command(
@@ -231,7 +265,7 @@ fn parse_command(
     program: &[ArgSpec],
     env: &mut Environment,
     rest: &mut Vec<String>,
-    (redis, metrics): (&mut Option<String>, &mut Option<std::net::SocketAddr>),
+    (redis, metrics, log_format): (&mut Option<String>, &mut Option<std::net::SocketAddr>, &mut Option<LogFormat>),
 ) -> Result<Command, String> {
     let mut command = Command::Serve;
     let mut http: Option<std::net::SocketAddr> = None;
@@ -266,6 +300,7 @@ fn parse_command(
                 ))
             }
             "--metrics" => *metrics = Some(address(name, &value("127.0.0.1:9464")?, "127.0.0.1:9464")?),
+            "--log-format" => *log_format = Some(LogFormat::parse(name, &value("json")?)?),
             "--allow-host" => {
                 options = options.allow_host(value("mcp.example.com")?);
                 http_only = Some("--allow-host");

@@ -13,7 +13,7 @@ mod args;
 mod command_line;
 
 pub use args::{ArgSpec, Args, FromArgs};
-use command_line::{parse_args, program_usage, Command, Environment, Parsed, USAGE};
+use command_line::{parse_args, program_usage, Command, Environment, LogFormat, Parsed, USAGE};
 
 /// What the body of an `#[mcp::main]` function may return: nothing (serve everything registered), a
 /// [`ServerBuilder`] to serve, or a `Result` of either whose `Err` stops the program before anything is served.
@@ -53,19 +53,36 @@ pub struct MainOptions {
 }
 
 #[cfg(not(feature = "subscriber"))]
-fn init_tracing() {}
+fn init_tracing(_: LogFormat) {}
 
 #[cfg(feature = "subscriber")]
-fn init_tracing() {
+fn init_tracing(format: LogFormat) {
     use tracing_subscriber::EnvFilter;
-    // Without RUST_LOG: info, but not the per-request span (see `dispatch::run::REQUEST_SPAN_TARGET`).
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info,mcp::request=off"));
+    // Without RUST_LOG, text: info, but not the spans of each request (see `dispatch::run::REQUEST_SPAN_TARGET`),
+    // nor of each call a client makes. JSON logs are read by a pipeline that joins them to the requests and their
+    // traces: the request's span is on (its fields on every event of a request, at some cost per request).
+    let default = match format {
+        LogFormat::Text => "info,mcp::request=off,mcp::client::request=off",
+        LogFormat::Json => "info,mcp::client::request=off",
+    };
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
     use std::io::IsTerminal;
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .try_init();
+    let _ = match format {
+        LogFormat::Text => tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_writer(std::io::stderr)
+            .with_ansi(std::io::stderr().is_terminal())
+            .try_init(),
+        // One object a line: the event's fields at the top, the request's span under `span`.
+        LogFormat::Json => tracing_subscriber::fmt()
+            .json()
+            .flatten_event(true)
+            .with_current_span(true)
+            .with_span_list(false)
+            .with_env_filter(filter)
+            .with_writer(std::io::stderr)
+            .try_init(),
+    };
 }
 
 /// Writes `text` to stdout. A reader that went away (`--list-tools | head`) ends the output quietly, with success:
@@ -130,7 +147,7 @@ where
     let bin = name.to_owned();
     let mut rest = Vec::new();
     let parsed = parse_args(std::env::args().skip(1), A::OPTIONS, Environment::read(), &mut rest);
-    let Parsed { command, redis, metrics } = match parsed {
+    let Parsed { command, redis, metrics, log_format } = match parsed {
         Ok(p) => p,
         Err(e) => {
             eprintln!("error: {e}");
@@ -144,7 +161,7 @@ where
         return print_out(&format!("{name} {version}\n"));
     }
     if options.subscriber {
-        init_tracing();
+        init_tracing(log_format);
     }
     let args = match A::from_args(Args { rest }) {
         Ok(args) => args,
