@@ -132,7 +132,7 @@ async fn a_cancelled_request_is_counted_as_cancelled() {
         tokio::time::sleep(Duration::from_millis(20)).await;
         text = metrics.render();
     }
-    let labels = "mcp_method_name=\"tools/call\",gen_ai_tool_name=\"wait\"";
+    let labels = "mcp_method_name=\"tools/call\",gen_ai_tool_name=\"wait\",mcp_protocol_version=\"2026-07-28\"";
     assert_eq!(sample(&text, "mcp_server_requests_cancelled_total", labels), Some(1.0), "{text}");
     assert!(!text.contains("mcp_server_operation_duration_seconds_count{mcp_method_name=\"tools/call\""), "{text}");
     // In process is a pipe, as stdio is.
@@ -185,8 +185,9 @@ async fn a_real_prometheus_scrapes_the_calls_of_both_eras() {
     };
     let per_tool = prometheus
         .query(
+            // Every tool the server serves has its series from the start, at 0: those called are above it.
             "sum by (gen_ai_tool_name, mcp_protocol_version) \
-             (mcp_server_operation_duration_seconds_count{mcp_method_name=\"tools/call\"})",
+             (mcp_server_operation_duration_seconds_count{mcp_method_name=\"tools/call\"}) > 0",
         )
         .await;
     let rows = by(&per_tool, &["gen_ai_tool_name", "mcp_protocol_version"]);
@@ -203,7 +204,9 @@ async fn a_real_prometheus_scrapes_the_calls_of_both_eras() {
     .collect();
     assert_eq!(rows, expected, "{per_tool}");
     let errors = prometheus
-        .query("sum by (gen_ai_tool_name, error_type) (mcp_server_operation_duration_seconds_count{error_type!=\"\"})")
+        .query(
+            "sum by (gen_ai_tool_name, error_type) (mcp_server_operation_duration_seconds_count{error_type!=\"\"}) > 0",
+        )
         .await;
     assert_eq!(
         by(&errors, &["gen_ai_tool_name", "error_type"]),
@@ -219,6 +222,56 @@ async fn a_real_prometheus_scrapes_the_calls_of_both_eras() {
         .await;
     let p99: f64 = p99[0]["value"][1].as_str().unwrap().parse().unwrap();
     assert!(p99 > 0.05 && p99 <= 0.1, "p99 of sleep: {p99}");
+    // A tool never called is there, at zero, in both eras: its first call will count in rate().
+    let primed = prometheus
+        .query("mcp_server_operation_duration_seconds_count{gen_ai_tool_name=\"two_blocks\",error_type=\"\"}")
+        .await;
+    assert_eq!(primed.as_array().unwrap().len(), 2, "{primed}");
+    assert!(primed.as_array().unwrap().iter().all(|s| s["value"][1] == "0"), "{primed}");
     let sessions = prometheus.query("sum(mcp_server_session_duration_seconds_count)").await;
     assert_eq!(sessions[0]["value"][1], "1", "the 2025 session ended: {sessions}");
+}
+
+/// Open streams are counted while they are open, and a limit's refusal is counted by the limit: here the session
+/// cap (one session, busy with its open GET stream), which refuses a second client's `initialize` with 503.
+#[tokio::test]
+async fn streams_open_and_refusals_are_counted() {
+    let metrics = mcp::Metrics::new();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    tokio::spawn(server(&metrics).serve_http_on(listener, mcp::HttpOptions::new().max_sessions(1)));
+    let mut first = common::http::Client { http: reqwest::Client::new(), url: url.clone(), session: None };
+    first.initialize(json!({})).await;
+    let stream = first.get(None).await;
+    assert_eq!(stream.status(), 200);
+    let version = "mcp_protocol_version=\"2025-11-25\"";
+    assert_eq!(sample(&metrics.render(), "mcp_server_streams_open", version), Some(1.0), "{}", metrics.render());
+    let second = reqwest::Client::new()
+        .post(&url)
+        .header("accept", "application/json, text/event-stream")
+        .header("content-type", "application/json")
+        .body(
+            common::http::request(
+                0,
+                "initialize",
+                json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "b", "version": "1"}}),
+            )
+            .to_string(),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(second.status(), 503, "{}", second.text().await.unwrap());
+    let text = metrics.render();
+    assert_eq!(sample(&text, "mcp_server_refusals_total", "limit=\"sessions\""), Some(1.0), "{text}");
+    drop(stream);
+    let mut text = metrics.render();
+    for _ in 0..100 {
+        if sample(&text, "mcp_server_streams_open", version) == Some(0.0) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        text = metrics.render();
+    }
+    assert_eq!(sample(&text, "mcp_server_streams_open", version), Some(0.0), "the stream closed: {text}");
 }

@@ -23,8 +23,8 @@
 //! [`tool`] and [`Context`].
 //!
 //! The [`guide`] is the manual, a chapter a topic: tools, cancellation, state, questions to the client, both
-//! protocol eras, Streamable HTTP, tasks, middleware, extensions, the client, authorization, testing, limits and
-//! deploying.
+//! protocol eras, Streamable HTTP, tasks, middleware, extensions, the client, authorization, testing, limits,
+//! deploying, observing.
 
 #![warn(missing_docs)]
 #![doc(test(attr(deny(warnings))))]
@@ -198,6 +198,9 @@ pub mod guide {
 
     #[doc = include_str!("../docs/deploying.md")]
     pub mod deploying {}
+
+    #[doc = include_str!("../docs/observing.md")]
+    pub mod observing {}
 }
 
 /// Thin wrappers around crate-private parsers, for the fuzz targets in `fuzz/` (the `fuzzing` feature). Not a

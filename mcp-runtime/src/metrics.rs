@@ -42,6 +42,7 @@ pub(crate) const OTHER: &str = "_OTHER";
 /// does not serve (any name a client sends) is recorded as `_OTHER`, so no client can grow the number of series.
 ///
 /// ```no_run
+/// # #[allow(dead_code)]
 /// # async fn run() -> std::io::Result<()> {
 /// let metrics = mcp::Metrics::new();
 /// let server = mcp::Server::builder().registered().metrics(&metrics).build().unwrap();
@@ -69,15 +70,23 @@ struct Inner {
     #[cfg_attr(not(feature = "http"), allow(dead_code))]
     sessions_open: Family<Era, Gauge>,
     cancelled: Family<Cancelled, Counter>,
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
+    streams_open: Family<Era, Gauge>,
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
+    refusals: Family<Refusal, Counter>,
 }
 
-/// Makes each duration histogram with [`BUCKETS`].
+/// The buckets of session durations, in seconds: a second to a day (sessions last minutes to hours).
+const SESSION_BUCKETS: [f64; 13] =
+    [1.0, 5.0, 15.0, 30.0, 60.0, 300.0, 900.0, 1800.0, 3600.0, 7200.0, 14400.0, 28800.0, 86400.0];
+
+/// Makes each duration histogram with its buckets.
 #[derive(Clone, Copy)]
-struct Buckets;
+struct Buckets(&'static [f64]);
 
 impl MetricConstructor<Histogram> for Buckets {
     fn new_metric(&self) -> Histogram {
-        Histogram::new(BUCKETS)
+        Histogram::new(self.0.iter().copied())
     }
 }
 
@@ -152,20 +161,30 @@ struct Era {
     mcp_protocol_version: &'static str,
 }
 
+/// The limits whose refusals are counted (over HTTP).
+const LIMITS: [&str; 4] = ["connections", "sessions", "backlog", "draining"];
+
+/// The label of `mcp_server_refusals_total`: which limit refused.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct Refusal {
+    limit: &'static str,
+}
+
 /// The labels of `mcp_server_requests_cancelled_total`.
 #[derive(Clone, Debug, Hash, PartialEq, Eq)]
 struct Cancelled {
     mcp_method_name: &'static str,
     gen_ai_tool_name: Option<&'static str>,
+    mcp_protocol_version: &'static str,
 }
 
 impl EncodeLabelSet for Cancelled {
     fn encode(&self, encoder: &mut LabelSetEncoder) -> fmt::Result {
         ("mcp_method_name", self.mcp_method_name).encode(encoder.encode_label())?;
-        match self.gen_ai_tool_name {
-            Some(tool) => ("gen_ai_tool_name", tool).encode(encoder.encode_label()),
-            None => Ok(()),
+        if let Some(tool) = self.gen_ai_tool_name {
+            ("gen_ai_tool_name", tool).encode(encoder.encode_label())?;
         }
+        ("mcp_protocol_version", self.mcp_protocol_version).encode(encoder.encode_label())
     }
 }
 
@@ -313,11 +332,13 @@ impl fmt::Debug for Metrics {
 impl Metrics {
     /// New metrics, all at zero.
     pub fn new() -> Metrics {
-        let operations = Family::new_with_constructor(Buckets);
-        let sessions = Family::new_with_constructor(Buckets);
+        let operations = Family::new_with_constructor(Buckets(&BUCKETS));
+        let sessions = Family::new_with_constructor(Buckets(&SESSION_BUCKETS));
         let in_flight = Gauge::default();
         let sessions_open = Family::default();
         let cancelled = Family::default();
+        let streams_open = Family::default();
+        let refusals = Family::default();
         let mut registry = Registry::default();
         registry.register_with_unit(
             "mcp_server_operation_duration",
@@ -339,8 +360,21 @@ impl Metrics {
             "Requests cancelled before their answer (by their client, or by the server stopping)",
             cancelled.clone(),
         );
+        registry.register(
+            "mcp_server_streams_open",
+            "SSE streams open on this instance (2025 POST and GET streams, 2026 request streams and listens)",
+            streams_open.clone(),
+        );
+        registry.register(
+            "mcp_server_refusals",
+            "Connections and requests refused at a limit: connections (the connection cap), sessions (the session \
+             cap), backlog (a client that does not read its streams), draining (a stopping instance)",
+            refusals.clone(),
+        );
         let seen = RwLock::default();
-        Metrics { inner: Arc::new(Inner { registry, operations, seen, sessions, in_flight, sessions_open, cancelled }) }
+        let inner =
+            Inner { registry, operations, seen, sessions, in_flight, sessions_open, cancelled, streams_open, refusals };
+        Metrics { inner: Arc::new(inner) }
     }
 
     /// The metrics in the OpenMetrics text format, which Prometheus scrapes ([`Metrics::CONTENT_TYPE`]).
@@ -417,10 +451,77 @@ impl Drop for Timing {
         match Ended::decode(*self.ended.get_mut()) {
             Some(ended) => self.metrics.record(&self.request, self.started.elapsed(), ended),
             None => {
-                let labels = Cancelled { mcp_method_name: self.request.method, gen_ai_tool_name: self.request.tool() };
+                let labels = Cancelled {
+                    mcp_method_name: self.request.method,
+                    gen_ai_tool_name: self.request.tool(),
+                    mcp_protocol_version: self.request.version,
+                };
                 inner.cancelled.get_or_create(&labels).inc();
             }
         }
+    }
+}
+
+impl Metrics {
+    /// Makes the series of each tool a transport serves exist at zero, in both eras (calls, tool errors, cancels),
+    /// and the gauges: a tool's first call then counts in `rate()` and `increase()` (a series that appears at 1
+    /// has no increase), and a dashboard lists the tools before their first call.
+    pub(crate) fn prime(&self, tools: &[&'static str], transport: Transport) {
+        let inner = &self.inner;
+        for version in [crate::Era::V2025.name(), crate::Era::V2026.name()] {
+            for &tool in tools {
+                for error_type in [None, Some(ErrorType::Tool)] {
+                    let labels = Operation {
+                        mcp_method_name: "tools/call",
+                        gen_ai_tool_name: Some(tool),
+                        gen_ai_prompt_name: None,
+                        error_type,
+                        rpc_response_status_code: None,
+                        mcp_protocol_version: version,
+                        network_transport: transport,
+                    };
+                    drop(inner.operations.get_or_create(&labels));
+                }
+                let cancelled = Cancelled {
+                    mcp_method_name: "tools/call",
+                    gen_ai_tool_name: Some(tool),
+                    mcp_protocol_version: version,
+                };
+                drop(inner.cancelled.get_or_create(&cancelled));
+            }
+            drop(inner.streams_open.get_or_create(&Era { mcp_protocol_version: version }));
+        }
+        drop(inner.sessions_open.get_or_create(&Era { mcp_protocol_version: crate::Era::V2025.name() }));
+        if transport == Transport::Tcp {
+            for limit in LIMITS {
+                drop(inner.refusals.get_or_create(&Refusal { limit }));
+            }
+        }
+    }
+}
+
+#[cfg_attr(not(feature = "http"), allow(dead_code))]
+impl Metrics {
+    /// A stream of `version` opened: counted open until the returned guard is dropped.
+    pub(crate) fn stream(&self, version: &'static str) -> StreamOpen {
+        let gauge = self.inner.streams_open.get_or_create_owned(&Era { mcp_protocol_version: version });
+        gauge.inc();
+        StreamOpen(gauge)
+    }
+
+    /// A limit refused a connection or a request: `connections`, `sessions`, `backlog`, `draining`.
+    pub(crate) fn refused(&self, limit: &'static str) {
+        self.inner.refusals.get_or_create(&Refusal { limit }).inc();
+    }
+}
+
+/// An open stream, counted until dropped.
+#[cfg_attr(not(feature = "http"), allow(dead_code))]
+pub(crate) struct StreamOpen(Gauge);
+
+impl Drop for StreamOpen {
+    fn drop(&mut self) {
+        self.0.dec();
     }
 }
 

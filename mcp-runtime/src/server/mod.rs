@@ -725,3 +725,14 @@ pub(crate) fn check_requirements<'a>(
         None => Ok(()),
     }
 }
+
+impl Server {
+    /// With metrics: the series of what this server serves exist from the start, at zero (see `Metrics::prime`).
+    pub(crate) fn prime_metrics(&self, transport: crate::metrics::Transport) {
+        if let Some(metrics) = &self.inner.metrics {
+            let registry = self.registry();
+            let tools: Vec<&'static str> = registry.tools.values().filter(|l| l.enabled).map(|l| l.def.name).collect();
+            metrics.prime(&tools, transport);
+        }
+    }
+}

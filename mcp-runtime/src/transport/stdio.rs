@@ -265,6 +265,7 @@ impl Server {
     /// so piped input gets every answer.
     pub async fn serve_stdio(self) -> std::io::Result<()> {
         self.warn_if_empty();
+        self.prime_metrics(crate::metrics::Transport::Pipe);
         let stuck = tokio_util::sync::CancellationToken::new();
         // Pipes and sockets are served by the runtime itself; anything else (a terminal, a file) by two threads.
         #[cfg(unix)]

@@ -72,7 +72,8 @@ fn keep_alive_timer(every: Duration) -> tokio::time::Interval {
 
 /// The answer of a draining server to what it no longer takes (a session it could not share, a new stream): 503
 /// with `Retry-After`, so that the client, or the balancer in front, tries again elsewhere.
-fn draining(what: &str) -> Response {
+fn draining(state: &HttpState, what: &str) -> Response {
+    state.refused("draining");
     let mut response = guards::error_response(
         StatusCode::SERVICE_UNAVAILABLE,
         ErrorCode::OVERLOADED,
@@ -83,6 +84,13 @@ fn draining(what: &str) -> Response {
 }
 
 impl HttpState {
+    /// Counts a refusal at `limit` in the server's metrics, if it has some.
+    pub(super) fn refused(&self, limit: &'static str) {
+        if let Some(metrics) = &self.server.inner.metrics {
+            metrics.refused(limit);
+        }
+    }
+
     /// The server was told to stop and drains.
     fn is_draining(&self) -> bool {
         self.stopping.load(std::sync::atomic::Ordering::Relaxed)

@@ -103,6 +103,7 @@ impl Server {
         let header_read_timeout = options.header_read_timeout;
         let write_timeout = options.write_timeout;
         let max_connections = options.max_connections;
+        self.prime_metrics(crate::metrics::Transport::Tcp);
         let (router, state) = self.http_router_and_state(options);
         let local = listener.local_addr()?;
         if !local.ip().is_loopback() && state.options.allowed_hosts.is_empty() && !state.options.allow_any_origin {
@@ -291,6 +292,7 @@ impl Admit {
                             Ok(Ok(permit)) => serve.run(tcp, peer, permit).await,
                             _ => {
                                 tracing::warn!(%peer, max_connections, "refusing a connection: the server has its most connections");
+                                serve.state.refused("connections");
                                 refuse_connection(tcp).await
                             }
                         }
@@ -303,6 +305,7 @@ impl Admit {
                         max_connections,
                         "refusing a connection: the server has its most connections, all of them busy"
                     );
+                    self.serve.state.refused("connections");
                     tokio::spawn(refuse_connection(tcp));
                     return;
                 }

@@ -59,7 +59,7 @@ pub(super) async fn post(state: &Arc<HttpState>, message: Incoming, http: Arc<Ht
     let (http_session, created) = if is_initialize && headers.get(&SESSION_NAME).is_none() {
         // A session another instance could serve is opened while draining; one that lives only here is not.
         if state.is_draining() && state.server.inner.session_store.is_none() {
-            return super::draining("sessions");
+            return super::draining(state, "sessions");
         }
         // Over every instance when they share a session store (this instance's own count if it cannot be read).
         let local = state.sessions.count();
@@ -69,6 +69,7 @@ pub(super) async fn post(state: &Arc<HttpState>, message: Incoming, http: Arc<Ht
         };
         // At the cap, the session idle longest makes room; only when none is idle is the initialize refused.
         if count >= state.options.max_sessions && !state.reclaim_idle_session() {
+            state.refused("sessions");
             let mut response = error_response(
                 StatusCode::SERVICE_UNAVAILABLE,
                 crate::ErrorCode::OVERLOADED,
@@ -94,6 +95,7 @@ pub(super) async fn post(state: &Arc<HttpState>, message: Incoming, http: Arc<Ht
         // One atomic load while the client keeps up; only past the soft bound is the message looked at.
         if s.outbound.is_backed_up() && !frees_work(&message) {
             if let Err(refused) = wait_for_reader(&s, &message).await {
+                state.refused("backlog");
                 return refused;
             }
         }
@@ -266,6 +268,7 @@ fn sse_response(
         _open: session.map(OpenStream::new),
         delivered,
         keep_alive: super::keep_alive_timer(state.options.keep_alive),
+        _counted: state.server.inner.metrics.as_ref().map(|m| m.stream(crate::Era::V2025.name())),
     };
     Response::builder()
         .status(StatusCode::OK)
@@ -297,7 +300,7 @@ pub(super) async fn get(state: &Arc<HttpState>, headers: HeaderMap, auth: Option
     }
     let last = headers.get("last-event-id").and_then(|v| v.to_str().ok()).map(str::to_owned);
     if last.is_none() && state.is_draining() {
-        return super::draining("standalone streams");
+        return super::draining(state, "standalone streams");
     }
     let replay = match &last {
         None => None,

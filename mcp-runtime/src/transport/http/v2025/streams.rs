@@ -190,6 +190,8 @@ pub(super) struct SseBody {
     pub(super) delivered: Option<(Arc<dyn EventStore>, String)>,
     /// A comment while nothing else is sent, so that a proxy in front does not cut an idle stream.
     pub(super) keep_alive: tokio::time::Interval,
+    /// With metrics: counted among the open streams while it lives.
+    pub(super) _counted: Option<crate::metrics::StreamOpen>,
 }
 
 /// One open stream of a session: an open stream keeps the session from expiring.

@@ -186,7 +186,7 @@ pub(super) async fn post(state: &Arc<HttpState>, message: Incoming, http: Arc<Ht
     }
     let conn = Connection::new(state.server.clone(), no_sink());
     if method == "subscriptions/listen" && state.is_draining() {
-        return super::draining("listen streams");
+        return super::draining(state, "listen streams");
     }
     let json_only = state.options.json_response && method != "subscriptions/listen";
     let first_poll = FirstPoll::<Route2026>::new(state.server.inner.outbound);
@@ -228,6 +228,7 @@ pub(super) async fn post(state: &Arc<HttpState>, message: Incoming, http: Arc<Ht
                 guard,
                 keep_alive: super::keep_alive_timer(state.options.keep_alive),
                 done: false,
+                _counted: state.server.inner.metrics.as_ref().map(|m| m.stream(crate::Era::V2026.name())),
             };
             Response::builder()
                 .status(StatusCode::OK)
@@ -270,6 +271,8 @@ struct Sse2026 {
     guard: CancelOnDrop,
     keep_alive: tokio::time::Interval,
     done: bool,
+    /// With metrics: counted among the open streams while it lives.
+    _counted: Option<crate::metrics::StreamOpen>,
 }
 
 fn push_event(chunk: &mut String, frame: &str) {
