@@ -22,7 +22,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::proxy::Kind;
-use common::shops::{eventually, holds, kill, Shops, WAIT};
+use common::shops::{self, eventually, holds, kill, Shops, WAIT};
 use mcp::client::{Client, EraChoice, ListenFilter};
 use serde_json::{json, Value};
 
@@ -86,10 +86,48 @@ mod a_rolling_restart_loses_no_call {
     }
 }
 
+/// A Redis failover behind the recommended nginx and HAProxy.
+mod a_redis_failover_loses_no_call {
+    use super::Kind;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn nginx() {
+        super::limited(super::a_redis_failover_loses_no_call(Kind::Nginx)).await
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn haproxy() {
+        super::limited(super::a_redis_failover_loses_no_call(Kind::Haproxy)).await
+    }
+}
+
+/// The key rotation behind the recommended nginx and HAProxy, as the rolling restart (nine restarts each).
+mod a_key_rotation_loses_no_retry {
+    use super::Kind;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn nginx() {
+        super::limited_to(super::ROTATION_LIMIT, super::a_key_rotation_loses_no_retry(Kind::Nginx)).await
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn haproxy() {
+        super::limited_to(super::ROTATION_LIMIT, super::a_key_rotation_loses_no_retry(Kind::Haproxy)).await
+    }
+}
+
 /// Runs a scenario within [`SCENARIO_LIMIT`].
 async fn limited(scenario: impl Future<Output = ()>) {
-    if tokio::time::timeout(SCENARIO_LIMIT, scenario).await.is_err() {
-        panic!("the scenario did not end within {SCENARIO_LIMIT:?}: something waited for ever");
+    limited_to(SCENARIO_LIMIT, scenario).await
+}
+
+/// The key rotation's limit: nine restarts, each a drain.
+const ROTATION_LIMIT: Duration = Duration::from_secs(300);
+
+/// Runs a scenario within `limit`.
+async fn limited_to(limit: Duration, scenario: impl Future<Output = ()>) {
+    if tokio::time::timeout(limit, scenario).await.is_err() {
+        panic!("the scenario did not end within {limit:?}: something waited for ever");
     }
 }
 
@@ -586,26 +624,114 @@ async fn the_client_address_is_forwarded(kind: Kind) {
 /// address, and the next one once it serves again, while clients of both eras call without pause through the
 /// proxy. No call fails.
 async fn a_rolling_restart_loses_no_call(kind: Kind) {
-    let mut shops = Shops::behind(kind).await;
+    under_load(kind, &[shops::REQUEST_STATE_KEY]).await
+}
+
+/// The `requestState` key rotated across the running fleet, as an operator does it: every instance restarted in turn
+/// with `old,new` (the old key seals, both open), then `new,old`, then `new` alone, under the load of both eras,
+/// whose 2026 `cancel_hold` calls each take an `input_required` round (the confirmation) whose retry the proxy sends
+/// to another instance, restarted or not. No call fails, no retry is refused.
+async fn a_key_rotation_loses_no_retry(kind: Kind) {
+    const NEW: &str = "9e11ed0b00c5e1f5ea1ed0b00c5e1f5ea1ed0b00c5e1f5ea1ed0b00c5e1f0042";
+    let old = shops::REQUEST_STATE_KEY;
+    under_load(kind, &[&format!("{old},{NEW}"), &format!("{NEW},{old}"), NEW]).await
+}
+
+/// The instances share a Redis Sentinel set (`--redis redis+sentinel://.../mymaster`); its primary is killed and the
+/// sentinels promote the replica, while clients of both eras call through the proxy. No call fails: the instances
+/// follow the sentinels to the new primary, and a 2025 session opened before (its record replicated) is served on
+/// by every instance after, through the proxy's round-robin. The calls are of a tool that keeps nothing in Redis
+/// itself: a handler's own Redis commands fail while there is no primary (about a second), as the bookshop's
+/// `list_holds` says ("the holds are out of reach"), and work again once the instances moved, which the test
+/// checks after.
+async fn a_redis_failover_loses_no_call(kind: Kind) {
+    let mut shops = Shops::behind_sentinels(kind).await;
+    let session = client(&shops, EraChoice::V2025, Arc::default()).await;
+    search_status(&shops, &session, "before the failover").await;
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let (served, failed) = (Arc::new(Mutex::new(0usize)), Arc::new(Mutex::new(Vec::<String>::new())));
     let mut load = Vec::new();
-    for era in [EraChoice::V2026, EraChoice::V2025, EraChoice::V2026] {
+    for era in [EraChoice::V2026, EraChoice::V2025] {
         let client = client(&shops, era, Arc::default()).await;
         let (stop, served, failed) = (stop.clone(), served.clone(), failed.clone());
         load.push(tokio::spawn(async move {
             while !stop.load(std::sync::atomic::Ordering::SeqCst) {
                 match tokio::time::timeout(WAIT, client.call_tool("search_status", json!({}))).await {
-                    Ok(Ok(called)) if called.text() == Some("online") => *served.lock().unwrap() += 1,
+                    Ok(Ok(called)) if !called.is_error() => *served.lock().unwrap() += 1,
                     other => failed.lock().unwrap().push(format!("{era:?}: {other:?}")),
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }));
+    }
+    // What was written so far (the sessions' records) is on the replica when the primary dies; what the last
+    // milliseconds wrote may not be, as Redis replicates asynchronously.
+    let set = shops.redis.sentinel();
+    set.wait_replicated();
+    let old_primary = set.primary.port;
+    set.primary.stop();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while set.primary_port().is_none_or(|port| port == old_primary) {
+        assert!(Instant::now() < deadline, "the sentinels promoted no replica");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // Calls go on a while on the new primary, and the session opened before is served by each instance.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    for _ in 0..3 {
+        search_status(&shops, &session, "the session opened before the failover").await;
+        // The program's own data, through `Redis::connection()`, on the new primary.
+        let listed = bounded(&shops, "list_holds", session.call_tool("list_holds", json!({}))).await;
+        assert!(listed.as_ref().is_ok_and(|l| !l.is_error()), "{listed:?}\n{}", shops.stderr());
+    }
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    for l in load {
+        l.await.unwrap();
+    }
+    let failed = failed.lock().unwrap().clone();
+    let served = *served.lock().unwrap();
+    assert!(
+        failed.is_empty(),
+        "{} of {} calls failed: {failed:?}\n{}",
+        failed.len(),
+        served + failed.len(),
+        shops.stderr()
+    );
+    assert!(served > 50, "calls went on: {served}");
+    assert!(shops.printed("Redis") > 0, "the instances logged their move: {}", shops.stderr());
+    eprintln!("{served} calls served through a Redis failover behind {kind:?}");
+    shops.assert_nothing_panicked();
+}
+
+/// Calls of both eras through the proxy without pause (2025 and 2026 `search_status`, and 2026 `cancel_hold`, whose
+/// confirmation is an `input_required` round) while every instance is restarted in turn once for each of `steps`
+/// (its `requestState` keys). No call may fail.
+async fn under_load(kind: Kind, steps: &[&str]) {
+    let mut shops = Shops::behind(kind).await;
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (served, failed) = (Arc::new(Mutex::new(0usize)), Arc::new(Mutex::new(Vec::<String>::new())));
+    let mut load = Vec::new();
+    for (era, tool) in [
+        (EraChoice::V2026, "search_status"),
+        (EraChoice::V2025, "search_status"),
+        (EraChoice::V2026, "search_status"),
+        (EraChoice::V2026, "cancel_hold"),
+    ] {
+        let client = client(&shops, era, Arc::default()).await;
+        let (stop, served, failed) = (stop.clone(), served.clone(), failed.clone());
+        let arguments = if tool == "cancel_hold" { json!({"title": "Persuasion"}) } else { json!({}) };
+        load.push(tokio::spawn(async move {
+            while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                match tokio::time::timeout(WAIT, client.call_tool(tool, arguments.clone())).await {
+                    Ok(Ok(called)) if !called.is_error() => *served.lock().unwrap() += 1,
+                    other => failed.lock().unwrap().push(format!("{era:?} {tool}: {other:?}")),
                 }
                 tokio::time::sleep(Duration::from_millis(10)).await;
             }
         }));
     }
     let mark = shops.proxy().sent().len();
-    for i in 0..shops.instances.len() {
-        shops.restart(i).await;
+    for (i, keys) in steps.iter().flat_map(|keys| (0..3).map(move |i| (i, *keys))) {
+        shops.restart_with_keys(i, keys).await;
         let ready = shops.instances[i].url.replace("/mcp", "/readyz");
         eventually("the restarted instance is ready", &shops, async || {
             reqwest::get(&ready).await.is_ok_and(|r| r.status() == 200)

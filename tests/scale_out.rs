@@ -805,8 +805,9 @@ async fn the_per_client_task_limits_count_through_a_task_store_of_ones_own() {
     assert_eq!(store.clients.lock().unwrap().len(), 2, "both clients' tasks went through the test's store");
 }
 
-/// A shared server is ready while its Redis answers: `/readyz` says 503, naming Redis, once it is gone (a balancer
-/// then sends its clients elsewhere), and `/healthz` still says the process serves.
+/// A shared server is ready while its Redis answers: `/readyz` says 503, naming Redis, once it has been gone for the
+/// grace (here 1 s; a balancer then sends its clients elsewhere), and not before (a Sentinel failover is shorter);
+/// `/healthz` still says the process serves.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_shared_server_is_not_ready_while_its_redis_is_unreachable() {
     let redis_server = RedisServer::start();
@@ -814,7 +815,7 @@ async fn a_shared_server_is_not_ready_while_its_redis_is_unreachable() {
     let server = builder().shared(&redis).build().unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(server.serve_http_on(listener, mcp::HttpOptions::new()));
+    tokio::spawn(server.serve_http_on(listener, mcp::HttpOptions::new().redis_grace(Duration::from_secs(1))));
     let http = reqwest::Client::new();
     let check = async |path: &str| {
         let response = http.get(format!("{base}{path}")).send().await.unwrap();
@@ -822,6 +823,7 @@ async fn a_shared_server_is_not_ready_while_its_redis_is_unreachable() {
     };
     assert_eq!(check("/readyz").await, (200, "ready\n".to_owned()));
     drop(redis_server);
+    assert_eq!(check("/readyz").await.0, 200, "within the grace");
     eventually("/readyz says 503", async || check("/readyz").await.0 == 503).await;
     let (_, why) = check("/readyz").await;
     assert!(why.starts_with("not ready: Redis at redis://127.0.0.1:"), "{why}");

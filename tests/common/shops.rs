@@ -12,7 +12,7 @@ use serde_json::json;
 use super::balancer::Balancer;
 use super::http::HttpServer;
 use super::proxy::{Kind, Proxy};
-use super::redis::RedisServer;
+use super::redis::{RedisServer, SentinelRedis};
 
 /// How long a wait may take before a test gives up (a bound on failure, not a speed being measured).
 pub const WAIT: Duration = Duration::from_secs(15);
@@ -22,11 +22,43 @@ pub const REQUEST_STATE_KEY: &str = "5ea1ed0b00c5e1f5ea1ed0b00c5e1f5ea1ed0b00c5e
 
 /// A Redis, three bookshops sharing it, and the front clients reach them through.
 pub struct Shops {
-    pub redis: RedisServer,
+    pub redis: Store,
     pub instances: Vec<HttpServer>,
     pub front: Front,
     /// The flags each instance was started with besides `--redis` (for a restart).
     flags: Vec<String>,
+}
+
+/// The Redis the instances share: one server, or a primary, its replica and three sentinels.
+pub enum Store {
+    Plain(RedisServer),
+    Sentinel(SentinelRedis),
+}
+
+impl Store {
+    /// What the instances are given: `redis://...`, or `redis+sentinel://.../mymaster`.
+    pub fn url(&self) -> String {
+        match self {
+            Store::Plain(redis) => redis.url(),
+            Store::Sentinel(set) => set.url(),
+        }
+    }
+
+    /// Stops the one server for `down`, then starts it again on its port.
+    pub fn restart(&mut self, down: Duration) {
+        match self {
+            Store::Plain(redis) => redis.restart(down),
+            Store::Sentinel(_) => panic!("a restart of a sentinel set: stop its primary instead"),
+        }
+    }
+
+    /// The sentinel set, when it is one.
+    pub fn sentinel(&mut self) -> &mut SentinelRedis {
+        match self {
+            Store::Sentinel(set) => set,
+            Store::Plain(_) => panic!("not a sentinel set"),
+        }
+    }
 }
 
 /// What stands in front of the instances.
@@ -49,7 +81,8 @@ impl Shops {
 
     /// Three bookshops started with these extra flags, behind our round-robin balancer.
     pub async fn start_with(flags: &[&str]) -> Shops {
-        let (redis, instances) = Shops::instances(flags).await;
+        let redis = tokio::task::spawn_blocking(|| Store::Plain(RedisServer::start())).await.unwrap();
+        let instances = Shops::instances(&redis.url(), flags).await;
         let balancer = Balancer::start(instances.iter().map(|s| s.authority().to_owned()).collect()).await;
         let shops = Shops { redis, instances, front: Front::Balancer(balancer), flags: own(flags) };
         shops.subscribed(3).await;
@@ -64,11 +97,22 @@ impl Shops {
     /// Three bookshops started with these extra flags, behind a real proxy of `kind`. Behind a configuration that
     /// sets `X-Forwarded-For`, the instances trust it (`--trust-forwarded`), as deploying.md says to.
     pub async fn behind_with(kind: Kind, flags: &[&str]) -> Shops {
+        let redis = tokio::task::spawn_blocking(|| Store::Plain(RedisServer::start())).await.unwrap();
+        Shops::behind_on(kind, redis, flags).await
+    }
+
+    /// Three bookshops sharing a Redis Sentinel set (a primary, its replica, three sentinels), behind a real proxy.
+    pub async fn behind_sentinels(kind: Kind) -> Shops {
+        let redis = tokio::task::spawn_blocking(|| Store::Sentinel(SentinelRedis::start())).await.unwrap();
+        Shops::behind_on(kind, redis, &[]).await
+    }
+
+    async fn behind_on(kind: Kind, redis: Store, flags: &[&str]) -> Shops {
         let mut flags = flags.to_vec();
         if kind.forwards_the_client() {
             flags.push("--trust-forwarded");
         }
-        let (redis, instances) = Shops::instances(&flags).await;
+        let instances = Shops::instances(&redis.url(), &flags).await;
         let upstreams: Vec<String> = instances.iter().map(|s| s.authority().to_owned()).collect();
         let proxy = tokio::task::spawn_blocking(move || Proxy::start(kind, &upstreams)).await.unwrap();
         let shops = Shops { redis, instances, front: Front::Proxy(proxy), flags: own(&flags) };
@@ -79,6 +123,12 @@ impl Shops {
     /// Stops instance `i` with SIGTERM (it drains, then exits 0) and starts it again on the same address with the
     /// same flags, as a rolling restart does; returns once it listens.
     pub async fn restart(&mut self, i: usize) {
+        self.restart_with_keys(i, REQUEST_STATE_KEY).await
+    }
+
+    /// [`Shops::restart`] with these `requestState` keys (`MCP_REQUEST_STATE_KEY`: the first seals, all open), as a
+    /// key rotation does.
+    pub async fn restart_with_keys(&mut self, i: usize, keys: &str) {
         kill(&self.instances[i], "-TERM");
         let status = self.instances[i].wait_exit(HttpOptions::DEFAULT_DRAIN_TIMEOUT + Duration::from_secs(10));
         assert!(status.is_some_and(|s| s.success()), "instance {i} after SIGTERM: {status:?}\n{}", self.stderr());
@@ -88,23 +138,19 @@ impl Shops {
         let mut args = vec!["--http".to_owned(), self.instances[i].authority().to_owned(), "--redis".to_owned()];
         args.push(self.redis.url());
         args.extend(self.flags.iter().cloned());
+        let keys = keys.to_owned();
         let restarted = tokio::task::spawn_blocking(move || {
             let args: Vec<&str> = args.iter().map(String::as_str).collect();
-            HttpServer::start_binary_with_env(
-                super::example("bookshop"),
-                &args,
-                &[("MCP_REQUEST_STATE_KEY", REQUEST_STATE_KEY)],
-            )
+            HttpServer::start_binary_with_env(super::example("bookshop"), &args, &[("MCP_REQUEST_STATE_KEY", &keys)])
         })
         .await
         .unwrap();
         self.instances[i] = restarted;
     }
 
-    /// A Redis, and three bookshops sharing it, started with these extra flags.
-    async fn instances(flags: &[&str]) -> (RedisServer, Vec<HttpServer>) {
-        let redis = RedisServer::start();
-        let url = redis.url();
+    /// Three bookshops sharing the Redis at `url`, started with these extra flags.
+    async fn instances(url: &str, flags: &[&str]) -> Vec<HttpServer> {
+        let url = url.to_owned();
         let flags: Vec<String> = flags.iter().map(|f| f.to_string()).collect();
         let instances: Vec<HttpServer> = tokio::task::spawn_blocking(move || {
             (0..3)
@@ -121,7 +167,7 @@ impl Shops {
         })
         .await
         .unwrap();
-        (redis, instances)
+        instances
     }
 
     /// The endpoint clients use: the front's `http://127.0.0.1:PORT/mcp`.

@@ -54,8 +54,16 @@ async fn not_ready(state: &HttpState) -> Option<String> {
     }
     #[cfg(feature = "redis")]
     if let Some(redis) = state.server.inner.state.get::<crate::redis::Redis>() {
-        if let Err(e) = redis.ping(REDIS_WITHIN).await {
-            return Some(e.to_string());
+        let answered = redis.ping(REDIS_WITHIN).await;
+        let mut down_since = state.redis_down_since.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        match answered {
+            Ok(()) => *down_since = None,
+            Err(e) => {
+                let since = *down_since.get_or_insert_with(std::time::Instant::now);
+                if since.elapsed() >= state.options.redis_grace {
+                    return Some(format!("{e} (for {}s)", since.elapsed().as_secs()));
+                }
+            }
         }
     }
     None

@@ -126,6 +126,9 @@ struct HttpState {
     refused: RefusedNames,
     /// The server was asked to stop: the readiness check says so.
     stopping: std::sync::atomic::AtomicBool,
+    /// Since when the readiness check has found the shared Redis unreachable, without an answer since.
+    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
+    redis_down_since: std::sync::Mutex<Option<std::time::Instant>>,
 }
 
 async fn endpoint(AxumState(state): AxumState<Arc<HttpState>>, request: axum::extract::Request) -> Response {

@@ -76,6 +76,11 @@ pub struct HttpOptions {
     /// balancer does not send it again). Ctrl-C does not wait for it. Within the drain timeout. Default
     /// [`HttpOptions::DEFAULT_DRAIN_NOTICE`], 3 s.
     pub drain_notice: Duration,
+    /// How long the Redis a server shares its state through may stay unreachable before the readiness check says
+    /// not ready: longer than a Sentinel failover (every instance loses Redis at once; a balancer that took them all
+    /// out would refuse every request), shorter than an outage worth sending clients elsewhere for. Default
+    /// [`HttpOptions::DEFAULT_REDIS_GRACE`], 10 s.
+    pub redis_grace: Duration,
     /// Where the server answers a liveness check (`GET`, 200 `ok` while the process serves), outside the `Host` and
     /// `Origin` check and authorization; `None` turns it off. Default `/healthz`.
     pub liveness_path: Option<String>,
@@ -122,6 +127,7 @@ impl Default for HttpOptions {
             instance_lease: HttpOptions::DEFAULT_INSTANCE_LEASE,
             drain_timeout: HttpOptions::DEFAULT_DRAIN_TIMEOUT,
             drain_notice: HttpOptions::DEFAULT_DRAIN_NOTICE,
+            redis_grace: HttpOptions::DEFAULT_REDIS_GRACE,
             liveness_path: Some("/healthz".into()),
             readiness_path: Some("/readyz".into()),
             max_sessions: 10_000,
@@ -141,6 +147,8 @@ impl HttpOptions {
     pub const DEFAULT_DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
     /// The default notice a server stopped by SIGTERM gives the balancers: 3 s.
     pub const DEFAULT_DRAIN_NOTICE: Duration = Duration::from_secs(3);
+    /// The default time a shared Redis may stay unreachable before the instance says it is not ready: 10 s.
+    pub const DEFAULT_REDIS_GRACE: Duration = Duration::from_secs(10);
     /// The default lease of an instance on the shared event log: 5 s.
     pub const DEFAULT_INSTANCE_LEASE: Duration = Duration::from_secs(5);
 
@@ -214,6 +222,12 @@ impl HttpOptions {
     /// Sets how long an instance vouches for itself on a shared event log (at least 30 ms).
     pub fn instance_lease(mut self, lease: Duration) -> Self {
         self.instance_lease = lease.max(Duration::from_millis(30));
+        self
+    }
+    /// Sets how long a shared Redis may stay unreachable before the readiness check says not ready (see
+    /// [`redis_grace`](HttpOptions::redis_grace)); zero says so at once.
+    pub fn redis_grace(mut self, grace: Duration) -> Self {
+        self.redis_grace = grace;
         self
     }
     /// Sets how long a stopping server drains (see [`drain_timeout`](HttpOptions::drain_timeout)); zero cancels

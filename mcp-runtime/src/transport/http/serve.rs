@@ -49,6 +49,7 @@ impl Server {
             waiting: v2026::Waiting::default(),
             refused: RefusedNames::default(),
             stopping: Default::default(),
+            redis_down_since: Default::default(),
         });
         if !state.options.stateless {
             let weak = Arc::downgrade(&state);

@@ -479,15 +479,28 @@ async fn session_of(
     }
 }
 
+/// How long a session store that cannot be read is asked again, and how often.
+const STORE_RETRY_FOR: Duration = Duration::from_secs(5);
+const STORE_RETRY_EVERY: Duration = Duration::from_millis(200);
+
 /// A session this instance does not hold, rebuilt from the session store if another instance opened it.
 async fn restore(state: &Arc<HttpState>, id: &str) -> Option<Arc<HttpSession>> {
     let store = state.server.inner.session_store.as_ref()?;
     let key = crate::dispatch::session_key_of(id);
-    let record = match store.load(&key).await {
-        Ok(record) => record?,
-        Err(e) => {
-            tracing::warn!(error = %e, "could not read the session store: the session is not found here");
-            return None;
+    // A store that cannot be read (its Redis failing over to a replica, say) is asked again for a few seconds before
+    // the session counts as not found: a client told 404 would start over without its session.
+    let deadline = tokio::time::Instant::now() + STORE_RETRY_FOR;
+    let record = loop {
+        match store.load(&key).await {
+            Ok(record) => break record?,
+            Err(e) if tokio::time::Instant::now() >= deadline => {
+                tracing::warn!(error = %e, "could not read the session store: the session is not found here");
+                return None;
+            }
+            Err(e) => {
+                tracing::debug!(error = %e, "could not read the session store: asking again");
+                tokio::time::sleep(STORE_RETRY_EVERY).await;
+            }
         }
     };
     let owner = record.owner.clone();
