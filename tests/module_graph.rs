@@ -25,7 +25,7 @@ const LAYERS: &[&[&str]] = &[
     &["hook"],
     &["store", "middleware", "handler"],
     &["context"],
-    &["auth"],
+    &["auth", "metrics"],
     &["wire", "otel"],
     &["base"],
 ];

@@ -161,6 +161,15 @@ struct Era {
     mcp_protocol_version: &'static str,
 }
 
+/// The protocol versions of the two eras, as the metrics label them (from the eras, which sit above this module).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Versions {
+    /// The era of sessions (2025-11-25).
+    pub sessions: &'static str,
+    /// The era of self-contained requests (2026-07-28).
+    pub stateless: &'static str,
+}
+
 /// The limits whose refusals are counted (over HTTP).
 const LIMITS: [&str; 4] = ["connections", "sessions", "backlog", "draining"];
 
@@ -298,14 +307,14 @@ pub(crate) struct Request {
 }
 
 impl Request {
-    /// A request of `era` that came from `origin` (over HTTP, or stdio and in process).
+    /// A request of the protocol `version` that came over HTTP (`http`), or stdio and in process.
     pub(crate) fn new(
         method: &'static str,
         target: Option<&'static str>,
-        era: crate::Era,
-        origin: &crate::dispatch::Origin,
+        version: &'static str,
+        http: bool,
     ) -> Request {
-        Request { method, target, version: era.name(), transport: Transport::of(origin.http.is_some()) }
+        Request { method, target, version, transport: Transport::of(http) }
     }
 
     fn tool(&self) -> Option<&'static str> {
@@ -466,9 +475,9 @@ impl Metrics {
     /// Makes the series of each tool a transport serves exist at zero, in both eras (calls, tool errors, cancels),
     /// and the gauges: a tool's first call then counts in `rate()` and `increase()` (a series that appears at 1
     /// has no increase), and a dashboard lists the tools before their first call.
-    pub(crate) fn prime(&self, tools: &[&'static str], transport: Transport) {
+    pub(crate) fn prime(&self, tools: &[&'static str], transport: Transport, versions: Versions) {
         let inner = &self.inner;
-        for version in [crate::Era::V2025.name(), crate::Era::V2026.name()] {
+        for version in [versions.sessions, versions.stateless] {
             for &tool in tools {
                 for error_type in [None, Some(ErrorType::Tool)] {
                     let labels = Operation {
@@ -491,7 +500,7 @@ impl Metrics {
             }
             drop(inner.streams_open.get_or_create(&Era { mcp_protocol_version: version }));
         }
-        drop(inner.sessions_open.get_or_create(&Era { mcp_protocol_version: crate::Era::V2025.name() }));
+        drop(inner.sessions_open.get_or_create(&Era { mcp_protocol_version: versions.sessions }));
         if transport == Transport::Tcp {
             for limit in LIMITS {
                 drop(inner.refusals.get_or_create(&Refusal { limit }));

@@ -166,7 +166,12 @@ fn serve<const MEASURED: bool>(conn: &Arc<Connection>, request: Request, origin:
                   era: EraState| {
         if server.inner.layers.is_none() {
             if let (Some(arrived), Ok(_)) = (arrived, &result) {
-                answered_inline(&server, crate::metrics::Request::new(name, None, era_of, origin), arrived, None);
+                answered_inline(
+                    &server,
+                    crate::metrics::Request::new(name, None, era_of.name(), origin.http.is_some()),
+                    arrived,
+                    None,
+                );
             }
             return result.map(|r| finish_inline(origin, &id, r));
         }
@@ -266,7 +271,12 @@ fn serve<const MEASURED: bool>(conn: &Arc<Connection>, request: Request, origin:
     // An error here is one to answer: the request was refused before it started.
     if let Err(e) = started {
         if let Some(arrived) = arrived {
-            let labels = crate::metrics::Request::new(method_label(&server, &method), refused, era_of, origin);
+            let labels = crate::metrics::Request::new(
+                method_label(&server, &method),
+                refused,
+                era_of.name(),
+                origin.http.is_some(),
+            );
             answered_inline(&server, labels, arrived, Some(&e));
         }
         respond(origin, &id, Err::<(), _>(e));

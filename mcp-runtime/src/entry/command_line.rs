@@ -47,10 +47,11 @@ OPTIONS:
     --help                 Print this help and exit
 {program}
 ENVIRONMENT:
-    RUST_LOG           Diagnostics to stderr, as a tracing filter (default: `info,mcp::request=off`, or `info` with
-                       --log-format json; `info` adds to every event of a request its `mcp.request` span: method,
-                       request id, tool or prompt, protocol version, session, transport, client, client.address,
-                       trace_id). stdout carries only protocol messages.
+    RUST_LOG           Diagnostics to stderr, as a tracing filter (default: `info` without the spans of each request
+                       and of each call the program's client makes, `mcp::request=off,mcp::client::request=off`;
+                       with --log-format json, with the requests' spans). A request's `mcp.request` span adds to its
+                       every event: method, request id, tool or prompt, protocol version, session, transport,
+                       client, client.address, trace_id. stdout carries only protocol messages.
     MCP_LOG_FORMAT     --log-format, when it is not given
     MCP_ALLOW_HOST     With --http: more names for --allow-host, comma-separated
     MCP_ALLOW_ORIGIN   With --http: more origins for --allow-origin, comma-separated

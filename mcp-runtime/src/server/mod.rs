@@ -732,7 +732,11 @@ impl Server {
         if let Some(metrics) = &self.inner.metrics {
             let registry = self.registry();
             let tools: Vec<&'static str> = registry.tools.values().filter(|l| l.enabled).map(|l| l.def.name).collect();
-            metrics.prime(&tools, transport);
+            let versions = crate::metrics::Versions {
+                sessions: crate::context::Era::V2025.name(),
+                stateless: crate::context::Era::V2026.name(),
+            };
+            metrics.prime(&tools, transport, versions);
         }
     }
 }
