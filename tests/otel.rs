@@ -156,6 +156,7 @@ async fn trace_context_in_meta_is_the_parent_of_the_request_span() {
         assert_eq!(attribute(request, "trace_id"), Some(caller_trace.to_string()), "{request:#?}");
         assert_eq!(attribute(request, "span_id"), Some(request.span_context.span_id().to_string()), "{request:#?}");
 
+        assert!(attribute(request, "gen_ai.tool.call.arguments").is_none(), "opt-in only: {request:#?}");
         // A tool's failure: an error status and `error.type` on both sides.
         let client = Client::builder().name("otel-test").era(era).http(format!("http://{addr}/mcp")).await.unwrap();
         assert!(client.call_tool("refuses", json!({})).await.unwrap().is_error());
@@ -171,6 +172,30 @@ async fn trace_context_in_meta_is_the_parent_of_the_request_span() {
             assert_eq!(attribute(failed, "error.type").as_deref(), Some("tool_error"), "{failed:#?}");
         }
     }
+    tool_content_is_captured_when_asked(&kept, &provider).await;
+}
+
+/// With `capture_tool_content` (opt-in, as the conventions say), a tool call's arguments and result are on its span,
+/// as JSON; without it (above), neither is.
+async fn tool_content_is_captured_when_asked(kept: &Keep, provider: &SdkTracerProvider) {
+    let server = mcp::Server::builder().tool::<shout>().capture_tool_content(true).build().unwrap();
+    let client = Client::in_process(server).await.unwrap();
+    client.call_tool("shout", json!({"text": "hi"})).await.unwrap();
+    provider.force_flush().unwrap();
+    let spans = kept.take();
+    let call = spans
+        .iter()
+        .find(|s| s.span_kind == SpanKind::Server && s.name == "tools/call shout")
+        .unwrap_or_else(|| panic!("no server span of shout: {:#?}", names(&spans)));
+    assert_eq!(attribute(call, "gen_ai.tool.call.arguments").as_deref(), Some(r#"{"text":"hi"}"#), "{call:#?}");
+    let result = attribute(call, "gen_ai.tool.call.result").unwrap_or_default();
+    assert!(result.contains(r#""text":"HI""#), "{result}");
+}
+
+/// Says it louder.
+#[mcp::tool]
+fn shout(text: String) -> String {
+    text.to_uppercase()
 }
 
 /// The value of a span's attribute, as a string.

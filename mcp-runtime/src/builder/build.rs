@@ -206,6 +206,10 @@ impl ServerBuilder {
                 shutdown_hooks: Mutex::new(self.shutdown_hooks),
                 shutdown_timeout: self.shutdown_timeout.unwrap_or(DEFAULT_SHUTDOWN_TIMEOUT),
                 metrics: self.metrics,
+                capture_tool_content: self.capture_tool_content.unwrap_or_else(|| {
+                    std::env::var("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT")
+                        .is_ok_and(|v| v.eq_ignore_ascii_case("true"))
+                }),
                 subscribers: hub::Subscribers::default(),
                 hub: self.change_hub,
                 session_store: self.session_store,

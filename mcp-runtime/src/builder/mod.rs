@@ -80,6 +80,7 @@ pub struct ServerBuilder {
     shutdown_hooks: Vec<BoxFuture<'static, ()>>,
     shutdown_timeout: Option<Duration>,
     metrics: Option<crate::metrics::Metrics>,
+    capture_tool_content: Option<bool>,
     cache: Option<CacheHint>,
     max_in_flight: Option<usize>,
     outbound: Option<crate::base::backlog::OutboundLimits>,
@@ -386,6 +387,15 @@ impl ServerBuilder {
     /// nothing is recorded, at no cost.
     pub fn metrics(mut self, metrics: &crate::metrics::Metrics) -> Self {
         self.metrics = Some(metrics.clone());
+        self
+    }
+
+    /// Records each tool call's arguments and result on its span (`gen_ai.tool.call.arguments` and
+    /// `gen_ai.tool.call.result`, as JSON), which the OpenTelemetry conventions leave to the user to opt into: they
+    /// may hold personal data, and they cost a serialization each when the span is recorded. Off by default, or as
+    /// `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true` says.
+    pub fn capture_tool_content(mut self, capture: bool) -> Self {
+        self.capture_tool_content = Some(capture);
         self
     }
 

@@ -39,6 +39,11 @@ pub(super) async fn run_handler<R: WireResult + Send + 'static>(call: Call<R>, r
     // One span per request, entered in the handler's task and its blocking thread: a `tracing` event inside a tool
     // says which request it belongs to.
     let span = request_span(call.method, call.name, &request);
+    if call.method == "tools/call" && request.server().inner.capture_tool_content && !span.is_disabled() {
+        if let Ok(arguments) = serde_json::to_string(&call.arguments) {
+            span.record("gen_ai.tool.call.arguments", arguments);
+        }
+    }
     run_in_span(call, request).instrument(span).await
 }
 
@@ -80,6 +85,8 @@ fn request_span(method: &'static str, name: &'static str, request: &InFlight) ->
         gen_ai.tool.name = Empty,
         gen_ai.operation.name = Empty,
         gen_ai.prompt.name = Empty,
+        gen_ai.tool.call.arguments = Empty,
+        gen_ai.tool.call.result = Empty,
         handler = Empty,
         mcp.protocol.version = era,
         mcp.session.id = Empty,
@@ -143,6 +150,26 @@ fn record_trace_ids(span: &tracing::Span, meta: Option<&serde_json::Map<String, 
     }
 }
 
+/// Records a tool's result on its span (the current one, while it is answered), as JSON; not a failed tool's, as
+/// the conventions say.
+fn record_result<R: WireResult>(answer: &Answer<R>) {
+    let span = tracing::Span::current();
+    let failed = match answer {
+        Answer::Typed(r) => r.is_tool_error(),
+        Answer::Value(v) => v.is_tool_error(),
+    };
+    if span.is_disabled() || failed {
+        return;
+    }
+    let json = match answer {
+        Answer::Typed(r) => serde_json::to_string(r),
+        Answer::Value(v) => serde_json::to_string(v),
+    };
+    if let Ok(json) = json {
+        span.record("gen_ai.tool.call.result", json);
+    }
+}
+
 /// Records a request's failure on its span (the current one, while it is answered): `error.type` (the JSON-RPC code,
 /// or `tool_error`), `rpc.response.status_code`, and an error status, except for a caller's mistake (the request
 /// could not be parsed, an unknown method, invalid params, an unknown resource), which the conventions count as no
@@ -176,7 +203,7 @@ async fn run_in_span<R: WireResult + Send + 'static>(call: Call<R>, request: Arc
         // Boxed, so that the layers' state does not grow every request's future (each is moved into its task).
         Some(stack) => Box::pin(through_layers(stack, &request, ctx, method, name, work, arguments)).await,
     };
-    deliver(&request, outcome, kind).await
+    deliver(&request, method, outcome, kind).await
 }
 
 /// What a request is answered with: its handler's result, or a result a layer made.
@@ -300,9 +327,16 @@ impl<R> Outcome<R> {
 /// Answers a request with its outcome, or stores the outcome in its task.
 async fn deliver<R: WireResult + Send + 'static>(
     request: &Arc<InFlight>,
+    method: &'static str,
     outcome: Outcome<Answer<R>>,
     kind: ResultKind,
 ) {
+    // A successful tool's result on its span, when asked for (`capture_tool_content`).
+    if let Outcome::Done(Ok(answer)) = &outcome {
+        if method == "tools/call" && request.server().inner.capture_tool_content {
+            record_result(answer);
+        }
+    }
     // How it ended, for its span and its metrics (a cancelled request has no outcome: it is counted cancelled).
     if let Some(ended) = outcome.ended() {
         if !matches!(ended, Ended::Result { tool_error: false }) {

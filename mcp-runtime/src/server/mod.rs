@@ -103,6 +103,8 @@ pub(crate) struct ServerInner {
     pub shutdown_timeout: Duration,
     /// Where requests and sessions are recorded; `None`: nowhere, at no cost.
     pub metrics: Option<crate::metrics::Metrics>,
+    /// Tool calls' arguments and results go on their spans ([`ServerBuilder::capture_tool_content`]).
+    pub capture_tool_content: bool,
     /// Who listens for changes on this instance: 2025 sessions, 2026 listen streams.
     pub(crate) subscribers: hub::Subscribers,
     /// How the instances tell each other what changed; `None`: this is the only instance.
