@@ -66,8 +66,10 @@ async fn each_request_is_recorded_by_the_conventions_in_both_eras() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());
     tokio::spawn(server(&metrics).serve_http_on(listener, mcp::HttpOptions::new()));
+    // The clients record their side in metrics of their own.
+    let client_metrics = mcp::Metrics::new();
     for era in [EraChoice::V2025, EraChoice::V2026] {
-        let client = Client::builder().era(era).http(&url).await.unwrap();
+        let client = Client::builder().era(era).metrics(&client_metrics).http(&url).await.unwrap();
         for _ in 0..3 {
             client.call_tool("echo", json!({"text": "hi"})).await.unwrap();
         }
@@ -107,6 +109,38 @@ async fn each_request_is_recorded_by_the_conventions_in_both_eras() {
     assert!(text.contains("\nmcp_server_requests_in_flight 0\n"), "{text}");
     assert!(text.contains("# UNIT mcp_server_operation_duration_seconds seconds"), "{text}");
     assert!(text.ends_with("# EOF\n"), "{text}");
+
+    // The clients' side (mcp.client.operation.duration): the same calls, with the server's address and port; on a
+    // client every JSON-RPC error is an error.
+    let port = url.trim_start_matches("http://127.0.0.1:").trim_end_matches("/mcp");
+    let text = client_metrics.render();
+    let count = |labels: &str| sample(&text, "mcp_client_operation_duration_seconds_count", labels);
+    for version in ["2025-11-25", "2026-07-28"] {
+        let peer = format!(
+            "mcp_protocol_version=\"{version}\",network_transport=\"tcp\",server_address=\"127.0.0.1\",server_port=\"{port}\""
+        );
+        let call = |tool: &str, rest: &str| {
+            format!(
+                "mcp_method_name=\"tools/call\",gen_ai_tool_name=\"{tool}\",gen_ai_operation_name=\"execute_tool\",\
+                 {rest}{peer}"
+            )
+        };
+        assert_eq!(count(&call("echo", "")), Some(3.0), "{version}\n{text}");
+        assert_eq!(count(&call("refuse", "error_type=\"tool_error\",")), Some(1.0), "{version}\n{text}");
+        let unknown = call("no-such-tool", "error_type=\"-32602\",rpc_response_status_code=\"-32602\",");
+        assert_eq!(count(&unknown), Some(1.0), "{version}\n{text}");
+    }
+    // Each client's connection, when it closed.
+    let mut text = client_metrics.render();
+    for _ in 0..100 {
+        if text.lines().filter(|l| l.starts_with("mcp_client_session_duration_seconds_count")).count() == 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        text = client_metrics.render();
+    }
+    let sessions = text.lines().filter(|l| l.starts_with("mcp_client_session_duration_seconds_count")).count();
+    assert_eq!(sessions, 2, "{text}");
 }
 
 /// A request cancelled by its client is counted as cancelled, not as answered.

@@ -74,6 +74,10 @@ struct Inner {
     streams_open: Family<Era, Gauge>,
     #[cfg_attr(not(feature = "http"), allow(dead_code))]
     refusals: Family<Refusal, Counter>,
+    #[cfg_attr(not(feature = "client"), allow(dead_code))]
+    client_operations: Family<ClientOperation, Histogram, Buckets>,
+    #[cfg_attr(not(feature = "client"), allow(dead_code))]
+    client_sessions: Family<Peer, Histogram, Buckets>,
 }
 
 /// The buckets of session durations, in seconds: a second to a day (sessions last minutes to hours).
@@ -168,6 +172,72 @@ pub(crate) struct Versions {
     pub sessions: &'static str,
     /// The era of self-contained requests (2026-07-28).
     pub stateless: &'static str,
+}
+
+/// The labels of `mcp_client_operation_duration_seconds`: the conventions' attributes of a client's request. The
+/// tool or prompt is the one the program called (its own choice, not a peer's).
+#[derive(Clone, Debug, Hash, PartialEq, Eq)]
+pub(crate) struct ClientOperation {
+    pub method: String,
+    pub target: Option<String>,
+    pub error_type: Option<String>,
+    pub status_code: Option<i32>,
+    pub peer: Peer,
+}
+
+/// The server a client talks to, as its metrics label it.
+#[derive(Clone, Debug, Hash, PartialEq, Eq)]
+pub(crate) struct Peer {
+    pub version: String,
+    pub transport: Transport,
+    /// Over HTTP: the server's host and port.
+    pub server: Option<(String, u16)>,
+}
+
+impl EncodeLabelSet for Peer {
+    fn encode(&self, encoder: &mut LabelSetEncoder) -> fmt::Result {
+        ("mcp_protocol_version", self.version.as_str()).encode(encoder.encode_label())?;
+        ("network_transport", self.transport).encode(encoder.encode_label())?;
+        if let Some((address, port)) = &self.server {
+            ("server_address", address.as_str()).encode(encoder.encode_label())?;
+            ("server_port", *port).encode(encoder.encode_label())?;
+        }
+        Ok(())
+    }
+}
+
+impl EncodeLabelSet for ClientOperation {
+    fn encode(&self, encoder: &mut LabelSetEncoder) -> fmt::Result {
+        ("mcp_method_name", self.method.as_str()).encode(encoder.encode_label())?;
+        match (self.method.as_str(), &self.target) {
+            ("tools/call", Some(tool)) => {
+                ("gen_ai_tool_name", tool.as_str()).encode(encoder.encode_label())?;
+                ("gen_ai_operation_name", "execute_tool").encode(encoder.encode_label())?;
+            }
+            ("prompts/get", Some(prompt)) => ("gen_ai_prompt_name", prompt.as_str()).encode(encoder.encode_label())?,
+            _ => {}
+        }
+        if let Some(error) = &self.error_type {
+            ("error_type", error.as_str()).encode(encoder.encode_label())?;
+        }
+        if let Some(code) = self.status_code {
+            ("rpc_response_status_code", code).encode(encoder.encode_label())?;
+        }
+        self.peer.encode(encoder)
+    }
+}
+
+#[cfg_attr(not(feature = "client"), allow(dead_code))]
+impl Metrics {
+    /// A request of the program's client ended (answered, or failed: `labels.error_type`).
+    pub(crate) fn client_call(&self, labels: &ClientOperation, took: Duration) {
+        self.inner.client_operations.get_or_create(labels).observe(took.as_secs_f64());
+    }
+
+    /// A connection of the program's client closed after `took`.
+    pub(crate) fn client_session(&self, peer: &Peer, took: Duration) {
+        self.inner.client_sessions.get_or_create(peer).observe(took.as_secs_f64());
+    }
 }
 
 /// The limits whose refusals are counted (over HTTP).
@@ -348,6 +418,8 @@ impl Metrics {
         let cancelled = Family::default();
         let streams_open = Family::default();
         let refusals = Family::default();
+        let client_operations = Family::new_with_constructor(Buckets(&BUCKETS));
+        let client_sessions = Family::new_with_constructor(Buckets(&SESSION_BUCKETS));
         let mut registry = Registry::default();
         registry.register_with_unit(
             "mcp_server_operation_duration",
@@ -374,6 +446,20 @@ impl Metrics {
             "SSE streams open on this instance (2025 POST and GET streams, 2026 request streams and listens)",
             streams_open.clone(),
         );
+        registry.register_with_unit(
+            "mcp_client_operation_duration",
+            "The duration of each request the program's client sent, from its sending to its answer \
+             (mcp.client.operation.duration)",
+            Unit::Seconds,
+            client_operations.clone(),
+        );
+        registry.register_with_unit(
+            "mcp_client_session_duration",
+            "The duration of each connection of the program's client to a server, recorded when it closes \
+             (mcp.client.session.duration)",
+            Unit::Seconds,
+            client_sessions.clone(),
+        );
         registry.register(
             "mcp_server_refusals",
             "Connections and requests refused at a limit: connections (the connection cap), sessions (the session \
@@ -381,8 +467,19 @@ impl Metrics {
             refusals.clone(),
         );
         let seen = RwLock::default();
-        let inner =
-            Inner { registry, operations, seen, sessions, in_flight, sessions_open, cancelled, streams_open, refusals };
+        let inner = Inner {
+            registry,
+            operations,
+            seen,
+            sessions,
+            in_flight,
+            sessions_open,
+            cancelled,
+            streams_open,
+            refusals,
+            client_operations,
+            client_sessions,
+        };
         Metrics { inner: Arc::new(inner) }
     }
 

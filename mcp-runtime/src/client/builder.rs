@@ -58,6 +58,7 @@ pub struct ClientBuilder {
     headers: Vec<(String, String)>,
     http_client: Option<reqwest::Client>,
     auth: Option<auth::OAuth>,
+    metrics: Option<crate::metrics::Metrics>,
 }
 
 impl fmt::Debug for ClientBuilder {
@@ -184,6 +185,15 @@ impl ClientBuilder {
     /// servers write it; else at the call's timeout).
     pub fn frame_limit(mut self, bytes: usize) -> Self {
         self.frame_limit = Some(bytes.max(1));
+        self
+    }
+
+    /// Records the client's calls into `metrics` (see [`Metrics`](crate::Metrics)): the OpenTelemetry conventions'
+    /// `mcp.client.operation.duration` (`mcp_client_operation_duration_seconds`, per method, tool or prompt, error
+    /// type, protocol version, transport and server address) and `mcp.client.session.duration` (when the client is
+    /// dropped or closed). One `Metrics` may serve a server and its clients (a proxy, a gateway) at once.
+    pub fn metrics(mut self, metrics: &crate::metrics::Metrics) -> Self {
+        self.metrics = Some(metrics.clone());
         self
     }
 
@@ -396,6 +406,7 @@ impl ClientBuilder {
                 cache: Mutex::new(HashMap::new()),
                 routes: Mutex::new(HashMap::new()),
                 closed: OnceLock::new(),
+                metrics: self.metrics.map(|m| (m, std::time::Instant::now())),
                 answering: Arc::new(tokio::sync::Semaphore::new(ANSWERING)),
                 askers: Mutex::new(HashMap::new()),
                 hearers: Mutex::new(HashMap::new()),

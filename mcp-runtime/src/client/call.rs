@@ -302,9 +302,27 @@ impl Sent {
     /// supported ones is tried once more (a server may refuse a first request to see the client retry).
     async fn run(&self, params: Value, id: Option<RequestId>) -> Result<Value, Error> {
         let span = self.span(&params);
+        let metered = self.inner.metrics.as_ref().map(|(metrics, _)| {
+            let target = params.get("name").and_then(Value::as_str).map(str::to_owned);
+            (metrics, target, std::time::Instant::now())
+        });
         let outcome = tracing::Instrument::instrument(self.run_retried(params, id), span.clone()).await;
         if !span.is_disabled() {
             record_outcome(&span, &outcome);
+        }
+        if let Some((metrics, target, sent)) = metered {
+            let (error_type, status_code) = match error_type(&outcome) {
+                Some((error, code)) => (Some(error), code),
+                None => (None, None),
+            };
+            let labels = crate::metrics::ClientOperation {
+                method: self.method.clone(),
+                target,
+                error_type,
+                status_code,
+                peer: self.inner.peer(),
+            };
+            metrics.client_call(&labels, sent.elapsed());
         }
         outcome
     }
@@ -532,18 +550,23 @@ impl Drop for Pending {
 /// `isError`, else the kind of failure: `timeout`, `closed`, `transport`, `_OTHER`), `rpc.response.status_code`, and an
 /// error status. On the client every JSON-RPC error is one, as the conventions say.
 fn record_outcome(span: &tracing::Span, outcome: &Result<Value, Error>) {
-    let error_type = match outcome {
-        Ok(result) if result.get("isError") == Some(&Value::Bool(true)) => "tool_error".to_owned(),
-        Ok(_) => return,
-        Err(Error::Rpc(e)) => {
-            span.record("rpc.response.status_code", tracing::field::display(e.code.0));
-            e.code.0.to_string()
-        }
-        Err(Error::Timeout(_)) => "timeout".to_owned(),
-        Err(Error::Closed) => "closed".to_owned(),
-        Err(Error::Transport(_)) => "transport".to_owned(),
-        Err(_) => "_OTHER".to_owned(),
-    };
+    let Some((error_type, code)) = error_type(outcome) else { return };
+    if let Some(code) = code {
+        span.record("rpc.response.status_code", tracing::field::display(code));
+    }
     span.record("error.type", error_type.as_str());
     span.record("otel.status_code", "error");
+}
+
+/// A failed call's `error.type`, and its JSON-RPC code if it has one; `None` for a success.
+fn error_type(outcome: &Result<Value, Error>) -> Option<(String, Option<i32>)> {
+    Some(match outcome {
+        Ok(result) if result.get("isError") == Some(&Value::Bool(true)) => ("tool_error".to_owned(), None),
+        Ok(_) => return None,
+        Err(Error::Rpc(e)) => (e.code.0.to_string(), Some(e.code.0)),
+        Err(Error::Timeout(_)) => ("timeout".to_owned(), None),
+        Err(Error::Closed) => ("closed".to_owned(), None),
+        Err(Error::Transport(_)) => ("transport".to_owned(), None),
+        Err(_) => ("_OTHER".to_owned(), None),
+    })
 }

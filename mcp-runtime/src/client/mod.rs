@@ -200,6 +200,8 @@ pub(crate) struct Inner {
     cache: Mutex<HashMap<PageKey, (std::time::Instant, Value)>>,
     /// Why the connection ended, once it has: every call from then on fails with it.
     closed: OnceLock<Error>,
+    /// Where its calls are recorded, and when it connected (its session's duration is recorded when it drops).
+    metrics: Option<(crate::metrics::Metrics, std::time::Instant)>,
     /// Room for questions from the server being answered at once ([`ANSWERING`]).
     answering: Arc<tokio::sync::Semaphore>,
     /// 2025 era: the calls in flight that answer their own questions ([`Call::on_question`]), by request id.
@@ -629,6 +631,32 @@ impl Inner {
     pub(crate) fn fail(&self, id: &RequestId, error: Error) {
         if let Some(tx) = self.pending.locked().remove(id) {
             let _ = tx.send(Err(error));
+        }
+    }
+}
+
+impl Inner {
+    /// The server this client talks to, as its metrics label it.
+    pub(crate) fn peer(&self) -> crate::metrics::Peer {
+        let version = self.session.get().map(|s| s.version.clone()).unwrap_or_default();
+        match &self.link {
+            Link::Stdio(_) => {
+                crate::metrics::Peer { version, transport: crate::metrics::Transport::Pipe, server: None }
+            }
+            Link::Http(http) => {
+                let server = reqwest::Url::parse(http.url())
+                    .ok()
+                    .and_then(|url| Some((url.host_str()?.to_owned(), url.port_or_known_default()?)));
+                crate::metrics::Peer { version, transport: crate::metrics::Transport::Tcp, server }
+            }
+        }
+    }
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        if let Some((metrics, opened)) = &self.metrics {
+            metrics.client_session(&self.peer(), opened.elapsed());
         }
     }
 }
