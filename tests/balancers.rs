@@ -70,51 +70,33 @@ behind_each_proxy!(
     the_client_address_is_forwarded
 );
 
-/// The rolling restart behind nginx's recommended configuration and HAProxy (the minimal nginx configuration has
-/// no retry of a 503 and no passive-health settings: it is for trying, not for restarting under load).
-mod a_rolling_restart_loses_no_call {
-    use super::Kind;
+/// Runs each scenario behind the recommended configurations only (`nginx.conf`, `haproxy.cfg`), within its limit:
+/// `SCENARIO::nginx`, `SCENARIO::haproxy`. The minimal nginx configuration has no retry of a 503 and no passive
+/// health settings: it is for trying, not for restarting or failing over under load.
+macro_rules! behind_the_recommended_proxies {
+    ($($scenario:ident within $limit:ident),* $(,)?) => {$(
+        mod $scenario {
+            use super::Kind;
 
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn nginx() {
-        super::limited(super::a_rolling_restart_loses_no_call(Kind::Nginx)).await
-    }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn nginx() {
+                super::limited_to(super::$limit, super::$scenario(Kind::Nginx)).await
+            }
 
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn haproxy() {
-        super::limited(super::a_rolling_restart_loses_no_call(Kind::Haproxy)).await
-    }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn haproxy() {
+                super::limited_to(super::$limit, super::$scenario(Kind::Haproxy)).await
+            }
+        }
+    )*};
 }
 
-/// A Redis failover behind the recommended nginx and HAProxy.
-mod a_redis_failover_loses_no_call {
-    use super::Kind;
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn nginx() {
-        super::limited(super::a_redis_failover_loses_no_call(Kind::Nginx)).await
-    }
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn haproxy() {
-        super::limited(super::a_redis_failover_loses_no_call(Kind::Haproxy)).await
-    }
-}
-
-/// The key rotation behind the recommended nginx and HAProxy, as the rolling restart (nine restarts each).
-mod a_key_rotation_loses_no_retry {
-    use super::Kind;
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn nginx() {
-        super::limited_to(super::ROTATION_LIMIT, super::a_key_rotation_loses_no_retry(Kind::Nginx)).await
-    }
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn haproxy() {
-        super::limited_to(super::ROTATION_LIMIT, super::a_key_rotation_loses_no_retry(Kind::Haproxy)).await
-    }
-}
+behind_the_recommended_proxies!(
+    a_rolling_restart_loses_no_call within SCENARIO_LIMIT,
+    a_redis_failover_loses_no_call within SCENARIO_LIMIT,
+    // Nine restarts, each a drain.
+    a_key_rotation_loses_no_retry within ROTATION_LIMIT,
+);
 
 /// Runs a scenario within [`SCENARIO_LIMIT`].
 async fn limited(scenario: impl Future<Output = ()>) {

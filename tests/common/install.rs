@@ -2,6 +2,7 @@
 //! across test binaries, and a stamp that records what was installed, so a change of the pinned list reinstalls.
 
 use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// The cargo target directory (the test binary is `target/debug/deps/<name>`).
@@ -39,4 +40,24 @@ pub fn once(stamp: &Path, wanted: &str, install: impl FnOnce()) {
         install();
         std::fs::write(stamp, wanted).expect("write the install stamp");
     }
+}
+
+/// Runs `apt-get ARGS` non-interactively, waiting up to 2 min for another apt's lock; its output when it fails.
+pub fn apt_get(apt: &Path, args: &[&str]) -> Result<(), String> {
+    let out = Command::new(apt)
+        .args(["-o", "DPkg::Lock::Timeout=120"])
+        .args(args)
+        .env("DEBIAN_FRONTEND", "noninteractive")
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("could not run apt-get: {e}"))?;
+    if out.status.success() {
+        return Ok(());
+    }
+    Err(format!(
+        "`apt-get {}` failed:\n{}\n{}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    ))
 }

@@ -374,27 +374,9 @@ fn binary() -> PathBuf {
 /// package lists are too old or absent for it.
 fn apt_install(apt: &Path) -> Result<(), String> {
     let install = ["install", "-y", "-qq", "--no-install-recommends", "prometheus"];
-    apt_get(apt, &install).or_else(|first| {
-        apt_get(apt, &["update", "-qq"]).and_then(|()| apt_get(apt, &install)).map_err(|e| format!("{first}\n{e}"))
+    install::apt_get(apt, &install).or_else(|first| {
+        install::apt_get(apt, &["update", "-qq"])
+            .and_then(|()| install::apt_get(apt, &install))
+            .map_err(|e| format!("{first}\n{e}"))
     })
-}
-
-/// Runs `apt-get ARGS` non-interactively, waiting up to 2 min for another apt's lock; its output when it fails.
-fn apt_get(apt: &Path, args: &[&str]) -> Result<(), String> {
-    let out = Command::new(apt)
-        .args(["-o", "DPkg::Lock::Timeout=120"])
-        .args(args)
-        .env("DEBIAN_FRONTEND", "noninteractive")
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| format!("could not run apt-get: {e}"))?;
-    if out.status.success() {
-        return Ok(());
-    }
-    Err(format!(
-        "`apt-get {}` failed:\n{}\n{}",
-        args.join(" "),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    ))
 }

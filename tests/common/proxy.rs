@@ -436,24 +436,7 @@ fn binary(tool: Tool) -> PathBuf {
             return;
         }
         // `apt-get update` once, then the packages; each waits up to 2 min for another apt's lock.
-        let run = |args: &[&str]| -> Result<(), String> {
-            let out = Command::new(&apt)
-                .args(["-o", "DPkg::Lock::Timeout=120"])
-                .args(args)
-                .env("DEBIAN_FRONTEND", "noninteractive")
-                .stdin(Stdio::null())
-                .output()
-                .map_err(|e| format!("could not run apt-get: {e}"))?;
-            if out.status.success() {
-                return Ok(());
-            }
-            Err(format!(
-                "`apt-get {}` failed:\n{}\n{}",
-                args.join(" "),
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            ))
-        };
+        let run = |args: &[&str]| install::apt_get(&apt, args);
         let installed = run(&["update", "-qq"])
             .and_then(|()| run(&[&["install", "-y", "-qq", "--no-install-recommends"][..], &missing[..]].concat()));
         failure = installed.err();

@@ -1,17 +1,23 @@
 //! A server's metrics (`mcp::Metrics`), by the OpenTelemetry semantic conventions for MCP, in Prometheus's format.
 
 use std::fmt;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
-use prometheus_client::encoding::{EncodeLabel, EncodeLabelSet, EncodeLabelValue, LabelSetEncoder, LabelValueEncoder};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::{Family, MetricConstructor};
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::{Registry, Unit};
 use rustc_hash::FxHashMap;
+
+mod labels;
+mod timing;
+
+use labels::{Cancelled, Era, ErrorType, Key, Operation, Refusal, SessionEnd};
+pub(crate) use labels::{ClientOperation, Ended, Peer, Request, Transport, Versions};
+pub(crate) use timing::{SessionTiming, StreamOpen, Timing};
 
 /// The buckets of the duration histograms, in seconds: the conventions' boundaries (10 ms to 300 s), after four
 /// finer ones, since most tool calls take less than 10 ms and their percentiles would otherwise all read 10 ms.
@@ -94,139 +100,6 @@ impl MetricConstructor<Histogram> for Buckets {
     }
 }
 
-/// The labels of `mcp_server_operation_duration_seconds`: the conventions' attributes, those that do not apply
-/// left out (not written empty).
-#[derive(Clone, Debug, Hash, PartialEq, Eq)]
-struct Operation {
-    mcp_method_name: &'static str,
-    gen_ai_tool_name: Option<&'static str>,
-    gen_ai_prompt_name: Option<&'static str>,
-    error_type: Option<ErrorType>,
-    rpc_response_status_code: Option<i32>,
-    mcp_protocol_version: &'static str,
-    network_transport: Transport,
-}
-
-impl EncodeLabelSet for Operation {
-    fn encode(&self, encoder: &mut LabelSetEncoder) -> fmt::Result {
-        ("mcp_method_name", self.mcp_method_name).encode(encoder.encode_label())?;
-        if let Some(tool) = self.gen_ai_tool_name {
-            ("gen_ai_tool_name", tool).encode(encoder.encode_label())?;
-            ("gen_ai_operation_name", "execute_tool").encode(encoder.encode_label())?;
-        }
-        if let Some(prompt) = self.gen_ai_prompt_name {
-            ("gen_ai_prompt_name", prompt).encode(encoder.encode_label())?;
-        }
-        if let Some(error) = self.error_type {
-            ("error_type", error).encode(encoder.encode_label())?;
-        }
-        if let Some(code) = self.rpc_response_status_code {
-            ("rpc_response_status_code", code).encode(encoder.encode_label())?;
-        }
-        ("mcp_protocol_version", self.mcp_protocol_version).encode(encoder.encode_label())?;
-        ("network_transport", self.network_transport).encode(encoder.encode_label())
-    }
-}
-
-/// A label set of `operations` by the addresses of its names (all `&'static str`: a method, a tool the server
-/// serves, `_OTHER`, a protocol version), for [`Inner::seen`]. Two keys for one label set (the same name at two
-/// addresses) find the same histogram.
-#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq)]
-struct Key {
-    method: usize,
-    target: usize,
-    version: usize,
-    transport: Transport,
-    ended: Ended,
-}
-
-impl Key {
-    fn of(request: &Request, ended: Ended) -> Key {
-        Key {
-            method: request.method.as_ptr() as usize,
-            target: request.target.map_or(0, |t| t.as_ptr() as usize),
-            version: request.version.as_ptr() as usize,
-            transport: request.transport,
-            ended,
-        }
-    }
-}
-
-/// The labels of `mcp_server_session_duration_seconds`.
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct SessionEnd {
-    mcp_protocol_version: &'static str,
-    network_transport: Transport,
-}
-
-/// The label of the gauges kept per protocol era.
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct Era {
-    mcp_protocol_version: &'static str,
-}
-
-/// The protocol versions of the two eras, as the metrics label them (from the eras, which sit above this module).
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Versions {
-    /// The era of sessions (2025-11-25).
-    pub sessions: &'static str,
-    /// The era of self-contained requests (2026-07-28).
-    pub stateless: &'static str,
-}
-
-/// The labels of `mcp_client_operation_duration_seconds`: the conventions' attributes of a client's request. The
-/// tool or prompt is the one the program called (its own choice, not a peer's).
-#[derive(Clone, Debug, Hash, PartialEq, Eq)]
-pub(crate) struct ClientOperation {
-    pub method: String,
-    pub target: Option<String>,
-    pub error_type: Option<String>,
-    pub status_code: Option<i32>,
-    pub peer: Peer,
-}
-
-/// The server a client talks to, as its metrics label it.
-#[derive(Clone, Debug, Hash, PartialEq, Eq)]
-pub(crate) struct Peer {
-    pub version: String,
-    pub transport: Transport,
-    /// Over HTTP: the server's host and port.
-    pub server: Option<(String, u16)>,
-}
-
-impl EncodeLabelSet for Peer {
-    fn encode(&self, encoder: &mut LabelSetEncoder) -> fmt::Result {
-        ("mcp_protocol_version", self.version.as_str()).encode(encoder.encode_label())?;
-        ("network_transport", self.transport).encode(encoder.encode_label())?;
-        if let Some((address, port)) = &self.server {
-            ("server_address", address.as_str()).encode(encoder.encode_label())?;
-            ("server_port", *port).encode(encoder.encode_label())?;
-        }
-        Ok(())
-    }
-}
-
-impl EncodeLabelSet for ClientOperation {
-    fn encode(&self, encoder: &mut LabelSetEncoder) -> fmt::Result {
-        ("mcp_method_name", self.method.as_str()).encode(encoder.encode_label())?;
-        match (self.method.as_str(), &self.target) {
-            ("tools/call", Some(tool)) => {
-                ("gen_ai_tool_name", tool.as_str()).encode(encoder.encode_label())?;
-                ("gen_ai_operation_name", "execute_tool").encode(encoder.encode_label())?;
-            }
-            ("prompts/get", Some(prompt)) => ("gen_ai_prompt_name", prompt.as_str()).encode(encoder.encode_label())?,
-            _ => {}
-        }
-        if let Some(error) = &self.error_type {
-            ("error_type", error.as_str()).encode(encoder.encode_label())?;
-        }
-        if let Some(code) = self.status_code {
-            ("rpc_response_status_code", code).encode(encoder.encode_label())?;
-        }
-        self.peer.encode(encoder)
-    }
-}
-
 #[cfg_attr(not(feature = "client"), allow(dead_code))]
 impl Metrics {
     /// A request of the program's client ended (answered, or failed: `labels.error_type`).
@@ -242,159 +115,6 @@ impl Metrics {
 
 /// The limits whose refusals are counted (over HTTP).
 const LIMITS: [&str; 4] = ["connections", "sessions", "backlog", "draining"];
-
-/// The label of `mcp_server_refusals_total`: which limit refused.
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct Refusal {
-    limit: &'static str,
-}
-
-/// The labels of `mcp_server_requests_cancelled_total`.
-#[derive(Clone, Debug, Hash, PartialEq, Eq)]
-struct Cancelled {
-    mcp_method_name: &'static str,
-    gen_ai_tool_name: Option<&'static str>,
-    mcp_protocol_version: &'static str,
-}
-
-impl EncodeLabelSet for Cancelled {
-    fn encode(&self, encoder: &mut LabelSetEncoder) -> fmt::Result {
-        ("mcp_method_name", self.mcp_method_name).encode(encoder.encode_label())?;
-        if let Some(tool) = self.gen_ai_tool_name {
-            ("gen_ai_tool_name", tool).encode(encoder.encode_label())?;
-        }
-        ("mcp_protocol_version", self.mcp_protocol_version).encode(encoder.encode_label())
-    }
-}
-
-/// How a request reached the server: the conventions' `network.transport`.
-#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq)]
-pub(crate) enum Transport {
-    /// Over HTTP.
-    Tcp,
-    /// On stdio, or in the same process.
-    Pipe,
-}
-
-impl Transport {
-    /// `Tcp` for a request that came over HTTP, else `Pipe`.
-    pub(crate) fn of(http: bool) -> Transport {
-        if http {
-            Transport::Tcp
-        } else {
-            Transport::Pipe
-        }
-    }
-}
-
-impl EncodeLabelValue for Transport {
-    fn encode(&self, encoder: &mut LabelValueEncoder) -> fmt::Result {
-        fmt::Write::write_str(encoder, if *self == Transport::Tcp { "tcp" } else { "pipe" })
-    }
-}
-
-/// The conventions' `error.type` of a failed request.
-#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq)]
-enum ErrorType {
-    /// A tool result with `isError: true`.
-    Tool,
-    /// A JSON-RPC error.
-    Code(i32),
-}
-
-impl EncodeLabelValue for ErrorType {
-    fn encode(&self, encoder: &mut LabelValueEncoder) -> fmt::Result {
-        match self {
-            ErrorType::Tool => fmt::Write::write_str(encoder, "tool_error"),
-            ErrorType::Code(code) => EncodeLabelValue::encode(code, encoder),
-        }
-    }
-}
-
-/// How a request ended, as its metrics see it.
-#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq)]
-pub(crate) enum Ended {
-    /// Answered with a result; `tool_error`: a tool result with `isError`.
-    Result { tool_error: bool },
-    /// Answered with a JSON-RPC error of this code.
-    Error(i32),
-}
-
-impl Ended {
-    /// Whether a JSON-RPC error code says the caller's request was wrong (it could not be parsed, an unknown method,
-    /// invalid params, an unknown resource): the conventions count those as no error of the server's.
-    pub(crate) fn is_callers(code: i32) -> bool {
-        matches!(code, -32700 | -32600 | -32601 | -32602 | -32002)
-    }
-
-    /// As one number, for [`Timing::ended`]: never 0.
-    fn encode(self) -> u64 {
-        match self {
-            Ended::Result { tool_error } => 1 + u64::from(tool_error),
-            Ended::Error(code) => 1 << 32 | u64::from(code as u32),
-        }
-    }
-
-    fn decode(n: u64) -> Option<Ended> {
-        match n {
-            0 => None,
-            1 | 2 => Some(Ended::Result { tool_error: n == 2 }),
-            _ => Some(Ended::Error(n as u32 as i32)),
-        }
-    }
-
-    /// How a request answered with `result` ended (a result of no tool).
-    pub(crate) fn of<T>(result: &Result<T, crate::wire::error::Error>) -> Ended {
-        match result {
-            Ok(_) => Ended::Result { tool_error: false },
-            Err(e) => Ended::Error(e.code.0),
-        }
-    }
-
-    /// The conventions' `error.type` and `rpc.response.status_code`. A server counts as its own errors the codes
-    /// that are not the caller's mistake: a request it could not parse, an unknown method, invalid params and an
-    /// unknown resource are the caller's, and set the status code only.
-    fn labels(self) -> (Option<ErrorType>, Option<i32>) {
-        match self {
-            Ended::Result { tool_error: false } => (None, None),
-            Ended::Result { tool_error: true } => (Some(ErrorType::Tool), None),
-            Ended::Error(code) if Ended::is_callers(code) => (None, Some(code)),
-            Ended::Error(code) => (Some(ErrorType::Code(code)), Some(code)),
-        }
-    }
-}
-
-/// What a request is, as its metrics label it.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Request {
-    /// Its method.
-    pub method: &'static str,
-    /// The tool or prompt it runs, where it runs one: a name the server serves, or `_OTHER`.
-    pub target: Option<&'static str>,
-    /// Its era's protocol version.
-    pub version: &'static str,
-    pub transport: Transport,
-}
-
-impl Request {
-    /// A request of the protocol `version` that came over HTTP (`http`), or stdio and in process.
-    pub(crate) fn new(
-        method: &'static str,
-        target: Option<&'static str>,
-        version: &'static str,
-        http: bool,
-    ) -> Request {
-        Request { method, target, version, transport: Transport::of(http) }
-    }
-
-    fn tool(&self) -> Option<&'static str> {
-        self.target.filter(|_| self.method == "tools/call")
-    }
-
-    fn prompt(&self) -> Option<&'static str> {
-        self.target.filter(|_| self.method == "prompts/get")
-    }
-}
 
 impl Default for Metrics {
     fn default() -> Self {
@@ -533,41 +253,6 @@ impl Metrics {
     }
 }
 
-/// A request being served: in flight until dropped (with the request's state, after its answer), which records its
-/// duration and outcome ([`Timing::ended`]), or counts it cancelled if it had none.
-pub(crate) struct Timing {
-    metrics: Metrics,
-    request: Request,
-    started: Instant,
-    /// How it ended, once known ([`Ended::encode`]; 0: not answered).
-    ended: AtomicU64,
-}
-
-impl Timing {
-    /// The request was answered so.
-    pub(crate) fn ended(&self, ended: Ended) {
-        self.ended.store(ended.encode(), Ordering::Relaxed);
-    }
-}
-
-impl Drop for Timing {
-    fn drop(&mut self) {
-        let inner = &self.metrics.inner;
-        inner.in_flight.dec();
-        match Ended::decode(*self.ended.get_mut()) {
-            Some(ended) => self.metrics.record(&self.request, self.started.elapsed(), ended),
-            None => {
-                let labels = Cancelled {
-                    mcp_method_name: self.request.method,
-                    gen_ai_tool_name: self.request.tool(),
-                    mcp_protocol_version: self.request.version,
-                };
-                inner.cancelled.get_or_create(&labels).inc();
-            }
-        }
-    }
-}
-
 impl Metrics {
     /// Makes the series of each tool a transport serves exist at zero, in both eras (calls, tool errors, cancels),
     /// and the gauges: a tool's first call then counts in `rate()` and `increase()` (a series that appears at 1
@@ -618,34 +303,6 @@ impl Metrics {
     /// A limit refused a connection or a request: `connections`, `sessions`, `backlog`, `draining`.
     pub(crate) fn refused(&self, limit: &'static str) {
         self.inner.refusals.get_or_create(&Refusal { limit }).inc();
-    }
-}
-
-/// An open stream, counted until dropped.
-#[cfg_attr(not(feature = "http"), allow(dead_code))]
-pub(crate) struct StreamOpen(Gauge);
-
-impl Drop for StreamOpen {
-    fn drop(&mut self) {
-        self.0.dec();
-    }
-}
-
-/// An open 2025 session: its duration is recorded when this is dropped.
-#[cfg_attr(not(feature = "http"), allow(dead_code))]
-pub(crate) struct SessionTiming {
-    metrics: Metrics,
-    version: &'static str,
-    transport: Transport,
-    started: Instant,
-}
-
-impl Drop for SessionTiming {
-    fn drop(&mut self) {
-        let inner = &self.metrics.inner;
-        inner.sessions_open.get_or_create(&Era { mcp_protocol_version: self.version }).dec();
-        let labels = SessionEnd { mcp_protocol_version: self.version, network_transport: self.transport };
-        inner.sessions.get_or_create(&labels).observe(self.started.elapsed().as_secs_f64());
     }
 }
 
