@@ -640,7 +640,7 @@ async fn health_and_readiness_checks_answer_any_host() {
 }
 
 /// SIGTERM drains: the instance says it is not ready at once, its idle GET stream ends (its client reconnects,
-/// elsewhere), a new standalone stream is refused with 503, and the calls in flight of both eras are answered (not
+/// elsewhere), a new standalone stream is refused with 503 (and so is one resumed with `Last-Event-ID`), and the calls in flight of both eras are answered (not
 /// cancelled); a new connection is still served meanwhile; then it exits 0, without waiting for the drain timeout.
 #[tokio::test]
 async fn sigterm_drains_the_calls_in_flight_then_exits() {
@@ -648,6 +648,8 @@ async fn sigterm_drains_the_calls_in_flight_then_exits() {
     let mut client = server.client();
     client.initialize(json!({})).await;
     let mut standalone = Body::of(client.get(None).await).await;
+    let priming = standalone.next_event(SHORT * 10).await.expect("the standalone stream's priming event");
+    let standalone_id = priming.id.expect("a priming event has an id");
     let legacy = request(2, "tools/call", json!({"name": "sleep", "arguments": {"ms": 1500}}));
     let call = client.send(&legacy);
     let modern =
@@ -668,6 +670,9 @@ async fn sigterm_drains_the_calls_in_flight_then_exits() {
         let refused = client.get(None).await;
         assert_eq!(refused.status(), 503, "no new standalone stream");
         assert!(refused.headers().get("retry-after").is_some());
+        // Nor a resumed one: it would stay open and hold the drain to its timeout.
+        let resumed = client.get(Some(&standalone_id)).await;
+        assert_eq!(resumed.status(), 503, "no standalone stream resumed while draining");
         assert!(standalone.ended(SHORT * 10).await, "the idle GET stream ended");
         stopped
     });

@@ -302,12 +302,21 @@ pub(super) async fn get(state: &Arc<HttpState>, headers: HeaderMap, auth: Option
     if last.is_none() && state.is_draining() {
         return super::draining(state, "standalone streams");
     }
+    // A draining instance resumes a request's stream (it ends with its answer), not a standalone stream, which would
+    // stay open and hold the drain to its timeout: its client reconnects, elsewhere.
+    let standalone_while_draining = |stream: &str| state.is_draining() && stream.ends_with(STANDALONE);
     let replay = match &last {
         None => None,
         Some(id) => match http_session.store.replay_after(id) {
+            Some(replay) if standalone_while_draining(&replay.0) => {
+                return super::draining(state, "standalone streams")
+            }
             Some(replay) => Some(replay),
             // Another instance's stream: resumed from the event log.
             None if http_session.logged.is_some() && !id.starts_with(&*http_session.tag) => {
+                if resume::split_id(id).is_some_and(|(stream, _)| standalone_while_draining(stream)) {
+                    return super::draining(state, "standalone streams");
+                }
                 return resume_elsewhere(state, &http_session, id).await;
             }
             // Evicted (the store is bounded) or never sent: resuming would silently skip events, so say so.
@@ -388,7 +397,7 @@ async fn resume_elsewhere(state: &Arc<HttpState>, http_session: &Arc<HttpSession
         }
     };
     let limits = state.server.inner.outbound;
-    if stream.ends_with("standalone") {
+    if stream.ends_with(STANDALONE) {
         // Another instance's standalone stream: what it sent after the id, then this instance's own, live.
         let missed =
             resume::read_rest(&**log, &key, &stream, slice, after, crate::store::events::DEFAULT_LOG_EVENTS).await;
@@ -479,6 +488,9 @@ async fn session_of(
     }
 }
 
+/// What a session's standalone stream's name ends with (after the instance's tag, when there is an event log).
+const STANDALONE: &str = "standalone";
+
 /// How long a session store that cannot be read is asked again, and how often.
 const STORE_RETRY_FOR: Duration = Duration::from_secs(5);
 const STORE_RETRY_EVERY: Duration = Duration::from_millis(200);
@@ -536,7 +548,7 @@ fn new_http_session(
     };
     let limits = state.server.inner.outbound;
     let outbound = Arc::new(Backlog::new(limits));
-    let standalone = Route::new(format!("{tag}standalone"), store.clone(), limits, Some(outbound.clone()));
+    let standalone = Route::new(format!("{tag}{STANDALONE}"), store.clone(), limits, Some(outbound.clone()));
     let session = make(standalone.clone());
     Arc::new(HttpSession {
         session,
