@@ -36,6 +36,7 @@ const METRICS: &[&str] = &[
     "mcp_server_requests_cancelled_total",
     "mcp_server_streams_open",
     "mcp_server_refusals_total",
+    "mcp_server_info",
     "up",
 ];
 

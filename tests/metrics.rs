@@ -108,6 +108,8 @@ async fn each_request_is_recorded_by_the_conventions_in_both_eras() {
     assert_eq!(sample(&text, "mcp_server_sessions_open", "mcp_protocol_version=\"2025-11-25\""), Some(0.0), "{text}");
     assert!(text.contains("\nmcp_server_requests_in_flight 0\n"), "{text}");
     assert!(text.contains("# UNIT mcp_server_operation_duration_seconds seconds"), "{text}");
+    // Which program this is: a series every instance has from its start.
+    assert!(text.contains("\nmcp_server_info{server_name=\"mcp-server\",server_version=\""), "{text}");
     assert!(text.ends_with("# EOF\n"), "{text}");
 
     // The clients' side (mcp.client.operation.duration): the same calls, with the server's address and port; on a

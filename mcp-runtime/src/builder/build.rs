@@ -32,6 +32,9 @@ impl ServerBuilder {
             info.version = version;
         }
         let info_value = serde_json::to_value(&info).expect("server info serializes");
+        if let Some(metrics) = &self.metrics {
+            metrics.serves(&info.name, &info.version);
+        }
         let cache = self.cache.unwrap_or_default();
         let sealer = crate::base::seal::Sealer::from_config(&self.state_keys)
             .map_err(|message| BuildError::BadStateKey { message })?;

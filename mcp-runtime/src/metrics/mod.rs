@@ -2,13 +2,16 @@
 
 use std::fmt;
 use std::sync::atomic::AtomicU64;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, OnceLock, RwLock};
 use std::time::{Duration, Instant};
 
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::{Family, MetricConstructor};
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::metrics::info::Info;
 use prometheus_client::registry::{Registry, Unit};
 use rustc_hash::FxHashMap;
 
@@ -84,6 +87,23 @@ struct Inner {
     client_operations: Family<ClientOperation, Histogram, Buckets>,
     #[cfg_attr(not(feature = "client"), allow(dead_code))]
     client_sessions: Family<Peer, Histogram, Buckets>,
+    /// The server's name and version, once a server is built with these metrics (`mcp_server_info`).
+    server: Arc<OnceLock<(String, String)>>,
+}
+
+/// `mcp_server_info{server_name, server_version} 1`: which program an instance runs, a series every instance has
+/// from its start (a dashboard finds its instances by it).
+#[derive(Debug)]
+struct ServerInfo(Arc<OnceLock<(String, String)>>);
+
+impl Collector for ServerInfo {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> fmt::Result {
+        let Some((name, version)) = self.0.get() else { return Ok(()) };
+        let info = Info::new([("server_name", name.as_str()), ("server_version", version.as_str())]);
+        let metric =
+            encoder.encode_descriptor("mcp_server", "The server's name and version", None, info.metric_type())?;
+        info.encode(metric)
+    }
 }
 
 /// The buckets of session durations, in seconds: a second to a day (sessions last minutes to hours).
@@ -186,6 +206,8 @@ impl Metrics {
              cap), backlog (a client that does not read its streams), draining (a stopping instance)",
             refusals.clone(),
         );
+        let server = Arc::new(OnceLock::new());
+        registry.register_collector(Box::new(ServerInfo(server.clone())));
         let seen = RwLock::default();
         let inner = Inner {
             registry,
@@ -199,6 +221,7 @@ impl Metrics {
             refusals,
             client_operations,
             client_sessions,
+            server,
         };
         Metrics { inner: Arc::new(inner) }
     }
@@ -209,6 +232,11 @@ impl Metrics {
         // Writing to a String cannot fail, and every label value here encodes.
         let _ = prometheus_client::encoding::text::encode(&mut text, &self.inner.registry);
         text
+    }
+
+    /// The server these metrics are of: its `serverInfo` name and version (the first server built with them).
+    pub(crate) fn serves(&self, name: &str, version: &str) {
+        let _ = self.inner.server.set((name.to_owned(), version.to_owned()));
     }
 
     /// The `Content-Type` of [`Metrics::render`]'s text.
