@@ -630,22 +630,7 @@ async fn a_redis_failover_loses_no_call(kind: Kind) {
     let mut shops = Shops::behind_sentinels(kind).await;
     let session = client(&shops, EraChoice::V2025, Arc::default()).await;
     search_status(&shops, &session, "before the failover").await;
-    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let (served, failed) = (Arc::new(Mutex::new(0usize)), Arc::new(Mutex::new(Vec::<String>::new())));
-    let mut load = Vec::new();
-    for era in [EraChoice::V2026, EraChoice::V2025] {
-        let client = client(&shops, era, Arc::default()).await;
-        let (stop, served, failed) = (stop.clone(), served.clone(), failed.clone());
-        load.push(tokio::spawn(async move {
-            while !stop.load(std::sync::atomic::Ordering::SeqCst) {
-                match tokio::time::timeout(WAIT, client.call_tool("search_status", json!({}))).await {
-                    Ok(Ok(called)) if !called.is_error() => *served.lock().unwrap() += 1,
-                    other => failed.lock().unwrap().push(format!("{era:?}: {other:?}")),
-                }
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
-        }));
-    }
+    let load = Load::start(&shops, &[(EraChoice::V2026, "search_status"), (EraChoice::V2025, "search_status")]).await;
     // What was written so far (the sessions' records) is on the replica when the primary dies; what the last
     // milliseconds wrote may not be, as Redis replicates asynchronously.
     let set = shops.redis.sentinel();
@@ -665,23 +650,57 @@ async fn a_redis_failover_loses_no_call(kind: Kind) {
         let listed = bounded(&shops, "list_holds", session.call_tool("list_holds", json!({}))).await;
         assert!(listed.as_ref().is_ok_and(|l| !l.is_error()), "{listed:?}\n{}", shops.stderr());
     }
-    stop.store(true, std::sync::atomic::Ordering::SeqCst);
-    for l in load {
-        l.await.unwrap();
-    }
-    let failed = failed.lock().unwrap().clone();
-    let served = *served.lock().unwrap();
-    assert!(
-        failed.is_empty(),
-        "{} of {} calls failed: {failed:?}\n{}",
-        failed.len(),
-        served + failed.len(),
-        shops.stderr()
-    );
+    let served = load.finish(&shops).await;
     assert!(served > 50, "calls went on: {served}");
     assert!(shops.printed("Redis") > 0, "the instances logged their move: {}", shops.stderr());
     eprintln!("{served} calls served through a Redis failover behind {kind:?}");
     shops.assert_nothing_panicked();
+}
+
+/// Clients calling through the proxy without pause (a pause of 10 ms between calls), until [`Load::finish`].
+struct Load {
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    served: Arc<Mutex<usize>>,
+    failed: Arc<Mutex<Vec<String>>>,
+    clients: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl Load {
+    /// A client of each era given, calling its tool (`cancel_hold`, whose confirmation is an `input_required` round
+    /// in 2026, with a title; any other with no arguments).
+    async fn start(shops: &Shops, tools: &[(EraChoice, &'static str)]) -> Load {
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (served, failed) = (Arc::new(Mutex::new(0usize)), Arc::new(Mutex::new(Vec::<String>::new())));
+        let mut clients = Vec::new();
+        for &(era, tool) in tools {
+            let client = client(shops, era, Arc::default()).await;
+            let (stop, served, failed) = (stop.clone(), served.clone(), failed.clone());
+            let arguments = if tool == "cancel_hold" { json!({"title": "Persuasion"}) } else { json!({}) };
+            clients.push(tokio::spawn(async move {
+                while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                    match tokio::time::timeout(WAIT, client.call_tool(tool, arguments.clone())).await {
+                        Ok(Ok(called)) if !called.is_error() => *served.lock().unwrap() += 1,
+                        other => failed.lock().unwrap().push(format!("{era:?} {tool}: {other:?}")),
+                    }
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+            }));
+        }
+        Load { stop, served, failed, clients }
+    }
+
+    /// Stops the clients; fails the test if any call failed; the calls served.
+    async fn finish(self, shops: &Shops) -> usize {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        for client in self.clients {
+            client.await.unwrap();
+        }
+        let failed = self.failed.lock().unwrap().clone();
+        let served = *self.served.lock().unwrap();
+        let all = served + failed.len();
+        assert!(failed.is_empty(), "{} of {all} calls failed: {failed:?}\n{}", failed.len(), shops.stderr());
+        served
+    }
 }
 
 /// Calls of both eras through the proxy without pause (2025 and 2026 `search_status`, and 2026 `cancel_hold`, whose
@@ -689,28 +708,13 @@ async fn a_redis_failover_loses_no_call(kind: Kind) {
 /// (its `requestState` keys). No call may fail.
 async fn under_load(kind: Kind, steps: &[&str]) {
     let mut shops = Shops::behind(kind).await;
-    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let (served, failed) = (Arc::new(Mutex::new(0usize)), Arc::new(Mutex::new(Vec::<String>::new())));
-    let mut load = Vec::new();
-    for (era, tool) in [
+    let tools = [
         (EraChoice::V2026, "search_status"),
         (EraChoice::V2025, "search_status"),
         (EraChoice::V2026, "search_status"),
         (EraChoice::V2026, "cancel_hold"),
-    ] {
-        let client = client(&shops, era, Arc::default()).await;
-        let (stop, served, failed) = (stop.clone(), served.clone(), failed.clone());
-        let arguments = if tool == "cancel_hold" { json!({"title": "Persuasion"}) } else { json!({}) };
-        load.push(tokio::spawn(async move {
-            while !stop.load(std::sync::atomic::Ordering::SeqCst) {
-                match tokio::time::timeout(WAIT, client.call_tool(tool, arguments.clone())).await {
-                    Ok(Ok(called)) if !called.is_error() => *served.lock().unwrap() += 1,
-                    other => failed.lock().unwrap().push(format!("{era:?} {tool}: {other:?}")),
-                }
-                tokio::time::sleep(Duration::from_millis(10)).await;
-            }
-        }));
-    }
+    ];
+    let load = Load::start(&shops, &tools).await;
     let mark = shops.proxy().sent().len();
     for (i, keys) in steps.iter().flat_map(|keys| (0..3).map(move |i| (i, *keys))) {
         shops.restart_with_keys(i, keys).await;
@@ -736,19 +740,7 @@ async fn under_load(kind: Kind, steps: &[&str]) {
         .await;
     }
     tokio::time::sleep(Duration::from_millis(500)).await;
-    stop.store(true, std::sync::atomic::Ordering::SeqCst);
-    for l in load {
-        l.await.unwrap();
-    }
-    let failed = failed.lock().unwrap().clone();
-    let served = *served.lock().unwrap();
-    assert!(
-        failed.is_empty(),
-        "{} of {} calls failed: {failed:?}\n{}",
-        failed.len(),
-        served + failed.len(),
-        shops.stderr()
-    );
+    let served = load.finish(&shops).await;
     assert!(served > 100, "calls went on: {served}");
     let after = log_mark(&shops).await;
     let answered: BTreeSet<usize> =

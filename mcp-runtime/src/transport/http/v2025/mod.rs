@@ -4,6 +4,7 @@
 //! by configuration); while a client leaves its session's streams unread, its new POSTs wait (back-pressure).
 //! In the stateless mode every POST is a session of its own ([`stateless`]).
 
+mod backpressure;
 pub(super) mod event_store;
 mod resume;
 mod session;
@@ -13,7 +14,7 @@ mod streams;
 pub(super) use session::Sessions;
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -30,8 +31,10 @@ use crate::base::backlog::Backlog;
 use crate::context::HttpRequest;
 use crate::dispatch::{FrameSink, Origin, Sink};
 use crate::era::v2025::Session;
-use crate::wire::error::{Error, ErrorCode};
-use crate::wire::jsonrpc::{Frame, Incoming};
+use crate::wire::error::ErrorCode;
+use crate::wire::jsonrpc::Incoming;
+pub use backpressure::BACKED_UP_WAIT;
+use backpressure::{frees_work, wait_for_reader};
 use session::{new_session_id, HttpSession};
 use stateless::{caller_key, post_stateless};
 use streams::{Event, JsonRoute, OpenStream, Route, SseBody};
@@ -134,58 +137,6 @@ pub(super) async fn post(state: &Arc<HttpState>, message: Incoming, http: Arc<Ht
         }
     }
     response
-}
-
-/// How long a POST waits for its session's unread streams to drain below the soft bound before it is refused (503,
-/// `Retry-After`): 5 s.
-pub const BACKED_UP_WAIT: Duration = Duration::from_secs(5);
-
-/// Whether a message frees work rather than makes it (an answer to the server's request, a cancel): admitted
-/// however much waits unread.
-fn frees_work(message: &Incoming) -> bool {
-    match message {
-        Incoming::Response { .. } => true,
-        Incoming::Notification { method, .. } => method == "notifications/cancelled",
-        Incoming::Request { .. } => false,
-    }
-}
-
-/// Input is back-pressured, as flow control would: while more than the soft bound waits unread on a session's
-/// streams (its GET stream, its POSTs' SSE streams), a new POST of it waits for them to drain, up to
-/// [`BACKED_UP_WAIT`]; then it is refused with 503, `Retry-After` and -31000. It is refused before the server
-/// reads what it asks, so no response it is owed is dropped.
-async fn wait_for_reader(session: &HttpSession, message: &Incoming) -> Result<(), Response> {
-    tracing::debug!("the client is not reading its session's streams: its POST waits");
-    if tokio::time::timeout(BACKED_UP_WAIT, session.outbound.backed_off()).await.is_ok() {
-        return Ok(());
-    }
-    let soft = session.session.connection().server().inner.outbound.soft_bytes;
-    let refused = session.refused.fetch_add(1, Ordering::Relaxed) + 1;
-    if refused.is_power_of_two() {
-        tracing::warn!(
-            refused,
-            soft_bytes = soft,
-            peer = ?session.peer,
-            "a client is not reading its session's streams: refusing its new requests (503) until it does"
-        );
-    }
-    let id = match message {
-        Incoming::Request { id, .. } => Some(id),
-        _ => None,
-    };
-    let error = Error::new(
-        crate::ErrorCode::OVERLOADED,
-        format!(
-            "the client is not reading its session's streams: more than the soft bound of {soft} bytes waits \
-             unread on them, for over {}s; read the session's streams (its GET stream, its requests' SSE streams) \
-             and try again (or raise the bound with ServerBuilder::outbound_limits)",
-            BACKED_UP_WAIT.as_secs()
-        ),
-    );
-    let body = Frame::error(id, &error);
-    let mut response = json_body(StatusCode::SERVICE_UNAVAILABLE, body);
-    response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-    Err(response)
 }
 
 /// Sends a request to the session and answers with its stream (or its JSON response).
