@@ -6,8 +6,8 @@
 //! question (a 2025 `elicitation/create` on the call's stream, a 2026 `input_required` round whose retry lands on
 //! another instance), changes heard (a 2025 session's GET stream, a 2026 `subscriptions/listen`), a dropped call's
 //! hold released at once (a 2025 cancel notification; a 2026 client closing its connection, which the proxy must
-//! pass on), the server's keep-alive comment passed through, an instance SIGKILLed while the others serve on, and a
-//! rolling restart (each instance stopped with SIGTERM, which drains it, and started again) under a steady load of
+//! pass on), the server's keep-alive comment passed through, an instance SIGKILLed while the others serve on (and
+//! while it runs a call, and a task), and a rolling restart (each instance stopped with SIGTERM, which drains it, and started again) under a steady load of
 //! both eras that loses no call.
 //! The official Python SDK runs its scripts through each proxy too.
 //!
@@ -96,6 +96,7 @@ behind_the_recommended_proxies!(
     a_redis_failover_loses_no_call within SCENARIO_LIMIT,
     // Nine restarts, each a drain.
     a_key_rotation_loses_no_retry within ROTATION_LIMIT,
+    a_task_whose_instance_died within SCENARIO_LIMIT,
 );
 
 /// Runs a scenario within [`SCENARIO_LIMIT`].
@@ -571,6 +572,49 @@ async fn an_instance_killed_mid_call(kind: Kind) {
         }
     }
     assert_ne!(dead[0], dead[1], "each era killed the instance running its call");
+    shops.assert_nothing_panicked();
+}
+
+/// SIGKILL of the instance running a task, in each era in turn (a different instance each time): the client
+/// waiting on the task through the proxy (2025: a `tasks/result` that blocks until the task ends; 2026: polling
+/// `tasks/get`) learns that the task failed because its instance stopped, once the task's lease has run out
+/// (`DEFAULT_TASK_LEASE`, 5 s, and a second's grace), instead of waiting for ever.
+async fn a_task_whose_instance_died(kind: Kind) {
+    let shops = Shops::behind(kind).await;
+    let mut dead = Vec::new();
+    for era in [EraChoice::V2026, EraChoice::V2025] {
+        let client = client(&shops, era, Arc::default()).await;
+        let offline = |i: usize| shops.instances[i].stderr_text().matches("search offline").count();
+        let before: Vec<usize> = (0..3).map(offline).collect();
+        let titles: Vec<String> = (0..60).map(|i| format!("Book {i}")).collect();
+        let started = client.call_tool_as_task("rebuild_index", json!({"titles": titles}), None).await;
+        let Ok(mcp::client::Started::Task(task)) = started else {
+            panic!("{era:?}: rebuild_index runs as a task: {started:?}\n{}", shops.stderr())
+        };
+        let mut running = Vec::new();
+        eventually("an instance runs the task", &shops, async || {
+            running = (0..3).filter(|&i| offline(i) > before[i]).collect();
+            !running.is_empty()
+        })
+        .await;
+        assert_eq!(running.len(), 1, "one instance runs the task: {running:?}\n{}", shops.stderr());
+        kill(&shops.instances[running[0]], "-KILL");
+        let killed = Instant::now();
+        let waited = tokio::time::timeout(WAIT, async {
+            match era {
+                EraChoice::V2025 => client.request("tasks/result", json!({"taskId": task.id()})).await.map(|_| ()),
+                _ => task.wait_with(|_| {}).await.map(|_| ()),
+            }
+        });
+        let waited = waited.await.unwrap_or_else(|_| panic!("{era:?}: the wait hung\n{}", shops.stderr()));
+        let error = waited.expect_err("the task of the killed instance failed");
+        eprintln!("{era:?}: the task ended {:?} after the kill: {error}", killed.elapsed());
+        assert!(error.to_string().contains("instance that ran this task stopped"), "{era:?}: {error}");
+        assert!(killed.elapsed() < Duration::from_secs(10), "{era:?}: within the lease: {:?}", killed.elapsed());
+        assert_eq!(task.get().await.unwrap().status, "failed", "{era:?}: the record says so");
+        dead.push(running[0]);
+    }
+    assert_ne!(dead[0], dead[1], "each era killed the instance running its task");
     shops.assert_nothing_panicked();
 }
 

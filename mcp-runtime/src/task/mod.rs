@@ -54,9 +54,13 @@ pub const DEFAULT_MAX_TASKS_PER_CLIENT: usize = 1_000;
 /// 100.
 pub const DEFAULT_MAX_RUNNING_TASKS: usize = 100;
 
-/// How long the instance running a task vouches for it (it renews the lease every third of it): 30 s. A task whose
-/// instance died is failed once its lease has run out, when an instance next reads it.
-pub const DEFAULT_TASK_LEASE: Duration = Duration::from_secs(30);
+/// How long the instance running a task vouches for it (it renews the lease every third of it): 5 s, as long as an
+/// instance vouches for its streams (`HttpOptions::instance_lease`). A task
+/// whose instance died is failed once its lease has run out (and a second's grace for clocks that disagree), when an
+/// instance next reads it: a `tasks/result` or `tasks/get` on it ends within about 6 s of the death. Each running
+/// task costs its store one write per renewal; a store unreachable for longer than the lease fails the tasks whose
+/// renewals it missed.
+pub const DEFAULT_TASK_LEASE: Duration = Duration::from_secs(5);
 
 /// What a `tools/call` becomes when its tool runs as a task here: the Tasks extension's claim on the call
 /// ([`TasksHook`](hook::TasksHook)).
