@@ -1,6 +1,7 @@
 //! W3C trace context (feature `opentelemetry`): a `traceparent` in a request's `_meta` becomes the parent of its
 //! `mcp.request` span, in both eras and for async and blocking handlers, and a span the tool opens is that span's
-//! child; our client puts the caller's context in `_meta`, so the server's spans join the caller's trace. Checked
+//! child; our client puts the caller's context in `_meta`, so the server's spans join the caller's trace; the HTTP
+//! request's own `traceparent` header is a link of the request span (or its parent when `_meta` has none). Checked
 //! through a real OpenTelemetry SDK pipeline (tracer provider, W3C propagators, tracing-opentelemetry's layer) with
 //! an exporter that keeps what it is given.
 
@@ -173,6 +174,63 @@ async fn trace_context_in_meta_is_the_parent_of_the_request_span() {
         }
     }
     tool_content_is_captured_when_asked(&kept, &provider).await;
+    http_trace_context_is_a_link_or_the_parent(&format!("http://{addr}/mcp"), &kept, &provider).await;
+}
+
+/// The HTTP request's own trace context (its `traceparent` header, as an instrumented HTTP client, a proxy or a mesh
+/// sends it) is, as the conventions for MCP say, a link of the request span when `_meta` has a context of its own
+/// (which stays the parent), and the parent when `_meta` has none.
+async fn http_trace_context_is_a_link_or_the_parent(url: &str, kept: &Keep, provider: &SdkTracerProvider) {
+    const HTTP_TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
+    const HTTP_PARENT: &str = "00f067aa0ba902b7";
+    let client = Client::builder()
+        .name("otel-test")
+        .era(EraChoice::V2026)
+        .header("traceparent", format!("00-{HTTP_TRACE}-{HTTP_PARENT}-01"))
+        .http(url)
+        .await
+        .unwrap();
+    let meta = json!({ "traceparent": format!("00-{TRACE}-{PARENT}-01") });
+    client.call_tool("traced_async", json!({})).meta(meta).await.unwrap();
+    client.close().await;
+    // Without a context in `_meta` (which our client always sends: its own span's), as a plain HTTP client posts.
+    let envelope = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "plain", "version": "1"},
+    });
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "traced_blocking", "arguments": {}, "_meta": envelope}});
+    let answer = reqwest::Client::new()
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", "traced_blocking")
+        .header("traceparent", format!("00-{HTTP_TRACE}-{HTTP_PARENT}-01"))
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 200);
+    provider.force_flush().unwrap();
+    let spans = kept.take();
+    let server_span = |name: &str| {
+        spans
+            .iter()
+            .find(|s| s.span_kind == SpanKind::Server && s.name == name)
+            .unwrap_or_else(|| panic!("no server span {name}: {:#?}", names(&spans)))
+    };
+    let both = server_span("tools/call traced_async");
+    assert_eq!(both.span_context.trace_id(), TraceId::from_hex(TRACE).unwrap(), "`_meta` is the parent: {both:#?}");
+    assert_eq!(both.parent_span_id, SpanId::from_hex(PARENT).unwrap(), "{both:#?}");
+    let links: Vec<_> = both.links.iter().map(|l| (l.span_context.trace_id(), l.span_context.span_id())).collect();
+    let http = (TraceId::from_hex(HTTP_TRACE).unwrap(), SpanId::from_hex(HTTP_PARENT).unwrap());
+    assert_eq!(links, [http], "the HTTP request's context is a link: {both:#?}");
+    let only_http = server_span("tools/call traced_blocking");
+    assert_eq!((only_http.span_context.trace_id(), only_http.parent_span_id), http, "{only_http:#?}");
+    assert!(only_http.links.is_empty(), "{only_http:#?}");
 }
 
 /// With `capture_tool_content` (opt-in, as the conventions say), a tool call's arguments and result are on its span,

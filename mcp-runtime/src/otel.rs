@@ -36,12 +36,40 @@ impl Injector for MetaInjector<'_> {
     }
 }
 
-/// Makes the trace context in a request's `_meta`, if it has one, the parent of `span`.
-pub(crate) fn adopt_parent(span: &tracing::Span, meta: Option<&Map<String, Value>>) {
-    let Some(meta) = meta.filter(|m| KEYS.iter().any(|k| m.contains_key(*k))) else { return };
-    let cx = opentelemetry::global::get_text_map_propagator(|p| p.extract(&MetaExtractor(meta)));
+/// The trace context of an HTTP request's headers (`traceparent`, ...: what an instrumented HTTP client, a proxy or a
+/// mesh put there).
+struct HeaderExtractor<'a>(&'a http::HeaderMap);
+
+impl Extractor for HeaderExtractor<'_> {
+    fn get(&self, key: &str) -> Option<&str> {
+        self.0.get(key)?.to_str().ok()
+    }
+
+    fn keys(&self) -> Vec<&str> {
+        self.0.keys().map(http::HeaderName::as_str).collect()
+    }
+}
+
+/// Sets `span`'s parent as the conventions for MCP say: the trace context in the request's `_meta`, where it has
+/// one, with the HTTP request's own (its headers') as a link; else the HTTP request's, where it has one.
+pub(crate) fn adopt_parent(span: &tracing::Span, meta: Option<&Map<String, Value>>, headers: Option<&http::HeaderMap>) {
+    use opentelemetry::trace::TraceContextExt;
+    let extract = |carrier: &dyn Extractor| opentelemetry::global::get_text_map_propagator(|p| p.extract(carrier));
+    let from_meta = meta.filter(|m| KEYS.iter().any(|k| m.contains_key(*k))).map(|m| extract(&MetaExtractor(m)));
+    let from_http = headers.filter(|h| h.contains_key(KEYS[0])).map(|h| extract(&HeaderExtractor(h)));
     // An error only says that the span is not recorded by an OpenTelemetry layer.
-    let _ = span.set_parent(cx);
+    match (from_meta, from_http) {
+        (Some(parent), http) => {
+            let _ = span.set_parent(parent);
+            if let Some(link) = http.map(|cx| cx.span().span_context().clone()).filter(|c| c.is_valid()) {
+                span.add_link(link);
+            }
+        }
+        (None, Some(parent)) => {
+            let _ = span.set_parent(parent);
+        }
+        (None, None) => {}
+    }
 }
 
 /// The trace id and span id of `span` in OpenTelemetry (hex), when an OpenTelemetry layer records it.

@@ -12,6 +12,7 @@ pub mod http;
 pub mod install;
 pub mod node;
 pub mod oidc;
+pub mod phoenix;
 pub mod prometheus;
 pub mod proxy;
 pub mod python;

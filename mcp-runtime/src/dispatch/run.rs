@@ -127,7 +127,11 @@ fn request_span(method: &'static str, name: &'static str, request: &InFlight) ->
             span.record("client.address", tracing::field::display(address));
         }
         #[cfg(feature = "opentelemetry")]
-        crate::otel::adopt_parent(&span, request.meta.meta.as_ref());
+        crate::otel::adopt_parent(
+            &span,
+            request.meta.meta.as_ref(),
+            request.meta.http.as_ref().map(|http| &http.headers),
+        );
         record_trace_ids(&span, request.meta.meta.as_ref());
     }
     span

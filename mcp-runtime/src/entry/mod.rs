@@ -52,12 +52,25 @@ pub struct MainOptions {
     pub subscriber: bool,
 }
 
+#[cfg(all(feature = "opentelemetry", feature = "subscriber"))]
+mod otlp;
+
+/// What the subscriber holds while the program runs: the OTLP exporter, when the `OTEL_*` variables started one.
+#[cfg(all(feature = "opentelemetry", feature = "subscriber"))]
+type Tracing = Option<otlp::Exporting>;
+#[cfg(not(all(feature = "opentelemetry", feature = "subscriber")))]
+type Tracing = ();
+
 #[cfg(not(feature = "subscriber"))]
-fn init_tracing(_: LogFormat) {}
+fn init_tracing(_: LogFormat, _: &str) -> Result<Tracing, String> {
+    Ok(())
+}
 
 #[cfg(feature = "subscriber")]
-fn init_tracing(format: LogFormat) {
-    use tracing_subscriber::EnvFilter;
+fn init_tracing(format: LogFormat, program: &str) -> Result<Tracing, String> {
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    use tracing_subscriber::{EnvFilter, Layer};
     // Without RUST_LOG, text: info, but not the spans of each request (see `dispatch::run::REQUEST_SPAN_TARGET`),
     // nor of each call a client makes. JSON logs are read by a pipeline that joins them to the requests and their
     // traces: the request's span is on (its fields on every event of a request, at some cost per request).
@@ -67,22 +80,34 @@ fn init_tracing(format: LogFormat) {
     };
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
     use std::io::IsTerminal;
-    let _ = match format {
-        LogFormat::Text => tracing_subscriber::fmt()
-            .with_env_filter(filter)
+    let stderr = match format {
+        LogFormat::Text => tracing_subscriber::fmt::layer()
             .with_writer(std::io::stderr)
             .with_ansi(std::io::stderr().is_terminal())
-            .try_init(),
+            .with_filter(filter)
+            .boxed(),
         // One object a line: the event's fields at the top, the request's span under `span`.
-        LogFormat::Json => tracing_subscriber::fmt()
+        LogFormat::Json => tracing_subscriber::fmt::layer()
             .json()
             .flatten_event(true)
             .with_current_span(true)
             .with_span_list(false)
-            .with_env_filter(filter)
             .with_writer(std::io::stderr)
-            .try_init(),
+            .with_filter(filter)
+            .boxed(),
     };
+    #[cfg(feature = "opentelemetry")]
+    if otlp::wanted()? {
+        let (exporting, tracer) = otlp::start(program)?;
+        // The exporter's filter of its own: the request spans are exported even where stderr leaves them out.
+        let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+        let spans = tracing_opentelemetry::layer().with_tracer(tracer).with_filter(filter);
+        let _ = tracing_subscriber::registry().with(stderr).with(spans).try_init();
+        return Ok(Some(exporting));
+    }
+    let _ = program;
+    let _ = tracing_subscriber::registry().with(stderr).try_init();
+    Ok(Tracing::default())
 }
 
 /// Writes `text` to stdout. A reader that went away (`--list-tools | head`) ends the output quietly, with success:
@@ -160,9 +185,14 @@ where
     if let Command::Version = command {
         return print_out(&format!("{name} {version}\n"));
     }
-    if options.subscriber {
-        init_tracing(log_format);
-    }
+    // Held until the program ends: an OTLP exporter sends the spans it holds when dropped.
+    let _tracing = match options.subscriber.then(|| init_tracing(log_format, name)).transpose() {
+        Ok(tracing) => tracing,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
     let args = match A::from_args(Args { rest }) {
         Ok(args) => args,
         Err(e) => {
