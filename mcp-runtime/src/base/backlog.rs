@@ -12,8 +12,42 @@
 //! holds in the total as well ([`Backlog::within`]), and while the total is past the soft bound, the client's input
 //! waits (its new requests are not admitted), as a stdio client's is while its one queue is.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
+
+/// The bytes waiting in every outbound queue of this process (as the queues count them: a frame for no more than
+/// the soft limit), counted once a server with metrics is built (`mcp_server_outbound_queued_bytes`). Until then a
+/// queue pays one relaxed load a frame for it.
+pub(crate) struct Queued {
+    counting: AtomicBool,
+    bytes: AtomicI64,
+}
+
+pub(crate) static QUEUED: Queued = Queued { counting: AtomicBool::new(false), bytes: AtomicI64::new(0) };
+
+impl Queued {
+    /// Counts from now on (a server with metrics was built).
+    pub(crate) fn count(&self) {
+        self.counting.store(true, Ordering::Relaxed);
+    }
+
+    /// The bytes waiting now (none below zero: queues that began before the counting leave bytes it never saw).
+    pub(crate) fn bytes(&self) -> u64 {
+        self.bytes.load(Ordering::Relaxed).max(0) as u64
+    }
+
+    fn add(&self, bytes: usize) {
+        if self.counting.load(Ordering::Relaxed) {
+            self.bytes.fetch_add(bytes as i64, Ordering::Relaxed);
+        }
+    }
+
+    fn sub(&self, bytes: usize) {
+        if self.counting.load(Ordering::Relaxed) {
+            self.bytes.fetch_sub(bytes as i64, Ordering::Relaxed);
+        }
+    }
+}
 
 /// The limits of an outbound queue, in bytes.
 ///
@@ -140,6 +174,7 @@ impl Backlog {
             return Admit::Stuck;
         }
         self.queued.fetch_add(len, Ordering::Relaxed);
+        QUEUED.add(len);
         if let Some(total) = &self.total {
             total.queued.fetch_add(len, Ordering::SeqCst);
         }
@@ -151,6 +186,7 @@ impl Backlog {
     pub(crate) fn sent(&self, len: usize) {
         let charged = self.charge(len);
         self.left(charged);
+        QUEUED.sub(charged);
         if let Some(total) = &self.total {
             total.left(charged);
         }
@@ -172,6 +208,7 @@ impl Backlog {
     #[cfg(feature = "http")]
     pub(crate) fn abandon(&self) {
         let queued = self.queued.swap(0, Ordering::SeqCst);
+        QUEUED.sub(queued);
         if let (Some(total), true) = (&self.total, queued > 0) {
             total.left(queued);
         }
@@ -213,8 +250,11 @@ impl Drop for Backlog {
     /// A queue dropped with frames in it (its reader went away): they no longer wait, for the total either.
     fn drop(&mut self) {
         let queued = *self.queued.get_mut();
-        if let (Some(total), true) = (&self.total, queued > 0) {
-            total.left(queued);
+        if queued > 0 {
+            QUEUED.sub(queued);
+            if let Some(total) = &self.total {
+                total.left(queued);
+            }
         }
     }
 }

@@ -240,6 +240,24 @@ impl ServerBuilder {
         if let Some(hub) = &server.inner.hub {
             hub.start(server.inbox());
         }
+        if let Some(metrics) = &server.inner.metrics {
+            let weak = Arc::downgrade(&server.inner);
+            metrics.watch_tasks(Box::new(move || match weak.upgrade() {
+                Some(inner) => Server { inner }.tasks().running_by_status(),
+                None => [0, 0],
+            }));
+            #[cfg(feature = "redis")]
+            if let Some(redis) = server.inner.state.get::<crate::redis::Redis>() {
+                let redis = crate::redis::Redis::clone(redis);
+                // Watched for as long as the metrics hold the reading.
+                let alive = Arc::new(());
+                redis.watch(Arc::downgrade(&alive));
+                metrics.watch_redis(Box::new(move || {
+                    let _alive = &alive;
+                    redis.health()
+                }));
+            }
+        }
         #[cfg(feature = "client")]
         crate::compose::Composer::start(&server);
         for f in self.on_start {

@@ -427,13 +427,18 @@ impl Composer {
         if composer.mounts.is_empty() || tokio::runtime::Handle::try_current().is_err() {
             return;
         }
+        if let Some(metrics) = &server.inner.metrics {
+            metrics.prime_relayed();
+        }
         for (index, mounted) in composer.mounts.iter().enumerate() {
             let weak = Arc::downgrade(&server.inner);
             let notify: Arc<upstream::OnUpdate> = {
                 let weak = weak.clone();
                 Arc::new(move |uri: &str| {
                     if let Some(inner) = weak.upgrade() {
-                        Server { inner }.notify_resource_updated(uri);
+                        let server = Server { inner };
+                        relayed(&server, "resource_updated");
+                        server.notify_resource_updated(uri);
                     }
                 })
             };
@@ -575,6 +580,7 @@ fn resync(server: &Server, index: usize, lists: Lists) {
     let Some(composer) = server.inner.parts.get::<Composer>() else { return };
     let changed = server.edit_registry(|registry| composer.apply(index, lists, registry, false)).unwrap_or_default();
     for list in changed {
+        relayed(server, "list_changed");
         server.publish(hub::Change::ListChanged { list, edit: None });
     }
 }
@@ -676,7 +682,10 @@ fn relay_tool(ctx: &Context, args: Arguments) -> BoxFuture<'_, Result<CallToolRe
         let call = client
             .call_tool(&name, Value::Object(args))
             .timeout(mounted.shared().timeout)
-            .on_progress(move |p| progress.report_progress(p.progress, p.total, p.message.as_deref()))
+            .on_progress(move |p| {
+                relayed(progress.server(), "progress");
+                progress.report_progress(p.progress, p.total, p.message.as_deref())
+            })
             .on_notification(logs_to(ctx));
         match asking(ctx, call).await {
             Ok(result) => adopt(result.raw, "tools/call"),
@@ -693,7 +702,15 @@ fn logs_to(ctx: &Context) -> impl Fn(&str, &Value) + Send + Sync + 'static {
             return;
         }
         let level = params["level"].as_str().and_then(|l| l.parse().ok()).unwrap_or(crate::LogLevel::Info);
+        relayed(ctx.server(), "message");
         ctx.log_to(level, params["logger"].as_str(), &params["data"]);
+    }
+}
+
+/// Counts what an upstream sent that the server passes on (`mcp_server_proxy_events_total`), with metrics.
+fn relayed(server: &Server, kind: &'static str) {
+    if let Some(metrics) = &server.inner.metrics {
+        metrics.relayed(kind);
     }
 }
 

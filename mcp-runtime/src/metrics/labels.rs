@@ -144,6 +144,18 @@ pub(super) struct Refusal {
     pub(super) limit: &'static str,
 }
 
+/// The label of `mcp_server_tasks_ended_total`: the status a task ended in.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(super) struct TaskEnd {
+    pub(super) status: &'static str,
+}
+
+/// The label of `mcp_server_proxy_events_total`: what a mount's upstream sent that the proxy passed on.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(super) struct Relayed {
+    pub(super) kind: &'static str,
+}
+
 /// The labels of `mcp_server_requests_cancelled_total`.
 #[derive(Clone, Debug, Hash, PartialEq, Eq)]
 pub(super) struct Cancelled {

@@ -16,10 +16,12 @@ use prometheus_client::registry::{Registry, Unit};
 use rustc_hash::FxHashMap;
 
 mod labels;
+mod state;
 mod timing;
 
-use labels::{Cancelled, Era, ErrorType, Key, Operation, Refusal, SessionEnd};
+use labels::{Cancelled, Era, ErrorType, Key, Operation, Refusal, Relayed, SessionEnd, TaskEnd};
 pub(crate) use labels::{ClientOperation, Ended, Peer, Request, Transport, Versions};
+pub(crate) use state::{ReadRedis, ReadTasks};
 pub(crate) use timing::{SessionTiming, StreamOpen, Timing};
 
 /// The buckets of the duration histograms, in seconds: the conventions' boundaries (10 ms to 300 s), after four
@@ -44,8 +46,12 @@ pub(crate) const OTHER: &str = "_OTHER";
 ///   `rpc_response_status_code`, `mcp_protocol_version` and `network_transport` (`tcp` over HTTP, `pipe` on stdio).
 ///   Calls, errors and latency percentiles per tool come from it.
 /// - `mcp_server_session_duration_seconds` (`mcp.server.session.duration`): each 2025 session's life, when it ends.
-/// - The runtime's own state: `mcp_server_requests_in_flight`, `mcp_server_sessions_open`, and
-///   `mcp_server_requests_cancelled_total`.
+/// - The runtime's own state: `mcp_server_requests_in_flight`, `mcp_server_sessions_open`,
+///   `mcp_server_streams_open`, `mcp_server_requests_cancelled_total`, `mcp_server_refusals_total`,
+///   `mcp_server_outbound_queued_bytes` (what waits for slow readers), `mcp_server_tasks_running` and
+///   `mcp_server_tasks_ended_total` by status, a shared Redis's `mcp_server_redis_up`, `_errors_total` and
+///   `_reconnects_total`, and what mounted upstreams sent that was passed on (`mcp_server_proxy_events_total`). The
+///   gauges of tasks, queued bytes and Redis are read when scraped, at no cost to a request.
 ///
 /// Low cardinality by construction: no request id, session id or URI is a label, and a tool or prompt the server
 /// does not serve (any name a client sends) is recorded as `_OTHER`, so no client can grow the number of series.
@@ -89,6 +95,11 @@ struct Inner {
     client_sessions: Family<Peer, Histogram, Buckets>,
     /// The server's name and version, once a server is built with these metrics (`mcp_server_info`).
     server: Arc<OnceLock<(String, String)>>,
+    tasks_ended: Family<TaskEnd, Counter>,
+    #[cfg_attr(not(feature = "client"), allow(dead_code))]
+    relayed: Family<Relayed, Counter>,
+    /// What is read of the runtime when scraped (tasks running, a shared Redis's health).
+    watched: Arc<state::Watched>,
 }
 
 /// `mcp_server_info{server_name, server_version} 1`: which program an instance runs, a series every instance has
@@ -206,8 +217,24 @@ impl Metrics {
              cap), backlog (a client that does not read its streams), draining (a stopping instance)",
             refusals.clone(),
         );
+        let tasks_ended = Family::default();
+        registry.register(
+            "mcp_server_tasks_ended",
+            "Tasks this instance ran that ended, by status: completed, failed (its tool failed, its TTL ran out, or \
+             its instance died), cancelled",
+            tasks_ended.clone(),
+        );
+        let relayed = Family::default();
+        registry.register(
+            "mcp_server_proxy_events",
+            "What mounted upstreams sent that the server passed on to its clients, by kind: progress, message (a \
+             log message), resource_updated, list_changed",
+            relayed.clone(),
+        );
         let server = Arc::new(OnceLock::new());
         registry.register_collector(Box::new(ServerInfo(server.clone())));
+        let watched = Arc::new(state::Watched::default());
+        registry.register_collector(Box::new(state::State(watched.clone())));
         let seen = RwLock::default();
         let inner = Inner {
             registry,
@@ -222,6 +249,9 @@ impl Metrics {
             client_operations,
             client_sessions,
             server,
+            tasks_ended,
+            relayed,
+            watched,
         };
         Metrics { inner: Arc::new(inner) }
     }
@@ -237,6 +267,41 @@ impl Metrics {
     /// The server these metrics are of: its `serverInfo` name and version (the first server built with them).
     pub(crate) fn serves(&self, name: &str, version: &str) {
         let _ = self.inner.server.set((name.to_owned(), version.to_owned()));
+        crate::base::backlog::QUEUED.count();
+    }
+
+    /// The server's task engine, read when scraped (`mcp_server_tasks_running`).
+    pub(crate) fn watch_tasks(&self, read: ReadTasks) {
+        let _ = self.inner.watched.tasks.set(read);
+        for status in ["completed", "failed", "cancelled"] {
+            drop(self.inner.tasks_ended.get_or_create(&TaskEnd { status }));
+        }
+    }
+
+    /// The server's shared Redis, read when scraped (`mcp_server_redis_errors_total`, `..._reconnects_total`).
+    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
+    pub(crate) fn watch_redis(&self, read: ReadRedis) {
+        let _ = self.inner.watched.redis.set(read);
+    }
+
+    /// A mount's upstream sent something the server passed on: `progress`, `message`, `resource_updated`,
+    /// `list_changed`.
+    #[cfg_attr(not(feature = "client"), allow(dead_code))]
+    pub(crate) fn relayed(&self, kind: &'static str) {
+        self.inner.relayed.get_or_create(&Relayed { kind }).inc();
+    }
+
+    /// The kinds of [`Metrics::relayed`] exist at zero (a server with mounts).
+    #[cfg_attr(not(feature = "client"), allow(dead_code))]
+    pub(crate) fn prime_relayed(&self) {
+        for kind in ["progress", "message", "resource_updated", "list_changed"] {
+            drop(self.inner.relayed.get_or_create(&Relayed { kind }));
+        }
+    }
+
+    /// A task this instance ran ended in `status` (`completed`, `failed`, `cancelled`).
+    pub(crate) fn task_ended(&self, status: &'static str) {
+        self.inner.tasks_ended.get_or_create(&TaskEnd { status }).inc();
     }
 
     /// The `Content-Type` of [`Metrics::render`]'s text.

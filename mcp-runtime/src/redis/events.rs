@@ -115,6 +115,7 @@ async fn write(redis: Redis, mut writes: mpsc::Receiver<Write>) {
         }
         let mut connection = redis.commands();
         if let Err(e) = pipe.query_async::<()>(&mut connection).await {
+            redis.failed();
             tracing::warn!(error = %e, redis = %redis.shown, "SSE events could not be logged to Redis");
         }
     }
@@ -165,7 +166,7 @@ impl EventLog for RedisEventLog {
                 .arg(max.max(1) + 1)
                 .query_async(&mut connection)
                 .await
-                .map_err(|e| StoreError::Unavailable(format!("Redis at {}: {e}", self.redis.shown)))?;
+                .map_err(|e| self.redis.unavailable(e))?;
             if this.is_empty() {
                 return Ok(None);
             }
@@ -198,7 +199,7 @@ impl EventLog for RedisEventLog {
                 .arg(request_key(&self.key(session, stream)))
                 .query_async(&mut connection)
                 .await
-                .map_err(|e| StoreError::Unavailable(format!("Redis at {}: {e}", self.redis.shown)))
+                .map_err(|e| self.redis.unavailable(e))
         })
     }
 
@@ -212,7 +213,7 @@ impl EventLog for RedisEventLog {
                 .arg(lease.as_millis().max(1) as u64)
                 .query_async::<()>(&mut connection)
                 .await
-                .map_err(|e| StoreError::Unavailable(format!("Redis at {}: {e}", self.redis.shown)))
+                .map_err(|e| self.redis.unavailable(e))
         })
     }
 
@@ -223,7 +224,7 @@ impl EventLog for RedisEventLog {
                 .arg(self.redis.key(&format!("instance:{instance}")))
                 .query_async(&mut connection)
                 .await
-                .map_err(|e| StoreError::Unavailable(format!("Redis at {}: {e}", self.redis.shown)))?;
+                .map_err(|e| self.redis.unavailable(e))?;
             Ok(Some(alive))
         })
     }

@@ -94,6 +94,7 @@ async fn publish_loop(inner: Arc<Inner>, mut queue: mpsc::Receiver<String>) {
         let published: Result<i64, _> =
             ::redis::cmd("PUBLISH").arg(&inner.channel).arg(payload).query_async(&mut redis).await;
         if let Err(e) = published {
+            inner.redis.failed();
             inner.dropped(&format!("Redis refused it: {e}"));
         }
     }

@@ -41,6 +41,7 @@ pub use sessions::RedisSessionStore;
 pub use tasks::RedisTaskStore;
 
 use std::fmt;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock, Weak};
 use std::time::Duration;
 
@@ -75,6 +76,12 @@ struct Primary {
     now: RwLock<Connected>,
     /// Bumped each time the primary moves: what holds a connection of its own (the hub's subscription) reconnects.
     moved: tokio::sync::watch::Sender<u64>,
+    /// Commands of the shared state that failed (`mcp_server_redis_errors_total`).
+    errors: AtomicU64,
+    /// Connections found lost and made again, and moves to a new primary (`mcp_server_redis_reconnects_total`).
+    reconnects: AtomicU64,
+    /// Whether it answered the last `PING` of [`Redis::watch`] (`mcp_server_redis_up`).
+    up: AtomicBool,
 }
 
 /// A client of one Redis server, and the shared connection to it.
@@ -203,7 +210,13 @@ impl Redis {
         }
         let at = connected.client.get_connection_info().addr().to_string();
         tracing::info!(url = %shown, primary = %at, "connected to Redis");
-        let primary = Arc::new(Primary { now: RwLock::new(connected), moved: tokio::sync::watch::channel(0).0 });
+        let primary = Arc::new(Primary {
+            now: RwLock::new(connected),
+            moved: tokio::sync::watch::channel(0).0,
+            errors: AtomicU64::new(0),
+            reconnects: AtomicU64::new(0),
+            up: AtomicBool::new(true),
+        });
         if let Some((sentinel, at)) = sentinel {
             tokio::spawn(follow_failovers(Arc::downgrade(&primary), sentinel, at, shown.clone()));
         }
@@ -287,6 +300,50 @@ impl Redis {
     fn key(&self, rest: &str) -> String {
         format!("{}:{rest}", self.prefix)
     }
+
+    /// A command of the shared state failed: counted, and the store's error naming this Redis.
+    fn unavailable(&self, e: impl fmt::Display) -> crate::StoreError {
+        self.failed();
+        crate::StoreError::Unavailable(format!("Redis at {}: {e}", self.shown))
+    }
+
+    /// A command of the shared state failed (counted in `mcp_server_redis_errors_total`).
+    fn failed(&self) {
+        self.primary.errors.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A lost connection was made again, or the connections moved to a new primary.
+    fn reconnected(&self) {
+        self.primary.reconnects.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The commands that failed and the reconnects since it connected, and whether it answers now: what the
+    /// metrics read when scraped.
+    pub(crate) fn health(&self) -> (u64, u64, bool) {
+        let primary = &self.primary;
+        let counted = (primary.errors.load(Ordering::Relaxed), primary.reconnects.load(Ordering::Relaxed));
+        (counted.0, counted.1, primary.up.load(Ordering::Relaxed))
+    }
+
+    /// Asks Redis for a `PING` every [`WATCH_EVERY`] for as long as `alive` lives (the metrics): whether it answers
+    /// is [`Redis::health`]'s, and each time it answers again after it did not is a reconnect (the connection manager
+    /// reconnects on its own, unseen). Needs a Tokio runtime; without one, nothing is watched.
+    pub(crate) fn watch(&self, alive: Weak<()>) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
+        let redis = self.clone();
+        runtime.spawn(async move {
+            while alive.upgrade().is_some() {
+                tokio::time::sleep(WATCH_EVERY).await;
+                let up = redis.ping(WATCH_EVERY).await.is_ok();
+                let was = redis.primary.up.swap(up, Ordering::Relaxed);
+                if up && !was {
+                    redis.reconnected();
+                } else if !up && was {
+                    redis.failed();
+                }
+            }
+        });
+    }
 }
 
 impl fmt::Debug for Redis {
@@ -341,6 +398,7 @@ async fn follow_failovers(primary: Weak<Primary>, mut sentinel: Sentinel, at: Se
             Ok(connected) => {
                 *primary.now.write().unwrap_or_else(std::sync::PoisonError::into_inner) = connected;
                 primary.moved.send_modify(|n| *n += 1);
+                primary.reconnects.fetch_add(1, Ordering::Relaxed);
                 tracing::warn!(url = %shown, from = %was, to = %now, "the Redis primary moved (a failover): reconnected");
             }
             Err(e) => {
@@ -349,6 +407,9 @@ async fn follow_failovers(primary: Weak<Primary>, mut sentinel: Sentinel, at: Se
         }
     }
 }
+
+/// How often [`Redis::watch`] asks whether Redis answers.
+const WATCH_EVERY: Duration = Duration::from_secs(1);
 
 /// Reconnection with backoff (capped at 2 s between attempts), and a bound on each attempt and each answer.
 fn manager_config() -> ConnectionManagerConfig {

@@ -25,7 +25,7 @@ impl RedisSessionStore {
     }
 
     fn unavailable(&self, e: ::redis::RedisError) -> StoreError {
-        StoreError::Unavailable(format!("Redis at {}: {e}", self.redis.shown))
+        self.redis.unavailable(e)
     }
 }
 

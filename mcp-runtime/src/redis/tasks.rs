@@ -113,7 +113,7 @@ impl RedisTaskStore {
     }
 
     fn unavailable(&self, e: ::redis::RedisError) -> StoreError {
-        StoreError::Unavailable(format!("Redis at {}: {e}", self.redis.shown))
+        self.redis.unavailable(e)
     }
 }
 

@@ -177,6 +177,18 @@ impl TaskEngine {
         }
     }
 
+    /// How many tasks this instance runs that are `working`, and how many `input_required` (for the metrics).
+    pub(crate) fn running_by_status(&self) -> [u64; 2] {
+        let mut counts = [0, 0];
+        for run in self.table().values() {
+            match run.status() {
+                super::TaskStatus::InputRequired => counts[1] += 1,
+                _ => counts[0] += 1,
+            }
+        }
+        counts
+    }
+
     pub(super) fn running_for(&self, owner: &Owner) -> usize {
         self.table().values().filter(|r| r.client == owner.client).count()
     }

@@ -52,6 +52,11 @@ impl TaskRun {
         self.record.locked()
     }
 
+    /// Its status as this instance last wrote it.
+    pub(super) fn status(&self) -> super::TaskStatus {
+        self.lock().status
+    }
+
     pub(super) fn is_on(&self, conn: &dyn crate::context::Link) -> bool {
         self.request.upgrade().is_some_and(|r| std::ptr::addr_eq(Arc::as_ptr(&r.link), conn))
     }
@@ -142,7 +147,11 @@ impl TaskRun {
     /// Marks the task over: out of the running table, its watchers woken.
     fn close(&self) {
         self.over.cancel();
-        self.server.tasks().table().remove(&self.id);
+        let removed = self.server.tasks().table().remove(&self.id).is_some();
+        if let (true, Some(metrics)) = (removed, &self.server.inner.metrics) {
+            let status = self.lock().status;
+            metrics.task_ended(if status.is_terminal() { status.as_str() } else { "cancelled" });
+        }
         self.waiters.locked().clear();
         let _ = self.done.send(true);
     }
