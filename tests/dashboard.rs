@@ -1,13 +1,15 @@
 //! The Grafana dashboard (`deploy/grafana-dashboard.json`) against what the server really exports. Its shape: every
 //! panel has a unique id, a title, a description, a place on the grid (no two overlap) and the `${datasource}`
-//! variable as its data source; every variable a query uses is defined (before it, for the variables' own queries);
-//! every selector names a metric the server exports and filters on `$job` and `$instance` (and on `$era` and `$tool`
-//! where the metric has those labels). Then its queries: the testbed started with `--metrics`, scraped by a real
-//! Prometheus (Debian's, `common::prometheus`), gets calls of both eras (successes, a tool's failure, a server
-//! error, an unknown tool, a cancelled call, a 2025 session that ends), twice, so that every rate has an increase to
-//! see; each panel's PromQL, with the variables as Grafana substitutes them with "All" selected, must parse,
-//! evaluate and return data, and the key panels the right data: each tool's calls, `fail`'s `tool_error`, the p99 of
-//! `sleep` within the bucket its calls fell in.
+//! variable as its data source (a row, a full-width title over the panels below it, has a unique id, a title and
+//! its place); every variable a query uses is defined (before it, for the variables' own queries); every selector
+//! names a metric the server exports and filters on `$job` and `$instance` (and on `$era` and `$tool` where the
+//! metric has those labels). Then its queries: the testbed started with `--metrics` and `--redis` (a real
+//! `redis-server`, `common::redis`), scraped by a real Prometheus (Debian's, `common::prometheus`), gets calls of
+//! both eras (successes, a tool's failure, a server error, an unknown tool, a cancelled call, a 2025 session that
+//! ends), twice, so that every rate has an increase to see, then a task run to completion; each panel's PromQL, with
+//! the variables as Grafana substitutes them with "All" selected, must parse, evaluate and return data, and the key
+//! panels the right data: each tool's calls, `fail`'s `tool_error`, the p99 of `sleep` within the bucket its calls
+//! fell in, the completed task, Redis up and without errors.
 
 mod common;
 
@@ -16,14 +18,17 @@ use std::time::{Duration, Instant};
 
 use common::http::HttpServer;
 use common::prometheus::Prometheus;
-use mcp::client::{Client, EraChoice};
+use common::redis::RedisServer;
+use mcp::client::{Client, EraChoice, Started};
 use serde_json::{json, Value};
 
 /// The dashboard as shipped: a change to it rebuilds this test.
 const DASHBOARD: &str = include_str!("../deploy/grafana-dashboard.json");
 
-/// Every metric the server exports (`mcp-runtime/src/metrics.rs`, as Prometheus stores the OpenMetrics names), and
-/// Prometheus's own `up`: a query naming anything else shows nothing, silently.
+/// Every metric the server exports (`mcp-runtime/src/metrics/`, as Prometheus stores the OpenMetrics names: a
+/// counter's with `_total`), and Prometheus's own `up`: a query naming anything else shows nothing, silently. Not
+/// `mcp_server_proxy_events_total`, which only a server with mounts exports: the testbed has none, so a panel on it
+/// could not be seen to show data here.
 const METRICS: &[&str] = &[
     "mcp_server_operation_duration_seconds_bucket",
     "mcp_server_operation_duration_seconds_sum",
@@ -37,6 +42,12 @@ const METRICS: &[&str] = &[
     "mcp_server_streams_open",
     "mcp_server_refusals_total",
     "mcp_server_info",
+    "mcp_server_outbound_queued_bytes",
+    "mcp_server_tasks_running",
+    "mcp_server_tasks_ended_total",
+    "mcp_server_redis_up",
+    "mcp_server_redis_errors_total",
+    "mcp_server_redis_reconnects_total",
     "up",
 ];
 
@@ -50,7 +61,7 @@ const BY_ERA: &[&str] = &[
 ];
 
 /// The units the panels use: one per kind of quantity, so that panels side by side read alike.
-const UNITS: &[&str] = &["reqps", "s", "percentunit", "short"];
+const UNITS: &[&str] = &["reqps", "s", "percentunit", "short", "bytes"];
 
 /// What Grafana puts for its built-in interval variables, as the brief of the dashboard's queries assumes: a rate
 /// window of a minute holds many scrapes at the test's 1 s interval.
@@ -72,6 +83,11 @@ fn dashboard() -> Value {
 
 fn panels(dashboard: &Value) -> &Vec<Value> {
     dashboard["panels"].as_array().expect("the dashboard has panels")
+}
+
+/// A row: a full-width title that groups the panels below it (up to the next row), with no query of its own.
+fn is_row(panel: &Value) -> bool {
+    panel["type"] == "row"
 }
 
 fn variables(dashboard: &Value) -> &Vec<Value> {
@@ -305,6 +321,25 @@ fn the_dashboard_is_well_formed() {
             ids.insert(panel["id"].as_i64().unwrap_or(-1)),
             format!("{title}: id {} missing or not unique", panel["id"]),
         );
+        let grid = &panel["gridPos"];
+        let place = ["x", "y", "w", "h"].map(|k| grid[k].as_i64().unwrap_or(-1));
+        let [x, y, w, h] = place;
+        for (other, [ox, oy, ow, oh]) in &places {
+            let overlap = x < ox + ow && *ox < x + w && y < oy + oh && *oy < y + h;
+            fault(!overlap, format!("{title}: gridPos {grid} overlaps {other}'s"));
+        }
+        places.push((title.clone(), place));
+        if is_row(panel) {
+            // Open, its panels follow it in the list (a collapsed row would hold them, out of the checks' sight).
+            fault(x == 0 && y >= 0 && w == 24 && h == 1, format!("{title}: a row's gridPos {grid}, not full width"));
+            fault(panel["collapsed"] == false, format!("{title}: a collapsed row"));
+            fault(
+                panel["panels"].as_array().is_some_and(Vec::is_empty),
+                format!("{title}: a row holding panels of its own"),
+            );
+            fault(panel.get("targets").is_none(), format!("{title}: a row with queries"));
+            continue;
+        }
         // Long enough to say what the panel shows and what to do about it.
         let description = panel["description"].as_str().unwrap_or_default();
         fault(description.len() >= 100, format!("{title}: a description too short to say what to do: {description:?}"));
@@ -315,18 +350,10 @@ fn the_dashboard_is_well_formed() {
             panel["datasource"]["uid"] == "${datasource}",
             format!("{title}: data source {}, not ${{datasource}}", panel["datasource"]),
         );
-        let grid = &panel["gridPos"];
-        let place = ["x", "y", "w", "h"].map(|k| grid[k].as_i64().unwrap_or(-1));
-        let [x, y, w, h] = place;
         fault(
             x >= 0 && y >= 0 && w > 0 && h > 0 && x + w <= 24,
             format!("{title}: gridPos {grid} is not within the 24 columns"),
         );
-        for (other, [ox, oy, ow, oh]) in &places {
-            let overlap = x < ox + ow && *ox < x + w && y < oy + oh && *oy < y + h;
-            fault(!overlap, format!("{title}: gridPos {grid} overlaps {other}'s"));
-        }
-        places.push((title.clone(), place));
         let targets = panel["targets"].as_array().cloned().unwrap_or_default();
         fault(!targets.is_empty(), format!("{title}: no query"));
         let mut refs = BTreeSet::new();
@@ -448,12 +475,12 @@ async fn wait_scraped(prometheus: &Prometheus, server: &HttpServer, rounds: usiz
     }
 }
 
-/// Runs every panel's queries (variables substituted); their results by panel title and refId. A query Prometheus
-/// cannot parse or evaluate panics (`Prometheus::query`), naming it.
+/// Runs every panel's queries (variables substituted; a row has none); their results by panel title and refId. A
+/// query Prometheus cannot parse or evaluate panics (`Prometheus::query`), naming it.
 async fn run_panels(prometheus: &Prometheus, dashboard: &Value) -> BTreeMap<(String, String), Value> {
     let names = variable_names(dashboard);
     let mut results = BTreeMap::new();
-    for panel in panels(dashboard) {
+    for panel in panels(dashboard).iter().filter(|p| !is_row(p)) {
         let title = panel["title"].as_str().unwrap().to_owned();
         for target in panel["targets"].as_array().unwrap() {
             let expr = substitute(target["expr"].as_str().unwrap(), &names).unwrap();
@@ -464,8 +491,9 @@ async fn run_panels(prometheus: &Prometheus, dashboard: &Value) -> BTreeMap<(Str
     results
 }
 
-/// What the panels must show after the two rounds; every mismatch, or none.
-fn panel_faults(results: &BTreeMap<(String, String), Value>) -> Vec<String> {
+/// What the panels must show after the two rounds and the task, on the instance scraped at `target`; every
+/// mismatch, or none.
+fn panel_faults(results: &BTreeMap<(String, String), Value>, target: &str) -> Vec<String> {
     let mut faults = Vec::new();
     // Every query of every panel shows something: the calls exercise each one.
     for ((title, target), result) in results {
@@ -514,7 +542,42 @@ fn panel_faults(results: &BTreeMap<(String, String), Value>) -> Vec<String> {
     expect("Open sessions by era", "A", era, "2025-11-25", zero, "0 (every session ended)");
     expect("Session duration (p50, p99)", "B", era, "2025-11-25", finite, "a duration");
     expect("Instances up", "A", &[], "", one, "1 (up)");
+    let status = &["status"][..];
+    expect("Tasks ended per second by status", "A", status, "completed", positive, "the task completed");
+    expect("Tasks running by status", "A", status, "working", zero, "0 (the task ended)");
+    expect("Tasks running by status", "A", status, "input_required", zero, "0 (no task asked anything)");
+    let instance = &["instance"][..];
+    expect("Bytes waiting for slow readers", "A", instance, target, zero, "0 (every client read everything)");
+    expect("Redis up", "A", instance, target, one, "1 (up)");
+    let redis = "Redis errors and reconnects per second";
+    expect(redis, "A", instance, target, zero, "0 (Redis answered every command)");
+    expect(redis, "B", instance, target, zero, "0 (Redis never went away)");
     faults
+}
+
+/// Runs a task to completion (`task_sleep`, asked for as a task by a 2026 client) and waits until Prometheus has
+/// scraped its end, after the rounds: their exact counts of tool calls do not include it.
+async fn run_a_task(url: &str, prometheus: &Prometheus, server: &HttpServer) {
+    let client = Client::builder().era(EraChoice::V2026).tasks().http(url).await.expect("a 2026 client with tasks");
+    let started = client.call_tool_as_task("task_sleep", json!({"ms": 100}), None).await.expect("task_sleep starts");
+    let Started::Task(task) = started else {
+        panic!("task_sleep answered at once, not as a task\n{}", logs(prometheus, server))
+    };
+    let mut statuses = Vec::new();
+    let done = task.wait_with(|s| statuses.push(s.status.clone())).await.expect("the task ends");
+    assert_eq!(done.text(), Some("slept 100 ms"), "{statuses:?}");
+    assert_eq!(statuses.last().map(String::as_str), Some("completed"), "{statuses:?}");
+    client.close().await;
+    let query = "sum(mcp_server_tasks_ended_total{status=\"completed\"})";
+    let deadline = Instant::now() + SHOWN_WITHIN;
+    loop {
+        let result = prometheus.query(query).await;
+        if result[0]["value"][1].as_str() == Some("1") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "`{query}` is {result}, not 1\n{}", logs(prometheus, server));
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 }
 
 /// The variables' queries (Grafana's `label_values(selector, label)`) as PromQL: the values each variable offers.
@@ -537,12 +600,18 @@ async fn variable_values(prometheus: &Prometheus, dashboard: &Value) -> BTreeMap
 
 /// The dashboard's queries on a real Prometheus scraping the testbed: every one runs, the variables offer what the
 /// server exported, and the key panels show the calls made, once each rate has seen an increase (the calls twice,
-/// a scrape between: a series the first round creates starts at its first count, which no rate counts).
+/// a scrape between: a series the first round creates starts at its first count, which no rate counts; the tasks
+/// ended by status exist at 0 from the start, so the one task's end is an increase). The testbed shares its state
+/// on a real Redis (`--redis`, which needs `MCP_REQUEST_STATE_KEY`), for the Redis panels to show it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_panel_shows_the_calls_of_both_eras_on_a_real_prometheus() {
     let dashboard = dashboard();
+    let redis = tokio::task::spawn_blocking(RedisServer::start).await.expect("redis-server starts");
     let port = common::redis::free_port().to_string();
-    let server = HttpServer::start(&["--metrics", &port]);
+    let server = HttpServer::start_with_env(
+        &["--metrics", &port, "--redis", &redis.url()],
+        &[("MCP_REQUEST_STATE_KEY", common::shops::REQUEST_STATE_KEY)],
+    );
     assert!(server.wait_stderr("serving metrics at", Duration::from_secs(10)).await, "{}", server.stderr_text());
     let target = format!("127.0.0.1:{port}");
     let targets = [target.clone()];
@@ -554,6 +623,7 @@ async fn every_panel_shows_the_calls_of_both_eras_on_a_real_prometheus() {
         }
         wait_scraped(&prometheus, &server, rounds).await;
     }
+    run_a_task(&server.url, &prometheus, &server).await;
 
     let values = variable_values(&prometheus, &dashboard).await;
     let offers = |name: &str, expected: &[&str]| {
@@ -574,7 +644,7 @@ async fn every_panel_shows_the_calls_of_both_eras_on_a_real_prometheus() {
     let deadline = Instant::now() + SHOWN_WITHIN;
     loop {
         let results = run_panels(&prometheus, &dashboard).await;
-        let faults = panel_faults(&results);
+        let faults = panel_faults(&results, &target);
         if faults.is_empty() {
             break;
         }
