@@ -60,10 +60,15 @@ mod otlp;
 type Tracing = Option<otlp::Exporting>;
 #[cfg(not(all(feature = "opentelemetry", feature = "subscriber")))]
 type Tracing = ();
+/// Nothing held: no exporter was started.
+#[cfg(all(feature = "opentelemetry", feature = "subscriber"))]
+const NO_EXPORTER: Tracing = None;
+#[cfg(not(all(feature = "opentelemetry", feature = "subscriber")))]
+const NO_EXPORTER: Tracing = ();
 
 #[cfg(not(feature = "subscriber"))]
 fn init_tracing(_: LogFormat, _: &str) -> Result<Tracing, String> {
-    Ok(())
+    Ok(NO_EXPORTER)
 }
 
 #[cfg(feature = "subscriber")]
@@ -97,17 +102,19 @@ fn init_tracing(format: LogFormat, program: &str) -> Result<Tracing, String> {
             .boxed(),
     };
     #[cfg(feature = "opentelemetry")]
-    if otlp::wanted()? {
-        let (exporting, tracer) = otlp::start(program)?;
+    if let wanted @ ((true, _) | (_, true)) = otlp::wanted()? {
+        let (exporting, tracer) = otlp::start(program, wanted)?;
         // The exporter's filter of its own: the request spans are exported even where stderr leaves them out.
-        let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
-        let spans = tracing_opentelemetry::layer().with_tracer(tracer).with_filter(filter);
+        let spans = tracer.map(|tracer| {
+            let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+            tracing_opentelemetry::layer().with_tracer(tracer).with_filter(filter)
+        });
         let _ = tracing_subscriber::registry().with(stderr).with(spans).try_init();
         return Ok(Some(exporting));
     }
     let _ = program;
     let _ = tracing_subscriber::registry().with(stderr).try_init();
-    Ok(Tracing::default())
+    Ok(NO_EXPORTER)
 }
 
 /// Writes `text` to stdout. A reader that went away (`--list-tools | head`) ends the output quietly, with success:
@@ -186,7 +193,7 @@ where
         return print_out(&format!("{name} {version}\n"));
     }
     // Held until the program ends: an OTLP exporter sends the spans it holds when dropped.
-    let _tracing = match options.subscriber.then(|| init_tracing(log_format, name)).transpose() {
+    let tracing = match options.subscriber.then(|| init_tracing(log_format, name)).transpose() {
         Ok(tracing) => tracing,
         Err(e) => {
             eprintln!("error: {e}");
@@ -208,6 +215,8 @@ where
         }
     };
     let info = Implementation::new(name, version);
+    #[cfg_attr(not(all(feature = "opentelemetry", feature = "subscriber")), allow(unused_variables))]
+    let tracing = tracing.as_ref();
     let code = runtime.block_on(async move {
         let builder = match body(args).await.into_builder() {
             Ok(b) => b,
@@ -247,25 +256,36 @@ where
         };
         #[cfg(not(feature = "redis"))]
         let _ = &redis;
+        #[cfg_attr(
+            not(any(feature = "http", all(feature = "opentelemetry", feature = "subscriber"))),
+            allow(unused_mut)
+        )]
+        let mut exported: Option<crate::Metrics> = None;
         #[cfg(feature = "http")]
-        let builder = match metrics {
-            Some(addr) if matches!(command, Command::Serve | Command::Http(..)) => {
-                // Bound before serving, so that an address in use stops the program now, not silently later.
-                let listener = match tokio::net::TcpListener::bind(addr).await {
-                    Ok(listener) => listener,
-                    Err(e) => {
-                        eprintln!("error: could not serve metrics on {addr} (--metrics): {e}");
-                        return ExitCode::FAILURE;
-                    }
-                };
-                let metrics = crate::Metrics::new();
-                tokio::spawn(metrics.clone().serve_on(listener));
-                builder.metrics(&metrics)
-            }
-            _ => builder,
-        };
+        if let Some(addr) = metrics.filter(|_| matches!(command, Command::Serve | Command::Http(..))) {
+            // Bound before serving, so that an address in use stops the program now, not silently later.
+            let listener = match tokio::net::TcpListener::bind(addr).await {
+                Ok(listener) => listener,
+                Err(e) => {
+                    eprintln!("error: could not serve metrics on {addr} (--metrics): {e}");
+                    return ExitCode::FAILURE;
+                }
+            };
+            let served = crate::Metrics::new();
+            tokio::spawn(served.clone().serve_on(listener));
+            exported = Some(served);
+        }
         #[cfg(not(feature = "http"))]
         let _ = metrics;
+        // The OTEL_* variables asked for OTLP metrics: the conventions' histograms go to the exporter's meter.
+        #[cfg(all(feature = "opentelemetry", feature = "subscriber"))]
+        if let Some(meter) = tracing.and_then(|t| t.as_ref()).and_then(otlp::Exporting::meter) {
+            exported.get_or_insert_with(crate::Metrics::new).export_to(&meter);
+        }
+        let builder = match &exported {
+            Some(metrics) => builder.metrics(metrics),
+            None => builder,
+        };
         let server = match builder.default_info(info).build() {
             Ok(s) => s,
             Err(e) => {

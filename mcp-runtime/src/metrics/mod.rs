@@ -16,6 +16,8 @@ use prometheus_client::registry::{Registry, Unit};
 use rustc_hash::FxHashMap;
 
 mod labels;
+#[cfg(feature = "opentelemetry")]
+mod otel;
 mod state;
 mod timing;
 
@@ -78,7 +80,10 @@ struct Inner {
     operations: Family<Operation, Histogram, Buckets>,
     /// Each label set's histogram of `operations`, found by the addresses of its static names: a few instructions to
     /// hash, where the family's map hashes the names' bytes (SipHash, about 900 instructions a call).
-    seen: RwLock<FxHashMap<Key, Histogram>>,
+    seen: RwLock<FxHashMap<Key, Seen>>,
+    /// The conventions' histograms in OpenTelemetry too, once [`Metrics::export_to`] gave a meter.
+    #[cfg(feature = "opentelemetry")]
+    otel: OnceLock<otel::Instruments>,
     #[cfg_attr(not(feature = "http"), allow(dead_code))]
     sessions: Family<SessionEnd, Histogram, Buckets>,
     in_flight: Gauge,
@@ -100,6 +105,13 @@ struct Inner {
     relayed: Family<Relayed, Counter>,
     /// What is read of the runtime when scraped (tasks running, a shared Redis's health).
     watched: Arc<state::Watched>,
+}
+
+/// A label set of `operations` seen before: its histogram, and (with an OpenTelemetry meter) its attributes.
+struct Seen {
+    histogram: Histogram,
+    #[cfg(feature = "opentelemetry")]
+    attributes: Option<Arc<[opentelemetry::KeyValue]>>,
 }
 
 /// `mcp_server_info{server_name, server_version} 1`: which program an instance runs, a series every instance has
@@ -136,11 +148,19 @@ impl Metrics {
     /// A request of the program's client ended (answered, or failed: `labels.error_type`).
     pub(crate) fn client_call(&self, labels: &ClientOperation, took: Duration) {
         self.inner.client_operations.get_or_create(labels).observe(took.as_secs_f64());
+        #[cfg(feature = "opentelemetry")]
+        if let Some(otel) = self.inner.otel.get() {
+            otel.client_operation(took.as_secs_f64(), labels);
+        }
     }
 
     /// A connection of the program's client closed after `took`.
     pub(crate) fn client_session(&self, peer: &Peer, took: Duration) {
         self.inner.client_sessions.get_or_create(peer).observe(took.as_secs_f64());
+        #[cfg(feature = "opentelemetry")]
+        if let Some(otel) = self.inner.otel.get() {
+            otel.client_session(took.as_secs_f64(), peer);
+        }
     }
 }
 
@@ -240,6 +260,8 @@ impl Metrics {
             registry,
             operations,
             seen,
+            #[cfg(feature = "opentelemetry")]
+            otel: OnceLock::new(),
             sessions,
             in_flight,
             sessions_open,
@@ -320,11 +342,31 @@ impl Metrics {
 
     fn record(&self, request: &Request, took: Duration, ended: Ended) {
         let key = Key::of(request, ended);
-        if let Some(histogram) = self.inner.seen.read().unwrap_or_else(|e| e.into_inner()).get(&key) {
-            return histogram.observe(took.as_secs_f64());
+        if let Some(seen) = self.inner.seen.read().unwrap_or_else(|e| e.into_inner()).get(&key) {
+            seen.histogram.observe(took.as_secs_f64());
+            #[cfg(feature = "opentelemetry")]
+            self.record_otel(seen.attributes.as_deref(), request, ended, took);
+            return;
         }
+        let labels = Self::operation(request, ended);
+        let histogram = self.inner.operations.get_or_create_owned(&labels);
+        histogram.observe(took.as_secs_f64());
+        #[cfg(feature = "opentelemetry")]
+        let attributes = self.inner.otel.get().map(|_| Arc::from(otel::Instruments::operation_attributes(&labels)));
+        #[cfg(feature = "opentelemetry")]
+        self.record_otel(attributes.as_deref(), request, ended, took);
+        let seen = Seen {
+            histogram,
+            #[cfg(feature = "opentelemetry")]
+            attributes,
+        };
+        self.inner.seen.write().unwrap_or_else(|e| e.into_inner()).insert(key, seen);
+    }
+
+    /// The labels of a request's series.
+    fn operation(request: &Request, ended: Ended) -> Operation {
         let (error_type, rpc_response_status_code) = ended.labels();
-        let labels = Operation {
+        Operation {
             mcp_method_name: request.method,
             gen_ai_tool_name: request.tool(),
             gen_ai_prompt_name: request.prompt(),
@@ -332,10 +374,37 @@ impl Metrics {
             rpc_response_status_code,
             mcp_protocol_version: request.version,
             network_transport: request.transport,
-        };
-        let histogram = self.inner.operations.get_or_create_owned(&labels);
-        histogram.observe(took.as_secs_f64());
-        self.inner.seen.write().unwrap_or_else(|e| e.into_inner()).insert(key, histogram);
+        }
+    }
+
+    /// With a meter: the request in `mcp.server.operation.duration` too (its attributes made now when its series
+    /// was first seen before the meter was given).
+    #[cfg(feature = "opentelemetry")]
+    fn record_otel(
+        &self,
+        attributes: Option<&[opentelemetry::KeyValue]>,
+        request: &Request,
+        ended: Ended,
+        took: Duration,
+    ) {
+        let Some(otel) = self.inner.otel.get() else { return };
+        match attributes {
+            Some(attributes) => otel.server_operation(took.as_secs_f64(), attributes),
+            None => {
+                let attributes = otel::Instruments::operation_attributes(&Self::operation(request, ended));
+                otel.server_operation(took.as_secs_f64(), &attributes);
+            }
+        }
+    }
+
+    /// Records the conventions' four histograms (`mcp.server.operation.duration`, `mcp.server.session.duration`,
+    /// `mcp.client.operation.duration`, `mcp.client.session.duration`) into `meter`'s instruments too, under their
+    /// OpenTelemetry names and dotted attributes, for the program's meter provider to export (OTLP, or any
+    /// exporter of the OpenTelemetry SDK). `#[mcp::main]` does it when the `OTEL_*` variables ask for OTLP metrics.
+    /// The first meter given counts; the runtime's own gauges and counters stay in Prometheus's format.
+    #[cfg(feature = "opentelemetry")]
+    pub fn export_to(&self, meter: &opentelemetry::metrics::Meter) {
+        let _ = self.inner.otel.set(otel::Instruments::new(meter));
     }
 
     /// A 2025 session opened; the returned guard records its duration when it ends (is dropped).

@@ -66,6 +66,11 @@ impl Drop for SessionTiming {
         let inner = &self.metrics.inner;
         inner.sessions_open.get_or_create(&Era { mcp_protocol_version: self.version }).dec();
         let labels = SessionEnd { mcp_protocol_version: self.version, network_transport: self.transport };
-        inner.sessions.get_or_create(&labels).observe(self.started.elapsed().as_secs_f64());
+        let took = self.started.elapsed().as_secs_f64();
+        inner.sessions.get_or_create(&labels).observe(took);
+        #[cfg(feature = "opentelemetry")]
+        if let Some(otel) = inner.otel.get() {
+            otel.server_session(took, &labels);
+        }
     }
 }
