@@ -27,6 +27,8 @@
 //! deploying, observing.
 
 #![warn(missing_docs)]
+// docs.rs (and `RUSTDOCFLAGS="--cfg docsrs"`) marks each item with the features it needs.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![doc(test(attr(deny(warnings))))]
 
 pub mod apps;

@@ -172,7 +172,7 @@ impl Redis {
     ///
     /// `url` is `redis://[[user]:password@]host[:port][/db]` (or `rediss://` for TLS where the crate was built for
     /// it), or `redis+sentinel://[[user]:password@]host:port[,host:port...]/PRIMARY_NAME[/db]` for the primary that
-    /// Redis Sentinel names: the instances follow a failover (every [`SENTINEL_POLL`] they ask the sentinels
+    /// Redis Sentinel names: the instances follow a failover (every half second they ask the sentinels
     /// where the primary is, and move their connections when it moved; what the old primary had replicated, the
     /// new one has). A Redis Cluster is refused with an error saying why: the shared state uses scripts and
     /// pipelines over keys that Cluster would spread over several nodes.
