@@ -56,26 +56,27 @@
 //! assert_eq!(names, ["hello", "maths_add"]);
 //! ```
 
+mod follow;
+mod relay;
 mod upstream;
 
+use follow::follow;
+
+pub(crate) use relay::relay_completion;
+use relay::{relay_method, relay_prompt, relay_read, relay_tool, relayed};
+
 use std::collections::{HashMap, HashSet};
-use std::future::Future;
-use std::pin::Pin;
-use std::sync::{Arc, Mutex, OnceLock, RwLock, Weak};
-use std::time::Duration;
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 use serde_json::{json, Value};
 
-use crate::base::future::BoxFuture;
 use crate::base::sync::{Unpoisoned, UnpoisonedRw};
-use crate::client::ListenFilter;
 use crate::handler::prompt::PromptDef;
 use crate::handler::resource::ResourceDef;
-use crate::handler::tool::{Arguments, Handler, ToolDef};
+use crate::handler::tool::{Handler, ToolDef};
 use crate::server::registry::Registry;
-use crate::server::{hub, BuildError, Server, ServerInner};
+use crate::server::{hub, BuildError, Server};
 use crate::wire::error::Error;
-use crate::{CallToolResult, Context, GetPromptResult, ReadResourceResult};
 
 use upstream::{Lists, Shared};
 pub use upstream::{Upstream, DEFAULT_UPSTREAM_TIMEOUT, MAX_UPSTREAM_ITEMS};
@@ -483,305 +484,12 @@ impl Composer {
     }
 }
 
-/// Follows one mount's upstream for as long as the server lives.
-async fn follow(server: Weak<ServerInner>, index: usize, mounted: Arc<Mounted>) {
-    let shared = mounted.shared().clone();
-    let mut backoff = Duration::from_millis(250);
-    loop {
-        if server.strong_count() == 0 {
-            return;
-        }
-        // Told of a failed connection from now on; listening before the lists are read, so that a change between
-        // the two is not missed.
-        let failed = shared.changed.notified();
-        tokio::pin!(failed);
-        failed.as_mut().enable();
-        // Its list changes, and updates of the resources it lists (which reach the clients subscribed here).
-        let watched = watched_resources(&shared).await;
-        let listening = match shared.client().await {
-            Ok(client) => {
-                let mut filter = ListenFilter::new().tools().prompts().resources();
-                for uri in &watched {
-                    filter = filter.resource(uri.clone());
-                }
-                match client.listen(filter).await {
-                    Ok(listening) => Some(listening),
-                    // An upstream that takes no subscriptions: its lists alone.
-                    Err(_) => client.listen(ListenFilter::new().tools().prompts().resources()).await.ok(),
-                }
-            }
-            Err(_) => None,
-        };
-        match shared.refresh().await {
-            Ok(()) => {
-                backoff = Duration::from_millis(250);
-                let lists = shared.lists.locked().clone().unwrap_or_default();
-                let Some(inner) = server.upgrade() else { return };
-                resync(&Server { inner }, index, lists);
-                if watched_resources(&shared).await != watched {
-                    continue; // listen again, to the resources it lists now
-                }
-                let Some(mut listening) = listening else {
-                    // An upstream that cannot be followed: served as it listed, until its connection fails.
-                    failed.await;
-                    continue;
-                };
-                // Until it says a list changed, or its connection fails; checking now and then that the server
-                // still lives.
-                loop {
-                    tokio::select! {
-                        () = &mut failed => break,
-                        heard = listening.next() => match heard {
-                            Some(heard) if !heard.method.ends_with("/list_changed") => continue,
-                            Some(_) => break,
-                            None => {
-                                // The listen ended (the upstream stopped it, or its connection broke): listen again.
-                                tokio::time::sleep(Duration::from_millis(250)).await;
-                                break;
-                            }
-                        },
-                        () = tokio::time::sleep(Duration::from_secs(5)) => {
-                            if server.strong_count() == 0 {
-                                return;
-                            }
-                        }
-                    }
-                }
-            }
-            Err(e) => {
-                tracing::warn!(upstream = %mounted.describe(), error = %e, retry_in = ?backoff, "the upstream is unreachable");
-                tokio::time::sleep(backoff).await;
-                backoff = (backoff * 2).min(Duration::from_secs(30));
-            }
-        }
-    }
-}
-
-/// The most resources of one upstream the proxy subscribes to.
-const MAX_WATCHED: usize = 1_000;
-
-/// The fixed resources an upstream lists, when it takes subscriptions (every 2026 server does, through
-/// `subscriptions/listen`; a 2025 one says `resources.subscribe`).
-async fn watched_resources(shared: &Arc<Shared>) -> Vec<String> {
-    let takes = match shared.client().await {
-        Ok(client) => client.is_2026() || client.server_capabilities()["resources"]["subscribe"] == true,
-        Err(_) => false,
-    };
-    if !takes {
-        return Vec::new();
-    }
-    let lists = shared.lists.locked();
-    let resources = lists.as_ref().map(|l| l.resources.as_slice()).unwrap_or_default();
-    resources.iter().filter_map(|r| r["uri"].as_str().map(str::to_owned)).take(MAX_WATCHED).collect()
-}
-
-/// Applies a mount's new lists to the running server's registry, and tells its clients what changed.
-fn resync(server: &Server, index: usize, lists: Lists) {
-    let Some(composer) = server.inner.parts.get::<Composer>() else { return };
-    let changed = server.edit_registry(|registry| composer.apply(index, lists, registry, false)).unwrap_or_default();
-    for list in changed {
-        relayed(server, "list_changed");
-        server.publish(hub::Change::ListChanged { list, edit: None });
-    }
-}
-
-fn composer(ctx: &Context) -> Result<&Composer, Error> {
-    ctx.server().inner.parts.get::<Composer>().map(|c| &**c).ok_or_else(|| Error::internal("the server has no mounts"))
-}
-
 fn empty_schema() -> Value {
     json!({ "type": "object" })
 }
 
 fn no_output() -> Option<Value> {
     None
-}
-
-/// An upstream's result as this server's: the upstream's own `io.modelcontextprotocol/*` members of `_meta` (its
-/// server info) are left out, since the result is this server's.
-fn adopt<T: serde::de::DeserializeOwned>(mut raw: Value, what: &str) -> Result<T, Error> {
-    if let Some(Value::Object(meta)) = raw.get_mut("_meta") {
-        meta.retain(|k, _| !k.starts_with("io.modelcontextprotocol/"));
-        if meta.is_empty() {
-            raw.as_object_mut().map(|r| r.remove("_meta"));
-        }
-    }
-    if let Value::Object(r) = &mut raw {
-        r.remove("resultType");
-    }
-    serde_json::from_value(raw).map_err(|e| Error::internal(format!("the upstream's {what} result does not fit: {e}")))
-}
-
-/// A question an upstream asks during a relayed call, and where its answer goes.
-type Asked = (String, Value, tokio::sync::oneshot::Sender<Result<Value, Error>>);
-
-/// Runs a relayed call, handing each question the upstream asks meanwhile (elicitation, sampling, roots) to this
-/// request's caller, in the caller's era: a 2025 caller is sent the request; a 2026 caller gets an `input_required`
-/// round, whose retry runs the call upstream again, and the question, asked again, is answered from the round.
-/// A caller that did not declare what the question needs is not asked: the upstream gets the error a client without
-/// the capability gives. The questions are asked from this handler's own future, beside the call (one that ends
-/// first drops a question still waiting), so a round that ends, or a cancel, drops them with it.
-async fn asking<T: Send + 'static>(ctx: &Context, call: crate::client::Call<T>) -> Result<T, crate::client::Error> {
-    let (tx, mut questions) = tokio::sync::mpsc::channel::<Asked>(4);
-    let call = call.on_question(move |method, params| {
-        let tx = tx.clone();
-        async move {
-            let ended = || Error::internal("the relayed call ended before its question was answered");
-            let (reply, answer) = tokio::sync::oneshot::channel();
-            tx.send((method, params, reply)).await.map_err(|_| ended())?;
-            answer.await.unwrap_or_else(|_| Err(ended()))
-        }
-    });
-    let mut call = std::pin::pin!(std::future::IntoFuture::into_future(call));
-    type Asking<'a> = Pin<Box<dyn Future<Output = Result<Value, Error>> + Send + 'a>>;
-    let mut waiting: Option<(Asking<'_>, tokio::sync::oneshot::Sender<Result<Value, Error>>)> = None;
-    loop {
-        let idle = waiting.is_none();
-        let answered = async {
-            match waiting.as_mut() {
-                Some((question, _)) => question.as_mut().await,
-                None => std::future::pending().await,
-            }
-        };
-        tokio::select! {
-            result = &mut call => return result,
-            answer = answered => {
-                if let Some((_, reply)) = waiting.take() {
-                    let _ = reply.send(answer);
-                }
-            }
-            Some((method, params, reply)) = questions.recv(), if idle => {
-                let method: String = method;
-                let needs: &[&str] = match method.as_str() {
-                    "elicitation/create" => &["elicitation"],
-                    "sampling/createMessage" => &["sampling"],
-                    "roots/list" => &["roots"],
-                    _ => &[],
-                };
-                if needs.is_empty() || !ctx.client_supports(needs) {
-                    let _ = reply.send(Err(Error::method_not_found(&method)));
-                    continue;
-                }
-                let ctx = ctx.clone();
-                let question: Asking<'_> = Box::pin(async move {
-                    ctx.request_client(&method, params).await.map_err(|e| Error::internal(e.to_string()))
-                });
-                waiting = Some((question, reply));
-            }
-        }
-    }
-}
-
-fn relay_tool(ctx: &Context, args: Arguments) -> BoxFuture<'_, Result<CallToolResult, Error>> {
-    Box::pin(async move {
-        let (mounted, name) = composer(ctx)?
-            .tool(ctx.name())
-            .ok_or_else(|| Error::invalid_params(format!("unknown tool: {}", ctx.name())))?;
-        let client = mounted.client().await?;
-        let progress = ctx.clone();
-        let call = client
-            .call_tool(&name, Value::Object(args))
-            .timeout(mounted.shared().timeout)
-            .on_progress(move |p| {
-                relayed(progress.server(), "progress");
-                progress.report_progress(p.progress, p.total, p.message.as_deref())
-            })
-            .on_notification(logs_to(ctx));
-        match asking(ctx, call).await {
-            Ok(result) => adopt(result.raw, "tools/call"),
-            Err(e) => Err(mounted.error(Some(&client), e).await),
-        }
-    })
-}
-
-/// What relays the log messages of a call's own stream to its caller (at the caller's level).
-fn logs_to(ctx: &Context) -> impl Fn(&str, &Value) + Send + Sync + 'static {
-    let ctx = ctx.clone();
-    move |method, params| {
-        if method != "notifications/message" {
-            return;
-        }
-        let level = params["level"].as_str().and_then(|l| l.parse().ok()).unwrap_or(crate::LogLevel::Info);
-        relayed(ctx.server(), "message");
-        ctx.log_to(level, params["logger"].as_str(), &params["data"]);
-    }
-}
-
-/// Counts what an upstream sent that the server passes on (`mcp_server_proxy_events_total`), with metrics.
-fn relayed(server: &Server, kind: &'static str) {
-    if let Some(metrics) = &server.inner.metrics {
-        metrics.relayed(kind);
-    }
-}
-
-fn relay_prompt(ctx: &Context, args: Arguments) -> BoxFuture<'_, Result<GetPromptResult, Error>> {
-    Box::pin(async move {
-        let (mounted, name) = composer(ctx)?
-            .prompt(ctx.name())
-            .ok_or_else(|| Error::invalid_params(format!("unknown prompt: {}", ctx.name())))?;
-        let client = mounted.client().await?;
-        match asking(ctx, client.get_prompt(&name, Value::Object(args)).timeout(mounted.shared().timeout)).await {
-            Ok(result) => adopt(result.raw, "prompts/get"),
-            Err(e) => Err(mounted.error(Some(&client), e).await),
-        }
-    })
-}
-
-fn relay_read(ctx: &Context, _args: Arguments) -> BoxFuture<'_, Result<ReadResourceResult, Error>> {
-    Box::pin(async move {
-        let mounted = composer(ctx)?.by_key(ctx.name()).ok_or_else(|| Error::internal("a relayed read of no mount"))?;
-        let uri = ctx.meta().resource_uri.clone().ok_or_else(|| Error::internal("a read without a URI"))?;
-        let client = mounted.client().await?;
-        match asking(ctx, client.read_resource(&uri).timeout(mounted.shared().timeout)).await {
-            Ok(result) => adopt(result.raw, "resources/read"),
-            Err(e) => Err(mounted.error(Some(&client), e).await),
-        }
-    })
-}
-
-/// A mounted server's custom method: the same request, to it.
-fn relay_method(ctx: &Context, args: Arguments) -> BoxFuture<'_, Result<Value, Error>> {
-    Box::pin(async move {
-        let composer = composer(ctx)?;
-        let index = composer.routes.read_locked().methods.get(ctx.name()).copied();
-        let mounted = index.map(|i| composer.mounts[i].clone()).ok_or_else(|| Error::method_not_found(ctx.name()))?;
-        let client = mounted.client().await?;
-        let call = client.request(ctx.name(), Value::Object(args)).timeout(mounted.shared().timeout);
-        match asking(ctx, call).await {
-            Ok(result) => adopt(result, ctx.name()),
-            Err(e) => Err(mounted.error(Some(&client), e).await),
-        }
-    })
-}
-
-/// Completes an argument of a prompt or template another server serves: the same request, to it (the prompt under its
-/// name there). Runs under the prompt's served name, or the template's URI template.
-pub(crate) fn relay_completion(ctx: &Context, args: Arguments) -> BoxFuture<'_, Result<Value, Error>> {
-    Box::pin(async move {
-        let composer = composer(ctx)?;
-        let mut reference = args.get("ref").cloned().unwrap_or(Value::Null);
-        let mounted = match reference["type"].as_str() {
-            Some("ref/prompt") => {
-                let (mounted, upstream) = composer
-                    .prompt(ctx.name())
-                    .ok_or_else(|| Error::invalid_params(format!("unknown prompt: {}", ctx.name())))?;
-                reference["name"] = json!(upstream);
-                mounted
-            }
-            _ => composer
-                .template(ctx.name())
-                .ok_or_else(|| Error::invalid_params(format!("unknown resource template: {}", ctx.name())))?,
-        };
-        let mut params = json!({ "ref": reference, "argument": args.get("argument").cloned().unwrap_or(Value::Null) });
-        if let Some(context) = args.get("context") {
-            params["context"] = context.clone();
-        }
-        let client = mounted.client().await?;
-        match client.request("completion/complete", params).timeout(mounted.shared().timeout).await {
-            Ok(result) => adopt(result, "completion/complete"),
-            Err(e) => Err(mounted.error(Some(&client), e).await),
-        }
-    })
 }
 
 #[cfg(test)]
