@@ -4,8 +4,6 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use base64::Engine;
-use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
@@ -17,6 +15,13 @@ use crate::server::visibility::Item;
 use crate::server::BuildError;
 use crate::wire::error::Error;
 use crate::wire::protocol::Tool;
+
+mod headers;
+mod pages;
+
+pub(crate) use headers::{param_headers, ParamHeader};
+use pages::paginate;
+pub(crate) use pages::{decode_cursor, encode_cursor};
 
 /// A definition with its descriptor (the JSON that list results show), and whether it is listed and served.
 #[derive(Clone)]
@@ -98,15 +103,6 @@ fn meta_of(
         meta.extend(more.iter().map(|(k, v)| (k.clone(), v.clone())));
     }
     Ok((!meta.is_empty()).then_some(Value::Object(meta)))
-}
-
-/// A tool parameter mirrored in an HTTP header (`x-mcp-header` in its schema).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct ParamHeader {
-    /// The property path in `arguments`.
-    pub path: Vec<String>,
-    /// The header's name after `Mcp-Param-`, lowercase.
-    pub header: String,
 }
 
 fn location_pair(a: &'static str, b: &'static str) -> (String, String) {
@@ -496,53 +492,6 @@ impl Registry {
     }
 }
 
-fn paginate(
-    kind: ListKind,
-    items: &[&Value],
-    page_size: usize,
-    extra: Option<&Map<String, Value>>,
-) -> Vec<Arc<RawValue>> {
-    #[derive(Serialize)]
-    struct Page<'a> {
-        #[serde(flatten)]
-        items: BTreeMap<&'static str, &'a [&'a Value]>,
-        #[serde(rename = "nextCursor", skip_serializing_if = "Option::is_none")]
-        next_cursor: Option<String>,
-        #[serde(flatten, skip_serializing_if = "Option::is_none")]
-        extra: Option<&'a Map<String, Value>>,
-    }
-    let chunks: Vec<&[&Value]> = if items.is_empty() { vec![&[][..]] } else { items.chunks(page_size).collect() };
-    let count = chunks.len();
-    chunks
-        .into_iter()
-        .enumerate()
-        .map(|(i, chunk)| {
-            let page = Page {
-                items: BTreeMap::from([(kind.key(), chunk)]),
-                next_cursor: (i + 1 < count).then(|| encode_cursor(kind, i + 1)),
-                extra,
-            };
-            Arc::from(serde_json::value::to_raw_value(&page).expect("a page serializes"))
-        })
-        .collect()
-}
-
-/// An opaque cursor: the list and the page (or, for lists computed per request, the offset), base64url.
-pub(crate) fn encode_cursor(kind: ListKind, index: usize) -> String {
-    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(format!("{}:{index}", kind.key()))
-}
-
-pub(crate) fn decode_cursor(kind: ListKind, cursor: &str) -> Result<usize, Error> {
-    let bad = || Error::invalid_params(format!("invalid cursor {cursor:?}"));
-    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(cursor).map_err(|_| bad())?;
-    let text = String::from_utf8(bytes).map_err(|_| bad())?;
-    let (key, index) = text.split_once(':').ok_or_else(bad)?;
-    if key != kind.key() {
-        return Err(bad());
-    }
-    index.parse().map_err(|_| bad())
-}
-
 /// A `completion/complete` result: at most 100 values, with the total and whether there are more.
 pub(crate) fn completion_result(values: Vec<String>) -> Value {
     let total = values.len();
@@ -550,72 +499,9 @@ pub(crate) fn completion_result(values: Vec<String>) -> Value {
     json!({ "completion": { "values": values, "total": total, "hasMore": total > 100 } })
 }
 
-/// The `x-mcp-header` annotations of an input schema, checked as the 2026-07-28 protocol requires: each on a
-/// `string`, `integer` or `boolean` property reached from the root through `properties` alone, named with HTTP token
-/// characters, unique without regard to case.
-pub(crate) fn param_headers(schema: &Value) -> Result<Vec<ParamHeader>, String> {
-    fn walk(schema: &Value, path: &mut Vec<String>, out: &mut Vec<ParamHeader>) -> Result<(), String> {
-        let Some(properties) = schema.get("properties").and_then(Value::as_object) else { return Ok(()) };
-        for (name, property) in properties {
-            path.push(name.clone());
-            if let Some(header) = property.get("x-mcp-header") {
-                let header = header
-                    .as_str()
-                    .ok_or_else(|| format!("`x-mcp-header` of `{}` must be a string", path.join(".")))?;
-                crate::handler::tool::check_header_name(header)?;
-                let types: Vec<&str> = match property.get("type") {
-                    Some(Value::String(t)) => vec![t.as_str()],
-                    Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).filter(|t| *t != "null").collect(),
-                    _ => Vec::new(),
-                };
-                if !matches!(types.as_slice(), ["string"] | ["integer"] | ["boolean"]) {
-                    return Err(format!(
-                        "`x-mcp-header` on `{}`: only string, integer and boolean parameters can be mirrored in a header",
-                        path.join(".")
-                    ));
-                }
-                let lower = header.to_ascii_lowercase();
-                if out.iter().any(|h| h.header == lower) {
-                    return Err(format!("two parameters are mirrored in the header Mcp-Param-{header}"));
-                }
-                out.push(ParamHeader { path: path.clone(), header: lower });
-            }
-            walk(property, path, out)?;
-            path.pop();
-        }
-        Ok(())
-    }
-    let mut out = Vec::new();
-    walk(schema, &mut Vec::new(), &mut out)?;
-    Ok(out)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn x_mcp_header_is_read_through_properties_and_checked() {
-        let schema = json!({"type": "object", "properties": {
-            "region": {"type": "string", "x-mcp-header": "Region"},
-            "config": {"type": "object", "properties": {"shard": {"type": ["integer", "null"], "x-mcp-header": "Shard"}}},
-            "query": {"type": "string"},
-        }});
-        let headers = param_headers(&schema).unwrap();
-        assert_eq!(headers.len(), 2);
-        assert!(headers.contains(&ParamHeader { path: vec!["region".into()], header: "region".into() }));
-        assert!(headers.contains(&ParamHeader { path: vec!["config".into(), "shard".into()], header: "shard".into() }));
-        let refused = [
-            json!({"properties": {"a": {"type": "number", "x-mcp-header": "A"}}}),
-            json!({"properties": {"a": {"type": "array", "x-mcp-header": "A"}}}),
-            json!({"properties": {"a": {"type": "string", "x-mcp-header": "A B"}}}),
-            json!({"properties": {"a": {"type": "string", "x-mcp-header": ""}}}),
-            json!({"properties": {"a": {"type": "string", "x-mcp-header": "A"}, "b": {"type": "string", "x-mcp-header": "a"}}}),
-        ];
-        for schema in refused {
-            assert!(param_headers(&schema).is_err(), "{schema}");
-        }
-    }
 
     #[test]
     fn a_hand_written_tool_with_a_name_outside_the_rule_is_refused_naming_it_and_the_rule() {
