@@ -32,12 +32,3 @@ pub(crate) fn with_item(item: TokenStream, error: syn::Error) -> TokenStream {
     let errors = error.to_compile_error();
     quote::quote!(#item #errors)
 }
-
-/// Prints the expansion to stderr when `MCP_MACROS_DEBUG` is `1` or names this item.
-pub(crate) fn debug_print(name: &str, tokens: &TokenStream) {
-    if let Ok(v) = std::env::var("MCP_MACROS_DEBUG") {
-        if v == "1" || v == name {
-            eprintln!("// ---- expansion of #[mcp] item `{name}` ----\n{tokens}");
-        }
-    }
-}

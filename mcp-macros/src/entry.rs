@@ -65,7 +65,7 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
     let ident = sig.ident.clone();
     sig.ident = syn::Ident::new("__mcp_main", sig.ident.span());
     let body = if takes_args { quote!(__mcp_main) } else { quote!(|_: #mcp::Args| __mcp_main()) };
-    let tokens = quote! {
+    quote! {
         #(#attrs)*
         #vis fn #ident() -> ::std::process::ExitCode {
             #sig #block
@@ -79,7 +79,5 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
                 #body,
             )
         }
-    };
-    diagnostics::debug_print("main", &tokens);
-    tokens
+    }
 }

@@ -54,7 +54,14 @@ pub(crate) struct Function {
 }
 
 /// Runs the three phases of macro `M` on `#[attr] item`.
-pub(crate) fn expand<M: HandlerMacro>(attr: TokenStream, item: TokenStream) -> TokenStream {
+///
+/// A mistake in the function (a parameter, the signature) leaves the function as written with the errors. A mistake
+/// in the options alone still expands the handler, with the default options, beside the errors: the program's
+/// `.tool::<name>()` finds its handler, so one mistake gives one message.
+pub(crate) fn expand<M: HandlerMacro>(attr: TokenStream, item: TokenStream) -> TokenStream
+where
+    M::Options: Default,
+{
     let mut errors = Errors::default();
     // Parse.
     let function: ItemFn = match syn::parse2(item.clone()) {
@@ -62,32 +69,41 @@ pub(crate) fn expand<M: HandlerMacro>(attr: TokenStream, item: TokenStream) -> T
         Err(e) => return diagnostics::with_item(item, e),
     };
     let written = parse(function, &mut errors);
+    let mut option_errors = Errors::default();
     let options = match syn::parse2::<M::Options>(attr) {
         Ok(options) => Some(options),
         Err(e) => {
-            errors.push(e);
+            option_errors.push(e);
             None
         }
     };
     // Validate.
     let item = validate(written, M::MACRO, &mut errors);
-    let config = options.and_then(|options| M::validate(options, &item, &mut errors));
-    let config = errors.finish().and_then(|()| {
+    if let Err(e) = errors.finish() {
+        let function = &item.function;
+        return diagnostics::with_item(quote!(#function), e);
+    }
+    let config = options.and_then(|options| M::validate(options, &item, &mut option_errors));
+    let config = option_errors.finish().and_then(|()| {
         config.ok_or_else(|| {
             let message = format!("#[mcp::{}] could not read its options", M::MACRO.attr());
             syn::Error::new(proc_macro2::Span::call_site(), message)
         })
     });
     // Expand.
-    let tokens = match config {
+    match config {
         Ok(config) => M::expand(&config, &item),
-        Err(e) => {
-            let function = &item.function;
-            diagnostics::with_item(quote!(#function), e)
-        }
-    };
-    diagnostics::debug_print(&item.function.sig.ident.to_string(), &tokens);
-    tokens
+        Err(e) => match M::validate(M::Options::default(), &item, &mut Errors::default()) {
+            Some(fallback) => {
+                let (expanded, errors) = (M::expand(&fallback, &item), e.to_compile_error());
+                quote!(#expanded #errors)
+            }
+            None => {
+                let function = &item.function;
+                diagnostics::with_item(quote!(#function), e)
+            }
+        },
+    }
 }
 
 fn parse(mut function: ItemFn, errors: &mut Errors) -> Written {

@@ -142,7 +142,7 @@ use proc_macro::TokenStream;
 /// }
 /// inventory::submit! { ToolRegistration(<count_words as ToolItem>::DEF) }
 /// ```
-/// Set `MCP_MACROS_DEBUG=1` (or the function's name) while building to print the expansion.
+/// `cargo expand` shows the expansion of a program's items.
 ///
 /// # Limitations
 /// Methods (`self`), generic functions and `impl Trait` arguments or returns are not supported:
