@@ -348,8 +348,8 @@ async fn a_list_streams_its_items_page_after_page_and_can_be_left_early() {
 async fn a_failing_page_ends_the_stream_with_its_error() {
     let client = paged_testbed(EraChoice::V2025, 2).await;
     let mut stream = client.list::<Tool>().stream();
-    assert!(stream.next().await.unwrap().is_ok());
-    assert!(stream.next().await.unwrap().is_ok());
+    stream.next().await.unwrap().unwrap();
+    stream.next().await.unwrap().unwrap();
     // The connection ends between two pages: the next page fails, and the stream ends with its error.
     client.clone().close().await;
     let failed = stream.next().await.unwrap();

@@ -500,7 +500,7 @@ async fn a_mounted_server_shuts_down_with_its_parent() {
         Server::builder().tool::<add>().on_shutdown(async move { flag.store(true, Ordering::SeqCst) }).build().unwrap();
     let server = Server::builder().mount("maths", inner).build().unwrap();
     let c = client(&server, EraChoice::V2025).await;
-    assert!(c.call_tool("maths_add", json!({"a": 1, "b": 2})).await.is_ok());
+    c.call_tool("maths_add", json!({"a": 1, "b": 2})).await.unwrap();
     server.shutdown().await;
     assert!(closed.load(Ordering::SeqCst), "the mounted server's shutdown hook ran");
 }

@@ -173,7 +173,7 @@ fn bad_skills_are_build_errors_naming_the_file_and_the_rule() {
     std::fs::write(root.path().join("a/SKILL.md"), "---\nname: a\ndescription: d\n---\n").unwrap();
     std::fs::write(root.path().join("a/real.md"), "real").unwrap();
     std::os::unix::fs::symlink(root.path().join("a/real.md"), root.path().join("a/alias.md")).unwrap();
-    assert!(mcp::Server::builder().extension(Skills::new().dir(root.path())).build().is_ok());
+    mcp::Server::builder().extension(Skills::new().dir(root.path())).build().unwrap();
     let missing = refused(Skills::new().dir("/no/such/skills"));
     assert!(missing.contains("/no/such/skills"), "{missing}");
 }

@@ -79,7 +79,7 @@ where
 /// let (done, ran) = tokio::sync::oneshot::channel();
 /// let guard = mcp::defer(Duration::from_secs(1), async move { let _ = done.send(()); });
 /// drop(guard); // starts the cleanup
-/// assert!(ran.await.is_ok());
+/// ran.await.unwrap();
 ///
 /// let (done, ran) = tokio::sync::oneshot::channel::<()>();
 /// mcp::defer(Duration::from_secs(1), async move { let _ = done.send(()); }).cancel();

@@ -447,7 +447,7 @@ mod tests {
         if let SkillFiles::Listed(files) = &mut nested.resources {
             files[0].uri = nested.uri.clone();
         }
-        assert!(loadable(&nested).is_ok());
+        loadable(&nested).unwrap();
     }
 
     #[test]
@@ -458,7 +458,7 @@ mod tests {
         other["resources"] = json!("static");
         assert!(entry(&other).is_err());
         other["resources"] = json!("dynamic");
-        assert!(entry(&other).is_ok());
+        entry(&other).unwrap();
         assert!(entry(&Value::Null).is_err());
     }
 

@@ -260,7 +260,7 @@ impl Context {
 /// }
 ///
 /// let server = mcp::Server::builder().state(Db { path: "notes.db".into() }).tool::<notes_path>().build();
-/// assert!(server.is_ok());
+/// server.unwrap();
 /// assert!(mcp::Server::builder().tool::<notes_path>().build().is_err());
 /// ```
 #[diagnostic::on_unimplemented(

@@ -302,7 +302,7 @@ mod tests {
         assert!(frontmatter("no front matter").is_err());
         assert!(frontmatter("---\nname: a\n").is_err(), "unclosed");
         assert!(frontmatter("---\nname: a\n---\n").is_err(), "no description");
-        assert!(frontmatter("\u{feff}---\r\nname: a\r\ndescription: b\r\n--- \r\nbody").is_ok());
+        frontmatter("\u{feff}---\r\nname: a\r\ndescription: b\r\n--- \r\nbody").unwrap();
     }
 
     #[test]
@@ -310,7 +310,7 @@ mod tests {
         let a = frontmatter("---\nname: a\ndescription: b\nversion: 1.0\n---\n").unwrap();
         let mut b = a.clone();
         b.insert("version".into(), Value::from(1));
-        assert!(same_frontmatter(&a, &b).is_ok());
+        same_frontmatter(&a, &b).unwrap();
         b.insert("description".into(), Value::from("c"));
         assert_eq!(same_frontmatter(&a, &b), Err("description".into()));
         b.insert("description".into(), Value::from("b"));
@@ -322,7 +322,7 @@ mod tests {
     fn files_verify_size_then_digest() {
         let file = SkillFile::of("skill://a/SKILL.md", b"hello");
         assert_eq!(file.digest, "sha256:2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824");
-        assert!(file.verify(b"hello").is_ok());
+        file.verify(b"hello").unwrap();
         assert!(matches!(file.verify(b"hello!"), Err(SkillError::Size { .. })));
         assert!(matches!(file.verify(b"jello"), Err(SkillError::Digest { .. })));
     }
