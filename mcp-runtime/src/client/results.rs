@@ -8,8 +8,8 @@ use serde_json::Value;
 
 use super::Error;
 
-/// The result of `tools/call` ([`Client::call_tool`](super::Client::call_tool)): read its text, its content blocks, or its
-/// `structuredContent` into your own type; [`ToolResult::raw`] is the result as the server wrote it.
+/// The result of `tools/call` ([`Client::call_tool`](super::Client::call_tool)): read its text, its content
+/// blocks, or its `structuredContent` into your own type; [`ToolResult::raw`] is the result as the server wrote it.
 ///
 /// ```
 /// use mcp::client::Client;
@@ -89,8 +89,8 @@ impl ToolResult {
     }
 }
 
-/// A prompt as `prompts/get` rendered it ([`Client::get_prompt`](super::Client::get_prompt)): the JSON as the server wrote it
-/// ([`raw`](PromptResult::raw), which `result["messages"]` indexes), read typed with
+/// A prompt as `prompts/get` rendered it ([`Client::get_prompt`](super::Client::get_prompt)): the JSON as the
+/// server wrote it ([`raw`](PromptResult::raw), which `result["messages"]` indexes), read typed with
 /// [`messages`](PromptResult::messages).
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
@@ -118,8 +118,8 @@ impl PromptResult {
     }
 }
 
-/// A resource as `resources/read` gave it ([`Client::read_resource`](super::Client::read_resource)): the JSON as the server wrote it
-/// ([`raw`](ResourceResult::raw), which `result["contents"]` indexes), read typed with
+/// A resource as `resources/read` gave it ([`Client::read_resource`](super::Client::read_resource)): the JSON as
+/// the server wrote it ([`raw`](ResourceResult::raw), which `result["contents"]` indexes), read typed with
 /// [`contents`](ResourceResult::contents).
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
