@@ -7,7 +7,7 @@
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use mcp::middleware::{McpRequest, McpResponse};
+use mcp::middleware::{Request, Response};
 use mcp::tower::{limit::ConcurrencyLimitLayer, timeout::TimeoutLayer, Layer, Service};
 
 /// Echo the text back.
@@ -39,20 +39,20 @@ struct Timed<S> {
     inner: S,
 }
 
-impl<S> Service<McpRequest> for Timed<S>
+impl<S> Service<Request> for Timed<S>
 where
-    S: Service<McpRequest, Response = McpResponse> + Send,
+    S: Service<Request, Response = Response> + Send,
     S::Future: Send + 'static,
 {
-    type Response = McpResponse;
+    type Response = Response;
     type Error = S::Error;
-    type Future = mcp::BoxFuture<'static, Result<McpResponse, S::Error>>;
+    type Future = mcp::BoxFuture<'static, Result<Response, S::Error>>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
         self.inner.poll_ready(cx)
     }
 
-    fn call(&mut self, request: McpRequest) -> Self::Future {
+    fn call(&mut self, request: Request) -> Self::Future {
         let tool = (request.method() == "tools/call").then(|| request.name().to_owned());
         let started = Instant::now();
         let response = self.inner.call(request);

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use common::duplex::Stdio;
-use mcp::middleware::{McpRequest, Next};
+use mcp::middleware::{Next, Request};
 use mcp::tower::{self, ServiceExt};
 use mcp::{
     BuildError, Context, Declaration, Era, Extension, MethodDef, MethodItem, NotificationDef, Server, ServerBuilder,
@@ -54,7 +54,7 @@ impl Extension for Audit {
         let calls = self.calls.clone();
         builder.tool::<audit_declared>().layer(tower::layer::layer_fn(move |inner: Next| {
             let calls = calls.clone();
-            tower::util::BoxCloneSyncService::new(tower::service_fn(move |request: McpRequest| {
+            tower::util::BoxCloneSyncService::new(tower::service_fn(move |request: Request| {
                 if request.method() == "tools/call" {
                     calls.fetch_add(1, Ordering::SeqCst);
                 }

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use common::duplex::Stdio;
 use mcp::client::{Client, EraChoice};
-use mcp::middleware::{BoxError, McpRequest, McpResponse, Next};
+use mcp::middleware::{BoxError, Next, Request, Response};
 use mcp::tower::util::BoxCloneSyncService;
 use mcp::tower::{self, Layer, ServiceExt};
 use mcp::{Context, Server, State};
@@ -102,7 +102,7 @@ type Log = Arc<Mutex<Vec<String>>>;
 fn record(tag: &'static str, log: Log) -> impl Layer<Next, Service = Next> + Send + 'static {
     tower::layer::layer_fn(move |inner: Next| {
         let log = log.clone();
-        BoxCloneSyncService::new(tower::service_fn(move |request: McpRequest| {
+        BoxCloneSyncService::new(tower::service_fn(move |request: Request| {
             let (inner, log) = (inner.clone(), log.clone());
             async move {
                 let what = format!("{} {}", request.method(), request.name());
@@ -125,11 +125,11 @@ fn record(tag: &'static str, log: Log) -> impl Layer<Next, Service = Next> + Sen
 /// A layer that shouts `echo`'s text and answers `test/custom` by itself when asked for a cached answer.
 fn meddle() -> impl Layer<Next, Service = Next> + Send + 'static {
     tower::layer::layer_fn(|inner: Next| {
-        BoxCloneSyncService::new(tower::service_fn(move |mut request: McpRequest| {
+        BoxCloneSyncService::new(tower::service_fn(move |mut request: Request| {
             let inner = inner.clone();
             async move {
                 if request.method() == "test/custom" && request.arguments().contains_key("cached") {
-                    return Ok(McpResponse::result(json!({ "cached": true })));
+                    return Ok(Response::result(json!({ "cached": true })));
                 }
                 if request.name() == "echo" {
                     if let Some(Value::String(text)) = request.arguments_mut().get_mut("text") {
@@ -266,12 +266,12 @@ async fn layers_see_every_dispatched_request_in_order_both_ways_over_stdio_in_bo
 /// A layer that refuses the methods an era's front answers by itself.
 fn no_front_methods() -> impl Layer<Next, Service = Next> + Send + 'static {
     tower::layer::layer_fn(|inner: Next| {
-        BoxCloneSyncService::new(tower::service_fn(move |request: McpRequest| {
+        BoxCloneSyncService::new(tower::service_fn(move |request: Request| {
             let inner = inner.clone();
             async move {
                 if ["ping", "server/discover", "logging/setLevel"].contains(&request.method()) {
                     let refused = format!("{} is refused here", request.method());
-                    return Ok(McpResponse::error(mcp::Error::new(mcp::ErrorCode::INVALID_REQUEST, refused)));
+                    return Ok(Response::error(mcp::Error::new(mcp::ErrorCode::INVALID_REQUEST, refused)));
                 }
                 inner.oneshot(request).await
             }
@@ -388,7 +388,7 @@ async fn a_cancelled_request_waiting_in_a_layer_is_dropped_there_and_never_answe
     // Outermost: notes whether the future of request 2 was dropped before it finished.
     let guard = tower::layer::layer_fn(move |inner: Next| {
         let watch = watch.clone();
-        BoxCloneSyncService::new(tower::service_fn(move |request: McpRequest| {
+        BoxCloneSyncService::new(tower::service_fn(move |request: Request| {
             let (inner, watch) = (inner.clone(), watch.clone());
             async move {
                 struct Flag(Arc<AtomicBool>, bool);
@@ -426,14 +426,14 @@ async fn a_cancelled_request_waiting_in_a_layer_is_dropped_there_and_never_answe
 /// A check that refuses tools whose name starts with `spin` unless the caller has the scope `admin`.
 fn admin_only() -> impl Layer<Next, Service = Next> + Send + 'static {
     tower::layer::layer_fn(|inner: Next| {
-        BoxCloneSyncService::new(tower::service_fn(move |request: McpRequest| {
+        BoxCloneSyncService::new(tower::service_fn(move |request: Request| {
             let inner = inner.clone();
             async move {
                 let auth = request.meta().http.as_ref().and_then(|h| h.auth.as_ref());
                 let admin = auth.is_some_and(|a| a.scopes.iter().any(|s| s == "admin"));
                 if request.method() == "tools/call" && request.name() == "echo" && !admin {
                     let who = auth.map_or("anonymous", |a| a.subject.as_str());
-                    return Err::<McpResponse, BoxError>(Box::new(mcp::Error::new(
+                    return Err::<Response, BoxError>(Box::new(mcp::Error::new(
                         mcp::ErrorCode(-32003),
                         format!("{who} may not call echo"),
                     )));

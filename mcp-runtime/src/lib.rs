@@ -77,12 +77,7 @@ pub use builder::{
     DEFAULT_SERVER_VERSION, DEFAULT_SHUTDOWN_TIMEOUT,
 };
 pub use entry::{run, ArgSpec, Args, FromArgs, MainOutput};
-pub use era::v2026::{
-    HEADER_MISMATCH, MISSING_CAPABILITY, PROTOCOL_VERSION as PROTOCOL_VERSION_2026, UNSUPPORTED_VERSION,
-};
-/// The old name of [`PROTOCOL_VERSION_2026`].
-#[deprecated(note = "use `PROTOCOL_VERSION_2026`: \"stateless\" names the 2025 HTTP mode (`HttpOptions::stateless`)")]
-pub const STATELESS_PROTOCOL_VERSION: &str = PROTOCOL_VERSION_2026;
+pub use era::v2026::PROTOCOL_VERSION as PROTOCOL_VERSION_2026;
 pub use handler::method::{IntoMethodResult, IntoRpcError, MethodDef, MethodHandler, MethodItem};
 pub use handler::prompt::{ArgDef, Completer, IntoPromptResult, PromptDef, PromptHandler, PromptItem};
 pub use handler::resource::{IntoResourceResult, Lister, ResourceDef, ResourceHandler, ResourceItem};

@@ -3,7 +3,7 @@
 //!
 //! Every request the dispatcher serves (`tools/*`, `prompts/*`, `resources/list|read|templates/list`,
 //! `completion/complete`, `tasks/*` and custom methods), on every transport and in both eras, goes through the
-//! layers as an [`McpRequest`] and comes back as an [`McpResponse`]; so does what an era front answers by itself
+//! layers as an [`Request`] and comes back as an [`Response`]; so does what an era front answers by itself
 //! (`initialize`, `ping`, `logging/setLevel`, `resources/subscribe|unsubscribe`, `server/discover`), whose effect
 //! happens only if the layers let the request through. `subscriptions/listen` (a stream for as long as the client
 //! listens) and notifications do not go through the layers, nor does a request refused before it reaches them (a
@@ -11,7 +11,7 @@
 //!
 //! - **Order.** Layers run in the order they are added, as with [`tower::ServiceBuilder`]: the first added sees
 //!   each request first and its response last.
-//! - **Errors.** A layer answers a request itself by returning an [`McpResponse::error`] (a check that refuses), or
+//! - **Errors.** A layer answers a request itself by returning an [`Response::error`] (a check that refuses), or
 //!   fails with any error: an [`Error`] is answered as it is; tower's `Elapsed` (from `tower::timeout`) becomes
 //!   -32001 ([`ErrorCode::REQUEST_TIMEOUT`]), tower's `Overloaded` (from `tower::load_shed`) -31000
 //!   ([`ErrorCode::OVERLOADED`]), anything else -32603 with its message.
@@ -26,7 +26,7 @@
 //!
 //! ```
 //! use std::time::Duration;
-//! use mcp::middleware::{McpRequest, McpResponse};
+//! use mcp::middleware::{Request, Response};
 //! use mcp::tower::{self, ServiceExt};
 //!
 //! /// Echo the text back.
@@ -42,11 +42,11 @@
 //!     .layer(tower::limit::ConcurrencyLimitLayer::new(8))
 //!     // A layer written as a function: refuse tools whose name starts with "admin_".
 //!     .layer(tower::layer::layer_fn(|inner: mcp::middleware::Next| {
-//!         tower::service_fn(move |request: McpRequest| {
+//!         tower::service_fn(move |request: Request| {
 //!             let inner = inner.clone();
 //!             async move {
 //!                 if request.method() == "tools/call" && request.name().starts_with("admin_") {
-//!                     return Ok(McpResponse::error(mcp::Error::invalid_params("not for you")));
+//!                     return Ok(Response::error(mcp::Error::invalid_params("not for you")));
 //!                 }
 //!                 inner.oneshot(request).await
 //!             }
@@ -76,10 +76,10 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// The service the layers wrap: the rest of the stack, down to the dispatcher. Cheap to clone; a layer written as a
 /// function keeps one and calls a clone of it (`inner.clone().oneshot(request)`).
-pub type Next = BoxCloneSyncService<McpRequest, McpResponse, BoxError>;
+pub type Next = BoxCloneSyncService<Request, Response, BoxError>;
 
 /// A request on its way to its handler, as a layer sees it.
-pub struct McpRequest {
+pub struct Request {
     method: &'static str,
     name: &'static str,
     arguments: Map<String, Value>,
@@ -89,17 +89,17 @@ pub struct McpRequest {
 
 /// What serves the request at the bottom of the stack: the handler (or a result already made), given the
 /// arguments as the layers left them.
-pub(crate) type Run = Box<dyn FnOnce(Map<String, Value>) -> BoxFuture<'static, McpResponse> + Send>;
+pub(crate) type Run = Box<dyn FnOnce(Map<String, Value>) -> BoxFuture<'static, Response> + Send>;
 
-impl McpRequest {
+impl Request {
     pub(crate) fn new(
         method: &'static str,
         name: &'static str,
         arguments: Map<String, Value>,
         ctx: Context,
         run: Run,
-    ) -> McpRequest {
-        McpRequest { method, name, arguments, ctx, run: Some(run) }
+    ) -> Request {
+        Request { method, name, arguments, ctx, run: Some(run) }
     }
 
     /// The method: `tools/call`, `tools/list`, `resources/read`, a custom method's name, ...
@@ -142,9 +142,9 @@ impl McpRequest {
     }
 }
 
-impl fmt::Debug for McpRequest {
+impl fmt::Debug for Request {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("McpRequest")
+        f.debug_struct("Request")
             .field("method", &self.method)
             .field("name", &self.name)
             .field("id", self.id())
@@ -154,7 +154,7 @@ impl fmt::Debug for McpRequest {
 }
 
 /// A request's outcome on its way back through the layers.
-pub struct McpResponse {
+pub struct Response {
     pub(crate) outcome: Outcome,
 }
 
@@ -170,22 +170,22 @@ pub(crate) enum Outcome {
     Cancelled,
 }
 
-impl McpResponse {
+impl Response {
     /// An error answer: what a layer that refuses a request returns instead of calling the rest of the stack.
-    pub fn error(error: Error) -> McpResponse {
-        McpResponse { outcome: Outcome::Error(error) }
+    pub fn error(error: Error) -> Response {
+        Response { outcome: Outcome::Error(error) }
     }
 
     /// A result a layer made (a cached answer, say): the JSON the request's method returns. In the 2026 era the
     /// server adds `resultType` and its own info, as to any result.
-    pub fn result(result: Value) -> McpResponse {
-        McpResponse { outcome: Outcome::Value(result) }
+    pub fn result(result: Value) -> Response {
+        Response { outcome: Outcome::Value(result) }
     }
 
-    pub(crate) fn typed<R: WireResult + Send + 'static>(result: Result<R, Error>) -> McpResponse {
+    pub(crate) fn typed<R: WireResult + Send + 'static>(result: Result<R, Error>) -> Response {
         match result {
-            Ok(r) => McpResponse { outcome: Outcome::Result(Box::new(r)) },
-            Err(e) => McpResponse::error(e),
+            Ok(r) => Response { outcome: Outcome::Result(Box::new(r)) },
+            Err(e) => Response::error(e),
         }
     }
 
@@ -227,7 +227,7 @@ impl McpResponse {
     }
 }
 
-impl fmt::Debug for McpResponse {
+impl fmt::Debug for Response {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let kind = match &self.outcome {
             Outcome::Result(_) | Outcome::Value(_) => "result",
@@ -235,7 +235,7 @@ impl fmt::Debug for McpResponse {
             Outcome::InputRequired => "input_required",
             Outcome::Cancelled => "cancelled",
         };
-        f.debug_struct("McpResponse").field("kind", &kind).field("error", &self.as_error()).finish()
+        f.debug_struct("Response").field("kind", &kind).field("error", &self.as_error()).finish()
     }
 }
 
@@ -262,16 +262,16 @@ impl<R: WireResult + Send + 'static> Payload for R {
 #[derive(Clone, Copy)]
 struct Handlers;
 
-impl Service<McpRequest> for Handlers {
-    type Response = McpResponse;
+impl Service<Request> for Handlers {
+    type Response = Response;
     type Error = BoxError;
-    type Future = BoxFuture<'static, Result<McpResponse, BoxError>>;
+    type Future = BoxFuture<'static, Result<Response, BoxError>>;
 
     fn poll_ready(&mut self, _: &mut TaskContext<'_>) -> Poll<Result<(), BoxError>> {
         Poll::Ready(Ok(()))
     }
 
-    fn call(&mut self, mut request: McpRequest) -> Self::Future {
+    fn call(&mut self, mut request: Request) -> Self::Future {
         let Some(run) = request.run.take() else {
             return Box::pin(async { Err("this request was already served".into()) });
         };
@@ -311,9 +311,9 @@ impl Layers {
     pub(crate) fn push<L>(&mut self, layer: L)
     where
         L: Layer<Next> + Send + 'static,
-        L::Service: Service<McpRequest, Response = McpResponse> + Clone + Send + Sync + 'static,
-        <L::Service as Service<McpRequest>>::Error: Into<BoxError>,
-        <L::Service as Service<McpRequest>>::Future: Send + 'static,
+        L::Service: Service<Request, Response = Response> + Clone + Send + Sync + 'static,
+        <L::Service as Service<Request>>::Error: Into<BoxError>,
+        <L::Service as Service<Request>>::Future: Send + 'static,
     {
         self.wrap.push(Box::new(move |next| BoxCloneSyncService::new(layer.layer(next).map_err(Into::into))));
     }
@@ -332,10 +332,10 @@ impl Layers {
 }
 
 /// Serves one request through the stack. Never fails: a layer's error becomes the answer.
-pub(crate) async fn serve(stack: &Next, request: McpRequest) -> McpResponse {
+pub(crate) async fn serve(stack: &Next, request: Request) -> Response {
     match stack.clone().oneshot(request).await {
         Ok(response) => response,
-        Err(e) => McpResponse::error(into_error(e)),
+        Err(e) => Response::error(into_error(e)),
     }
 }
 

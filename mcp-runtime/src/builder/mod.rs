@@ -187,6 +187,11 @@ impl ServerBuilder {
         &self.tools
     }
 
+    /// The prompts added so far.
+    pub fn prompt_defs(&self) -> &[PromptDef] {
+        &self.prompts
+    }
+
     /// The resources and templates added so far.
     pub fn resource_defs(&self) -> &[ResourceDef] {
         &self.resources
@@ -434,8 +439,8 @@ impl ServerBuilder {
 
     /// Adds a middleware layer: a [`tower::Layer`] over the dispatcher, which sees every request the dispatcher
     /// serves (tools, prompts, resources, completion, tasks, custom methods), on every transport and in both eras,
-    /// as an [`McpRequest`](crate::middleware::McpRequest), and its outcome as an
-    /// [`McpResponse`](crate::middleware::McpResponse). Layers run in the order they are added: the first sees each
+    /// as an [`Request`](crate::middleware::Request), and its outcome as an
+    /// [`Response`](crate::middleware::Response). Layers run in the order they are added: the first sees each
     /// request first and its response last. `tower::timeout`, `tower::limit::ConcurrencyLimitLayer`,
     /// `tower::load_shed` and layers of your own work as they are; see [`mcp::middleware`](crate::middleware).
     ///
@@ -453,13 +458,13 @@ impl ServerBuilder {
     pub fn layer<L>(mut self, layer: L) -> Self
     where
         L: tower::Layer<crate::middleware::Next> + Send + 'static,
-        L::Service: tower::Service<crate::middleware::McpRequest, Response = crate::middleware::McpResponse>
+        L::Service: tower::Service<crate::middleware::Request, Response = crate::middleware::Response>
             + Clone
             + Send
             + Sync
             + 'static,
-        <L::Service as tower::Service<crate::middleware::McpRequest>>::Error: Into<crate::middleware::BoxError>,
-        <L::Service as tower::Service<crate::middleware::McpRequest>>::Future: Send + 'static,
+        <L::Service as tower::Service<crate::middleware::Request>>::Error: Into<crate::middleware::BoxError>,
+        <L::Service as tower::Service<crate::middleware::Request>>::Future: Send + 'static,
     {
         self.layers.push(layer);
         self

@@ -273,13 +273,13 @@ async fn through_layers<R: WireResult + Send + 'static>(
     let bottom: layer::Run = Box::new(move |arguments| {
         Box::pin(async move {
             match run(&inner, bottom_ctx, name, work, arguments).await {
-                Outcome::Done(result) => layer::McpResponse::typed(result),
-                Outcome::Interrupted => layer::McpResponse { outcome: layer::Outcome::InputRequired },
-                Outcome::Cancelled => layer::McpResponse { outcome: layer::Outcome::Cancelled },
+                Outcome::Done(result) => layer::Response::typed(result),
+                Outcome::Interrupted => layer::Response { outcome: layer::Outcome::InputRequired },
+                Outcome::Cancelled => layer::Response { outcome: layer::Outcome::Cancelled },
             }
         })
     });
-    let served = layer::serve(stack, layer::McpRequest::new(method, name, arguments, ctx, bottom));
+    let served = layer::serve(stack, layer::Request::new(method, name, arguments, ctx, bottom));
     let response = match race(request, served, std::future::pending(), Ok).await {
         Outcome::Done(Ok(response)) => response,
         Outcome::Done(Err(e)) => return Outcome::Done(Err(e)),

@@ -38,6 +38,13 @@ impl ErrorCode {
     /// The server is at one of its limits (requests in flight on a connection, sessions): try again later. An
     /// application code, outside the ranges JSON-RPC and MCP reserve.
     pub const OVERLOADED: ErrorCode = ErrorCode(-31000);
+    /// -32020 (2026-07-28): an HTTP header disagrees with the body, or a required one is missing.
+    pub const HEADER_MISMATCH: ErrorCode = ErrorCode(-32020);
+    /// -32021 (2026-07-28): the request needs a client capability it did not declare.
+    pub const MISSING_CAPABILITY: ErrorCode = ErrorCode(-32021);
+    /// -32022 (2026-07-28): the request names a protocol version the server does not serve in the 2026 way
+    /// (without `initialize`).
+    pub const UNSUPPORTED_VERSION: ErrorCode = ErrorCode(-32022);
 }
 
 /// An error answered to a request: a JSON-RPC error object with a code, a readable message and optional data.
@@ -138,4 +145,4 @@ impl fmt::Display for Error {
 impl std::error::Error for Error {}
 
 /// -32021: the request needs a client capability it did not declare (2026-07-28).
-pub const MISSING_CAPABILITY: ErrorCode = ErrorCode(-32021);
+pub(crate) const MISSING_CAPABILITY: ErrorCode = ErrorCode::MISSING_CAPABILITY;

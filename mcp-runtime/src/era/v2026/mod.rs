@@ -43,10 +43,10 @@ pub(crate) use crate::wire::protocol::META_SERVER_INFO;
 pub(crate) const META_SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 
 /// -32020: an HTTP header disagrees with the body, or a required one is missing.
-pub const HEADER_MISMATCH: ErrorCode = ErrorCode(-32020);
-pub use crate::wire::error::MISSING_CAPABILITY;
+pub(crate) const HEADER_MISMATCH: ErrorCode = ErrorCode::HEADER_MISMATCH;
+pub(crate) use crate::wire::error::MISSING_CAPABILITY;
 /// -32022: the request names a protocol version the server does not serve in the 2026 way (without `initialize`).
-pub const UNSUPPORTED_VERSION: ErrorCode = ErrorCode(-32022);
+pub(crate) const UNSUPPORTED_VERSION: ErrorCode = ErrorCode::UNSUPPORTED_VERSION;
 
 /// Whether a message is of this era (see [`crate::era::of`], which decides): it has an envelope (split off its
 /// `params._meta` as it was read), or a method only this era has.
