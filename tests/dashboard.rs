@@ -607,13 +607,11 @@ async fn variable_values(prometheus: &Prometheus, dashboard: &Value) -> BTreeMap
 async fn every_panel_shows_the_calls_of_both_eras_on_a_real_prometheus() {
     let dashboard = dashboard();
     let redis = tokio::task::spawn_blocking(RedisServer::start).await.expect("redis-server starts");
-    let port = common::redis::free_port().to_string();
     let server = HttpServer::start_with_env(
-        &["--metrics", &port, "--redis", &redis.url()],
+        &["--metrics", "127.0.0.1:0", "--redis", &redis.url()],
         &[("MCP_REQUEST_STATE_KEY", common::shops::REQUEST_STATE_KEY)],
     );
-    assert!(server.wait_stderr("serving metrics at", Duration::from_secs(10)).await, "{}", server.stderr_text());
-    let target = format!("127.0.0.1:{port}");
+    let target = server.metrics_address().await;
     let targets = [target.clone()];
     let prometheus = tokio::task::spawn_blocking(move || Prometheus::start(&targets)).await.unwrap();
     prometheus.scraped(Duration::from_secs(30)).await;

@@ -183,10 +183,8 @@ async fn a_cancelled_request_is_counted_as_cancelled() {
 /// calls fell in: what the dashboard (`deploy/grafana-dashboard.json`) shows.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_real_prometheus_scrapes_the_calls_of_both_eras() {
-    let port = common::redis::free_port().to_string();
-    let server = common::http::HttpServer::start(&["--metrics", &port]);
-    assert!(server.wait_stderr("serving metrics at", Duration::from_secs(10)).await, "{}", server.stderr_text());
-    let target = format!("127.0.0.1:{port}");
+    let server = common::http::HttpServer::start(&["--metrics", "127.0.0.1:0"]);
+    let target = server.metrics_address().await;
     let prometheus =
         tokio::task::spawn_blocking(move || common::prometheus::Prometheus::start(&[target])).await.unwrap();
     for era in [EraChoice::V2025, EraChoice::V2026] {

@@ -85,6 +85,16 @@ impl HttpServer {
         false
     }
 
+    /// The `host:port` its `--metrics` listener bound (started with `--metrics 127.0.0.1:0`: the port the kernel
+    /// gave, read from its log line, so no other test can take it between a probe and the bind).
+    pub async fn metrics_address(&self) -> String {
+        assert!(self.wait_stderr("serving metrics at", Duration::from_secs(10)).await, "{}", self.stderr_text());
+        let line = self.stderr.lock().unwrap().iter().find(|l| l.contains("serving metrics at")).cloned();
+        let line = line.unwrap_or_default();
+        let address = line.split("http://").nth(1).and_then(|rest| rest.split('/').next());
+        address.unwrap_or_else(|| panic!("no address in {line:?}")).to_owned()
+    }
+
     /// Waits until one stderr line contains every one of `needles`.
     pub async fn wait_stderr_line(&self, needles: &[&str], timeout: Duration) -> bool {
         let deadline = Instant::now() + timeout;

@@ -57,6 +57,18 @@ impl Phoenix {
     /// folder under `target/phoenix/`; returns once `/healthz` answers 200. Panics with its log if it does not.
     pub fn start() -> Phoenix {
         let binary = phoenix();
+        // A port found free may be taken by another test before Phoenix binds it: then it exits, and another pair
+        // of ports is tried.
+        for _ in 0..3 {
+            if let Some(phoenix) = Phoenix::try_start(&binary) {
+                return phoenix;
+            }
+        }
+        panic!("phoenix could not bind a free port in 3 tries");
+    }
+
+    /// One start on fresh ports: `None` when its port was taken under it.
+    fn try_start(binary: &Path) -> Option<Phoenix> {
         let (port, grpc) = (free_port(), free_port());
         let dir = install::target_dir().join("phoenix").join(format!("{}-{port}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
@@ -85,10 +97,14 @@ impl Phoenix {
                 asked.is_ok() && s.read_to_string(&mut answer).is_ok() && answer.starts_with("HTTP/1.1 200")
             });
             if ready {
-                return phoenix;
+                return Some(phoenix);
             }
             if let Ok(Some(status)) = phoenix.child.try_wait() {
-                panic!("phoenix exited ({status}) before it was ready:\n{}", phoenix.log());
+                let log = phoenix.log();
+                if log.to_lowercase().contains("address already in use") {
+                    return None;
+                }
+                panic!("phoenix exited ({status}) before it was ready:\n{log}");
             }
             assert!(Instant::now() < deadline, "phoenix not ready within {READY_WITHIN:?}:\n{}", phoenix.log());
             std::thread::sleep(Duration::from_millis(250));
