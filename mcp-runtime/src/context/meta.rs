@@ -93,11 +93,11 @@ pub enum Era {
 }
 
 impl Era {
-    /// The protocol version that names the era.
+    /// The protocol version that names the era: the constants, not a copy of them.
     pub(crate) fn name(self) -> &'static str {
         match self {
-            Era::V2025 => "2025-11-25",
-            Era::V2026 => "2026-07-28",
+            Era::V2025 => crate::wire::protocol::LATEST_PROTOCOL_VERSION,
+            Era::V2026 => crate::wire::protocol::VERSION_2026,
         }
     }
 

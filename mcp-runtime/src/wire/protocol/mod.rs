@@ -22,8 +22,13 @@ pub(crate) use results::{stamp_server_info, WireResult, META_SERVER_INFO};
 pub use results::{CacheHint, CacheScope};
 pub use tools::{CallToolResult, Tool, ToolAnnotations};
 
-/// The newest protocol version this crate speaks.
+/// The newest protocol version of the 2025 era (sessions, `initialize`); the 2026 era's is
+/// [`PROTOCOL_VERSION_2026`](crate::PROTOCOL_VERSION_2026), which a server serves from the same endpoint.
 pub const LATEST_PROTOCOL_VERSION: &str = "2025-11-25";
+
+/// The 2026-07-28 era's version, defined here, below the eras, so that every layer names the two eras by the same
+/// constants (`Era::name`, the era fronts).
+pub(crate) const VERSION_2026: &str = "2026-07-28";
 
 /// Every protocol version a client may ask for in `initialize`, newest first.
 pub const SUPPORTED_PROTOCOL_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26"];
