@@ -17,7 +17,7 @@ use std::sync::OnceLock;
 use libfuzzer_sys::fuzz_target;
 use mcp::__fuzz::{check_http_headers, decode_header_value};
 use mcp::__private::http::{HeaderMap, HeaderName, HeaderValue};
-use mcp::{ErrorCode, Server, HEADER_MISMATCH, PROTOCOL_VERSION_2026, UNSUPPORTED_VERSION};
+use mcp::{ErrorCode, Server, PROTOCOL_VERSION_2026};
 use mcp_fuzz::{base64_decode, base64_encode, Alphabet};
 use serde_json::Value;
 
@@ -124,9 +124,9 @@ fn check_refused(error: &mcp::Error, headers: &HeaderMap, params: Option<&Value>
     let meta = params.and_then(|p| p.get("_meta")).and_then(Value::as_object);
     let complete = meta.is_some_and(|m| m.contains_key(META_VERSION) && m.contains_key(META_CAPABILITIES));
     match error.code {
-        HEADER_MISMATCH => {}
+        ErrorCode::HEADER_MISMATCH => {}
         ErrorCode::INVALID_PARAMS => assert!(!complete, "-32602 for a complete envelope: {error}"),
-        UNSUPPORTED_VERSION => {
+        ErrorCode::UNSUPPORTED_VERSION => {
             let body = meta.and_then(|m| m.get(META_VERSION)).and_then(Value::as_str);
             let version = header(headers, "mcp-protocol-version");
             assert!(version.is_some() && version == body, "-32022 for a version the header does not name: {error}");
