@@ -236,7 +236,7 @@ async fn list_changes_of_the_upstream_reach_the_clients() {
     for era in [EraChoice::V2025, EraChoice::V2026] {
         let client = client(&server, era).await;
         let _ = client.list_tools().await.unwrap();
-        maths.add_tool(*hello::DEF).unwrap();
+        maths.add_tool(hello::DEF.clone()).unwrap();
         eventually("the new tool listed through the mount", async || {
             client.list_tools().await.unwrap().iter().any(|t| t.name == "maths_hello")
         })
@@ -503,4 +503,61 @@ async fn a_mounted_server_shuts_down_with_its_parent() {
     c.call_tool("maths_add", json!({"a": 1, "b": 2})).await.unwrap();
     server.shutdown().await;
     assert!(closed.load(Ordering::SeqCst), "the mounted server's shutdown hook ran");
+}
+
+/// The round the upstream of `names_taken_from_upstreams_are_not_capped` lists.
+static ROUND: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+const PER_ROUND: usize = 5_000;
+
+fn round_items(_: &Context) -> Vec<mcp::Resource> {
+    let round = ROUND.load(Ordering::SeqCst);
+    (0..PER_ROUND).map(|i| mcp::Resource::new(format!("items://{round}/{i}"), format!("item {i}"))).collect()
+}
+
+/// One item of a round.
+#[mcp::resource(uri = "items://{round}/{i}", list = round_items)]
+fn item(round: String, i: String) -> String {
+    format!("round {round}, item {i}")
+}
+
+/// A toggle: adding or removing it makes the upstream say its resources changed.
+#[mcp::resource(uri = "items://toggle")]
+fn toggle() -> String {
+    "toggle".into()
+}
+
+/// A proxy relays what its upstreams list for as long as it runs: the names and URIs it takes from them are owned
+/// by its registry and freed when the upstream stops listing them. Until 1.0 they were kept for the life of the
+/// process under a cap of 65,536, past which new ones were left out: this relays 70,000 URIs (and as many
+/// locations) through one mount and reads one of the last.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn names_taken_from_upstreams_are_not_capped() {
+    let upstream = Server::builder().resource::<item>().page_size(1_000).build().unwrap();
+    let proxy = Server::builder().mount("items", upstream.clone()).build().unwrap();
+    // What the proxy lists: all of one round (the upstream's pages are read one by one, and a round may change
+    // between two of them; the next re-read, which the change causes, is whole).
+    let listed = |proxy: &Server| -> Vec<String> {
+        let resources = proxy.schema()["resources"].as_array().unwrap().clone();
+        resources.iter().map(|r| r["uri"].as_str().unwrap().to_owned()).collect()
+    };
+    let rounds = 70_000 / PER_ROUND;
+    for round in 1..rounds {
+        ROUND.store(round, Ordering::SeqCst);
+        if round % 2 == 1 {
+            upstream.add_resource(<toggle as mcp::ResourceItem>::DEF.clone()).unwrap();
+        } else {
+            assert!(upstream.remove_resource("items://toggle"));
+        }
+        let prefix = format!("items://{round}/");
+        eventually(&format!("round {round} relayed"), async || {
+            let uris = listed(&proxy);
+            uris.iter().filter(|u| u.starts_with(&prefix)).count() == PER_ROUND
+                && uris.iter().all(|u| u.starts_with(&prefix) || u == "items://toggle")
+        })
+        .await;
+    }
+    let client = client(&proxy, EraChoice::V2026).await;
+    let uri = format!("items://{}/4999", rounds - 1);
+    let read = client.read_resource(&uri).await.unwrap();
+    assert_eq!(read.text(), Some(format!("round {}, item 4999", rounds - 1).as_str()));
 }

@@ -48,7 +48,7 @@ impl Extension for Audit {
         Declaration::settings(json!({ "retentionDays": 30, "era": if era == Era::V2025 { "2025" } else { "2026" } }))
     }
     fn methods(&self) -> Vec<MethodDef> {
-        vec![*record::DEF]
+        vec![record::DEF.clone()]
     }
     fn setup(&self, builder: ServerBuilder) -> ServerBuilder {
         let calls = self.calls.clone();
@@ -194,7 +194,7 @@ async fn tasks_come_through_the_extension_api_as_a_2025_capability_and_a_2026_ex
 
 /// What the receipts hook keeps of a call it claims.
 struct Receipt {
-    tool: &'static str,
+    tool: mcp::Name,
     refuse_at_begin: bool,
 }
 
@@ -215,7 +215,7 @@ impl mcp::hook::ToolCallHook for Receipts {
         if call.tool.name == "nap" {
             return Err(mcp::Error::invalid_params("nap gives no receipts"));
         }
-        Ok(Some(Box::new(Receipt { tool: call.tool.name, refuse_at_begin })))
+        Ok(Some(Box::new(Receipt { tool: call.tool.name.clone(), refuse_at_begin })))
     }
 
     fn begin<'a>(&'a self, ctx: &'a Context) -> mcp::BoxFuture<'a, Result<(), mcp::Error>> {
@@ -398,7 +398,7 @@ impl mcp::Extension for Describer {
 
     fn setup(&self, builder: mcp::ServerBuilder) -> mcp::ServerBuilder {
         // It sees the program's tools, and adds to their `_meta`.
-        let names: Vec<&'static str> = builder.tool_defs().iter().map(|t| t.name).collect();
+        let names: Vec<mcp::Name> = builder.tool_defs().iter().map(|t| t.name.clone()).collect();
         let mut builder = builder;
         for name in names {
             let meta = json!({"com.example/described": name});
@@ -413,7 +413,7 @@ impl mcp::Extension for Describer {
 /// after seeing the program's tools, and a resource's contents' own; one that is not a JSON object is a build error.
 #[tokio::test]
 async fn tools_and_resources_carry_meta_their_own_and_an_extensions() {
-    let def = (*<hello_meta as mcp::ToolItem>::DEF).meta(r#"{"ui": {"resourceUri": "ui://notes/view"}}"#);
+    let def = <hello_meta as mcp::ToolItem>::DEF.clone().meta(r#"{"ui": {"resourceUri": "ui://notes/view"}}"#);
     let server = mcp::Server::builder().tool_def(def).resource::<note_view>().extension(Describer).build().unwrap();
     let tool = &server.tools_list()["tools"][0];
     assert_eq!(tool["_meta"]["ui"]["resourceUri"], "ui://notes/view", "{tool}");
@@ -424,7 +424,7 @@ async fn tools_and_resources_carry_meta_their_own_and_an_extensions() {
     let read = client.request("resources/read", json!({"uri": "ui://notes/view"})).await.unwrap();
     assert_eq!(read["contents"][0]["_meta"]["ui"]["prefersBorder"], true, "{read}");
 
-    let bad = (*<hello_meta as mcp::ToolItem>::DEF).meta("[1]");
+    let bad = <hello_meta as mcp::ToolItem>::DEF.clone().meta("[1]");
     let Err(refused) = mcp::Server::builder().tool_def(bad).build() else {
         panic!("a `_meta` that is no object is refused")
     };
@@ -449,7 +449,7 @@ impl Extension for Tickets {
         "com.example/tickets"
     }
     fn methods(&self) -> Vec<MethodDef> {
-        vec![ticket_get::DEF.routed_by("id")]
+        vec![ticket_get::DEF.clone().routed_by("id")]
     }
 }
 

@@ -183,10 +183,10 @@ fn on_start_gets_the_server_and_prompts_and_resources_come_and_go_while_it_runs(
     assert!(handle.remove_resource("test://news"));
     assert!(!registry_uris(&server).contains("test://news"), "the change is visible through every handle");
     assert!(!handle.remove_resource("test://news"));
-    server.add_resource(*<news as mcp::ResourceItem>::DEF).unwrap();
+    server.add_resource(<news as mcp::ResourceItem>::DEF.clone()).unwrap();
     assert!(registry_uris(&server).contains("test://news"));
 
-    server.add_prompt(*<late_prompt as mcp::PromptItem>::DEF).unwrap();
+    server.add_prompt(<late_prompt as mcp::PromptItem>::DEF.clone()).unwrap();
     assert!(registry_uris(&server).contains("late_prompt"));
     assert!(server.set_prompt_enabled("late_prompt", false));
     assert!(server.remove_prompt("late_prompt"));

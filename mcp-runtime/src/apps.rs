@@ -32,6 +32,7 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Map, Value};
 
+use crate::base::name::Name;
 use crate::base::sync::Unpoisoned;
 use crate::builder::extension::Extension;
 use crate::builder::ServerBuilder;
@@ -223,7 +224,7 @@ impl Extension for Apps {
     fn setup(&self, mut builder: ServerBuilder) -> ServerBuilder {
         let mut errors = self.errors.locked();
         let mut served = HashMap::new();
-        let tools: Vec<&'static str> = builder.tool_defs().iter().map(|t| t.name).collect();
+        let tools: Vec<Name> = builder.tool_defs().iter().map(|t| t.name.clone()).collect();
         for app in &self.apps {
             if !app.uri.starts_with("ui://") {
                 errors.push(format!("the app at `{}` needs a ui:// URI", app.uri));
@@ -241,13 +242,9 @@ impl Extension for Apps {
                 },
             };
             let name = app.name.clone().unwrap_or_else(|| app.uri.rsplit('/').next().unwrap_or(&app.uri).to_owned());
-            let mut def = ResourceDef::fixed(
-                forever(&app.uri),
-                forever(&name),
-                ResourceHandler::Async(read),
-                concat!(file!(), ":", line!()),
-            )
-            .mime_type(MIME_TYPE);
+            let mut def = ResourceDef::fixed("", "", ResourceHandler::Async(read), concat!(file!(), ":", line!()))
+                .mime_type(MIME_TYPE);
+            (def.uri, def.name) = (Name::from(app.uri.clone()), Name::from(name));
             if let Some(description) = &app.description {
                 def = def.description(forever(description));
             }
@@ -256,7 +253,7 @@ impl Extension for Apps {
                 builder = builder.resource_meta(app.uri.clone(), meta);
             }
             for (tool, visibility) in &app.tools {
-                if !tools.contains(&tool.as_str()) {
+                if !tools.iter().any(|t| t == tool.as_str()) {
                     errors.push(format!(
                         "the app at {} is the interface of the tool `{tool}`, which the server does not have (add \
                          the tool before the extension is built)",

@@ -70,6 +70,7 @@ pub use context::state::{Requirement, State};
 pub use context::{ClientInfo, Context, Era, FromContext, HttpRequest, RequestMeta};
 pub use metrics::Metrics;
 
+pub use base::name::Name;
 pub use base::seal::KEY_ENV as REQUEST_STATE_KEY_ENV;
 pub use builder::extension::{Declaration, Extension, NotificationDef};
 pub use builder::{

@@ -81,7 +81,7 @@ pub type Next = BoxCloneSyncService<Request, Response, BoxError>;
 /// A request on its way to its handler, as a layer sees it.
 pub struct Request {
     method: &'static str,
-    name: &'static str,
+    name: crate::base::name::Name,
     arguments: Map<String, Value>,
     ctx: Context,
     run: Option<Run>,
@@ -94,7 +94,7 @@ pub(crate) type Run = Box<dyn FnOnce(Map<String, Value>) -> BoxFuture<'static, R
 impl Request {
     pub(crate) fn new(
         method: &'static str,
-        name: &'static str,
+        name: crate::base::name::Name,
         arguments: Map<String, Value>,
         ctx: Context,
         run: Run,
@@ -111,7 +111,7 @@ impl Request {
     /// `meta().resource_uri`), a custom method's name; the method itself for lists, `completion/complete` and
     /// `tasks/*`.
     pub fn name(&self) -> &str {
-        self.name
+        &self.name
     }
 
     /// The request's id.

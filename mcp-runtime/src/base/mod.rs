@@ -1,10 +1,11 @@
-//! The floor: the small vocabulary every layer of the runtime shares (frames and their sinks, boxed futures,
+//! The floor: the small vocabulary every layer of the runtime shares (frames and their sinks, boxed futures, names,
 //! cancellation and cleanup, the lock helper). It imports nothing above it, so any layer may import it.
 
 pub(crate) mod backlog;
 pub(crate) mod cancel;
 pub(crate) mod frame;
 pub(crate) mod future;
+pub(crate) mod name;
 pub(crate) mod seal;
 pub(crate) mod sink;
 pub(crate) mod sync;

@@ -87,9 +87,9 @@ impl ServerBuilder {
                     continue;
                 }
                 return Err(BuildError::DuplicateMethod {
-                    name: def.name.to_owned(),
-                    first: first.location.to_owned(),
-                    second: def.location.to_owned(),
+                    name: def.name.to_string(),
+                    first: first.location.to_string(),
+                    second: def.location.to_string(),
                 });
             }
             methods.insert(def.name, def);
@@ -130,7 +130,7 @@ impl ServerBuilder {
             }
             for def in ext.methods() {
                 extension::check(id, Some(def.name)).map_err(bad)?;
-                if methods.contains_key(def.name) || extension_methods.insert(def.name, def).is_some() {
+                if methods.contains_key(def.name) || extension_methods.insert(def.name, def.clone()).is_some() {
                     return Err(bad(format!(
                         "extension `{id}` defines the method `{}`, which another method (of the server's or of an \
                          extension) has already",
@@ -142,12 +142,17 @@ impl ServerBuilder {
         let handlers = registry
             .tools
             .values()
-            .map(|l| ("tool", l.def.name, l.def.location, l.def.injected))
-            .chain(registry.prompts.values().map(|l| ("prompt", l.def.name, l.def.location, l.def.injected)))
-            .chain(registry.resources.values().map(|l| ("resource", l.def.name, l.def.location, l.def.injected)))
-            .chain(registry.templates.values().map(|(l, _)| ("resource", l.def.name, l.def.location, l.def.injected)))
+            .map(|l| ("tool", &*l.def.name, &*l.def.location, l.def.injected))
+            .chain(registry.prompts.values().map(|l| ("prompt", &*l.def.name, &*l.def.location, l.def.injected)))
+            .chain(registry.resources.values().map(|l| ("resource", &*l.def.name, &*l.def.location, l.def.injected)))
             .chain(
-                methods.values().chain(extension_methods.values()).map(|d| ("method", d.name, d.location, d.injected)),
+                registry.templates.values().map(|(l, _)| ("resource", &*l.def.name, &*l.def.location, l.def.injected)),
+            )
+            .chain(
+                methods
+                    .values()
+                    .chain(extension_methods.values())
+                    .map(|d| ("method", d.name, &*d.location, d.injected)),
             );
         crate::server::check_requirements(&self.state, handlers)?;
 

@@ -50,7 +50,7 @@ use crate::Server;
 ///         Declaration::settings(json!({ "retentionDays": 30 }))
 ///     }
 ///     fn methods(&self) -> Vec<mcp::MethodDef> {
-///         vec![*record::DEF]
+///         vec![record::DEF.clone()]
 ///     }
 /// }
 ///

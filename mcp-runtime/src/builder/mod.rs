@@ -173,7 +173,7 @@ impl ServerBuilder {
 
     /// Adds a tool defined with `#[mcp::tool]`: `builder.tool::<my_tool>()`.
     pub fn tool<T: ToolItem>(self) -> Self {
-        self.tool_def(*T::DEF)
+        self.tool_def(T::DEF.clone())
     }
 
     /// Adds a tool from its definition.
@@ -213,13 +213,13 @@ impl ServerBuilder {
 
     /// Adds every tool linked into the program with `#[mcp::tool]`.
     pub fn registered_tools(mut self) -> Self {
-        self.tools.extend(inventory::iter::<ToolRegistration>.into_iter().map(|r| *r.0));
+        self.tools.extend(inventory::iter::<ToolRegistration>.into_iter().map(|r| r.0.clone()));
         self
     }
 
     /// Adds a custom method defined with `#[mcp::method]`: `builder.method::<my_method>()`.
     pub fn method<M: MethodItem>(self) -> Self {
-        self.method_def(*M::DEF)
+        self.method_def(M::DEF.clone())
     }
 
     /// Adds a custom method from its definition.
@@ -230,13 +230,13 @@ impl ServerBuilder {
 
     /// Adds every custom method linked into the program with `#[mcp::method]`.
     pub fn registered_methods(mut self) -> Self {
-        self.methods.extend(inventory::iter::<MethodRegistration>.into_iter().map(|r| *r.0));
+        self.methods.extend(inventory::iter::<MethodRegistration>.into_iter().map(|r| r.0.clone()));
         self
     }
 
     /// Adds a prompt defined with `#[mcp::prompt]`: `builder.prompt::<my_prompt>()`.
     pub fn prompt<P: PromptItem>(self) -> Self {
-        self.prompt_def(*P::DEF)
+        self.prompt_def(P::DEF.clone())
     }
 
     /// Adds a prompt from its definition.
@@ -247,13 +247,13 @@ impl ServerBuilder {
 
     /// Adds every prompt linked into the program with `#[mcp::prompt]`.
     pub fn registered_prompts(mut self) -> Self {
-        self.prompts.extend(inventory::iter::<PromptRegistration>.into_iter().map(|r| *r.0));
+        self.prompts.extend(inventory::iter::<PromptRegistration>.into_iter().map(|r| r.0.clone()));
         self
     }
 
     /// Adds a resource or template defined with `#[mcp::resource]`: `builder.resource::<my_resource>()`.
     pub fn resource<R: ResourceItem>(self) -> Self {
-        self.resource_def(*R::DEF)
+        self.resource_def(R::DEF.clone())
     }
 
     /// Adds a resource or template from its definition.
@@ -264,7 +264,7 @@ impl ServerBuilder {
 
     /// Adds every resource and template linked into the program with `#[mcp::resource]`.
     pub fn registered_resources(mut self) -> Self {
-        self.resources.extend(inventory::iter::<ResourceRegistration>.into_iter().map(|r| *r.0));
+        self.resources.extend(inventory::iter::<ResourceRegistration>.into_iter().map(|r| r.0.clone()));
         self
     }
 

@@ -66,10 +66,11 @@ pub(crate) use relay::relay_completion;
 use relay::{relay_method, relay_prompt, relay_read, relay_tool, relayed};
 
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex, OnceLock, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 
 use serde_json::{json, Value};
 
+use crate::base::name::Name;
 use crate::base::sync::{Unpoisoned, UnpoisonedRw};
 use crate::handler::prompt::PromptDef;
 use crate::handler::resource::ResourceDef;
@@ -83,11 +84,6 @@ pub use upstream::{Upstream, DEFAULT_UPSTREAM_TIMEOUT, MAX_UPSTREAM_ITEMS};
 
 /// What joins a prefix and an upstream's name, unless [`Mount::separator`] says otherwise.
 pub const DEFAULT_SEPARATOR: &str = "_";
-
-/// The most distinct names and URIs the servers of a process take from upstreams in their lifetime: each is kept
-/// for the life of the process (a name a handler runs under is `&'static str`). Beyond it, new ones are left out,
-/// with a warning.
-pub const MAX_RELAYED_NAMES: usize = 1 << 16;
 
 /// An upstream served under a prefix, with its options: given to
 /// [`ServerBuilder::compose`](crate::ServerBuilder::compose) (what [`mount`](crate::ServerBuilder::mount) and
@@ -174,27 +170,11 @@ fn glob(pattern: &str, name: &str) -> bool {
     p[pi..].iter().all(|c| *c == '*')
 }
 
-/// A string kept for the life of the process, once per distinct value; `None` past [`MAX_RELAYED_NAMES`].
-fn intern(s: &str) -> Option<&'static str> {
-    static NAMES: OnceLock<Mutex<HashSet<&'static str>>> = OnceLock::new();
-    let mut names = NAMES.get_or_init(Mutex::default).locked();
-    if let Some(kept) = names.get(s) {
-        return Some(kept);
-    }
-    if names.len() >= MAX_RELAYED_NAMES {
-        tracing::warn!(name = s, limit = MAX_RELAYED_NAMES, "too many names taken from upstreams: left out");
-        return None;
-    }
-    let kept: &'static str = Box::leak(s.to_owned().into_boxed_str());
-    names.insert(kept);
-    Some(kept)
-}
-
 /// A mount, as the server keeps it.
 pub(crate) struct Mounted {
     mount: Mount,
     /// The name its relayed resources run under, and its location in build errors.
-    key: &'static str,
+    key: Name,
     /// What it serves now: the lists it applied, and the names and URIs they took.
     applied: Mutex<Applied>,
 }
@@ -202,10 +182,10 @@ pub(crate) struct Mounted {
 #[derive(Default)]
 struct Applied {
     lists: Lists,
-    tools: Vec<String>,
-    prompts: Vec<String>,
-    resources: Vec<String>,
-    templates: Vec<String>,
+    tools: Vec<Name>,
+    prompts: Vec<Name>,
+    resources: Vec<Name>,
+    templates: Vec<Name>,
 }
 
 impl Mounted {
@@ -259,10 +239,10 @@ pub(crate) struct Composer {
 #[derive(Default)]
 struct Routes {
     /// A served tool's name: its mount, and its name upstream.
-    tools: HashMap<&'static str, (usize, String)>,
-    prompts: HashMap<&'static str, (usize, String)>,
+    tools: HashMap<Name, (usize, String)>,
+    prompts: HashMap<Name, (usize, String)>,
     /// A served template's URI template: its mount.
-    templates: HashMap<&'static str, usize>,
+    templates: HashMap<Name, usize>,
     /// A mounted server's custom method: its mount.
     methods: HashMap<&'static str, usize>,
 }
@@ -286,10 +266,7 @@ impl Composer {
                     message: "a mount needs a prefix or a separator, or its names are the upstream's own".into(),
                 });
             }
-            let key = intern(&format!("mount `{}`", mount.prefix)).ok_or_else(|| BuildError::BadMount {
-                prefix: mount.prefix.clone(),
-                message: format!("more than {MAX_RELAYED_NAMES} names taken from upstreams"),
-            })?;
+            let key = Name::from(format!("mount `{}`", mount.prefix));
             mounted.push(Arc::new(Mounted { mount, key, applied: Mutex::default() }));
         }
         let composer = Composer { mounts: mounted, routes: RwLock::default(), updates: Mutex::default() };
@@ -353,16 +330,16 @@ impl Composer {
         let served = |name: &str| format!("{}{}{}", mount.prefix, mount.separator, name);
         // A tool's or prompt's served name, its location in build errors, its name upstream, and the upstream's
         // descriptor under the served name; `None` when a filter leaves it out (or no name is left to take).
-        let named = |raw: &Value, kind: &str| -> Option<(&'static str, &'static str, String, Value)> {
+        let named = |raw: &Value, kind: &str| -> Option<(Name, Name, String, Value)> {
             let name = raw["name"].as_str()?;
             let exposed = served(name);
             if !mount.serves(&exposed) {
                 return None;
             }
-            let exposed = intern(&exposed)?;
-            let location = intern(&format!("{} (its {kind} `{name}`)", mounted.key))?;
+            let location = Name::from(format!("{} (its {kind} `{name}`)", mounted.key));
             let mut descriptor = raw.clone();
             descriptor["name"] = json!(exposed);
+            let exposed = Name::from(exposed);
             Some((exposed, location, name.to_owned(), descriptor))
         };
         for raw in &lists.tools {
@@ -370,10 +347,11 @@ impl Composer {
             if let Value::Object(d) = &mut descriptor {
                 d.remove("execution");
             }
-            let def = ToolDef::new(exposed, empty_schema, no_output, Handler::Async(relay_tool), location);
+            let mut def = ToolDef::new("", empty_schema, no_output, Handler::Async(relay_tool), "");
+            (def.name, def.location) = (exposed.clone(), location);
             match registry.insert_relayed_tool(def, descriptor) {
                 Ok(()) => {
-                    applied.tools.push(exposed.to_owned());
+                    applied.tools.push(exposed.clone());
                     routes.tools.insert(exposed, (index, name));
                 }
                 Err(e) => refuse(e)?,
@@ -381,11 +359,12 @@ impl Composer {
         }
         for raw in &lists.prompts {
             let Some((exposed, location, name, descriptor)) = named(raw, "prompt") else { continue };
-            let def = PromptDef::new(exposed, &[], Handler::Async(relay_prompt), location);
+            let mut def = PromptDef::new("", &[], Handler::Async(relay_prompt), "");
+            (def.name, def.location) = (exposed.clone(), location);
             match registry.insert_relayed_prompt(def, descriptor) {
                 Ok(()) => {
-                    applied.prompts.push(exposed.to_owned());
-                    routes.prompts.insert(exposed, (index, name));
+                    applied.prompts.push(exposed.clone());
+                    routes.prompts.insert(exposed.clone(), (index, name));
                     registry.relayed_completions.insert(exposed);
                 }
                 Err(e) => refuse(e)?,
@@ -396,22 +375,21 @@ impl Composer {
         {
             let key = if template { "uriTemplate" } else { "uri" };
             let Some(uri) = raw[key].as_str() else { continue };
-            let (Some(uri), Some(location)) = (intern(uri), intern(&format!("{} (its resource `{uri}`)", mounted.key)))
-            else {
-                continue;
-            };
-            let def = if template {
-                ResourceDef::template(uri, mounted.key, Handler::Async(relay_read), location)
+            let location = Name::from(format!("{} (its resource `{uri}`)", mounted.key));
+            let uri = Name::from(uri.to_owned());
+            let mut def = if template {
+                ResourceDef::template("", "", Handler::Async(relay_read), "")
             } else {
-                ResourceDef::fixed(uri, mounted.key, Handler::Async(relay_read), location)
+                ResourceDef::fixed("", "", Handler::Async(relay_read), "")
             };
+            (def.uri, def.name, def.location) = (uri.clone(), mounted.key.clone(), location);
             match registry.insert_relayed_resource(def, raw.clone()) {
                 Ok(()) if template => {
-                    applied.templates.push(uri.to_owned());
-                    routes.templates.insert(uri, index);
+                    applied.templates.push(uri.clone());
+                    routes.templates.insert(uri.clone(), index);
                     registry.relayed_completions.insert(uri);
                 }
-                Ok(()) => applied.resources.push(uri.to_owned()),
+                Ok(()) => applied.resources.push(uri),
                 Err(e) => refuse(e)?,
             }
         }
@@ -467,9 +445,10 @@ impl Composer {
         for (index, mounted) in self.mounts.iter().enumerate() {
             let upstream::Target::Server(server) = &mounted.shared().target else { continue };
             for name in server.inner.methods.keys().copied() {
-                let Some(location) = intern(&format!("{} (its method `{name}`)", mounted.key)) else { continue };
+                let mut def = crate::handler::method::MethodDef::new(name, Handler::Async(relay_method), "");
+                def.location = Name::from(format!("{} (its method `{name}`)", mounted.key));
                 routes.methods.insert(name, index);
-                defs.push(crate::handler::method::MethodDef::new(name, Handler::Async(relay_method), location));
+                defs.push(def);
             }
         }
         defs
@@ -506,12 +485,5 @@ mod tests {
         assert!(!glob("shop", "shop_x"));
         assert!(glob("a*b*c", "aXXbYYc"));
         assert!(!glob("a*b*c", "aXXbYY"));
-    }
-
-    #[test]
-    fn a_name_is_kept_once() {
-        let a = super::intern("compose-test-name").unwrap();
-        let b = super::intern("compose-test-name").unwrap();
-        assert!(std::ptr::eq(a, b));
     }
 }

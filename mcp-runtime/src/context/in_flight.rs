@@ -40,7 +40,7 @@ pub(crate) struct InFlight {
     pub task: OnceLock<Arc<dyn TaskRoute>>,
     /// The name of what it runs (a tool's, a prompt's, a resource's; else its method), for a handler that serves
     /// several (a relayed one).
-    pub name: &'static str,
+    pub name: crate::base::name::Name,
     /// With metrics: the request's timing, which records it when this state is dropped (after its answer).
     pub timing: Option<crate::metrics::Timing>,
 }
@@ -120,7 +120,7 @@ pub(super) struct Slot {
 
 impl InFlight {
     pub(crate) fn new(id: RequestId, meta: RequestMeta, link: Arc<dyn Link>, out: Sink, era: EraState) -> InFlight {
-        InFlight::named(id, meta, link, out, era, "")
+        InFlight::named(id, meta, link, out, era, crate::base::name::Name::default())
     }
 
     /// A request that runs `name` (a tool, a prompt, a resource).
@@ -130,7 +130,7 @@ impl InFlight {
         link: Arc<dyn Link>,
         out: Sink,
         era: EraState,
-        name: &'static str,
+        name: crate::base::name::Name,
     ) -> InFlight {
         InFlight {
             id,

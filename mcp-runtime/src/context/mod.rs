@@ -93,8 +93,8 @@ impl Context {
 
     /// The name of what the request runs (a tool's, a prompt's, a resource's); empty for other requests.
     #[cfg_attr(not(feature = "client"), allow(dead_code))]
-    pub(crate) fn name(&self) -> &'static str {
-        self.request.name
+    pub(crate) fn name(&self) -> &str {
+        &self.request.name
     }
 
     pub(crate) fn in_flight(&self) -> &Arc<InFlight> {

@@ -4,6 +4,7 @@
 use serde_json::{json, Map, Value};
 
 use super::{Call, ResultKind, View, Work};
+use crate::base::name::Name;
 use crate::context::{Context, RequestMeta};
 use crate::handler::tool::{Arguments, Handler};
 use crate::server::registry::ListKind;
@@ -42,7 +43,7 @@ pub(super) fn call_tool(
     Ok((
         Call {
             method: "tools/call",
-            name: def.name,
+            name: def.name.clone(),
             work: Work::Handler(def.handler),
             arguments,
             kind: ResultKind::Plain,
@@ -66,7 +67,7 @@ pub(super) fn get_prompt(
     let arguments = arguments(params, "an object of strings")?;
     Ok(Call {
         method: "prompts/get",
-        name: def.name,
+        name: def.name.clone(),
         work: Work::Handler(def.handler),
         arguments,
         kind: ResultKind::Plain,
@@ -91,7 +92,7 @@ pub(super) fn read_resource(
     meta.cache = def.cache;
     Ok(Call {
         method: "resources/read",
-        name: def.name,
+        name: def.name.clone(),
         work: Work::Handler(def.handler),
         arguments,
         kind: ResultKind::Read,
@@ -104,7 +105,7 @@ pub(super) fn relayed_completion(
     server: &Server,
     params: &Map<String, Value>,
     meta: &RequestMeta,
-) -> Result<Option<(&'static str, Handler<Value>)>, Error> {
+) -> Result<Option<(Name, Handler<Value>)>, Error> {
     let Some(relay) = server.inner.relay_completion else { return Ok(None) };
     let registry = server.registry();
     if registry.relayed_completions.is_empty() {
@@ -116,7 +117,7 @@ pub(super) fn relayed_completion(
         Some("ref/resource") => reference["uri"].as_str(),
         _ => None,
     };
-    let Some(name) = key.and_then(|k| registry.relayed_completions.get(k).copied()) else { return Ok(None) };
+    let Some(name) = key.and_then(|k| registry.relayed_completions.get(k).cloned()) else { return Ok(None) };
     complete_check(server, reference, meta)?;
     Ok(Some((name, relay)))
 }

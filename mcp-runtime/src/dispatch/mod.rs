@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
+use crate::base::name::Name;
 pub(crate) use crate::base::sink::{FrameSink, Sink};
 use crate::context::{EraState, InFlight, Link, RequestMeta};
 use crate::handler::tool::{Arguments, Handler};
@@ -66,7 +67,7 @@ pub(crate) struct Request {
 pub(crate) struct Call<R> {
     /// The request's method (for its tracing span).
     pub method: &'static str,
-    pub name: &'static str,
+    pub name: Name,
     pub work: Work<R>,
     pub arguments: Arguments,
     /// How the result is written in the request's era (2026 results carry `resultType` and server info).
@@ -127,7 +128,7 @@ pub(crate) fn answer_front(
     meta.http = origin.http.clone();
     let call = Call {
         method,
-        name: method,
+        name: Name::new(method),
         work: Work::Front(Box::new(move || answer().map(ListResult::Value))),
         arguments,
         kind: ResultKind::Encoded,
@@ -157,7 +158,7 @@ fn serve<const MEASURED: bool>(conn: &Arc<Connection>, request: Request, origin:
     let era_of = meta.era;
     // With metrics, the tool or prompt a `tools/call` or `prompts/get` refused asked for.
     let mut refused = None;
-    let state = |id: RequestId, meta: RequestMeta, era: EraState, name: &'static str| {
+    let state = |id: RequestId, meta: RequestMeta, era: EraState, name: Name| {
         Arc::new(InFlight::named(id, meta, conn.clone(), origin.sink.clone(), era, name))
     };
     // Lists and completions are answered inline, from stored pages; with layers they go through the stack like
@@ -180,12 +181,12 @@ fn serve<const MEASURED: bool>(conn: &Arc<Connection>, request: Request, origin:
         }
         let call = Call {
             method: name,
-            name,
+            name: Name::new(name),
             work: Work::Ready(Box::new(result)),
             arguments: params,
             kind: ResultKind::Encoded,
         };
-        conn.start(state(id.clone(), meta, era, call.name), call)
+        conn.start(state(id.clone(), meta, era, call.name.clone()), call)
     };
     let started = match method.as_str() {
         "tools/list" => {
@@ -212,16 +213,16 @@ fn serve<const MEASURED: bool>(conn: &Arc<Connection>, request: Request, origin:
             // Templates list their resources at run time: a request like any other, cancellable.
             let call = Call {
                 method: "resources/list",
-                name: "resources/list",
+                name: Name::new("resources/list"),
                 work: Work::Handler(Handler::Blocking(list_resources)),
                 arguments: params,
                 kind: ResultKind::List,
             };
-            conn.start(state(id.clone(), meta, era, call.name), call)
+            conn.start(state(id.clone(), meta, era, call.name.clone()), call)
         }
         "tools/call" => call_tool(&server, tool, &mut params, &meta)
             .and_then(|(call, claimed)| {
-                let request = state(id.clone(), meta, era, call.name);
+                let request = state(id.clone(), meta, era, call.name.clone());
                 if let Some(claimed) = claimed {
                     let _ = request.claim.set(Box::new(claimed));
                 }
@@ -231,12 +232,12 @@ fn serve<const MEASURED: bool>(conn: &Arc<Connection>, request: Request, origin:
                 refused = arrived.and_then(|_| served(&params, |n| server.registry().tool(n).map(|d| d.name)))
             }),
         "prompts/get" => get_prompt(&server, &mut params, &meta)
-            .and_then(|call| conn.start(state(id.clone(), meta, era, call.name), call))
+            .and_then(|call| conn.start(state(id.clone(), meta, era, call.name.clone()), call))
             .inspect_err(|_| {
                 refused = arrived.and_then(|_| served(&params, |n| server.registry().prompt(n).map(|d| d.name)))
             }),
         "resources/read" => read_resource(&server, &params, &mut meta)
-            .and_then(|call| conn.start(state(id.clone(), meta, era, call.name), call)),
+            .and_then(|call| conn.start(state(id.clone(), meta, era, call.name.clone()), call)),
         "completion/complete" => match relayed_completion(&server, &params, &meta) {
             // Another server's prompt or template: its completion is a request to it, cancellable.
             Ok(Some((name, handler))) => {
@@ -247,7 +248,7 @@ fn serve<const MEASURED: bool>(conn: &Arc<Connection>, request: Request, origin:
                     arguments: params,
                     kind: ResultKind::Plain,
                 };
-                conn.start(state(id.clone(), meta, era, call.name), call)
+                conn.start(state(id.clone(), meta, era, call.name.clone()), call)
             }
             Ok(None) => {
                 let result = complete_argument(&server, &params, &meta)
@@ -257,16 +258,16 @@ fn serve<const MEASURED: bool>(conn: &Arc<Connection>, request: Request, origin:
             Err(e) => Err(e),
         },
         // Custom methods, then the extensions' (the Tasks extension's `tasks/*` among them).
-        m => match server.inner.methods.get(m).or_else(|| server.inner.extension_methods.get(m)).copied() {
+        m => match server.inner.methods.get(m).or_else(|| server.inner.extension_methods.get(m)).cloned() {
             Some(def) => {
                 let call = Call {
                     method: def.name,
-                    name: def.name,
+                    name: Name::new(def.name),
                     work: Work::Handler(def.handler),
                     arguments: params,
                     kind: ResultKind::Plain,
                 };
-                conn.start(state(id.clone(), meta, era, call.name), call)
+                conn.start(state(id.clone(), meta, era, call.name.clone()), call)
             }
             None => return None,
         },
@@ -305,8 +306,8 @@ fn answered_inline(
 
 /// The tool or prompt a request's `name` param asks for, as a metric's label: the server's name for it when it
 /// serves it, else `_OTHER` (any name a client sends).
-fn served(params: &Map<String, Value>, find: impl FnOnce(&str) -> Option<&'static str>) -> Option<&'static str> {
-    Some(params.get("name").and_then(Value::as_str).and_then(find).unwrap_or(crate::metrics::OTHER))
+fn served(params: &Map<String, Value>, find: impl FnOnce(&str) -> Option<Name>) -> Option<Name> {
+    Some(params.get("name").and_then(Value::as_str).and_then(find).unwrap_or(Name::new(crate::metrics::OTHER)))
 }
 
 /// A method the dispatcher serves, as a metric's label: its static name.

@@ -15,6 +15,7 @@ use tracing::Instrument;
 
 use super::{Call, ListResult, ResultKind, Work};
 use crate::base::cancel::cleanup_tasks;
+use crate::base::name::Name;
 use crate::context::{Context, InFlight};
 use crate::handler::tool::{Arguments, Handler};
 use crate::metrics::Ended;
@@ -38,7 +39,7 @@ enum Outcome<R> {
 pub(super) async fn run_handler<R: WireResult + Send + 'static>(call: Call<R>, request: Arc<InFlight>) {
     // One span per request, entered in the handler's task and its blocking thread: a `tracing` event inside a tool
     // says which request it belongs to.
-    let span = request_span(call.method, call.name, &request);
+    let span = request_span(call.method, &call.name, &request);
     if call.method == "tools/call" && request.server().inner.capture_tool_content && !span.is_disabled() {
         if let Ok(arguments) = serde_json::to_string(&call.arguments) {
             span.record("gen_ai.tool.call.arguments", arguments);
@@ -52,7 +53,7 @@ pub(super) async fn run_handler<R: WireResult + Send + 'static>(call: Call<R>, r
 pub(super) fn begin_timing<R>(metrics: &crate::metrics::Metrics, call: &Call<R>, request: &mut Arc<InFlight>) {
     let labels = crate::metrics::Request {
         method: call.method,
-        target: Some(call.name),
+        target: Some(call.name.clone()),
         version: request.meta.era.name(),
         transport: crate::metrics::Transport::of(request.meta.http.is_some()),
     };
@@ -70,7 +71,7 @@ pub(crate) const REQUEST_SPAN_TARGET: &str = "mcp::request";
 /// `{mcp.method.name} {target}`, through tracing-opentelemetry's `otel.*` fields): the method, the request's id, the
 /// tool or prompt (else the handler's name), the protocol version, the 2025 session, the transport, the client's
 /// name and (over HTTP) its address; its outcome is recorded when it is answered ([`record_outcome`]).
-fn request_span(method: &'static str, name: &'static str, request: &InFlight) -> tracing::Span {
+fn request_span(method: &'static str, name: &str, request: &InFlight) -> tracing::Span {
     use tracing::field::Empty;
     let era = request.meta.era.name();
     let transport = if request.meta.http.is_some() { "tcp" } else { "pipe" };
@@ -221,7 +222,7 @@ enum Answer<R> {
 async fn run<R: WireResult + Send + 'static>(
     request: &Arc<InFlight>,
     ctx: Context,
-    name: &'static str,
+    name: Name,
     work: Work<R>,
     arguments: Arguments,
 ) -> Outcome<R> {
@@ -240,7 +241,7 @@ async fn run<R: WireResult + Send + 'static>(
     match handler {
         Handler::Async(f) => {
             let call = CatchUnwind(f(&ctx, arguments));
-            race(request, call, interrupted, |r| r.unwrap_or_else(|panic| Err(panicked(name, &*panic)))).await
+            race(request, call, interrupted, |r| r.unwrap_or_else(|panic| Err(panicked(&name, &*panic)))).await
         }
         Handler::Blocking(f) => {
             let span = tracing::Span::current();
@@ -250,7 +251,7 @@ async fn run<R: WireResult + Send + 'static>(
             });
             race(request, call, interrupted, |r| match r {
                 Ok(Ok(result)) => result,
-                Ok(Err(panic)) => Err(panicked(name, &*panic)),
+                Ok(Err(panic)) => Err(panicked(&name, &*panic)),
                 Err(e) => Err(Error::internal(format!("`{name}` failed: {e}"))),
             })
             .await
@@ -264,15 +265,16 @@ async fn through_layers<R: WireResult + Send + 'static>(
     request: &Arc<InFlight>,
     ctx: Context,
     method: &'static str,
-    name: &'static str,
+    name: Name,
     work: Work<R>,
     arguments: Arguments,
 ) -> Outcome<Answer<R>> {
     let inner = request.clone();
     let bottom_ctx = ctx.clone();
+    let bottom_name = name.clone();
     let bottom: layer::Run = Box::new(move |arguments| {
         Box::pin(async move {
-            match run(&inner, bottom_ctx, name, work, arguments).await {
+            match run(&inner, bottom_ctx, bottom_name, work, arguments).await {
                 Outcome::Done(result) => layer::Response::typed(result),
                 Outcome::Interrupted => layer::Response { outcome: layer::Outcome::InputRequired },
                 Outcome::Cancelled => layer::Response { outcome: layer::Outcome::Cancelled },

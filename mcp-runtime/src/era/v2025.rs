@@ -446,8 +446,9 @@ impl TaskFront for Tasks2025 {
         params: &Map<String, Value>,
         _meta: &RequestMeta,
     ) -> Result<Option<TaskPlan>, Error> {
-        let (options, tool) = (tool.task, tool.name);
-        let plan = |requested_ttl| Some(TaskPlan { tool, options: options.deferred(false), requested_ttl });
+        let (options, tool) = (tool.task, &tool.name);
+        let plan =
+            |requested_ttl| Some(TaskPlan { tool: tool.clone(), options: options.deferred(false), requested_ttl });
         match (params.get("task"), options.support) {
             (Some(Value::Object(_)), TaskSupport::Forbidden) => Err(Error::new(
                 ErrorCode::METHOD_NOT_FOUND,

@@ -4,6 +4,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::base::cancel::Cancelled;
+use crate::base::name::Name;
 use crate::handler::tool::{Handler, Injected, Json};
 use crate::wire::error::{Error, ErrorCode};
 
@@ -30,7 +31,7 @@ pub type MethodHandler = Handler<Value>;
 /// let reserved = MethodDef::new("tools/stock", MethodHandler::Blocking(stock), "here");
 /// assert!(mcp::Server::builder().method_def(reserved).build().is_err()); // MCP's namespace
 /// ```
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 #[non_exhaustive]
 pub struct MethodDef {
     /// The JSON-RPC method name, such as `bookshop/stock`.
@@ -38,7 +39,7 @@ pub struct MethodDef {
     /// Runs the method.
     pub handler: MethodHandler,
     /// Where it was defined (`file:line`).
-    pub location: &'static str,
+    pub location: Name,
     /// What its injected parameters need from the server.
     pub injected: Injected,
     /// The OAuth scopes a caller's access token must grant to use it, when the server verifies tokens
@@ -52,7 +53,7 @@ pub struct MethodDef {
 impl MethodDef {
     /// A definition.
     pub const fn new(name: &'static str, handler: MethodHandler, location: &'static str) -> MethodDef {
-        MethodDef { name, handler, location, injected: &[], scopes: &[], name_param: None }
+        MethodDef { name, handler, location: Name::new(location), injected: &[], scopes: &[], name_param: None }
     }
 
     /// Declares that a 2026-07-28 HTTP request of this method names `param` (a string parameter) in its `Mcp-Name`

@@ -5,6 +5,7 @@ use std::fmt::Display;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use crate::base::name::Name;
 use crate::handler::tool::{Arguments, Handler, Injected};
 use crate::wire::error::Error;
 use crate::wire::protocol::{Content, GetPromptResult, Icon, Prompt, PromptArgument, PromptMessage};
@@ -55,11 +56,11 @@ impl ArgDef {
 /// assert_eq!(prompt["arguments"][0]["name"], "topic");
 /// assert_eq!(prompt["arguments"][0]["required"], true);
 /// ```
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 #[non_exhaustive]
 pub struct PromptDef {
     /// Its name on the wire.
-    pub name: &'static str,
+    pub name: Name,
     /// Display title.
     pub title: Option<&'static str>,
     /// What it is for.
@@ -73,7 +74,7 @@ pub struct PromptDef {
     /// Renders it.
     pub handler: PromptHandler,
     /// Where it was defined (`file:line`).
-    pub location: &'static str,
+    pub location: Name,
     /// The OAuth scopes a caller's access token must grant to use it, when the server verifies tokens
     /// ([`Authorization`](crate::auth::Authorization)); none beyond a valid token unless set.
     pub scopes: &'static [&'static str],
@@ -93,14 +94,14 @@ impl PromptDef {
         location: &'static str,
     ) -> PromptDef {
         PromptDef {
-            name,
+            name: Name::new(name),
             title: None,
             description: None,
             arguments,
             icons: &[],
             completions: &[],
             handler,
-            location,
+            location: Name::new(location),
             scopes: &[],
             tags: &[],
             injected: &[],
@@ -152,7 +153,7 @@ impl PromptDef {
 
     pub(crate) fn descriptor(&self) -> Prompt {
         Prompt {
-            name: self.name.to_owned(),
+            name: self.name.to_string(),
             title: self.title.map(str::to_owned),
             description: self.description.map(str::to_owned),
             arguments: self

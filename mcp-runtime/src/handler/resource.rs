@@ -3,6 +3,7 @@
 
 use std::fmt::Display;
 
+use crate::base::name::Name;
 use crate::context::Context;
 use crate::handler::prompt::{error_of, Completer};
 use crate::handler::tool::{Handler, Injected};
@@ -40,15 +41,15 @@ pub type Lister = fn(&Context) -> Vec<Resource>;
 /// let bad = ResourceDef::template("notes://{a}{b}", "bad", ResourceHandler::Blocking(read_note), "notes.rs:2");
 /// assert!(matches!(mcp::Server::builder().resource_def(bad).build(), Err(mcp::BuildError::BadTemplate { .. })));
 /// ```
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 #[non_exhaustive]
 pub struct ResourceDef {
     /// The URI, or the RFC 6570 template when `template` is set.
-    pub uri: &'static str,
+    pub uri: Name,
     /// Whether `uri` is a template.
     pub template: bool,
     /// Programmatic name.
-    pub name: &'static str,
+    pub name: Name,
     /// Display title.
     pub title: Option<&'static str>,
     /// What it is.
@@ -70,7 +71,7 @@ pub struct ResourceDef {
     /// Reads it.
     pub handler: ResourceHandler,
     /// Where it was defined (`file:line`).
-    pub location: &'static str,
+    pub location: Name,
     /// The OAuth scopes a caller's access token must grant to read it, when the server verifies tokens
     /// ([`Authorization`](crate::auth::Authorization)); none beyond a valid token unless set.
     pub scopes: &'static [&'static str],
@@ -116,9 +117,9 @@ impl ResourceDef {
         location: &'static str,
     ) -> Self {
         ResourceDef {
-            uri,
+            uri: Name::new(uri),
             template,
-            name,
+            name: Name::new(name),
             title: None,
             description: None,
             mime_type: None,
@@ -129,7 +130,7 @@ impl ResourceDef {
             completions: &[],
             list: None,
             handler,
-            location,
+            location: Name::new(location),
             scopes: &[],
             tags: &[],
             injected: &[],
@@ -231,8 +232,8 @@ impl ResourceDef {
 
     pub(crate) fn resource(&self) -> Resource {
         Resource {
-            uri: self.uri.to_owned(),
-            name: self.name.to_owned(),
+            uri: self.uri.to_string(),
+            name: self.name.to_string(),
             title: self.title.map(str::to_owned),
             description: self.description.map(str::to_owned),
             mime_type: self.mime_type.map(str::to_owned),
@@ -244,8 +245,8 @@ impl ResourceDef {
 
     pub(crate) fn resource_template(&self) -> ResourceTemplate {
         ResourceTemplate {
-            uri_template: self.uri.to_owned(),
-            name: self.name.to_owned(),
+            uri_template: self.uri.to_string(),
+            name: self.name.to_string(),
             title: self.title.map(str::to_owned),
             description: self.description.map(str::to_owned),
             mime_type: self.mime_type.map(str::to_owned),

@@ -10,6 +10,7 @@ pub use super::result::{IntoToolResult, Json};
 pub(crate) use super::schema::{portable_options, without_null};
 pub use super::schema::{InputSchema, ObjectSchema, SchemaError};
 
+use crate::base::name::Name;
 use crate::context::Context;
 use crate::wire::error::Error;
 use crate::wire::protocol::{CallToolResult, ToolAnnotations};
@@ -73,11 +74,11 @@ pub type Injected = &'static [fn() -> Option<crate::context::state::Requirement>
 /// ```
 ///
 /// [`Server::add_tool`](crate::Server::add_tool) takes one while the server runs.
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 #[non_exhaustive]
 pub struct ToolDef {
     /// The tool's name on the wire.
-    pub name: &'static str,
+    pub name: Name,
     /// Display title.
     pub title: Option<&'static str>,
     /// What the tool does (from the doc comment, or the `description` option).
@@ -91,7 +92,7 @@ pub struct ToolDef {
     /// Runs the tool.
     pub handler: ToolHandler,
     /// Where it was defined (`file:line`), to name both places of a duplicate.
-    pub location: &'static str,
+    pub location: Name,
     /// The OAuth scopes a caller's access token must grant to use it, when the server verifies tokens
     /// ([`Authorization`](crate::auth::Authorization)); none beyond a valid token unless set.
     pub scopes: &'static [&'static str],
@@ -138,14 +139,14 @@ impl ToolDef {
         location: &'static str,
     ) -> ToolDef {
         ToolDef {
-            name,
+            name: Name::new(name),
             title: None,
             description: None,
             hints: Hints::NONE,
             input_schema,
             output_schema,
             handler,
-            location,
+            location: Name::new(location),
             scopes: &[],
             tags: &[],
             injected: &[],

@@ -3,6 +3,7 @@
 
 use std::fmt;
 
+use crate::base::name::Name;
 use prometheus_client::encoding::{EncodeLabel, EncodeLabelSet, EncodeLabelValue, LabelSetEncoder, LabelValueEncoder};
 
 /// The labels of `mcp_server_operation_duration_seconds`: the conventions' attributes, those that do not apply
@@ -10,8 +11,8 @@ use prometheus_client::encoding::{EncodeLabel, EncodeLabelSet, EncodeLabelValue,
 #[derive(Clone, Debug, Hash, PartialEq, Eq)]
 pub(super) struct Operation {
     pub(super) mcp_method_name: &'static str,
-    pub(super) gen_ai_tool_name: Option<&'static str>,
-    pub(super) gen_ai_prompt_name: Option<&'static str>,
+    pub(super) gen_ai_tool_name: Option<Name>,
+    pub(super) gen_ai_prompt_name: Option<Name>,
     pub(super) error_type: Option<ErrorType>,
     pub(super) rpc_response_status_code: Option<i32>,
     pub(super) mcp_protocol_version: &'static str,
@@ -21,12 +22,12 @@ pub(super) struct Operation {
 impl EncodeLabelSet for Operation {
     fn encode(&self, encoder: &mut LabelSetEncoder) -> fmt::Result {
         ("mcp_method_name", self.mcp_method_name).encode(encoder.encode_label())?;
-        if let Some(tool) = self.gen_ai_tool_name {
-            ("gen_ai_tool_name", tool).encode(encoder.encode_label())?;
+        if let Some(tool) = &self.gen_ai_tool_name {
+            ("gen_ai_tool_name", tool.as_str()).encode(encoder.encode_label())?;
             ("gen_ai_operation_name", "execute_tool").encode(encoder.encode_label())?;
         }
-        if let Some(prompt) = self.gen_ai_prompt_name {
-            ("gen_ai_prompt_name", prompt).encode(encoder.encode_label())?;
+        if let Some(prompt) = &self.gen_ai_prompt_name {
+            ("gen_ai_prompt_name", prompt.as_str()).encode(encoder.encode_label())?;
         }
         if let Some(error) = self.error_type {
             ("error_type", error).encode(encoder.encode_label())?;
@@ -39,9 +40,10 @@ impl EncodeLabelSet for Operation {
     }
 }
 
-/// A label set of `operations` by the addresses of its names (all `&'static str`: a method, a tool the server
-/// serves, `_OTHER`, a protocol version), for [`Inner::seen`]. Two keys for one label set (the same name at two
-/// addresses) find the same histogram.
+/// A label set of `operations` by the addresses of its names (a method, a tool the server serves, `_OTHER`, a
+/// protocol version), for [`Inner::seen`]. Two keys for one label set (the same name at two addresses) find the same
+/// histogram; a name made at run time (a relayed tool's) is held by its entry, so that its address is not reused by
+/// other text while the entry lives.
 #[derive(Clone, Copy, Debug, Hash, PartialEq, Eq)]
 pub(super) struct Key {
     pub(super) method: usize,
@@ -55,7 +57,7 @@ impl Key {
     pub(super) fn of(request: &Request, ended: Ended) -> Key {
         Key {
             method: request.method.as_ptr() as usize,
-            target: request.target.map_or(0, |t| t.as_ptr() as usize),
+            target: request.target.as_ref().map_or(0, |t| t.as_ptr() as usize),
             version: request.version.as_ptr() as usize,
             transport: request.transport,
             ended,
@@ -160,15 +162,15 @@ pub(super) struct Relayed {
 #[derive(Clone, Debug, Hash, PartialEq, Eq)]
 pub(super) struct Cancelled {
     pub(super) mcp_method_name: &'static str,
-    pub(super) gen_ai_tool_name: Option<&'static str>,
+    pub(super) gen_ai_tool_name: Option<Name>,
     pub(super) mcp_protocol_version: &'static str,
 }
 
 impl EncodeLabelSet for Cancelled {
     fn encode(&self, encoder: &mut LabelSetEncoder) -> fmt::Result {
         ("mcp_method_name", self.mcp_method_name).encode(encoder.encode_label())?;
-        if let Some(tool) = self.gen_ai_tool_name {
-            ("gen_ai_tool_name", tool).encode(encoder.encode_label())?;
+        if let Some(tool) = &self.gen_ai_tool_name {
+            ("gen_ai_tool_name", tool.as_str()).encode(encoder.encode_label())?;
         }
         ("mcp_protocol_version", self.mcp_protocol_version).encode(encoder.encode_label())
     }
@@ -272,12 +274,12 @@ impl Ended {
 }
 
 /// What a request is, as its metrics label it.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct Request {
     /// Its method.
     pub method: &'static str,
     /// The tool or prompt it runs, where it runs one: a name the server serves, or `_OTHER`.
-    pub target: Option<&'static str>,
+    pub target: Option<Name>,
     /// Its era's protocol version.
     pub version: &'static str,
     pub transport: Transport,
@@ -285,20 +287,15 @@ pub(crate) struct Request {
 
 impl Request {
     /// A request of the protocol `version` that came over HTTP (`http`), or stdio and in process.
-    pub(crate) fn new(
-        method: &'static str,
-        target: Option<&'static str>,
-        version: &'static str,
-        http: bool,
-    ) -> Request {
+    pub(crate) fn new(method: &'static str, target: Option<Name>, version: &'static str, http: bool) -> Request {
         Request { method, target, version, transport: Transport::of(http) }
     }
 
-    pub(super) fn tool(&self) -> Option<&'static str> {
-        self.target.filter(|_| self.method == "tools/call")
+    pub(super) fn tool(&self) -> Option<Name> {
+        self.target.clone().filter(|_| self.method == "tools/call")
     }
 
-    pub(super) fn prompt(&self) -> Option<&'static str> {
-        self.target.filter(|_| self.method == "prompts/get")
+    pub(super) fn prompt(&self) -> Option<Name> {
+        self.target.clone().filter(|_| self.method == "prompts/get")
     }
 }

@@ -15,6 +15,8 @@ use prometheus_client::metrics::info::Info;
 use prometheus_client::registry::{Registry, Unit};
 use rustc_hash::FxHashMap;
 
+use crate::base::name::Name;
+
 mod labels;
 #[cfg(feature = "opentelemetry")]
 mod otel;
@@ -110,6 +112,8 @@ struct Inner {
 /// A label set of `operations` seen before: its histogram, and (with an OpenTelemetry meter) its attributes.
 struct Seen {
     histogram: Histogram,
+    /// The tool or prompt, when its name was made at run time: held so that its address, part of the key, stays its.
+    _target: Option<Name>,
     #[cfg(feature = "opentelemetry")]
     attributes: Option<Arc<[opentelemetry::KeyValue]>>,
 }
@@ -357,6 +361,7 @@ impl Metrics {
         self.record_otel(attributes.as_deref(), request, ended, took);
         let seen = Seen {
             histogram,
+            _target: request.target.clone().filter(|t| t.literal().is_none()),
             #[cfg(feature = "opentelemetry")]
             attributes,
         };
@@ -419,14 +424,14 @@ impl Metrics {
     /// Makes the series of each tool a transport serves exist at zero, in both eras (calls, tool errors, cancels),
     /// and the gauges: a tool's first call then counts in `rate()` and `increase()` (a series that appears at 1
     /// has no increase), and a dashboard lists the tools before their first call.
-    pub(crate) fn prime(&self, tools: &[&'static str], transport: Transport, versions: Versions) {
+    pub(crate) fn prime(&self, tools: &[Name], transport: Transport, versions: Versions) {
         let inner = &self.inner;
         for version in [versions.sessions, versions.stateless] {
-            for &tool in tools {
+            for tool in tools {
                 for error_type in [None, Some(ErrorType::Tool)] {
                     let labels = Operation {
                         mcp_method_name: "tools/call",
-                        gen_ai_tool_name: Some(tool),
+                        gen_ai_tool_name: Some(tool.clone()),
                         gen_ai_prompt_name: None,
                         error_type,
                         rpc_response_status_code: None,
@@ -437,7 +442,7 @@ impl Metrics {
                 }
                 let cancelled = Cancelled {
                     mcp_method_name: "tools/call",
-                    gen_ai_tool_name: Some(tool),
+                    gen_ai_tool_name: Some(tool.clone()),
                     mcp_protocol_version: version,
                 };
                 drop(inner.cancelled.get_or_create(&cancelled));

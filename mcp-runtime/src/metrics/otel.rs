@@ -50,12 +50,12 @@ impl Instruments {
     /// The attributes of a server operation: what a series of `mcp_server_operation_duration_seconds` has.
     pub(crate) fn operation_attributes(labels: &Operation) -> Vec<KeyValue> {
         let mut attributes = vec![KeyValue::new("mcp.method.name", labels.mcp_method_name)];
-        if let Some(tool) = labels.gen_ai_tool_name {
-            attributes.push(KeyValue::new("gen_ai.tool.name", tool));
+        if let Some(tool) = &labels.gen_ai_tool_name {
+            attributes.push(KeyValue::new("gen_ai.tool.name", value(tool)));
             attributes.push(KeyValue::new("gen_ai.operation.name", "execute_tool"));
         }
-        if let Some(prompt) = labels.gen_ai_prompt_name {
-            attributes.push(KeyValue::new("gen_ai.prompt.name", prompt));
+        if let Some(prompt) = &labels.gen_ai_prompt_name {
+            attributes.push(KeyValue::new("gen_ai.prompt.name", value(prompt)));
         }
         if let Some(error) = labels.error_type {
             attributes.push(KeyValue::new("error.type", error_type(error)));
@@ -113,6 +113,14 @@ fn peer(attributes: &mut Vec<KeyValue>, peer: &Peer) {
     if let Some((address, port)) = &peer.server {
         attributes.push(KeyValue::new("server.address", address.clone()));
         attributes.push(KeyValue::new("server.port", i64::from(*port)));
+    }
+}
+
+/// A name as an attribute's value: a literal as it is, a name made at run time copied.
+fn value(name: &crate::base::name::Name) -> opentelemetry::Value {
+    match name.literal() {
+        Some(literal) => literal.into(),
+        None => name.to_string().into(),
     }
 }
 

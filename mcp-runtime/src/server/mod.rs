@@ -71,7 +71,7 @@ inventory::collect!(ResourceRegistration);
 ///
 /// let server = mcp::Server::builder().tool::<hello>().build().unwrap();
 /// let handle = server.clone(); // as a background task would hold it
-/// handle.add_tool(*<goodbye as mcp::ToolItem>::DEF).unwrap();
+/// handle.add_tool(<goodbye as mcp::ToolItem>::DEF.clone()).unwrap();
 /// assert!(handle.set_tool_enabled("hello", false));
 ///
 /// let tools = server.tools_list();
@@ -356,8 +356,8 @@ impl Server {
 
     /// Adds a tool while the server runs; every session gets `notifications/tools/list_changed`.
     pub fn add_tool(&self, def: ToolDef) -> Result<(), BuildError> {
-        self.check_injected("tool", def.name, def.location, def.injected)?;
-        let edit = hub::Edit::Added { name: def.name.to_owned() };
+        self.check_injected("tool", &def.name, &def.location, def.injected)?;
+        let edit = hub::Edit::Added { name: def.name.to_string() };
         self.change(hub::List::Tools, edit, |r| r.insert_tool(def))
     }
 
@@ -378,8 +378,8 @@ impl Server {
 
     /// Adds a prompt while the server runs; every session gets `notifications/prompts/list_changed`.
     pub fn add_prompt(&self, def: PromptDef) -> Result<(), BuildError> {
-        self.check_injected("prompt", def.name, def.location, def.injected)?;
-        let edit = hub::Edit::Added { name: def.name.to_owned() };
+        self.check_injected("prompt", &def.name, &def.location, def.injected)?;
+        let edit = hub::Edit::Added { name: def.name.to_string() };
         self.change(hub::List::Prompts, edit, |r| r.insert_prompt(def))
     }
 
@@ -398,8 +398,8 @@ impl Server {
     /// Adds a resource or template while the server runs; every session gets
     /// `notifications/resources/list_changed`.
     pub fn add_resource(&self, def: ResourceDef) -> Result<(), BuildError> {
-        self.check_injected("resource", def.name, def.location, def.injected)?;
-        let edit = hub::Edit::Added { name: def.uri.to_owned() };
+        self.check_injected("resource", &def.name, &def.location, def.injected)?;
+        let edit = hub::Edit::Added { name: def.uri.to_string() };
         self.change(hub::List::Resources, edit, |r| r.insert_resource(def))
     }
 
@@ -558,7 +558,8 @@ impl Server {
     pub(crate) fn prime_metrics(&self, transport: crate::metrics::Transport) {
         if let Some(metrics) = &self.inner.metrics {
             let registry = self.registry();
-            let tools: Vec<&'static str> = registry.tools.values().filter(|l| l.enabled).map(|l| l.def.name).collect();
+            let tools: Vec<crate::base::name::Name> =
+                registry.tools.values().filter(|l| l.enabled).map(|l| l.def.name.clone()).collect();
             let versions = crate::metrics::Versions {
                 sessions: crate::context::Era::V2025.name(),
                 stateless: crate::context::Era::V2026.name(),

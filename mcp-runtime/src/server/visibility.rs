@@ -111,13 +111,13 @@ impl std::fmt::Debug for Item<'_> {
     }
 }
 
-impl Item<'_> {
+impl<'a> Item<'a> {
     /// A tool's or prompt's name; a resource's URI (a template's URI template).
-    pub fn name(&self) -> &'static str {
+    pub fn name(&self) -> &'a str {
         match self {
-            Item::Tool(d) => d.name,
-            Item::Prompt(d) => d.name,
-            Item::Resource(d) => d.uri,
+            Item::Tool(d) => &d.name,
+            Item::Prompt(d) => &d.name,
+            Item::Resource(d) => &d.uri,
         }
     }
 

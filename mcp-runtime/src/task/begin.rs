@@ -44,7 +44,7 @@ pub(crate) async fn begin(request: &Arc<InFlight>) -> Result<Option<Arc<TaskRun>
     if let Some(run) = request.task_run() {
         return Ok(Some(run));
     }
-    let Some(plan) = crate::hook::claimed(request).and_then(|c| c.claim.downcast_ref::<super::TaskPlan>()).copied()
+    let Some(plan) = crate::hook::claimed(request).and_then(|c| c.claim.downcast_ref::<super::TaskPlan>()).cloned()
     else {
         return Ok(None);
     };
@@ -90,7 +90,7 @@ pub(crate) async fn begin(request: &Arc<InFlight>) -> Result<Option<Arc<TaskRun>
     }
     let record = TaskRecord {
         id: new_task_id().map_err(Refused::Other)?,
-        tool: plan.tool.to_owned(),
+        tool: plan.tool.to_string(),
         status: TaskStatus::Working,
         status_message: None,
         created_at_ms: now,

@@ -64,10 +64,10 @@ pub const DEFAULT_TASK_LEASE: Duration = Duration::from_secs(5);
 
 /// What a `tools/call` becomes when its tool runs as a task here: the Tasks extension's claim on the call
 /// ([`TasksHook`](hook::TasksHook)).
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct TaskPlan {
     /// The tool.
-    pub tool: &'static str,
+    pub tool: crate::base::name::Name,
     pub options: TaskOptions,
     /// 2025 era: the TTL the client asked for.
     pub requested_ttl: Option<u64>,

@@ -42,8 +42,6 @@ pub(crate) use crate::wire::envelope::{META_CAPABILITIES, META_CLIENT_INFO, META
 pub(crate) use crate::wire::protocol::META_SERVER_INFO;
 pub(crate) const META_SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 
-/// -32020: an HTTP header disagrees with the body, or a required one is missing.
-pub(crate) const HEADER_MISMATCH: ErrorCode = ErrorCode::HEADER_MISMATCH;
 pub(crate) use crate::wire::error::MISSING_CAPABILITY;
 /// -32022: the request names a protocol version the server does not serve in the 2026 way (without `initialize`).
 pub(crate) const UNSUPPORTED_VERSION: ErrorCode = ErrorCode::UNSUPPORTED_VERSION;

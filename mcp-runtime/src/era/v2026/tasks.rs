@@ -32,7 +32,7 @@ impl TaskFront for Tasks2026 {
         }
         let declared = meta.client_supports(&["extensions", crate::task::EXTENSION]);
         match options.support {
-            _ if declared => Ok(Some(TaskPlan { tool: tool.name, options, requested_ttl: None })),
+            _ if declared => Ok(Some(TaskPlan { tool: tool.name.clone(), options, requested_ttl: None })),
             TaskSupport::Required => Err(crate::task::methods::extension_required()),
             _ => Ok(None),
         }

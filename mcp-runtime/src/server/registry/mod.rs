@@ -7,6 +7,7 @@ use std::sync::Arc;
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
+use crate::base::name::Name;
 use crate::handler::prompt::{Completer, PromptDef};
 use crate::handler::resource::ResourceDef;
 use crate::handler::tool::ToolDef;
@@ -56,13 +57,13 @@ impl ListKind {
 /// One snapshot of everything served.
 #[derive(Clone, Default)]
 pub(crate) struct Registry {
-    pub tools: BTreeMap<String, Listed<ToolDef>>,
+    pub tools: BTreeMap<Name, Listed<ToolDef>>,
     /// The enabled tools by name: `tools/call` finds its tool with one hash (the ordered map above serves the lists;
     /// its lookup compares the name with a node's keys one by one).
-    callable: HashMap<&'static str, ToolDef>,
-    pub prompts: BTreeMap<String, Listed<PromptDef>>,
-    pub resources: BTreeMap<String, Listed<ResourceDef>>,
-    pub templates: BTreeMap<String, (Listed<ResourceDef>, UriTemplate)>,
+    callable: HashMap<Name, ToolDef>,
+    pub prompts: BTreeMap<Name, Listed<PromptDef>>,
+    pub resources: BTreeMap<Name, Listed<ResourceDef>>,
+    pub templates: BTreeMap<Name, (Listed<ResourceDef>, UriTemplate)>,
     /// Each list's pages: the 2025 form, then the 2026 form (with `resultType`, caching hints, server info).
     pages: [Vec<Arc<RawValue>>; 8],
     page_size: usize,
@@ -79,7 +80,7 @@ pub(crate) struct Registry {
     pub resource_meta: HashMap<String, Map<String, Value>>,
     /// The prompts (by name) and templates (by URI template) another server completes: their `completion/complete`
     /// goes to the server's relay ([`ServerInner::relay_completion`](crate::server::ServerInner)).
-    pub relayed_completions: std::collections::HashSet<&'static str>,
+    pub relayed_completions: std::collections::HashSet<Name>,
 }
 
 /// A definition's `_meta` (the text of a JSON object) with `more` laid over it; `None` when neither has any.
@@ -105,11 +106,11 @@ fn meta_of(
     Ok((!meta.is_empty()).then_some(Value::Object(meta)))
 }
 
-fn location_pair(a: &'static str, b: &'static str) -> (String, String) {
+fn location_pair(a: &Name, b: &Name) -> (String, String) {
     if a <= b {
-        (a.to_owned(), b.to_owned())
+        (a.to_string(), b.to_string())
     } else {
-        (b.to_owned(), a.to_owned())
+        (b.to_string(), a.to_string())
     }
 }
 
@@ -135,31 +136,31 @@ impl Registry {
     }
 
     pub(crate) fn insert_tool(&mut self, def: ToolDef) -> Result<(), BuildError> {
-        crate::handler::tool::check_tool_name(def.name)
-            .map_err(|why| BuildError::BadToolName { name: def.name.to_owned(), why })?;
-        if let Some(first) = self.tools.get(def.name) {
+        crate::handler::tool::check_tool_name(&def.name)
+            .map_err(|why| BuildError::BadToolName { name: def.name.to_string(), why })?;
+        if let Some(first) = self.tools.get(&def.name) {
             if first.def.location == def.location {
                 return Ok(()); // the same definition twice
             }
-            let (first, second) = location_pair(first.def.location, def.location);
-            return Err(BuildError::DuplicateTool { name: def.name.to_owned(), first, second });
+            let (first, second) = location_pair(&first.def.location, &def.location);
+            return Err(BuildError::DuplicateTool { name: def.name.to_string(), first, second });
         }
         let mut input_schema = def
             .input_schema
             .build()
-            .map_err(|e| BuildError::BadInputSchema { name: def.name.to_owned(), why: e.to_string() })?;
+            .map_err(|e| BuildError::BadInputSchema { name: def.name.to_string(), why: e.to_string() })?;
         if !self.nullable_options {
             crate::handler::tool::portable_options(&mut input_schema);
         }
         if input_schema.get("type").and_then(Value::as_str) != Some("object") {
             let why = "it is not an object schema (`\"type\": \"object\"`)".to_owned();
-            return Err(BuildError::BadInputSchema { name: def.name.to_owned(), why });
+            return Err(BuildError::BadInputSchema { name: def.name.to_string(), why });
         }
         let headers = param_headers(&input_schema)
-            .map_err(|why| BuildError::BadHeader { tool: def.name.to_owned(), message: why })?;
-        self.set_tool_headers(def.name, headers);
+            .map_err(|why| BuildError::BadHeader { tool: def.name.to_string(), message: why })?;
+        self.set_tool_headers(&def.name, headers);
         let tool = Tool {
-            name: def.name.to_owned(),
+            name: def.name.to_string(),
             title: def.title.map(str::to_owned),
             description: def.description.map(str::to_owned),
             input_schema,
@@ -168,7 +169,7 @@ impl Registry {
             icons: def.icons.iter().map(|s| crate::wire::protocol::Icon::new(*s)).collect(),
         };
         let mut descriptor = serde_json::to_value(tool).expect("a tool descriptor serializes");
-        if let Some(meta) = meta_of(def.name, def.meta, self.tool_meta.get(def.name))? {
+        if let Some(meta) = meta_of(&def.name, def.meta, self.tool_meta.get(def.name.as_str()))? {
             descriptor["_meta"] = meta;
         }
         // `execution` is a 2025-11-25 field: the 2026-07-28 Tasks extension decides per request instead.
@@ -177,8 +178,8 @@ impl Registry {
             v2025["execution"] = json!({ "taskSupport": def.task.support.as_str() });
             v2025
         });
-        self.tools.insert(def.name.to_owned(), Listed { def, descriptor, v2025, enabled: true });
-        self.callable.insert(def.name, def);
+        self.callable.insert(def.name.clone(), def.clone());
+        self.tools.insert(def.name.clone(), Listed { def, descriptor, v2025, enabled: true });
         Ok(())
     }
 
@@ -206,16 +207,16 @@ impl Registry {
                 let added = match list {
                     List::Tools => inventory::iter::<super::ToolRegistration>
                         .into_iter()
-                        .find(|r| r.0.name == name)
-                        .map(|r| self.insert_tool(*r.0)),
+                        .find(|r| r.0.name == name.as_str())
+                        .map(|r| self.insert_tool(r.0.clone())),
                     List::Prompts => inventory::iter::<super::PromptRegistration>
                         .into_iter()
-                        .find(|r| r.0.name == name)
-                        .map(|r| self.insert_prompt(*r.0)),
+                        .find(|r| r.0.name == name.as_str())
+                        .map(|r| self.insert_prompt(r.0.clone())),
                     List::Resources => inventory::iter::<super::ResourceRegistration>
                         .into_iter()
-                        .find(|r| r.0.uri == name)
-                        .map(|r| self.insert_resource(*r.0)),
+                        .find(|r| r.0.uri == name.as_str())
+                        .map(|r| self.insert_resource(r.0.clone())),
                 };
                 match added {
                     Some(Ok(())) => true,
@@ -237,26 +238,26 @@ impl Registry {
     /// server lists (under the name it has here). A name taken is a `DuplicateTool` naming both.
     #[cfg_attr(not(feature = "client"), allow(dead_code))]
     pub(crate) fn insert_relayed_tool(&mut self, def: ToolDef, descriptor: Value) -> Result<(), BuildError> {
-        crate::handler::tool::check_tool_name(def.name)
-            .map_err(|why| BuildError::BadToolName { name: def.name.to_owned(), why })?;
-        if let Some(first) = self.tools.get(def.name) {
-            let (first, second) = location_pair(first.def.location, def.location);
-            return Err(BuildError::DuplicateTool { name: def.name.to_owned(), first, second });
+        crate::handler::tool::check_tool_name(&def.name)
+            .map_err(|why| BuildError::BadToolName { name: def.name.to_string(), why })?;
+        if let Some(first) = self.tools.get(&def.name) {
+            let (first, second) = location_pair(&first.def.location, &def.location);
+            return Err(BuildError::DuplicateTool { name: def.name.to_string(), first, second });
         }
-        self.set_tool_headers(def.name, param_headers(&descriptor["inputSchema"]).unwrap_or_default());
-        self.tools.insert(def.name.to_owned(), Listed { def, descriptor, v2025: None, enabled: true });
-        self.callable.insert(def.name, def);
+        self.set_tool_headers(&def.name, param_headers(&descriptor["inputSchema"]).unwrap_or_default());
+        self.callable.insert(def.name.clone(), def.clone());
+        self.tools.insert(def.name.clone(), Listed { def, descriptor, v2025: None, enabled: true });
         Ok(())
     }
 
     /// A prompt another server serves, as [`Registry::insert_relayed_tool`].
     #[cfg_attr(not(feature = "client"), allow(dead_code))]
     pub(crate) fn insert_relayed_prompt(&mut self, def: PromptDef, descriptor: Value) -> Result<(), BuildError> {
-        if let Some(first) = self.prompts.get(def.name) {
-            let (first, second) = location_pair(first.def.location, def.location);
-            return Err(BuildError::DuplicatePrompt { name: def.name.to_owned(), first, second });
+        if let Some(first) = self.prompts.get(&def.name) {
+            let (first, second) = location_pair(&first.def.location, &def.location);
+            return Err(BuildError::DuplicatePrompt { name: def.name.to_string(), first, second });
         }
-        self.prompts.insert(def.name.to_owned(), Listed { def, descriptor, v2025: None, enabled: true });
+        self.prompts.insert(def.name.clone(), Listed { def, descriptor, v2025: None, enabled: true });
         Ok(())
     }
 
@@ -264,21 +265,20 @@ impl Registry {
     #[cfg_attr(not(feature = "client"), allow(dead_code))]
     pub(crate) fn insert_relayed_resource(&mut self, def: ResourceDef, descriptor: Value) -> Result<(), BuildError> {
         let existing = if def.template {
-            self.templates.get(def.uri).map(|(l, _)| l.def.location)
+            self.templates.get(&def.uri).map(|(l, _)| l.def.location.clone())
         } else {
-            self.resources.get(def.uri).map(|l| l.def.location)
+            self.resources.get(&def.uri).map(|l| l.def.location.clone())
         };
         if let Some(first) = existing {
-            let (first, second) = location_pair(first, def.location);
-            return Err(BuildError::DuplicateResource { uri: def.uri.to_owned(), first, second });
+            let (first, second) = location_pair(&first, &def.location);
+            return Err(BuildError::DuplicateResource { uri: def.uri.to_string(), first, second });
         }
-        let listed = Listed { def, descriptor, v2025: None, enabled: true };
+        let uri = def.uri.clone();
         if def.template {
-            let template =
-                UriTemplate::parse(def.uri).map_err(|e| BuildError::BadTemplate { message: e.to_string() })?;
-            self.templates.insert(def.uri.to_owned(), (listed, template));
+            let template = UriTemplate::parse(&uri).map_err(|e| BuildError::BadTemplate { message: e.to_string() })?;
+            self.templates.insert(uri, (Listed { def, descriptor, v2025: None, enabled: true }, template));
         } else {
-            self.resources.insert(def.uri.to_owned(), listed);
+            self.resources.insert(uri, Listed { def, descriptor, v2025: None, enabled: true });
         }
         Ok(())
     }
@@ -294,7 +294,7 @@ impl Registry {
         let Some(listed) = self.tools.get_mut(name) else { return false };
         listed.enabled = enabled;
         if enabled {
-            self.callable.insert(listed.def.name, listed.def);
+            self.callable.insert(listed.def.name.clone(), listed.def.clone());
         } else {
             self.callable.remove(name);
         }
@@ -302,46 +302,45 @@ impl Registry {
     }
 
     pub(crate) fn insert_prompt(&mut self, def: PromptDef) -> Result<(), BuildError> {
-        if let Some(first) = self.prompts.get(def.name) {
+        if let Some(first) = self.prompts.get(&def.name) {
             if first.def.location == def.location {
                 return Ok(());
             }
-            let (first, second) = location_pair(first.def.location, def.location);
-            return Err(BuildError::DuplicatePrompt { name: def.name.to_owned(), first, second });
+            let (first, second) = location_pair(&first.def.location, &def.location);
+            return Err(BuildError::DuplicatePrompt { name: def.name.to_string(), first, second });
         }
         let descriptor = serde_json::to_value(def.descriptor()).expect("a prompt descriptor serializes");
-        self.prompts.insert(def.name.to_owned(), Listed { def, descriptor, v2025: None, enabled: true });
+        self.prompts.insert(def.name.clone(), Listed { def, descriptor, v2025: None, enabled: true });
         Ok(())
     }
 
     pub(crate) fn insert_resource(&mut self, def: ResourceDef) -> Result<(), BuildError> {
         let existing = if def.template {
-            self.templates.get(def.uri).map(|(l, _)| l.def.location)
+            self.templates.get(&def.uri).map(|(l, _)| l.def.location.clone())
         } else {
-            self.resources.get(def.uri).map(|l| l.def.location)
+            self.resources.get(&def.uri).map(|l| l.def.location.clone())
         };
         if let Some(first) = existing {
             if first == def.location {
                 return Ok(());
             }
-            let (first, second) = location_pair(first, def.location);
-            return Err(BuildError::DuplicateResource { uri: def.uri.to_owned(), first, second });
+            let (first, second) = location_pair(&first, &def.location);
+            return Err(BuildError::DuplicateResource { uri: def.uri.to_string(), first, second });
         }
         if def.template {
             let template =
-                UriTemplate::parse(def.uri).map_err(|e| BuildError::BadTemplate { message: e.to_string() })?;
+                UriTemplate::parse(&def.uri).map_err(|e| BuildError::BadTemplate { message: e.to_string() })?;
             let mut descriptor = serde_json::to_value(def.resource_template()).expect("a template serializes");
-            if let Some(meta) = meta_of(def.uri, def.meta, self.resource_meta.get(def.uri))? {
+            if let Some(meta) = meta_of(&def.uri, def.meta, self.resource_meta.get(def.uri.as_str()))? {
                 descriptor["_meta"] = meta;
             }
-            self.templates
-                .insert(def.uri.to_owned(), (Listed { def, descriptor, v2025: None, enabled: true }, template));
+            self.templates.insert(def.uri.clone(), (Listed { def, descriptor, v2025: None, enabled: true }, template));
         } else {
             let mut descriptor = serde_json::to_value(def.resource()).expect("a resource serializes");
-            if let Some(meta) = meta_of(def.uri, def.meta, self.resource_meta.get(def.uri))? {
+            if let Some(meta) = meta_of(&def.uri, def.meta, self.resource_meta.get(def.uri.as_str()))? {
                 descriptor["_meta"] = meta;
             }
-            self.resources.insert(def.uri.to_owned(), Listed { def, descriptor, v2025: None, enabled: true });
+            self.resources.insert(def.uri.clone(), Listed { def, descriptor, v2025: None, enabled: true });
         }
         Ok(())
     }
@@ -419,19 +418,22 @@ impl Registry {
     }
 
     pub(crate) fn tool(&self, name: &str) -> Option<ToolDef> {
-        self.callable.get(name).copied()
+        self.callable.get(name).cloned()
     }
 
     pub(crate) fn prompt(&self, name: &str) -> Option<PromptDef> {
-        self.prompts.get(name).filter(|l| l.enabled).map(|l| l.def)
+        self.prompts.get(name).filter(|l| l.enabled).map(|l| l.def.clone())
     }
 
     /// What serves `uri`: a fixed resource, else the first template (in template order) that matches.
     pub(crate) fn resolve(&self, uri: &str) -> Option<(ResourceDef, Vec<(String, String)>)> {
         if let Some(l) = self.resources.get(uri).filter(|l| l.enabled) {
-            return Some((l.def, Vec::new()));
+            return Some((l.def.clone(), Vec::new()));
         }
-        self.templates.values().filter(|(l, _)| l.enabled).find_map(|(l, t)| t.matches(uri).map(|bound| (l.def, bound)))
+        self.templates
+            .values()
+            .filter(|(l, _)| l.enabled)
+            .find_map(|(l, t)| t.matches(uri).map(|bound| (l.def.clone(), bound)))
     }
 
     /// The descriptors of the fixed resources that `keep` lets a caller see, in order.
@@ -445,7 +447,7 @@ impl Registry {
 
     /// The templates that list their resources at run time.
     pub(crate) fn listers(&self) -> Vec<ResourceDef> {
-        self.templates.values().filter(|(l, _)| l.enabled && l.def.list.is_some()).map(|(l, _)| l.def).collect()
+        self.templates.values().filter(|(l, _)| l.enabled && l.def.list.is_some()).map(|(l, _)| l.def.clone()).collect()
     }
 
     /// The descriptors of the fixed resources, in order.

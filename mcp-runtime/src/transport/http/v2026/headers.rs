@@ -6,7 +6,7 @@ use std::borrow::Cow;
 use base64::Engine;
 use serde_json::Value;
 
-use crate::era::v2026::{envelope_of, unsupported_version, HEADER_MISMATCH, META_VERSION, VERSIONS};
+use crate::era::v2026::{envelope_of, unsupported_version, META_VERSION, VERSIONS};
 use crate::server::Server;
 use crate::wire::envelope::{json_string, RawEnvelope};
 use crate::wire::error::{Error, ErrorCode};
@@ -89,7 +89,7 @@ static MCP_METHOD: http::HeaderName = http::HeaderName::from_static("mcp-method"
 static MCP_NAME: http::HeaderName = http::HeaderName::from_static("mcp-name");
 
 fn mismatch(message: impl Into<String>) -> Error {
-    Error::new(HEADER_MISMATCH, message)
+    Error::new(crate::wire::error::ErrorCode::HEADER_MISMATCH, message)
 }
 
 /// Whether a header's text is the same number as an argument: integers compared exactly (2^53 and 2^53 + 1 differ,
