@@ -135,7 +135,7 @@ async fn client(shops: &Shops, era: EraChoice, asked: Arc<Mutex<Vec<String>>>) -
         .http(shops.url())
         .await
         .unwrap_or_else(|e| panic!("a client of the proxy: {e}\n{}", shops.stderr()));
-    assert_eq!(client.is_2026(), v2026, "{}", client.protocol_version());
+    assert_eq!(client.era() == mcp::Era::V2026, v2026, "{}", client.protocol_version());
     client
 }
 

@@ -111,11 +111,11 @@ const PAIRS: [(Transport, EraChoice); 4] = [
 async fn auto_finds_the_2026_era_and_a_pinned_era_is_kept() {
     for transport in [Transport::Stdio, Transport::Http] {
         let (auto, _t) = connect(transport, EraChoice::Auto).await;
-        assert!(auto.is_2026(), "{transport:?}");
+        assert!(auto.era() == mcp::Era::V2026, "{transport:?}");
         assert_eq!(auto.protocol_version(), "2026-07-28");
         assert_eq!(auto.server_info().name, "testbed");
         let (legacy, _t) = connect(transport, EraChoice::V2025).await;
-        assert!(!legacy.is_2026());
+        assert!(legacy.era() == mcp::Era::V2025);
         assert_eq!(legacy.protocol_version(), "2025-11-25");
         assert!(legacy.server_capabilities()["tools"].is_object());
     }

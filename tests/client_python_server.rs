@@ -174,7 +174,7 @@ async fn connect(transport: Transport, era: EraChoice) -> (Client, Target, Asked
 async fn auto_picks_the_2026_era_and_a_pinned_era_is_kept() {
     for transport in [Transport::Stdio, Transport::Http] {
         let (auto, _target, _) = connect(transport, EraChoice::Auto).await;
-        assert!(auto.is_2026(), "{transport:?}: Auto finds server/discover");
+        assert!(auto.era() == mcp::Era::V2026, "{transport:?}: Auto finds server/discover");
         assert_eq!(auto.protocol_version(), "2026-07-28", "{transport:?}");
         assert_eq!(auto.server_info().name, "python-interop", "{transport:?}");
         assert!(auto.server_capabilities()["tools"].is_object(), "{transport:?}: {}", auto.server_capabilities());
@@ -185,11 +185,11 @@ async fn auto_picks_the_2026_era_and_a_pinned_era_is_kept() {
         assert_eq!(prompts["prompts"][0]["name"], "greet", "{transport:?}: {prompts}");
 
         let (v2026, _target, _) = connect(transport, EraChoice::V2026).await;
-        assert!(v2026.is_2026(), "{transport:?}");
+        assert!(v2026.era() == mcp::Era::V2026, "{transport:?}");
         assert_eq!(v2026.protocol_version(), "2026-07-28", "{transport:?}");
 
         let (legacy, _target, _) = connect(transport, EraChoice::V2025).await;
-        assert!(!legacy.is_2026(), "{transport:?}");
+        assert!(legacy.era() == mcp::Era::V2025, "{transport:?}");
         assert_eq!(legacy.protocol_version(), "2025-11-25", "{transport:?}");
         assert_eq!(legacy.server_info().name, "python-interop", "{transport:?}");
         assert!(legacy.server_capabilities()["prompts"].is_object(), "{transport:?}");

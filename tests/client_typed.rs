@@ -161,7 +161,7 @@ async fn an_in_process_client_calls_the_tools_of_a_server_built_in_the_test_in_b
 #[tokio::test]
 async fn client_in_process_connects_with_the_defaults() {
     let client = Client::in_process(server().server).await.unwrap();
-    assert!(client.is_2026(), "Auto finds the 2026 era of the server's stream transport");
+    assert!(client.era() == mcp::Era::V2026, "Auto finds the 2026 era of the server's stream transport");
     assert_eq!(client.call_tool("add", json!({"a": 1, "b": 1})).await.unwrap().text(), Some("2"));
 }
 

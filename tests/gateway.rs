@@ -80,7 +80,7 @@ async fn connect(gateway: &HttpServer, era: EraChoice) -> Client {
         bounded("connecting to the gateway", Client::builder().name("gateway-tests").era(era).http(&gateway.url))
             .await
             .unwrap_or_else(|e| panic!("connect ({era:?}): {e}\n{}", gateway.stderr_text()));
-    assert_eq!(client.is_2026(), era == EraChoice::V2026, "{era:?}: {}", client.protocol_version());
+    assert_eq!(client.era() == mcp::Era::V2026, era == EraChoice::V2026, "{era:?}: {}", client.protocol_version());
     client
 }
 

@@ -111,7 +111,7 @@ async fn client_of(shops: &Shops, tap: &Tap, asked: Arc<Mutex<Vec<String>>>, hea
         .http(&tap.url)
         .await
         .unwrap_or_else(|e| panic!("a 2025 client of the balancer: {e}\n{}", shops.stderr()));
-    assert!(!client.is_2026(), "a 2025 session");
+    assert!(client.era() == mcp::Era::V2025, "a 2025 session");
     assert_eq!(client.protocol_version(), "2025-11-25");
     client
 }

@@ -109,9 +109,9 @@ impl ClientBuilder {
         self
     }
 
-    /// Which era to speak (default [`EraChoice::Auto`]).
-    pub fn era(mut self, era: EraChoice) -> Self {
-        self.era = era;
+    /// Which era to speak (default [`EraChoice::Auto`]); an [`Era`](crate::Era) speaks that one only.
+    pub fn era(mut self, era: impl Into<EraChoice>) -> Self {
+        self.era = era.into();
         self
     }
 

@@ -11,6 +11,7 @@ use tokio::sync::Notify;
 
 use super::{Client, Error, Inner, Link, ProgressSink};
 use crate::base::sync::Unpoisoned;
+use crate::context::Era;
 use crate::wire::jsonrpc::{self, RequestId};
 
 /// A progress notification of a call.
@@ -74,7 +75,7 @@ pub struct Call<T = Value> {
     timeout: Option<Duration>,
     reset_on_progress: bool,
     /// The era to speak, before the handshake has decided it.
-    era: Option<bool>,
+    era: Option<Era>,
     /// An id taken beforehand (a listen request, whose id tags its notifications).
     id: Option<RequestId>,
     /// What answers the server's questions during this call, instead of the client's handlers.
@@ -115,9 +116,9 @@ impl Call<Value> {
     }
 
     /// A handshake request: one request in a given era, no rounds.
-    pub(crate) fn raw(client: Client, method: &str, params: Value, v2026: Option<bool>) -> Call<Value> {
+    pub(crate) fn raw(client: Client, method: &str, params: Value, era: Option<Era>) -> Call<Value> {
         let mut call = Call::new(client, method, params);
-        call.era = v2026;
+        call.era = era;
         call
     }
 
@@ -139,8 +140,8 @@ impl Call<Value> {
 
     /// Sends the request once and waits for its response (no `input_required` rounds).
     pub(crate) async fn send_once(self) -> Result<Value, Error> {
-        let v2026 = self.era.unwrap_or_else(|| self.client.inner.v2026());
-        let sent = Sent::new(&self, v2026);
+        let era = self.era.unwrap_or_else(|| self.client.inner.era());
+        let sent = Sent::new(&self, era);
         sent.run(self.params.clone(), self.id.clone()).await
     }
 }
@@ -208,8 +209,9 @@ impl<T: Send + 'static> IntoFuture for Call<T> {
 
     fn into_future(self) -> Self::IntoFuture {
         Box::pin(async move {
-            let v2026 = self.era.unwrap_or_else(|| self.client.inner.v2026());
-            let sent = Sent::new(&self, v2026);
+            let era = self.era.unwrap_or_else(|| self.client.inner.era());
+            let v2026 = era == Era::V2026;
+            let sent = Sent::new(&self, era);
             let mut params = self.params.clone();
             let mut rounds = 0;
             let mut id = self.id.clone();
@@ -279,20 +281,20 @@ struct Sent {
     progress: Option<Arc<dyn Fn(Progress) + Send + Sync>>,
     timeout: Option<Duration>,
     reset_on_progress: bool,
-    v2026: bool,
+    era: Era,
     questions: Option<Questions>,
     hearer: Option<Hearer>,
 }
 
 impl Sent {
-    fn new<T>(call: &Call<T>, v2026: bool) -> Sent {
+    fn new<T>(call: &Call<T>, era: Era) -> Sent {
         Sent {
             inner: call.client.inner.clone(),
             method: call.method.clone(),
             progress: call.progress.clone(),
             timeout: call.timeout,
             reset_on_progress: call.reset_on_progress,
-            v2026,
+            era,
             questions: call.questions.clone(),
             hearer: call.hearer.clone(),
         }
@@ -394,7 +396,7 @@ impl Sent {
 
     async fn run_retried(&self, params: Value, id: Option<RequestId>) -> Result<Value, Error> {
         match self.run_once(params.clone(), id).await {
-            Err(Error::Rpc(e)) if self.v2026 && e.code.0 == -32022 => {
+            Err(Error::Rpc(e)) if self.era == Era::V2026 && e.code.0 == -32022 => {
                 let supported = e.data.as_ref().and_then(|d| d["supported"].as_array());
                 if supported.is_some_and(|s| s.iter().any(|v| v == super::VERSION_2026)) {
                     return self.run_once(params, None).await;
@@ -418,7 +420,7 @@ impl Sent {
             Some(Value::Object(m)) => m,
             _ => Map::new(),
         };
-        if self.v2026 || self.method == "server/discover" {
+        if self.era == Era::V2026 || self.method == "server/discover" {
             for (k, v) in inner.envelope() {
                 meta.entry(k).or_insert(v);
             }
@@ -442,11 +444,11 @@ impl Sent {
         let mut rx = inner.wait_for(id.clone())?;
         // The server's requests during this call (2025 era) and its stream's notifications go to the call's own
         // handlers, while it waits; most calls have none, and register nothing.
-        let questions = self.questions.clone().filter(|_| !self.v2026);
+        let questions = self.questions.clone().filter(|_| self.era == Era::V2025);
         let _own = (questions.is_some() || self.hearer.is_some())
             .then(|| OwnHandlers::new(inner, &id, questions, self.hearer.clone()));
         let mut guard =
-            Pending { inner: inner.clone(), id: id.clone(), token, v2026: self.v2026, armed: true, sent: false };
+            Pending { inner: inner.clone(), id: id.clone(), token, era: self.era, armed: true, sent: false };
         let frame = jsonrpc::encode_request(&id, &self.method, &params);
         match &inner.link {
             Link::Stdio(stdio) => match deadline {
@@ -461,7 +463,7 @@ impl Sent {
                     }
                 }
             },
-            Link::Http(http) => http.request(inner, &id, &self.method, &params, frame, self.v2026),
+            Link::Http(http) => http.request(inner, &id, &self.method, &params, frame, self.era),
         }
         guard.sent = true;
         let outcome = match (self.timeout, deadline.as_mut()) {
@@ -513,7 +515,7 @@ struct Pending {
     inner: Arc<Inner>,
     id: RequestId,
     token: Option<String>,
-    v2026: bool,
+    era: Era,
     armed: bool,
     /// Whether the request went out (a request that never left the queue has nothing to cancel).
     sent: bool,
@@ -541,7 +543,7 @@ impl Drop for Pending {
         match &self.inner.link {
             Link::Stdio(stdio) => stdio.try_send(cancel),
             // 2026: closing the request's stream is the cancel; 2025: the stream stays, the notification cancels.
-            Link::Http(http) => http.cancel(&self.id, (!self.v2026).then_some(cancel)),
+            Link::Http(http) => http.cancel(&self.id, (self.era == Era::V2025).then_some(cancel)),
         }
     }
 }

@@ -7,6 +7,7 @@ use std::time::Duration;
 use serde_json::json;
 
 use super::{Call, Client, EraChoice, Error, Link, Negotiated, META_SERVER_INFO, VERSION_2025, VERSION_2026};
+use crate::context::Era;
 use crate::wire::protocol::Implementation;
 
 impl Client {
@@ -19,22 +20,25 @@ impl Client {
     }
 
     async fn handshake(&self) -> Result<(), Error> {
-        let v2026 = match self.inner.choice {
-            EraChoice::V2025 => false,
-            EraChoice::V2026 => true,
+        let era = match self.inner.choice {
+            EraChoice::V2025 => Era::V2025,
+            EraChoice::V2026 => Era::V2026,
             EraChoice::Auto => match self.discover().await {
                 Ok(found) => {
                     let _ = self.inner.session.set(found);
                     return Ok(());
                 }
                 // A server that answers, but not `server/discover`, speaks 2025; a broken connection is an error.
-                Err(Error::Rpc(_) | Error::Protocol(_)) => false,
+                Err(Error::Rpc(_) | Error::Protocol(_)) => Era::V2025,
                 Err(e) => return Err(e),
             },
         };
-        let session = if v2026 { self.discover().await? } else { self.initialize().await? };
+        let session = match era {
+            Era::V2026 => self.discover().await?,
+            Era::V2025 => self.initialize().await?,
+        };
         let _ = self.inner.session.set(session);
-        if !v2026 {
+        if era == Era::V2025 {
             if let Some(level) = self.inner.log_level {
                 self.set_log_level(level).await?;
             }
@@ -45,7 +49,7 @@ impl Client {
     /// `server/discover`: 2026 if the server offers it.
     pub(super) async fn discover(&self) -> Result<Negotiated, Error> {
         let params = json!({ "_meta": self.inner.envelope() });
-        let result = Call::raw(self.clone(), "server/discover", params, Some(true)).send_once().await?;
+        let result = Call::raw(self.clone(), "server/discover", params, Some(Era::V2026)).send_once().await?;
         let versions = result["supportedVersions"].as_array().cloned().unwrap_or_default();
         if !versions.iter().any(|v| v == VERSION_2026) {
             return Err(Error::Protocol(format!("the server does not offer {VERSION_2026}: {versions:?}")));
@@ -53,7 +57,7 @@ impl Client {
         let server_info = serde_json::from_value(result["_meta"][META_SERVER_INFO].clone())
             .unwrap_or_else(|_| Implementation::new("unknown", "0"));
         Ok(Negotiated {
-            v2026: true,
+            era: Era::V2026,
             version: VERSION_2026.into(),
             server_info,
             capabilities: result["capabilities"].clone(),
@@ -67,9 +71,9 @@ impl Client {
             "capabilities": self.inner.capabilities,
             "clientInfo": self.inner.info,
         });
-        let result = Call::raw(self.clone(), "initialize", params, Some(false)).send_once().await?;
+        let result = Call::raw(self.clone(), "initialize", params, Some(Era::V2025)).send_once().await?;
         let version = result["protocolVersion"].as_str().unwrap_or(VERSION_2025).to_owned();
-        if !crate::wire::protocol::SUPPORTED_PROTOCOL_VERSIONS.contains(&version.as_str()) {
+        if Era::of_version(&version) != Some(Era::V2025) {
             return Err(Error::Protocol(format!(
                 "the server chose protocol version {version:?}, which this client does not speak"
             )));
@@ -82,7 +86,7 @@ impl Client {
             http.open_standalone_stream(Arc::downgrade(&self.inner)).await;
         }
         Ok(Negotiated {
-            v2026: false,
+            era: Era::V2025,
             version,
             server_info: serde_json::from_value(result["serverInfo"].clone())
                 .unwrap_or_else(|_| Implementation::new("unknown", "0")),

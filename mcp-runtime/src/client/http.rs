@@ -121,10 +121,10 @@ impl Http {
         method: &str,
         params: &Value,
         frame: String,
-        v2026: bool,
+        era: crate::context::Era,
     ) {
         let mut request = self.post();
-        if v2026 {
+        if era == crate::context::Era::V2026 {
             request = request.header("mcp-protocol-version", super::VERSION_2026).header("mcp-method", method);
             let name = match method {
                 "tools/call" | "prompts/get" => params["name"].as_str(),

@@ -327,7 +327,7 @@ impl Client {
         };
         let mut items = result[key].as_array().cloned().unwrap_or_default();
         if method == "tools/list" {
-            items = self.inner.remember_headers(items, self.is_2026());
+            items = self.inner.remember_headers(items, self.era());
         }
         Ok(Page { items, next_cursor: result["nextCursor"].as_str().map(str::to_owned) })
     }

@@ -97,6 +97,7 @@ pub use task::{Started, TaskHandle, TaskState};
 pub use crate::wire::skills::{SkillEntry, SkillError, SkillFile, SkillFiles};
 
 use crate::base::sync::Unpoisoned;
+use crate::context::Era;
 use crate::handler::tool::BoxFuture;
 use crate::wire::jsonrpc::{self, RequestId};
 use crate::wire::protocol::{Implementation, LogLevel};
@@ -130,10 +131,10 @@ const ANSWERING: usize = 64;
 /// let server = mcp::Server::builder().tool::<hi>().build().unwrap();
 /// // Auto: this server offers 2026-07-28, so `server/discover` finds it.
 /// let auto = Client::builder().in_process(server.clone()).await?;
-/// assert_eq!((auto.is_2026(), auto.protocol_version()), (true, "2026-07-28"));
+/// assert_eq!((auto.era(), auto.protocol_version()), (mcp::Era::V2026, "2026-07-28"));
 /// // Pinned to the 2025-11-25 era: `initialize`, then a session.
 /// let only_2025 = Client::builder().era(EraChoice::V2025).in_process(server).await?;
-/// assert_eq!((only_2025.is_2026(), only_2025.protocol_version()), (false, "2025-11-25"));
+/// assert_eq!((only_2025.era(), only_2025.protocol_version()), (mcp::Era::V2025, "2025-11-25"));
 /// # Ok(()) }
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -148,6 +149,16 @@ pub enum EraChoice {
     V2025,
 }
 
+impl From<Era> for EraChoice {
+    /// That era only.
+    fn from(era: Era) -> EraChoice {
+        match era {
+            Era::V2025 => EraChoice::V2025,
+            Era::V2026 => EraChoice::V2026,
+        }
+    }
+}
+
 /// A handler for questions from the server: gets the request's `params`, returns the result to send.
 pub type Handler = Arc<dyn Fn(Value) -> BoxFuture<'static, Result<Value, crate::Error>> + Send + Sync>;
 
@@ -160,7 +171,7 @@ pub type StderrHandler = Arc<dyn Fn(&str) + Send + Sync>;
 /// What the handshake found out.
 #[derive(Clone, Debug)]
 struct Negotiated {
-    v2026: bool,
+    era: Era,
     version: String,
     server_info: Implementation,
     capabilities: Value,
@@ -286,9 +297,13 @@ impl Client {
         &self.session().version
     }
 
-    /// Whether the client speaks the 2026-07-28 era with this server.
-    pub fn is_2026(&self) -> bool {
-        self.session().v2026
+    /// The era the client speaks with this server (what the handshake settled: [`EraChoice`]).
+    pub fn era(&self) -> Era {
+        self.session().era
+    }
+
+    pub(crate) fn is_2026(&self) -> bool {
+        self.era() == Era::V2026
     }
 
     /// The server's name and version.
@@ -393,8 +408,9 @@ impl Inner {
         RequestId::Number(self.next_id.fetch_add(1, Ordering::Relaxed))
     }
 
-    fn v2026(&self) -> bool {
-        self.session.get().is_some_and(|s| s.v2026)
+    /// The era negotiated; before the handshake, the 2025 era's.
+    fn era(&self) -> Era {
+        self.session.get().map_or(Era::V2025, |s| s.era)
     }
 
     /// The 2026 envelope: version, capabilities, client info, and the log level.
@@ -426,7 +442,7 @@ impl Inner {
 
     /// Keeps each tool's `x-mcp-header` parameters; in the 2026 era a tool whose annotations break the rules is
     /// left out of the list (with a warning), as the protocol asks: it could not be called correctly.
-    fn remember_headers(&self, tools: Vec<Value>, v2026: bool) -> Vec<Value> {
+    fn remember_headers(&self, tools: Vec<Value>, era: Era) -> Vec<Value> {
         let mut table = self.tool_headers.locked();
         tools
             .into_iter()
@@ -437,7 +453,7 @@ impl Inner {
                         table.insert(name.to_owned(), headers);
                         true
                     }
-                    Err(why) if v2026 => {
+                    Err(why) if era == Era::V2026 => {
                         tracing::warn!(tool = name, reason = %why, "leaving out a tool with invalid x-mcp-header annotations");
                         false
                     }

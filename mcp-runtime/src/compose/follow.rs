@@ -92,7 +92,9 @@ const MAX_WATCHED: usize = 1_000;
 /// `subscriptions/listen`; a 2025 one says `resources.subscribe`).
 async fn watched_resources(shared: &Arc<Shared>) -> Vec<String> {
     let takes = match shared.client().await {
-        Ok(client) => client.is_2026() || client.server_capabilities()["resources"]["subscribe"] == true,
+        Ok(client) => {
+            client.era() == crate::context::Era::V2026 || client.server_capabilities()["resources"]["subscribe"] == true
+        }
         Err(_) => false,
     };
     if !takes {

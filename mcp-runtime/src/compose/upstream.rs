@@ -124,7 +124,8 @@ impl Upstream {
     }
 
     /// The era to speak to it ([`EraChoice::Auto`] by default: the newest it speaks).
-    pub fn era(self, era: EraChoice) -> Upstream {
+    pub fn era(self, era: impl Into<EraChoice>) -> Upstream {
+        let era = era.into();
         self.configure(|s| s.era = era)
     }
 

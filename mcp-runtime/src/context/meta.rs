@@ -93,6 +93,28 @@ pub enum Era {
 }
 
 impl Era {
+    /// The era a protocol version belongs to: the 2025 era's `2025-11-25`, `2025-06-18` and `2025-03-26`, the 2026
+    /// era's `2026-07-28`; `None` for a version neither speaks. The one map from versions to eras, which the
+    /// server (the era of a request) and the client (the era it negotiated) both read.
+    ///
+    /// ```
+    /// use mcp::Era;
+    ///
+    /// assert_eq!(Era::of_version("2025-06-18"), Some(Era::V2025));
+    /// assert_eq!(Era::of_version("2026-07-28"), Some(Era::V2026));
+    /// assert_eq!(Era::of_version("2024-11-05"), None);
+    /// ```
+    pub fn of_version(version: &str) -> Option<Era> {
+        let version = version.trim();
+        if crate::wire::protocol::SUPPORTED_PROTOCOL_VERSIONS.contains(&version) {
+            Some(Era::V2025)
+        } else if version == crate::wire::protocol::VERSION_2026 {
+            Some(Era::V2026)
+        } else {
+            None
+        }
+    }
+
     /// The protocol version that names the era: the constants, not a copy of them.
     pub(crate) fn name(self) -> &'static str {
         match self {

@@ -20,7 +20,7 @@ use serde_json::Value;
 use crate::context::{Era, EraState, InFlight, Link, RequestEra};
 use crate::wire::error::Error;
 use crate::wire::jsonrpc::Incoming;
-use crate::wire::protocol::{CacheHint, LogLevel, SUPPORTED_PROTOCOL_VERSIONS};
+use crate::wire::protocol::{CacheHint, LogLevel};
 use v2026::Round;
 
 /// The era a message belongs to. A request or notification is of the 2026 era when its `_meta` holds a key of the
@@ -36,7 +36,7 @@ pub(crate) fn of(message: &Incoming, version: Option<&str>) -> Era {
         }
         Incoming::Response { .. } => false,
     };
-    let by_header = version.is_some_and(|v| !SUPPORTED_PROTOCOL_VERSIONS.contains(&v.trim()));
+    let by_header = version.is_some_and(|v| Era::of_version(v) != Some(Era::V2025));
     if by_body || by_header {
         Era::V2026
     } else {

@@ -149,10 +149,11 @@ pub(super) fn check_origin(
     Ok(())
 }
 
-/// Whether the request's version header names a version of the 2026 era (which has no GET stream and no DELETE).
+/// Whether the request's version header names a version of the 2026 era (which has no GET stream and no DELETE);
+/// one neither era speaks is refused by [`check_version`].
 pub(super) fn names_2026_version(headers: &HeaderMap) -> bool {
-    let version = headers.get(&VERSION_NAME).and_then(|v| v.to_str().ok()).map(str::trim);
-    version.is_some_and(|v| crate::era::v2026::VERSIONS.contains(&v))
+    let version = headers.get(&VERSION_NAME).and_then(|v| v.to_str().ok());
+    version.and_then(crate::context::Era::of_version) == Some(crate::context::Era::V2026)
 }
 
 /// The protocol version of a request: the header, or 2025-03-26 when it is missing; unsupported is 400.

@@ -294,6 +294,8 @@ async fn post(
             return json_body(StatusCode::BAD_REQUEST, body);
         }
     };
+    // The one place a POST's era is decided (the body's envelope, else its version header).
+    let era = crate::era::of(&message, headers.get(&VERSION_NAME).and_then(|v| v.to_str().ok()));
     let auth = match &state.server.inner.auth {
         Some(guard) => {
             let needed = match &message {
@@ -310,8 +312,6 @@ async fn post(
                         Ok(admitted) => admitted,
                         Err(refused) => return refused,
                     };
-                    let version = probe.get(&VERSION_NAME).and_then(|v| v.to_str().ok());
-                    let era = crate::era::of(&message, version);
                     let mut meta = crate::context::RequestMeta::new(era, Arc::from(""), None);
                     meta.http = Some(Arc::new(HttpRequest { headers: HeaderMap::new(), auth: Some(admitted), peer }));
                     if let Some(unknown) = state.server.hidden_error(&meta, method, params.as_ref()) {
@@ -333,8 +333,7 @@ async fn post(
         None => auth,
     };
     let http = Arc::new(HttpRequest { headers, auth, peer });
-    let version = http.headers.get(&VERSION_NAME).and_then(|v| v.to_str().ok());
-    match crate::era::of(&message, version) {
+    match era {
         Era::V2026 => v2026::post(state, message, http).await,
         Era::V2025 => v2025::post(state, message, http).await,
     }
