@@ -11,7 +11,7 @@ fn name_alone_keeps_a_version() {
     let server = mcp::Server::builder().name("notes").build().unwrap();
     let info = &server.schema()["serverInfo"];
     assert_eq!(info["name"], "notes");
-    assert_eq!(info["version"], mcp::DEFAULT_SERVER_VERSION, "{info}");
+    assert_eq!(info["version"], mcp::ServerBuilder::DEFAULT_SERVER_VERSION, "{info}");
 
     let server = mcp::Server::builder().version("1.2.3").name("notes").build().unwrap();
     assert_eq!(server.schema()["serverInfo"], json!({ "name": "notes", "version": "1.2.3" }));

@@ -244,7 +244,7 @@ async fn a_stopped_instance_exits_in_time_and_the_others_serve_on() {
     eventually("Emma is on hold", &shops, async || holds(&client).await == ["Emma"]).await;
 
     kill(&shops.instances[stopped], "-TERM");
-    let deadline = Duration::from_secs(1) + mcp::DEFAULT_SHUTDOWN_TIMEOUT + Duration::from_secs(1);
+    let deadline = Duration::from_secs(1) + mcp::ServerBuilder::DEFAULT_SHUTDOWN_TIMEOUT + Duration::from_secs(1);
     let status = shops.instances[stopped].wait_exit(deadline);
     assert!(status.is_some_and(|s| s.success()), "{status:?} within {deadline:?} of SIGTERM\n{}", shops.stderr());
     let answered = tokio::time::timeout(WAIT, in_flight)

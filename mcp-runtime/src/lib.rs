@@ -71,12 +71,8 @@ pub use context::{ClientInfo, Context, Era, FromContext, HttpRequest, RequestMet
 pub use metrics::Metrics;
 
 pub use base::name::Name;
-pub use base::seal::KEY_ENV as REQUEST_STATE_KEY_ENV;
 pub use builder::extension::{Declaration, Extension, NotificationDef};
-pub use builder::{
-    ServerBuilder, DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_LINE_BYTES, DEFAULT_PAGE_SIZE, DEFAULT_SERVER_NAME,
-    DEFAULT_SERVER_VERSION, DEFAULT_SHUTDOWN_TIMEOUT,
-};
+pub use builder::ServerBuilder;
 pub use entry::{run, ArgSpec, Args, FromArgs, MainOutput};
 pub use era::v2026::PROTOCOL_VERSION as PROTOCOL_VERSION_2026;
 pub use handler::method::{IntoMethodResult, IntoRpcError, MethodDef, MethodHandler, MethodItem};
@@ -94,19 +90,13 @@ pub use protocol::{
 pub use server::hub;
 pub use server::visibility;
 pub use server::{BuildError, NotifyError, Server};
-pub use store::events::{EventLog, LogSlice, MemoryEventLog, DEFAULT_LOG_EVENTS, DEFAULT_LOG_STREAMS};
+pub use store::events::{EventLog, LogSlice, MemoryEventLog};
 pub use store::session::{MemorySessionStore, SessionRecord, SessionStore};
 pub use task::{
     ClientTasks, MemoryTaskStore, StoreError, TaskOptions, TaskPage, TaskRecord, TaskStatus, TaskStore, TaskSupport,
-    DEFAULT_MAX_RUNNING_TASKS, DEFAULT_MAX_TASKS, DEFAULT_MAX_TASKS_PER_CLIENT, DEFAULT_MAX_TASK_TTL,
-    DEFAULT_POLL_INTERVAL, DEFAULT_TASK_LEASE, DEFAULT_TASK_TTL, EXTENSION as TASKS_EXTENSION,
 };
 #[cfg(feature = "http")]
-pub use transport::http::{
-    EventStore, EventStoreFactory, HttpOptions, MemoryEventStore, MemoryEventStoreFactory, BACKED_UP_WAIT,
-    DEFAULT_EVENT_STORE_BYTES, DEFAULT_EVENT_STORE_EVENTS, DEFAULT_EVENT_STORE_TOTAL_BYTES, DELIVERED_EVENTS,
-    SESSION_HEADER, VERSION_HEADER,
-};
+pub use transport::http::{EventStore, EventStoreFactory, HttpOptions, MemoryEventStore, MemoryEventStoreFactory};
 pub use wire::error::{Error, ErrorCode};
 pub use wire::jsonrpc::RequestId;
 pub use wire::protocol;

@@ -106,15 +106,15 @@ pub struct ServerBuilder {
 }
 
 /// The `serverInfo` name of a server built without `#[mcp::main]` and without [`ServerBuilder::name`].
-pub const DEFAULT_SERVER_NAME: &str = "mcp-server";
+pub(crate) const DEFAULT_SERVER_NAME: &str = "mcp-server";
 
 /// The `serverInfo` version of a server built without `#[mcp::main]` and without [`ServerBuilder::version`]: not
 /// the runtime's version, which says nothing about the server (the caller's `CARGO_PKG_VERSION` is only known to
 /// code compiled in its crate, as `#[mcp::main]` is).
-pub const DEFAULT_SERVER_VERSION: &str = "0.0.0";
+pub(crate) const DEFAULT_SERVER_VERSION: &str = "0.0.0";
 
 /// The default limit on one incoming stdio line: 4 MiB.
-pub const DEFAULT_MAX_LINE_BYTES: usize = 4 << 20;
+pub(crate) const DEFAULT_MAX_LINE_BYTES: usize = 4 << 20;
 
 impl Server {
     /// A builder with nothing registered.
@@ -132,13 +132,13 @@ impl ServerBuilder {
     /// Sets the name reported in `serverInfo`, keeping the version (and the rest of the info) as it is.
     ///
     /// Under `#[mcp::main]` the name defaults to the binary's and the version to its package's
-    /// (`CARGO_PKG_VERSION`); a server built by hand defaults to [`DEFAULT_SERVER_NAME`] and
-    /// [`DEFAULT_SERVER_VERSION`], so set both there.
+    /// (`CARGO_PKG_VERSION`); a server built by hand defaults to [`ServerBuilder::DEFAULT_SERVER_NAME`] and
+    /// [`ServerBuilder::DEFAULT_SERVER_VERSION`], so set both there.
     ///
     /// ```
     /// let server = mcp::Server::builder().name("notes").build().unwrap();
     /// assert_eq!(server.schema()["serverInfo"]["name"], "notes");
-    /// assert_eq!(server.schema()["serverInfo"]["version"], mcp::DEFAULT_SERVER_VERSION);
+    /// assert_eq!(server.schema()["serverInfo"]["version"], mcp::ServerBuilder::DEFAULT_SERVER_VERSION);
     /// ```
     pub fn name(mut self, name: impl Into<String>) -> Self {
         self.name = Some(name.into());
@@ -274,7 +274,7 @@ impl ServerBuilder {
     }
 
     /// How many items each page of `tools/list`, `prompts/list`, `resources/list` and `resources/templates/list`
-    /// holds; a longer list is split with opaque cursors. Default [`DEFAULT_PAGE_SIZE`].
+    /// holds; a longer list is split with opaque cursors. Default [`ServerBuilder::DEFAULT_PAGE_SIZE`].
     pub fn page_size(mut self, items: usize) -> Self {
         self.page_size = Some(items);
         self
@@ -406,7 +406,7 @@ impl ServerBuilder {
     }
 
     /// The largest incoming message, in bytes, that the stdio transport reads; longer lines are rejected with -32600
-    /// without being held in memory. Defaults to [`DEFAULT_MAX_LINE_BYTES`].
+    /// without being held in memory. Defaults to [`ServerBuilder::DEFAULT_MAX_MESSAGE_BYTES`].
     pub fn max_message_bytes(mut self, bytes: usize) -> Self {
         self.max_line_bytes = Some(bytes);
         self
@@ -421,7 +421,7 @@ impl ServerBuilder {
     }
 
     /// The most requests in flight on one connection (a stdio process, a 2025 session); one more is refused with
-    /// [`ErrorCode::OVERLOADED`](crate::ErrorCode::OVERLOADED). Default [`DEFAULT_MAX_IN_FLIGHT`].
+    /// [`ErrorCode::OVERLOADED`](crate::ErrorCode::OVERLOADED). Default [`ServerBuilder::DEFAULT_MAX_IN_FLIGHT`].
     pub fn max_in_flight(mut self, requests: usize) -> Self {
         self.max_in_flight = Some(requests);
         self
@@ -431,7 +431,7 @@ impl ServerBuilder {
     /// reading: above the soft limit progress and log notifications are dropped; a frame past the hard limit
     /// disconnects the client and cancels what it asked for. Past the soft limit a client's input waits too: a stdio
     /// client is not read, and a 2025 HTTP session (its streams counted together) has its new POSTs wait, then
-    /// refused with 503 (after `mcp::BACKED_UP_WAIT`). Default 4 MiB and 16 MiB.
+    /// refused with 503 (after `HttpOptions::BACKED_UP_WAIT`). Default 4 MiB and 16 MiB.
     pub fn outbound_limits(mut self, limits: crate::base::backlog::OutboundLimits) -> Self {
         self.outbound = Some(limits);
         self
@@ -504,11 +504,43 @@ impl ServerBuilder {
     }
 }
 
+/// The defaults of the settings, each named by the method that changes it.
+impl ServerBuilder {
+    /// The `serverInfo` name of a server built without `#[mcp::main]` and without [`ServerBuilder::name`].
+    pub const DEFAULT_SERVER_NAME: &'static str = DEFAULT_SERVER_NAME;
+    /// The `serverInfo` version of a server built without `#[mcp::main]` and without [`ServerBuilder::version`]
+    /// (`0.0.0`: the runtime's own version would say nothing about the server).
+    pub const DEFAULT_SERVER_VERSION: &'static str = DEFAULT_SERVER_VERSION;
+    /// [`ServerBuilder::page_size`]: 100 items.
+    pub const DEFAULT_PAGE_SIZE: usize = DEFAULT_PAGE_SIZE;
+    /// [`ServerBuilder::max_message_bytes`]: 4 MiB.
+    pub const DEFAULT_MAX_MESSAGE_BYTES: usize = DEFAULT_MAX_LINE_BYTES;
+    /// [`ServerBuilder::max_in_flight`]: 10 000 requests.
+    pub const DEFAULT_MAX_IN_FLIGHT: usize = DEFAULT_MAX_IN_FLIGHT;
+    /// [`ServerBuilder::shutdown_timeout`]: 5 s.
+    pub const DEFAULT_SHUTDOWN_TIMEOUT: Duration = DEFAULT_SHUTDOWN_TIMEOUT;
+    /// [`ServerBuilder::task_ttl`]: an hour.
+    pub const DEFAULT_TASK_TTL: Duration = crate::task::DEFAULT_TASK_TTL;
+    /// [`ServerBuilder::task_max_ttl`]: a day.
+    pub const DEFAULT_MAX_TASK_TTL: Duration = crate::task::DEFAULT_MAX_TASK_TTL;
+    /// [`ServerBuilder::task_poll_interval`]: 500 ms.
+    pub const DEFAULT_POLL_INTERVAL: Duration = crate::task::DEFAULT_POLL_INTERVAL;
+    /// [`ServerBuilder::max_running_tasks`]: 100 per client.
+    pub const DEFAULT_MAX_RUNNING_TASKS: usize = crate::task::DEFAULT_MAX_RUNNING_TASKS;
+    /// [`ServerBuilder::max_tasks_per_client`]: 1 000 stored per client.
+    pub const DEFAULT_MAX_TASKS_PER_CLIENT: usize = crate::task::DEFAULT_MAX_TASKS_PER_CLIENT;
+    /// [`ServerBuilder::task_lease`]: 5 s (a task whose instance died fails about 6 s after the death).
+    pub const DEFAULT_TASK_LEASE: Duration = crate::task::DEFAULT_TASK_LEASE;
+    /// The environment variable holding the key that seals the 2026 era's `requestState` (64 hex digits), when
+    /// several instances must open each other's.
+    pub const REQUEST_STATE_KEY_ENV: &'static str = crate::base::seal::KEY_ENV;
+}
+
 /// The default limit on requests in flight on one connection: 10 000.
-pub const DEFAULT_MAX_IN_FLIGHT: usize = 10_000;
+pub(crate) const DEFAULT_MAX_IN_FLIGHT: usize = 10_000;
 
 /// The default number of items on one page of a list result.
-pub const DEFAULT_PAGE_SIZE: usize = 100;
+pub(crate) const DEFAULT_PAGE_SIZE: usize = 100;
 
 /// The default bound on each step of shutdown: 5 s.
-pub const DEFAULT_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(5);
+pub(crate) const DEFAULT_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(5);

@@ -32,7 +32,7 @@ impl ServerBuilder {
     }
 
     /// Where tasks are kept (default: a [`MemoryTaskStore`](crate::MemoryTaskStore) of
-    /// [`DEFAULT_MAX_TASKS`](crate::DEFAULT_MAX_TASKS)). A store shared by several instances lets any of them answer
+    /// [`DEFAULT_MAX_TASKS`](crate::MemoryTaskStore::DEFAULT_MAX_TASKS)). A store shared by several instances lets any of them answer
     /// `tasks/get` for a task another runs.
     pub fn task_store(mut self, store: impl crate::task::TaskStore) -> Self {
         self.task_store = Some(Arc::new(store));
@@ -70,7 +70,7 @@ impl ServerBuilder {
     }
 
     /// Shares this server's state with its other instances through a Redis (the `redis` feature): the change hub,
-    /// the 2025 session store and event log, and the task store (at most [`DEFAULT_MAX_TASKS`](crate::DEFAULT_MAX_TASKS) live tasks over all instances).
+    /// the 2025 session store and event log, and the task store (at most [`DEFAULT_MAX_TASKS`](crate::MemoryTaskStore::DEFAULT_MAX_TASKS) live tasks over all instances).
     /// Every instance must then seal `requestState` with the same key (`MCP_REQUEST_STATE_KEY`, or
     /// [`ServerBuilder::request_state_key`]): building without one is an error, since a retry that reached another
     /// instance would fail. The `Redis` goes into the server's state too, for the program's own shared data
@@ -79,7 +79,7 @@ impl ServerBuilder {
     #[cfg(feature = "redis")]
     pub fn shared(mut self, redis: &crate::redis::Redis) -> Self {
         self.change_hub = Some(Arc::new(redis.hub()));
-        self.task_store = Some(Arc::new(redis.task_store(crate::task::DEFAULT_MAX_TASKS)));
+        self.task_store = Some(Arc::new(redis.task_store(crate::store::task::DEFAULT_MAX_TASKS)));
         self.session_store = Some(Arc::new(redis.session_store()));
         self.event_log = Some(Arc::new(redis.event_log()));
         self.shared = true;
@@ -87,7 +87,7 @@ impl ServerBuilder {
     }
 
     /// How long the instance running a task vouches for it (default
-    /// [`DEFAULT_TASK_LEASE`](crate::DEFAULT_TASK_LEASE)): it renews the lease every third of it while the handler
+    /// [`DEFAULT_TASK_LEASE`](crate::ServerBuilder::DEFAULT_TASK_LEASE)): it renews the lease every third of it while the handler
     /// runs. With a task store shared by several instances, a task whose instance died (killed, or cut off from
     /// the store) is marked `failed`, saying so, by the first instance that reads it after its lease ran out,
     /// instead of staying `working` for ever.
@@ -97,7 +97,7 @@ impl ServerBuilder {
     }
 
     /// How long a task and its result are kept, from its creation, unless its tool says otherwise (default
-    /// [`DEFAULT_TASK_TTL`](crate::DEFAULT_TASK_TTL)). A task still running when its TTL ends is stopped and
+    /// [`DEFAULT_TASK_TTL`](crate::ServerBuilder::DEFAULT_TASK_TTL)). A task still running when its TTL ends is stopped and
     /// marked `failed`.
     pub fn task_ttl(mut self, ttl: Duration) -> Self {
         self.task_config.ttl = ttl.max(Duration::from_millis(1));
@@ -105,14 +105,14 @@ impl ServerBuilder {
     }
 
     /// The longest TTL a client may ask for (2025-11-25 `task.ttl`) or a tool may set (default
-    /// [`DEFAULT_MAX_TASK_TTL`](crate::DEFAULT_MAX_TASK_TTL)).
+    /// [`DEFAULT_MAX_TASK_TTL`](crate::ServerBuilder::DEFAULT_MAX_TASK_TTL)).
     pub fn task_max_ttl(mut self, ttl: Duration) -> Self {
         self.task_config.max_ttl = ttl.max(Duration::from_millis(1));
         self
     }
 
     /// The poll interval suggested to clients, unless a tool says otherwise (default
-    /// [`DEFAULT_POLL_INTERVAL`](crate::DEFAULT_POLL_INTERVAL)).
+    /// [`DEFAULT_POLL_INTERVAL`](crate::ServerBuilder::DEFAULT_POLL_INTERVAL)).
     pub fn task_poll_interval(mut self, interval: Duration) -> Self {
         self.task_config.poll_interval = interval.max(Duration::from_millis(1));
         self
@@ -120,7 +120,7 @@ impl ServerBuilder {
 
     /// How many tasks one client may have running at once; more are refused with -31000, or run as plain calls
     /// where the tool's task support is optional (default
-    /// [`DEFAULT_MAX_RUNNING_TASKS`](crate::DEFAULT_MAX_RUNNING_TASKS)). A client is its authenticated principal,
+    /// [`DEFAULT_MAX_RUNNING_TASKS`](crate::ServerBuilder::DEFAULT_MAX_RUNNING_TASKS)). A client is its authenticated principal,
     /// else its 2025 session, else (2026 era) its peer address, else its connection. A finished or cancelled task
     /// no longer counts. Counted over every instance when the task store counts by client
     /// ([`TaskStore::client_tasks`](crate::TaskStore::client_tasks): Redis does), else on each instance.
@@ -132,7 +132,7 @@ impl ServerBuilder {
     /// How many tasks one client (as for [`max_running_tasks`](Self::max_running_tasks)) may have stored at once:
     /// running, or finished and kept for their TTL. More are refused with -31000 (or run as plain calls where the
     /// tool's task support is optional), so that no client can fill the task store for the others (default
-    /// [`DEFAULT_MAX_TASKS_PER_CLIENT`](crate::DEFAULT_MAX_TASKS_PER_CLIENT)).
+    /// [`DEFAULT_MAX_TASKS_PER_CLIENT`](crate::ServerBuilder::DEFAULT_MAX_TASKS_PER_CLIENT)).
     pub fn max_tasks_per_client(mut self, tasks: usize) -> Self {
         self.task_config.max_stored = tasks.max(1);
         self

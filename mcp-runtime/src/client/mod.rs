@@ -114,7 +114,7 @@ use crate::wire::protocol::META_SERVER_INFO;
 /// question is answered at once with an error. A `ping` is answered inline and never waits.
 const ANSWERING: usize = 64;
 
-/// Which protocol era to speak, given to [`ClientBuilder::era`]; [`Client::is_2026`] says which one the
+/// Which protocol era to speak, given to [`ClientBuilder::era`]; [`Client::era`] says which one the
 /// handshake chose.
 ///
 /// ```

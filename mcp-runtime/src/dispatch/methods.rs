@@ -23,7 +23,7 @@ fn arguments(params: &mut Map<String, Value>, what: &str) -> Result<Arguments, E
 
 pub(super) fn call_tool(
     server: &Server,
-    found: Option<crate::handler::tool::ToolDef>,
+    found: Option<std::sync::Arc<crate::handler::tool::ToolDef>>,
     params: &mut Map<String, Value>,
     meta: &RequestMeta,
 ) -> Result<(Call<crate::CallToolResult>, Option<crate::hook::Claimed>), Error> {

@@ -60,7 +60,7 @@ pub(crate) struct Request {
     pub meta: RequestMeta,
     pub era: EraState,
     /// A `tools/call`'s tool, when the front found it already.
-    pub tool: Option<crate::handler::tool::ToolDef>,
+    pub tool: Option<std::sync::Arc<crate::handler::tool::ToolDef>>,
 }
 
 /// What a request runs.
@@ -229,7 +229,7 @@ fn serve<const MEASURED: bool>(conn: &Arc<Connection>, request: Request, origin:
                 conn.start(request, call)
             })
             .inspect_err(|_| {
-                refused = arrived.and_then(|_| served(&params, |n| server.registry().tool(n).map(|d| d.name)))
+                refused = arrived.and_then(|_| served(&params, |n| server.registry().tool(n).map(|d| d.name.clone())))
             }),
         "prompts/get" => get_prompt(&server, &mut params, &meta)
             .and_then(|call| conn.start(state(id.clone(), meta, era, call.name.clone()), call))

@@ -86,12 +86,12 @@ pub trait EventLog: Send + Sync + 'static {
 }
 
 /// How many events of a stream a [`MemoryEventLog`] keeps, and how many events Redis keeps of one (about): 1024.
-pub const DEFAULT_LOG_EVENTS: usize = 1024;
+pub(crate) const DEFAULT_LOG_EVENTS: usize = 1024;
 /// How many streams a [`MemoryEventLog`] keeps: 4096 (the oldest go first).
-pub const DEFAULT_LOG_STREAMS: usize = 4096;
+pub(crate) const DEFAULT_LOG_STREAMS: usize = 4096;
 
 /// An [`EventLog`] in this process, for servers of one process that share sessions (tests, in-process
-/// instances): at most [`DEFAULT_LOG_EVENTS`] events per stream and [`DEFAULT_LOG_STREAMS`] streams.
+/// instances): at most [`MemoryEventLog::DEFAULT_EVENTS`] events per stream and [`MemoryEventLog::DEFAULT_STREAMS`] streams.
 #[derive(Default)]
 pub struct MemoryEventLog {
     streams: Mutex<Streams>,
@@ -115,6 +115,11 @@ struct Logged {
 }
 
 impl MemoryEventLog {
+    /// How many events of a stream it keeps, and how many events Redis keeps of one (about): 1024.
+    pub const DEFAULT_EVENTS: usize = DEFAULT_LOG_EVENTS;
+    /// How many streams it keeps: 4096 (the oldest go first).
+    pub const DEFAULT_STREAMS: usize = DEFAULT_LOG_STREAMS;
+
     /// An empty log.
     pub fn new() -> MemoryEventLog {
         MemoryEventLog::default()

@@ -228,11 +228,11 @@ pub trait TaskStore: Send + Sync + 'static {
 }
 
 /// The default number of tasks a [`MemoryTaskStore`] holds: 10 000.
-pub const DEFAULT_MAX_TASKS: usize = 10_000;
+pub(crate) const DEFAULT_MAX_TASKS: usize = 10_000;
 
 /// An in-process [`TaskStore`], bounded by a number of tasks; expired tasks are dropped as new ones come in.
 ///
-/// A server without a store of its own uses `MemoryTaskStore::default()`, which holds [`DEFAULT_MAX_TASKS`]. When
+/// A server without a store of its own uses `MemoryTaskStore::default()`, which holds [`MemoryTaskStore::DEFAULT_MAX_TASKS`]. When
 /// it is full of live tasks, a call that would start one more is refused with
 /// [`ErrorCode::OVERLOADED`](crate::ErrorCode::OVERLOADED).
 ///
@@ -287,6 +287,9 @@ impl Memory {
 }
 
 impl MemoryTaskStore {
+    /// The tasks [`MemoryTaskStore::default`] holds: 10 000.
+    pub const DEFAULT_MAX_TASKS: usize = DEFAULT_MAX_TASKS;
+
     /// A store that holds at most `max_tasks` tasks.
     pub fn new(max_tasks: usize) -> MemoryTaskStore {
         MemoryTaskStore { max_tasks: max_tasks.max(1), inner: Mutex::new(Memory::default()) }

@@ -22,9 +22,7 @@ pub(crate) use methods::Tasks;
 
 use std::time::{Duration, UNIX_EPOCH};
 
-pub use crate::store::task::{
-    ClientTasks, MemoryTaskStore, StoreError, TaskPage, TaskRecord, TaskStatus, TaskStore, DEFAULT_MAX_TASKS,
-};
+pub use crate::store::task::{ClientTasks, MemoryTaskStore, StoreError, TaskPage, TaskRecord, TaskStatus, TaskStore};
 pub use crate::wire::task::{TaskOptions, TaskSupport};
 pub(crate) use begin::{begin, Refused};
 pub(crate) use engine::{store_error, Owner, TaskEngine};
@@ -33,7 +31,7 @@ pub(crate) use run::TaskRun;
 use crate::server::Server;
 
 /// The identifier of the Tasks extension of the 2026-07-28 protocol.
-pub const EXTENSION: &str = "io.modelcontextprotocol/tasks";
+pub(crate) const EXTENSION: &str = crate::wire::protocol::TASKS_EXTENSION;
 
 pub(crate) use crate::wire::task::{related_meta, RELATED_TASK};
 

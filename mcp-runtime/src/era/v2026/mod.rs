@@ -202,7 +202,7 @@ fn serve(
                 }
                 _ => None,
             };
-            let round = Round::for_request(server, tool.as_ref(), &method, &mut params, &meta, envelope.log_level)?;
+            let round = Round::for_request(server, tool.as_deref(), &method, &mut params, &meta, envelope.log_level)?;
             let request = Request { id, method: method.clone(), params, meta, era: Arc::new(round), tool };
             match dispatch::dispatch(conn, request, origin) {
                 Some(()) => Ok(()),

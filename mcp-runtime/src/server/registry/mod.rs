@@ -60,7 +60,7 @@ pub(crate) struct Registry {
     pub tools: BTreeMap<Name, Listed<ToolDef>>,
     /// The enabled tools by name: `tools/call` finds its tool with one hash (the ordered map above serves the lists;
     /// its lookup compares the name with a node's keys one by one).
-    callable: HashMap<Name, ToolDef>,
+    callable: HashMap<Name, Arc<ToolDef>>,
     pub prompts: BTreeMap<Name, Listed<PromptDef>>,
     pub resources: BTreeMap<Name, Listed<ResourceDef>>,
     pub templates: BTreeMap<Name, (Listed<ResourceDef>, UriTemplate)>,
@@ -178,7 +178,7 @@ impl Registry {
             v2025["execution"] = json!({ "taskSupport": def.task.support.as_str() });
             v2025
         });
-        self.callable.insert(def.name.clone(), def.clone());
+        self.callable.insert(def.name.clone(), Arc::new(def.clone()));
         self.tools.insert(def.name.clone(), Listed { def, descriptor, v2025, enabled: true });
         Ok(())
     }
@@ -245,7 +245,7 @@ impl Registry {
             return Err(BuildError::DuplicateTool { name: def.name.to_string(), first, second });
         }
         self.set_tool_headers(&def.name, param_headers(&descriptor["inputSchema"]).unwrap_or_default());
-        self.callable.insert(def.name.clone(), def.clone());
+        self.callable.insert(def.name.clone(), Arc::new(def.clone()));
         self.tools.insert(def.name.clone(), Listed { def, descriptor, v2025: None, enabled: true });
         Ok(())
     }
@@ -294,7 +294,7 @@ impl Registry {
         let Some(listed) = self.tools.get_mut(name) else { return false };
         listed.enabled = enabled;
         if enabled {
-            self.callable.insert(listed.def.name.clone(), listed.def.clone());
+            self.callable.insert(listed.def.name.clone(), Arc::new(listed.def.clone()));
         } else {
             self.callable.remove(name);
         }
@@ -417,7 +417,7 @@ impl Registry {
         self.page_size
     }
 
-    pub(crate) fn tool(&self, name: &str) -> Option<ToolDef> {
+    pub(crate) fn tool(&self, name: &str) -> Option<Arc<ToolDef>> {
         self.callable.get(name).cloned()
     }
 

@@ -24,11 +24,7 @@ mod v2025;
 mod v2026;
 
 pub use options::HttpOptions;
-pub use v2025::event_store::{
-    EventStore, EventStoreFactory, MemoryEventStore, MemoryEventStoreFactory, DEFAULT_EVENT_STORE_BYTES,
-    DEFAULT_EVENT_STORE_EVENTS, DEFAULT_EVENT_STORE_TOTAL_BYTES, DELIVERED_EVENTS,
-};
-pub use v2025::BACKED_UP_WAIT;
+pub use v2025::event_store::{EventStore, EventStoreFactory, MemoryEventStore, MemoryEventStoreFactory};
 #[cfg(feature = "fuzzing")]
 pub(crate) use v2026::headers::{check_http_headers, decode_header_value};
 
@@ -50,10 +46,7 @@ use crate::wire::error::ErrorCode;
 use crate::wire::jsonrpc::{Frame, Incoming};
 use guards::{accepts, check_origin, error_response, plain, RefusedNames};
 
-/// The header that carries the session id.
-pub const SESSION_HEADER: &str = "mcp-session-id";
-/// The header that carries the protocol version.
-pub const VERSION_HEADER: &str = "mcp-protocol-version";
+pub(crate) use crate::wire::protocol::{SESSION_HEADER, VERSION_HEADER};
 /// The same two names parsed once: a lookup by `&str` parses and validates the name every time.
 static SESSION_NAME: HeaderName = HeaderName::from_static(SESSION_HEADER);
 static VERSION_NAME: HeaderName = HeaderName::from_static(VERSION_HEADER);

@@ -141,6 +141,10 @@ impl Default for HttpOptions {
 }
 
 impl HttpOptions {
+    /// How long a 2025 POST waits for its session's unread streams to drain below the soft outbound bound before it
+    /// is refused (503, `Retry-After`): 5 s.
+    pub const BACKED_UP_WAIT: std::time::Duration = super::v2025::BACKED_UP_WAIT;
+
     /// The default interval of keep-alive comments on idle streams: 15 s.
     pub const DEFAULT_KEEP_ALIVE: Duration = Duration::from_secs(15);
     /// The default drain of a stopping server: 30 s.

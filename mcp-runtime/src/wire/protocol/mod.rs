@@ -26,6 +26,15 @@ pub use tools::{CallToolResult, Tool, ToolAnnotations};
 /// [`PROTOCOL_VERSION_2026`](crate::PROTOCOL_VERSION_2026), which a server serves from the same endpoint.
 pub const LATEST_PROTOCOL_VERSION: &str = "2025-11-25";
 
+/// The HTTP header that carries a 2025 session's id.
+pub const SESSION_HEADER: &str = "mcp-session-id";
+
+/// The HTTP header that carries the protocol version.
+pub const VERSION_HEADER: &str = "mcp-protocol-version";
+
+/// The identifier of the Tasks extension of the 2026-07-28 protocol.
+pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
+
 /// The 2026-07-28 era's version, defined here, below the eras, so that every layer names the two eras by the same
 /// constants (`Era::name`, the era fronts).
 pub(crate) const VERSION_2026: &str = "2026-07-28";

@@ -14,7 +14,7 @@ use crate::wire::jsonrpc::{Frame, Incoming};
 
 /// How long a POST waits for its session's unread streams to drain below the soft bound before it is refused (503,
 /// `Retry-After`): 5 s.
-pub const BACKED_UP_WAIT: Duration = Duration::from_secs(5);
+pub(crate) const BACKED_UP_WAIT: Duration = Duration::from_secs(5);
 
 /// Whether a message frees work rather than makes it (an answer to the server's request, a cancel): admitted
 /// however much waits unread.

@@ -35,11 +35,11 @@ pub trait EventStoreFactory: Send + Sync {
 }
 
 /// The default number of events a session keeps: 1024.
-pub const DEFAULT_EVENT_STORE_EVENTS: usize = 1024;
+pub(crate) const DEFAULT_EVENT_STORE_EVENTS: usize = 1024;
 /// The default number of bytes of events a session keeps: 4 MiB.
-pub const DEFAULT_EVENT_STORE_BYTES: usize = 4 << 20;
+pub(crate) const DEFAULT_EVENT_STORE_BYTES: usize = 4 << 20;
 /// The default number of bytes of events all sessions of an endpoint keep together: 256 MiB.
-pub const DEFAULT_EVENT_STORE_TOTAL_BYTES: usize = 256 << 20;
+pub(crate) const DEFAULT_EVENT_STORE_TOTAL_BYTES: usize = 256 << 20;
 
 /// Bytes shared by the stores of one factory.
 struct Budget {
@@ -52,7 +52,7 @@ struct Budget {
 /// larger than what may be kept is still delivered live; it just cannot be replayed.
 ///
 /// Streams still open (or cut off) are kept first. A stream the server wrote to its end is
-/// [delivered](EventStore::delivered): only the newest [`DELIVERED_EVENTS`] events of such streams are kept (for a
+/// [delivered](EventStore::delivered): only the newest [`MemoryEventStore::DELIVERED_EVENTS`] events of such streams are kept (for a
 /// client whose connection broke after the server wrote them), and they are the first to go when a bound is
 /// reached. A session's memory therefore does not grow with the requests it has made.
 pub struct MemoryEventStore {
@@ -64,7 +64,7 @@ pub struct MemoryEventStore {
 }
 
 /// How many events of streams written to their end a [`MemoryEventStore`] keeps: 64.
-pub const DELIVERED_EVENTS: usize = 64;
+pub(crate) const DELIVERED_EVENTS: usize = 64;
 
 #[derive(Default)]
 struct Kept {
@@ -89,7 +89,16 @@ impl Kept {
 type StoredEvent = (u64, Arc<str>, Arc<str>);
 
 impl MemoryEventStore {
-    /// A store that keeps at most `max_events` events (and [`DEFAULT_EVENT_STORE_BYTES`] of them).
+    /// The events a session keeps by default: 1024.
+    pub const DEFAULT_EVENTS: usize = DEFAULT_EVENT_STORE_EVENTS;
+    /// The bytes of events a session keeps by default: 4 MiB.
+    pub const DEFAULT_BYTES: usize = DEFAULT_EVENT_STORE_BYTES;
+    /// The bytes of events all sessions of an endpoint keep together by default: 256 MiB.
+    pub const DEFAULT_TOTAL_BYTES: usize = DEFAULT_EVENT_STORE_TOTAL_BYTES;
+    /// How many events of streams written to their end it keeps: 64.
+    pub const DELIVERED_EVENTS: usize = DELIVERED_EVENTS;
+
+    /// A store that keeps at most `max_events` events (and [`MemoryEventStore::DEFAULT_BYTES`] of them).
     pub fn new(max_events: usize) -> MemoryEventStore {
         MemoryEventStore::with_limits(max_events, DEFAULT_EVENT_STORE_BYTES)
     }

@@ -5,6 +5,7 @@
 //! In the stateless mode every POST is a session of its own ([`stateless`]).
 
 mod backpressure;
+pub(crate) use backpressure::BACKED_UP_WAIT;
 pub(super) mod event_store;
 mod resume;
 mod session;
@@ -33,7 +34,6 @@ use crate::dispatch::{FrameSink, Origin, Sink};
 use crate::era::v2025::Session;
 use crate::wire::error::ErrorCode;
 use crate::wire::jsonrpc::Incoming;
-pub use backpressure::BACKED_UP_WAIT;
 use backpressure::{frees_work, wait_for_reader};
 use session::{new_session_id, HttpSession};
 use stateless::{caller_key, post_stateless};
