@@ -355,3 +355,38 @@ async fn an_http_client_that_stops_reading_costs_bounded_memory() {
     assert!(grown < 24 * 1024, "the server grew by {grown} KiB while its client did not read");
     drop(response);
 }
+
+/// `ServerBuilder::max_message_bytes` is the limit of every transport: over HTTP a body past it gets 413, unless the
+/// endpoint sets its own with `HttpOptions::max_body_bytes`.
+#[tokio::test]
+async fn max_message_bytes_limits_http_bodies_too() {
+    /// Echoes.
+    #[mcp::tool]
+    fn echo(text: String) -> String {
+        text
+    }
+    let post = async |url: &str, text: &str| {
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+            "name": "echo", "arguments": {"text": text},
+            "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
+        }});
+        let response = reqwest::Client::new()
+            .post(url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2026-07-28")
+            .header("mcp-method", "tools/call")
+            .header("mcp-name", "echo")
+            .body(body.to_string())
+            .send()
+            .await
+            .unwrap();
+        response.status().as_u16()
+    };
+    let small = || mcp::Server::builder().tool::<echo>().max_message_bytes(1024).build().unwrap();
+    let url = serve_in_process(small(), mcp::HttpOptions::new()).await;
+    assert_eq!(post(&url, "short").await, 200);
+    assert_eq!(post(&url, &"x".repeat(2048)).await, 413, "a body over the server's max_message_bytes");
+    let url = serve_in_process(small(), mcp::HttpOptions::new().max_body_bytes(8192)).await;
+    assert_eq!(post(&url, &"x".repeat(2048)).await, 200, "the endpoint's own limit goes over the server's");
+}

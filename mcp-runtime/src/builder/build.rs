@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
 
 use super::{
-    extension, ServerBuilder, DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_LINE_BYTES, DEFAULT_PAGE_SIZE, DEFAULT_SERVER_NAME,
+    extension, ServerBuilder, DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_PAGE_SIZE, DEFAULT_SERVER_NAME,
     DEFAULT_SERVER_VERSION, DEFAULT_SHUTDOWN_TIMEOUT,
 };
 
@@ -204,7 +204,7 @@ impl ServerBuilder {
                 instructions: self.instructions,
                 registry: RwLock::new(Arc::new(registry)),
                 capabilities,
-                max_line_bytes: self.max_line_bytes.unwrap_or(DEFAULT_MAX_LINE_BYTES),
+                max_message_bytes: self.max_message_bytes.unwrap_or(DEFAULT_MAX_MESSAGE_BYTES),
                 max_in_flight: self.max_in_flight.unwrap_or(DEFAULT_MAX_IN_FLIGHT),
                 outbound: self.outbound.unwrap_or_default(),
                 layers: self.layers.build(),

@@ -75,7 +75,7 @@ pub struct ServerBuilder {
     page_size: Option<usize>,
     nullable_options: bool,
     on_start: Vec<Box<dyn FnOnce(Server) + Send>>,
-    max_line_bytes: Option<usize>,
+    max_message_bytes: Option<usize>,
     state: StateMap,
     duplicate_state: Option<&'static str>,
     shutdown_hooks: Vec<BoxFuture<'static, ()>>,
@@ -113,8 +113,8 @@ pub(crate) const DEFAULT_SERVER_NAME: &str = "mcp-server";
 /// code compiled in its crate, as `#[mcp::main]` is).
 pub(crate) const DEFAULT_SERVER_VERSION: &str = "0.0.0";
 
-/// The default limit on one incoming stdio line: 4 MiB.
-pub(crate) const DEFAULT_MAX_LINE_BYTES: usize = 4 << 20;
+/// The default limit on one incoming message (a stdio line, an HTTP body): 4 MiB.
+pub(crate) const DEFAULT_MAX_MESSAGE_BYTES: usize = 4 << 20;
 
 impl Server {
     /// A builder with nothing registered.
@@ -405,10 +405,12 @@ impl ServerBuilder {
         self
     }
 
-    /// The largest incoming message, in bytes, that the stdio transport reads; longer lines are rejected with -32600
-    /// without being held in memory. Defaults to [`ServerBuilder::DEFAULT_MAX_MESSAGE_BYTES`].
+    /// The largest incoming message, in bytes, on every transport: a longer stdio line is rejected with -32600
+    /// without being held in memory, a longer HTTP body gets 413 (an endpoint may set its own with
+    /// [`HttpOptions::max_body_bytes`](crate::HttpOptions::max_body_bytes)). Defaults to
+    /// [`ServerBuilder::DEFAULT_MAX_MESSAGE_BYTES`].
     pub fn max_message_bytes(mut self, bytes: usize) -> Self {
-        self.max_line_bytes = Some(bytes);
+        self.max_message_bytes = Some(bytes);
         self
     }
 
@@ -514,7 +516,7 @@ impl ServerBuilder {
     /// [`ServerBuilder::page_size`]: 100 items.
     pub const DEFAULT_PAGE_SIZE: usize = DEFAULT_PAGE_SIZE;
     /// [`ServerBuilder::max_message_bytes`]: 4 MiB.
-    pub const DEFAULT_MAX_MESSAGE_BYTES: usize = DEFAULT_MAX_LINE_BYTES;
+    pub const DEFAULT_MAX_MESSAGE_BYTES: usize = DEFAULT_MAX_MESSAGE_BYTES;
     /// [`ServerBuilder::max_in_flight`]: 10 000 requests.
     pub const DEFAULT_MAX_IN_FLIGHT: usize = DEFAULT_MAX_IN_FLIGHT;
     /// [`ServerBuilder::shutdown_timeout`]: 5 s.

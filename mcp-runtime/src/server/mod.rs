@@ -91,7 +91,7 @@ pub(crate) struct ServerInner {
     pub(crate) registry: RwLock<Arc<Registry>>,
     /// The `capabilities` object of `initialize`, built once.
     pub capabilities: Value,
-    pub max_line_bytes: usize,
+    pub max_message_bytes: usize,
     /// The most requests in flight on one connection.
     pub max_in_flight: usize,
     /// The bounds of every outbound queue.

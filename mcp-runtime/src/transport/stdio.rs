@@ -57,7 +57,7 @@ pub(crate) async fn serve_with<R>(
 where
     R: AsyncRead + Unpin + Send + 'static,
 {
-    let limit = server.inner.max_line_bytes;
+    let limit = server.inner.max_message_bytes;
     let grace = server.inner.shutdown_timeout;
     let session = Session::new(server, sink.clone());
     let mut reader = BufReader::with_capacity(64 * 1024, reader);

@@ -250,7 +250,7 @@ async fn post(
     if !json_content {
         return plain(StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported media type: the body must be application/json");
     }
-    let limit = state.options.max_body_bytes;
+    let limit = state.options.max_body_bytes.unwrap_or(state.server.inner.max_message_bytes);
     // A client that waits for `100 Continue` before sending a declared length over the limit is refused at once,
     // before it uploads anything. (One that sends without waiting is read on, so it sees the answer.)
     let declared =

@@ -48,8 +48,10 @@ pub struct HttpOptions {
     /// that sets the header: a client reaching the server directly could name any address. Default false.
     pub trust_forwarded: bool,
     /// The largest request body, in bytes; larger ones get 413 (a client that sends one without waiting for
-    /// `100 Continue` is read on, up to 64 MiB more, so that it reads the answer rather than a reset). Default 4 MiB.
-    pub max_body_bytes: usize,
+    /// `100 Continue` is read on, up to 64 MiB more, so that it reads the answer rather than a reset). `None` (the
+    /// default): the server's [`ServerBuilder::max_message_bytes`](crate::ServerBuilder::max_message_bytes), the
+    /// limit of every transport, 4 MiB unless set.
+    pub max_body_bytes: Option<usize>,
     /// A session unused this long is ended. Default 30 minutes.
     pub session_idle_timeout: Duration,
     /// The `retry:` hint sent on each stream. Default 1 s.
@@ -120,7 +122,7 @@ impl Default for HttpOptions {
             allowed_hosts: Vec::new(),
             allow_any_origin: false,
             trust_forwarded: false,
-            max_body_bytes: 4 << 20,
+            max_body_bytes: None,
             session_idle_timeout: Duration::from_secs(30 * 60),
             retry: Duration::from_secs(1),
             keep_alive: HttpOptions::DEFAULT_KEEP_ALIVE,
@@ -203,9 +205,10 @@ impl HttpOptions {
         self.allow_any_origin = on;
         self
     }
-    /// Sets the body limit.
+    /// Sets the body limit of this endpoint, over the server's
+    /// [`max_message_bytes`](crate::ServerBuilder::max_message_bytes).
     pub fn max_body_bytes(mut self, bytes: usize) -> Self {
-        self.max_body_bytes = bytes;
+        self.max_body_bytes = Some(bytes);
         self
     }
     /// Sets the idle timeout of sessions.
