@@ -639,7 +639,7 @@ struct Part {
 #[mcp::tool(task = "required", task_poll_ms = 200)]
 async fn multi_input(ctx: &Context) -> String {
     let (first, second) = tokio::join!(ctx.elicit::<Part>("First part?"), ctx.elicit::<Part>("Second part?"));
-    let name = |part: Result<mcp::Elicitation<Part>, mcp::ClientError>| match part {
+    let name = |part: Result<mcp::Elicitation<Part>, mcp::AskError>| match part {
         Ok(mcp::Elicitation::Accept(Part { name, confirm })) => {
             format!(
                 "{} ({})",

@@ -34,7 +34,7 @@ struct Person {
 
 /// Ask the user's name.
 #[mcp::tool]
-async fn who(ctx: &Context) -> Result<String, mcp::ClientError> {
+async fn who(ctx: &Context) -> Result<String, mcp::AskError> {
     Ok(match ctx.elicit::<Person>("Who are you?").await? {
         mcp::Elicitation::Accept(p) => format!("Hello, {}", p.name),
         _ => "nobody".into(),

@@ -77,7 +77,7 @@ struct Who {
 
 /// Ask the user's name.
 #[mcp::tool]
-async fn greet(ctx: &Context) -> Result<String, mcp::ClientError> {
+async fn greet(ctx: &Context) -> Result<String, mcp::AskError> {
     Ok(match ctx.elicit::<Who>("Who are you?").await? {
         mcp::Elicitation::Accept(who) => format!("hello {}", who.name),
         _ => "no name".into(),

@@ -803,7 +803,7 @@ fn decision(what: &str, answer: mcp::Elicitation<Approval>) -> String {
 
 /// Asks the client to approve `what` once the test allows it (so that a `tasks/result` can be waiting by then).
 #[mcp::tool(task = "required", task_poll_ms = 50)]
-async fn approve_when_told(what: String, ctx: &mcp::Context) -> Result<String, mcp::ClientError> {
+async fn approve_when_told(what: String, ctx: &mcp::Context) -> Result<String, mcp::AskError> {
     while !may_ask(&what) {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
@@ -812,7 +812,7 @@ async fn approve_when_told(what: String, ctx: &mcp::Context) -> Result<String, m
 
 /// `approve_when_told` as a plain `fn`.
 #[mcp::tool(task = "required", task_poll_ms = 50)]
-fn approve_when_told_blocking(what: String, ctx: &mcp::Context) -> Result<String, mcp::ClientError> {
+fn approve_when_told_blocking(what: String, ctx: &mcp::Context) -> Result<String, mcp::AskError> {
     while !may_ask(&what) {
         std::thread::sleep(Duration::from_millis(10));
     }

@@ -64,7 +64,7 @@ pub use auth::AuthInfo;
 pub use base::backlog::OutboundLimits;
 pub use base::cancel::{defer, Cancelled, Defer};
 pub use client_requests::{
-    Ask, ClientError, ElicitAction, ElicitResult, Elicitation, Root, SamplingMessage, SamplingRequest, SamplingResult,
+    Ask, AskError, ElicitAction, ElicitResult, Elicitation, Root, SamplingMessage, SamplingRequest, SamplingResult,
 };
 pub use context::state::{Requirement, State};
 pub use context::{ClientInfo, Context, Era, FromContext, HttpRequest, RequestMeta};

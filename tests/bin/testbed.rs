@@ -263,7 +263,7 @@ struct Approval {
 
 /// Asks the client to approve `what`, always as a task, then answers with the decision.
 #[mcp::tool(task = "required", task_poll_ms = 50)]
-async fn task_approve(what: String, ctx: &Context) -> Result<String, mcp::ClientError> {
+async fn task_approve(what: String, ctx: &Context) -> Result<String, mcp::AskError> {
     Ok(match ctx.elicit::<Approval>(&format!("Approve {what}?")).await? {
         mcp::Elicitation::Accept(Approval { approve: true }) => format!("{what}: approved"),
         mcp::Elicitation::Accept(_) => format!("{what}: refused"),
@@ -273,7 +273,7 @@ async fn task_approve(what: String, ctx: &Context) -> Result<String, mcp::Client
 
 /// `task_approve` as a plain `fn`.
 #[mcp::tool(task = "required", task_poll_ms = 50)]
-fn task_approve_blocking(what: String, ctx: &Context) -> Result<String, mcp::ClientError> {
+fn task_approve_blocking(what: String, ctx: &Context) -> Result<String, mcp::AskError> {
     Ok(match ctx.elicit_blocking::<Approval>(&format!("Approve {what}?"))? {
         mcp::Elicitation::Accept(Approval { approve: true }) => format!("{what}: approved"),
         mcp::Elicitation::Accept(_) => format!("{what}: refused"),
@@ -295,7 +295,7 @@ struct Who {
 
 /// Asks for a name as an ordinary request (2026: input-required rounds), then runs as a task.
 #[mcp::tool(task = "required", defer_task, task_poll_ms = 50)]
-async fn task_after_question(ctx: &Context) -> Result<String, mcp::ClientError> {
+async fn task_after_question(ctx: &Context) -> Result<String, mcp::AskError> {
     let name = match ctx.ask("who").elicit::<Who>("Who is it for?").await? {
         mcp::Elicitation::Accept(Who { name }) => name,
         _ => "nobody".into(),
@@ -547,7 +547,7 @@ struct Person {
 
 /// Ask the user who they are (form elicitation).
 #[mcp::tool]
-async fn ask_name(ctx: &Context) -> Result<String, mcp::ClientError> {
+async fn ask_name(ctx: &Context) -> Result<String, mcp::AskError> {
     Ok(match ctx.elicit::<Person>("Who are you?").await? {
         mcp::Elicitation::Accept(p) => format!("Hello, {} ({:?})", p.name, p.age),
         mcp::Elicitation::Decline => "declined".into(),
@@ -557,14 +557,14 @@ async fn ask_name(ctx: &Context) -> Result<String, mcp::ClientError> {
 
 /// Ask the user to open a URL (URL elicitation).
 #[mcp::tool]
-async fn ask_url(ctx: &Context) -> Result<String, mcp::ClientError> {
+async fn ask_url(ctx: &Context) -> Result<String, mcp::AskError> {
     let action = ctx.elicit_url("Please sign in", "https://example.com/login", "login-1").await?;
     Ok(format!("{action:?}"))
 }
 
 /// Ask the client's model to summarize.
 #[mcp::tool]
-async fn summarize(text: String, ctx: &Context) -> Result<String, mcp::ClientError> {
+async fn summarize(text: String, ctx: &Context) -> Result<String, mcp::AskError> {
     let request = mcp::SamplingRequest::new(vec![mcp::SamplingMessage::user(format!("Summarize: {text}"))], 100);
     let answer = ctx.sample(request).await?;
     Ok(format!("{} said: {}", answer.model, answer.text().unwrap_or("?")))
@@ -572,14 +572,14 @@ async fn summarize(text: String, ctx: &Context) -> Result<String, mcp::ClientErr
 
 /// List the client's roots.
 #[mcp::tool]
-async fn roots(ctx: &Context) -> Result<String, mcp::ClientError> {
+async fn roots(ctx: &Context) -> Result<String, mcp::AskError> {
     let roots = ctx.list_roots().await?;
     Ok(roots.iter().map(|r| r.uri.as_str()).collect::<Vec<_>>().join(","))
 }
 
 /// Elicit, then keep waiting; prints `NESTED_ABORTED id` when dropped.
 #[mcp::tool]
-async fn nested(ctx: &Context) -> Result<String, mcp::ClientError> {
+async fn nested(ctx: &Context) -> Result<String, mcp::AskError> {
     struct Aborted(String, bool);
     impl Drop for Aborted {
         fn drop(&mut self) {
@@ -611,7 +611,7 @@ async fn slow_steps(n: u32, ms: u64, ctx: &Context) -> String {
 /// Ask the user who they are, from a plain function (blocking form elicitation: in the 2026 era the question goes
 /// back in an input_required result).
 #[mcp::tool]
-fn ask_name_blocking(ctx: &Context) -> Result<String, mcp::ClientError> {
+fn ask_name_blocking(ctx: &Context) -> Result<String, mcp::AskError> {
     Ok(match ctx.elicit_blocking::<Person>("Who are you?")? {
         mcp::Elicitation::Accept(p) => format!("Hello, {} ({:?}), from a thread", p.name, p.age),
         mcp::Elicitation::Decline => "declined".into(),
@@ -628,7 +628,7 @@ struct Colour {
 
 /// Two questions in two rounds (keys `name`, then `colour`); counts the rounds before the last in its round state.
 #[mcp::tool]
-async fn interview(topic: String, ctx: &Context) -> Result<String, mcp::ClientError> {
+async fn interview(topic: String, ctx: &Context) -> Result<String, mcp::AskError> {
     let rounds: u32 = ctx.round_state().unwrap_or(0);
     ctx.set_round_state(&(rounds + 1));
     let name = match ctx.ask("name").elicit::<Person>("Who are you?").await? {
@@ -682,7 +682,7 @@ async fn progress_then_sleep(ms: u64, ctx: &Context) -> String {
 
 /// Introduce the user, once they said who they are (asks with the key `who`).
 #[mcp::prompt]
-async fn introduction(ctx: &Context) -> Result<String, mcp::ClientError> {
+async fn introduction(ctx: &Context) -> Result<String, mcp::AskError> {
     Ok(match ctx.ask("who").elicit::<Person>("Who are you?").await? {
         mcp::Elicitation::Accept(p) => format!("Please welcome {}.", p.name),
         _ => "Please welcome our guest.".into(),

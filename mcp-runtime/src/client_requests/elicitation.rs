@@ -5,7 +5,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
-use super::{parse, Ask, ClientError, Question};
+use super::{parse, Ask, AskError, Question};
 use crate::context::Context;
 
 /// What the user did with an elicitation.
@@ -49,7 +49,7 @@ pub struct ElicitResult {
 ///
 /// /// Order a book, asking where to send it.
 /// #[mcp::tool]
-/// async fn order(title: String, ctx: &Context) -> Result<String, mcp::ClientError> {
+/// async fn order(title: String, ctx: &Context) -> Result<String, mcp::AskError> {
 ///     Ok(match ctx.elicit::<Shipping>(&format!("Where should {title:?} go?")).await? {
 ///         Elicitation::Accept(Shipping { address, gift }) => {
 ///             format!("Sending {title:?} to {address}{}.", if gift == Some(true) { ", wrapped" } else { "" })
@@ -77,32 +77,24 @@ impl Context {
     ///
     /// In the 2026 era the question goes back as an `input_required` result and the handler stops here; the
     /// client's retry runs it again, and this time the call returns the answer. Code before it runs twice.
-    pub async fn elicit<T: DeserializeOwned + JsonSchema>(&self, message: &str) -> Result<Elicitation<T>, ClientError> {
+    pub async fn elicit<T: DeserializeOwned + JsonSchema>(&self, message: &str) -> Result<Elicitation<T>, AskError> {
         self.unkeyed().elicit(message).await
     }
 
     /// [`Context::elicit`] for a plain `fn` handler: blocks its thread until the answer comes (2025) or returns
-    /// [`ClientError::InputRequired`] at once (2026), which the handler returns with `?`.
-    pub fn elicit_blocking<T: DeserializeOwned + JsonSchema>(
-        &self,
-        message: &str,
-    ) -> Result<Elicitation<T>, ClientError> {
+    /// [`AskError::InputRequired`] at once (2026), which the handler returns with `?`.
+    pub fn elicit_blocking<T: DeserializeOwned + JsonSchema>(&self, message: &str) -> Result<Elicitation<T>, AskError> {
         self.unkeyed().elicit_blocking(message)
     }
 
     /// Form-mode elicitation with a schema written by hand (`requestedSchema`).
-    pub async fn elicit_with_schema(&self, message: &str, schema: Value) -> Result<ElicitResult, ClientError> {
+    pub async fn elicit_with_schema(&self, message: &str, schema: Value) -> Result<ElicitResult, AskError> {
         self.unkeyed().elicit_with_schema(message, schema).await
     }
 
     /// URL-mode elicitation: asks the user to visit `url` (for credentials or payment that must not pass through the
     /// client). Needs the client's `elicitation.url` capability.
-    pub async fn elicit_url(
-        &self,
-        message: &str,
-        url: &str,
-        elicitation_id: &str,
-    ) -> Result<ElicitAction, ClientError> {
+    pub async fn elicit_url(&self, message: &str, url: &str, elicitation_id: &str) -> Result<ElicitAction, AskError> {
         self.unkeyed().elicit_url(message, url, elicitation_id).await
     }
 }
@@ -118,26 +110,23 @@ impl Ask<'_> {
     }
 
     /// See [`Context::elicit`].
-    pub async fn elicit<T: DeserializeOwned + JsonSchema>(self, message: &str) -> Result<Elicitation<T>, ClientError> {
+    pub async fn elicit<T: DeserializeOwned + JsonSchema>(self, message: &str) -> Result<Elicitation<T>, AskError> {
         self.run(self.form(message, elicitation_schema::<T>()), typed_elicitation::<T>).await
     }
 
     /// See [`Context::elicit_blocking`].
-    pub fn elicit_blocking<T: DeserializeOwned + JsonSchema>(
-        self,
-        message: &str,
-    ) -> Result<Elicitation<T>, ClientError> {
+    pub fn elicit_blocking<T: DeserializeOwned + JsonSchema>(self, message: &str) -> Result<Elicitation<T>, AskError> {
         self.run_blocking(self.form(message, elicitation_schema::<T>()), typed_elicitation::<T>)
     }
 
     /// See [`Context::elicit_with_schema`].
-    pub async fn elicit_with_schema(self, message: &str, schema: Value) -> Result<ElicitResult, ClientError> {
+    pub async fn elicit_with_schema(self, message: &str, schema: Value) -> Result<ElicitResult, AskError> {
         self.run(self.form(message, schema), parse::<ElicitResult>).await
     }
 
     /// See [`Context::elicit_url`]. The 2026 era has no elicitation ids: `elicitation_id` is sent in the 2025 era
     /// only.
-    pub async fn elicit_url(self, message: &str, url: &str, elicitation_id: &str) -> Result<ElicitAction, ClientError> {
+    pub async fn elicit_url(self, message: &str, url: &str, elicitation_id: &str) -> Result<ElicitAction, AskError> {
         let mut params = json!({ "mode": "url", "message": message, "url": url });
         if self.ctx.round().is_none() {
             params["elicitationId"] = elicitation_id.into();

@@ -25,10 +25,11 @@ pub use elicitation::{ElicitAction, ElicitResult, Elicitation};
 pub use roots::Root;
 pub use sampling::{SamplingMessage, SamplingRequest, SamplingResult};
 
-/// Why a request to the client did not produce a result.
+/// Why a question to the client (elicitation, sampling, roots: what a handler [`Ask`]s through its `Context`) did not
+/// produce a result. Not to be confused with `mcp::client::Error`, an error of this crate's client.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
-pub enum ClientError {
+pub enum AskError {
     /// The request that made it was cancelled; the client was told to stop.
     Cancelled,
     /// The client did not declare the capability this needs; nothing was sent.
@@ -48,28 +49,28 @@ pub enum ClientError {
     InputRequired,
 }
 
-impl fmt::Display for ClientError {
+impl fmt::Display for AskError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            ClientError::Cancelled => f.write_str("the request was cancelled"),
-            ClientError::Unsupported { capability } => {
+            AskError::Cancelled => f.write_str("the request was cancelled"),
+            AskError::Unsupported { capability } => {
                 write!(f, "the client does not support `{capability}` (it did not declare the capability)")
             }
-            ClientError::Rejected(e) => write!(f, "the client answered with an error: {}", e.message),
-            ClientError::InvalidResponse(why) => write!(f, "the client's answer could not be read: {why}"),
-            ClientError::Disconnected => f.write_str("the client disconnected before answering"),
-            ClientError::InputRequired => {
+            AskError::Rejected(e) => write!(f, "the client answered with an error: {}", e.message),
+            AskError::InvalidResponse(why) => write!(f, "the client's answer could not be read: {why}"),
+            AskError::Disconnected => f.write_str("the client disconnected before answering"),
+            AskError::InputRequired => {
                 f.write_str("the question was sent to the client in an input_required result; the handler runs again with the answer")
             }
         }
     }
 }
 
-impl std::error::Error for ClientError {}
+impl std::error::Error for AskError {}
 
-impl From<crate::Cancelled> for ClientError {
-    fn from(_: crate::Cancelled) -> ClientError {
-        ClientError::Cancelled
+impl From<crate::Cancelled> for AskError {
+    fn from(_: crate::Cancelled) -> AskError {
+        AskError::Cancelled
     }
 }
 
@@ -107,12 +108,12 @@ impl Context {
         Ask { ctx: self, key: None }
     }
 
-    /// Sends a request to the client and waits for its result (2025 era). Fails with [`ClientError::Cancelled`]
+    /// Sends a request to the client and waits for its result (2025 era). Fails with [`AskError::Cancelled`]
     /// (and tells the client) when this handler's request is cancelled; if the waiting future is dropped, the client
     /// is told too. In the 2026 era servers send no requests: `elicitation/create`, `sampling/createMessage` and
     /// `roots/list` become questions of an `input_required` result, anything else is
-    /// [`ClientError::Unsupported`].
-    pub async fn request_client(&self, method: &str, params: Value) -> Result<Value, ClientError> {
+    /// [`AskError::Unsupported`].
+    pub async fn request_client(&self, method: &str, params: Value) -> Result<Value, AskError> {
         // No params is an empty object on the wire (JSON-RPC has no `"params": null`).
         let params = if params.is_null() { Value::Object(serde_json::Map::new()) } else { params };
         if self.round().is_some() {
@@ -120,7 +121,7 @@ impl Context {
                 "elicitation/create" => ("elicitation/create", &["elicitation"]),
                 "sampling/createMessage" => ("sampling/createMessage", &["sampling"]),
                 "roots/list" => ("roots/list", &["roots"]),
-                _ => return Err(ClientError::Unsupported { capability: "requests to the client (2026-07-28)" }),
+                _ => return Err(AskError::Unsupported { capability: "requests to the client (2026-07-28)" }),
             };
             return self.unkeyed().run(Question { method, params, capability }, Ok).await;
         }

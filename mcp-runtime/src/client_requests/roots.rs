@@ -3,7 +3,7 @@
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::{parse, Ask, ClientError, Question};
+use super::{parse, Ask, AskError, Question};
 use crate::context::Context;
 
 /// A root the client exposes.
@@ -19,12 +19,12 @@ pub struct Root {
 
 impl Context {
     /// The client's roots (`roots/list`).
-    pub async fn list_roots(&self) -> Result<Vec<Root>, ClientError> {
+    pub async fn list_roots(&self) -> Result<Vec<Root>, AskError> {
         self.unkeyed().list_roots().await
     }
 
     /// [`Context::list_roots`] for a plain `fn` handler.
-    pub fn list_roots_blocking(&self) -> Result<Vec<Root>, ClientError> {
+    pub fn list_roots_blocking(&self) -> Result<Vec<Root>, AskError> {
         self.unkeyed().list_roots_blocking()
     }
 }
@@ -36,12 +36,12 @@ impl Ask<'_> {
     }
 
     /// See [`Context::list_roots`].
-    pub async fn list_roots(self) -> Result<Vec<Root>, ClientError> {
+    pub async fn list_roots(self) -> Result<Vec<Root>, AskError> {
         self.run(self.roots(), parse_roots).await
     }
 
     /// See [`Context::list_roots_blocking`].
-    pub fn list_roots_blocking(self) -> Result<Vec<Root>, ClientError> {
+    pub fn list_roots_blocking(self) -> Result<Vec<Root>, AskError> {
         self.run_blocking(self.roots(), parse_roots)
     }
 }

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use super::{parse, Ask, ClientError, Question};
+use super::{parse, Ask, AskError, Question};
 use crate::context::Context;
 use crate::wire::protocol::Role;
 
@@ -37,7 +37,7 @@ impl SamplingMessage {
 ///
 /// /// Summarize a note in one sentence, with the client's model.
 /// #[mcp::tool]
-/// async fn summarize(note: String, ctx: &Context) -> Result<String, mcp::ClientError> {
+/// async fn summarize(note: String, ctx: &Context) -> Result<String, mcp::AskError> {
 ///     let request = SamplingRequest::new(vec![SamplingMessage::user(format!("Summarize:\n\n{note}"))], 200)
 ///         .system_prompt("Answer with one sentence.");
 ///     let answer = ctx.sample(request).await?;
@@ -111,31 +111,31 @@ impl SamplingResult {
 
 impl Context {
     /// Asks the client's model for a completion (`sampling/createMessage`). Offering tools needs `sampling.tools`.
-    pub async fn sample(&self, request: SamplingRequest) -> Result<SamplingResult, ClientError> {
+    pub async fn sample(&self, request: SamplingRequest) -> Result<SamplingResult, AskError> {
         self.unkeyed().sample(request).await
     }
 
     /// [`Context::sample`] for a plain `fn` handler.
-    pub fn sample_blocking(&self, request: SamplingRequest) -> Result<SamplingResult, ClientError> {
+    pub fn sample_blocking(&self, request: SamplingRequest) -> Result<SamplingResult, AskError> {
         self.unkeyed().sample_blocking(request)
     }
 }
 
 impl Ask<'_> {
-    fn sampling(&self, request: &SamplingRequest) -> Result<Question, ClientError> {
-        let params = serde_json::to_value(request).map_err(|e| ClientError::InvalidResponse(e.to_string()))?;
+    fn sampling(&self, request: &SamplingRequest) -> Result<Question, AskError> {
+        let params = serde_json::to_value(request).map_err(|e| AskError::InvalidResponse(e.to_string()))?;
         let capability: &'static [&'static str] =
             if request.tools.is_some() { &["sampling", "tools"] } else { &["sampling"] };
         Ok(Question { method: "sampling/createMessage", params, capability })
     }
 
     /// See [`Context::sample`].
-    pub async fn sample(self, request: SamplingRequest) -> Result<SamplingResult, ClientError> {
+    pub async fn sample(self, request: SamplingRequest) -> Result<SamplingResult, AskError> {
         self.run(self.sampling(&request)?, parse::<SamplingResult>).await
     }
 
     /// See [`Context::sample_blocking`].
-    pub fn sample_blocking(self, request: SamplingRequest) -> Result<SamplingResult, ClientError> {
+    pub fn sample_blocking(self, request: SamplingRequest) -> Result<SamplingResult, AskError> {
         self.run_blocking(self.sampling(&request)?, parse::<SamplingResult>)
     }
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use super::{Ask, ClientError, Question};
+use super::{Ask, AskError, Question};
 use crate::context::{Context, InFlight};
 use crate::era::v2026::Round;
 use crate::wire::error::Error;
@@ -59,27 +59,27 @@ impl Drop for OpenQuestion {
 }
 
 impl Context {
-    pub(super) async fn send_request(&self, method: &str, params: Value) -> Result<Value, ClientError> {
+    pub(super) async fn send_request(&self, method: &str, params: Value) -> Result<Value, AskError> {
         self.check_cancelled()?;
         let request = self.in_flight();
         let (id, answer) = request.link.register_outgoing();
         let mut pending = Pending { request: request.clone(), id: Some(id.clone()) };
         if !request.send_if_open(Frame::request(&id, method, &params)) {
-            return Err(ClientError::Cancelled);
+            return Err(AskError::Cancelled);
         }
         let outcome = tokio::select! {
             biased;
             answer = answer => answer,
-            () = request.token.cancelled() => return Err(ClientError::Cancelled), // `pending` tells the client
+            () = request.token.cancelled() => return Err(AskError::Cancelled), // `pending` tells the client
         };
         pending.id = None;
         match outcome {
             Ok(Ok(result)) => Ok(result),
             Ok(Err(error)) => Err(match serde_json::from_value::<Error>(error.clone()) {
-                Ok(e) => ClientError::Rejected(e),
-                Err(_) => ClientError::InvalidResponse(error.to_string()),
+                Ok(e) => AskError::Rejected(e),
+                Err(_) => AskError::InvalidResponse(error.to_string()),
             }),
-            Err(_) => Err(ClientError::Disconnected),
+            Err(_) => Err(AskError::Disconnected),
         }
     }
 }
@@ -91,21 +91,21 @@ impl Ask<'_> {
         round: &Round,
         question: Question,
         parse: impl FnOnce(Value) -> Result<T, String>,
-    ) -> Result<T, ClientError> {
+    ) -> Result<T, AskError> {
         if !supports(self.ctx, question.capability) {
             round.fail(crate::era::v2026::missing_capability(question.capability));
-            return Err(ClientError::Unsupported { capability: capability_name(question.capability) });
+            return Err(AskError::Unsupported { capability: capability_name(question.capability) });
         }
         let key = round.key(self.key);
         let Some(answer) = round.ask(&key, question.method, question.params) else {
-            return Err(ClientError::InputRequired);
+            return Err(AskError::InputRequired);
         };
         parse(answer).map_err(|why| {
             round.fail(Error::invalid_params(format!(
                 "inputResponses[{key:?}] is not an answer to `{}`: {why}",
                 question.method
             )));
-            ClientError::InvalidResponse(why)
+            AskError::InvalidResponse(why)
         })
     }
 
@@ -114,12 +114,12 @@ impl Ask<'_> {
         &self,
         question: Question,
         parse: impl FnOnce(Value) -> Result<T, String>,
-    ) -> Result<T, ClientError> {
+    ) -> Result<T, AskError> {
         if !supports(self.ctx, question.capability) {
-            return Err(ClientError::Unsupported { capability: capability_name(question.capability) });
+            return Err(AskError::Unsupported { capability: capability_name(question.capability) });
         }
         let answer = self.ctx.send_request(question.method, question.params).await?;
-        parse(answer).map_err(ClientError::InvalidResponse)
+        parse(answer).map_err(AskError::InvalidResponse)
     }
 
     /// Inside a task: the 2025 era asks the client with the task's id in `_meta` while the task is
@@ -129,9 +129,9 @@ impl Ask<'_> {
         task: &Arc<crate::task::TaskRun>,
         mut question: Question,
         parse: impl FnOnce(Value) -> Result<T, String>,
-    ) -> Result<T, ClientError> {
+    ) -> Result<T, AskError> {
         if !supports(self.ctx, question.capability) {
-            return Err(ClientError::Unsupported { capability: capability_name(question.capability) });
+            return Err(AskError::Unsupported { capability: capability_name(question.capability) });
         }
         self.ctx.check_cancelled()?;
         if task.front.asks_as_requests() {
@@ -147,7 +147,7 @@ impl Ask<'_> {
             let outcome = tokio::select! {
                 biased;
                 answer = answer => answer,
-                () = request.token.cancelled() => return Err(ClientError::Cancelled), // `open` withdraws it
+                () = request.token.cancelled() => return Err(AskError::Cancelled), // `open` withdraws it
             };
             open.answered();
             task.set_status(crate::task::TaskStatus::Working).await;
@@ -155,13 +155,13 @@ impl Ask<'_> {
                 Ok(Ok(result)) => result,
                 Ok(Err(error)) => {
                     return Err(match serde_json::from_value::<Error>(error.clone()) {
-                        Ok(e) => ClientError::Rejected(e),
-                        Err(_) => ClientError::InvalidResponse(error.to_string()),
+                        Ok(e) => AskError::Rejected(e),
+                        Err(_) => AskError::InvalidResponse(error.to_string()),
                     })
                 }
-                Err(_) => return Err(ClientError::Disconnected),
+                Err(_) => return Err(AskError::Disconnected),
             };
-            return parse(answer).map_err(ClientError::InvalidResponse);
+            return parse(answer).map_err(AskError::InvalidResponse);
         }
         let mut request = json!({ "method": question.method });
         if !question.params.is_null() {
@@ -169,17 +169,17 @@ impl Ask<'_> {
         }
         let answer = tokio::select! {
             biased;
-            () = self.ctx.cancelled() => return Err(ClientError::Cancelled),
-            answer = task.ask(self.key, request) => answer.ok_or(ClientError::Cancelled)?,
+            () = self.ctx.cancelled() => return Err(AskError::Cancelled),
+            answer = task.ask(self.key, request) => answer.ok_or(AskError::Cancelled)?,
         };
-        parse(answer).map_err(ClientError::InvalidResponse)
+        parse(answer).map_err(AskError::InvalidResponse)
     }
 
     pub(super) async fn run<T>(
         &self,
         question: Question,
         parse: impl FnOnce(Value) -> Result<T, String>,
-    ) -> Result<T, ClientError> {
+    ) -> Result<T, AskError> {
         if let Some(task) = &self.ctx.in_flight().task_run() {
             return self.in_task(task, question, parse).await;
         }
@@ -198,8 +198,8 @@ impl Ask<'_> {
         &self,
         question: Question,
         parse: impl FnOnce(Value) -> Result<T, String>,
-    ) -> Result<T, ClientError> {
-        let runtime = tokio::runtime::Handle::try_current().map_err(|_| ClientError::Disconnected)?;
+    ) -> Result<T, AskError> {
+        let runtime = tokio::runtime::Handle::try_current().map_err(|_| AskError::Disconnected)?;
         if let Some(task) = &self.ctx.in_flight().task_run() {
             return runtime.block_on(self.in_task(task, question, parse));
         }

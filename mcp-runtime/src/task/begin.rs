@@ -197,7 +197,7 @@ impl crate::context::Context {
     ///
     /// /// Indexes a directory the user chooses, in the background.
     /// #[mcp::tool(task = "required", defer_task)]
-    /// async fn index(ctx: &Context) -> Result<String, mcp::ClientError> {
+    /// async fn index(ctx: &Context) -> Result<String, mcp::AskError> {
     ///     let Elicitation::Accept(scope) = ctx.elicit::<Scope>("What should be indexed?").await? else {
     ///         return Ok("nothing to do".into());
     ///     };
