@@ -17,49 +17,21 @@ use super::{
 };
 
 impl ServerBuilder {
+    /// Builds the server, one step per part: its info and `requestState` sealer, the registry (with the mounts'
+    /// items), the custom methods, the extensions, the handlers' state checked, the capabilities of each era; then
+    /// the server, whose watchers and followers start.
     pub(super) fn build_with(self, mut extensions: Vec<Box<dyn extension::Extension>>) -> Result<Server, BuildError> {
         if let Some(type_name) = self.duplicate_state {
             return Err(BuildError::DuplicateState { type_name });
         }
-        let mut info = self
-            .info
-            .or(self.default_info)
-            .unwrap_or_else(|| Implementation::new(DEFAULT_SERVER_NAME, DEFAULT_SERVER_VERSION));
-        if let Some(name) = self.name {
-            info.name = name;
-        }
-        if let Some(version) = self.version {
-            info.version = version;
-        }
+        let info = server_info(self.info.or(self.default_info), self.name, self.version);
         let info_value = serde_json::to_value(&info).expect("server info serializes");
         if let Some(metrics) = &self.metrics {
             metrics.serves(&info.name, &info.version);
         }
         let cache = self.cache.unwrap_or_default();
-        let sealer = crate::base::seal::Sealer::from_config(&self.state_keys)
-            .map_err(|message| BuildError::BadStateKey { message })?;
-        if self.shared && sealer.random {
-            return Err(BuildError::BadStateKey {
-                message: format!(
-                    "a server that shares its state with other instances (ServerBuilder::shared, --redis) needs the \
-                     same requestState key on every instance, or a retry that reaches another instance fails: set \
-                     {} to the same 64 hex digits everywhere (`openssl rand -hex 32` makes one), or call \
-                     ServerBuilder::request_state_key",
-                    crate::base::seal::KEY_ENV
-                ),
-            });
-        }
-        let extra_2026 = json!({
-            "resultType": "complete",
-            "ttlMs": cache.ttl_ms,
-            "cacheScope": cache.scope.as_str(),
-            "_meta": { crate::era::v2026::META_SERVER_INFO: info_value },
-        });
-        let extra_2026 = match extra_2026 {
-            Value::Object(m) => m,
-            _ => unreachable!("an object"),
-        };
-        let mut registry = Registry::new(self.page_size.unwrap_or(DEFAULT_PAGE_SIZE), extra_2026);
+        let sealer = sealer(&self.state_keys, self.shared)?;
+        let mut registry = Registry::new(self.page_size.unwrap_or(DEFAULT_PAGE_SIZE), extra_2026(&info_value, cache));
         registry.nullable_options = self.nullable_options;
         registry.tool_meta = self.tool_meta;
         registry.resource_meta = self.resource_meta;
@@ -75,25 +47,10 @@ impl ServerBuilder {
         #[cfg(feature = "client")]
         let composer = crate::compose::Composer::build(self.mounts, &mut registry)?;
         registry.paginate();
-        let mut methods: HashMap<&'static str, MethodDef> = HashMap::with_capacity(self.methods.len());
         #[cfg(feature = "client")]
-        let own_methods = self.methods.into_iter().chain(composer.methods());
+        let methods = methods(self.methods.into_iter().chain(composer.methods()))?;
         #[cfg(not(feature = "client"))]
-        let own_methods = self.methods.into_iter();
-        for def in own_methods {
-            crate::handler::method::check_name(def.name).map_err(|message| BuildError::ReservedMethod { message })?;
-            if let Some(first) = methods.get(def.name) {
-                if first.location == def.location {
-                    continue;
-                }
-                return Err(BuildError::DuplicateMethod {
-                    name: def.name.to_string(),
-                    first: first.location.to_string(),
-                    second: def.location.to_string(),
-                });
-            }
-            methods.insert(def.name, def);
-        }
+        let methods = methods(self.methods.into_iter())?;
         let tasks_enabled =
             registry.tools.values().any(|t| t.def.task.support != crate::wire::task::TaskSupport::Forbidden);
         let task_fronts = crate::task::front::TaskFronts {
@@ -103,86 +60,9 @@ impl ServerBuilder {
         if tasks_enabled {
             extensions.insert(0, Box::new(crate::task::Tasks { fronts: task_fronts }));
         }
-        let tool_call_hooks = extensions.iter().filter_map(|ext| ext.tool_call_hook()).collect();
-        let mut extension_methods: HashMap<&'static str, MethodDef> = HashMap::new();
-        let mut ids = std::collections::HashSet::new();
-        let mut notifications = HashMap::new();
-        for ext in &extensions {
-            let id = ext.id();
-            let bad = |message| BuildError::BadExtension { id: id.to_owned(), message };
-            extension::check(id, None).map_err(bad)?;
-            ext.check().map_err(bad)?;
-            if !ids.insert(id.to_owned()) {
-                return Err(bad(format!("two extensions have the identifier `{id}`")));
-            }
-            for era in [Era::V2025, Era::V2026] {
-                extension::check_declaration(id, &ext.declare(era)).map_err(bad)?;
-            }
-            for def in ext.notifications() {
-                extension::check_notification(id, &def).map_err(bad)?;
-                let sent = crate::server::Sent { extension: id.to_owned(), filter: def.filter.clone() };
-                if notifications.insert(def.method.clone(), sent).is_some() {
-                    return Err(bad(format!(
-                        "extension `{id}` declares the notification `{}`, which another extension has already",
-                        def.method
-                    )));
-                }
-            }
-            for def in ext.methods() {
-                extension::check(id, Some(def.name)).map_err(bad)?;
-                if methods.contains_key(def.name) || extension_methods.insert(def.name, def.clone()).is_some() {
-                    return Err(bad(format!(
-                        "extension `{id}` defines the method `{}`, which another method (of the server's or of an \
-                         extension) has already",
-                        def.name
-                    )));
-                }
-            }
-        }
-        let handlers = registry
-            .tools
-            .values()
-            .map(|l| ("tool", &*l.def.name, &*l.def.location, l.def.injected))
-            .chain(registry.prompts.values().map(|l| ("prompt", &*l.def.name, &*l.def.location, l.def.injected)))
-            .chain(registry.resources.values().map(|l| ("resource", &*l.def.name, &*l.def.location, l.def.injected)))
-            .chain(
-                registry.templates.values().map(|(l, _)| ("resource", &*l.def.name, &*l.def.location, l.def.injected)),
-            )
-            .chain(
-                methods
-                    .values()
-                    .chain(extension_methods.values())
-                    .map(|d| ("method", d.name, &*d.location, d.injected)),
-            );
-        crate::server::check_requirements(&self.state, handlers)?;
-
-        let mut capabilities = json!({ "logging": {} });
-        if !registry.tools.is_empty() {
-            capabilities["tools"] = json!({ "listChanged": true });
-        }
-        if !registry.prompts.is_empty() {
-            capabilities["prompts"] = json!({ "listChanged": true });
-        }
-        if !registry.resources.is_empty() || !registry.templates.is_empty() {
-            capabilities["resources"] = json!({ "subscribe": true, "listChanged": true });
-        }
-        if !registry.prompts.is_empty() || !registry.templates.is_empty() {
-            capabilities["completions"] = json!({});
-        }
-        // Each era declares each extension as it says: under `extensions`, and any capability of its own (the
-        // 2025-11-25 era has Tasks as `tasks`).
-        let mut capabilities_2026 = capabilities.clone();
-        for ext in &extensions {
-            for (era, capabilities) in [(Era::V2025, &mut capabilities), (Era::V2026, &mut capabilities_2026)] {
-                let Value::Object(capabilities) = capabilities else { continue };
-                let declaration = ext.declare(era);
-                if let Some(settings) = declaration.settings {
-                    let listed = capabilities.entry("extensions").or_insert_with(|| json!({}));
-                    listed[ext.id()] = settings;
-                }
-                capabilities.extend(declaration.capabilities);
-            }
-        }
+        let Extended { methods: extension_methods, notifications, tool_call_hooks } = extended(&extensions, &methods)?;
+        check_handlers(&self.state, &registry, methods.values().chain(extension_methods.values()))?;
+        let (capabilities, capabilities_2026) = capabilities(&registry, &extensions);
         let auth = match self.authorization {
             Some(config) => Some(config.build().map_err(|message| BuildError::BadAuthorization { message })?),
             None => None,
@@ -245,29 +125,195 @@ impl ServerBuilder {
         if let Some(hub) = &server.inner.hub {
             hub.start(server.inbox());
         }
-        if let Some(metrics) = &server.inner.metrics {
-            let weak = Arc::downgrade(&server.inner);
-            metrics.watch_tasks(Box::new(move || match weak.upgrade() {
-                Some(inner) => Server { inner }.tasks().running_by_status(),
-                None => [0, 0],
-            }));
-            #[cfg(feature = "redis")]
-            if let Some(redis) = server.inner.state.get::<crate::redis::Redis>() {
-                let redis = crate::redis::Redis::clone(redis);
-                // Watched for as long as the metrics hold the reading.
-                let alive = Arc::new(());
-                redis.watch(Arc::downgrade(&alive));
-                metrics.watch_redis(Box::new(move || {
-                    let _alive = &alive;
-                    redis.health()
-                }));
-            }
-        }
+        watch(&server);
         #[cfg(feature = "client")]
         crate::compose::Composer::start(&server);
         for f in self.on_start {
             f(server.clone());
         }
         Ok(server)
+    }
+}
+
+/// The server's `serverInfo`: what it was given (or `#[mcp::main]`'s default), with the name and version set apart.
+fn server_info(given: Option<Implementation>, name: Option<String>, version: Option<String>) -> Implementation {
+    let mut info = given.unwrap_or_else(|| Implementation::new(DEFAULT_SERVER_NAME, DEFAULT_SERVER_VERSION));
+    if let Some(name) = name {
+        info.name = name;
+    }
+    if let Some(version) = version {
+        info.version = version;
+    }
+    info
+}
+
+/// The sealer of the 2026 era's `requestState`: a server shared with other instances needs a key they all have.
+fn sealer(keys: &[[u8; 32]], shared: bool) -> Result<crate::base::seal::Sealer, BuildError> {
+    let sealer = crate::base::seal::Sealer::from_config(keys).map_err(|message| BuildError::BadStateKey { message })?;
+    if shared && sealer.random {
+        return Err(BuildError::BadStateKey {
+            message: format!(
+                "a server that shares its state with other instances (ServerBuilder::shared, --redis) needs the \
+                 same requestState key on every instance, or a retry that reaches another instance fails: set \
+                 {} to the same 64 hex digits everywhere (`openssl rand -hex 32` makes one), or call \
+                 ServerBuilder::request_state_key",
+                crate::base::seal::KEY_ENV
+            ),
+        });
+    }
+    Ok(sealer)
+}
+
+/// What 2026 list results carry besides their items: the result type, the caching hints, the server's info.
+fn extra_2026(info: &Value, cache: crate::wire::protocol::CacheHint) -> serde_json::Map<String, Value> {
+    let extra = json!({
+        "resultType": "complete",
+        "ttlMs": cache.ttl_ms,
+        "cacheScope": cache.scope.as_str(),
+        "_meta": { crate::era::v2026::META_SERVER_INFO: info },
+    });
+    match extra {
+        Value::Object(m) => m,
+        _ => unreachable!("an object"),
+    }
+}
+
+/// The custom methods by name: a name in MCP's namespaces, or one taken by another definition, is refused.
+fn methods(defs: impl Iterator<Item = MethodDef>) -> Result<HashMap<&'static str, MethodDef>, BuildError> {
+    let mut methods: HashMap<&'static str, MethodDef> = HashMap::new();
+    for def in defs {
+        crate::handler::method::check_name(def.name).map_err(|message| BuildError::ReservedMethod { message })?;
+        if let Some(first) = methods.get(def.name) {
+            if first.location == def.location {
+                continue;
+            }
+            return Err(BuildError::DuplicateMethod {
+                name: def.name.to_string(),
+                first: first.location.to_string(),
+                second: def.location.to_string(),
+            });
+        }
+        methods.insert(def.name, def);
+    }
+    Ok(methods)
+}
+
+/// What the extensions add: their methods, the notifications they send, their `tools/call` hooks.
+struct Extended {
+    methods: HashMap<&'static str, MethodDef>,
+    notifications: HashMap<String, crate::server::Sent>,
+    tool_call_hooks: Vec<Arc<dyn crate::hook::ToolCallHook>>,
+}
+
+/// The extensions checked (identifiers, declarations, notifications, methods: none taken twice) and what they add.
+fn extended(
+    extensions: &[Box<dyn extension::Extension>],
+    methods: &HashMap<&'static str, MethodDef>,
+) -> Result<Extended, BuildError> {
+    let tool_call_hooks = extensions.iter().filter_map(|ext| ext.tool_call_hook()).collect();
+    let mut extension_methods: HashMap<&'static str, MethodDef> = HashMap::new();
+    let mut ids = std::collections::HashSet::new();
+    let mut notifications = HashMap::new();
+    for ext in extensions {
+        let id = ext.id();
+        let bad = |message| BuildError::BadExtension { id: id.to_owned(), message };
+        extension::check(id, None).map_err(bad)?;
+        ext.check().map_err(bad)?;
+        if !ids.insert(id.to_owned()) {
+            return Err(bad(format!("two extensions have the identifier `{id}`")));
+        }
+        for era in [Era::V2025, Era::V2026] {
+            extension::check_declaration(id, &ext.declare(era)).map_err(bad)?;
+        }
+        for def in ext.notifications() {
+            extension::check_notification(id, &def).map_err(bad)?;
+            let sent = crate::server::Sent { extension: id.to_owned(), filter: def.filter.clone() };
+            if notifications.insert(def.method.clone(), sent).is_some() {
+                return Err(bad(format!(
+                    "extension `{id}` declares the notification `{}`, which another extension has already",
+                    def.method
+                )));
+            }
+        }
+        for def in ext.methods() {
+            extension::check(id, Some(def.name)).map_err(bad)?;
+            if methods.contains_key(def.name) || extension_methods.insert(def.name, def.clone()).is_some() {
+                return Err(bad(format!(
+                    "extension `{id}` defines the method `{}`, which another method (of the server's or of an \
+                     extension) has already",
+                    def.name
+                )));
+            }
+        }
+    }
+    Ok(Extended { methods: extension_methods, notifications, tool_call_hooks })
+}
+
+/// Every handler's injected state is in the server's state (the first one missing is the error).
+fn check_handlers<'a>(
+    state: &StateMap,
+    registry: &'a Registry,
+    methods: impl Iterator<Item = &'a MethodDef>,
+) -> Result<(), BuildError> {
+    let handlers = registry
+        .tools
+        .values()
+        .map(|l| ("tool", &*l.def.name, &*l.def.location, l.def.injected))
+        .chain(registry.prompts.values().map(|l| ("prompt", &*l.def.name, &*l.def.location, l.def.injected)))
+        .chain(registry.resources.values().map(|l| ("resource", &*l.def.name, &*l.def.location, l.def.injected)))
+        .chain(registry.templates.values().map(|(l, _)| ("resource", &*l.def.name, &*l.def.location, l.def.injected)))
+        .chain(methods.map(|d| ("method", d.name, &*d.location, d.injected)));
+    crate::server::check_requirements(state, handlers)
+}
+
+/// The capabilities of each era (2025, 2026): what the registry serves, and each extension declared as that era
+/// says (under `extensions`, and any capability of its own: the 2025-11-25 era has Tasks as `tasks`).
+fn capabilities(registry: &Registry, extensions: &[Box<dyn extension::Extension>]) -> (Value, Value) {
+    let mut capabilities = json!({ "logging": {} });
+    if !registry.tools.is_empty() {
+        capabilities["tools"] = json!({ "listChanged": true });
+    }
+    if !registry.prompts.is_empty() {
+        capabilities["prompts"] = json!({ "listChanged": true });
+    }
+    if !registry.resources.is_empty() || !registry.templates.is_empty() {
+        capabilities["resources"] = json!({ "subscribe": true, "listChanged": true });
+    }
+    if !registry.prompts.is_empty() || !registry.templates.is_empty() {
+        capabilities["completions"] = json!({});
+    }
+    let mut capabilities_2026 = capabilities.clone();
+    for ext in extensions {
+        for (era, capabilities) in [(Era::V2025, &mut capabilities), (Era::V2026, &mut capabilities_2026)] {
+            let Value::Object(capabilities) = capabilities else { continue };
+            let declaration = ext.declare(era);
+            if let Some(settings) = declaration.settings {
+                let listed = capabilities.entry("extensions").or_insert_with(|| json!({}));
+                listed[ext.id()] = settings;
+            }
+            capabilities.extend(declaration.capabilities);
+        }
+    }
+    (capabilities, capabilities_2026)
+}
+
+/// With metrics: what they read of the server when scraped (its tasks, a shared Redis's health).
+fn watch(server: &Server) {
+    let Some(metrics) = &server.inner.metrics else { return };
+    let weak = Arc::downgrade(&server.inner);
+    metrics.watch_tasks(Box::new(move || match weak.upgrade() {
+        Some(inner) => Server { inner }.tasks().running_by_status(),
+        None => [0, 0],
+    }));
+    #[cfg(feature = "redis")]
+    if let Some(redis) = server.inner.state.get::<crate::redis::Redis>() {
+        let redis = crate::redis::Redis::clone(redis);
+        // Watched for as long as the metrics hold the reading.
+        let alive = Arc::new(());
+        redis.watch(Arc::downgrade(&alive));
+        metrics.watch_redis(Box::new(move || {
+            let _alive = &alive;
+            redis.health()
+        }));
     }
 }
