@@ -50,7 +50,7 @@ pub struct ToolCall<'a> {
 /// struct Receipts;
 ///
 /// /// What a claimed call keeps: the tool's name.
-/// struct Receipt(&'static str);
+/// struct Receipt(mcp::Name);
 ///
 /// impl ToolCallHook for Receipts {
 ///     fn claim(&self, call: &ToolCall<'_>) -> Result<Option<Claim>, mcp::Error> {
@@ -60,7 +60,7 @@ pub struct ToolCall<'a> {
 ///         if call.tool.name.starts_with("secret_") {
 ///             return Err(mcp::Error::invalid_params("no receipts for secret tools"));
 ///         }
-///         Ok(Some(Box::new(Receipt(call.tool.name))))
+///         Ok(Some(Box::new(Receipt(call.tool.name.clone()))))
 ///     }
 /// }
 ///
