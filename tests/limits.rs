@@ -366,22 +366,10 @@ async fn max_message_bytes_limits_http_bodies_too() {
         text
     }
     let post = async |url: &str, text: &str| {
-        let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
-            "name": "echo", "arguments": {"text": text},
-            "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
-        }});
-        let response = reqwest::Client::new()
-            .post(url)
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .header("mcp-protocol-version", "2026-07-28")
-            .header("mcp-method", "tools/call")
-            .header("mcp-name", "echo")
-            .body(body.to_string())
-            .send()
-            .await
-            .unwrap();
-        response.status().as_u16()
+        let mut client = common::http::Client { http: reqwest::Client::new(), url: url.to_owned(), session: None };
+        client.initialize(json!({})).await;
+        let call = request(2, "tools/call", json!({"name": "echo", "arguments": {"text": text}}));
+        client.send(&call).await.status().as_u16()
     };
     let small = || mcp::Server::builder().tool::<echo>().max_message_bytes(1024).build().unwrap();
     let url = serve_in_process(small(), mcp::HttpOptions::new()).await;
