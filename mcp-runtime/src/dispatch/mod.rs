@@ -258,12 +258,18 @@ fn serve<const MEASURED: bool>(conn: &Arc<Connection>, request: Request, origin:
             Err(e) => Err(e),
         },
         // Custom methods, then the extensions' (the Tasks extension's `tasks/*` among them).
-        m => match server.inner.methods.get(m).or_else(|| server.inner.extension_methods.get(m)).cloned() {
-            Some(def) => {
+        m => match server
+            .inner
+            .methods
+            .get(m)
+            .or_else(|| server.inner.extension_methods.get(m))
+            .map(|d| (d.name, d.handler))
+        {
+            Some((name, handler)) => {
                 let call = Call {
-                    method: def.name,
-                    name: Name::new(def.name),
-                    work: Work::Handler(def.handler),
+                    method: name,
+                    name: Name::new(name),
+                    work: Work::Handler(handler),
                     arguments: params,
                     kind: ResultKind::Plain,
                 };
