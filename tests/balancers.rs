@@ -224,6 +224,12 @@ async fn log_mark(shops: &Shops) -> usize {
     }
 }
 
+/// The instances that answered requests so far, once every ended request is logged (see [`log_mark`]).
+async fn instances_used(shops: &Shops) -> BTreeSet<usize> {
+    log_mark(shops).await;
+    shops.proxy().sent().into_iter().collect()
+}
+
 /// The instances that answered the first `n` requests logged after `mark`, once they are logged.
 async fn answered_since(shops: &Shops, mark: usize, n: usize) -> Vec<usize> {
     eventually(&format!("{n} requests logged"), shops, async || shops.proxy().sent().len() >= mark + n).await;
@@ -285,7 +291,7 @@ async fn our_2026_client(kind: Kind) {
         }
     }
 
-    let used: BTreeSet<usize> = shops.proxy().sent().into_iter().collect();
+    let used = instances_used(&shops).await;
     assert_eq!(used.len(), 3, "every instance served: {used:?}\n{}", shops.stderr());
     shops.assert_nothing_panicked();
 }
@@ -387,7 +393,7 @@ async fn our_2025_client(kind: Kind) {
     let client = client(&shops, EraChoice::V2025, asked.clone()).await;
     assert_eq!(client.protocol_version(), "2025-11-25");
     lists_calls_and_streams_progress(&shops, &client).await;
-    let used: BTreeSet<usize> = shops.proxy().sent().into_iter().collect();
+    let used = instances_used(&shops).await;
     assert_eq!(used.len(), 3, "the session's requests went to every instance: {used:?}\n{}", shops.stderr());
 
     // Another session, subscribed to the holds, its GET stream open (each request of it on the next instance).
@@ -446,7 +452,7 @@ async fn the_python_sdk(kind: Kind) {
         let text = format!("{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
         assert!(out.status.success() && text.contains("all ok"), "{script}:\n{text}\n{}", shops.stderr());
     }
-    let used: BTreeSet<usize> = shops.proxy().sent().into_iter().collect();
+    let used = instances_used(&shops).await;
     assert_eq!(used.len(), 3, "every instance served: {used:?}");
     shops.assert_nothing_panicked();
 }
