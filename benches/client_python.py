@@ -3,7 +3,7 @@ calls in flight, in both eras: the figure `cargo bench --bench client` is compar
 
     target/py-venv/bin/python benches/client_python.py target/release/testbed [CALLS] [K]
 
-(`cargo test --test python_interop` makes the venv; `cargo build --release --bin testbed` the server.)
+(`cargo test --test it python_interop::` makes the venv; `cargo build --release --bin testbed` the server.)
 """
 
 import sys

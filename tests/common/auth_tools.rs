@@ -1,6 +1,6 @@
-//! The tools the authorization tests serve (`tests/auth_server.rs`, `tests/auth_dpop.rs`), in a module of their own
-//! that those tests include by path: a `#[mcp::tool]` registers itself for `Server::from_registry`, so it stays out
-//! of the harness every test binary shares.
+//! The tools the authorization tests serve (`tests/it/auth_server.rs`, `tests/it/auth_dpop.rs`), in a module of their
+//! own that the test crate includes by path: a `#[mcp::tool]` registers itself for `Server::from_registry`, so it
+//! stays out of the harness (`tests/common`) that the other test binaries include as well.
 
 use serde_json::json;
 

@@ -1,6 +1,6 @@
 //! Three bookshop processes (`--http`, `--redis`, one `MCP_REQUEST_STATE_KEY`) sharing a real `redis-server`, behind
 //! a front: the round-robin balancer (`balancer.rs`), what the scale-out tests of both eras start, or a real nginx or
-//! HAProxy running a configuration of `deploy/` (`proxy.rs`, tests/balancers.rs); and the waits and reads they
+//! HAProxy running a configuration of `deploy/` (`proxy.rs`, tests/it/balancers.rs); and the waits and reads they
 //! share.
 
 use std::time::{Duration, Instant};

@@ -71,7 +71,7 @@ def chromium() -> str:
     for path in [os.environ.get("MCP_TEST_CHROMIUM", ""), "/usr/lib/chromium/chromium", shutil.which("chromium") or ""]:
         if path and os.path.exists(path):
             return path
-    raise SystemExit("no Chromium: run this through tests/apps_browser.rs, which finds or brings one")
+    raise SystemExit("no Chromium: run this through tests/it/apps_browser.rs, which finds or brings one")
 
 
 

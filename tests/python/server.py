@@ -1,5 +1,5 @@
 """A server built with the official Python SDK (mcp 2.3, `MCPServer`) for the Rust client's interop tests
-(`tests/client_python_server.rs`).
+(`tests/it/client_python_server.rs`).
 
 Usage: python server.py stdio
        python server.py http PORT     (PORT 0 picks a free one; "listening on http://127.0.0.1:PORT/mcp" goes to stderr)

@@ -7,7 +7,7 @@
 //! from completing new handshakes (a socket filter drops every SYN that opens one: its client sends it again a
 //! second later and is refused then), waits for the handshakes under way to complete, takes every connection
 //! queued, and only then closes the listener. Measured with clients connecting in a loop while the server stops
-//! (`tests/http.rs`, `stopping_resets_no_connection`): without the filter about one stop in three reset a
+//! (`tests/it/http.rs`, `stopping_resets_no_connection`): without the filter about one stop in three reset a
 //! connection.
 
 use std::time::Duration;
