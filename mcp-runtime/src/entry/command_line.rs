@@ -271,7 +271,7 @@ fn parse_command(
     let mut command = Command::Serve;
     let mut http: Option<std::net::SocketAddr> = None;
     let mut options = HttpOptions::new();
-    let mut http_only = None;
+    let mut http_only: Option<String> = None;
     let (mut auth_issuer, mut auth_resource) = (None, None);
     while let Some(arg) = args.next() {
         // `--name=value` as well as `--name value`.
@@ -282,76 +282,33 @@ fn parse_command(
         let mut value = |what: &str| {
             inline.clone().or_else(|| args.next()).ok_or_else(|| format!("`{name}` needs a value, such as {what}"))
         };
+        if let Some(feature) = missing_feature(name) {
+            return Err(format!(
+                "`{name}` needs the `{feature}` feature of mcp-runtime, which this program was built without"
+            ));
+        }
+        let (set, taken) = http_option(name, &mut value, options)?;
+        options = set;
+        if taken {
+            http_only = Some(name.to_owned());
+            continue;
+        }
         match name {
             "--help" | "-h" => return Ok(Command::Help),
             "--list-tools" => command = Command::ListTools,
             "--schema" => command = Command::Schema,
             "--version" | "-V" => return Ok(Command::Version),
-            "--http" | "--allow-host" | "--allow-origin" | "--keep-alive" | "--drain-timeout" | "--drain-notice"
-                if cfg!(not(feature = "http")) =>
-            {
-                return Err(format!(
-                    "`{name}` needs the `http` feature of mcp-runtime, which this program was built without"
-                ))
-            }
             "--http" => http = Some(address(name, &value("127.0.0.1:8000")?, "127.0.0.1:8000")?),
-            "--metrics" if cfg!(not(feature = "http")) => {
-                return Err(format!(
-                    "`{name}` needs the `http` feature of mcp-runtime, which this program was built without"
-                ))
-            }
             "--metrics" => *metrics = Some(address(name, &value("127.0.0.1:9464")?, "127.0.0.1:9464")?),
             "--log-format" => *log_format = Some(LogFormat::parse(name, &value("json")?)?),
-            "--allow-host" => {
-                options = options.allow_host(value("mcp.example.com")?);
-                http_only = Some("--allow-host");
-            }
-            "--allow-origin" => {
-                options = options.allow_origin(value("https://app.example.com")?);
-                http_only = Some("--allow-origin");
-            }
-            "--json-response" => {
-                options = options.json_response(true);
-                http_only = Some("--json-response");
-            }
-            "--stateless" => {
-                options = options.stateless(true);
-                http_only = Some("--stateless");
-            }
-            "--trust-forwarded" => {
-                options = options.trust_forwarded(true);
-                http_only = Some("--trust-forwarded");
-            }
-            "--keep-alive" => {
-                options = options.keep_alive(seconds(name, &value("15")?, 0.01)?);
-                http_only = Some("--keep-alive");
-            }
-            "--drain-timeout" => {
-                options = options.drain_timeout(seconds(name, &value("30")?, 0.0)?);
-                http_only = Some("--drain-timeout");
-            }
-            "--drain-notice" => {
-                options = options.drain_notice(seconds(name, &value("3")?, 0.0)?);
-                http_only = Some("--drain-notice");
-            }
-            "--redis" if cfg!(not(feature = "redis")) => {
-                return Err(format!(
-                    "`{name}` needs the `redis` feature of mcp-runtime, which this program was built without"
-                ))
-            }
             "--redis" => *redis = Some(value("redis://127.0.0.1:6379")?),
-            "--auth-issuer" | "--auth-resource" if cfg!(not(feature = "auth")) => {
-                return Err(format!(
-                    "`{name}` needs the `auth` feature of mcp-runtime, which this program was built without"
-                ))
-            }
             "--auth-issuer" => {
                 auth_issuer = Some(value("https://login.example.com")?);
-                http_only = Some("--auth-issuer");
+                http_only = Some(name.to_owned());
             }
             "--auth-resource" => {
                 auth_resource = Some(value("https://mcp.example.com/mcp")?);
-                http_only = Some("--auth-resource");
+                http_only = Some(name.to_owned());
             }
             other => match program.iter().find(|spec| spec.name == other) {
                 Some(spec) => match spec.value {
@@ -381,24 +338,65 @@ fn parse_command(
             for origin in std::mem::take(&mut env.allow_origins) {
                 options = options.allow_origin(origin);
             }
-            let auth = match (auth_issuer.or(env.auth_issuer.take()), auth_resource.or(env.auth_resource.take())) {
-                (Some(issuer), Some(resource)) => Some(AuthArgs { issuer, resource }),
-                (None, None) => None,
-                (Some(_), None) => {
-                    return Err("`--auth-issuer` needs `--auth-resource` (or MCP_AUTH_RESOURCE): the URL tokens \
-                                must be issued for"
-                        .into())
-                }
-                (None, Some(_)) => {
-                    return Err("`--auth-resource` needs `--auth-issuer` (or MCP_AUTH_ISSUER): the OAuth issuer \
-                                whose tokens to accept"
-                        .into())
-                }
-            };
+            let auth = auth_args(auth_issuer.or(env.auth_issuer.take()), auth_resource.or(env.auth_resource.take()))?;
             Ok(Command::Http(addr, Box::new(options), auth))
         }
         (None, Some(flag)) => Err(format!("`{flag}` goes with `--http`")),
         _ => Ok(command),
+    }
+}
+
+/// The feature of mcp-runtime an option needs that this program was built without, if any.
+fn missing_feature(name: &str) -> Option<&'static str> {
+    match name {
+        "--http" | "--metrics" | "--allow-host" | "--allow-origin" | "--keep-alive" | "--drain-timeout"
+        | "--drain-notice"
+            if cfg!(not(feature = "http")) =>
+        {
+            Some("http")
+        }
+        "--redis" if cfg!(not(feature = "redis")) => Some("redis"),
+        "--auth-issuer" | "--auth-resource" if cfg!(not(feature = "auth")) => Some("auth"),
+        _ => None,
+    }
+}
+
+/// `options` with what an option of the HTTP transport sets (`--allow-host`, `--keep-alive`, ...), and whether
+/// `name` is one of them.
+fn http_option(
+    name: &str,
+    value: &mut impl FnMut(&str) -> Result<String, String>,
+    options: HttpOptions,
+) -> Result<(HttpOptions, bool), String> {
+    Ok((
+        match name {
+            "--allow-host" => options.allow_host(value("mcp.example.com")?),
+            "--allow-origin" => options.allow_origin(value("https://app.example.com")?),
+            "--json-response" => options.json_response(true),
+            "--stateless" => options.stateless(true),
+            "--trust-forwarded" => options.trust_forwarded(true),
+            "--keep-alive" => options.keep_alive(seconds(name, &value("15")?, 0.01)?),
+            "--drain-timeout" => options.drain_timeout(seconds(name, &value("30")?, 0.0)?),
+            "--drain-notice" => options.drain_notice(seconds(name, &value("3")?, 0.0)?),
+            _ => return Ok((options, false)),
+        },
+        true,
+    ))
+}
+
+/// `--auth-issuer` and `--auth-resource` (or their variables): both, or neither.
+fn auth_args(issuer: Option<String>, resource: Option<String>) -> Result<Option<AuthArgs>, String> {
+    match (issuer, resource) {
+        (Some(issuer), Some(resource)) => Ok(Some(AuthArgs { issuer, resource })),
+        (None, None) => Ok(None),
+        (Some(_), None) => {
+            Err("`--auth-issuer` needs `--auth-resource` (or MCP_AUTH_RESOURCE): the URL tokens must be \
+                                issued for"
+                .into())
+        }
+        (None, Some(_)) => Err("`--auth-resource` needs `--auth-issuer` (or MCP_AUTH_ISSUER): the OAuth issuer whose \
+                                tokens to accept"
+            .into()),
     }
 }
 

@@ -176,43 +176,31 @@ where
     F: Future,
     F::Output: MainOutput,
 {
-    let bin = name.to_owned();
     let mut rest = Vec::new();
     let parsed = parse_args(std::env::args().skip(1), A::OPTIONS, Environment::read(), &mut rest);
     let Parsed { command, redis, metrics, log_format } = match parsed {
         Ok(p) => p,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(2);
-        }
+        Err(e) => return Stop::usage(e).exit(),
     };
-    if let Command::Help = command {
-        return print_out(&USAGE.replace("{bin}", &bin).replace("{program}", &program_usage(A::OPTIONS)));
-    }
-    if let Command::Version = command {
-        return print_out(&format!("{name} {version}\n"));
+    match command {
+        Command::Help => {
+            return print_out(&USAGE.replace("{bin}", name).replace("{program}", &program_usage(A::OPTIONS)))
+        }
+        Command::Version => return print_out(&format!("{name} {version}\n")),
+        _ => {}
     }
     // Held until the program ends: an OTLP exporter sends the spans it holds when dropped.
     let tracing = match options.subscriber.then(|| init_tracing(log_format, name)).transpose() {
         Ok(tracing) => tracing,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(2);
-        }
+        Err(e) => return Stop::usage(e).exit(),
     };
     let args = match A::from_args(Args { rest }) {
         Ok(args) => args,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(2);
-        }
+        Err(e) => return Stop::usage(e).exit(),
     };
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("error: could not start the Tokio runtime: {e}");
-            return ExitCode::FAILURE;
-        }
+        Err(e) => return Stop::failure(format!("could not start the Tokio runtime: {e}")).exit(),
     };
     let info = Implementation::new(name, version);
     #[cfg_attr(not(all(feature = "opentelemetry", feature = "subscriber")), allow(unused_variables))]
@@ -221,62 +209,17 @@ where
         let builder = match body(args).await.into_builder() {
             Ok(b) => b,
             // Once, on stderr itself: the subscriber writes there too, so a log event as well would say it twice.
-            Err(e) => {
-                eprintln!("error: start-up failed: {e}");
-                return ExitCode::FAILURE;
-            }
+            Err(e) => return Stop::failure(format!("start-up failed: {e}")).exit(),
         };
-        let builder = match &command {
-            #[cfg(feature = "auth")]
-            Command::Http(_, _, Some(auth)) if builder.has_authorization() => {
-                eprintln!(
-                    "error: --auth-issuer {} was given, but the program configures its own authorization \
-                     (ServerBuilder::authorization); drop one",
-                    auth.issuer
-                );
-                return ExitCode::from(2);
-            }
-            #[cfg(feature = "auth")]
-            Command::Http(_, _, Some(auth)) => {
-                builder.authorization(crate::auth::Authorization::jwt(auth.issuer.clone(), auth.resource.clone()))
-            }
-            _ => builder,
+        let builder = match configure(builder, &command, redis).await {
+            Ok(b) => b,
+            Err(stop) => return stop.exit(),
         };
-        #[cfg(feature = "redis")]
-        let builder = match &redis {
-            // Unreachable at start: the program does not start as if its state were shared.
-            Some(url) => match crate::redis::Redis::connect(url).await {
-                Ok(redis) => builder.shared(&redis),
-                Err(e) => {
-                    eprintln!("error: --redis: {e}");
-                    return ExitCode::FAILURE;
-                }
-            },
-            None => builder,
+        #[cfg_attr(not(all(feature = "opentelemetry", feature = "subscriber")), allow(unused_mut))]
+        let mut exported = match served_metrics(metrics, &command).await {
+            Ok(exported) => exported,
+            Err(stop) => return stop.exit(),
         };
-        #[cfg(not(feature = "redis"))]
-        let _ = &redis;
-        #[cfg_attr(
-            not(any(feature = "http", all(feature = "opentelemetry", feature = "subscriber"))),
-            allow(unused_mut)
-        )]
-        let mut exported: Option<crate::Metrics> = None;
-        #[cfg(feature = "http")]
-        if let Some(addr) = metrics.filter(|_| matches!(command, Command::Serve | Command::Http(..))) {
-            // Bound before serving, so that an address in use stops the program now, not silently later.
-            let listener = match tokio::net::TcpListener::bind(addr).await {
-                Ok(listener) => listener,
-                Err(e) => {
-                    eprintln!("error: could not serve metrics on {addr} (--metrics): {e}");
-                    return ExitCode::FAILURE;
-                }
-            };
-            let served = crate::Metrics::new();
-            tokio::spawn(served.clone().serve_on(listener));
-            exported = Some(served);
-        }
-        #[cfg(not(feature = "http"))]
-        let _ = metrics;
         // The OTEL_* variables asked for OTLP metrics: the conventions' histograms go to the exporter's meter.
         #[cfg(all(feature = "opentelemetry", feature = "subscriber"))]
         if let Some(meter) = tracing.and_then(|t| t.as_ref()).and_then(otlp::Exporting::meter) {
@@ -286,39 +229,105 @@ where
             Some(metrics) => builder.metrics(metrics),
             None => builder,
         };
-        let server = match builder.default_info(info).build() {
-            Ok(s) => s,
-            Err(e) => {
-                eprintln!("error: {e}");
-                return ExitCode::FAILURE;
-            }
-        };
-        match command {
-            Command::ListTools => {
-                let list = server.tools_list();
-                print_out(&format!("{}\n", serde_json::to_string_pretty(&list).unwrap_or_default()))
-            }
-            Command::Schema => {
-                print_out(&format!("{}\n", serde_json::to_string_pretty(&server.schema()).unwrap_or_default()))
-            }
-            #[cfg(feature = "http")]
-            Command::Http(addr, options, _) => match server.serve_http(addr, *options).await {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(e) => {
-                    eprintln!("error: could not serve HTTP on {addr}: {e}");
-                    ExitCode::FAILURE
-                }
-            },
-            _ => match server.serve_stdio().await {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(e) => {
-                    tracing::error!("stdio transport failed: {e}");
-                    ExitCode::FAILURE
-                }
-            },
+        match builder.default_info(info).build() {
+            Ok(server) => run_command(server, command).await,
+            Err(e) => Stop::failure(e).exit(),
         }
     });
     // Shutdown kept its deadline already; a blocking handler that ignored its cancel flag is abandoned.
     runtime.shutdown_timeout(Duration::from_millis(100));
     code
+}
+
+/// Why a program generated by `#[mcp::main]` stops before it serves: the message it writes on stderr, and its exit
+/// code (2 for a command line or set-up it cannot use, 1 for a failure).
+struct Stop(ExitCode, String);
+
+impl Stop {
+    fn usage(message: impl Display) -> Stop {
+        Stop(ExitCode::from(2), message.to_string())
+    }
+
+    fn failure(message: impl Display) -> Stop {
+        Stop(ExitCode::FAILURE, message.to_string())
+    }
+
+    /// Says why on stderr, and ends with the code.
+    fn exit(self) -> ExitCode {
+        eprintln!("error: {}", self.1);
+        self.0
+    }
+}
+
+/// What the command line adds to the program's builder: `--auth-issuer`'s authorization, `--redis`'s shared state.
+async fn configure(builder: ServerBuilder, command: &Command, redis: Option<String>) -> Result<ServerBuilder, Stop> {
+    let builder = match command {
+        #[cfg(feature = "auth")]
+        Command::Http(_, _, Some(auth)) if builder.has_authorization() => {
+            return Err(Stop::usage(format!(
+                "--auth-issuer {} was given, but the program configures its own authorization \
+                 (ServerBuilder::authorization); drop one",
+                auth.issuer
+            )))
+        }
+        #[cfg(feature = "auth")]
+        Command::Http(_, _, Some(auth)) => {
+            builder.authorization(crate::auth::Authorization::jwt(auth.issuer.clone(), auth.resource.clone()))
+        }
+        _ => builder,
+    };
+    #[cfg(feature = "redis")]
+    if let Some(url) = redis {
+        // Unreachable at start: the program does not start as if its state were shared.
+        let redis = crate::redis::Redis::connect(&url).await.map_err(|e| Stop::failure(format!("--redis: {e}")))?;
+        return Ok(builder.shared(&redis));
+    }
+    #[cfg(not(feature = "redis"))]
+    let _ = redis;
+    Ok(builder)
+}
+
+/// `--metrics`: the metrics served on that address while the program serves (none for the commands that only
+/// print). Bound here, before serving, so that an address in use stops the program now, not silently later.
+async fn served_metrics(
+    metrics: Option<std::net::SocketAddr>,
+    command: &Command,
+) -> Result<Option<crate::Metrics>, Stop> {
+    #[cfg(feature = "http")]
+    if let Some(addr) = metrics.filter(|_| matches!(command, Command::Serve | Command::Http(..))) {
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .map_err(|e| Stop::failure(format!("could not serve metrics on {addr} (--metrics): {e}")))?;
+        let served = crate::Metrics::new();
+        tokio::spawn(served.clone().serve_on(listener));
+        return Ok(Some(served));
+    }
+    #[cfg(not(feature = "http"))]
+    let _ = (metrics, command);
+    Ok(None)
+}
+
+/// Runs the command on the built server: lists or prints what it serves, or serves it until it is stopped.
+async fn run_command(server: Server, command: Command) -> ExitCode {
+    match command {
+        Command::ListTools => {
+            let list = server.tools_list();
+            print_out(&format!("{}\n", serde_json::to_string_pretty(&list).unwrap_or_default()))
+        }
+        Command::Schema => {
+            print_out(&format!("{}\n", serde_json::to_string_pretty(&server.schema()).unwrap_or_default()))
+        }
+        #[cfg(feature = "http")]
+        Command::Http(addr, options, _) => match server.serve_http(addr, *options).await {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => Stop::failure(format!("could not serve HTTP on {addr}: {e}")).exit(),
+        },
+        _ => match server.serve_stdio().await {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                tracing::error!("stdio transport failed: {e}");
+                ExitCode::FAILURE
+            }
+        },
+    }
 }

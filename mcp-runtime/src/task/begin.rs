@@ -10,7 +10,7 @@ use serde_json::Map;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use super::{now_ms, store_error, Owner, TaskRecord, TaskRun, TaskStatus};
+use super::{now_ms, store_error, Owner, TaskEngine, TaskRecord, TaskRun, TaskStatus};
 use crate::context::InFlight;
 use crate::wire::error::{Error, ErrorCode};
 
@@ -51,6 +51,122 @@ pub(crate) async fn begin(request: &Arc<InFlight>) -> Result<Option<Arc<TaskRun>
     let server = request.server().clone();
     let engine = server.tasks();
     let owner = Owner::of(request);
+    let Admitted { ttl, now, expires_at, counted_here } = admit(engine, &owner, &plan).await?;
+    let record = TaskRecord {
+        id: new_task_id().map_err(Refused::Other)?,
+        tool: plan.tool.to_string(),
+        status: TaskStatus::Working,
+        status_message: None,
+        created_at_ms: now,
+        updated_at_ms: now,
+        ttl_ms: Some(ttl),
+        poll_interval_ms: plan
+            .options
+            .poll_interval_ms
+            .unwrap_or(engine.config.poll_interval.as_millis() as u64)
+            .max(1),
+        session: owner.session,
+        subject: owner.subject,
+        input_requests: Map::new(),
+        outcome: None,
+        seq: 0,
+        lease_until_ms: Some(now.saturating_add(engine.config.lease.as_millis() as u64)),
+        client: Some(owner.client.clone()),
+    };
+    if let Err(e) = engine.store.create(record.clone()).await {
+        if counted_here {
+            engine.release_stored(&owner.client, expires_at);
+        }
+        return Err(Refused::Store(store_error(e)));
+    }
+    let front = engine.fronts.of(request.meta.era);
+    let run = new_run(request, &record, owner.client, &server);
+    engine.table().insert(run.id.clone(), run.clone());
+    let _ = request.task.set(run.clone());
+    // The Tasks hook has taken the call over: the handler's outcome goes to its `finish`, into the task.
+    if let Some(claimed) = crate::hook::claimed(request) {
+        claimed.take();
+    }
+    // From here a cancel of the request (or its stream closing) no longer reaches the handler: tasks/cancel does.
+    request.link.forget(request);
+    let frame = front.create_result(&server, &request.id, &record);
+    if !request.finish(frame) {
+        // The request was cancelled while the task was being stored: the task is cancelled with it.
+        request.out.close();
+        run.cancel("the request that created the task was cancelled").await;
+        return Ok(Some(run));
+    }
+    tracing::info!(task = %run.id, tool = %record.tool, ttl_ms = ttl, "task created");
+    keep(&run, engine.config.lease, ttl);
+    Ok(Some(run))
+}
+
+/// The run of a task just stored, for the request that created it.
+fn new_run(
+    request: &Arc<InFlight>,
+    record: &TaskRecord,
+    client: String,
+    server: &crate::server::Server,
+) -> Arc<TaskRun> {
+    let front = server.tasks().fronts.of(request.meta.era);
+    Arc::new(TaskRun {
+        id: record.id.clone(),
+        front,
+        client,
+        server: server.clone(),
+        request: Arc::downgrade(request),
+        record: Mutex::new(record.clone()),
+        waiters: Mutex::new(HashMap::new()),
+        keys: Mutex::new(HashSet::new()),
+        next_key: AtomicU32::new(0),
+        route: Mutex::new(None),
+        session_sink: front.session_sink(&*request.link),
+        questions: Mutex::new(Vec::new()),
+        done: watch::channel(false).0,
+        over: CancellationToken::new(),
+    })
+}
+
+/// Keeps a created task: renews its lease at a third of its length while it runs, and fails it when its TTL ends
+/// before it finished.
+fn keep(run: &Arc<TaskRun>, lease: Duration, ttl: u64) {
+    let expiry = run.clone();
+    crate::base::cancel::cleanup_tasks().spawn(async move {
+        // The lease is renewed at a third of its length while the task runs.
+        let mut renew = tokio::time::interval_at(tokio::time::Instant::now() + lease / 3, lease / 3);
+        let until = tokio::time::sleep(Duration::from_millis(ttl));
+        tokio::pin!(until);
+        loop {
+            tokio::select! {
+                () = expiry.over.cancelled() => return,
+                _ = renew.tick() => expiry.renew_lease(lease).await,
+                () = &mut until => break,
+            }
+        }
+        // The TTL ran out before the task finished.
+        if let Some(record) = expiry.change(|r| {
+            r.status = TaskStatus::Failed;
+            r.status_message = Some("the task's TTL ran out before it finished".into());
+            r.outcome = Some(Err(Error::internal("the task's TTL ran out before it finished")));
+            r.input_requests.clear();
+        }) {
+            expiry.save(record).await;
+            expiry.halt();
+        }
+    });
+}
+
+/// What [`admit`] grants a new task: its TTL, its creation time and its end, and whether this instance counts it
+/// among the client's stored tasks (the store does not count by client).
+struct Admitted {
+    ttl: u64,
+    now: u64,
+    expires_at: u64,
+    counted_here: bool,
+}
+
+/// Whether the client may have one more task (the `TaskSettings` limits on running and stored tasks), and its TTL.
+async fn admit(engine: &TaskEngine, owner: &Owner, plan: &super::TaskPlan) -> Result<Admitted, Refused> {
     // Over every instance when the store counts by client; else the tasks this instance started.
     let shared = match engine.store.client_tasks(&owner.client).await {
         Ok(counts) => counts,
@@ -59,7 +175,7 @@ pub(crate) async fn begin(request: &Arc<InFlight>) -> Result<Option<Arc<TaskRun>
             None
         }
     };
-    let running = shared.map_or_else(|| engine.running_for(&owner), |counts| counts.running);
+    let running = shared.map_or_else(|| engine.running_for(owner), |counts| counts.running);
     if running >= engine.config.max_running {
         return Err(Refused::Running(Error::new(
             ErrorCode::OVERLOADED,
@@ -88,93 +204,7 @@ pub(crate) async fn begin(request: &Arc<InFlight>) -> Result<Option<Arc<TaskRun>
         Some(_) => {}
         None => engine.reserve_stored(&owner.client, expires_at).map_err(Refused::Store)?,
     }
-    let record = TaskRecord {
-        id: new_task_id().map_err(Refused::Other)?,
-        tool: plan.tool.to_string(),
-        status: TaskStatus::Working,
-        status_message: None,
-        created_at_ms: now,
-        updated_at_ms: now,
-        ttl_ms: Some(ttl),
-        poll_interval_ms: plan
-            .options
-            .poll_interval_ms
-            .unwrap_or(engine.config.poll_interval.as_millis() as u64)
-            .max(1),
-        session: owner.session,
-        subject: owner.subject,
-        input_requests: Map::new(),
-        outcome: None,
-        seq: 0,
-        lease_until_ms: Some(now.saturating_add(engine.config.lease.as_millis() as u64)),
-        client: Some(owner.client.clone()),
-    };
-    if let Err(e) = engine.store.create(record.clone()).await {
-        if shared.is_none() {
-            engine.release_stored(&owner.client, expires_at);
-        }
-        return Err(Refused::Store(store_error(e)));
-    }
-    let front = engine.fronts.of(request.meta.era);
-    let session_sink = front.session_sink(&*request.link);
-    let run = Arc::new(TaskRun {
-        id: record.id.clone(),
-        front,
-        client: owner.client,
-        server: server.clone(),
-        request: Arc::downgrade(request),
-        record: Mutex::new(record.clone()),
-        waiters: Mutex::new(HashMap::new()),
-        keys: Mutex::new(HashSet::new()),
-        next_key: AtomicU32::new(0),
-        route: Mutex::new(None),
-        session_sink,
-        questions: Mutex::new(Vec::new()),
-        done: watch::channel(false).0,
-        over: CancellationToken::new(),
-    });
-    engine.table().insert(run.id.clone(), run.clone());
-    let _ = request.task.set(run.clone());
-    // The Tasks hook has taken the call over: the handler's outcome goes to its `finish`, into the task.
-    if let Some(claimed) = crate::hook::claimed(request) {
-        claimed.take();
-    }
-    // From here a cancel of the request (or its stream closing) no longer reaches the handler: tasks/cancel does.
-    request.link.forget(request);
-    let frame = front.create_result(&server, &request.id, &record);
-    if !request.finish(frame) {
-        // The request was cancelled while the task was being stored: the task is cancelled with it.
-        request.out.close();
-        run.cancel("the request that created the task was cancelled").await;
-        return Ok(Some(run));
-    }
-    tracing::info!(task = %run.id, tool = %record.tool, ttl_ms = ttl, "task created");
-    let expiry = run.clone();
-    let lease = engine.config.lease;
-    crate::base::cancel::cleanup_tasks().spawn(async move {
-        // The lease is renewed at a third of its length while the task runs.
-        let mut renew = tokio::time::interval_at(tokio::time::Instant::now() + lease / 3, lease / 3);
-        let until = tokio::time::sleep(Duration::from_millis(ttl));
-        tokio::pin!(until);
-        loop {
-            tokio::select! {
-                () = expiry.over.cancelled() => return,
-                _ = renew.tick() => expiry.renew_lease(lease).await,
-                () = &mut until => break,
-            }
-        }
-        // The TTL ran out before the task finished.
-        if let Some(record) = expiry.change(|r| {
-            r.status = TaskStatus::Failed;
-            r.status_message = Some("the task's TTL ran out before it finished".into());
-            r.outcome = Some(Err(Error::internal("the task's TTL ran out before it finished")));
-            r.input_requests.clear();
-        }) {
-            expiry.save(record).await;
-            expiry.halt();
-        }
-    });
-    Ok(Some(run))
+    Ok(Admitted { ttl, now, expires_at, counted_here: shared.is_none() })
 }
 
 impl crate::context::Context {
