@@ -199,7 +199,7 @@ async fn main() -> ExitCode {
     let version = std::env::var("MCP_CONFORMANCE_PROTOCOL_VERSION").unwrap_or_else(|_| "2025-11-25".into());
     let context: Value =
         std::env::var("MCP_CONFORMANCE_CONTEXT").ok().and_then(|c| serde_json::from_str(&c).ok()).unwrap_or_default();
-    let era = if version == mcp::PROTOCOL_VERSION_2026 { EraChoice::V2026 } else { EraChoice::V2025 };
+    let era = if version == mcp::protocol::VERSION_2026 { EraChoice::V2026 } else { EraChoice::V2025 };
     let mut builder = Client::builder();
     if scenario.starts_with("auth/") {
         match oauth(&scenario, &context) {

@@ -46,7 +46,7 @@ where
 {
     type Response = Response;
     type Error = S::Error;
-    type Future = mcp::BoxFuture<'static, Result<Response, S::Error>>;
+    type Future = mcp::handler::BoxFuture<'static, Result<Response, S::Error>>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
         self.inner.poll_ready(cx)

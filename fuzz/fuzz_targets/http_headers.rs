@@ -17,7 +17,8 @@ use std::sync::OnceLock;
 use libfuzzer_sys::fuzz_target;
 use mcp::__fuzz::{check_http_headers, decode_header_value};
 use mcp::__private::http::{HeaderMap, HeaderName, HeaderValue};
-use mcp::{ErrorCode, Server, PROTOCOL_VERSION_2026};
+use mcp::protocol::VERSION_2026;
+use mcp::{ErrorCode, Server};
 use mcp_fuzz::{base64_decode, base64_encode, Alphabet};
 use serde_json::Value;
 
@@ -84,7 +85,7 @@ fn check_accepted(headers: &HeaderMap, method: &str, params: Option<&Value>) {
     let meta = params.and_then(|p| p.get("_meta")).and_then(Value::as_object).expect("accepted without `_meta`");
     assert!(meta.contains_key(META_CAPABILITIES), "accepted without client capabilities");
     let version = header(headers, "mcp-protocol-version").expect("accepted without MCP-Protocol-Version");
-    assert_eq!(version, PROTOCOL_VERSION_2026);
+    assert_eq!(version, VERSION_2026);
     assert_eq!(meta.get(META_VERSION).and_then(Value::as_str), Some(version));
     assert_eq!(header(headers, "mcp-method"), Some(method), "Mcp-Method");
     let name_key = match method {
@@ -130,7 +131,7 @@ fn check_refused(error: &mcp::Error, headers: &HeaderMap, params: Option<&Value>
             let body = meta.and_then(|m| m.get(META_VERSION)).and_then(Value::as_str);
             let version = header(headers, "mcp-protocol-version");
             assert!(version.is_some() && version == body, "-32022 for a version the header does not name: {error}");
-            assert_ne!(version, Some(PROTOCOL_VERSION_2026), "{error}");
+            assert_ne!(version, Some(VERSION_2026), "{error}");
         }
         other => panic!("refused with {other:?}: {error}"),
     }

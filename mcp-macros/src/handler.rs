@@ -109,7 +109,7 @@ pub(crate) fn glue(which: Macro, mime: &TokenStream, mcp: &TokenStream, function
                 fn __mcp_call<'a>(
                     __mcp_ctx: &'a #mcp::Context,
                     mut __mcp_args: #private::Arguments,
-                ) -> #mcp::BoxFuture<'a, #result_ty> {
+                ) -> #mcp::handler::BoxFuture<'a, #result_ty> {
                     ::std::boxed::Box::pin(#private::assert_send(async move {
                         #(#reads)*
                         #convert(#ident(#(#call_args),*).await)

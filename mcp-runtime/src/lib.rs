@@ -44,7 +44,7 @@ mod context;
 mod dispatch;
 mod entry;
 mod era;
-mod handler;
+pub mod handler;
 pub mod hook;
 mod metrics;
 pub mod middleware;
@@ -74,14 +74,10 @@ pub use base::name::Name;
 pub use builder::extension::{Declaration, Extension, NotificationDef};
 pub use builder::ServerBuilder;
 pub use entry::{run, ArgSpec, Args, FromArgs, MainOutput};
-pub use era::v2026::PROTOCOL_VERSION as PROTOCOL_VERSION_2026;
 pub use handler::method::{IntoMethodResult, IntoRpcError, MethodDef, MethodHandler, MethodItem};
 pub use handler::prompt::{ArgDef, Completer, IntoPromptResult, PromptDef, PromptHandler, PromptItem};
 pub use handler::resource::{IntoResourceResult, Lister, ResourceDef, ResourceHandler, ResourceItem};
-pub use handler::tool::{
-    BoxFuture, Handler, HeaderParam, Hints, Injected, InputSchema, IntoToolResult, Json, ObjectSchema, SchemaError,
-    ToolDef, ToolHandler, ToolItem,
-};
+pub use handler::tool::{Hints, IntoToolResult, Json, ToolDef, ToolHandler, ToolItem};
 pub use handler::uri_template::{TemplateError, UriTemplate};
 pub use protocol::{
     Annotations, CallToolResult, Content, GetPromptResult, Icon, Implementation, LogLevel, PromptMessage,
@@ -93,7 +89,8 @@ pub use server::{BuildError, NotifyError, Server};
 pub use store::events::{EventLog, LogSlice, MemoryEventLog};
 pub use store::session::{MemorySessionStore, SessionRecord, SessionStore};
 pub use task::{
-    ClientTasks, MemoryTaskStore, StoreError, TaskOptions, TaskPage, TaskRecord, TaskStatus, TaskStore, TaskSupport,
+    ClientTasks, MemoryTaskStore, StoreError, TaskOptions, TaskPage, TaskRecord, TaskSettings, TaskStatus, TaskStore,
+    TaskSupport,
 };
 #[cfg(feature = "http")]
 pub use transport::http::{EventStore, EventStoreFactory, HttpOptions, MemoryEventStore, MemoryEventStoreFactory};
@@ -503,12 +500,12 @@ pub mod __private {
         /// Reads the argument `name`, or a sentence naming what is wrong with it.
         pub read: fn(&mut Arguments, &str) -> Result<T, String>,
         /// Adds the argument to the input schema.
-        pub describe: fn(&mut crate::ObjectSchema, &str, Option<&str>),
+        pub describe: fn(&mut crate::handler::ObjectSchema, &str, Option<&str>),
     }
 
     /// The glue for an argument of type `T`.
     pub const fn arg<T: ArgSchema + ArgValue>() -> ArgGlue<T> {
-        ArgGlue { read: crate::handler::tool::argument::<T>, describe: crate::ObjectSchema::property::<T> }
+        ArgGlue { read: crate::handler::tool::argument::<T>, describe: crate::handler::ObjectSchema::property::<T> }
     }
 
     /// The glue for a `#[mcp(flatten)]` parameter: a struct read from the whole argument object.
@@ -516,20 +513,21 @@ pub mod __private {
         /// Reads it from the arguments, leaving out the named parameters' own.
         pub read: fn(&Arguments, &[&str]) -> Result<T, String>,
         /// Adds its fields to the input schema; the parameter's name is for errors.
-        pub describe: fn(&mut crate::ObjectSchema, &str),
+        pub describe: fn(&mut crate::handler::ObjectSchema, &str),
     }
 
     /// The glue for a flattened parameter of type `T`.
     pub const fn flattened<T: ArgSchema + ArgValue>() -> FlattenGlue<T> {
         FlattenGlue {
             read: crate::handler::tool::flattened_arguments::<T>,
-            describe: crate::ObjectSchema::flatten::<T>,
+            describe: crate::handler::ObjectSchema::flatten::<T>,
         }
     }
 
     /// Marks an argument of type `T` as mirrored in an HTTP header; `T` must be a string, integer or boolean.
-    pub const fn header_arg<T: crate::handler::tool::HeaderParam>() -> fn(&mut crate::ObjectSchema, &str, &str) {
-        crate::ObjectSchema::mirror_in_header
+    pub const fn header_arg<T: crate::handler::tool::HeaderParam>() -> fn(&mut crate::handler::ObjectSchema, &str, &str)
+    {
+        crate::handler::ObjectSchema::mirror_in_header
     }
 
     /// Asserts that a handler's future can move between threads, with a message that says why it must.

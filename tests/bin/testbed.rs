@@ -352,15 +352,17 @@ async fn main(options: Options) -> Result<mcp::ServerBuilder, String> {
     if let Some(limit) = std::env::var("TESTBED_MAX_IN_FLIGHT").ok().and_then(|v| v.parse().ok()) {
         builder = builder.max_in_flight(limit);
     }
+    let mut tasks = mcp::TaskSettings::new();
     if let Some(ms) = std::env::var("TESTBED_TASK_TTL_MS").ok().and_then(|v| v.parse().ok()) {
-        builder = builder.task_ttl(Duration::from_millis(ms));
+        tasks = tasks.ttl(Duration::from_millis(ms));
     }
     if let Some(n) = std::env::var("TESTBED_MAX_RUNNING_TASKS").ok().and_then(|v| v.parse().ok()) {
-        builder = builder.max_running_tasks(n);
+        tasks = tasks.max_running(n);
     }
     if let Some(n) = std::env::var("TESTBED_MAX_TASKS_PER_CLIENT").ok().and_then(|v| v.parse().ok()) {
-        builder = builder.max_tasks_per_client(n);
+        tasks = tasks.max_per_client(n);
     }
+    builder = builder.tasks(tasks);
     // `soft,hard` or `soft,hard,max_frame`, in bytes.
     if let Some(limits) = std::env::var("TESTBED_OUTBOUND").ok().and_then(|v| {
         let mut parts = v.split(',').map(|p| p.parse::<usize>().ok());

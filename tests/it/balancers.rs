@@ -584,7 +584,7 @@ async fn an_instance_killed_mid_call(kind: Kind) {
 /// SIGKILL of the instance running a task, in each era in turn (a different instance each time): the client
 /// waiting on the task through the proxy (2025: a `tasks/result` that blocks until the task ends; 2026: polling
 /// `tasks/get`) learns that the task failed because its instance stopped, once the task's lease has run out
-/// (`DEFAULT_TASK_LEASE`, 5 s, and a second's grace), instead of waiting for ever.
+/// (`TaskSettings::DEFAULT_LEASE`, 5 s, and a second's grace), instead of waiting for ever.
 async fn a_task_whose_instance_died(kind: Kind) {
     let shops = Shops::behind(kind).await;
     let mut dead = Vec::new();

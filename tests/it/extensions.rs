@@ -218,7 +218,7 @@ impl mcp::hook::ToolCallHook for Receipts {
         Ok(Some(Box::new(Receipt { tool: call.tool.name.clone(), refuse_at_begin })))
     }
 
-    fn begin<'a>(&'a self, ctx: &'a Context) -> mcp::BoxFuture<'a, Result<(), mcp::Error>> {
+    fn begin<'a>(&'a self, ctx: &'a Context) -> mcp::handler::BoxFuture<'a, Result<(), mcp::Error>> {
         Box::pin(async move {
             if ctx.claim::<Receipt>().is_some_and(|r| r.refuse_at_begin) {
                 return Err(mcp::Error::invalid_params("the receipt printer is out of paper"));
@@ -303,7 +303,7 @@ impl mcp::hook::ToolCallHook for Acks {
         Ok((call.params.get("ack") == Some(&Value::Bool(true))).then(|| Box::new(()) as mcp::hook::Claim))
     }
 
-    fn begin<'a>(&'a self, ctx: &'a Context) -> mcp::BoxFuture<'a, Result<(), mcp::Error>> {
+    fn begin<'a>(&'a self, ctx: &'a Context) -> mcp::handler::BoxFuture<'a, Result<(), mcp::Error>> {
         Box::pin(async move {
             assert!(ctx.answer_early(json!({"content": [{"type": "text", "text": "accepted"}]})));
             assert!(!ctx.answer_early(json!({})), "a call is taken over once");
@@ -311,7 +311,11 @@ impl mcp::hook::ToolCallHook for Acks {
         })
     }
 
-    fn finish<'a>(&'a self, _ctx: &'a Context, outcome: Option<Result<Value, mcp::Error>>) -> mcp::BoxFuture<'a, ()> {
+    fn finish<'a>(
+        &'a self,
+        _ctx: &'a Context,
+        outcome: Option<Result<Value, mcp::Error>>,
+    ) -> mcp::handler::BoxFuture<'a, ()> {
         let outcome = outcome.map(|r| r.map(|v| v["content"][0]["text"].as_str().unwrap_or_default().to_owned()));
         self.outcomes.lock().unwrap().push(outcome.map(|r| r.map_err(|e| e.message)));
         Box::pin(std::future::ready(()))

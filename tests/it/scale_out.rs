@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use mcp::client::{Client, EraChoice, ListenFilter, Started};
 use mcp::hub::{ChangeHub, Inbox, Published};
-use mcp::{Context, Server, ServerBuilder};
+use mcp::{Context, Server, ServerBuilder, TaskSettings};
 use serde_json::{json, Value};
 
 const WAIT: Duration = Duration::from_secs(10);
@@ -257,8 +257,8 @@ async fn a_task_whose_instance_died_fails_once_its_lease_ran_out() {
     let redis = mcp::redis::Redis::connect(&server.url()).await.unwrap();
     let lease = Duration::from_millis(300);
     let (one, two) = (
-        builder().shared(&redis).task_lease(lease).build().unwrap(),
-        builder().shared(&redis).task_lease(lease).build().unwrap(),
+        builder().shared(&redis).tasks(TaskSettings::new().lease(lease)).build().unwrap(),
+        builder().shared(&redis).tasks(TaskSettings::new().lease(lease)).build().unwrap(),
     );
     let a = client(&one, EraChoice::V2026, Arc::default()).await;
     let b = client(&two, EraChoice::V2026, Arc::default()).await;
@@ -434,7 +434,7 @@ async fn task_call_of(tool: &str, url: &str, forwarded_for: &str, id: i64) -> Va
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn trust_forwarded_counts_each_client_behind_the_balancer_apart() {
     for trusted in [true, false] {
-        let server = builder().max_running_tasks(1).build().unwrap();
+        let server = builder().tasks(TaskSettings::new().max_running(1)).build().unwrap();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}/mcp", listener.local_addr().unwrap());
         tokio::spawn(server.serve_http_on(listener, mcp::HttpOptions::new().trust_forwarded(trusted)));
@@ -554,7 +554,7 @@ impl mcp::EventLog for PlainLog {
         stream: &'a str,
         after: u64,
         max: usize,
-    ) -> mcp::BoxFuture<'a, Result<Option<mcp::LogSlice>, mcp::StoreError>> {
+    ) -> mcp::handler::BoxFuture<'a, Result<Option<mcp::LogSlice>, mcp::StoreError>> {
         let streams = self.streams.lock().unwrap();
         let found = streams.get(&format!("{session}/{stream}")).and_then(|(events, ended)| {
             let at = events.iter().position(|(n, _)| *n == after)?;
@@ -672,23 +672,26 @@ impl mcp::SessionStore for SharedSessions {
         key: &'a str,
         record: &'a mcp::SessionRecord,
         idle: Duration,
-    ) -> mcp::BoxFuture<'a, Result<(), mcp::StoreError>> {
+    ) -> mcp::handler::BoxFuture<'a, Result<(), mcp::StoreError>> {
         self.0.save(key, record, idle)
     }
 
-    fn load<'a>(&'a self, key: &'a str) -> mcp::BoxFuture<'a, Result<Option<mcp::SessionRecord>, mcp::StoreError>> {
+    fn load<'a>(
+        &'a self,
+        key: &'a str,
+    ) -> mcp::handler::BoxFuture<'a, Result<Option<mcp::SessionRecord>, mcp::StoreError>> {
         self.0.load(key)
     }
 
-    fn touch<'a>(&'a self, key: &'a str, idle: Duration) -> mcp::BoxFuture<'a, Result<(), mcp::StoreError>> {
+    fn touch<'a>(&'a self, key: &'a str, idle: Duration) -> mcp::handler::BoxFuture<'a, Result<(), mcp::StoreError>> {
         self.0.touch(key, idle)
     }
 
-    fn remove<'a>(&'a self, key: &'a str) -> mcp::BoxFuture<'a, Result<(), mcp::StoreError>> {
+    fn remove<'a>(&'a self, key: &'a str) -> mcp::handler::BoxFuture<'a, Result<(), mcp::StoreError>> {
         self.0.remove(key)
     }
 
-    fn count(&self) -> mcp::BoxFuture<'_, Result<usize, mcp::StoreError>> {
+    fn count(&self) -> mcp::handler::BoxFuture<'_, Result<usize, mcp::StoreError>> {
         self.0.count()
     }
 }
@@ -709,8 +712,8 @@ async fn the_per_client_task_limits_count_every_instance() {
     // Which limit, the tool that runs as a task, and the servers' builder.
     type Limit = (&'static str, &'static str, fn() -> ServerBuilder);
     let limits: [Limit; 2] = [
-        ("running", "long_task", || builder().max_running_tasks(1)),
-        ("stored", "quick_task", || builder().tool::<quick_task>().max_tasks_per_client(1)),
+        ("running", "long_task", || builder().tasks(TaskSettings::new().max_running(1))),
+        ("stored", "quick_task", || builder().tool::<quick_task>().tasks(TaskSettings::new().max_per_client(1))),
     ];
     for (limit, tool, limited) in limits {
         let redis = redis.clone().prefix(format!("limits-{limit}"));
@@ -742,7 +745,7 @@ struct CountingStore {
 type ClientTask = (String, bool);
 
 impl mcp::TaskStore for CountingStore {
-    fn create(&self, record: mcp::TaskRecord) -> mcp::BoxFuture<'_, Result<(), mcp::StoreError>> {
+    fn create(&self, record: mcp::TaskRecord) -> mcp::handler::BoxFuture<'_, Result<(), mcp::StoreError>> {
         if let Some(client) = &record.client {
             let over = record.status.is_terminal();
             self.clients.lock().unwrap().entry(client.clone()).or_default().push((record.id.clone(), over));
@@ -750,11 +753,11 @@ impl mcp::TaskStore for CountingStore {
         self.inner.create(record)
     }
 
-    fn get<'a>(&'a self, id: &'a str) -> mcp::BoxFuture<'a, Result<Option<mcp::TaskRecord>, mcp::StoreError>> {
+    fn get<'a>(&'a self, id: &'a str) -> mcp::handler::BoxFuture<'a, Result<Option<mcp::TaskRecord>, mcp::StoreError>> {
         self.inner.get(id)
     }
 
-    fn update(&self, record: mcp::TaskRecord) -> mcp::BoxFuture<'_, Result<bool, mcp::StoreError>> {
+    fn update(&self, record: mcp::TaskRecord) -> mcp::handler::BoxFuture<'_, Result<bool, mcp::StoreError>> {
         if let (Some(client), true) = (&record.client, record.status.is_terminal()) {
             if let Some(tasks) = self.clients.lock().unwrap().get_mut(client) {
                 if let Some(task) = tasks.iter_mut().find(|(id, _)| *id == record.id) {
@@ -770,14 +773,14 @@ impl mcp::TaskStore for CountingStore {
         session: &'a str,
         cursor: Option<&'a str>,
         limit: usize,
-    ) -> mcp::BoxFuture<'a, Result<Option<mcp::TaskPage>, mcp::StoreError>> {
+    ) -> mcp::handler::BoxFuture<'a, Result<Option<mcp::TaskPage>, mcp::StoreError>> {
         self.inner.list(session, cursor, limit)
     }
 
     fn client_tasks<'a>(
         &'a self,
         client: &'a str,
-    ) -> mcp::BoxFuture<'a, Result<Option<mcp::ClientTasks>, mcp::StoreError>> {
+    ) -> mcp::handler::BoxFuture<'a, Result<Option<mcp::ClientTasks>, mcp::StoreError>> {
         let clients = self.clients.lock().unwrap();
         let tasks = clients.get(client).map(Vec::as_slice).unwrap_or_default();
         let running = tasks.iter().filter(|(_, over)| !over).count();
@@ -791,7 +794,7 @@ async fn the_per_client_task_limits_count_through_a_task_store_of_ones_own() {
     let store = CountingStore::default();
     let mut urls = Vec::new();
     for _ in 0..2 {
-        let server = builder().max_running_tasks(1).task_store(store.clone()).build().unwrap();
+        let server = builder().tasks(TaskSettings::new().max_running(1)).task_store(store.clone()).build().unwrap();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         urls.push(format!("http://{}/mcp", listener.local_addr().unwrap()));
         tokio::spawn(server.serve_http_on(listener, mcp::HttpOptions::new().trust_forwarded(true)));

@@ -35,7 +35,7 @@ fn error_code(answer: &Value) -> i64 {
     answer["error"]["code"].as_i64().unwrap_or_else(|| panic!("not an error: {answer}"))
 }
 
-/// `max_running_tasks` holds for unauthenticated 2026 clients (counted by peer address), a cancelled task frees its
+/// `TaskSettings::max_running` holds for unauthenticated 2026 clients (counted by peer address), a cancelled task frees its
 /// slot, and another client is not refused. (2026 requests without a principal were not counted at all: one client
 /// ran 10 000 tasks.)
 #[tokio::test]

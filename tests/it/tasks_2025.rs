@@ -88,7 +88,7 @@ fn tagged(m: &Value, id: &str) -> bool {
 }
 
 fn default_ttl() -> u64 {
-    mcp::ServerBuilder::DEFAULT_TASK_TTL.as_millis() as u64
+    mcp::TaskSettings::DEFAULT_TTL.as_millis() as u64
 }
 
 #[test]

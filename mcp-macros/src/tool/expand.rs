@@ -85,8 +85,8 @@ pub(super) fn emit(tool: &Tool, item: &Function) -> TokenStream {
     }
 
     let body = quote! {
-        fn __mcp_input_schema() -> ::core::result::Result<#private::serde_json::Value, #mcp::SchemaError> {
-            let mut __mcp_schema = #mcp::ObjectSchema::new();
+        fn __mcp_input_schema() -> ::core::result::Result<#private::serde_json::Value, #mcp::handler::SchemaError> {
+            let mut __mcp_schema = #mcp::handler::ObjectSchema::new();
             #(#properties)*
             __mcp_schema.finish()
         }
@@ -95,7 +95,7 @@ pub(super) fn emit(tool: &Tool, item: &Function) -> TokenStream {
     let def = quote! {
         #mcp::ToolDef::built(
             #name,
-            #mcp::InputSchema::Built(__mcp_input_schema),
+            #mcp::handler::InputSchema::Built(__mcp_input_schema),
             #output_schema,
             #handler,
             ::core::concat!(::core::file!(), ":", ::core::line!()),

@@ -182,7 +182,8 @@ impl std::error::Error for TokenError {}
 ///
 /// ```
 /// use mcp::auth::{TokenError, TokenVerifier};
-/// use mcp::{AuthInfo, BoxFuture};
+/// use mcp::handler::BoxFuture;
+/// use mcp::AuthInfo;
 ///
 /// /// Tokens from a table the application keeps.
 /// struct Table;

@@ -72,7 +72,7 @@ impl ServerBuilder {
         let mut parts = StateMap::default();
         let engine = crate::task::TaskEngine::new(
             self.task_store.unwrap_or_else(|| Arc::new(crate::task::MemoryTaskStore::default())),
-            self.task_config,
+            self.task_settings,
             task_fronts,
         );
         parts.insert(engine).expect("the first part of its type");

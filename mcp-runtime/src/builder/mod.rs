@@ -94,7 +94,7 @@ pub struct ServerBuilder {
     /// [`ServerBuilder::shared`] was called: the `requestState` key must be the same on every instance.
     #[cfg_attr(not(feature = "redis"), allow(dead_code))]
     shared: bool,
-    task_config: crate::task::TaskConfig,
+    task_settings: crate::task::TaskSettings,
     layers: crate::middleware::Layers,
     extensions: Vec<Box<dyn extension::Extension>>,
     authorization: Option<crate::auth::Authorization>,
@@ -521,18 +521,6 @@ impl ServerBuilder {
     pub const DEFAULT_MAX_IN_FLIGHT: usize = DEFAULT_MAX_IN_FLIGHT;
     /// [`ServerBuilder::shutdown_timeout`]: 5 s.
     pub const DEFAULT_SHUTDOWN_TIMEOUT: Duration = DEFAULT_SHUTDOWN_TIMEOUT;
-    /// [`ServerBuilder::task_ttl`]: an hour.
-    pub const DEFAULT_TASK_TTL: Duration = crate::task::DEFAULT_TASK_TTL;
-    /// [`ServerBuilder::task_max_ttl`]: a day.
-    pub const DEFAULT_MAX_TASK_TTL: Duration = crate::task::DEFAULT_MAX_TASK_TTL;
-    /// [`ServerBuilder::task_poll_interval`]: 500 ms.
-    pub const DEFAULT_POLL_INTERVAL: Duration = crate::task::DEFAULT_POLL_INTERVAL;
-    /// [`ServerBuilder::max_running_tasks`]: 100 per client.
-    pub const DEFAULT_MAX_RUNNING_TASKS: usize = crate::task::DEFAULT_MAX_RUNNING_TASKS;
-    /// [`ServerBuilder::max_tasks_per_client`]: 1 000 stored per client.
-    pub const DEFAULT_MAX_TASKS_PER_CLIENT: usize = crate::task::DEFAULT_MAX_TASKS_PER_CLIENT;
-    /// [`ServerBuilder::task_lease`]: 5 s (a task whose instance died fails about 6 s after the death).
-    pub const DEFAULT_TASK_LEASE: Duration = crate::task::DEFAULT_TASK_LEASE;
     /// The environment variable holding the key that seals the 2026 era's `requestState` (64 hex digits), when
     /// several instances must open each other's.
     pub const REQUEST_STATE_KEY_ENV: &'static str = crate::base::seal::KEY_ENV;

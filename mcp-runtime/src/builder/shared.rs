@@ -86,55 +86,11 @@ impl ServerBuilder {
         self.state(redis.clone())
     }
 
-    /// How long the instance running a task vouches for it (default
-    /// [`DEFAULT_TASK_LEASE`](crate::ServerBuilder::DEFAULT_TASK_LEASE)): it renews the lease every third of it while the handler
-    /// runs. With a task store shared by several instances, a task whose instance died (killed, or cut off from
-    /// the store) is marked `failed`, saying so, by the first instance that reads it after its lease ran out,
-    /// instead of staying `working` for ever.
-    pub fn task_lease(mut self, lease: Duration) -> Self {
-        self.task_config.lease = lease.max(Duration::from_millis(30));
-        self
-    }
-
-    /// How long a task and its result are kept, from its creation, unless its tool says otherwise (default
-    /// [`DEFAULT_TASK_TTL`](crate::ServerBuilder::DEFAULT_TASK_TTL)). A task still running when its TTL ends is stopped and
-    /// marked `failed`.
-    pub fn task_ttl(mut self, ttl: Duration) -> Self {
-        self.task_config.ttl = ttl.max(Duration::from_millis(1));
-        self
-    }
-
-    /// The longest TTL a client may ask for (2025-11-25 `task.ttl`) or a tool may set (default
-    /// [`DEFAULT_MAX_TASK_TTL`](crate::ServerBuilder::DEFAULT_MAX_TASK_TTL)).
-    pub fn task_max_ttl(mut self, ttl: Duration) -> Self {
-        self.task_config.max_ttl = ttl.max(Duration::from_millis(1));
-        self
-    }
-
-    /// The poll interval suggested to clients, unless a tool says otherwise (default
-    /// [`DEFAULT_POLL_INTERVAL`](crate::ServerBuilder::DEFAULT_POLL_INTERVAL)).
-    pub fn task_poll_interval(mut self, interval: Duration) -> Self {
-        self.task_config.poll_interval = interval.max(Duration::from_millis(1));
-        self
-    }
-
-    /// How many tasks one client may have running at once; more are refused with -31000, or run as plain calls
-    /// where the tool's task support is optional (default
-    /// [`DEFAULT_MAX_RUNNING_TASKS`](crate::ServerBuilder::DEFAULT_MAX_RUNNING_TASKS)). A client is its authenticated principal,
-    /// else its 2025 session, else (2026 era) its peer address, else its connection. A finished or cancelled task
-    /// no longer counts. Counted over every instance when the task store counts by client
-    /// ([`TaskStore::client_tasks`](crate::TaskStore::client_tasks): Redis does), else on each instance.
-    pub fn max_running_tasks(mut self, tasks: usize) -> Self {
-        self.task_config.max_running = tasks.max(1);
-        self
-    }
-
-    /// How many tasks one client (as for [`max_running_tasks`](Self::max_running_tasks)) may have stored at once:
-    /// running, or finished and kept for their TTL. More are refused with -31000 (or run as plain calls where the
-    /// tool's task support is optional), so that no client can fill the task store for the others (default
-    /// [`DEFAULT_MAX_TASKS_PER_CLIENT`](crate::ServerBuilder::DEFAULT_MAX_TASKS_PER_CLIENT)).
-    pub fn max_tasks_per_client(mut self, tasks: usize) -> Self {
-        self.task_config.max_stored = tasks.max(1);
+    /// How tasks run here: their TTL, the poll interval suggested to clients, how many one client may have running
+    /// and stored, how long an instance vouches for the ones it runs ([`TaskSettings`](crate::TaskSettings), each
+    /// setting's default unless set there).
+    pub fn tasks(mut self, settings: crate::TaskSettings) -> Self {
+        self.task_settings = settings;
         self
     }
 }

@@ -102,10 +102,7 @@ use crate::handler::tool::BoxFuture;
 use crate::wire::jsonrpc::{self, RequestId};
 use crate::wire::protocol::{Implementation, LogLevel};
 
-/// The 2026-07-28 protocol version.
-const VERSION_2026: &str = "2026-07-28";
-/// The 2025-11-25 protocol version.
-const VERSION_2025: &str = "2025-11-25";
+use crate::wire::protocol::{VERSION_2025, VERSION_2026};
 
 use crate::wire::envelope::{META_CAPABILITIES, META_CLIENT_INFO, META_LOG_LEVEL, META_VERSION};
 use crate::wire::protocol::META_SERVER_INFO;

@@ -118,7 +118,7 @@ impl Era {
     /// The protocol version that names the era: the constants, not a copy of them.
     pub(crate) fn name(self) -> &'static str {
         match self {
-            Era::V2025 => crate::wire::protocol::LATEST_PROTOCOL_VERSION,
+            Era::V2025 => crate::wire::protocol::VERSION_2025,
             Era::V2026 => crate::wire::protocol::VERSION_2026,
         }
     }

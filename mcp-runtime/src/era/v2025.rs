@@ -23,7 +23,7 @@ use crate::wire::envelope::RawEnvelope;
 use crate::wire::error::{Error, ErrorCode};
 use crate::wire::jsonrpc::Frame;
 use crate::wire::jsonrpc::{self, Incoming, RequestId};
-use crate::wire::protocol::{InitializeParams, LogLevel, LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS};
+use crate::wire::protocol::{InitializeParams, LogLevel, SUPPORTED_PROTOCOL_VERSIONS, VERSION_2025};
 use crate::wire::task::TaskSupport;
 
 /// What the transport does with a session whose record changed.
@@ -142,8 +142,7 @@ impl Session {
     /// Marks a session as initialized without a handshake (stateless 2025 HTTP: every request is its own session).
     #[cfg(feature = "http")]
     pub(crate) fn preinitialize(&self, version: &str) {
-        let version =
-            SUPPORTED_PROTOCOL_VERSIONS.iter().find(|v| **v == version).copied().unwrap_or(LATEST_PROTOCOL_VERSION);
+        let version = SUPPORTED_PROTOCOL_VERSIONS.iter().find(|v| **v == version).copied().unwrap_or(VERSION_2025);
         let client =
             ClientInfo { info: crate::wire::protocol::Implementation::new("unknown", "0"), capabilities: json!({}) };
         let _ = self.client.set((version.into(), Arc::new(client)));
@@ -321,7 +320,7 @@ impl Session {
             .iter()
             .find(|v| **v == params.protocol_version)
             .copied()
-            .unwrap_or(LATEST_PROTOCOL_VERSION);
+            .unwrap_or(VERSION_2025);
         let client = ClientInfo { info: params.client_info, capabilities: params.capabilities };
         if self.client.set((version.into(), Arc::new(client))).is_err() {
             return Err(Error::new(ErrorCode::INVALID_REQUEST, "the session is already initialized"));
@@ -360,7 +359,7 @@ impl Session {
     fn request_meta(&self, meta: Option<Map<String, Value>>) -> RequestMeta {
         let (version, client) = match self.client.get() {
             Some((v, c)) => (v.clone(), Some(c.clone())),
-            None => (LATEST_PROTOCOL_VERSION.into(), None),
+            None => (VERSION_2025.into(), None),
         };
         RequestMeta::new(Era::V2025, version, client).with_meta(meta)
     }

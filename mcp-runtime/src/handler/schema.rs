@@ -50,8 +50,8 @@ impl std::error::Error for SchemaError {}
 /// [`InputSchema::Built`]):
 ///
 /// ```
-/// fn input_schema() -> Result<serde_json::Value, mcp::SchemaError> {
-///     let mut schema = mcp::ObjectSchema::new();
+/// fn input_schema() -> Result<serde_json::Value, mcp::handler::SchemaError> {
+///     let mut schema = mcp::handler::ObjectSchema::new();
 ///     schema.property::<String>("city", Some("Where."));
 ///     schema.property::<Option<u32>>("days", None); // accepts null: optional
 ///     schema.finish()

@@ -7,15 +7,15 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 pub use super::result::{IntoToolResult, Json};
+use super::schema::InputSchema;
 pub(crate) use super::schema::{portable_options, without_null};
-pub use super::schema::{InputSchema, ObjectSchema, SchemaError};
 
 use crate::base::name::Name;
 use crate::context::Context;
 use crate::wire::error::Error;
 use crate::wire::protocol::{CallToolResult, ToolAnnotations};
 
-pub use crate::base::future::BoxFuture;
+pub(crate) use crate::base::future::BoxFuture;
 
 /// The arguments of one call: the `arguments` object of `tools/call`.
 pub type Arguments = Map<String, Value>;
@@ -129,7 +129,7 @@ impl ToolDef {
         ToolDef::built(name, InputSchema::Given(input_schema), output_schema, handler, location)
     }
 
-    /// The same, with an input schema built from the parameters' types ([`ObjectSchema`]), what `#[mcp::tool]`
+    /// The same, with an input schema built from the parameters' types ([`ObjectSchema`](crate::handler::ObjectSchema)), what `#[mcp::tool]`
     /// emits: a schema the types cannot make is an error the server reports when it is built.
     pub const fn built(
         name: &'static str,

@@ -217,7 +217,7 @@ pub trait TaskStore: Send + Sync + 'static {
     ) -> BoxFuture<'a, Result<Option<TaskPage>, StoreError>>;
 
     /// How many of `client`'s tasks ([`TaskRecord::client`]) the store holds, over every instance that shares it,
-    /// for the per-client limits (`ServerBuilder::max_running_tasks`, `max_tasks_per_client`); `None` (the default)
+    /// for the per-client limits (`TaskSettings::max_running`, `max_per_client`); `None` (the default)
     /// when it does not count by client: each instance then counts the tasks it started itself, so N instances
     /// allow a client N times the limits. The limits are checked before a task is created, so creations racing on
     /// several instances may pass them by a few.

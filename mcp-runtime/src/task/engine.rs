@@ -4,7 +4,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
 use super::front::{TaskFront, TaskFronts};
-use super::{now_ms, StoreError, TaskConfig, TaskRecord, TaskRun, TaskStore};
+use super::{now_ms, StoreError, TaskRecord, TaskRun, TaskSettings, TaskStore};
 use crate::base::sync::Unpoisoned;
 use crate::context::InFlight;
 use crate::wire::error::{Error, ErrorCode};
@@ -46,17 +46,17 @@ impl Owner {
 /// The task engine of a server: the store, and the tasks this instance runs.
 pub(crate) struct TaskEngine {
     pub store: Arc<dyn TaskStore>,
-    pub config: TaskConfig,
+    pub config: TaskSettings,
     running: Mutex<HashMap<String, Arc<TaskRun>>>,
     /// The tasks this instance stored for each client, with when each expires (milliseconds since the epoch), oldest
-    /// first: what [`TaskConfig::max_stored`] counts. A client's entry goes once none of its tasks is left.
+    /// first: what [`TaskSettings::max_stored`] counts. A client's entry goes once none of its tasks is left.
     stored: Mutex<HashMap<String, VecDeque<u64>>>,
     /// What a task does in each era.
     pub fronts: TaskFronts,
 }
 
 impl TaskEngine {
-    pub(crate) fn new(store: Arc<dyn TaskStore>, config: TaskConfig, fronts: TaskFronts) -> TaskEngine {
+    pub(crate) fn new(store: Arc<dyn TaskStore>, config: TaskSettings, fronts: TaskFronts) -> TaskEngine {
         TaskEngine { store, config, running: Mutex::new(HashMap::new()), stored: Mutex::new(HashMap::new()), fronts }
     }
 

@@ -33,7 +33,7 @@ pub use round::DEFAULT_REQUEST_STATE_TTL;
 pub(crate) use round::{missing_capability, Round};
 
 /// The protocol version of this era.
-pub const PROTOCOL_VERSION: &str = crate::wire::protocol::VERSION_2026;
+pub(crate) use crate::wire::protocol::VERSION_2026 as PROTOCOL_VERSION;
 
 /// The versions a request's `_meta` may name (older versions are served through `initialize`).
 pub(crate) const VERSIONS: &[&str] = &[PROTOCOL_VERSION];

@@ -22,9 +22,13 @@ pub(crate) use results::{stamp_server_info, WireResult, META_SERVER_INFO};
 pub use results::{CacheHint, CacheScope};
 pub use tools::{CallToolResult, Tool, ToolAnnotations};
 
-/// The newest protocol version of the 2025 era (sessions, `initialize`); the 2026 era's is
-/// [`PROTOCOL_VERSION_2026`](crate::PROTOCOL_VERSION_2026), which a server serves from the same endpoint.
-pub const LATEST_PROTOCOL_VERSION: &str = "2025-11-25";
+/// The protocol version of the 2025 era ([`Era::V2025`](crate::Era::V2025): sessions opened by `initialize`), the
+/// newest of [`SUPPORTED_PROTOCOL_VERSIONS`]. A server serves it and [`VERSION_2026`] from the same endpoint.
+pub const VERSION_2025: &str = "2025-11-25";
+
+/// The protocol version of the 2026 era ([`Era::V2026`](crate::Era::V2026): no session, each request carries its
+/// version and the client's capabilities in `_meta`).
+pub const VERSION_2026: &str = "2026-07-28";
 
 /// The HTTP header that carries a 2025 session's id.
 pub const SESSION_HEADER: &str = "mcp-session-id";
@@ -35,12 +39,8 @@ pub const VERSION_HEADER: &str = "mcp-protocol-version";
 /// The identifier of the Tasks extension of the 2026-07-28 protocol.
 pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
 
-/// The 2026-07-28 era's version, defined here, below the eras, so that every layer names the two eras by the same
-/// constants (`Era::name`, the era fronts).
-pub(crate) const VERSION_2026: &str = "2026-07-28";
-
 /// Every protocol version a client may ask for in `initialize`, newest first.
-pub const SUPPORTED_PROTOCOL_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26"];
+pub const SUPPORTED_PROTOCOL_VERSIONS: &[&str] = &[VERSION_2025, "2025-06-18", "2025-03-26"];
 
 /// The name and version of a client or a server.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
