@@ -5,11 +5,11 @@ use crate::context::state::StateMap;
 use crate::context::Era;
 use crate::handler::method::MethodDef;
 use crate::server::registry::Registry;
-use crate::server::{hub, BuildError, Server, ServerInner};
+use crate::server::{hub, BuildError, Era2026, Handlers, Limits, Rest, ScaleOut, Served, Server, ServerInner};
 use crate::wire::protocol::Implementation;
 use serde_json::{json, Value};
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, RwLock};
 
 use super::{
     extension, ServerBuilder, DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_PAGE_SIZE, DEFAULT_SERVER_NAME,
@@ -79,50 +79,56 @@ impl ServerBuilder {
         #[cfg(feature = "client")]
         parts.insert(composer).expect("the first part of its type");
         let server = Server {
-            inner: Arc::new(ServerInner {
-                info,
-                instructions: self.instructions,
-                registry: RwLock::new(Arc::new(registry)),
-                capabilities,
-                max_message_bytes: self.max_message_bytes.unwrap_or(DEFAULT_MAX_MESSAGE_BYTES),
-                max_in_flight: self.max_in_flight.unwrap_or(DEFAULT_MAX_IN_FLIGHT),
-                outbound: self.outbound.unwrap_or_default(),
-                layers: self.layers.build(),
-                methods,
-                extension_methods,
-                state: self.state,
-                shutdown_hooks: Mutex::new(self.shutdown_hooks),
-                shutdown_timeout: self.shutdown_timeout.unwrap_or(DEFAULT_SHUTDOWN_TIMEOUT),
-                metrics: self.metrics,
-                capture_tool_content: self.capture_tool_content.unwrap_or_else(|| {
-                    std::env::var("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT")
-                        .is_ok_and(|v| v.eq_ignore_ascii_case("true"))
-                }),
-                subscribers: hub::Subscribers::default(),
-                hub: self.change_hub,
-                session_store: self.session_store,
-                event_log: self.event_log,
-                instance: hub::InstanceId::random(),
-                result_prefix: crate::era::v2026::result_prefix(&info_value),
-                info_value,
-                discover,
-                known_clients: Default::default(),
-                cache,
-                sealer,
-                request_state_ttl: self.request_state_ttl.unwrap_or(crate::era::v2026::DEFAULT_REQUEST_STATE_TTL),
-                tasks_enabled,
-                tool_call_hooks,
-                notifications,
-                visibility: self.visibility,
-                #[cfg(feature = "client")]
-                relay_completion: Some(crate::handler::tool::Handler::Async(crate::compose::relay_completion)),
-                #[cfg(not(feature = "client"))]
-                relay_completion: None,
-                auth,
-                parts,
-            }),
+            inner: Arc::new(ServerInner::new(
+                Served {
+                    info,
+                    instructions: self.instructions,
+                    registry: RwLock::new(Arc::new(registry)),
+                    capabilities,
+                    visibility: self.visibility,
+                    tasks_enabled,
+                    capture_tool_content: self.capture_tool_content.unwrap_or_else(|| {
+                        std::env::var("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT")
+                            .is_ok_and(|v| v.eq_ignore_ascii_case("true"))
+                    }),
+                },
+                Limits {
+                    max_message_bytes: self.max_message_bytes.unwrap_or(DEFAULT_MAX_MESSAGE_BYTES),
+                    max_in_flight: self.max_in_flight.unwrap_or(DEFAULT_MAX_IN_FLIGHT),
+                    outbound: self.outbound.unwrap_or_default(),
+                    shutdown_timeout: self.shutdown_timeout.unwrap_or(DEFAULT_SHUTDOWN_TIMEOUT),
+                },
+                Handlers {
+                    layers: self.layers.build(),
+                    methods,
+                    extension_methods,
+                    tool_call_hooks,
+                    notifications,
+                    #[cfg(feature = "client")]
+                    relay_completion: Some(crate::handler::tool::Handler::Async(crate::compose::relay_completion)),
+                    #[cfg(not(feature = "client"))]
+                    relay_completion: None,
+                },
+                Era2026 {
+                    result_prefix: crate::era::v2026::result_prefix(&info_value),
+                    info_value,
+                    discover,
+                    known_clients: Default::default(),
+                    cache,
+                    sealer,
+                    request_state_ttl: self.request_state_ttl.unwrap_or(crate::era::v2026::DEFAULT_REQUEST_STATE_TTL),
+                },
+                ScaleOut {
+                    subscribers: hub::Subscribers::default(),
+                    hub: self.change_hub,
+                    session_store: self.session_store,
+                    event_log: self.event_log,
+                    instance: hub::InstanceId::random(),
+                },
+                Rest { state: self.state, parts, shutdown_hooks: self.shutdown_hooks, metrics: self.metrics, auth },
+            )),
         };
-        if let Some(hub) = &server.inner.hub {
+        if let Some(hub) = &server.inner.scale_out().hub {
             hub.start(server.inbox());
         }
         watch(&server);
@@ -299,14 +305,14 @@ fn capabilities(registry: &Registry, extensions: &[Box<dyn extension::Extension>
 
 /// With metrics: what they read of the server when scraped (its tasks, a shared Redis's health).
 fn watch(server: &Server) {
-    let Some(metrics) = &server.inner.metrics else { return };
+    let Some(metrics) = server.inner.metrics() else { return };
     let weak = Arc::downgrade(&server.inner);
     metrics.watch_tasks(Box::new(move || match weak.upgrade() {
         Some(inner) => Server { inner }.tasks().running_by_status(),
         None => [0, 0],
     }));
     #[cfg(feature = "redis")]
-    if let Some(redis) = server.inner.state.get::<crate::redis::Redis>() {
+    if let Some(redis) = server.inner.state().get::<crate::redis::Redis>() {
         let redis = crate::redis::Redis::clone(redis);
         // Watched for as long as the metrics hold the reading.
         let alive = Arc::new(());

@@ -107,7 +107,7 @@ async fn watched_resources(shared: &Arc<Shared>) -> Vec<String> {
 
 /// Applies a mount's new lists to the running server's registry, and tells its clients what changed.
 fn resync(server: &Server, index: usize, lists: Lists) {
-    let Some(composer) = server.inner.parts.get::<Composer>() else { return };
+    let Some(composer) = server.inner.parts().get::<Composer>() else { return };
     let changed = server.edit_registry(|registry| composer.apply(index, lists, registry, false)).unwrap_or_default();
     for list in changed {
         relayed(server, "list_changed");

@@ -402,11 +402,11 @@ impl Composer {
     /// (a server built outside any), the mounts serve what they listed when it was built, connecting on the first
     /// call.
     pub(crate) fn start(server: &Server) {
-        let Some(composer) = server.inner.parts.get::<Composer>() else { return };
+        let Some(composer) = server.inner.parts().get::<Composer>() else { return };
         if composer.mounts.is_empty() || tokio::runtime::Handle::try_current().is_err() {
             return;
         }
-        if let Some(metrics) = &server.inner.metrics {
+        if let Some(metrics) = server.inner.metrics() {
             metrics.prime_relayed();
         }
         for (index, mounted) in composer.mounts.iter().enumerate() {
@@ -444,7 +444,7 @@ impl Composer {
         let mut defs = Vec::new();
         for (index, mounted) in self.mounts.iter().enumerate() {
             let upstream::Target::Server(server) = &mounted.shared().target else { continue };
-            for name in server.inner.methods.keys().copied() {
+            for name in server.inner.handlers().methods.keys().copied() {
                 let mut def = crate::handler::method::MethodDef::new(name, Handler::Async(relay_method), "");
                 def.location = Name::from(format!("{} (its method `{name}`)", mounted.key));
                 routes.methods.insert(name, index);

@@ -16,7 +16,12 @@ use crate::wire::error::Error;
 use crate::{CallToolResult, Context, GetPromptResult, ReadResourceResult};
 
 fn composer(ctx: &Context) -> Result<&Composer, Error> {
-    ctx.server().inner.parts.get::<Composer>().map(|c| &**c).ok_or_else(|| Error::internal("the server has no mounts"))
+    ctx.server()
+        .inner
+        .parts()
+        .get::<Composer>()
+        .map(|c| &**c)
+        .ok_or_else(|| Error::internal("the server has no mounts"))
 }
 
 /// An upstream's result as this server's: the upstream's own `io.modelcontextprotocol/*` members of `_meta` (its
@@ -131,7 +136,7 @@ fn logs_to(ctx: &Context) -> impl Fn(&str, &Value) + Send + Sync + 'static {
 
 /// Counts what an upstream sent that the server passes on (`mcp_server_proxy_events_total`), with metrics.
 pub(super) fn relayed(server: &Server, kind: &'static str) {
-    if let Some(metrics) = &server.inner.metrics {
+    if let Some(metrics) = server.inner.metrics() {
         metrics.relayed(kind);
     }
 }

@@ -50,7 +50,7 @@ impl Link for Connection {
         &self.server
     }
     fn state(&self) -> &StateMap {
-        &self.server.inner.state
+        self.server.inner.state()
     }
     fn register_outgoing(&self) -> (RequestId, oneshot::Receiver<Result<Value, Value>>) {
         Connection::register_outgoing(self)
@@ -90,7 +90,7 @@ pub(crate) fn session_key_of(id: &str) -> String {
 
 impl Connection {
     pub(crate) fn new(server: Server, out: Sink) -> Arc<Connection> {
-        let shared = server.inner.hub.is_some();
+        let shared = server.inner.scale_out().hub.is_some();
         Arc::new(Connection {
             server,
             out,
@@ -207,7 +207,7 @@ impl Connection {
         mut request: Arc<InFlight>,
         call: Call<R>,
     ) -> Result<(), Error> {
-        if let Some(metrics) = &self.server.inner.metrics {
+        if let Some(metrics) = self.server.inner.metrics() {
             run::begin_timing(metrics, &call, &mut request);
         }
         self.register(&request)?;
@@ -224,7 +224,7 @@ impl Connection {
     /// Puts a request in the in-flight table, so that a cancel that follows it on the wire finds it.
     pub(crate) fn register(&self, request: &Arc<InFlight>) -> Result<(), Error> {
         let mut table = self.table();
-        let limit = self.server.inner.max_in_flight;
+        let limit = self.server.inner.limits().max_in_flight;
         if table.len() >= limit {
             return Err(Error::new(
                 ErrorCode::OVERLOADED,

@@ -37,8 +37,10 @@ pub(super) fn call_tool(
         return Err(Error::invalid_params(format!("unknown tool: {name}")));
     };
     // An extension may take the call up (Tasks: a task); most servers have no hook.
-    let claimed =
-        crate::hook::claim(&server.inner.tool_call_hooks, &crate::hook::ToolCall { tool: &def, params, meta })?;
+    let claimed = crate::hook::claim(
+        &server.inner.handlers().tool_call_hooks,
+        &crate::hook::ToolCall { tool: &def, params, meta },
+    )?;
     let arguments = arguments(params, "an object")?;
     Ok((
         Call {
@@ -106,7 +108,7 @@ pub(super) fn relayed_completion(
     params: &Map<String, Value>,
     meta: &RequestMeta,
 ) -> Result<Option<(Name, Handler<Value>)>, Error> {
-    let Some(relay) = server.inner.relay_completion else { return Ok(None) };
+    let Some(relay) = server.inner.handlers().relay_completion else { return Ok(None) };
     let registry = server.registry();
     if registry.relayed_completions.is_empty() {
         return Ok(None);

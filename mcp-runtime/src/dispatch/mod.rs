@@ -111,8 +111,8 @@ pub(crate) fn answer_front(
     request: impl FnOnce() -> FrontRequest,
     answer: impl FnOnce() -> Result<Value, Error> + Send + 'static,
 ) {
-    if conn.server().inner.layers.is_none() {
-        let Some(metrics) = &conn.server().inner.metrics else { return respond(origin, &id, answer()) };
+    if conn.server().inner.handlers().layers.is_none() {
+        let Some(metrics) = conn.server().inner.metrics() else { return respond(origin, &id, answer()) };
         let started = std::time::Instant::now();
         let answered = answer();
         let labels = crate::metrics::Request {
@@ -142,7 +142,7 @@ pub(crate) fn answer_front(
 /// Serves a method both eras share. `None` if the method is not one of them (the front answers it).
 pub(crate) fn dispatch(conn: &Arc<Connection>, request: Request, origin: &Origin) -> Option<()> {
     // Two copies: without metrics, none of their code is there.
-    match conn.server().inner.metrics {
+    match conn.server().inner.metrics() {
         None => serve::<false>(conn, request, origin),
         Some(_) => serve::<true>(conn, request, origin),
     }
@@ -168,7 +168,7 @@ fn serve<const MEASURED: bool>(conn: &Arc<Connection>, request: Request, origin:
                   params: Map<String, Value>,
                   meta: RequestMeta,
                   era: EraState| {
-        if server.inner.layers.is_none() {
+        if server.inner.handlers().layers.is_none() {
             if let (Some(arrived), Ok(_)) = (arrived, &result) {
                 answered_inline(
                     &server,
@@ -260,9 +260,10 @@ fn serve<const MEASURED: bool>(conn: &Arc<Connection>, request: Request, origin:
         // Custom methods, then the extensions' (the Tasks extension's `tasks/*` among them).
         m => match server
             .inner
+            .handlers()
             .methods
             .get(m)
-            .or_else(|| server.inner.extension_methods.get(m))
+            .or_else(|| server.inner.handlers().extension_methods.get(m))
             .map(|d| (d.name, d.handler))
         {
             Some((name, handler)) => {
@@ -303,7 +304,7 @@ fn answered_inline(
     arrived: std::time::Instant,
     error: Option<&Error>,
 ) {
-    if let Some(metrics) = &server.inner.metrics {
+    if let Some(metrics) = server.inner.metrics() {
         let ended = error
             .map_or(crate::metrics::Ended::Result { tool_error: false }, |e| crate::metrics::Ended::Error(e.code.0));
         metrics.answered(labels, arrived, ended);
@@ -332,7 +333,12 @@ fn method_label(server: &Server, method: &str) -> &'static str {
         return known;
     }
     let inner = &server.inner;
-    inner.methods.get(method).or_else(|| inner.extension_methods.get(method)).map_or(crate::metrics::OTHER, |d| d.name)
+    inner
+        .handlers()
+        .methods
+        .get(method)
+        .or_else(|| inner.handlers().extension_methods.get(method))
+        .map_or(crate::metrics::OTHER, |d| d.name)
 }
 
 fn finish_inline(origin: &Origin, id: &RequestId, result: ListResult) {
@@ -411,12 +417,12 @@ struct View<'a> {
 
 impl<'a> View<'a> {
     fn of(server: &'a Server, meta: &'a RequestMeta) -> View<'a> {
-        View { server, meta, rules: &server.inner.visibility }
+        View { server, meta, rules: &server.inner.served().visibility }
     }
 
     /// The scopes of the caller, when the server hides from lists what they cannot use.
     fn granted(&self) -> Option<&'a [String]> {
-        let hides = self.server.inner.auth.as_ref().is_some_and(crate::auth::Guard::hides_unauthorized);
+        let hides = self.server.inner.auth().is_some_and(crate::auth::Guard::hides_unauthorized);
         match (hides, self.meta.http.as_ref().and_then(|h| h.auth.as_ref())) {
             (true, Some(auth)) => Some(auth.scopes.as_slice()),
             (true, None) => Some(&[][..]),

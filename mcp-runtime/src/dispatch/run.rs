@@ -40,7 +40,7 @@ pub(super) async fn run_handler<R: WireResult + Send + 'static>(call: Call<R>, r
     // One span per request, entered in the handler's task and its blocking thread: a `tracing` event inside a tool
     // says which request it belongs to.
     let span = request_span(call.method, &call.name, &request);
-    if call.method == "tools/call" && request.server().inner.capture_tool_content && !span.is_disabled() {
+    if call.method == "tools/call" && request.server().inner.served().capture_tool_content && !span.is_disabled() {
         if let Ok(arguments) = serde_json::to_string(&call.arguments) {
             span.record("gen_ai.tool.call.arguments", arguments);
         }
@@ -203,7 +203,7 @@ fn record_outcome(ended: Ended) {
 async fn run_in_span<R: WireResult + Send + 'static>(call: Call<R>, request: Arc<InFlight>) {
     let Call { method, name, work, arguments, kind } = call;
     let ctx = Context::new(request.clone());
-    let outcome = match &request.server().inner.layers {
+    let outcome = match &request.server().inner.handlers().layers {
         None => run(&request, ctx, name, work, arguments).await.map(Answer::Typed),
         // Boxed, so that the layers' state does not grow every request's future (each is moved into its task).
         Some(stack) => Box::pin(through_layers(stack, &request, ctx, method, name, work, arguments)).await,
@@ -339,7 +339,7 @@ async fn deliver<R: WireResult + Send + 'static>(
 ) {
     // A successful tool's result on its span, when asked for (`capture_tool_content`).
     if let Outcome::Done(Ok(answer)) = &outcome {
-        if method == "tools/call" && request.server().inner.capture_tool_content {
+        if method == "tools/call" && request.server().inner.served().capture_tool_content {
             record_result(answer);
         }
     }
@@ -448,7 +448,7 @@ fn finish(request: &Arc<InFlight>, frame: Frame) {
 
 /// A response over the limit of one frame becomes an error that says so: nothing else could reach the client.
 fn within_frame_limit(request: &InFlight, frame: Frame) -> Frame {
-    let limit = request.server().inner.outbound.max_frame_bytes;
+    let limit = request.server().inner.limits().outbound.max_frame_bytes;
     if frame.len() <= limit {
         return frame;
     }
@@ -501,7 +501,8 @@ fn encode_result<R: WireResult>(request: &InFlight, result: &R, kind: ResultKind
     match request.era.result_prefix(link) {
         None => Frame::result_sized(id, result, result.payload_len()),
         Some(prefix) => {
-            let hints = (kind != ResultKind::Plain).then(|| request.meta.cache.unwrap_or(request.server().inner.cache));
+            let hints =
+                (kind != ResultKind::Plain).then(|| request.meta.cache.unwrap_or(request.server().inner.v2026().cache));
             jsonrpc::encode_result_stamped(id, result, prefix, hints, |v| request.era.decorate(link, v, hints))
         }
     }

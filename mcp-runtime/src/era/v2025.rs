@@ -125,7 +125,7 @@ impl Session {
     /// The session's key when other instances may serve it too (the server has a change hub): where a message
     /// this instance cannot place is sent on.
     fn shared_key(&self) -> Option<String> {
-        self.conn.server().inner.hub.as_ref()?;
+        self.conn.server().inner.scale_out().hub.as_ref()?;
         self.conn.session_key()
     }
 
@@ -223,7 +223,7 @@ impl Session {
         let front =
             |method: &'static str, params: Option<Value>, answer: Box<dyn FnOnce(Option<Value>) -> _ + Send>| {
                 // What the layers see of the request: only read when there are layers.
-                let seen = if self.conn.server().inner.layers.is_some() { params.clone() } else { None };
+                let seen = if self.conn.server().inner.handlers().layers.is_some() { params.clone() } else { None };
                 let request = || {
                     let mut arguments = match seen {
                         Some(Value::Object(p)) => p,
@@ -328,8 +328,8 @@ impl Session {
         let inner = &self.conn.server().inner;
         let mut result = json!({
             "protocolVersion": version,
-            "capabilities": inner.capabilities,
-            "serverInfo": inner.info,
+            "capabilities": inner.served().capabilities,
+            "serverInfo": inner.served().info,
         });
         // Without a session (stateless HTTP) a task cannot be told to be the caller's, so none would be listed: the
         // server does not declare `tasks/list` there (an authenticated caller still gets its own tasks).
@@ -338,7 +338,7 @@ impl Session {
                 tasks.remove("list");
             }
         }
-        if let Some(instructions) = &inner.instructions {
+        if let Some(instructions) = &inner.served().instructions {
             result["instructions"] = Value::String(instructions.clone());
         }
         Ok(result)

@@ -31,7 +31,12 @@ impl Server {
             }
             other => {
                 let inner = &self.inner;
-                inner.methods.get(other).or_else(|| inner.extension_methods.get(other)).map_or(&[], |d| d.scopes)
+                inner
+                    .handlers()
+                    .methods
+                    .get(other)
+                    .or_else(|| inner.handlers().extension_methods.get(other))
+                    .map_or(&[], |d| d.scopes)
             }
         }
     }
@@ -44,7 +49,7 @@ impl Server {
         scopes.extend(registry.prompts.values().flat_map(|l| l.def.scopes.iter().copied()));
         scopes.extend(registry.resources.values().flat_map(|l| l.def.scopes.iter().copied()));
         scopes.extend(registry.templates.values().flat_map(|(l, _)| l.def.scopes.iter().copied()));
-        let methods = self.inner.methods.values().chain(self.inner.extension_methods.values());
+        let methods = self.inner.handlers().methods.values().chain(self.inner.handlers().extension_methods.values());
         scopes.extend(methods.flat_map(|d| d.scopes.iter().copied()));
         scopes
     }
@@ -61,7 +66,7 @@ impl Server {
     ) -> Option<crate::wire::error::Error> {
         use crate::server::visibility::Item;
         use crate::wire::error::Error;
-        let rules = &self.inner.visibility;
+        let rules = &self.inner.served().visibility;
         if !rules.is_set() {
             return None;
         }

@@ -5,15 +5,15 @@
 mod auth;
 mod error;
 pub mod hub;
+mod inner;
 pub(crate) mod registry;
 pub mod visibility;
 
 pub use error::BuildError;
+pub(crate) use inner::{Era2026, Handlers, Limits, Rest, ScaleOut, Served, ServerInner};
 
-use std::collections::HashMap;
 use std::fmt;
-use std::sync::{Arc, Mutex, RwLock, Weak};
-use std::time::Duration;
+use std::sync::{Arc, Weak};
 
 use serde_json::{json, Value};
 
@@ -22,10 +22,8 @@ use crate::context::state::StateMap;
 use crate::handler::method::MethodDef;
 use crate::handler::prompt::PromptDef;
 use crate::handler::resource::ResourceDef;
-use crate::handler::tool::{BoxFuture, Injected, ToolDef};
+use crate::handler::tool::{Injected, ToolDef};
 use crate::server::registry::Registry;
-use crate::wire::protocol::CacheHint;
-use crate::wire::protocol::Implementation;
 
 /// A registration emitted by `#[mcp::tool]` into the global registry.
 #[doc(hidden)]
@@ -84,77 +82,6 @@ pub struct Server {
     pub(crate) inner: Arc<ServerInner>,
 }
 
-pub(crate) struct ServerInner {
-    pub info: Implementation,
-    pub instructions: Option<String>,
-    /// The current snapshot of what is served; replaced whole on a change.
-    pub(crate) registry: RwLock<Arc<Registry>>,
-    /// The `capabilities` object of `initialize`, built once.
-    pub capabilities: Value,
-    pub max_message_bytes: usize,
-    /// The most requests in flight on one connection.
-    pub max_in_flight: usize,
-    /// The bounds of every outbound queue.
-    pub outbound: crate::base::backlog::OutboundLimits,
-    /// The middleware every request the dispatcher serves goes through; `None` without layers.
-    pub layers: Option<crate::middleware::Next>,
-    pub methods: HashMap<&'static str, MethodDef>,
-    /// The methods of the server's extensions (Tasks' among them when a tool can run as a task).
-    pub extension_methods: HashMap<&'static str, MethodDef>,
-    pub state: StateMap,
-    pub shutdown_hooks: Mutex<Vec<BoxFuture<'static, ()>>>,
-    pub shutdown_timeout: Duration,
-    /// Where requests and sessions are recorded; `None`: nowhere, at no cost.
-    pub metrics: Option<crate::metrics::Metrics>,
-    /// Tool calls' arguments and results go on their spans ([`ServerBuilder::capture_tool_content`]).
-    pub capture_tool_content: bool,
-    /// Who listens for changes on this instance: 2025 sessions, 2026 listen streams.
-    pub(crate) subscribers: hub::Subscribers,
-    /// How the instances tell each other what changed; `None`: this is the only instance.
-    pub(crate) hub: Option<Arc<dyn hub::ChangeHub>>,
-    /// Where 2025 sessions are kept for every instance; `None`: each instance keeps its own.
-    #[cfg_attr(not(feature = "http"), allow(dead_code))]
-    pub(crate) session_store: Option<Arc<dyn crate::store::session::SessionStore>>,
-    /// Where the SSE events of 2025 sessions are kept for every instance; `None`: each instance keeps its own.
-    #[cfg_attr(not(feature = "http"), allow(dead_code))]
-    pub(crate) event_log: Option<Arc<dyn crate::store::events::EventLog>>,
-    /// This instance, as its published changes name it.
-    pub(crate) instance: hub::InstanceId,
-    /// Open 2026 `subscriptions/listen` streams, for the same notifications.
-    /// The `serverInfo`, as JSON (2026 results carry it in `_meta`).
-    pub info_value: Value,
-    /// What every 2026 result starts with (`resultType`, `_meta` with the server's info), serialized once.
-    pub result_prefix: String,
-    /// The result of `server/discover`, built once.
-    pub discover: Value,
-    /// The 2026 clients seen lately, so that a request of one reads its envelope's text only.
-    pub(crate) known_clients: crate::context::KnownClients,
-    /// The caching hints of 2026 lists, `server/discover` and resource reads without their own.
-    pub cache: CacheHint,
-    /// Seals the `requestState` of input-required results.
-    pub sealer: crate::base::seal::Sealer,
-    /// How long a `requestState` stays valid.
-    pub request_state_ttl: Duration,
-    /// Whether any tool runs as a task: then the `tasks/*` methods are served (and the 2025 capability and the
-    /// 2026 extension declared).
-    pub tasks_enabled: bool,
-    /// The extensions' hooks on `tools/call`, in the order the extensions were added (Tasks first).
-    pub tool_call_hooks: Vec<Arc<dyn crate::hook::ToolCallHook>>,
-    /// The notifications the extensions declared, by method.
-    pub notifications: HashMap<String, Sent>,
-    /// What each caller may see ([`ServerBuilder::visible`](crate::ServerBuilder::visible)); nothing hidden by
-    /// default.
-    pub visibility: visibility::Visibility,
-    /// What completes the arguments of prompts and templates another server serves (`mcp::compose`), run under the
-    /// prompt's name or the template's mount; `None` without mounts.
-    pub relay_completion: Option<crate::handler::tool::Handler<Value>>,
-    /// The server as an OAuth resource server: what HTTP requests must present.
-    pub auth: Option<crate::auth::Guard>,
-    /// What the server's built-in extensions keep, by type (the task engine): the server holds it without knowing
-    /// it.
-    pub parts: StateMap,
-}
-
 /// Who sends a notification an extension declared, and the 2026 listen filter's key for it.
 #[derive(Clone, Debug)]
 pub(crate) struct Sent {
@@ -199,7 +126,7 @@ impl fmt::Debug for Server {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let registry = self.registry();
         f.debug_struct("Server")
-            .field("info", &self.inner.info)
+            .field("info", &self.inner.served().info)
             .field("tools", &registry.tools.keys().collect::<Vec<_>>())
             .field("prompts", &registry.prompts.keys().collect::<Vec<_>>())
             .field("resources", &registry.resources.keys().collect::<Vec<_>>())
@@ -211,17 +138,17 @@ impl fmt::Debug for Server {
 impl Server {
     /// The names of the state types the server holds.
     pub fn state_types(&self) -> Vec<&'static str> {
-        self.inner.state.type_names()
+        self.inner.state().type_names()
     }
 
     /// Runs the shutdown hooks (once; later calls do nothing), bounded by the shutdown timeout.
     pub async fn shutdown(&self) {
-        self.shutdown_by(tokio::time::Instant::now() + self.inner.shutdown_timeout).await
+        self.shutdown_by(tokio::time::Instant::now() + self.inner.limits().shutdown_timeout).await
     }
 
     /// Runs the shutdown hooks, giving up at `deadline` (what is left of the shutdown's one deadline).
     pub(crate) async fn shutdown_by(&self, deadline: tokio::time::Instant) {
-        let hooks = std::mem::take(&mut *self.inner.shutdown_hooks.locked());
+        let hooks = std::mem::take(&mut *self.inner.shutdown_hooks().locked());
         if hooks.is_empty() {
             return;
         }
@@ -231,7 +158,7 @@ impl Server {
             }
         };
         if tokio::time::timeout_at(deadline, run).await.is_err() {
-            tracing::warn!(timeout = ?self.inner.shutdown_timeout, "shutdown hooks did not finish by the shutdown deadline");
+            tracing::warn!(timeout = ?self.inner.limits().shutdown_timeout, "shutdown hooks did not finish by the shutdown deadline");
         }
     }
 
@@ -250,12 +177,12 @@ impl Server {
         fn enabled<'a, D: 'a>(it: impl Iterator<Item = &'a crate::server::registry::Listed<D>>) -> Vec<Value> {
             it.filter(|l| l.enabled).map(|l| l.descriptor.clone()).collect()
         }
-        let mut methods: Vec<&str> = self.inner.methods.keys().copied().collect();
+        let mut methods: Vec<&str> = self.inner.handlers().methods.keys().copied().collect();
         methods.sort_unstable();
         json!({
-            "serverInfo": self.inner.info,
-            "capabilities": self.inner.capabilities,
-            "instructions": self.inner.instructions,
+            "serverInfo": self.inner.served().info,
+            "capabilities": self.inner.served().capabilities,
+            "instructions": self.inner.served().instructions,
             "tools": enabled(registry.tools.values()),
             "prompts": enabled(registry.prompts.values()),
             "resources": enabled(registry.resources.values()),
@@ -266,7 +193,7 @@ impl Server {
 
     /// The current snapshot of what is served.
     pub(crate) fn registry(&self) -> Arc<Registry> {
-        self.inner.registry.read_locked().clone()
+        self.inner.served().registry.read_locked().clone()
     }
 
     /// Applies a change to the registry, then tells every session that the list changed.
@@ -286,7 +213,7 @@ impl Server {
         &self,
         apply: impl FnOnce(&mut Registry) -> Result<T, BuildError>,
     ) -> Result<T, BuildError> {
-        let mut guard = self.inner.registry.write_locked();
+        let mut guard = self.inner.served().registry.write_locked();
         let mut next = Registry::clone(&guard);
         let out = apply(&mut next)?;
         next.paginate();
@@ -296,9 +223,9 @@ impl Server {
 
     /// Tells this instance's listeners of a change, and the other instances through the hub.
     pub(crate) fn publish(&self, change: hub::Change) {
-        self.inner.subscribers.hear(&change);
-        if let Some(hub) = &self.inner.hub {
-            hub.publish(&hub::Published { instance: self.inner.instance.clone(), change });
+        self.inner.scale_out().subscribers.hear(&change);
+        if let Some(hub) = &self.inner.scale_out().hub {
+            hub.publish(&hub::Published { instance: self.inner.scale_out().instance.clone(), change });
         }
     }
 
@@ -322,12 +249,12 @@ impl Server {
             }
             _ => {}
         }
-        self.inner.subscribers.hear(&change);
+        self.inner.scale_out().subscribers.hear(&change);
     }
 
     /// Where a hub hands this server the changes of the other instances.
     pub(crate) fn inbox(&self) -> hub::Inbox {
-        let (server, instance) = (Arc::downgrade(&self.inner), self.inner.instance.clone());
+        let (server, instance) = (Arc::downgrade(&self.inner), self.inner.scale_out().instance.clone());
         hub::Inbox::new(
             move |published: hub::Published| {
                 if published.instance == instance {
@@ -351,7 +278,7 @@ impl Server {
         location: &str,
         injected: Injected,
     ) -> Result<(), BuildError> {
-        check_requirements(&self.inner.state, std::iter::once((kind, name, location, injected)))
+        check_requirements(self.inner.state(), std::iter::once((kind, name, location, injected)))
     }
 
     /// Adds a tool while the server runs; every session gets `notifications/tools/list_changed`.
@@ -439,7 +366,7 @@ impl Server {
     ///
     /// An `Err` names what is wrong: a notification no extension declared, or `params` that are not an object.
     pub fn notify(&self, method: &str, params: Value) -> Result<(), NotifyError> {
-        let Some(sent) = self.inner.notifications.get(method) else {
+        let Some(sent) = self.inner.handlers().notifications.get(method) else {
             return Err(NotifyError {
                 message: format!(
                     "no extension declares the notification `{method}`: return a `NotificationDef` for it from the \
@@ -472,12 +399,12 @@ impl Server {
 
     /// Where a front registers what listens for changes (a session, a listen stream).
     pub(crate) fn subscribe(&self, subscriber: Weak<dyn hub::Subscriber>) {
-        self.inner.subscribers.subscribe(subscriber);
+        self.inner.scale_out().subscribers.subscribe(subscriber);
     }
 
     /// Ends what the subscribers of one connection (or of all) stream, cleanly: listen streams get their result.
     pub(crate) fn end_streams(&self, conn: Option<&dyn crate::context::Link>) {
-        for subscriber in self.inner.subscribers.all() {
+        for subscriber in self.inner.scale_out().subscribers.all() {
             subscriber.end(conn);
         }
     }
@@ -485,7 +412,7 @@ impl Server {
     /// The server is stopping: every subscriber cancels what it has in flight.
     #[cfg(feature = "http")]
     pub(crate) fn stop_subscribers(&self, reason: &str) {
-        for subscriber in self.inner.subscribers.all() {
+        for subscriber in self.inner.scale_out().subscribers.all() {
             subscriber.stop(reason);
         }
     }
@@ -497,7 +424,7 @@ impl Server {
             && registry.prompts.is_empty()
             && registry.resources.is_empty()
             && registry.templates.is_empty()
-            && self.inner.methods.is_empty()
+            && self.inner.handlers().methods.is_empty()
     }
 
     /// Whether some handler may ask the client something mid-request (a 2026 `input_required` round, whose
@@ -556,7 +483,7 @@ pub(crate) fn check_requirements<'a>(
 impl Server {
     /// With metrics: the series of what this server serves exist from the start, at zero (see `Metrics::prime`).
     pub(crate) fn prime_metrics(&self, transport: crate::metrics::Transport) {
-        if let Some(metrics) = &self.inner.metrics {
+        if let Some(metrics) = self.inner.metrics() {
             let registry = self.registry();
             let tools: Vec<crate::base::name::Name> =
                 registry.tools.values().filter(|l| l.enabled).map(|l| l.def.name.clone()).collect();

@@ -226,7 +226,7 @@ async fn update(ctx: &Context, mut args: Arguments) -> Result<Value, Error> {
     match engine.running(&id) {
         Some(run) => run.answer(responses).await,
         // Run by another instance: the answers go there.
-        None if ctx.server().inner.hub.is_some() => {
+        None if ctx.server().inner.scale_out().hub.is_some() => {
             ctx.server().publish(crate::server::hub::Change::TaskInput { task: id, responses });
         }
         None => {}

@@ -166,7 +166,7 @@ pub(crate) fn timestamp(ms: u64) -> String {
 impl Server {
     /// The task engine.
     pub(crate) fn tasks(&self) -> &TaskEngine {
-        self.inner.parts.get::<TaskEngine>().expect("every server has a task engine")
+        self.inner.parts().get::<TaskEngine>().expect("every server has a task engine")
     }
 }
 

@@ -148,7 +148,7 @@ impl TaskRun {
     fn close(&self) {
         self.over.cancel();
         let removed = self.server.tasks().table().remove(&self.id).is_some();
-        if let (true, Some(metrics)) = (removed, &self.server.inner.metrics) {
+        if let (true, Some(metrics)) = (removed, self.server.inner.metrics()) {
             let status = self.lock().status;
             metrics.task_ended(if status.is_terminal() { status.as_str() } else { "cancelled" });
         }

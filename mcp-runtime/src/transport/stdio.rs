@@ -31,7 +31,7 @@ where
     W: AsyncWrite + Unpin + Send + 'static,
 {
     let (tx, rx) = mpsc::unbounded_channel();
-    let backlog = Arc::new(Backlog::new(server.inner.outbound));
+    let backlog = Arc::new(Backlog::new(server.inner.limits().outbound));
     let stuck = CancellationToken::new();
     let writer = tokio::spawn(write_frames(rx, writer, backlog.clone()));
     let written = async move {
@@ -57,8 +57,8 @@ pub(crate) async fn serve_with<R>(
 where
     R: AsyncRead + Unpin + Send + 'static,
 {
-    let limit = server.inner.max_message_bytes;
-    let grace = server.inner.shutdown_timeout;
+    let limit = server.inner.limits().max_message_bytes;
+    let grace = server.inner.limits().shutdown_timeout;
     let session = Session::new(server, sink.clone());
     let mut reader = BufReader::with_capacity(64 * 1024, reader);
     let mut line = Vec::new();
@@ -269,7 +269,7 @@ impl Server {
         let stuck = tokio_util::sync::CancellationToken::new();
         // Pipes and sockets are served by the runtime itself; anything else (a terminal, a file) by two threads.
         #[cfg(unix)]
-        let direct = crate::transport::fd_io::stdio(self.inner.outbound, stuck.clone());
+        let direct = crate::transport::fd_io::stdio(self.inner.limits().outbound, stuck.clone());
         #[cfg(not(unix))]
         let direct: Option<(
             crate::transport::ThreadStdin,
@@ -282,7 +282,7 @@ impl Server {
             }
             None => {
                 let stdin = crate::transport::ThreadStdin::spawn();
-                let (stdout, written) = crate::transport::spawn_stdout(self.inner.outbound, stuck.clone());
+                let (stdout, written) = crate::transport::spawn_stdout(self.inner.limits().outbound, stuck.clone());
                 serve_with(self.clone(), stdin, Arc::new(stdout), written, crate::transport::stop_signal(), stuck).await
             }
         };

@@ -131,7 +131,7 @@ pub(super) fn listen(
         return Err(Error::invalid_params("`subscriptions/listen` needs a `notifications` filter object"));
     };
     let server = conn.server();
-    let capabilities = &server.inner.capabilities;
+    let capabilities = &server.inner.served().capabilities;
     let flag = |key: &str| asked.get(key).and_then(Value::as_bool).unwrap_or(false);
     let uris: Vec<String> = match asked.get("resourceSubscriptions") {
         None | Some(Value::Null) => Vec::new(),
@@ -146,10 +146,11 @@ pub(super) fn listen(
     if asked.contains_key("taskIds") && !meta.client_supports(&["extensions", crate::task::EXTENSION]) {
         return Err(crate::task::methods::extension_required());
     }
-    let task_ids = if server.inner.tasks_enabled { task_ids } else { Vec::new() };
+    let task_ids = if server.inner.served().tasks_enabled { task_ids } else { Vec::new() };
     // An extension's notification, when the filter opts in with its key and the client declared the extension.
     let mut extensions: Vec<String> = server
         .inner
+        .handlers()
         .notifications
         .values()
         .filter(|sent| flag(&sent.filter) && meta.client_supports(&["extensions", &sent.extension]))

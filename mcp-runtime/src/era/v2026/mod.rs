@@ -125,7 +125,7 @@ fn read_envelope(server: &Server, envelope: Option<RawEnvelope>) -> Result<Envel
         return Err(Error::invalid_params(format!("`_meta[\"{META_CAPABILITIES}\"]` must be an object")));
     }
     let info = envelope.client_info().filter(|i| *i != "null");
-    let client = server.inner.known_clients.get_or_read(capabilities, info, || {
+    let client = server.inner.v2026().known_clients.get_or_read(capabilities, info, || {
         let info = match info {
             None => Implementation::new("unknown", "0"),
             Some(text) => serde_json::from_str(text)
@@ -185,7 +185,7 @@ fn serve(
                     Arc::new(Round::plain(envelope.log_level, round::NO_QUESTIONS_HERE));
                 (params, meta, era)
             };
-            let discover = server.inner.discover.clone();
+            let discover = server.inner.v2026().discover.clone();
             dispatch::answer_front(conn, origin, (id, "server/discover"), request, move || Ok(discover));
             Ok(())
         }
@@ -254,7 +254,7 @@ pub(crate) fn result_prefix(info: &Value) -> String {
 }
 
 pub(crate) fn stamp_server_info(server: &Server, map: &mut Map<String, Value>) {
-    crate::wire::protocol::stamp_server_info(&server.inner.info_value, map)
+    crate::wire::protocol::stamp_server_info(&server.inner.v2026().info_value, map)
 }
 
 #[cfg(test)]
@@ -268,8 +268,8 @@ mod tests {
         let server = Server::builder().name("enc").version("1").build().unwrap();
         let id = RequestId::Number(7);
         let frame = |result: &Value, kind| -> Value {
-            let hints = (kind != ResultKind::Plain).then_some(server.inner.cache);
-            let prefix = &server.inner.result_prefix;
+            let hints = (kind != ResultKind::Plain).then_some(server.inner.v2026().cache);
+            let prefix = &server.inner.v2026().result_prefix;
             let frame =
                 crate::wire::jsonrpc::encode_result_stamped(&id, result, prefix, hints, |v| stamp(&server, v, hints));
             let text = frame.text();
@@ -279,11 +279,14 @@ mod tests {
         let tool = |meta: Option<Map<String, Value>>| {
             let mut result = crate::CallToolResult::success(vec![crate::Content::text("hi")]);
             result.meta = meta;
-            let text =
-                crate::wire::jsonrpc::encode_result_stamped(&id, &result, &server.inner.result_prefix, None, |v| {
-                    stamp(&server, v, None)
-                })
-                .into_text();
+            let text = crate::wire::jsonrpc::encode_result_stamped(
+                &id,
+                &result,
+                &server.inner.v2026().result_prefix,
+                None,
+                |v| stamp(&server, v, None),
+            )
+            .into_text();
             serde_json::from_str::<Value>(&text).unwrap_or_else(|e| panic!("{e}: {text}"))
         };
         let own = tool(Some(json!({"trace": "t1"}).as_object().unwrap().clone()));

@@ -74,7 +74,7 @@ impl RequestEra for Round {
         None
     }
     fn result_prefix<'a>(&self, link: &'a dyn crate::context::Link) -> Option<&'a str> {
-        Some(&crate::server::of(link).inner.result_prefix)
+        Some(&crate::server::of(link).inner.v2026().result_prefix)
     }
     fn decorate(
         &self,
@@ -180,7 +180,7 @@ impl Round {
         match state {
             None | Some(Value::Null) => {}
             Some(Value::String(sealed)) => {
-                let opened = match server.inner.sealer.try_open(&sealed) {
+                let opened = match server.inner.v2026().sealer.try_open(&sealed) {
                     Ok(bytes) => serde_json::from_slice::<SealedState>(&bytes).ok(),
                     Err(crate::base::seal::Unopened::UnknownKey(id)) => {
                         return Err(Error::invalid_params(format!(
@@ -303,11 +303,12 @@ pub(crate) fn interrupted_result(request: &InFlight) -> Result<Value, Error> {
     let state = SealedState {
         binding,
         e: None,
-        x: Some(now_millis() + server.inner.request_state_ttl.as_millis() as u64),
+        x: Some(now_millis() + server.inner.v2026().request_state_ttl.as_millis() as u64),
         a: answers,
         s: inner.carry.take().or_else(|| round.carried.clone()),
     };
-    let sealed = server.inner.sealer.seal(&serde_json::to_vec(&state).map_err(|e| Error::internal(e.to_string()))?);
+    let sealed =
+        server.inner.v2026().sealer.seal(&serde_json::to_vec(&state).map_err(|e| Error::internal(e.to_string()))?);
     let mut result = Map::new();
     result.insert("resultType".into(), "input_required".into());
     result.insert("inputRequests".into(), Value::Object(std::mem::take(&mut inner.asked)));

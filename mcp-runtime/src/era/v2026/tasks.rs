@@ -59,7 +59,7 @@ impl TaskFront for Tasks2026 {
         let mut result = Map::new();
         result.insert("resultType".into(), "task".into());
         result.extend(task_2026(record));
-        crate::wire::protocol::stamp_server_info(&server.inner.info_value, &mut result);
+        crate::wire::protocol::stamp_server_info(&server.inner.v2026().info_value, &mut result);
         Frame::result(id, &Value::Object(result))
     }
     fn gate(&self, method: &str, ctx: &Context) -> Result<(), Error> {

@@ -18,7 +18,7 @@ use crate::wire::error::ErrorCode;
 /// The metadata routes, when the server verifies tokens: the path form for the resource's path and for the
 /// endpoint's (when they differ), and the root form.
 pub(super) fn metadata_routes(mut router: Router<Arc<HttpState>>, state: &Arc<HttpState>) -> Router<Arc<HttpState>> {
-    let Some(guard) = &state.server.inner.auth else { return router };
+    let Some(guard) = state.server.inner.auth() else { return router };
     let mut paths = vec![guard.metadata_path.clone(), "/.well-known/oauth-protected-resource".to_owned()];
     let endpoint_form = format!("/.well-known/oauth-protected-resource{}", state.options.path.trim_end_matches('/'));
     if !paths.contains(&endpoint_form) {
@@ -31,8 +31,8 @@ pub(super) fn metadata_routes(mut router: Router<Arc<HttpState>>, state: &Arc<Ht
 }
 
 async fn metadata(AxumState(state): AxumState<Arc<HttpState>>) -> Response {
-    let Some(guard) = &state.server.inner.auth else { return StatusCode::NOT_FOUND.into_response() };
-    let body = guard.metadata(state.server.scopes_required(), &state.server.inner.info.name);
+    let Some(guard) = state.server.inner.auth() else { return StatusCode::NOT_FOUND.into_response() };
+    let body = guard.metadata(state.server.scopes_required(), &state.server.inner.served().info.name);
     (
         StatusCode::OK,
         [(header::CONTENT_TYPE, json_type()), (header::CACHE_CONTROL, HeaderValue::from_static("max-age=300"))],

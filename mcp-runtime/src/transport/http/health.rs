@@ -53,7 +53,7 @@ async fn not_ready(state: &HttpState) -> Option<String> {
         return Some("the server is stopping".to_owned());
     }
     #[cfg(feature = "redis")]
-    if let Some(redis) = state.server.inner.state.get::<crate::redis::Redis>() {
+    if let Some(redis) = state.server.inner.state().get::<crate::redis::Redis>() {
         let answered = redis.ping(REDIS_WITHIN).await;
         let mut down_since = state.redis_down_since.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         match answered {

@@ -79,7 +79,7 @@ fn draining(state: &HttpState, what: &str) -> Response {
 impl HttpState {
     /// Counts a refusal at `limit` in the server's metrics, if it has some.
     pub(super) fn refused(&self, limit: &'static str) {
-        if let Some(metrics) = &self.server.inner.metrics {
+        if let Some(metrics) = self.server.inner.metrics() {
             metrics.refused(limit);
         }
     }
@@ -143,10 +143,10 @@ async fn serve_request(state: &Arc<HttpState>, request: axum::extract::Request, 
     let path = parts.extensions.get::<axum::extract::OriginalUri>().map_or(parts.uri.path(), |u| u.0.path());
     // Without the server's own authorization, a layer in front may have said who is calling.
     let mut auth = parts.extensions.get::<AuthInfo>().cloned().map(Arc::new);
-    if let Some((guard, refusal)) = state.server.inner.auth.as_ref().zip(crate::auth::Guard::token_in_query(query)) {
+    if let Some((guard, refusal)) = state.server.inner.auth().zip(crate::auth::Guard::token_in_query(query)) {
         return auth::refused(guard, &refusal);
     }
-    if let (Some(guard), false) = (&state.server.inner.auth, method == Method::POST) {
+    if let (Some(guard), false) = (state.server.inner.auth(), method == Method::POST) {
         // A POST is checked once its body says what it asks for (its scopes); the rest at once.
         match auth::admit(state, guard, &mut headers, (method.as_str(), path, query), &[]).await {
             Ok(admitted) => auth = Some(admitted),
@@ -250,7 +250,7 @@ async fn post(
     if !json_content {
         return plain(StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported media type: the body must be application/json");
     }
-    let limit = state.options.max_body_bytes.unwrap_or(state.server.inner.max_message_bytes);
+    let limit = state.options.max_body_bytes.unwrap_or(state.server.inner.limits().max_message_bytes);
     // A client that waits for `100 Continue` before sending a declared length over the limit is refused at once,
     // before it uploads anything. (One that sends without waiting is read on, so it sees the answer.)
     let declared =
@@ -289,7 +289,7 @@ async fn post(
     };
     // The one place a POST's era is decided (the body's envelope, else its version header).
     let era = crate::era::of(&message, headers.get(&VERSION_NAME).and_then(|v| v.to_str().ok()));
-    let auth = match &state.server.inner.auth {
+    let auth = match state.server.inner.auth() {
         Some(guard) => {
             let needed = match &message {
                 Incoming::Request { method, params, .. } => state.server.scopes_needed(method, params.as_ref()),
@@ -298,7 +298,7 @@ async fn post(
             // With visibility rules, an item hidden from the caller is unknown to them, whatever its scopes: the
             // token is checked first, then whether they may see it, and only then its scopes (a 403 would tell
             // them it exists). The rules see the token here, not yet the client's info.
-            if !needed.is_empty() && state.server.inner.visibility.is_set() {
+            if !needed.is_empty() && state.server.inner.served().visibility.is_set() {
                 if let Incoming::Request { id, method, params, .. } = &message {
                     let mut probe = headers.clone();
                     let admitted = match auth::admit(state, guard, &mut probe, ("POST", path, query), &[]).await {

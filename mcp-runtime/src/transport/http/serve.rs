@@ -115,7 +115,7 @@ impl Server {
                  mcp.example.com; or MCP_ALLOW_HOST), or HttpOptions::allow_host"
             );
         }
-        if self.inner.sealer.random && self.may_ask() {
+        if self.inner.v2026().sealer.random && self.may_ask() {
             tracing::warn!(
                 "the requestState of input_required results is sealed with a random key for this process: a retry \
                  that reaches another instance, or this one after a restart, fails; set {} (64 hex digits) or \
@@ -192,7 +192,7 @@ impl Server {
         // One deadline for the rest of shutdown. Every stream ends now, so that connections can close: listen
         // streams with their result, 2025 sessions (and their standalone streams) and 2026 requests by cancelling
         // what is in flight. Connections still open at the deadline are dropped.
-        let deadline = tokio::time::Instant::now() + self.inner.shutdown_timeout;
+        let deadline = tokio::time::Instant::now() + self.inner.limits().shutdown_timeout;
         self.end_streams(None);
         self.tasks().cancel_all("the server is stopping");
         state.end_all_sessions("the server is stopping");

@@ -35,7 +35,7 @@ pub(super) async fn wait_for_reader(session: &HttpSession, message: &Incoming) -
     if tokio::time::timeout(BACKED_UP_WAIT, session.outbound.backed_off()).await.is_ok() {
         return Ok(());
     }
-    let soft = session.session.connection().server().inner.outbound.soft_bytes;
+    let soft = session.session.connection().server().inner.limits().outbound.soft_bytes;
     let refused = session.refused.fetch_add(1, Ordering::Relaxed) + 1;
     if refused.is_power_of_two() {
         tracing::warn!(

@@ -42,9 +42,9 @@ use streams::{Event, JsonRoute, OpenStream, Route, SseBody};
 /// With an event log shared by several instances: this instance vouches for itself on it while the endpoint's
 /// state lives, so that another instance following one of its streams can tell when it died.
 pub(super) fn vouch_while_served(state: &Arc<HttpState>) {
-    let Some(log) = state.server.inner.event_log.clone() else { return };
+    let Some(log) = state.server.inner.scale_out().event_log.clone() else { return };
     let weak = Arc::downgrade(state);
-    let tag = resume::tag(&state.server.inner.instance);
+    let tag = resume::tag(&state.server.inner.scale_out().instance);
     tokio::spawn(resume::keep_vouching(log, tag, state.options.instance_lease, move || weak.strong_count() > 0));
 }
 
@@ -61,12 +61,12 @@ pub(super) async fn post(state: &Arc<HttpState>, message: Incoming, http: Arc<Ht
 
     let (http_session, created) = if is_initialize && headers.get(&SESSION_NAME).is_none() {
         // A session another instance could serve is opened while draining; one that lives only here is not.
-        if state.is_draining() && state.server.inner.session_store.is_none() {
+        if state.is_draining() && state.server.inner.scale_out().session_store.is_none() {
             return super::draining(state, "sessions");
         }
         // Over every instance when they share a session store (this instance's own count if it cannot be read).
         let local = state.sessions.count();
-        let count = match &state.server.inner.session_store {
+        let count = match &state.server.inner.scale_out().session_store {
             Some(store) => store.count().await.unwrap_or(local),
             None => local,
         };
@@ -125,7 +125,7 @@ pub(super) async fn post(state: &Arc<HttpState>, message: Incoming, http: Arc<Ht
             }
             state.sessions.insert(id, http_session.clone());
             // Stored before the client hears of the session, so that its next request finds it on any instance.
-            if let Some(store) = &state.server.inner.session_store {
+            if let Some(store) = &state.server.inner.scale_out().session_store {
                 share(state, &http_session);
                 let key = http_session.session.connection().session_key();
                 if let (Some(key), Some(record)) = (key, http_session.session.record(http_session.owner.clone())) {
@@ -161,7 +161,7 @@ async fn answer_request(
         Incoming::Request { id, .. } => Some(id.clone()),
         _ => None,
     };
-    let first_poll = FirstPoll::<Route>::new(state.server.inner.outbound);
+    let first_poll = FirstPoll::<Route>::new(state.server.inner.limits().outbound);
     http_session.session.handle_routed(message, &Origin { sink: first_poll.clone(), http: Some(http) });
     let answer = first_poll.decide(|| {
         let route = http_session.new_route();
@@ -219,7 +219,7 @@ fn sse_response(
         _open: session.map(OpenStream::new),
         delivered,
         keep_alive: super::keep_alive_timer(state.options.keep_alive),
-        _counted: state.server.inner.metrics.as_ref().map(|m| m.stream(crate::Era::V2025.name())),
+        _counted: state.server.inner.metrics().map(|m| m.stream(crate::Era::V2025.name())),
     };
     Response::builder()
         .status(StatusCode::OK)
@@ -331,7 +331,8 @@ async fn resume_elsewhere(state: &Arc<HttpState>, http_session: &Arc<HttpSession
             ),
         )
     };
-    let (Some(log), Some(key)) = (&state.server.inner.event_log, http_session.session.connection().session_key())
+    let (Some(log), Some(key)) =
+        (&state.server.inner.scale_out().event_log, http_session.session.connection().session_key())
     else {
         return not_kept("unknown");
     };
@@ -347,7 +348,7 @@ async fn resume_elsewhere(state: &Arc<HttpState>, http_session: &Arc<HttpSession
             return not_kept("the event log could not be read");
         }
     };
-    let limits = state.server.inner.outbound;
+    let limits = state.server.inner.limits().outbound;
     if stream.ends_with(STANDALONE) {
         // Another instance's standalone stream: what it sent after the id, then this instance's own, live.
         let missed =
@@ -389,12 +390,12 @@ pub(super) async fn delete(state: &Arc<HttpState>, headers: HeaderMap, auth: Opt
     http_session.end("the client ended the session");
     // Ended everywhere: forgotten by the store, and the other instances end their copies.
     if let Some(key) = http_session.session.connection().session_key() {
-        if let Some(store) = &state.server.inner.session_store {
+        if let Some(store) = &state.server.inner.scale_out().session_store {
             if let Err(e) = store.remove(&key).await {
                 tracing::warn!(error = %e, "an ended session could not be removed from the session store");
             }
         }
-        if state.server.inner.hub.is_some() {
+        if state.server.inner.scale_out().hub.is_some() {
             state.server.publish(crate::server::hub::Change::SessionEnded { session: key });
         }
     }
@@ -448,7 +449,7 @@ const STORE_RETRY_EVERY: Duration = Duration::from_millis(200);
 
 /// A session this instance does not hold, rebuilt from the session store if another instance opened it.
 async fn restore(state: &Arc<HttpState>, id: &str) -> Option<Arc<HttpSession>> {
-    let store = state.server.inner.session_store.as_ref()?;
+    let store = state.server.inner.scale_out().session_store.as_ref()?;
     let key = crate::dispatch::session_key_of(id);
     // A store that cannot be read (its Redis failing over to a replica, say) is asked again for a few seconds before
     // the session counts as not found: a client told 404 would start over without its session.
@@ -489,15 +490,15 @@ fn new_http_session(
 ) -> Arc<HttpSession> {
     let mut store = state.sessions.new_store();
     // With an event log, stream names carry this instance's tag, and what the store keeps goes to the log too.
-    let (logged, tag): (_, Arc<str>) = match &state.server.inner.event_log {
+    let (logged, tag): (_, Arc<str>) = match &state.server.inner.scale_out().event_log {
         Some(log) => {
             let logged = Arc::new(resume::LoggedStore::new(store, log.clone()));
             store = logged.clone();
-            (Some(logged), resume::tag(&state.server.inner.instance))
+            (Some(logged), resume::tag(&state.server.inner.scale_out().instance))
         }
         None => (None, Arc::from("")),
     };
-    let limits = state.server.inner.outbound;
+    let limits = state.server.inner.limits().outbound;
     let outbound = Arc::new(Backlog::new(limits));
     let standalone = Route::new(format!("{tag}{STANDALONE}"), store.clone(), limits, Some(outbound.clone()));
     let session = make(standalone.clone());
@@ -520,8 +521,7 @@ fn new_http_session(
         _timing: state
             .server
             .inner
-            .metrics
-            .as_ref()
+            .metrics()
             .map(|m| m.session(crate::Era::V2025.name(), crate::metrics::Transport::Tcp)),
     })
 }
@@ -529,7 +529,7 @@ fn new_http_session(
 /// With a session store: the session's record follows its changes (log level, subscriptions), and the session
 /// ends here when another instance ends it.
 fn share(state: &Arc<HttpState>, http_session: &Arc<HttpSession>) {
-    let Some(store) = state.server.inner.session_store.clone() else { return };
+    let Some(store) = state.server.inner.scale_out().session_store.clone() else { return };
     let idle = state.options.session_idle_timeout;
     let owner = http_session.owner.clone();
     http_session.session.on_changed(move |session| {
@@ -538,7 +538,7 @@ fn share(state: &Arc<HttpState>, http_session: &Arc<HttpSession>) {
         };
         // The other instances' copies take the change at once; the store keeps it for copies made later.
         let server = session.connection().server();
-        if server.inner.hub.is_some() {
+        if server.inner.scale_out().hub.is_some() {
             let change =
                 crate::server::hub::Change::SessionChanged { session: key.clone(), record: Box::new(record.clone()) };
             server.publish(change);

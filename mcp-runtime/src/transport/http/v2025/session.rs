@@ -62,7 +62,7 @@ impl HttpSession {
     pub(super) fn saw_scopes(&self, server: &crate::Server, auth: Option<&crate::auth::AuthInfo>) {
         let inner = &server.inner;
         let by_token =
-            inner.visibility.is_set() || inner.auth.as_ref().is_some_and(crate::auth::Guard::hides_unauthorized);
+            inner.served().visibility.is_set() || inner.auth().is_some_and(crate::auth::Guard::hides_unauthorized);
         if !by_token {
             return;
         }
@@ -85,7 +85,7 @@ impl HttpSession {
 
     /// Tells the session store the session was used, if it was not told lately.
     pub(super) fn touch_stored(&self, state: &HttpState) {
-        let Some(store) = state.server.inner.session_store.clone() else { return };
+        let Some(store) = state.server.inner.scale_out().session_store.clone() else { return };
         let idle = state.options.session_idle_timeout;
         {
             let mut last = self.last_stored.locked();
@@ -122,7 +122,7 @@ impl HttpSession {
 
     pub(super) fn new_route(&self) -> Arc<Route> {
         let name = format!("{}s{}", self.tag, self.next_stream.fetch_add(1, Ordering::Relaxed));
-        let limits = self.session.connection().server().inner.outbound;
+        let limits = self.session.connection().server().inner.limits().outbound;
         let route = Route::new(name.clone(), self.store.clone(), limits, Some(self.outbound.clone()));
         let mut routes = self.routes.locked();
         routes.retain(|_, r| r.strong_count() > 0);
@@ -281,7 +281,7 @@ impl HttpState {
                 s.end("the session was ended to make room for a new one (the server has its most sessions)");
                 // Ended everywhere, so that the count over every instance goes down.
                 if let Some(key) = s.session.connection().session_key() {
-                    if let Some(store) = self.server.inner.session_store.clone() {
+                    if let Some(store) = self.server.inner.scale_out().session_store.clone() {
                         let server = self.server.clone();
                         tokio::spawn(async move {
                             let _ = store.remove(&key).await;

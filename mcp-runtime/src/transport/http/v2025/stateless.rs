@@ -90,7 +90,7 @@ pub(super) async fn post_stateless(
                     Err(_) => StatusCode::ACCEPTED.into_response(),
                 };
             }
-            let route = Route::new("stateless".into(), store.clone(), state.server.inner.outbound, None);
+            let route = Route::new("stateless".into(), store.clone(), state.server.inner.limits().outbound, None);
             let priming = store.store("stateless", &priming_frame());
             let (events, backlog) = route.attach(Vec::new());
             session.handle_routed(message, &Origin { sink: route.clone(), http: Some(http) });

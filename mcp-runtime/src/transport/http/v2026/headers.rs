@@ -62,9 +62,10 @@ pub(crate) fn check_http_headers(
         // An extension's or a custom method's own (the Tasks extension's by task id).
         _ => server
             .inner
+            .handlers()
             .extension_methods
             .get(method)
-            .or_else(|| server.inner.methods.get(method))
+            .or_else(|| server.inner.handlers().methods.get(method))
             .and_then(|d| d.name_param),
     };
     if let Some(key) = name_key {

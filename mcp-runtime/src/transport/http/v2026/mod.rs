@@ -189,7 +189,7 @@ pub(super) async fn post(state: &Arc<HttpState>, message: Incoming, http: Arc<Ht
         return super::draining(state, "listen streams");
     }
     let json_only = state.options.json_response && method != "subscriptions/listen";
-    let first_poll = FirstPoll::<Route2026>::new(state.server.inner.outbound);
+    let first_poll = FirstPoll::<Route2026>::new(state.server.inner.limits().outbound);
     v2026::handle(
         &conn,
         (id.clone(), method, params, envelope),
@@ -197,7 +197,7 @@ pub(super) async fn post(state: &Arc<HttpState>, message: Incoming, http: Arc<Ht
     );
     let answer = first_poll.decide(|| {
         let (tx, rx) = mpsc::unbounded_channel();
-        let backlog = Arc::new(Backlog::new(state.server.inner.outbound));
+        let backlog = Arc::new(Backlog::new(state.server.inner.limits().outbound));
         let route = Route2026 {
             tx: Mutex::new(Some(tx)),
             backlog: backlog.clone(),
@@ -228,7 +228,7 @@ pub(super) async fn post(state: &Arc<HttpState>, message: Incoming, http: Arc<Ht
                 guard,
                 keep_alive: super::keep_alive_timer(state.options.keep_alive),
                 done: false,
-                _counted: state.server.inner.metrics.as_ref().map(|m| m.stream(crate::Era::V2026.name())),
+                _counted: state.server.inner.metrics().map(|m| m.stream(crate::Era::V2026.name())),
             };
             Response::builder()
                 .status(StatusCode::OK)
