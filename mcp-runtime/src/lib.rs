@@ -55,7 +55,7 @@ pub mod redis;
 mod server;
 #[cfg(feature = "skills")]
 pub mod skills;
-mod store;
+pub mod store;
 mod task;
 mod transport;
 mod wire;
@@ -86,12 +86,7 @@ pub use protocol::{
 pub use server::hub;
 pub use server::visibility;
 pub use server::{BuildError, NotifyError, Server};
-pub use store::events::{EventLog, LogSlice, MemoryEventLog};
-pub use store::session::{MemorySessionStore, SessionRecord, SessionStore};
-pub use task::{
-    ClientTasks, MemoryTaskStore, StoreError, TaskOptions, TaskPage, TaskRecord, TaskSettings, TaskStatus, TaskStore,
-    TaskSupport,
-};
+pub use task::{TaskOptions, TaskSettings, TaskSupport};
 #[cfg(feature = "http")]
 pub use transport::http::{EventStore, EventStoreFactory, HttpOptions, MemoryEventStore, MemoryEventStoreFactory};
 pub use wire::error::{Error, ErrorCode};

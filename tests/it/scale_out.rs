@@ -252,7 +252,7 @@ async fn sharing_state_needs_one_request_state_key_for_every_instance() {
 /// that reads it next; a running task's lease is renewed, so it stays `working` for as long as it runs.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_task_whose_instance_died_fails_once_its_lease_ran_out() {
-    use mcp::TaskStore;
+    use mcp::store::TaskStore;
     let server = RedisServer::start();
     let redis = mcp::redis::Redis::connect(&server.url()).await.unwrap();
     let lease = Duration::from_millis(300);
@@ -273,7 +273,7 @@ async fn a_task_whose_instance_died_fails_once_its_lease_ran_out() {
 
     // Dead: what a killed instance leaves behind, a working record whose lease ran out.
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as u64;
-    let orphan: mcp::TaskRecord = serde_json::from_value(json!({
+    let orphan: mcp::store::TaskRecord = serde_json::from_value(json!({
         "id": "0123456789abcdef0123456789abcdef", "tool": "long_task", "status": "working",
         "created_at_ms": now - 10_000, "updated_at_ms": now - 10_000, "ttl_ms": 3_600_000,
         "poll_interval_ms": 50, "seq": 3, "lease_until_ms": now - 5_000,
@@ -538,7 +538,7 @@ struct PlainLog {
 /// A stream's numbered events, and whether it ended.
 type PlainStream = (Vec<(u64, String)>, bool);
 
-impl mcp::EventLog for PlainLog {
+impl mcp::store::EventLog for PlainLog {
     fn append(&self, session: &str, stream: &str, number: u64, data: &Arc<str>) {
         let mut streams = self.streams.lock().unwrap();
         streams.entry(format!("{session}/{stream}")).or_default().0.push((number, data.to_string()));
@@ -554,14 +554,14 @@ impl mcp::EventLog for PlainLog {
         stream: &'a str,
         after: u64,
         max: usize,
-    ) -> mcp::handler::BoxFuture<'a, Result<Option<mcp::LogSlice>, mcp::StoreError>> {
+    ) -> mcp::handler::BoxFuture<'a, Result<Option<mcp::store::LogSlice>, mcp::store::StoreError>> {
         let streams = self.streams.lock().unwrap();
         let found = streams.get(&format!("{session}/{stream}")).and_then(|(events, ended)| {
             let at = events.iter().position(|(n, _)| *n == after)?;
             let next: Vec<(u64, Arc<str>)> =
                 events[at + 1..].iter().take(max).map(|(n, d)| (*n, Arc::from(d.as_str()))).collect();
             let ended = *ended && at + 1 + next.len() == events.len();
-            Some(mcp::LogSlice::new(next, ended))
+            Some(mcp::store::LogSlice::new(next, ended))
         });
         Box::pin(std::future::ready(Ok(found)))
     }
@@ -627,7 +627,8 @@ async fn a_stream_resumes_on_the_other_instance(url_one: String, url_two: String
 /// Two instances sharing sessions, changes and events through seams of the test's own (no Redis).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stream_resumes_on_another_instance_through_an_event_log_of_ones_own() {
-    let (hub, sessions, log) = (JsonWire::default(), Arc::new(mcp::MemorySessionStore::new()), PlainLog::default());
+    let (hub, sessions, log) =
+        (JsonWire::default(), Arc::new(mcp::store::MemorySessionStore::new()), PlainLog::default());
     let mut urls = Vec::new();
     for _ in 0..2 {
         let server = builder()
@@ -664,34 +665,38 @@ async fn a_stream_resumes_on_another_instance_through_redis() {
 }
 
 /// One session store for two servers (the builder takes a store by value).
-struct SharedSessions(Arc<mcp::MemorySessionStore>);
+struct SharedSessions(Arc<mcp::store::MemorySessionStore>);
 
-impl mcp::SessionStore for SharedSessions {
+impl mcp::store::SessionStore for SharedSessions {
     fn save<'a>(
         &'a self,
         key: &'a str,
-        record: &'a mcp::SessionRecord,
+        record: &'a mcp::store::SessionRecord,
         idle: Duration,
-    ) -> mcp::handler::BoxFuture<'a, Result<(), mcp::StoreError>> {
+    ) -> mcp::handler::BoxFuture<'a, Result<(), mcp::store::StoreError>> {
         self.0.save(key, record, idle)
     }
 
     fn load<'a>(
         &'a self,
         key: &'a str,
-    ) -> mcp::handler::BoxFuture<'a, Result<Option<mcp::SessionRecord>, mcp::StoreError>> {
+    ) -> mcp::handler::BoxFuture<'a, Result<Option<mcp::store::SessionRecord>, mcp::store::StoreError>> {
         self.0.load(key)
     }
 
-    fn touch<'a>(&'a self, key: &'a str, idle: Duration) -> mcp::handler::BoxFuture<'a, Result<(), mcp::StoreError>> {
+    fn touch<'a>(
+        &'a self,
+        key: &'a str,
+        idle: Duration,
+    ) -> mcp::handler::BoxFuture<'a, Result<(), mcp::store::StoreError>> {
         self.0.touch(key, idle)
     }
 
-    fn remove<'a>(&'a self, key: &'a str) -> mcp::handler::BoxFuture<'a, Result<(), mcp::StoreError>> {
+    fn remove<'a>(&'a self, key: &'a str) -> mcp::handler::BoxFuture<'a, Result<(), mcp::store::StoreError>> {
         self.0.remove(key)
     }
 
-    fn count(&self) -> mcp::handler::BoxFuture<'_, Result<usize, mcp::StoreError>> {
+    fn count(&self) -> mcp::handler::BoxFuture<'_, Result<usize, mcp::store::StoreError>> {
         self.0.count()
     }
 }
@@ -737,15 +742,18 @@ async fn the_per_client_task_limits_count_every_instance() {
 /// client's tasks itself: the per-client limits count both instances' tasks through it.
 #[derive(Clone, Default)]
 struct CountingStore {
-    inner: Arc<mcp::MemoryTaskStore>,
+    inner: Arc<mcp::store::MemoryTaskStore>,
     clients: Arc<Mutex<std::collections::HashMap<String, Vec<ClientTask>>>>,
 }
 
 /// One of a client's tasks: its id, and whether it is over.
 type ClientTask = (String, bool);
 
-impl mcp::TaskStore for CountingStore {
-    fn create(&self, record: mcp::TaskRecord) -> mcp::handler::BoxFuture<'_, Result<(), mcp::StoreError>> {
+impl mcp::store::TaskStore for CountingStore {
+    fn create(
+        &self,
+        record: mcp::store::TaskRecord,
+    ) -> mcp::handler::BoxFuture<'_, Result<(), mcp::store::StoreError>> {
         if let Some(client) = &record.client {
             let over = record.status.is_terminal();
             self.clients.lock().unwrap().entry(client.clone()).or_default().push((record.id.clone(), over));
@@ -753,11 +761,17 @@ impl mcp::TaskStore for CountingStore {
         self.inner.create(record)
     }
 
-    fn get<'a>(&'a self, id: &'a str) -> mcp::handler::BoxFuture<'a, Result<Option<mcp::TaskRecord>, mcp::StoreError>> {
+    fn get<'a>(
+        &'a self,
+        id: &'a str,
+    ) -> mcp::handler::BoxFuture<'a, Result<Option<mcp::store::TaskRecord>, mcp::store::StoreError>> {
         self.inner.get(id)
     }
 
-    fn update(&self, record: mcp::TaskRecord) -> mcp::handler::BoxFuture<'_, Result<bool, mcp::StoreError>> {
+    fn update(
+        &self,
+        record: mcp::store::TaskRecord,
+    ) -> mcp::handler::BoxFuture<'_, Result<bool, mcp::store::StoreError>> {
         if let (Some(client), true) = (&record.client, record.status.is_terminal()) {
             if let Some(tasks) = self.clients.lock().unwrap().get_mut(client) {
                 if let Some(task) = tasks.iter_mut().find(|(id, _)| *id == record.id) {
@@ -773,18 +787,18 @@ impl mcp::TaskStore for CountingStore {
         session: &'a str,
         cursor: Option<&'a str>,
         limit: usize,
-    ) -> mcp::handler::BoxFuture<'a, Result<Option<mcp::TaskPage>, mcp::StoreError>> {
+    ) -> mcp::handler::BoxFuture<'a, Result<Option<mcp::store::TaskPage>, mcp::store::StoreError>> {
         self.inner.list(session, cursor, limit)
     }
 
     fn client_tasks<'a>(
         &'a self,
         client: &'a str,
-    ) -> mcp::handler::BoxFuture<'a, Result<Option<mcp::ClientTasks>, mcp::StoreError>> {
+    ) -> mcp::handler::BoxFuture<'a, Result<Option<mcp::store::ClientTasks>, mcp::store::StoreError>> {
         let clients = self.clients.lock().unwrap();
         let tasks = clients.get(client).map(Vec::as_slice).unwrap_or_default();
         let running = tasks.iter().filter(|(_, over)| !over).count();
-        Box::pin(std::future::ready(Ok(Some(mcp::ClientTasks::new(running, tasks.len())))))
+        Box::pin(std::future::ready(Ok(Some(mcp::store::ClientTasks::new(running, tasks.len())))))
     }
 }
 

@@ -16,7 +16,7 @@ use hyper::body::Incoming;
 use hyper::Request;
 use hyper_util::rt::TokioIo;
 use mcp::client::{Client, EraChoice};
-use mcp::SessionStore;
+use mcp::store::SessionStore;
 use serde_json::{json, Value};
 
 impl Shops {

@@ -31,8 +31,8 @@ impl ServerBuilder {
         self
     }
 
-    /// Where tasks are kept (default: a [`MemoryTaskStore`](crate::MemoryTaskStore) of
-    /// [`DEFAULT_MAX_TASKS`](crate::MemoryTaskStore::DEFAULT_MAX_TASKS)). A store shared by several instances lets any of them answer
+    /// Where tasks are kept (default: a [`MemoryTaskStore`](crate::store::MemoryTaskStore) of
+    /// [`DEFAULT_MAX_TASKS`](crate::store::MemoryTaskStore::DEFAULT_MAX_TASKS)). A store shared by several instances lets any of them answer
     /// `tasks/get` for a task another runs.
     pub fn task_store(mut self, store: impl crate::task::TaskStore) -> Self {
         self.task_store = Some(Arc::new(store));
@@ -54,7 +54,7 @@ impl ServerBuilder {
     /// can be resumed with `Last-Event-ID` only on the instance that sent it). With a log and a
     /// [`session_store`](ServerBuilder::session_store), a client whose stream broke resumes it on any instance: the
     /// events the other instance sent after the id are replayed, then what it still sends follows, until the
-    /// stream ends. See [`EventLog`](crate::EventLog).
+    /// stream ends. See [`EventLog`](crate::store::EventLog).
     pub fn event_log(mut self, log: impl crate::store::events::EventLog) -> Self {
         self.event_log = Some(Arc::new(log));
         self
@@ -70,7 +70,7 @@ impl ServerBuilder {
     }
 
     /// Shares this server's state with its other instances through a Redis (the `redis` feature): the change hub,
-    /// the 2025 session store and event log, and the task store (at most [`DEFAULT_MAX_TASKS`](crate::MemoryTaskStore::DEFAULT_MAX_TASKS) live tasks over all instances).
+    /// the 2025 session store and event log, and the task store (at most [`DEFAULT_MAX_TASKS`](crate::store::MemoryTaskStore::DEFAULT_MAX_TASKS) live tasks over all instances).
     /// Every instance must then seal `requestState` with the same key (`MCP_REQUEST_STATE_KEY`, or
     /// [`ServerBuilder::request_state_key`]): building without one is an error, since a retry that reached another
     /// instance would fail. The `Redis` goes into the server's state too, for the program's own shared data

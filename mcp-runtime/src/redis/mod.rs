@@ -302,9 +302,9 @@ impl Redis {
     }
 
     /// A command of the shared state failed: counted, and the store's error naming this Redis.
-    fn unavailable(&self, e: impl fmt::Display) -> crate::StoreError {
+    fn unavailable(&self, e: impl fmt::Display) -> crate::store::StoreError {
         self.failed();
-        crate::StoreError::Unavailable(format!("Redis at {}: {e}", self.shown))
+        crate::store::StoreError::Unavailable(format!("Redis at {}: {e}", self.shown))
     }
 
     /// A command of the shared state failed (counted in `mcp_server_redis_errors_total`).

@@ -132,7 +132,7 @@ pub enum Change {
     },
     /// A 2025 session ended (DELETE on one instance): every instance ends its copy.
     SessionEnded {
-        /// The session's key (a digest of its id, as its [`SessionStore`](crate::SessionStore) record is keyed).
+        /// The session's key (a digest of its id, as its [`SessionStore`](crate::store::SessionStore) record is keyed).
         session: String,
     },
     /// A session's `notifications/cancelled` reached an instance that does not run the request: the one that runs

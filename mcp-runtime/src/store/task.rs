@@ -175,7 +175,7 @@ pub struct TaskPage {
 /// [`MemoryTaskStore`] keeps both rules:
 ///
 /// ```
-/// use mcp::{MemoryTaskStore, TaskRecord, TaskStatus, TaskStore};
+/// use mcp::store::{MemoryTaskStore, TaskRecord, TaskStatus, TaskStore};
 ///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() {
@@ -237,7 +237,7 @@ pub(crate) const DEFAULT_MAX_TASKS: usize = 10_000;
 /// [`ErrorCode::OVERLOADED`](crate::ErrorCode::OVERLOADED).
 ///
 /// ```
-/// use mcp::{MemoryTaskStore, StoreError, TaskRecord, TaskStore};
+/// use mcp::store::{MemoryTaskStore, StoreError, TaskRecord, TaskStore};
 ///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() {

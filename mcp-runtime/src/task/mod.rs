@@ -22,7 +22,7 @@ pub(crate) use methods::Tasks;
 
 use std::time::{Duration, UNIX_EPOCH};
 
-pub use crate::store::task::{ClientTasks, MemoryTaskStore, StoreError, TaskPage, TaskRecord, TaskStatus, TaskStore};
+pub(crate) use crate::store::task::{MemoryTaskStore, StoreError, TaskRecord, TaskStatus, TaskStore};
 pub use crate::wire::task::{TaskOptions, TaskSupport};
 
 pub(crate) use begin::{begin, Refused};
