@@ -13,9 +13,8 @@
 
 use std::time::Duration;
 
-use mcp::{
-    CallToolResult, Content, Context, PromptMessage, ResourceContents, TaskOptions, TaskSupport, ToolDef, ToolHandler,
-};
+use mcp::handler::{ToolDef, ToolHandler};
+use mcp::{CallToolResult, Content, Context, PromptMessage, ResourceContents, TaskOptions, TaskSupport};
 use serde_json::{json, Map, Value};
 
 /// A 1x1 red PNG.

@@ -33,25 +33,25 @@ pub(crate) fn glue(which: Macro, mime: &TokenStream, mcp: &TokenStream, function
             quote!(#private::invalid_tool_argument),
             quote_spanned!(ret_span=> (#private::returns::<#ret_ty>().convert)),
             quote!(#private::HandlerResult),
-            quote!(#mcp::ToolHandler),
+            quote!(#mcp::handler::ToolHandler),
         ),
         Macro::Method => (
             quote!(#private::invalid_method_argument),
             quote_spanned!(ret_span=> #private::method_result::<#ret_ty>),
             quote!(::core::result::Result<#private::serde_json::Value, #mcp::Error>),
-            quote!(#mcp::MethodHandler),
+            quote!(#mcp::handler::MethodHandler),
         ),
         Macro::Prompt => (
             quote!(#private::invalid_prompt_argument),
             quote_spanned!(ret_span=> #private::prompt_result::<#ret_ty>),
             quote!(::core::result::Result<#mcp::GetPromptResult, #mcp::Error>),
-            quote!(#mcp::PromptHandler),
+            quote!(#mcp::handler::PromptHandler),
         ),
         Macro::Resource => (
             quote!(#private::invalid_resource_argument),
             quote_spanned!(ret_span=> (|value: #ret_ty| #private::resource_result::<#ret_ty>(value, __mcp_ctx, #mime))),
             quote!(::core::result::Result<#mcp::ReadResourceResult, #mcp::Error>),
-            quote!(#mcp::ResourceHandler),
+            quote!(#mcp::handler::ResourceHandler),
         ),
     };
     // Tools and methods take JSON arguments; prompts and templates take strings.

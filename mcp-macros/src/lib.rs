@@ -119,8 +119,8 @@ use proc_macro::TokenStream;
 /// fn count_words(text: String, ctx: &Context) -> Result<String, mcp::Cancelled> { … }
 ///
 /// #[doc(hidden)] struct count_words {}
-/// impl mcp::ToolItem for count_words {
-///     const DEF: &'static mcp::ToolDef = &{
+/// impl mcp::handler::ToolItem for count_words {
+///     const DEF: &'static mcp::handler::ToolDef = &{
 ///         fn __mcp_input_schema() -> Result<Value, SchemaError> {
 ///             let mut s = ObjectSchema::new();
 ///             (arg::<String>().describe)(&mut s, "text", Some("The text to count."));
@@ -303,7 +303,7 @@ pub fn resource(attr: TokenStream, item: TokenStream) -> TokenStream {
 /// ```
 ///
 /// # Expands roughly to
-/// The function unchanged, a hidden `struct stock {}` implementing `mcp::MethodItem` whose `DEF` holds the name and
+/// The function unchanged, a hidden `struct stock {}` implementing `mcp::handler::MethodItem` whose `DEF` holds the name and
 /// the glue (as for `#[mcp::tool]`), and an `inventory::submit!` so `Server::from_registry()` finds it.
 ///
 /// # Limitations

@@ -41,15 +41,15 @@ pub(crate) fn item(
 
         #[automatically_derived]
         #allows
-        impl #mcp::#item_trait for #ident {
-            const DEF: &'static #mcp::#def_type = &{
+        impl #mcp::handler::#item_trait for #ident {
+            const DEF: &'static #mcp::handler::#def_type = &{
                 #body
                 #def
             };
         }
 
         #mcp::__private::inventory::submit! {
-            #mcp::__private::#registration(<#ident as #mcp::#item_trait>::DEF)
+            #mcp::__private::#registration(<#ident as #mcp::handler::#item_trait>::DEF)
         }
     }
 }

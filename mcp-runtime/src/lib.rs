@@ -74,10 +74,10 @@ pub use base::name::Name;
 pub use builder::extension::{Declaration, Extension, NotificationDef};
 pub use builder::ServerBuilder;
 pub use entry::{run, ArgSpec, Args, FromArgs, MainOutput};
-pub use handler::method::{IntoMethodResult, IntoRpcError, MethodDef, MethodHandler, MethodItem};
-pub use handler::prompt::{ArgDef, Completer, IntoPromptResult, PromptDef, PromptHandler, PromptItem};
-pub use handler::resource::{IntoResourceResult, Lister, ResourceDef, ResourceHandler, ResourceItem};
-pub use handler::tool::{Hints, IntoToolResult, Json, ToolDef, ToolHandler, ToolItem};
+pub use handler::method::{IntoMethodResult, IntoRpcError};
+pub use handler::prompt::IntoPromptResult;
+pub use handler::resource::IntoResourceResult;
+pub use handler::tool::{IntoToolResult, Json};
 pub use handler::uri_template::{TemplateError, UriTemplate};
 pub use protocol::{
     Annotations, CallToolResult, Content, GetPromptResult, Icon, Implementation, LogLevel, PromptMessage,
@@ -413,12 +413,12 @@ pub mod __private {
     }
 
     /// A completion function, as a function pointer (a function of another shape is an error at its name).
-    pub const fn completer(f: crate::Completer) -> crate::Completer {
+    pub const fn completer(f: crate::handler::Completer) -> crate::handler::Completer {
         f
     }
 
     /// A resource lister, as a function pointer (a function of another shape is an error at its name).
-    pub const fn lister(f: crate::Lister) -> crate::Lister {
+    pub const fn lister(f: crate::handler::Lister) -> crate::handler::Lister {
         f
     }
 

@@ -532,7 +532,7 @@ fn reload_echo(ctx: &Context) -> Result<String, String> {
     if !server.remove_tool("echo") {
         return Err("echo was not there".into());
     }
-    server.add_tool(<echo as mcp::ToolItem>::DEF.clone()).map_err(|e| e.to_string())?;
+    server.add_tool(<echo as mcp::handler::ToolItem>::DEF.clone()).map_err(|e| e.to_string())?;
     Ok("reloaded".into())
 }
 

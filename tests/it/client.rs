@@ -330,7 +330,7 @@ async fn a_2026_list_is_served_from_the_client_cache_within_its_ttl() {
     tokio::spawn(async move { axum::serve(listener, app).await });
     let client = Client::builder().era(EraChoice::V2026).http(format!("http://{addr}/mcp")).await.unwrap();
     assert_eq!(client.list_tools().await.unwrap().len(), 1);
-    server.add_tool(<goodbye as mcp::ToolItem>::DEF.clone()).unwrap();
+    server.add_tool(<goodbye as mcp::handler::ToolItem>::DEF.clone()).unwrap();
     assert_eq!(client.list_tools().await.unwrap().len(), 1, "within its ttlMs the kept page is served");
     let fresh = client.list_page_fresh("tools/list", None).await.unwrap();
     assert_eq!(fresh.items.len(), 2, "asked fresh, the server answers");

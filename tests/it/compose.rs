@@ -12,7 +12,8 @@ use std::time::Duration;
 
 use mcp::client::{Client, EraChoice, ListenFilter};
 use mcp::compose::{Mount, Upstream};
-use mcp::{BuildError, Context, Server, ToolItem};
+use mcp::handler::ToolItem;
+use mcp::{BuildError, Context, Server};
 use serde_json::{json, Value};
 
 /// Add two numbers.
@@ -544,7 +545,7 @@ async fn names_taken_from_upstreams_are_not_capped() {
     for round in 1..rounds {
         ROUND.store(round, Ordering::SeqCst);
         if round % 2 == 1 {
-            upstream.add_resource(<toggle as mcp::ResourceItem>::DEF.clone()).unwrap();
+            upstream.add_resource(<toggle as mcp::handler::ResourceItem>::DEF.clone()).unwrap();
         } else {
             assert!(upstream.remove_resource("items://toggle"));
         }

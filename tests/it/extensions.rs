@@ -9,11 +9,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use common::duplex::Stdio;
+use mcp::handler::{MethodDef, MethodItem};
 use mcp::middleware::{Next, Request};
 use mcp::tower::{self, ServiceExt};
-use mcp::{
-    BuildError, Context, Declaration, Era, Extension, MethodDef, MethodItem, NotificationDef, Server, ServerBuilder,
-};
+use mcp::{BuildError, Context, Declaration, Era, Extension, NotificationDef, Server, ServerBuilder};
 use serde_json::{json, Value};
 
 const AUDIT: &str = "com.example/audit";
@@ -128,7 +127,7 @@ fn method(name: &'static str) -> MethodDef {
     fn nothing(_: &Context, _: mcp::__private::Arguments) -> Result<Value, mcp::Error> {
         Ok(json!({}))
     }
-    MethodDef::new(name, mcp::MethodHandler::Blocking(nothing), "here")
+    MethodDef::new(name, mcp::handler::MethodHandler::Blocking(nothing), "here")
 }
 
 fn refusal(builder: ServerBuilder) -> String {
@@ -417,7 +416,7 @@ impl mcp::Extension for Describer {
 /// after seeing the program's tools, and a resource's contents' own; one that is not a JSON object is a build error.
 #[tokio::test]
 async fn tools_and_resources_carry_meta_their_own_and_an_extensions() {
-    let def = <hello_meta as mcp::ToolItem>::DEF.clone().meta(r#"{"ui": {"resourceUri": "ui://notes/view"}}"#);
+    let def = <hello_meta as mcp::handler::ToolItem>::DEF.clone().meta(r#"{"ui": {"resourceUri": "ui://notes/view"}}"#);
     let server = mcp::Server::builder().tool_def(def).resource::<note_view>().extension(Describer).build().unwrap();
     let tool = &server.tools_list()["tools"][0];
     assert_eq!(tool["_meta"]["ui"]["resourceUri"], "ui://notes/view", "{tool}");
@@ -428,7 +427,7 @@ async fn tools_and_resources_carry_meta_their_own_and_an_extensions() {
     let read = client.request("resources/read", json!({"uri": "ui://notes/view"})).await.unwrap();
     assert_eq!(read["contents"][0]["_meta"]["ui"]["prefersBorder"], true, "{read}");
 
-    let bad = <hello_meta as mcp::ToolItem>::DEF.clone().meta("[1]");
+    let bad = <hello_meta as mcp::handler::ToolItem>::DEF.clone().meta("[1]");
     let Err(refused) = mcp::Server::builder().tool_def(bad).build() else {
         panic!("a `_meta` that is no object is refused")
     };

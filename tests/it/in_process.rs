@@ -6,7 +6,8 @@ use crate::common;
 use std::time::Duration;
 
 use common::duplex::Stdio;
-use mcp::{BuildError, Context, MethodDef, MethodHandler, Server, State};
+use mcp::handler::{MethodDef, MethodHandler};
+use mcp::{BuildError, Context, Server, State};
 use serde_json::{json, Value};
 
 /// Long enough for a notification already sent to arrive over the pipe.
@@ -183,10 +184,10 @@ fn on_start_gets_the_server_and_prompts_and_resources_come_and_go_while_it_runs(
     assert!(handle.remove_resource("test://news"));
     assert!(!registry_uris(&server).contains("test://news"), "the change is visible through every handle");
     assert!(!handle.remove_resource("test://news"));
-    server.add_resource(<news as mcp::ResourceItem>::DEF.clone()).unwrap();
+    server.add_resource(<news as mcp::handler::ResourceItem>::DEF.clone()).unwrap();
     assert!(registry_uris(&server).contains("test://news"));
 
-    server.add_prompt(<late_prompt as mcp::PromptItem>::DEF.clone()).unwrap();
+    server.add_prompt(<late_prompt as mcp::handler::PromptItem>::DEF.clone()).unwrap();
     assert!(registry_uris(&server).contains("late_prompt"));
     assert!(server.set_prompt_enabled("late_prompt", false));
     assert!(server.remove_prompt("late_prompt"));
@@ -201,16 +202,16 @@ fn two_faced(ctx: &Context, _: serde_json::Map<String, Value>) -> Result<mcp::Ca
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tool_declared_unable_to_ask_is_held_to_it_and_a_macro_tool_without_context_declares_it() {
-    use mcp::ToolItem;
+    use mcp::handler::ToolItem;
     assert!(!<hi as ToolItem>::DEF.can_ask, "no injected parameter: it cannot reach the Context");
     assert!(<chatty as ToolItem>::DEF.can_ask, "it takes the Context");
     assert!(<hits as ToolItem>::DEF.can_ask, "any injected parameter keeps it, the macro cannot tell more");
 
-    let def = mcp::ToolDef::new(
+    let def = mcp::handler::ToolDef::new(
         "two_faced",
         || json!({"type": "object"}),
         || None,
-        mcp::ToolHandler::Blocking(two_faced),
+        mcp::handler::ToolHandler::Blocking(two_faced),
         concat!(file!(), ":", line!()),
     )
     .cannot_ask();

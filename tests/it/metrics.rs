@@ -24,7 +24,7 @@ fn refuse(reason: String) -> Result<String, String> {
 }
 
 /// A tool that fails as the server does: a JSON-RPC error (a hand-written tool answers with one).
-fn crash() -> mcp::ToolDef {
+fn crash() -> mcp::handler::ToolDef {
     fn input() -> serde_json::Value {
         json!({"type": "object"})
     }
@@ -34,7 +34,13 @@ fn crash() -> mcp::ToolDef {
     ) -> Result<mcp::CallToolResult, mcp::Error> {
         Err(mcp::Error::internal("the database is gone"))
     }
-    mcp::ToolDef::new("crash", input, || None, mcp::ToolHandler::Blocking(call), concat!(file!(), ":", line!()))
+    mcp::handler::ToolDef::new(
+        "crash",
+        input,
+        || None,
+        mcp::handler::ToolHandler::Blocking(call),
+        concat!(file!(), ":", line!()),
+    )
 }
 
 /// A greeting prompt.

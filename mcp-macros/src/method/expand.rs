@@ -18,7 +18,7 @@ pub(super) fn emit(method: &Method, item: &Function) -> TokenStream {
         handler::glue(Macro::Method, &quote!(), &mcp, &item.function, &item.params);
     let scopes = Scopes::builder(&method.options.scopes);
     let def = quote! {
-        #mcp::MethodDef::new(#name, #handler, ::core::concat!(::core::file!(), ":", ::core::line!()))
+        #mcp::handler::MethodDef::new(#name, #handler, ::core::concat!(::core::file!(), ":", ::core::line!()))
         #injects
         #scopes
     };

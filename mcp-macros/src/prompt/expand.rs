@@ -25,7 +25,7 @@ pub(super) fn emit(prompt: &Prompt, item: &Function) -> TokenStream {
                 None => quote!(::core::option::Option::None),
             };
             let reader = params::reader(&private, ty, true);
-            Some(quote_spanned!(ty.span()=> #mcp::ArgDef::new(#name, #doc, || (#reader.required)())))
+            Some(quote_spanned!(ty.span()=> #mcp::handler::ArgDef::new(#name, #doc, || (#reader.required)())))
         }
         Param::Injected { .. } | Param::Flattened { .. } => None,
     });
@@ -38,7 +38,7 @@ pub(super) fn emit(prompt: &Prompt, item: &Function) -> TokenStream {
         builder.extend(quote!(.completions(#c)));
     }
     let def = quote! {
-        #mcp::PromptDef::new(
+        #mcp::handler::PromptDef::new(
             #name,
             &[#(#arguments),*],
             #handler,

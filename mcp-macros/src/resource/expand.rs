@@ -55,7 +55,7 @@ pub(super) fn emit(resource: &Resource, item: &Function) -> TokenStream {
         builder.extend(quote!(.cache(#ttl, #mcp::CacheScope::#scope)));
     }
     let def = quote! {
-        #mcp::ResourceDef::#constructor(
+        #mcp::handler::ResourceDef::#constructor(
             #uri,
             #name,
             #handler,

@@ -58,7 +58,7 @@ pub(super) fn emit(tool: &Tool, item: &Function) -> TokenStream {
     .map(|(m, v)| quote!(.#m(#v)))
     .collect();
     if !hints.is_empty() {
-        builder.extend(quote!(.hints(#mcp::Hints::NONE #(#hints)*)));
+        builder.extend(quote!(.hints(#mcp::handler::Hints::NONE #(#hints)*)));
     }
     if let Some(task) = tool.task {
         let support = match task {
@@ -93,7 +93,7 @@ pub(super) fn emit(tool: &Tool, item: &Function) -> TokenStream {
         #call_fn
     };
     let def = quote! {
-        #mcp::ToolDef::built(
+        #mcp::handler::ToolDef::built(
             #name,
             #mcp::handler::InputSchema::Built(__mcp_input_schema),
             #output_schema,

@@ -28,7 +28,8 @@ use crate::Server;
 ///   prompts and state the extension serves, and layers ([`ServerBuilder::layer`]) that see every request.
 ///
 /// ```
-/// use mcp::{Declaration, Era, Extension, MethodItem};
+/// use mcp::{Declaration, Era, Extension};
+/// use mcp::handler::MethodItem;
 /// use serde_json::{json, Value};
 ///
 /// /// Record an audit entry.
@@ -49,7 +50,7 @@ use crate::Server;
 ///     fn declare(&self, _era: Era) -> Declaration {
 ///         Declaration::settings(json!({ "retentionDays": 30 }))
 ///     }
-///     fn methods(&self) -> Vec<mcp::MethodDef> {
+///     fn methods(&self) -> Vec<mcp::handler::MethodDef> {
 ///         vec![record::DEF.clone()]
 ///     }
 /// }

@@ -512,8 +512,8 @@ mod tests {
         fn id(&self) -> &str {
             crate::wire::skills::EXTENSION
         }
-        fn methods(&self) -> Vec<crate::MethodDef> {
-            vec![crate::MethodDef::new("skills/list", crate::MethodHandler::Blocking(self.0), "here")]
+        fn methods(&self) -> Vec<crate::handler::MethodDef> {
+            vec![crate::handler::MethodDef::new("skills/list", crate::handler::MethodHandler::Blocking(self.0), "here")]
         }
     }
 

@@ -16,7 +16,8 @@ pub type MethodHandler = Handler<Value>;
 /// Written by hand, its handler gets the request's `params` object and answers with a JSON object:
 ///
 /// ```
-/// use mcp::{Context, MethodDef, MethodHandler};
+/// use mcp::Context;
+/// use mcp::handler::{MethodDef, MethodHandler};
 /// use serde_json::{json, Map, Value};
 ///
 /// fn stock(_: &Context, params: Map<String, Value>) -> Result<Value, mcp::Error> {

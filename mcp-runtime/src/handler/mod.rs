@@ -1,6 +1,9 @@
-//! What a handler is made of, for definitions written by hand ([`ToolDef`](crate::ToolDef) and the others built at
-//! run time) and for the traits whose methods return a [`BoxFuture`]: the handler's function types, its arguments,
-//! its input schema, and the state its injected parameters need. A `#[mcp::tool]` function names none of it.
+//! Definitions written by hand: what `#[mcp::tool]`, `#[mcp::prompt]`, `#[mcp::resource]` and `#[mcp::method]`
+//! emit, for tools and the others built at run time ([`ToolDef`], [`PromptDef`], [`ResourceDef`], [`MethodDef`], given
+//! to [`ServerBuilder::tool_def`](crate::ServerBuilder::tool_def) or [`Server::add_tool`](crate::Server::add_tool)),
+//! and what they are made of: the handler's function types, its arguments, its input schema, the state its injected
+//! parameters need, and the [`BoxFuture`] that the crate's traits return. A program of attributed functions names
+//! none of it.
 //!
 //! Inside the crate: what generated code emits and the runtime runs, the definitions of tools, prompts, resources
 //! and custom methods, the conversion of their return values, and the URI templates resources match.
@@ -15,5 +18,8 @@ pub(crate) mod tool;
 pub(crate) mod uri_template;
 
 pub use crate::base::future::BoxFuture;
+pub use method::{MethodDef, MethodHandler, MethodItem};
+pub use prompt::{ArgDef, Completer, PromptDef, PromptHandler, PromptItem};
+pub use resource::{Lister, ResourceDef, ResourceHandler, ResourceItem};
 pub use schema::{InputSchema, ObjectSchema, SchemaError};
-pub use tool::{Arguments, Handler, HeaderParam, Injected};
+pub use tool::{Arguments, Handler, HeaderParam, Hints, Injected, ToolDef, ToolHandler, ToolItem};

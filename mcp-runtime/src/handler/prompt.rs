@@ -40,7 +40,8 @@ impl ArgDef {
 /// `#[mcp::prompt]` emits one; it can also be written by hand. The handler gets the arguments as strings:
 ///
 /// ```
-/// use mcp::{ArgDef, Context, GetPromptResult, PromptDef, PromptHandler, PromptMessage};
+/// use mcp::{Context, GetPromptResult, PromptMessage};
+/// use mcp::handler::{ArgDef, PromptDef, PromptHandler};
 /// use serde_json::{Map, Value};
 ///
 /// fn summarise(_: &Context, args: Map<String, Value>) -> Result<GetPromptResult, mcp::Error> {

@@ -24,7 +24,8 @@ pub type Lister = fn(&Context) -> Vec<Resource>;
 /// string arguments:
 ///
 /// ```
-/// use mcp::{Context, ReadResourceResult, ResourceContents, ResourceDef, ResourceHandler};
+/// use mcp::{Context, ReadResourceResult, ResourceContents};
+/// use mcp::handler::{ResourceDef, ResourceHandler};
 /// use serde_json::{Map, Value};
 ///
 /// fn read_note(_: &Context, args: Map<String, Value>) -> Result<ReadResourceResult, mcp::Error> {

@@ -46,7 +46,7 @@ impl std::error::Error for SchemaError {}
 
 /// Builds the input schema of a tool one parameter at a time; the generated glue calls it once per server.
 ///
-/// A hand-written [`ToolDef`](crate::ToolDef) can use it too, in its input schema's function ([`ToolDef::built`](crate::ToolDef::built) with
+/// A hand-written [`ToolDef`](crate::handler::ToolDef) can use it too, in its input schema's function ([`ToolDef::built`](crate::handler::ToolDef::built) with
 /// [`InputSchema::Built`]):
 ///
 /// ```

@@ -52,7 +52,8 @@ pub type Injected = &'static [fn() -> Option<crate::context::state::Requirement>
 /// an [`Error`] for a JSON-RPC error):
 ///
 /// ```
-/// use mcp::{CallToolResult, Content, Context, Hints, ToolDef, ToolHandler};
+/// use mcp::{CallToolResult, Content, Context};
+/// use mcp::handler::{Hints, ToolDef, ToolHandler};
 /// use serde_json::{json, Map, Value};
 ///
 /// fn input() -> Value {
@@ -229,7 +230,7 @@ impl ToolDef {
 /// [`ToolDef::hints`]. A hint left unset is not sent.
 ///
 /// ```
-/// use mcp::Hints;
+/// use mcp::handler::Hints;
 ///
 /// const HINTS: Hints = Hints::NONE.destructive(false).idempotent(true);
 /// assert_eq!(HINTS.idempotent, Some(true));

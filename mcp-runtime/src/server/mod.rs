@@ -69,7 +69,7 @@ inventory::collect!(ResourceRegistration);
 ///
 /// let server = mcp::Server::builder().tool::<hello>().build().unwrap();
 /// let handle = server.clone(); // as a background task would hold it
-/// handle.add_tool(<goodbye as mcp::ToolItem>::DEF.clone()).unwrap();
+/// handle.add_tool(<goodbye as mcp::handler::ToolItem>::DEF.clone()).unwrap();
 /// assert!(handle.set_tool_enabled("hello", false));
 ///
 /// let tools = server.tools_list();

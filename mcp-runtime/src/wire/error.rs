@@ -49,7 +49,7 @@ impl ErrorCode {
 
 /// An error answered to a request: a JSON-RPC error object with a code, a readable message and optional data.
 ///
-/// A custom method, a prompt, a resource or a hand-written [`ToolDef`](crate::ToolDef) that returns `Err(Error)`
+/// A custom method, a prompt, a resource or a hand-written [`ToolDef`](crate::handler::ToolDef) that returns `Err(Error)`
 /// answers with this object. A `#[mcp::tool]` function that returns one gets an `isError` result instead, whose text
 /// is the error's [`Display`](fmt::Display), so that the model sees it.
 ///

@@ -41,7 +41,8 @@ impl TaskSupport {
 /// A server with at least one tool that may run as a task serves the `tasks/*` methods and declares them:
 ///
 /// ```
-/// use mcp::{CallToolResult, Context, TaskOptions, TaskSupport, ToolDef, ToolHandler};
+/// use mcp::{CallToolResult, Context, TaskOptions, TaskSupport};
+/// use mcp::handler::{ToolDef, ToolHandler};
 /// use serde_json::{json, Map, Value};
 ///
 /// fn export(_: &Context, _: Map<String, Value>) -> Result<CallToolResult, mcp::Error> {

@@ -31,7 +31,7 @@ fn restock() -> Result<(), mcp::Error> {
 }
 
 fn main() {
-    use mcp::{MethodItem, PromptItem, ResourceItem, ToolItem};
+    use mcp::handler::{MethodItem, PromptItem, ResourceItem, ToolItem};
     assert_eq!(<order as ToolItem>::DEF.scopes, ["books:write"]);
     assert_eq!(<ask as PromptItem>::DEF.scopes, ["books:read"]);
     assert_eq!(<catalogue as ResourceItem>::DEF.scopes, ["books:read"]);

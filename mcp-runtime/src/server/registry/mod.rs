@@ -511,7 +511,13 @@ mod tests {
             Ok(crate::CallToolResult::success(vec![]))
         }
         let def = |name: &'static str| {
-            ToolDef::new(name, || json!({"type": "object"}), || None, crate::ToolHandler::Blocking(call), "here")
+            ToolDef::new(
+                name,
+                || json!({"type": "object"}),
+                || None,
+                crate::handler::ToolHandler::Blocking(call),
+                "here",
+            )
         };
         let Err(err) = crate::Server::builder().tool_def(def("order book")).build() else { panic!("refused") };
         assert_eq!(err, BuildError::BadToolName { name: "order book".into(), why: "it has ' '".into() });
