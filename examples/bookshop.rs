@@ -169,7 +169,7 @@ async fn cancel_hold(
 ) -> Result<String, HoldError> {
     let question = format!("Release the hold on {title:?}?");
     Ok(match ctx.ask("confirm").elicit::<Confirm>(&question).await {
-        Ok(mcp::Elicitation::Accept(Confirm { confirm: true })) => {
+        Ok(mcp::ask::Elicitation::Accept(Confirm { confirm: true })) => {
             let released = shop.holds(ctx).remove(&title).await?;
             if released {
                 ctx.notify_resource_updated(HOLDS_URI);

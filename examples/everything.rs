@@ -105,7 +105,7 @@ async fn test_sampling(
     prompt: String,
     ctx: &Context,
 ) -> String {
-    let request = mcp::SamplingRequest::new(vec![mcp::SamplingMessage::user(prompt)], 100);
+    let request = mcp::ask::SamplingRequest::new(vec![mcp::ask::SamplingMessage::user(prompt)], 100);
     match ctx.sample(request).await {
         Ok(answer) => format!("LLM response: {}", answer.text().unwrap_or("No response")),
         Err(e) => format!("Sampling not supported or error: {e}"),
@@ -127,11 +127,11 @@ async fn test_elicitation(
     elicit_and_report(ctx, "User response", &message, schema).await
 }
 
-fn action_name(action: mcp::ElicitAction) -> &'static str {
+fn action_name(action: mcp::ask::ElicitAction) -> &'static str {
     match action {
-        mcp::ElicitAction::Accept => "accept",
-        mcp::ElicitAction::Decline => "decline",
-        mcp::ElicitAction::Cancel => "cancel",
+        mcp::ask::ElicitAction::Accept => "accept",
+        mcp::ask::ElicitAction::Decline => "decline",
+        mcp::ask::ElicitAction::Cancel => "cancel",
     }
 }
 
@@ -218,7 +218,7 @@ async fn test_elicitation_sep1330_enums(ctx: &Context) -> String {
 /// Needs the client's sampling capability: without it the request fails with -32021 (2026-07-28)
 #[mcp::tool]
 async fn test_missing_capability(ctx: &Context) -> String {
-    let request = mcp::SamplingRequest::new(vec![mcp::SamplingMessage::user("Say something")], 10);
+    let request = mcp::ask::SamplingRequest::new(vec![mcp::ask::SamplingMessage::user("Say something")], 10);
     match ctx.sample(request).await {
         Ok(answer) => format!("Success: {}", answer.text().unwrap_or_default()),
         Err(e) => format!("Sampling not supported: {e}"),
@@ -235,7 +235,7 @@ struct Proceed {
 #[mcp::tool]
 async fn test_streaming_elicitation(ctx: &Context) -> String {
     match ctx.ask("proceed").elicit::<Proceed>("Continue streaming?").await {
-        Ok(mcp::Elicitation::Accept(Proceed { proceed: true })) => "Streaming complete".into(),
+        Ok(mcp::ask::Elicitation::Accept(Proceed { proceed: true })) => "Streaming complete".into(),
         Ok(_) => "Streaming stopped".into(),
         Err(e) => format!("Elicitation not supported: {e}"),
     }
@@ -273,7 +273,7 @@ struct Name {
 #[mcp::tool]
 async fn test_input_required_result_elicitation(ctx: &Context) -> String {
     match ctx.ask("user_name").elicit::<Name>("What is your name?").await {
-        Ok(mcp::Elicitation::Accept(Name { name })) => format!("Hello, {name}!"),
+        Ok(mcp::ask::Elicitation::Accept(Name { name })) => format!("Hello, {name}!"),
         Ok(_) => "No name given.".into(),
         Err(e) => format!("Elicitation not supported: {e}"),
     }
@@ -282,8 +282,8 @@ async fn test_input_required_result_elicitation(ctx: &Context) -> String {
 /// Asks the client's model a question (key `capital_question`)
 #[mcp::tool]
 async fn test_input_required_result_sampling(ctx: &Context) -> String {
-    let question = mcp::SamplingMessage::user("What is the capital of France?");
-    match ctx.ask("capital_question").sample(mcp::SamplingRequest::new(vec![question], 100)).await {
+    let question = mcp::ask::SamplingMessage::user("What is the capital of France?");
+    match ctx.ask("capital_question").sample(mcp::ask::SamplingRequest::new(vec![question], 100)).await {
         Ok(answer) => format!("The model said: {}", answer.text().unwrap_or_default()),
         Err(e) => format!("Sampling not supported: {e}"),
     }
@@ -310,7 +310,7 @@ async fn test_input_required_result_request_state(ctx: &Context) -> String {
     let carried: Option<String> = ctx.round_state();
     ctx.set_round_state(&"state-ok");
     match ctx.ask("confirm").elicit::<Confirmation>("Please confirm").await {
-        Ok(mcp::Elicitation::Accept(Confirmation { ok })) => {
+        Ok(mcp::ask::Elicitation::Accept(Confirmation { ok })) => {
             format!("confirmed={ok}, {}", carried.as_deref().unwrap_or("state-missing"))
         }
         Ok(_) => "not confirmed".into(),
@@ -321,14 +321,14 @@ async fn test_input_required_result_request_state(ctx: &Context) -> String {
 /// Asks three questions in one round: an elicitation, a sampling request and the roots
 #[mcp::tool]
 async fn test_input_required_result_multiple_inputs(ctx: &Context) -> String {
-    let greeting = mcp::SamplingRequest::new(vec![mcp::SamplingMessage::user("Generate a greeting")], 50);
+    let greeting = mcp::ask::SamplingRequest::new(vec![mcp::ask::SamplingMessage::user("Generate a greeting")], 50);
     let (name, greeting, roots) = tokio::join!(
         ctx.ask("user_name").elicit::<Name>("What is your name?"),
         ctx.ask("greeting").sample(greeting),
         ctx.ask("client_roots").list_roots(),
     );
     let name = match name {
-        Ok(mcp::Elicitation::Accept(Name { name })) => name,
+        Ok(mcp::ask::Elicitation::Accept(Name { name })) => name,
         _ => "someone".into(),
     };
     let greeting = greeting.ok().and_then(|g| g.text().map(str::to_owned)).unwrap_or_default();
@@ -345,12 +345,12 @@ struct Color {
 /// Two rounds: the name first, then the favourite colour
 #[mcp::tool]
 async fn test_input_required_result_multi_round(ctx: &Context) -> String {
-    let Ok(mcp::Elicitation::Accept(Name { name })) =
+    let Ok(mcp::ask::Elicitation::Accept(Name { name })) =
         ctx.ask("step1").elicit::<Name>("Step 1: What is your name?").await
     else {
         return "No name given.".into();
     };
-    let Ok(mcp::Elicitation::Accept(Color { color })) =
+    let Ok(mcp::ask::Elicitation::Accept(Color { color })) =
         ctx.ask("step2").elicit::<Color>("Step 2: What is your favorite color?").await
     else {
         return format!("{name} kept their colour to themselves.");
@@ -362,7 +362,7 @@ async fn test_input_required_result_multi_round(ctx: &Context) -> String {
 #[mcp::tool]
 async fn test_input_required_result_tampered_state(ctx: &Context) -> String {
     match ctx.ask("confirm").elicit::<Confirmation>("Please confirm").await {
-        Ok(mcp::Elicitation::Accept(Confirmation { ok })) => format!("confirmed={ok}"),
+        Ok(mcp::ask::Elicitation::Accept(Confirmation { ok })) => format!("confirmed={ok}"),
         Ok(_) => "not confirmed".into(),
         Err(e) => format!("Elicitation not supported: {e}"),
     }
@@ -373,13 +373,13 @@ async fn test_input_required_result_tampered_state(ctx: &Context) -> String {
 async fn test_input_required_result_capabilities(ctx: &Context) -> String {
     if ctx.client_supports(&["elicitation"]) {
         return match ctx.ask("user_name").elicit::<Name>("What is your name?").await {
-            Ok(mcp::Elicitation::Accept(Name { name })) => format!("Hello, {name}!"),
+            Ok(mcp::ask::Elicitation::Accept(Name { name })) => format!("Hello, {name}!"),
             _ => "No name given.".into(),
         };
     }
     if ctx.client_supports(&["sampling"]) {
-        let question = mcp::SamplingMessage::user("Suggest a name");
-        return match ctx.ask("name_suggestion").sample(mcp::SamplingRequest::new(vec![question], 20)).await {
+        let question = mcp::ask::SamplingMessage::user("Suggest a name");
+        return match ctx.ask("name_suggestion").sample(mcp::ask::SamplingRequest::new(vec![question], 20)).await {
             Ok(answer) => format!("Hello, {}!", answer.text().unwrap_or("stranger")),
             Err(e) => format!("Sampling failed: {e}"),
         };
@@ -542,7 +542,7 @@ struct PromptContext {
 #[mcp::prompt(title = "Prompt With An Input-Required Result")]
 async fn test_input_required_result_prompt(ctx: &Context) -> Result<String, mcp::Error> {
     match ctx.ask("user_context").elicit::<PromptContext>("What context should the prompt use?").await {
-        Ok(mcp::Elicitation::Accept(PromptContext { context })) => Ok(format!("Use this context: {context}")),
+        Ok(mcp::ask::Elicitation::Accept(PromptContext { context })) => Ok(format!("Use this context: {context}")),
         Ok(_) => Ok("Use no particular context.".into()),
         Err(e) => Err(mcp::Error::invalid_params(e.to_string())),
     }
@@ -618,7 +618,7 @@ async fn confirm_delete(
     ctx: &Context,
 ) -> String {
     match ctx.elicit::<DeleteConfirmation>(&format!("Delete {filename}?")).await {
-        Ok(mcp::Elicitation::Accept(DeleteConfirmation { confirm: true })) => format!("Deleted {filename}"),
+        Ok(mcp::ask::Elicitation::Accept(DeleteConfirmation { confirm: true })) => format!("Deleted {filename}"),
         Ok(_) => format!("Kept {filename}"),
         Err(e) => format!("Could not ask: {e}"),
     }
@@ -638,8 +638,8 @@ struct Part {
 #[mcp::tool(task = "required", task_poll_ms = 200)]
 async fn multi_input(ctx: &Context) -> String {
     let (first, second) = tokio::join!(ctx.elicit::<Part>("First part?"), ctx.elicit::<Part>("Second part?"));
-    let name = |part: Result<mcp::Elicitation<Part>, mcp::AskError>| match part {
-        Ok(mcp::Elicitation::Accept(Part { name, confirm })) => {
+    let name = |part: Result<mcp::ask::Elicitation<Part>, mcp::ask::AskError>| match part {
+        Ok(mcp::ask::Elicitation::Accept(Part { name, confirm })) => {
             format!(
                 "{} ({})",
                 name.unwrap_or_default(),
@@ -655,7 +655,7 @@ async fn multi_input(ctx: &Context) -> String {
 #[mcp::tool(task = "required", defer_task, task_poll_ms = 200)]
 async fn test_tool_with_task(ctx: &Context) -> String {
     let name = match ctx.ask("user_name").elicit::<Name>("What is your name?").await {
-        Ok(mcp::Elicitation::Accept(Name { name })) => name,
+        Ok(mcp::ask::Elicitation::Accept(Name { name })) => name,
         Ok(_) => "nobody".into(),
         Err(e) => return format!("Elicitation not supported: {e}"),
     };

@@ -32,12 +32,12 @@
 #![doc(test(attr(deny(warnings))))]
 
 pub mod apps;
+pub mod ask;
 pub mod auth;
 mod base;
 mod builder;
 #[cfg(feature = "client")]
 pub mod client;
-mod client_requests;
 #[cfg(feature = "client")]
 pub mod compose;
 mod context;
@@ -63,9 +63,6 @@ mod wire;
 pub use auth::AuthInfo;
 pub use base::backlog::OutboundLimits;
 pub use base::cancel::{defer, Cancelled, Defer};
-pub use client_requests::{
-    Ask, AskError, ElicitAction, ElicitResult, Elicitation, Root, SamplingMessage, SamplingRequest, SamplingResult,
-};
 pub use context::state::{Requirement, State};
 pub use context::{ClientInfo, Context, Era, FromContext, HttpRequest, RequestMeta};
 pub use metrics::Metrics;

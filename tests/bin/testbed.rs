@@ -263,20 +263,20 @@ struct Approval {
 
 /// Asks the client to approve `what`, always as a task, then answers with the decision.
 #[mcp::tool(task = "required", task_poll_ms = 50)]
-async fn task_approve(what: String, ctx: &Context) -> Result<String, mcp::AskError> {
+async fn task_approve(what: String, ctx: &Context) -> Result<String, mcp::ask::AskError> {
     Ok(match ctx.elicit::<Approval>(&format!("Approve {what}?")).await? {
-        mcp::Elicitation::Accept(Approval { approve: true }) => format!("{what}: approved"),
-        mcp::Elicitation::Accept(_) => format!("{what}: refused"),
+        mcp::ask::Elicitation::Accept(Approval { approve: true }) => format!("{what}: approved"),
+        mcp::ask::Elicitation::Accept(_) => format!("{what}: refused"),
         _ => format!("{what}: no answer"),
     })
 }
 
 /// `task_approve` as a plain `fn`.
 #[mcp::tool(task = "required", task_poll_ms = 50)]
-fn task_approve_blocking(what: String, ctx: &Context) -> Result<String, mcp::AskError> {
+fn task_approve_blocking(what: String, ctx: &Context) -> Result<String, mcp::ask::AskError> {
     Ok(match ctx.elicit_blocking::<Approval>(&format!("Approve {what}?"))? {
-        mcp::Elicitation::Accept(Approval { approve: true }) => format!("{what}: approved"),
-        mcp::Elicitation::Accept(_) => format!("{what}: refused"),
+        mcp::ask::Elicitation::Accept(Approval { approve: true }) => format!("{what}: approved"),
+        mcp::ask::Elicitation::Accept(_) => format!("{what}: refused"),
         _ => format!("{what}: no answer"),
     })
 }
@@ -295,9 +295,9 @@ struct Who {
 
 /// Asks for a name as an ordinary request (2026: input-required rounds), then runs as a task.
 #[mcp::tool(task = "required", defer_task, task_poll_ms = 50)]
-async fn task_after_question(ctx: &Context) -> Result<String, mcp::AskError> {
+async fn task_after_question(ctx: &Context) -> Result<String, mcp::ask::AskError> {
     let name = match ctx.ask("who").elicit::<Who>("Who is it for?").await? {
-        mcp::Elicitation::Accept(Who { name }) => name,
+        mcp::ask::Elicitation::Accept(Who { name }) => name,
         _ => "nobody".into(),
     };
     let before = ctx.task_id().is_some();
@@ -549,39 +549,40 @@ struct Person {
 
 /// Ask the user who they are (form elicitation).
 #[mcp::tool]
-async fn ask_name(ctx: &Context) -> Result<String, mcp::AskError> {
+async fn ask_name(ctx: &Context) -> Result<String, mcp::ask::AskError> {
     Ok(match ctx.elicit::<Person>("Who are you?").await? {
-        mcp::Elicitation::Accept(p) => format!("Hello, {} ({:?})", p.name, p.age),
-        mcp::Elicitation::Decline => "declined".into(),
-        mcp::Elicitation::Cancel => "cancelled".into(),
+        mcp::ask::Elicitation::Accept(p) => format!("Hello, {} ({:?})", p.name, p.age),
+        mcp::ask::Elicitation::Decline => "declined".into(),
+        mcp::ask::Elicitation::Cancel => "cancelled".into(),
     })
 }
 
 /// Ask the user to open a URL (URL elicitation).
 #[mcp::tool]
-async fn ask_url(ctx: &Context) -> Result<String, mcp::AskError> {
+async fn ask_url(ctx: &Context) -> Result<String, mcp::ask::AskError> {
     let action = ctx.elicit_url("Please sign in", "https://example.com/login", "login-1").await?;
     Ok(format!("{action:?}"))
 }
 
 /// Ask the client's model to summarize.
 #[mcp::tool]
-async fn summarize(text: String, ctx: &Context) -> Result<String, mcp::AskError> {
-    let request = mcp::SamplingRequest::new(vec![mcp::SamplingMessage::user(format!("Summarize: {text}"))], 100);
+async fn summarize(text: String, ctx: &Context) -> Result<String, mcp::ask::AskError> {
+    let request =
+        mcp::ask::SamplingRequest::new(vec![mcp::ask::SamplingMessage::user(format!("Summarize: {text}"))], 100);
     let answer = ctx.sample(request).await?;
     Ok(format!("{} said: {}", answer.model, answer.text().unwrap_or("?")))
 }
 
 /// List the client's roots.
 #[mcp::tool]
-async fn roots(ctx: &Context) -> Result<String, mcp::AskError> {
+async fn roots(ctx: &Context) -> Result<String, mcp::ask::AskError> {
     let roots = ctx.list_roots().await?;
     Ok(roots.iter().map(|r| r.uri.as_str()).collect::<Vec<_>>().join(","))
 }
 
 /// Elicit, then keep waiting; prints `NESTED_ABORTED id` when dropped.
 #[mcp::tool]
-async fn nested(ctx: &Context) -> Result<String, mcp::AskError> {
+async fn nested(ctx: &Context) -> Result<String, mcp::ask::AskError> {
     struct Aborted(String, bool);
     impl Drop for Aborted {
         fn drop(&mut self) {
@@ -613,11 +614,11 @@ async fn slow_steps(n: u32, ms: u64, ctx: &Context) -> String {
 /// Ask the user who they are, from a plain function (blocking form elicitation: in the 2026 era the question goes
 /// back in an input_required result).
 #[mcp::tool]
-fn ask_name_blocking(ctx: &Context) -> Result<String, mcp::AskError> {
+fn ask_name_blocking(ctx: &Context) -> Result<String, mcp::ask::AskError> {
     Ok(match ctx.elicit_blocking::<Person>("Who are you?")? {
-        mcp::Elicitation::Accept(p) => format!("Hello, {} ({:?}), from a thread", p.name, p.age),
-        mcp::Elicitation::Decline => "declined".into(),
-        mcp::Elicitation::Cancel => "cancelled".into(),
+        mcp::ask::Elicitation::Accept(p) => format!("Hello, {} ({:?}), from a thread", p.name, p.age),
+        mcp::ask::Elicitation::Decline => "declined".into(),
+        mcp::ask::Elicitation::Cancel => "cancelled".into(),
     })
 }
 
@@ -630,15 +631,15 @@ struct Colour {
 
 /// Two questions in two rounds (keys `name`, then `colour`); counts the rounds before the last in its round state.
 #[mcp::tool]
-async fn interview(topic: String, ctx: &Context) -> Result<String, mcp::AskError> {
+async fn interview(topic: String, ctx: &Context) -> Result<String, mcp::ask::AskError> {
     let rounds: u32 = ctx.round_state().unwrap_or(0);
     ctx.set_round_state(&(rounds + 1));
     let name = match ctx.ask("name").elicit::<Person>("Who are you?").await? {
-        mcp::Elicitation::Accept(p) => p.name,
+        mcp::ask::Elicitation::Accept(p) => p.name,
         _ => "someone".into(),
     };
     let colour = match ctx.ask("colour").elicit::<Colour>(&format!("{name}, your favourite colour?")).await? {
-        mcp::Elicitation::Accept(c) => c.colour,
+        mcp::ask::Elicitation::Accept(c) => c.colour,
         _ => "no colour".into(),
     };
     Ok(format!("{name} likes {colour} ({topic}); earlier rounds: {rounds}"))
@@ -684,9 +685,9 @@ async fn progress_then_sleep(ms: u64, ctx: &Context) -> String {
 
 /// Introduce the user, once they said who they are (asks with the key `who`).
 #[mcp::prompt]
-async fn introduction(ctx: &Context) -> Result<String, mcp::AskError> {
+async fn introduction(ctx: &Context) -> Result<String, mcp::ask::AskError> {
     Ok(match ctx.ask("who").elicit::<Person>("Who are you?").await? {
-        mcp::Elicitation::Accept(p) => format!("Please welcome {}.", p.name),
+        mcp::ask::Elicitation::Accept(p) => format!("Please welcome {}.", p.name),
         _ => "Please welcome our guest.".into(),
     })
 }
@@ -702,7 +703,7 @@ struct Confirm {
 #[mcp::resource(uri = "test://guarded/{name}", mime_type = "text/plain")]
 async fn guarded(name: String, ctx: &Context) -> Result<String, String> {
     match ctx.ask("confirm").elicit::<Confirm>(&format!("Read the note {name}?")).await {
-        Ok(mcp::Elicitation::Accept(Confirm { ok: true })) => Ok(format!("the note {name}")),
+        Ok(mcp::ask::Elicitation::Accept(Confirm { ok: true })) => Ok(format!("the note {name}")),
         Ok(_) => Err(format!("not confirmed: {name} stays closed")),
         Err(e) => Err(e.to_string()),
     }

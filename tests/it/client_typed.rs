@@ -34,9 +34,9 @@ struct Person {
 
 /// Ask the user's name.
 #[mcp::tool]
-async fn who(ctx: &Context) -> Result<String, mcp::AskError> {
+async fn who(ctx: &Context) -> Result<String, mcp::ask::AskError> {
     Ok(match ctx.elicit::<Person>("Who are you?").await? {
-        mcp::Elicitation::Accept(p) => format!("Hello, {}", p.name),
+        mcp::ask::Elicitation::Accept(p) => format!("Hello, {}", p.name),
         _ => "nobody".into(),
     })
 }

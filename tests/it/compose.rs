@@ -329,7 +329,7 @@ struct Confirm {
 #[mcp::tool]
 async fn delete(what: String, ctx: &Context) -> String {
     match ctx.ask("confirm").elicit::<Confirm>(&format!("Delete {what}?")).await {
-        Ok(mcp::Elicitation::Accept(Confirm { confirm: true })) => format!("deleted {what}"),
+        Ok(mcp::ask::Elicitation::Accept(Confirm { confirm: true })) => format!("deleted {what}"),
         Ok(_) => format!("kept {what}"),
         Err(e) => format!("kept {what}: {e}"),
     }

@@ -77,9 +77,9 @@ struct Who {
 
 /// Ask the user's name.
 #[mcp::tool]
-async fn greet(ctx: &Context) -> Result<String, mcp::AskError> {
+async fn greet(ctx: &Context) -> Result<String, mcp::ask::AskError> {
     Ok(match ctx.elicit::<Who>("Who are you?").await? {
-        mcp::Elicitation::Accept(who) => format!("hello {}", who.name),
+        mcp::ask::Elicitation::Accept(who) => format!("hello {}", who.name),
         _ => "no name".into(),
     })
 }

@@ -17,7 +17,7 @@ const LAYERS: &[&[&str]] = &[
     &["entry", "skills", "apps"],
     &["transport", "builder"],
     &["compose"],
-    &["client_requests", "redis", "client"],
+    &["ask", "redis", "client"],
     &["era"],
     &["dispatch"],
     &["task"],

@@ -299,7 +299,7 @@ struct Name {
 /// Asks the client for a name, and greets it.
 async fn greet_by_name(ctx: &Context) -> String {
     match ctx.elicit::<Name>("Your name?").await {
-        Ok(mcp::Elicitation::Accept(n)) => format!("hello {}", n.name),
+        Ok(mcp::ask::Elicitation::Accept(n)) => format!("hello {}", n.name),
         other => format!("no name: {other:?}"),
     }
 }

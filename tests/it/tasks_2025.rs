@@ -793,17 +793,17 @@ struct Approval {
     approve: bool,
 }
 
-fn decision(what: &str, answer: mcp::Elicitation<Approval>) -> String {
+fn decision(what: &str, answer: mcp::ask::Elicitation<Approval>) -> String {
     match answer {
-        mcp::Elicitation::Accept(Approval { approve: true }) => format!("{what}: approved"),
-        mcp::Elicitation::Accept(_) => format!("{what}: refused"),
+        mcp::ask::Elicitation::Accept(Approval { approve: true }) => format!("{what}: approved"),
+        mcp::ask::Elicitation::Accept(_) => format!("{what}: refused"),
         _ => format!("{what}: no answer"),
     }
 }
 
 /// Asks the client to approve `what` once the test allows it (so that a `tasks/result` can be waiting by then).
 #[mcp::tool(task = "required", task_poll_ms = 50)]
-async fn approve_when_told(what: String, ctx: &mcp::Context) -> Result<String, mcp::AskError> {
+async fn approve_when_told(what: String, ctx: &mcp::Context) -> Result<String, mcp::ask::AskError> {
     while !may_ask(&what) {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
@@ -812,7 +812,7 @@ async fn approve_when_told(what: String, ctx: &mcp::Context) -> Result<String, m
 
 /// `approve_when_told` as a plain `fn`.
 #[mcp::tool(task = "required", task_poll_ms = 50)]
-fn approve_when_told_blocking(what: String, ctx: &mcp::Context) -> Result<String, mcp::AskError> {
+fn approve_when_told_blocking(what: String, ctx: &mcp::Context) -> Result<String, mcp::ask::AskError> {
     while !may_ask(&what) {
         std::thread::sleep(Duration::from_millis(10));
     }

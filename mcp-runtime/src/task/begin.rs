@@ -218,7 +218,8 @@ impl crate::context::Context {
     /// request.
     ///
     /// ```
-    /// # use mcp::{Context, Elicitation};
+    /// # use mcp::ask::Elicitation;
+    /// # use mcp::Context;
     /// #[derive(serde::Deserialize, schemars::JsonSchema)]
     /// struct Scope {
     ///     /// The directory to index.
@@ -227,7 +228,7 @@ impl crate::context::Context {
     ///
     /// /// Indexes a directory the user chooses, in the background.
     /// #[mcp::tool(task = "required", defer_task)]
-    /// async fn index(ctx: &Context) -> Result<String, mcp::AskError> {
+    /// async fn index(ctx: &Context) -> Result<String, mcp::ask::AskError> {
     ///     let Elicitation::Accept(scope) = ctx.elicit::<Scope>("What should be indexed?").await? else {
     ///         return Ok("nothing to do".into());
     ///     };

@@ -37,7 +37,8 @@ pub struct ElicitResult {
 /// form) and answers with what they did:
 ///
 /// ```
-/// use mcp::{Context, Elicitation};
+/// use mcp::Context;
+/// use mcp::ask::Elicitation;
 ///
 /// #[derive(serde::Deserialize, schemars::JsonSchema)]
 /// struct Shipping {
@@ -49,7 +50,7 @@ pub struct ElicitResult {
 ///
 /// /// Order a book, asking where to send it.
 /// #[mcp::tool]
-/// async fn order(title: String, ctx: &Context) -> Result<String, mcp::AskError> {
+/// async fn order(title: String, ctx: &Context) -> Result<String, mcp::ask::AskError> {
 ///     Ok(match ctx.elicit::<Shipping>(&format!("Where should {title:?} go?")).await? {
 ///         Elicitation::Accept(Shipping { address, gift }) => {
 ///             format!("Sending {title:?} to {address}{}.", if gift == Some(true) { ", wrapped" } else { "" })

@@ -33,11 +33,12 @@ impl SamplingMessage {
 /// [`Context::sample`](crate::Context::sample).
 ///
 /// ```
-/// use mcp::{Context, SamplingMessage, SamplingRequest};
+/// use mcp::Context;
+/// use mcp::ask::{SamplingMessage, SamplingRequest};
 ///
 /// /// Summarize a note in one sentence, with the client's model.
 /// #[mcp::tool]
-/// async fn summarize(note: String, ctx: &Context) -> Result<String, mcp::AskError> {
+/// async fn summarize(note: String, ctx: &Context) -> Result<String, mcp::ask::AskError> {
 ///     let request = SamplingRequest::new(vec![SamplingMessage::user(format!("Summarize:\n\n{note}"))], 200)
 ///         .system_prompt("Answer with one sentence.");
 ///     let answer = ctx.sample(request).await?;
