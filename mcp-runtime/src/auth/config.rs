@@ -1,5 +1,5 @@
 //! The configuration of a server's authorization ([`Authorization`], [`Dpop`]) and what it builds: the
-//! [`Guard`](super::guard::Guard) that checks requests, with the built-in verifiers behind it.
+//! [`Guard`] that checks requests, with the built-in verifiers behind it.
 
 use std::fmt;
 use std::sync::Arc;

@@ -20,30 +20,21 @@ impl ServerBuilder {
     /// Builds the server, one step per part: its info and `requestState` sealer, the registry (with the mounts'
     /// items), the custom methods, the extensions, the handlers' state checked, the capabilities of each era; then
     /// the server, whose watchers and followers start.
-    pub(super) fn build_with(self, mut extensions: Vec<Box<dyn extension::Extension>>) -> Result<Server, BuildError> {
+    pub(super) fn build_with(
+        mut self,
+        mut extensions: Vec<Box<dyn extension::Extension>>,
+    ) -> Result<Server, BuildError> {
         if let Some(type_name) = self.duplicate_state {
             return Err(BuildError::DuplicateState { type_name });
         }
-        let info = server_info(self.info.or(self.default_info), self.name, self.version);
+        let info = server_info(self.info.take().or(self.default_info.take()), self.name.take(), self.version.take());
         let info_value = serde_json::to_value(&info).expect("server info serializes");
         if let Some(metrics) = &self.metrics {
             metrics.serves(&info.name, &info.version);
         }
         let cache = self.cache.unwrap_or_default();
         let sealer = sealer(&self.state_keys, self.shared)?;
-        let mut registry = Registry::new(self.page_size.unwrap_or(DEFAULT_PAGE_SIZE), extra_2026(&info_value, cache));
-        registry.nullable_options = self.nullable_options;
-        registry.tool_meta = self.tool_meta;
-        registry.resource_meta = self.resource_meta;
-        for def in self.tools {
-            registry.insert_tool(def)?;
-        }
-        for def in self.prompts {
-            registry.insert_prompt(def)?;
-        }
-        for def in self.resources {
-            registry.insert_resource(def)?;
-        }
+        let mut registry = self.registry(extra_2026(&info_value, cache))?;
         #[cfg(feature = "client")]
         let composer = crate::compose::Composer::build(self.mounts, &mut registry)?;
         registry.paginate();
@@ -87,10 +78,7 @@ impl ServerBuilder {
                     capabilities,
                     visibility: self.visibility,
                     tasks_enabled,
-                    capture_tool_content: self.capture_tool_content.unwrap_or_else(|| {
-                        std::env::var("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT")
-                            .is_ok_and(|v| v.eq_ignore_ascii_case("true"))
-                    }),
+                    capture_tool_content: self.capture_tool_content.unwrap_or_else(capture_from_env),
                 },
                 Limits {
                     max_message_bytes: self.max_message_bytes.unwrap_or(DEFAULT_MAX_MESSAGE_BYTES),
@@ -138,6 +126,24 @@ impl ServerBuilder {
             f(server.clone());
         }
         Ok(server)
+    }
+
+    /// The registry of the builder's tools, prompts and resources, checked (the mounts' join it afterwards).
+    fn registry(&mut self, extra_2026: serde_json::Map<String, Value>) -> Result<Registry, BuildError> {
+        let mut registry = Registry::new(self.page_size.unwrap_or(DEFAULT_PAGE_SIZE), extra_2026);
+        registry.nullable_options = self.nullable_options;
+        registry.tool_meta = std::mem::take(&mut self.tool_meta);
+        registry.resource_meta = std::mem::take(&mut self.resource_meta);
+        for def in std::mem::take(&mut self.tools) {
+            registry.insert_tool(def)?;
+        }
+        for def in std::mem::take(&mut self.prompts) {
+            registry.insert_prompt(def)?;
+        }
+        for def in std::mem::take(&mut self.resources) {
+            registry.insert_resource(def)?;
+        }
+        Ok(registry)
     }
 }
 
@@ -322,4 +328,10 @@ fn watch(server: &Server) {
             redis.health()
         }));
     }
+}
+
+/// Whether tool calls' arguments and results go on their spans when the builder does not say:
+/// `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`, the OpenTelemetry conventions' switch.
+fn capture_from_env() -> bool {
+    std::env::var("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT").is_ok_and(|v| v.eq_ignore_ascii_case("true"))
 }

@@ -1,5 +1,5 @@
 //! The handshake: `server/discover` (2026-07-28) or `initialize` (2025-11-25), as the era choice says, and what the
-//! server told about itself ([`Session`]).
+//! server told about itself ([`Negotiated`]).
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -228,7 +228,7 @@ impl Mounted {
     }
 }
 
-/// The mounts of a server and where each served name goes: a part of the server ([`ServerInner::parts`]).
+/// The mounts of a server and where each served name goes: a part of the server ([`ServerInner::parts`](crate::server::ServerInner::parts)).
 pub(crate) struct Composer {
     mounts: Vec<Arc<Mounted>>,
     routes: RwLock<Routes>,

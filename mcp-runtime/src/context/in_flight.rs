@@ -45,7 +45,7 @@ pub(crate) struct InFlight {
     pub timing: Option<crate::metrics::Timing>,
 }
 
-/// What a request's era adds to it, as its [`Context`] and the dispatcher see it: how its logs are gated, and
+/// What a request's era adds to it, as its [`Context`](crate::Context) and the dispatcher see it: how its logs are gated, and
 /// whether the handler can be interrupted (a 2026 question ends the round). The era fronts implement it (the 2025
 /// session's log level, the 2026 round of questions); only they know what is behind it.
 pub(crate) trait RequestEra: Send + Sync + 'static {
@@ -82,7 +82,7 @@ impl dyn RequestEra {
     }
 }
 
-/// A request that became a task, as its [`Context`] sees it (the task engine's run of it).
+/// A request that became a task, as its [`Context`](crate::Context) sees it (the task engine's run of it).
 pub(crate) trait TaskRoute: Send + Sync + 'static {
     /// The task's id.
     fn id(&self) -> &str;
@@ -92,7 +92,7 @@ pub(crate) trait TaskRoute: Send + Sync + 'static {
     fn into_any(self: Arc<Self>) -> Arc<dyn Any + Send + Sync>;
 }
 
-/// The connection a request came on, as the request's [`Context`] sees it. The dispatcher's `Connection` is the one
+/// The connection a request came on, as the request's [`Context`](crate::Context) sees it. The dispatcher's `Connection` is the one
 /// there is; a trait here so that the context knows nothing above it.
 pub(crate) trait Link: Send + Sync + 'static {
     /// The server that serves the connection (a `Server`: `Context::server`, which lives with the server, reads it).

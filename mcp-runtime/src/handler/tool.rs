@@ -107,7 +107,7 @@ pub struct ToolDef {
     /// Whether (and how) it runs as a task.
     pub task: crate::wire::task::TaskOptions,
     /// Whether the handler may ask the client something mid-call (elicitation, sampling, roots) through its
-    /// [`Context`](crate::Context). True unless declared otherwise with [`ToolDef::cannot_ask`]; `#[mcp::tool]`
+    /// [`Context`]. True unless declared otherwise with [`ToolDef::cannot_ask`]; `#[mcp::tool]`
     /// declares it for a function that takes no injected parameter. A 2026-07-28 call to a tool that cannot ask
     /// keeps no copy of its arguments for the `requestState` an `input_required` result would be bound to.
     pub can_ask: bool,

@@ -41,7 +41,7 @@ impl EncodeLabelSet for Operation {
 }
 
 /// A label set of `operations` by the addresses of its names (a method, a tool the server serves, `_OTHER`, a
-/// protocol version), for [`Inner::seen`]. Two keys for one label set (the same name at two addresses) find the same
+/// protocol version), for `Inner::seen` (`metrics/mod.rs`). Two keys for one label set (the same name at two addresses) find the same
 /// histogram; a name made at run time (a relayed tool's) is held by its entry, so that its address is not reused by
 /// other text while the entry lives.
 #[derive(Clone, Copy, Debug, Hash, PartialEq, Eq)]
@@ -236,7 +236,7 @@ impl Ended {
         matches!(code, -32700 | -32600 | -32601 | -32602 | -32002)
     }
 
-    /// As one number, for [`Timing::ended`]: never 0.
+    /// As one number, for [`Timing::ended`](super::timing::Timing::ended): never 0.
     pub(super) fn encode(self) -> u64 {
         match self {
             Ended::Result { tool_error } => 1 + u64::from(tool_error),
