@@ -81,11 +81,13 @@ def main():
     ap.add_argument("--connections", type=int, default=4)
     ap.add_argument("--seconds", type=int, default=4)
     ap.add_argument("--top", type=int, default=0, help="also list the costliest functions (inclusive), per request")
+    ap.add_argument("--testbed", default=os.path.join(ROOT, "target", "release", "testbed"),
+                    help="our server's binary (a build of another commit, to compare)")
     args = ap.parse_args()
 
     port = free_port()
     if args.server == "ours":
-        server = [os.path.join(ROOT, "target", "release", "testbed"), "--http", f"127.0.0.1:{port}"]
+        server = [args.testbed, "--http", f"127.0.0.1:{port}"]
     else:
         server = [os.path.join(TOOLS, "floor"), "http", str(port)]
     mcpload = os.path.join(TOOLS, "mcpload")

@@ -13,9 +13,9 @@
 
 use std::time::Duration;
 
-use mcp::handler::{ToolDef, ToolHandler};
+use mcp::handler::{Arguments, ToolDef, ToolHandler};
 use mcp::{CallToolResult, Content, Context, PromptMessage, ResourceContents, TaskOptions, TaskSupport};
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 /// A 1x1 red PNG.
 const IMAGE: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==";
@@ -430,10 +430,10 @@ fn json_schema_2020_12_input() -> Value {
     })
 }
 
-fn json_schema_2020_12_call(_: &Context, args: Map<String, Value>) -> Result<CallToolResult, mcp::Error> {
+fn json_schema_2020_12_call(_: &Context, args: Arguments) -> Result<CallToolResult, mcp::Error> {
     Ok(CallToolResult::success(vec![Content::text(format!(
         "JSON Schema 2020-12 tool called with: {}",
-        Value::Object(args)
+        Value::Object(args.into_map())
     ))]))
 }
 
@@ -599,7 +599,7 @@ async fn failing_job() -> Result<String, String> {
 }
 
 /// Fails with a protocol error (a task that ends `failed`)
-fn protocol_error_job(_: &Context, _: Map<String, Value>) -> Result<CallToolResult, mcp::Error> {
+fn protocol_error_job(_: &Context, _: Arguments) -> Result<CallToolResult, mcp::Error> {
     std::thread::sleep(Duration::from_millis(300));
     Err(mcp::Error::internal("protocol_error_job failed on purpose"))
 }

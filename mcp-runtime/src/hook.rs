@@ -21,7 +21,7 @@ use serde_json::{Map, Value};
 
 use crate::base::future::BoxFuture;
 use crate::context::{Context, RequestMeta};
-use crate::handler::tool::ToolDef;
+use crate::handler::tool::{Arguments, ToolDef};
 use crate::wire::error::Error;
 
 /// What a hook keeps of a call it claims: anything of its own, read back with [`Context::claim`].
@@ -32,8 +32,11 @@ pub type Claim = Box<dyn Any + Send + Sync>;
 pub struct ToolCall<'a> {
     /// The tool's definition: its name, its task settings, its scopes, ...
     pub tool: &'a ToolDef,
-    /// The request's `params`: `name`, `arguments`, and members of an extension's own (the 2025-11-25 `task`).
+    /// The request's `params` but its `arguments`: `name`, `_meta`, and members of an extension's own (the
+    /// 2025-11-25 `task`).
     pub params: &'a Map<String, Value>,
+    /// The tool's arguments ([`Arguments::as_map`] reads them as values).
+    pub arguments: &'a Arguments,
     /// The request's metadata: its era, the client and the extensions it declared, `_meta`, the HTTP request.
     pub meta: &'a RequestMeta,
 }

@@ -245,7 +245,7 @@ pub mod __fuzz {
     ) -> Result<(), Error> {
         let mut params = params.cloned();
         let envelope = crate::wire::jsonrpc::split_params(&mut params);
-        crate::transport::http::check_http_headers(headers, method, (params.as_ref(), envelope.as_ref()), server)
+        crate::transport::http::check_http_headers(headers, method, (params.as_ref(), envelope.as_ref(), None), server)
     }
 
     /// The lists whose pages cursors name.

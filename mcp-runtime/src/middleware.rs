@@ -67,6 +67,7 @@ use tower::{Layer, Service, ServiceExt};
 
 use crate::base::future::BoxFuture;
 use crate::context::{Context, RequestMeta};
+use crate::handler::tool::Arguments;
 use crate::wire::error::{Error, ErrorCode};
 use crate::wire::jsonrpc::RequestId;
 use crate::wire::protocol::WireResult;
@@ -82,20 +83,20 @@ pub type Next = BoxCloneSyncService<Request, Response, BoxError>;
 pub struct Request {
     method: &'static str,
     name: crate::base::name::Name,
-    arguments: Map<String, Value>,
+    arguments: Arguments,
     ctx: Context,
     run: Option<Run>,
 }
 
 /// What serves the request at the bottom of the stack: the handler (or a result already made), given the
 /// arguments as the layers left them.
-pub(crate) type Run = Box<dyn FnOnce(Map<String, Value>) -> BoxFuture<'static, Response> + Send>;
+pub(crate) type Run = Box<dyn FnOnce(Arguments) -> BoxFuture<'static, Response> + Send>;
 
 impl Request {
     pub(crate) fn new(
         method: &'static str,
         name: crate::base::name::Name,
-        arguments: Map<String, Value>,
+        arguments: Arguments,
         ctx: Context,
         run: Run,
     ) -> Request {
@@ -122,12 +123,12 @@ impl Request {
     /// The arguments the handler will read: a tool's `arguments`, a prompt's, a resource template's variables
     /// (as strings), a custom method's `params`; a list's `params` (its `cursor`).
     pub fn arguments(&self) -> &Map<String, Value> {
-        &self.arguments
+        self.arguments.as_map()
     }
 
     /// The arguments, for a layer that changes them.
     pub fn arguments_mut(&mut self) -> &mut Map<String, Value> {
-        &mut self.arguments
+        self.arguments.as_map_mut()
     }
 
     /// The request's metadata: its era, the client, `_meta`, and on HTTP its headers and the caller

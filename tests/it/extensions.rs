@@ -198,8 +198,8 @@ struct Receipt {
 }
 
 /// A hook on `tools/call`: it claims calls that ask for a receipt (`"receipt": true` beside `arguments`), refuses
-/// a receipt for a tool that cannot give one, and counts the claimed calls it began (one that asks
-/// `"receipt": "late"` it refuses when it begins).
+/// a receipt for a tool that cannot give one or for a secret (`"text": "secret"` in the arguments), and counts the
+/// claimed calls it began (one that asks `"receipt": "late"` it refuses when it begins).
 struct Receipts {
     begun: Arc<AtomicUsize>,
 }
@@ -213,6 +213,10 @@ impl mcp::hook::ToolCallHook for Receipts {
         };
         if call.tool.name == "nap" {
             return Err(mcp::Error::invalid_params("nap gives no receipts"));
+        }
+        // The arguments, which a tool call keeps as the text it was sent as, read as values.
+        if call.arguments.as_map().get("text") == Some(&json!("secret")) {
+            return Err(mcp::Error::invalid_params("no receipts for secrets"));
         }
         Ok(Some(Box::new(Receipt { tool: call.tool.name.clone(), refuse_at_begin })))
     }
@@ -279,6 +283,10 @@ async fn an_extensions_hook_claims_refuses_and_begins_tool_calls_in_both_eras() 
             .call(4, "tools/call", json!({"name": "stamped", "arguments": {"text": "hi"}, "receipt": "late"}))
             .await;
         assert_eq!(late["error"]["message"], "the receipt printer is out of paper", "{era}: {late}");
+        let secret = session
+            .call(6, "tools/call", json!({"name": "stamped", "arguments": {"text": "secret"}, "receipt": true}))
+            .await;
+        assert_eq!(secret["error"]["message"], "no receipts for secrets", "{era}: {secret}");
     }
     assert_eq!(begun.load(Ordering::SeqCst), 2, "one claimed call began in each era");
     // A task call is the Tasks hook's, which is asked first.

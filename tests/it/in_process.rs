@@ -195,7 +195,7 @@ fn on_start_gets_the_server_and_prompts_and_resources_come_and_go_while_it_runs(
 }
 
 /// Says it never asks the client anything, then asks.
-fn two_faced(ctx: &Context, _: serde_json::Map<String, Value>) -> Result<mcp::CallToolResult, mcp::Error> {
+fn two_faced(ctx: &Context, _: mcp::handler::Arguments) -> Result<mcp::CallToolResult, mcp::Error> {
     let answer = ctx.elicit_blocking::<Value>("Who are you?");
     Ok(mcp::CallToolResult::success(vec![mcp::Content::text(format!("{answer:?}"))]))
 }

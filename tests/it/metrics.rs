@@ -28,10 +28,7 @@ fn crash() -> mcp::handler::ToolDef {
     fn input() -> serde_json::Value {
         json!({"type": "object"})
     }
-    fn call(
-        _: &mcp::Context,
-        _: serde_json::Map<String, serde_json::Value>,
-    ) -> Result<mcp::CallToolResult, mcp::Error> {
+    fn call(_: &mcp::Context, _: mcp::handler::Arguments) -> Result<mcp::CallToolResult, mcp::Error> {
         Err(mcp::Error::internal("the database is gone"))
     }
     mcp::handler::ToolDef::new(

@@ -506,7 +506,7 @@ mod tests {
     }
 
     /// A `skills/list` of the test's own, for what a broken server does: its pages as `page` makes them.
-    struct Listing(fn(&crate::Context, serde_json::Map<String, Value>) -> Result<Value, crate::Error>);
+    struct Listing(fn(&crate::Context, crate::handler::Arguments) -> Result<Value, crate::Error>);
 
     impl crate::Extension for Listing {
         fn id(&self) -> &str {
@@ -518,7 +518,7 @@ mod tests {
     }
 
     async fn listing(
-        page: fn(&crate::Context, serde_json::Map<String, Value>) -> Result<Value, crate::Error>,
+        page: fn(&crate::Context, crate::handler::Arguments) -> Result<Value, crate::Error>,
     ) -> Result<Vec<SkillEntry>, Error> {
         let server = crate::Server::builder().extension(Listing(page)).build().unwrap();
         crate::client::Client::in_process(server).await.unwrap().list_skills().await
@@ -529,7 +529,7 @@ mod tests {
         // A second entry of one URI and an entry without its files are left out; a cursor given before ends it.
         let repeating = listing(|_, params| {
             let honest = serde_json::to_value(honest()).unwrap();
-            if params.get("cursor").is_some() {
+            if params.as_map().get("cursor").is_some() {
                 return Ok(json!({ "skills": [honest], "nextCursor": "again" }));
             }
             let broken = json!({"uri": "skill://b/SKILL.md", "frontmatter": {"name": "b", "description": "c"}});
@@ -539,7 +539,8 @@ mod tests {
         assert_eq!(listed, [honest()]);
         // A listing that never ends is given up.
         let endless = listing(|_, params| {
-            let n = params.get("cursor").and_then(Value::as_str).and_then(|c| c.parse::<u64>().ok()).unwrap_or(0);
+            let n =
+                params.as_map().get("cursor").and_then(Value::as_str).and_then(|c| c.parse::<u64>().ok()).unwrap_or(0);
             Ok(json!({ "skills": [], "nextCursor": (n + 1).to_string() }))
         });
         assert!(matches!(endless.await, Err(Error::Protocol(why)) if why.contains("256 pages")));

@@ -107,7 +107,7 @@ pub(super) fn relay_tool(ctx: &Context, args: Arguments) -> BoxFuture<'_, Result
         let client = mounted.client().await?;
         let progress = ctx.clone();
         let call = client
-            .call_tool(&name, Value::Object(args))
+            .call_tool(&name, Value::Object(args.into_map()))
             .timeout(mounted.shared().timeout)
             .on_progress(move |p| {
                 relayed(progress.server(), "progress");
@@ -147,7 +147,9 @@ pub(super) fn relay_prompt(ctx: &Context, args: Arguments) -> BoxFuture<'_, Resu
             .prompt(ctx.name())
             .ok_or_else(|| Error::invalid_params(format!("unknown prompt: {}", ctx.name())))?;
         let client = mounted.client().await?;
-        match asking(ctx, client.get_prompt(&name, Value::Object(args)).timeout(mounted.shared().timeout)).await {
+        match asking(ctx, client.get_prompt(&name, Value::Object(args.into_map())).timeout(mounted.shared().timeout))
+            .await
+        {
             Ok(result) => adopt(result.raw, "prompts/get"),
             Err(e) => Err(mounted.error(Some(&client), e).await),
         }
@@ -173,7 +175,7 @@ pub(super) fn relay_method(ctx: &Context, args: Arguments) -> BoxFuture<'_, Resu
         let index = composer.routes.read_locked().methods.get(ctx.name()).copied();
         let mounted = index.map(|i| composer.mounts[i].clone()).ok_or_else(|| Error::method_not_found(ctx.name()))?;
         let client = mounted.client().await?;
-        let call = client.request(ctx.name(), Value::Object(args)).timeout(mounted.shared().timeout);
+        let call = client.request(ctx.name(), Value::Object(args.into_map())).timeout(mounted.shared().timeout);
         match asking(ctx, call).await {
             Ok(result) => adopt(result, ctx.name()),
             Err(e) => Err(mounted.error(Some(&client), e).await),
@@ -186,7 +188,7 @@ pub(super) fn relay_method(ctx: &Context, args: Arguments) -> BoxFuture<'_, Resu
 pub(crate) fn relay_completion(ctx: &Context, args: Arguments) -> BoxFuture<'_, Result<Value, Error>> {
     Box::pin(async move {
         let composer = composer(ctx)?;
-        let mut reference = args.get("ref").cloned().unwrap_or(Value::Null);
+        let mut reference = args.as_map().get("ref").cloned().unwrap_or(Value::Null);
         let mounted = match reference["type"].as_str() {
             Some("ref/prompt") => {
                 let (mounted, upstream) = composer
@@ -199,8 +201,9 @@ pub(crate) fn relay_completion(ctx: &Context, args: Arguments) -> BoxFuture<'_, 
                 .template(ctx.name())
                 .ok_or_else(|| Error::invalid_params(format!("unknown resource template: {}", ctx.name())))?,
         };
-        let mut params = json!({ "ref": reference, "argument": args.get("argument").cloned().unwrap_or(Value::Null) });
-        if let Some(context) = args.get("context") {
+        let mut params =
+            json!({ "ref": reference, "argument": args.as_map().get("argument").cloned().unwrap_or(Value::Null) });
+        if let Some(context) = args.as_map().get("context") {
             params["context"] = context.clone();
         }
         let client = mounted.client().await?;

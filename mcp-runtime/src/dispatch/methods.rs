@@ -15,8 +15,8 @@ use crate::wire::error::Error;
 /// `arguments` of a call: an object, or nothing.
 fn arguments(params: &mut Map<String, Value>, what: &str) -> Result<Arguments, Error> {
     match params.remove("arguments") {
-        None | Some(Value::Null) => Ok(Map::new()),
-        Some(Value::Object(m)) => Ok(m),
+        None | Some(Value::Null) => Ok(Arguments::default()),
+        Some(Value::Object(m)) => Ok(Arguments::from(m)),
         Some(_) => Err(Error::invalid_params(format!("`arguments` must be {what}"))),
     }
 }
@@ -24,7 +24,7 @@ fn arguments(params: &mut Map<String, Value>, what: &str) -> Result<Arguments, E
 pub(super) fn call_tool(
     server: &Server,
     found: Option<std::sync::Arc<crate::handler::tool::ToolDef>>,
-    params: &mut Map<String, Value>,
+    (params, text): (&mut Map<String, Value>, Option<Box<serde_json::value::RawValue>>),
     meta: &RequestMeta,
 ) -> Result<(Call<crate::CallToolResult>, Option<crate::hook::Claimed>), Error> {
     let name = match params.get("name") {
@@ -36,12 +36,15 @@ pub(super) fn call_tool(
     else {
         return Err(Error::invalid_params(format!("unknown tool: {name}")));
     };
+    let arguments = match text {
+        Some(text) => Arguments::from_text(text),
+        None => arguments(params, "an object")?,
+    };
     // An extension may take the call up (Tasks: a task); most servers have no hook.
     let claimed = crate::hook::claim(
         &server.inner.handlers().tool_call_hooks,
-        &crate::hook::ToolCall { tool: &def, params, meta },
+        &crate::hook::ToolCall { tool: &def, params, arguments: &arguments, meta },
     )?;
-    let arguments = arguments(params, "an object")?;
     Ok((
         Call {
             method: "tools/call",
@@ -96,7 +99,7 @@ pub(super) fn read_resource(
         method: "resources/read",
         name: def.name.clone(),
         work: Work::Handler(def.handler),
-        arguments,
+        arguments: Arguments::from(arguments),
         kind: ResultKind::Read,
     })
 }
@@ -172,7 +175,7 @@ pub(super) fn complete_argument(
 /// by offset.
 pub(super) fn list_resources(ctx: &Context, mut args: Arguments) -> Result<Value, Error> {
     let registry = ctx.server().registry();
-    let offset = match args.remove("cursor") {
+    let offset = match args.as_map_mut().remove("cursor") {
         None | Some(Value::Null) => 0,
         Some(Value::String(c)) => crate::server::registry::decode_cursor(ListKind::Resources, &c)?,
         Some(c) => return Err(Error::invalid_params(format!("invalid cursor {c}: cursors are strings"))),

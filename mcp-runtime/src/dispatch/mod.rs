@@ -57,6 +57,9 @@ pub(crate) struct Request {
     pub id: RequestId,
     pub method: String,
     pub params: Map<String, Value>,
+    /// A `tools/call`'s `arguments`, kept as text (when they came as an object and were read by
+    /// [`Incoming::parse`](crate::wire::jsonrpc::Incoming::parse)); otherwise they are in `params`.
+    pub arguments: Option<Box<serde_json::value::RawValue>>,
     pub meta: RequestMeta,
     pub era: EraState,
     /// A `tools/call`'s tool, when the front found it already.
@@ -130,7 +133,7 @@ pub(crate) fn answer_front(
         method,
         name: Name::new(method),
         work: Work::Front(Box::new(move || answer().map(ListResult::Value))),
-        arguments,
+        arguments: Arguments::from(arguments),
         kind: ResultKind::Encoded,
     };
     let request = Arc::new(InFlight::new(id.clone(), meta, conn.clone(), origin.sink.clone(), era));
@@ -151,7 +154,7 @@ pub(crate) fn dispatch(conn: &Arc<Connection>, request: Request, origin: &Origin
 /// [`dispatch`], recording what it answers itself in the server's metrics when `MEASURED`.
 fn serve<const MEASURED: bool>(conn: &Arc<Connection>, request: Request, origin: &Origin) -> Option<()> {
     let server = conn.server().clone();
-    let Request { id, method, mut params, mut meta, era, tool } = request;
+    let Request { id, method, mut params, arguments, mut meta, era, tool } = request;
     meta.http = origin.http.clone();
     // With metrics: when it arrived, for a request answered here (inline, or refused); a handler's run times its own.
     let arrived = MEASURED.then(std::time::Instant::now);
@@ -183,7 +186,7 @@ fn serve<const MEASURED: bool>(conn: &Arc<Connection>, request: Request, origin:
             method: name,
             name: Name::new(name),
             work: Work::Ready(Box::new(result)),
-            arguments: params,
+            arguments: Arguments::from(params),
             kind: ResultKind::Encoded,
         };
         conn.start(state(id.clone(), meta, era, call.name.clone()), call)
@@ -215,12 +218,12 @@ fn serve<const MEASURED: bool>(conn: &Arc<Connection>, request: Request, origin:
                 method: "resources/list",
                 name: Name::new("resources/list"),
                 work: Work::Handler(Handler::Blocking(list_resources)),
-                arguments: params,
+                arguments: Arguments::from(params),
                 kind: ResultKind::List,
             };
             conn.start(state(id.clone(), meta, era, call.name.clone()), call)
         }
-        "tools/call" => call_tool(&server, tool, &mut params, &meta)
+        "tools/call" => call_tool(&server, tool, (&mut params, arguments), &meta)
             .and_then(|(call, claimed)| {
                 let request = state(id.clone(), meta, era, call.name.clone());
                 if let Some(claimed) = claimed {
@@ -245,7 +248,7 @@ fn serve<const MEASURED: bool>(conn: &Arc<Connection>, request: Request, origin:
                     method: "completion/complete",
                     name,
                     work: Work::Handler(handler),
-                    arguments: params,
+                    arguments: Arguments::from(params),
                     kind: ResultKind::Plain,
                 };
                 conn.start(state(id.clone(), meta, era, call.name.clone()), call)
@@ -271,7 +274,7 @@ fn serve<const MEASURED: bool>(conn: &Arc<Connection>, request: Request, origin:
                     method: name,
                     name: Name::new(name),
                     work: Work::Handler(handler),
-                    arguments: params,
+                    arguments: Arguments::from(params),
                     kind: ResultKind::Plain,
                 };
                 conn.start(state(id.clone(), meta, era, call.name.clone()), call)

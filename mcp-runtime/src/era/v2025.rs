@@ -25,6 +25,7 @@ use crate::wire::jsonrpc::Frame;
 use crate::wire::jsonrpc::{self, Incoming, RequestId};
 use crate::wire::protocol::{InitializeParams, LogLevel, SUPPORTED_PROTOCOL_VERSIONS, VERSION_2025};
 use crate::wire::task::TaskSupport;
+use serde_json::value::RawValue;
 
 /// What the transport does with a session whose record changed.
 type OnChanged = Box<dyn Fn(&Session) + Send + Sync>;
@@ -201,9 +202,9 @@ impl Session {
             }
         };
         match message {
-            Incoming::Request { id, method, mut params, envelope } => {
+            Incoming::Request { id, method, mut params, envelope, arguments } => {
                 restore(&mut params, envelope);
-                self.handle_request(id, method, params, origin)
+                self.handle_request(id, method, (params, arguments), origin)
             }
             Incoming::Notification { method, mut params, envelope } => {
                 restore(&mut params, envelope);
@@ -218,7 +219,14 @@ impl Session {
         }
     }
 
-    fn handle_request(self: &Arc<Self>, id: RequestId, method: String, params: Option<Value>, origin: &Origin) {
+    /// A request: its `params`, and a `tools/call`'s `arguments` kept as text.
+    fn handle_request(
+        self: &Arc<Self>,
+        id: RequestId,
+        method: String,
+        (params, arguments): (Option<Value>, Option<Box<RawValue>>),
+        origin: &Origin,
+    ) {
         // What this front answers itself goes through the server's layers (if any) as every request does.
         let front =
             |method: &'static str, params: Option<Value>, answer: Box<dyn FnOnce(Option<Value>) -> _ + Send>| {
@@ -282,7 +290,7 @@ impl Session {
                 };
                 let meta = self.request_meta(take_meta(&mut params));
                 let era = self.log_level.clone();
-                let request = Request { id: id.clone(), method, params, meta, era, tool: None };
+                let request = Request { id: id.clone(), method, params, arguments, meta, era, tool: None };
                 let method_name = request.method.clone();
                 if dispatch::dispatch(&self.conn, request, origin).is_none() {
                     respond(origin, &id, Err::<(), _>(Error::method_not_found(&method_name)));

@@ -17,11 +17,11 @@ pub type MethodHandler = Handler<Value>;
 ///
 /// ```
 /// use mcp::Context;
-/// use mcp::handler::{MethodDef, MethodHandler};
-/// use serde_json::{json, Map, Value};
+/// use mcp::handler::{Arguments, MethodDef, MethodHandler};
+/// use serde_json::{json, Value};
 ///
-/// fn stock(_: &Context, params: Map<String, Value>) -> Result<Value, mcp::Error> {
-///     let title = params.get("title").and_then(Value::as_str).ok_or_else(|| mcp::Error::invalid_params("no title"))?;
+/// fn stock(_: &Context, params: Arguments) -> Result<Value, mcp::Error> {
+///     let title = params.as_map().get("title").and_then(Value::as_str).ok_or_else(|| mcp::Error::invalid_params("no title"))?;
 ///     Ok(json!({ "title": title, "copies": 3 }))
 /// }
 ///

@@ -9,6 +9,7 @@
 //! and custom methods, the conversion of their return values, and the URI templates resources match.
 
 pub(crate) mod args;
+pub(crate) mod arguments;
 pub(crate) mod method;
 pub(crate) mod prompt;
 pub(crate) mod resource;

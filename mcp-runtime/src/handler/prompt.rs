@@ -41,11 +41,11 @@ impl ArgDef {
 ///
 /// ```
 /// use mcp::{Context, GetPromptResult, PromptMessage};
-/// use mcp::handler::{ArgDef, PromptDef, PromptHandler};
-/// use serde_json::{Map, Value};
+/// use mcp::handler::{ArgDef, Arguments, PromptDef, PromptHandler};
+/// use serde_json::Value;
 ///
-/// fn summarise(_: &Context, args: Map<String, Value>) -> Result<GetPromptResult, mcp::Error> {
-///     let topic = args.get("topic").and_then(Value::as_str).unwrap_or("anything");
+/// fn summarise(_: &Context, args: Arguments) -> Result<GetPromptResult, mcp::Error> {
+///     let topic = args.as_map().get("topic").and_then(Value::as_str).unwrap_or("anything");
 ///     Ok(GetPromptResult::new(vec![PromptMessage::user(format!("Summarise what you know about {topic}."))]))
 /// }
 ///
@@ -237,8 +237,8 @@ pub(crate) fn error_of<E: Display + 'static>(e: E) -> Error {
 /// Reads a string argument (of a prompt or a resource template) into `T`: as a JSON string first, then, for
 /// numbers, booleans and the like, as the JSON the text spells.
 pub(crate) fn string_argument<T: DeserializeOwned>(args: &mut Arguments, name: &str) -> Result<T, String> {
-    match args.remove(name) {
-        Some(value) => {
+    match args.take::<Value>(name) {
+        Some(Ok(value)) => {
             let text = match &value {
                 Value::String(s) => Some(s.clone()),
                 _ => None,
@@ -248,6 +248,7 @@ pub(crate) fn string_argument<T: DeserializeOwned>(args: &mut Arguments, name: &
                     .ok_or_else(|| format!("invalid argument `{name}`: {e}"))
             })
         }
+        Some(Err(e)) => Err(format!("invalid argument `{name}`: {e}")),
         None => serde_json::from_value(Value::Null).map_err(|_| format!("missing required argument `{name}`")),
     }
 }

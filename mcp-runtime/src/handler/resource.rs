@@ -25,11 +25,11 @@ pub type Lister = fn(&Context) -> Vec<Resource>;
 ///
 /// ```
 /// use mcp::{Context, ReadResourceResult, ResourceContents};
-/// use mcp::handler::{ResourceDef, ResourceHandler};
-/// use serde_json::{Map, Value};
+/// use mcp::handler::{Arguments, ResourceDef, ResourceHandler};
+/// use serde_json::Value;
 ///
-/// fn read_note(_: &Context, args: Map<String, Value>) -> Result<ReadResourceResult, mcp::Error> {
-///     let id = args.get("id").and_then(Value::as_str).unwrap_or_default();
+/// fn read_note(_: &Context, args: Arguments) -> Result<ReadResourceResult, mcp::Error> {
+///     let id = args.as_map().get("id").and_then(Value::as_str).unwrap_or_default();
 ///     let note = ResourceContents::text(format!("notes://{id}"), Some("text/plain"), format!("Note {id}"));
 ///     Ok(ReadResourceResult::new(vec![note]))
 /// }

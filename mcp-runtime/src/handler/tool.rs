@@ -4,7 +4,7 @@
 use std::fmt::Display;
 
 use serde::de::DeserializeOwned;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 pub use super::result::{IntoToolResult, Json};
 use super::schema::InputSchema;
@@ -17,8 +17,7 @@ use crate::wire::protocol::{CallToolResult, ToolAnnotations};
 
 pub(crate) use crate::base::future::BoxFuture;
 
-/// The arguments of one call: the `arguments` object of `tools/call`.
-pub type Arguments = Map<String, Value>;
+pub use super::arguments::Arguments;
 
 /// What a tool's glue returns: a result to send, or a protocol error.
 pub type HandlerResult = Result<CallToolResult, Error>;
@@ -53,15 +52,15 @@ pub type Injected = &'static [fn() -> Option<crate::context::state::Requirement>
 ///
 /// ```
 /// use mcp::{CallToolResult, Content, Context};
-/// use mcp::handler::{Hints, ToolDef, ToolHandler};
-/// use serde_json::{json, Map, Value};
+/// use mcp::handler::{Arguments, Hints, ToolDef, ToolHandler};
+/// use serde_json::{json, Value};
 ///
 /// fn input() -> Value {
 ///     json!({ "type": "object", "properties": { "text": { "type": "string" } }, "required": ["text"] })
 /// }
 ///
-/// fn shout(_: &Context, args: Map<String, Value>) -> Result<CallToolResult, mcp::Error> {
-///     let text = args.get("text").and_then(Value::as_str).unwrap_or_default();
+/// fn shout(_: &Context, args: Arguments) -> Result<CallToolResult, mcp::Error> {
+///     let text = args.as_map().get("text").and_then(Value::as_str).unwrap_or_default();
 ///     Ok(CallToolResult::success(vec![Content::text(text.to_uppercase())]))
 /// }
 ///
@@ -296,8 +295,8 @@ pub trait ToolItem {
 
 /// Reads one argument; an `Err` is a sentence naming it, which the glue turns into the handler's kind of error.
 pub(crate) fn argument<T: DeserializeOwned>(args: &mut Arguments, name: &str) -> Result<T, String> {
-    match args.remove(name) {
-        Some(value) => serde_json::from_value(value).map_err(|e| format!("invalid argument `{name}`: {e}")),
+    match args.take(name) {
+        Some(read) => read.map_err(|e| format!("invalid argument `{name}`: {e}")),
         None => serde_json::from_value(Value::Null).map_err(|_| format!("missing required argument `{name}`")),
     }
 }
@@ -308,15 +307,11 @@ pub(crate) fn argument<T: DeserializeOwned>(args: &mut Arguments, name: &str) ->
 /// parameters. An `Err` names what is wrong.
 pub(crate) fn flattened_arguments<T: DeserializeOwned>(args: &Arguments, named: &[&str]) -> Result<T, String> {
     let own = struct_fields::<T>();
-    let fields = args
-        .iter()
-        .filter(|(k, _)| match own {
-            Some(own) => own.contains(&k.as_str()),
-            None => !named.contains(&k.as_str()),
-        })
-        .map(|(k, v)| (k.as_str(), v));
-    let deserializer = serde::de::value::MapDeserializer::<_, serde_json::Error>::new(fields);
-    T::deserialize(deserializer).map_err(|e| format!("invalid arguments: {e}"))
+    let keep = |k: &str| match own {
+        Some(own) => own.contains(&k),
+        None => !named.contains(&k),
+    };
+    args.read_members::<T>(keep).map_err(|e| format!("invalid arguments: {e}"))
 }
 
 /// The field names (aliases included) that `T`'s `Deserialize` reads, when it is a struct with named fields: serde

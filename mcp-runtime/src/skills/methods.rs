@@ -30,7 +30,7 @@ fn catalog(ctx: &Context) -> Result<&Catalog, Error> {
 }
 
 fn string<'a>(args: &'a Arguments, key: &str, method: &str) -> Result<Option<&'a str>, Error> {
-    match args.get(key) {
+    match args.as_map().get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) => Ok(Some(s)),
         Some(_) => Err(Error::invalid_params(format!("`{method}`: `{key}` must be a string"))),
@@ -126,7 +126,7 @@ pub(super) fn defs(directory_read: bool) -> Vec<MethodDef> {
 fn read(ctx: &Context, args: Arguments) -> crate::base::future::BoxFuture<'_, Result<ReadResourceResult, Error>> {
     let result = (|| {
         let catalog = catalog(ctx)?;
-        let path = args.get("path").and_then(Value::as_str).unwrap_or_default();
+        let path = args.as_map().get("path").and_then(Value::as_str).unwrap_or_default();
         let uri = format!("skill://{path}");
         let Some(file) = catalog.files.get(&uri) else {
             return Err(Error::invalid_params(format!("no skill file is served at {uri}")));

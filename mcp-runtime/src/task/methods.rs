@@ -95,7 +95,7 @@ fn begin(ctx: &Context, args: &Arguments, method: &str) -> Result<(String, Owner
     if method == "tasks/list" {
         return Ok((String::new(), owner, front));
     }
-    match args.get("taskId") {
+    match args.as_map().get("taskId") {
         Some(Value::String(id)) => Ok((id.clone(), owner, front)),
         _ => Err(Error::invalid_params(format!("`{method}` needs a string `taskId`"))),
     }
@@ -156,7 +156,7 @@ impl Drop for Detach<'_> {
 
 async fn list(ctx: &Context, args: Arguments) -> Result<Value, Error> {
     let (_, owner, front) = begin(ctx, &args, "tasks/list")?;
-    let cursor = match args.get("cursor") {
+    let cursor = match args.as_map().get("cursor") {
         None | Some(Value::Null) => None,
         Some(Value::String(c)) => Some(c.as_str()),
         Some(_) => return Err(Error::invalid_params("invalid cursor: cursors are strings")),
@@ -215,7 +215,7 @@ async fn cancel(ctx: &Context, args: Arguments) -> Result<Value, Error> {
 
 async fn update(ctx: &Context, mut args: Arguments) -> Result<Value, Error> {
     let (id, owner, front) = begin(ctx, &args, "tasks/update")?;
-    let responses = match args.remove("inputResponses") {
+    let responses = match args.as_map_mut().remove("inputResponses") {
         Some(Value::Object(r)) => r,
         _ => return Err(Error::invalid_params("`tasks/update` needs an `inputResponses` object of answers by key")),
     };

@@ -17,7 +17,7 @@ use crate::dispatch::Origin;
 use crate::era::v2025::Session;
 use crate::server::Server;
 use crate::wire::error::{Error, ErrorCode};
-use crate::wire::jsonrpc::Incoming;
+use crate::wire::jsonrpc::{Incoming, Received};
 
 /// Serves one session over an async reader and writer; a writer task puts the frames on the writer.
 pub(crate) async fn serve<R, W>(
@@ -132,9 +132,10 @@ fn dispatch(session: &Arc<Session>, line: &[u8]) {
         // One connection serves both eras: each request goes to its era's front (its cancels and the client's
         // answers are the session's, whichever era).
         Ok(message) => match (crate::era::of(&message, None), message) {
-            (Era::V2026, Incoming::Request { id, method, params, envelope }) => {
+            (Era::V2026, Incoming::Request { id, method, params, envelope, arguments }) => {
                 let origin = Origin { sink: session.connection().sink().clone(), http: None };
-                crate::era::v2026::handle(session.connection(), (id, method, params, envelope), &origin)
+                let received = Received { id, method, params, envelope, arguments };
+                crate::era::v2026::handle(session.connection(), received, &origin)
             }
             (_, message) => session.handle(message),
         },

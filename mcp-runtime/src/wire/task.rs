@@ -42,10 +42,10 @@ impl TaskSupport {
 ///
 /// ```
 /// use mcp::{CallToolResult, Context, TaskOptions, TaskSupport};
-/// use mcp::handler::{ToolDef, ToolHandler};
-/// use serde_json::{json, Map, Value};
+/// use mcp::handler::{Arguments, ToolDef, ToolHandler};
+/// use serde_json::json;
 ///
-/// fn export(_: &Context, _: Map<String, Value>) -> Result<CallToolResult, mcp::Error> {
+/// fn export(_: &Context, _: Arguments) -> Result<CallToolResult, mcp::Error> {
 ///     Ok(CallToolResult::success(Vec::new()))
 /// }
 ///

@@ -22,7 +22,7 @@ use crate::dispatch::{self, respond, Connection, Origin, Request};
 use crate::server::Server;
 use crate::wire::envelope::{json_string, RawEnvelope};
 use crate::wire::error::{Error, ErrorCode};
-use crate::wire::jsonrpc::RequestId;
+use crate::wire::jsonrpc::Received;
 use crate::wire::protocol::{Implementation, LogLevel};
 
 mod listen;
@@ -146,21 +146,15 @@ fn read_envelope(server: &Server, envelope: Option<RawEnvelope>) -> Result<Envel
 }
 
 /// Serves one 2026-era request on a connection (the stdio process's, or one made for an HTTP request).
-pub(crate) fn handle(
-    conn: &Arc<Connection>,
-    (id, method, params, envelope): (RequestId, String, Option<Value>, Option<RawEnvelope>),
-    origin: &Origin,
-) {
-    if let Err(e) = serve(conn, (id.clone(), method, params, envelope), origin) {
+pub(crate) fn handle(conn: &Arc<Connection>, received: Received, origin: &Origin) {
+    let id = received.id.clone();
+    if let Err(e) = serve(conn, received, origin) {
         respond(origin, &id, Err::<(), _>(e));
     }
 }
 
-fn serve(
-    conn: &Arc<Connection>,
-    (id, method, params, envelope): (RequestId, String, Option<Value>, Option<RawEnvelope>),
-    origin: &Origin,
-) -> Result<(), Error> {
+fn serve(conn: &Arc<Connection>, received: Received, origin: &Origin) -> Result<(), Error> {
+    let Received { id, method, params, envelope, arguments } = received;
     let mut params = match params {
         None | Some(Value::Null) => Map::new(),
         Some(Value::Object(p)) => p,
@@ -202,8 +196,9 @@ fn serve(
                 }
                 _ => None,
             };
-            let round = Round::for_request(server, tool.as_deref(), &method, &mut params, &meta, envelope.log_level)?;
-            let request = Request { id, method: method.clone(), params, meta, era: Arc::new(round), tool };
+            let sent = (&mut params, arguments.as_deref());
+            let round = Round::for_request(server, tool.as_deref(), &method, sent, &meta, envelope.log_level)?;
+            let request = Request { id, method: method.clone(), params, arguments, meta, era: Arc::new(round), tool };
             match dispatch::dispatch(conn, request, origin) {
                 Some(()) => Ok(()),
                 None => Err(Error::method_not_found(&method)),
@@ -262,6 +257,7 @@ mod tests {
     use super::*;
     use crate::dispatch::ResultKind;
     use crate::wire::envelope::META_LOG_LEVEL;
+    use crate::wire::jsonrpc::RequestId;
 
     #[test]
     fn complete_results_are_stamped_in_one_pass_and_stay_valid_json() {

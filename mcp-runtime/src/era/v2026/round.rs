@@ -5,6 +5,7 @@ use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use base64::Engine;
+use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 
@@ -157,7 +158,7 @@ impl Round {
         server: &Server,
         tool: Option<&crate::handler::tool::ToolDef>,
         method: &str,
-        params: &mut Map<String, Value>,
+        (params, text): (&mut Map<String, Value>, Option<&RawValue>),
         meta: &RequestMeta,
         log_level: Option<LogLevel>,
     ) -> Result<Round, Error> {
@@ -172,7 +173,10 @@ impl Round {
         }
         let target = if method == "resources/read" { params.get("uri") } else { params.get("name") };
         let target = target.and_then(Value::as_str).unwrap_or_default().to_owned();
-        let arguments = params.get("arguments").cloned().unwrap_or(Value::Null);
+        let arguments = match text {
+            Some(text) => serde_json::from_str(text.get()).unwrap_or_default(),
+            None => params.get("arguments").cloned().unwrap_or(Value::Null),
+        };
         let principal = meta.http.as_ref().and_then(|h| h.auth.as_deref()).map(crate::auth::AuthInfo::principal);
         let target = Target { method: method.to_owned(), target, arguments, principal };
         let mut answers = Map::new();

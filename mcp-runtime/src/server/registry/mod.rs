@@ -507,7 +507,7 @@ mod tests {
 
     #[test]
     fn a_hand_written_tool_with_a_name_outside_the_rule_is_refused_naming_it_and_the_rule() {
-        fn call(_: &crate::Context, _: Map<String, Value>) -> Result<crate::CallToolResult, Error> {
+        fn call(_: &crate::Context, _: crate::handler::Arguments) -> Result<crate::CallToolResult, Error> {
             Ok(crate::CallToolResult::success(vec![]))
         }
         let def = |name: &'static str| {

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use serde::de::{MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 pub(crate) use crate::base::frame::{Frame, FrameKind};
@@ -66,6 +67,9 @@ impl RequestId {
 /// A request or notification of the 2026 era has its envelope (see [`RawEnvelope`]) apart from `params`, whose
 /// `_meta` holds only the request's own keys (and is left out when it has none); [`Incoming::parse`] splits it off,
 /// [`Incoming::from_value`] does not.
+///
+/// A `tools/call` read by [`Incoming::parse`] has its `arguments` object apart too, as the text it was sent as (see
+/// [`Arguments`](crate::handler::Arguments)): the tool's handler reads its arguments from it.
 #[derive(Debug)]
 pub(crate) enum Incoming {
     Request {
@@ -73,6 +77,8 @@ pub(crate) enum Incoming {
         method: String,
         params: Option<Value>,
         envelope: Option<RawEnvelope>,
+        /// A `tools/call`'s `arguments`, when they are an object and were read as text.
+        arguments: Option<Box<RawValue>>,
     },
     Notification {
         method: String,
@@ -84,6 +90,16 @@ pub(crate) enum Incoming {
         id: RequestId,
         outcome: Result<Value, Value>,
     },
+}
+
+/// A request as [`Incoming::parse`] read it, as an era's front takes it.
+pub(crate) struct Received {
+    pub id: RequestId,
+    pub method: String,
+    pub params: Option<Value>,
+    pub envelope: Option<RawEnvelope>,
+    /// A `tools/call`'s `arguments`, kept as text.
+    pub arguments: Option<Box<RawValue>>,
 }
 
 /// The members of a JSON-RPC message, as they were sent (`null` is kept: a member that is `null` is one that is
@@ -110,10 +126,12 @@ fn present<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Resul
 }
 
 /// `params`, an object or an array (anything else fails, and the message is read again as a value, which says
-/// what is wrong): an object's `_meta` split into the request's own keys and the 2026 envelope.
+/// what is wrong): an object's `_meta` split into the request's own keys and the 2026 envelope, and its
+/// `arguments`, when they are an object, kept as text.
 struct Params {
     value: Value,
     envelope: Option<RawEnvelope>,
+    arguments: Option<Box<RawValue>>,
 }
 
 impl<'de> Deserialize<'de> for Params {
@@ -132,9 +150,20 @@ impl<'de> Visitor<'de> for ParamsVisitor {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<Params, A::Error> {
-        let (mut map, mut envelope) = (Map::new(), None);
-        while let Some(key) = access.next_key_seed(KnownKey(&["_meta"]))? {
+        let (mut map, mut envelope, mut arguments) = (Map::new(), None, None);
+        while let Some(key) = access.next_key_seed(KnownKey(&["_meta", "arguments"]))? {
             match key {
+                Ok(1) => {
+                    let text = access.next_value::<&RawValue>()?;
+                    // The last of a name wins, as in a map of values.
+                    map.remove("arguments");
+                    arguments = None;
+                    if text.get().starts_with('{') {
+                        arguments = Some(text.to_owned());
+                    } else {
+                        map.insert("arguments".to_owned(), serde_json::from_str(text.get()).map_err(de_error)?);
+                    }
+                }
                 Ok(_) => {
                     let Split { own, envelope: read } = access.next_value_seed(SplitMeta)?;
                     // A `_meta` of the envelope's keys only is left out; anything else is kept as sent.
@@ -150,12 +179,12 @@ impl<'de> Visitor<'de> for ParamsVisitor {
                 }
             }
         }
-        Ok(Params { value: Value::Object(map), envelope })
+        Ok(Params { value: Value::Object(map), envelope, arguments })
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, access: A) -> Result<Params, A::Error> {
         let items = Vec::<Value>::deserialize(serde::de::value::SeqAccessDeserializer::new(access))?;
-        Ok(Params { value: Value::Array(items), envelope: None })
+        Ok(Params { value: Value::Array(items), envelope: None, arguments: None })
     }
 }
 
@@ -169,12 +198,16 @@ impl Members<'_> {
         if self.jsonrpc != Some("2.0") {
             return None;
         }
-        let (params, envelope) = match self.params {
-            Some(Params { value, envelope }) => (Some(value), envelope),
-            None => (None, None),
+        let (mut params, envelope, mut arguments) = match self.params {
+            Some(Params { value, envelope, arguments }) => (Some(value), envelope, arguments),
+            None => (None, None, None),
         };
+        // Only a tool's handler reads its arguments from text; anything else has them as values, as sent.
+        if self.method.as_deref() != Some("tools/call") || id.is_none() {
+            restore_arguments(&mut params, arguments.take());
+        }
         match (self.method, id) {
-            (Some(method), Some(id)) => Some(Incoming::Request { id, method, params, envelope }),
+            (Some(method), Some(id)) => Some(Incoming::Request { id, method, params, envelope, arguments }),
             (Some(method), None) => Some(Incoming::Notification { method, params, envelope }),
             (None, Some(id)) => match (self.result, self.error) {
                 (Some(result), _) => Some(Incoming::Response { id, outcome: Ok(result) }),
@@ -215,9 +248,9 @@ impl Incoming {
     /// The message with its 2026 envelope split off `params._meta`, as [`Incoming::parse`] gives it.
     fn split_envelope(self) -> Incoming {
         match self {
-            Incoming::Request { id, method, mut params, envelope: None } => {
+            Incoming::Request { id, method, mut params, envelope: None, arguments } => {
                 let envelope = split_params(&mut params);
-                Incoming::Request { id, method, params, envelope }
+                Incoming::Request { id, method, params, envelope, arguments }
             }
             Incoming::Notification { method, mut params, envelope: None } => {
                 let envelope = split_params(&mut params);
@@ -227,13 +260,16 @@ impl Incoming {
         }
     }
 
-    /// The message as it was sent: the envelope put back into `params._meta`.
+    /// The message as it was sent: the envelope put back into `params._meta`, the arguments into `params`.
     #[cfg(any(test, feature = "fuzzing"))]
     pub(crate) fn restore_envelope(self) -> Incoming {
         match self {
-            Incoming::Request { id, method, mut params, envelope: Some(envelope) } => {
-                restore_params(&mut params, &envelope);
-                Incoming::Request { id, method, params, envelope: None }
+            Incoming::Request { id, method, mut params, envelope, arguments } => {
+                if let Some(envelope) = envelope {
+                    restore_params(&mut params, &envelope);
+                }
+                restore_arguments(&mut params, arguments);
+                Incoming::Request { id, method, params, envelope: None, arguments: None }
             }
             Incoming::Notification { method, mut params, envelope: Some(envelope) } => {
                 restore_params(&mut params, &envelope);
@@ -271,7 +307,7 @@ impl Incoming {
         }
         match object.remove("method") {
             Some(Value::String(method)) => Ok(match id {
-                Some(id) => Incoming::Request { id, method, params, envelope: None },
+                Some(id) => Incoming::Request { id, method, params, envelope: None, arguments: None },
                 None => Incoming::Notification { method, params, envelope: None },
             }),
             Some(_) => Err(invalid(id, "`method` must be a string")),
@@ -300,6 +336,21 @@ pub(crate) fn split_params(params: &mut Option<Value>) -> Option<RawEnvelope> {
         params.remove("_meta");
     }
     Some(envelope)
+}
+
+/// Puts `arguments` kept as text back into `params`, as values.
+pub(crate) fn restore_arguments(params: &mut Option<Value>, arguments: Option<Box<RawValue>>) {
+    let Some(text) = arguments else { return };
+    let params = params.get_or_insert_with(|| Value::Object(Map::new()));
+    if let Value::Object(params) = params {
+        // Text read as one JSON value: it reads back as one.
+        params.insert("arguments".to_owned(), serde_json::from_str(text.get()).unwrap_or_default());
+    }
+}
+
+/// A `serde_json` error as the error of the deserializer that read the text.
+fn de_error<E: serde::de::Error>(e: serde_json::Error) -> E {
+    E::custom(e)
 }
 
 /// Puts the 2026 envelope back into `params._meta`, as it was sent.
@@ -388,6 +439,14 @@ mod tests {
                 let Incoming::Request { params: a, .. } = read.restore_envelope() else { panic!("{case}") };
                 assert_eq!(a, b, "{case}");
             }
+            // A `tools/call`'s arguments kept as text read as the values in `params`.
+            let read = read.map(|a| match a {
+                Incoming::Request { id, method, mut params, envelope, arguments } => {
+                    restore_arguments(&mut params, arguments);
+                    Incoming::Request { id, method, params, envelope, arguments: None }
+                }
+                other => other,
+            });
             match (read, as_value) {
                 (Ok(a), Ok(Ok(b))) => assert_eq!(format!("{a:?}"), format!("{b:?}"), "{case}"),
                 (Err(a), Ok(Err(b))) => {
@@ -397,6 +456,27 @@ mod tests {
                 (a, b) => panic!("{case}: read as {a:?}, as a value {b:?}"),
             }
         }
+    }
+
+    /// Only a `tools/call` keeps its `arguments` as text, and only an object of them; the last of two is the one.
+    #[test]
+    fn a_tool_call_keeps_its_arguments_as_text() {
+        let arguments = |case: &str| match Incoming::parse(case.as_bytes()).expect(case) {
+            Incoming::Request { params, arguments, .. } => {
+                (arguments.map(|a| a.get().to_owned()), params.and_then(|p| p.get("arguments").cloned()))
+            }
+            other => panic!("{other:?}"),
+        };
+        let call = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"e","arguments":{"text": "x"}}}"#;
+        assert_eq!(arguments(call), (Some(r#"{"text": "x"}"#.to_owned()), None));
+        let twice = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"arguments":{"a":1},"arguments":[2]}}"#;
+        assert_eq!(arguments(twice), (None, Some(serde_json::json!([2]))));
+        let twice = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"arguments":3,"arguments":{"a":1}}}"#;
+        assert_eq!(arguments(twice), (Some(r#"{"a":1}"#.to_owned()), None));
+        let null = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"e","arguments":null}}"#;
+        assert_eq!(arguments(null), (None, Some(Value::Null)));
+        let prompt = r#"{"jsonrpc":"2.0","id":1,"method":"prompts/get","params":{"name":"p","arguments":{"a":"b"}}}"#;
+        assert_eq!(arguments(prompt), (None, Some(serde_json::json!({"a": "b"}))));
     }
 
     #[test]

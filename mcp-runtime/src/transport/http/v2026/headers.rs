@@ -4,6 +4,7 @@
 use std::borrow::Cow;
 
 use base64::Engine;
+use serde_json::value::RawValue;
 use serde_json::Value;
 
 use crate::era::v2026::{envelope_of, unsupported_version, META_VERSION, VERSIONS};
@@ -17,7 +18,7 @@ use crate::wire::error::{Error, ErrorCode};
 pub(crate) fn check_http_headers(
     headers: &http::HeaderMap,
     method: &str,
-    (params, envelope): (Option<&Value>, Option<&RawEnvelope>),
+    (params, envelope, arguments): (Option<&Value>, Option<&RawEnvelope>, Option<&RawValue>),
     server: &Server,
 ) -> Result<(), Error> {
     let header = |name: &http::HeaderName| -> Result<Option<&str>, Error> {
@@ -79,7 +80,7 @@ pub(crate) fn check_http_headers(
         }
     }
     if method == "tools/call" {
-        check_param_headers(headers, params, server)?;
+        check_param_headers(headers, (params, arguments), server)?;
     }
     Ok(())
 }
@@ -124,11 +125,17 @@ pub(crate) fn decode_header_value(raw: &str) -> Result<Cow<'_, str>, String> {
 }
 
 /// `Mcp-Param-*` headers of a tool call against the arguments they mirror.
-fn check_param_headers(headers: &http::HeaderMap, params: Option<&Value>, server: &Server) -> Result<(), Error> {
+fn check_param_headers(
+    headers: &http::HeaderMap,
+    (params, text): (Option<&Value>, Option<&RawValue>),
+    server: &Server,
+) -> Result<(), Error> {
     let Some(name) = params.and_then(|p| p.get("name")).and_then(Value::as_str) else { return Ok(()) };
     let registry = server.registry();
     let Some(mirrored) = registry.tool_headers(name) else { return Ok(()) };
-    let arguments = params.and_then(|p| p.get("arguments"));
+    // Arguments kept as text are read as values here: only for a tool with mirrored parameters.
+    let read = text.and_then(|t| serde_json::from_str::<Value>(t.get()).ok());
+    let arguments = read.as_ref().or_else(|| params.and_then(|p| p.get("arguments")));
     for param in mirrored {
         let value = param.path.iter().try_fold(arguments, |v, key| Some(v?.get(key))).flatten();
         let header_name = format!("mcp-param-{}", param.header);

@@ -31,7 +31,7 @@ use crate::base::sync::Unpoisoned;
 use crate::context::HttpRequest;
 use crate::dispatch::{Connection, FrameSink, Origin};
 use crate::era::v2026;
-use crate::wire::jsonrpc::{Frame, FrameKind, Incoming, RequestId};
+use crate::wire::jsonrpc::{Frame, FrameKind, Incoming, Received, RequestId};
 
 /// A frame on its way to the POST's answer.
 enum Out {
@@ -174,14 +174,13 @@ impl Drop for CancelOnDrop {
 
 /// A 2026 POST: its headers checked against its body, then served on a connection of its own.
 pub(super) async fn post(state: &Arc<HttpState>, message: Incoming, http: Arc<HttpRequest>) -> Response {
-    let Incoming::Request { id, method, params, envelope } = message else {
+    let Incoming::Request { id, method, params, envelope, arguments } = message else {
         // The 2026 era defines no notification a client sends over HTTP (a cancel is closing the stream), and
         // clients send no responses: accepted, and nothing to do.
         return StatusCode::ACCEPTED.into_response();
     };
-    if let Err(e) =
-        headers::check_http_headers(&http.headers, &method, (params.as_ref(), envelope.as_ref()), &state.server)
-    {
+    let sent = (params.as_ref(), envelope.as_ref(), arguments.as_deref());
+    if let Err(e) = headers::check_http_headers(&http.headers, &method, sent, &state.server) {
         return json_answer(Frame::error(Some(&id), &e));
     }
     let conn = Connection::new(state.server.clone(), no_sink());
@@ -192,7 +191,7 @@ pub(super) async fn post(state: &Arc<HttpState>, message: Incoming, http: Arc<Ht
     let first_poll = FirstPoll::<Route2026>::new(state.server.inner.limits().outbound);
     v2026::handle(
         &conn,
-        (id.clone(), method, params, envelope),
+        Received { id: id.clone(), method, params, envelope, arguments },
         &Origin { sink: first_poll.clone(), http: Some(http) },
     );
     let answer = first_poll.decide(|| {
