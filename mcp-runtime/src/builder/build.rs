@@ -66,6 +66,7 @@ impl ServerBuilder {
             self.task_settings,
             task_fronts,
         );
+        let elsewhere = engine.elsewhere();
         parts.insert(engine).expect("the first part of its type");
         #[cfg(feature = "client")]
         parts.insert(composer).expect("the first part of its type");
@@ -108,6 +109,7 @@ impl ServerBuilder {
                 },
                 ScaleOut {
                     subscribers: hub::Subscribers::default(),
+                    elsewhere: hub::Subscribers::default(),
                     hub: self.change_hub,
                     session_store: self.session_store,
                     event_log: self.event_log,
@@ -116,6 +118,7 @@ impl ServerBuilder {
                 Rest { state: self.state, parts, shutdown_hooks: self.shutdown_hooks, metrics: self.metrics, auth },
             )),
         };
+        server.inner.scale_out().elsewhere.subscribe(elsewhere);
         if let Some(hub) = &server.inner.scale_out().hub {
             hub.start(server.inbox());
         }

@@ -103,6 +103,9 @@ pub(crate) struct Era2026 {
 pub(crate) struct ScaleOut {
     /// Who listens for changes on this instance: 2025 sessions, 2026 listen streams.
     pub subscribers: hub::Subscribers,
+    /// Who listens for the changes other instances made, and only for those: the task engine (a task that ended
+    /// or got its input elsewhere), which registers itself when the server is built.
+    pub elsewhere: hub::Subscribers,
     /// How the instances tell each other what changed; `None`: this is the only instance.
     pub hub: Option<Arc<dyn hub::ChangeHub>>,
     /// Where 2025 sessions are kept for every instance; `None`: each instance keeps its own.

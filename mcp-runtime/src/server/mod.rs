@@ -230,25 +230,16 @@ impl Server {
     }
 
     /// A change another instance published: its registry edit applied here (once: the instance that made it
-    /// applied it already, and drops its own echo), a task cancelled elsewhere stopped here, and this instance's
-    /// listeners told.
+    /// applied it already, and drops its own echo), what listens for others' changes told (the task engine: a task
+    /// ended or answered elsewhere), and this instance's listeners told.
     pub(crate) fn heard(&self, change: hub::Change) {
-        match &change {
-            hub::Change::ListChanged { list, edit: Some(edit) } => {
-                let _ = self.edit_registry(|r| {
-                    r.apply_edit(*list, edit);
-                    Ok(())
-                });
-            }
-            hub::Change::Task { record } => self.tasks().heard(record),
-            hub::Change::TaskInput { task, responses } => {
-                if let Some(run) = self.tasks().running(task) {
-                    let responses = responses.clone();
-                    tokio::spawn(async move { run.answer(responses).await });
-                }
-            }
-            _ => {}
+        if let hub::Change::ListChanged { list, edit: Some(edit) } = &change {
+            let _ = self.edit_registry(|r| {
+                r.apply_edit(*list, edit);
+                Ok(())
+            });
         }
+        self.inner.scale_out().elsewhere.hear(&change);
         self.inner.scale_out().subscribers.hear(&change);
     }
 

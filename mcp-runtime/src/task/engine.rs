@@ -7,6 +7,7 @@ use super::front::{TaskFront, TaskFronts};
 use super::{now_ms, StoreError, TaskRecord, TaskRun, TaskSettings, TaskStore};
 use crate::base::sync::Unpoisoned;
 use crate::context::InFlight;
+use crate::server::hub::{Change, Subscriber};
 use crate::wire::error::{Error, ErrorCode};
 
 /// Who may see a task: the key its session lists it under, and the authenticated principal; and the client its
@@ -47,7 +48,7 @@ impl Owner {
 pub(crate) struct TaskEngine {
     pub store: Arc<dyn TaskStore>,
     pub config: TaskSettings,
-    running: Mutex<HashMap<String, Arc<TaskRun>>>,
+    running: Arc<Running>,
     /// The tasks this instance stored for each client, with when each expires (milliseconds since the epoch), oldest
     /// first: what [`TaskSettings::max_stored`] counts. A client's entry goes once none of its tasks is left.
     stored: Mutex<HashMap<String, VecDeque<u64>>>,
@@ -57,7 +58,8 @@ pub(crate) struct TaskEngine {
 
 impl TaskEngine {
     pub(crate) fn new(store: Arc<dyn TaskStore>, config: TaskSettings, fronts: TaskFronts) -> TaskEngine {
-        TaskEngine { store, config, running: Mutex::new(HashMap::new()), stored: Mutex::new(HashMap::new()), fronts }
+        let running = Arc::new(Running(Mutex::new(HashMap::new())));
+        TaskEngine { store, config, running, stored: Mutex::new(HashMap::new()), fronts }
     }
 
     /// Counts one more stored task for `client`, expiring at `expires_at`; refuses when the client has its most.
@@ -99,7 +101,14 @@ impl TaskEngine {
     }
 
     pub(super) fn table(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<TaskRun>>> {
-        self.running.locked()
+        self.running.0.locked()
+    }
+
+    /// What hears the changes other instances make to the tasks this instance runs, for the server's list of them
+    /// ([`ScaleOut::elsewhere`](crate::server::ScaleOut::elsewhere)); it lives as long as the engine.
+    pub(crate) fn elsewhere(&self) -> std::sync::Weak<dyn Subscriber> {
+        let running: Arc<dyn Subscriber> = self.running.clone();
+        Arc::downgrade(&running)
     }
 
     /// A task this instance runs.
@@ -167,16 +176,6 @@ impl TaskEngine {
         }
     }
 
-    /// Another instance changed a task's record: if this instance runs the task and the record is over (a cancel
-    /// written there), the handler stops at once, as a cancel here would stop it.
-    pub(crate) fn heard(&self, record: &TaskRecord) {
-        if record.status.is_terminal() {
-            if let Some(run) = self.running(&record.id) {
-                run.ended_elsewhere(record.clone());
-            }
-        }
-    }
-
     /// How many tasks this instance runs that are `working`, and how many `input_required` (for the metrics).
     pub(crate) fn running_by_status(&self) -> [u64; 2] {
         let mut counts = [0, 0];
@@ -191,6 +190,31 @@ impl TaskEngine {
 
     pub(super) fn running_for(&self, owner: &Owner) -> usize {
         self.table().values().filter(|r| r.client == owner.client).count()
+    }
+}
+
+/// The tasks this instance runs, by id; what hears another instance's changes to them.
+struct Running(Mutex<HashMap<String, Arc<TaskRun>>>);
+
+impl Subscriber for Running {
+    /// Another instance changed a task this instance runs: a record that is over (a cancel written there) stops the
+    /// handler at once, as a cancel here would; the input a client gave there goes to the handler's question here.
+    fn hear(&self, change: &Change) {
+        let run = |id: &str| self.0.locked().get(id).cloned();
+        match change {
+            Change::Task { record } if record.status.is_terminal() => {
+                if let Some(run) = run(&record.id) {
+                    run.ended_elsewhere((**record).clone());
+                }
+            }
+            Change::TaskInput { task, responses } => {
+                if let Some(run) = run(task) {
+                    let responses = responses.clone();
+                    tokio::spawn(async move { run.answer(responses).await });
+                }
+            }
+            _ => {}
+        }
     }
 }
 
