@@ -1,8 +1,8 @@
 //! `#[mcp::main]`: a thin sync `main` that hands the user's async body to the runtime.
 
+use crate::item_fn::ItemFn;
 use proc_macro2::TokenStream;
 use quote::quote;
-use syn::ItemFn;
 
 use crate::diagnostics::{self, Errors};
 use crate::{attr, paths};

@@ -8,10 +8,10 @@
 //! On error the function is emitted as written, without our parameter attributes, beside every error, so one
 //! mistake gives one message and the rest of the crate still sees the function.
 
+use crate::item_fn::ItemFn;
 use proc_macro2::TokenStream;
 use quote::quote;
 use syn::parse::Parse;
-use syn::ItemFn;
 
 use crate::diagnostics::{self, Errors};
 use crate::docs;

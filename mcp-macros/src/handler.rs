@@ -1,10 +1,10 @@
 //! The glue shared by tools and custom methods: read each argument, inject each reference, call the function,
 //! convert what it returns.
 
+use crate::item_fn::ItemFn;
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
-use syn::ItemFn;
 
 use crate::params::{self, Param};
 use crate::which::Macro;

@@ -11,6 +11,7 @@ mod docs;
 mod entry;
 mod function;
 mod handler;
+mod item_fn;
 mod method;
 mod params;
 mod paths;

@@ -21,7 +21,7 @@ pub(crate) fn allows() -> TokenStream {
 /// `def` (evaluated in a block that may hold helper functions), and the `inventory` registration.
 pub(crate) fn item(
     mcp: &TokenStream,
-    function: &syn::ItemFn,
+    function: &crate::item_fn::ItemFn,
     kind: &str,
     body: TokenStream,
     def: TokenStream,
