@@ -22,41 +22,71 @@ pub(crate) struct Glue {
 /// The glue of a handler of macro `which`; `mime` is a resource's MIME type (`Some("text/plain")` or `None`, as
 /// tokens), which its contents carry.
 pub(crate) fn glue(which: Macro, mime: &TokenStream, mcp: &TokenStream, function: &ItemFn, params: &[Param]) -> Glue {
-    let private = quote!(#mcp::__private);
-    let ident = &function.sig.ident;
-    let (ret_ty, ret_span) = match &function.sig.output {
-        syn::ReturnType::Default => (quote!(()), function.sig.ident.span()),
-        syn::ReturnType::Type(_, ty) => (quote!(#ty), ty.span()),
-    };
-    let (invalid, convert, result_ty, handler_ty) = match which {
-        Macro::Tool => (
-            quote!(#private::invalid_tool_argument),
-            quote_spanned!(ret_span=> (#private::returns::<#ret_ty>().convert)),
-            quote!(#private::HandlerResult),
-            quote!(#mcp::handler::ToolHandler),
-        ),
-        Macro::Method => (
-            quote!(#private::invalid_method_argument),
-            quote_spanned!(ret_span=> #private::method_result::<#ret_ty>),
-            quote!(::core::result::Result<#private::serde_json::Value, #mcp::Error>),
-            quote!(#mcp::handler::MethodHandler),
-        ),
-        Macro::Prompt => (
-            quote!(#private::invalid_prompt_argument),
-            quote_spanned!(ret_span=> #private::prompt_result::<#ret_ty>),
-            quote!(::core::result::Result<#mcp::GetPromptResult, #mcp::Error>),
-            quote!(#mcp::handler::PromptHandler),
-        ),
-        Macro::Resource => (
-            quote!(#private::invalid_resource_argument),
-            quote_spanned!(ret_span=> (|value: #ret_ty| #private::resource_result::<#ret_ty>(value, __mcp_ctx, #mime))),
-            quote!(::core::result::Result<#mcp::ReadResourceResult, #mcp::Error>),
-            quote!(#mcp::handler::ResourceHandler),
-        ),
-    };
+    let shape = Shape::of(which, mime, mcp, function);
     // Tools and methods take JSON arguments; prompts and templates take strings.
     let strings = matches!(which, Macro::Prompt | Macro::Resource);
+    let Reads { reads, call_args, injected } = reads(mcp, &shape.invalid, params, strings);
+    let (call_fn, handler) = call_fn(mcp, function, &shape, &reads, &call_args);
+    let injects = if injected.is_empty() { quote!() } else { quote!(.injects(&[#(#injected),*])) };
+    Glue { call_fn, handler, injects }
+}
 
+/// What differs between the four kinds of handler: how a bad argument is answered, how the return value is
+/// converted, what the glue returns and which handler type holds it.
+struct Shape {
+    invalid: TokenStream,
+    convert: TokenStream,
+    result_ty: TokenStream,
+    handler_ty: TokenStream,
+}
+
+impl Shape {
+    fn of(which: Macro, mime: &TokenStream, mcp: &TokenStream, function: &ItemFn) -> Shape {
+        let private = quote!(#mcp::__private);
+        let (ret_ty, ret_span) = match &function.sig.output {
+            syn::ReturnType::Default => (quote!(()), function.sig.ident.span()),
+            syn::ReturnType::Type(_, ty) => (quote!(#ty), ty.span()),
+        };
+        let (invalid, convert, result_ty, handler_ty) = match which {
+            Macro::Tool => (
+                quote!(#private::invalid_tool_argument),
+                quote_spanned!(ret_span=> (#private::returns::<#ret_ty>().convert)),
+                quote!(#private::HandlerResult),
+                quote!(#mcp::handler::ToolHandler),
+            ),
+            Macro::Method => (
+                quote!(#private::invalid_method_argument),
+                quote_spanned!(ret_span=> #private::method_result::<#ret_ty>),
+                quote!(::core::result::Result<#private::serde_json::Value, #mcp::Error>),
+                quote!(#mcp::handler::MethodHandler),
+            ),
+            Macro::Prompt => (
+                quote!(#private::invalid_prompt_argument),
+                quote_spanned!(ret_span=> #private::prompt_result::<#ret_ty>),
+                quote!(::core::result::Result<#mcp::GetPromptResult, #mcp::Error>),
+                quote!(#mcp::handler::PromptHandler),
+            ),
+            Macro::Resource => (
+                quote!(#private::invalid_resource_argument),
+                quote_spanned!(ret_span=> (|value: #ret_ty| #private::resource_result::<#ret_ty>(value, __mcp_ctx, #mime))),
+                quote!(::core::result::Result<#mcp::ReadResourceResult, #mcp::Error>),
+                quote!(#mcp::handler::ResourceHandler),
+            ),
+        };
+        Shape { invalid, convert, result_ty, handler_ty }
+    }
+}
+
+/// The statements that read each parameter, the variables the function is called with, and what the injected
+/// parameters need from the server.
+struct Reads {
+    reads: Vec<TokenStream>,
+    call_args: Vec<syn::Ident>,
+    injected: Vec<TokenStream>,
+}
+
+fn reads(mcp: &TokenStream, invalid: &TokenStream, params: &[Param], strings: bool) -> Reads {
+    let private = quote!(#mcp::__private);
     // Flattened structs read the whole argument object first (borrowed), without the named arguments, which the
     // reads after them take out one by one.
     let named: Vec<&str> = params
@@ -102,8 +132,21 @@ pub(crate) fn glue(which: Macro, mime: &TokenStream, mcp: &TokenStream, function
         }
         call_args.push(var);
     }
+    Reads { reads, call_args, injected }
+}
 
-    let (call_fn, handler) = if function.sig.asyncness.is_some() {
+/// `fn __mcp_call(...)` and the handler that holds it: async for an `async fn`, blocking for a plain one.
+fn call_fn(
+    mcp: &TokenStream,
+    function: &ItemFn,
+    shape: &Shape,
+    reads: &[TokenStream],
+    call_args: &[syn::Ident],
+) -> (TokenStream, TokenStream) {
+    let private = quote!(#mcp::__private);
+    let Shape { convert, result_ty, handler_ty, .. } = shape;
+    let ident = &function.sig.ident;
+    if function.sig.asyncness.is_some() {
         (
             quote! {
                 fn __mcp_call<'a>(
@@ -128,7 +171,5 @@ pub(crate) fn glue(which: Macro, mime: &TokenStream, mcp: &TokenStream, function
             },
             quote!(#handler_ty::Blocking(__mcp_call)),
         )
-    };
-    let injects = if injected.is_empty() { quote!() } else { quote!(.injects(&[#(#injected),*])) };
-    Glue { call_fn, handler, injects }
+    }
 }

@@ -188,6 +188,29 @@ struct Applied {
     templates: Vec<Name>,
 }
 
+impl Applied {
+    /// Takes what the mount served out of the registry and the routes.
+    fn withdraw(&mut self, routes: &mut Routes, registry: &mut Registry) {
+        for name in self.tools.drain(..) {
+            routes.tools.remove(name.as_str());
+            registry.remove_tool(&name);
+        }
+        for name in self.prompts.drain(..) {
+            routes.prompts.remove(name.as_str());
+            registry.relayed_completions.remove(name.as_str());
+            registry.prompts.remove(&name);
+        }
+        for uri in self.resources.drain(..) {
+            registry.resources.remove(&uri);
+        }
+        for uri in self.templates.drain(..) {
+            routes.templates.remove(uri.as_str());
+            registry.relayed_completions.remove(uri.as_str());
+            registry.templates.remove(&uri);
+        }
+    }
+}
+
 impl Mounted {
     fn shared(&self) -> &Arc<Shared> {
         &self.mount.upstream.shared
@@ -292,34 +315,9 @@ impl Composer {
         let mounted = &self.mounts[index];
         let mount = &mounted.mount;
         let mut applied = mounted.applied.locked();
-        let mut changed = Vec::new();
-        if applied.lists.tools != lists.tools {
-            changed.push(hub::List::Tools);
-        }
-        if applied.lists.prompts != lists.prompts {
-            changed.push(hub::List::Prompts);
-        }
-        if applied.lists.resources != lists.resources || applied.lists.templates != lists.templates {
-            changed.push(hub::List::Resources);
-        }
+        let changed = applied.lists.changed(&lists);
         let mut routes = self.routes.write_locked();
-        for name in applied.tools.drain(..) {
-            routes.tools.remove(name.as_str());
-            registry.remove_tool(&name);
-        }
-        for name in applied.prompts.drain(..) {
-            routes.prompts.remove(name.as_str());
-            registry.relayed_completions.remove(name.as_str());
-            registry.prompts.remove(&name);
-        }
-        for uri in applied.resources.drain(..) {
-            registry.resources.remove(&uri);
-        }
-        for uri in applied.templates.drain(..) {
-            routes.templates.remove(uri.as_str());
-            registry.relayed_completions.remove(uri.as_str());
-            registry.templates.remove(&uri);
-        }
+        applied.withdraw(&mut routes, registry);
         let refuse = |e: BuildError| -> Result<(), BuildError> {
             if strict {
                 return Err(e);

@@ -70,6 +70,24 @@ pub(crate) struct Lists {
     pub templates: Vec<Value>,
 }
 
+impl Lists {
+    /// The lists that differ in `now` (resources and templates are one list to a client).
+    pub(crate) fn changed(&self, now: &Lists) -> Vec<crate::server::hub::List> {
+        use crate::server::hub::List;
+        let mut changed = Vec::new();
+        if self.tools != now.tools {
+            changed.push(List::Tools);
+        }
+        if self.prompts != now.prompts {
+            changed.push(List::Prompts);
+        }
+        if self.resources != now.resources || self.templates != now.templates {
+            changed.push(List::Resources);
+        }
+        changed
+    }
+}
+
 /// What hears an upstream's resource update (its URI).
 pub(crate) type OnUpdate = dyn Fn(&str) + Send + Sync;
 
