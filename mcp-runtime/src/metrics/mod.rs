@@ -12,7 +12,7 @@ use prometheus_client::metrics::family::{Family, MetricConstructor};
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::metrics::info::Info;
-use prometheus_client::registry::{Registry, Unit};
+use prometheus_client::registry::Registry;
 use rustc_hash::FxHashMap;
 
 use crate::base::name::Name;
@@ -177,6 +177,93 @@ impl Default for Metrics {
     }
 }
 
+/// Each metric family's name, unit and help text, in the order they are registered (and rendered).
+mod describe {
+    use prometheus_client::registry::Unit;
+
+    /// A family's name, its unit (if it has one) and its help text.
+    pub(super) type Family = (&'static str, Option<Unit>, &'static str);
+
+    /// `mcp_server_operation_duration`.
+    pub(super) const OPERATIONS: Family = (
+        "mcp_server_operation_duration",
+        Some(Unit::Seconds),
+        "The duration of each request the server answered, from its arrival to its answer \
+             (mcp.server.operation.duration)",
+    );
+    /// `mcp_server_session_duration`.
+    pub(super) const SESSIONS: Family = (
+        "mcp_server_session_duration",
+        Some(Unit::Seconds),
+        "The duration of each 2025 session, recorded when it ends (mcp.server.session.duration)",
+    );
+    /// `mcp_server_requests_in_flight`.
+    pub(super) const IN_FLIGHT: Family = ("mcp_server_requests_in_flight", None, "Requests being served now");
+    /// `mcp_server_sessions_open`.
+    pub(super) const SESSIONS_OPEN: Family = ("mcp_server_sessions_open", None, "2025 sessions open on this instance");
+    /// `mcp_server_requests_cancelled`.
+    pub(super) const CANCELLED: Family = (
+        "mcp_server_requests_cancelled",
+        None,
+        "Requests cancelled before their answer (by their client, or by the server stopping)",
+    );
+    /// `mcp_server_streams_open`.
+    pub(super) const STREAMS_OPEN: Family = (
+        "mcp_server_streams_open",
+        None,
+        "SSE streams open on this instance (2025 POST and GET streams, 2026 request streams and listens)",
+    );
+    /// `mcp_client_operation_duration`.
+    pub(super) const CLIENT_OPERATIONS: Family = (
+        "mcp_client_operation_duration",
+        Some(Unit::Seconds),
+        "The duration of each request the program's client sent, from its sending to its answer \
+             (mcp.client.operation.duration)",
+    );
+    /// `mcp_client_session_duration`.
+    pub(super) const CLIENT_SESSIONS: Family = (
+        "mcp_client_session_duration",
+        Some(Unit::Seconds),
+        "The duration of each connection of the program's client to a server, recorded when it closes \
+             (mcp.client.session.duration)",
+    );
+    /// `mcp_server_refusals`.
+    pub(super) const REFUSALS: Family = (
+        "mcp_server_refusals",
+        None,
+        "Connections and requests refused at a limit: connections (the connection cap), sessions (the session \
+             cap), backlog (a client that does not read its streams), draining (a stopping instance)",
+    );
+    /// `mcp_server_tasks_ended`.
+    pub(super) const TASKS_ENDED: Family = (
+        "mcp_server_tasks_ended",
+        None,
+        "Tasks this instance ran that ended, by status: completed, failed (its tool failed, its TTL ran out, or \
+             its instance died), cancelled",
+    );
+    /// `mcp_server_proxy_events`.
+    pub(super) const RELAYED: Family = (
+        "mcp_server_proxy_events",
+        None,
+        "What mounted upstreams sent that the server passed on to its clients, by kind: progress, message (a \
+             log message), resource_updated, list_changed",
+    );
+}
+
+/// Registers `metric` under its name (in its unit, if it has one) with its help text, and gives it back to record
+/// into.
+fn registered<M: prometheus_client::registry::Metric + Clone>(
+    registry: &mut Registry,
+    (name, unit, help): describe::Family,
+    metric: M,
+) -> M {
+    match unit {
+        Some(unit) => registry.register_with_unit(name, help, unit, metric.clone()),
+        None => registry.register(name, help, metric.clone()),
+    }
+    metric
+}
+
 impl fmt::Debug for Metrics {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Metrics").finish_non_exhaustive()
@@ -186,84 +273,29 @@ impl fmt::Debug for Metrics {
 impl Metrics {
     /// New metrics, all at zero.
     pub fn new() -> Metrics {
-        let operations = Family::new_with_constructor(Buckets(&BUCKETS));
-        let sessions = Family::new_with_constructor(Buckets(&SESSION_BUCKETS));
-        let in_flight = Gauge::default();
-        let sessions_open = Family::default();
-        let cancelled = Family::default();
-        let streams_open = Family::default();
-        let refusals = Family::default();
-        let client_operations = Family::new_with_constructor(Buckets(&BUCKETS));
-        let client_sessions = Family::new_with_constructor(Buckets(&SESSION_BUCKETS));
         let mut registry = Registry::default();
-        registry.register_with_unit(
-            "mcp_server_operation_duration",
-            "The duration of each request the server answered, from its arrival to its answer \
-             (mcp.server.operation.duration)",
-            Unit::Seconds,
-            operations.clone(),
-        );
-        registry.register_with_unit(
-            "mcp_server_session_duration",
-            "The duration of each 2025 session, recorded when it ends (mcp.server.session.duration)",
-            Unit::Seconds,
-            sessions.clone(),
-        );
-        registry.register("mcp_server_requests_in_flight", "Requests being served now", in_flight.clone());
-        registry.register("mcp_server_sessions_open", "2025 sessions open on this instance", sessions_open.clone());
-        registry.register(
-            "mcp_server_requests_cancelled",
-            "Requests cancelled before their answer (by their client, or by the server stopping)",
-            cancelled.clone(),
-        );
-        registry.register(
-            "mcp_server_streams_open",
-            "SSE streams open on this instance (2025 POST and GET streams, 2026 request streams and listens)",
-            streams_open.clone(),
-        );
-        registry.register_with_unit(
-            "mcp_client_operation_duration",
-            "The duration of each request the program's client sent, from its sending to its answer \
-             (mcp.client.operation.duration)",
-            Unit::Seconds,
-            client_operations.clone(),
-        );
-        registry.register_with_unit(
-            "mcp_client_session_duration",
-            "The duration of each connection of the program's client to a server, recorded when it closes \
-             (mcp.client.session.duration)",
-            Unit::Seconds,
-            client_sessions.clone(),
-        );
-        registry.register(
-            "mcp_server_refusals",
-            "Connections and requests refused at a limit: connections (the connection cap), sessions (the session \
-             cap), backlog (a client that does not read its streams), draining (a stopping instance)",
-            refusals.clone(),
-        );
-        let tasks_ended = Family::default();
-        registry.register(
-            "mcp_server_tasks_ended",
-            "Tasks this instance ran that ended, by status: completed, failed (its tool failed, its TTL ran out, or \
-             its instance died), cancelled",
-            tasks_ended.clone(),
-        );
-        let relayed = Family::default();
-        registry.register(
-            "mcp_server_proxy_events",
-            "What mounted upstreams sent that the server passed on to its clients, by kind: progress, message (a \
-             log message), resource_updated, list_changed",
-            relayed.clone(),
-        );
+        let r = &mut registry;
+        let operations = registered(r, describe::OPERATIONS, Family::new_with_constructor(Buckets(&BUCKETS)));
+        let sessions = registered(r, describe::SESSIONS, Family::new_with_constructor(Buckets(&SESSION_BUCKETS)));
+        let in_flight = registered(r, describe::IN_FLIGHT, Gauge::default());
+        let sessions_open = registered(r, describe::SESSIONS_OPEN, Family::default());
+        let cancelled = registered(r, describe::CANCELLED, Family::default());
+        let streams_open = registered(r, describe::STREAMS_OPEN, Family::default());
+        let client_operations =
+            registered(r, describe::CLIENT_OPERATIONS, Family::new_with_constructor(Buckets(&BUCKETS)));
+        let client_sessions =
+            registered(r, describe::CLIENT_SESSIONS, Family::new_with_constructor(Buckets(&SESSION_BUCKETS)));
+        let refusals = registered(r, describe::REFUSALS, Family::default());
+        let tasks_ended = registered(r, describe::TASKS_ENDED, Family::default());
+        let relayed = registered(r, describe::RELAYED, Family::default());
         let server = Arc::new(OnceLock::new());
         registry.register_collector(Box::new(ServerInfo(server.clone())));
         let watched = Arc::new(state::Watched::default());
         registry.register_collector(Box::new(state::State(watched.clone())));
-        let seen = RwLock::default();
         let inner = Inner {
             registry,
             operations,
-            seen,
+            seen: RwLock::default(),
             #[cfg(feature = "opentelemetry")]
             otel: OnceLock::new(),
             sessions,
