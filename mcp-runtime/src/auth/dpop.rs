@@ -81,65 +81,9 @@ impl Proofs {
         jkt: &str,
     ) -> Result<(), ProofError> {
         let invalid = |why: &str| Err(ProofError::Invalid(why.to_owned()));
-        let Some(raw_header) = proof.split('.').next().filter(|_| proof.split('.').count() == 3) else {
-            return invalid("the DPoP proof is not a compact JWS (header.payload.signature)");
-        };
-        let raw: Value = match base64::engine::general_purpose::URL_SAFE_NO_PAD
-            .decode(raw_header)
-            .ok()
-            .and_then(|bytes| serde_json::from_slice(&bytes).ok())
-        {
-            Some(Value::Object(header)) => Value::Object(header),
-            _ => return invalid("the DPoP proof's header is not a JSON object"),
-        };
-        match raw.get("alg").and_then(Value::as_str) {
-            Some(alg) if ALGORITHM_NAMES.contains(&alg) => {}
-            Some(alg) => {
-                return Err(ProofError::Invalid(format!(
-                    "the DPoP proof is signed with `{alg}`, which is not accepted (only {})",
-                    ALGORITHM_NAMES.join(" ")
-                )))
-            }
-            None => return invalid("the DPoP proof's header has no `alg`"),
-        }
-        if !raw.get("typ").and_then(Value::as_str).is_some_and(|t| t.eq_ignore_ascii_case("dpop+jwt")) {
-            return invalid("the DPoP proof's `typ` is not `dpop+jwt`");
-        }
-        let Some(Value::Object(jwk_members)) = raw.get("jwk") else {
-            return invalid("the DPoP proof's header has no `jwk` (the public key it is signed with)");
-        };
-        if ["d", "p", "q", "dp", "dq", "qi", "oth", "k"].iter().any(|m| jwk_members.contains_key(*m)) {
-            return invalid("the DPoP proof's `jwk` holds private or symmetric key members");
-        }
-        let header = match jsonwebtoken::decode_header(proof) {
-            Ok(header) => header,
-            Err(e) => return Err(ProofError::Invalid(format!("the DPoP proof's header is malformed ({e})"))),
-        };
-        let Some(jwk) = header.jwk.as_ref().filter(|jwk| public_key_is_sound(jwk)) else {
-            return invalid("the DPoP proof's `jwk` is not a public RSA, EC (P-256, P-384) or Ed25519 key");
-        };
-        if !ALGORITHMS.contains(&header.alg) {
-            return invalid("the DPoP proof's algorithm is not accepted");
-        }
-        let key = DecodingKey::from_jwk(jwk)
-            .map_err(|e| ProofError::Invalid(format!("the DPoP proof's `jwk` is not a usable key ({e})")))?;
-        let mut validation = Validation::new(header.alg);
-        validation.algorithms = vec![header.alg];
-        validation.required_spec_claims.clear();
-        validation.validate_exp = false;
-        validation.validate_nbf = false;
-        validation.validate_aud = false;
-        let claims = match jsonwebtoken::decode::<Value>(proof, &key, &validation) {
-            Ok(data) => data.claims,
-            Err(e) => {
-                return Err(ProofError::Invalid(match e.kind() {
-                    jsonwebtoken::errors::ErrorKind::InvalidSignature => {
-                        "the DPoP proof's signature does not verify with its `jwk`".into()
-                    }
-                    other => format!("the DPoP proof does not verify ({other:?})"),
-                }))
-            }
-        };
+        let header = checked_header(proof)?;
+        let jwk = header.jwk.as_ref().ok_or_else(|| ProofError::Invalid("the DPoP proof has no `jwk`".into()))?;
+        let claims = verified_claims(proof, &header, jwk)?;
         let text = |name: &str| claims.get(name).and_then(Value::as_str);
         if text("htm") != Some(method) {
             return Err(ProofError::Invalid(format!("the DPoP proof is for another method (htm is not {method})")));
@@ -195,6 +139,75 @@ impl Proofs {
                 Ok(())
             }
         }
+    }
+}
+
+/// The header of a DPoP proof, checked before its signature: a compact JWS whose header names an accepted algorithm,
+/// `typ` `dpop+jwt`, and a sound public `jwk` (no private or symmetric members).
+fn checked_header(proof: &str) -> Result<jsonwebtoken::Header, ProofError> {
+    let invalid = |why: &str| Err(ProofError::Invalid(why.to_owned()));
+    let Some(raw_header) = proof.split('.').next().filter(|_| proof.split('.').count() == 3) else {
+        return invalid("the DPoP proof is not a compact JWS (header.payload.signature)");
+    };
+    let raw: Value = match base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(raw_header)
+        .ok()
+        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+    {
+        Some(Value::Object(header)) => Value::Object(header),
+        _ => return invalid("the DPoP proof's header is not a JSON object"),
+    };
+    match raw.get("alg").and_then(Value::as_str) {
+        Some(alg) if ALGORITHM_NAMES.contains(&alg) => {}
+        Some(alg) => {
+            return Err(ProofError::Invalid(format!(
+                "the DPoP proof is signed with `{alg}`, which is not accepted (only {})",
+                ALGORITHM_NAMES.join(" ")
+            )))
+        }
+        None => return invalid("the DPoP proof's header has no `alg`"),
+    }
+    if !raw.get("typ").and_then(Value::as_str).is_some_and(|t| t.eq_ignore_ascii_case("dpop+jwt")) {
+        return invalid("the DPoP proof's `typ` is not `dpop+jwt`");
+    }
+    let Some(Value::Object(jwk_members)) = raw.get("jwk") else {
+        return invalid("the DPoP proof's header has no `jwk` (the public key it is signed with)");
+    };
+    if ["d", "p", "q", "dp", "dq", "qi", "oth", "k"].iter().any(|m| jwk_members.contains_key(*m)) {
+        return invalid("the DPoP proof's `jwk` holds private or symmetric key members");
+    }
+    let header = match jsonwebtoken::decode_header(proof) {
+        Ok(header) => header,
+        Err(e) => return Err(ProofError::Invalid(format!("the DPoP proof's header is malformed ({e})"))),
+    };
+    if !header.jwk.as_ref().is_some_and(public_key_is_sound) {
+        return invalid("the DPoP proof's `jwk` is not a public RSA, EC (P-256, P-384) or Ed25519 key");
+    }
+    if !ALGORITHMS.contains(&header.alg) {
+        return invalid("the DPoP proof's algorithm is not accepted");
+    }
+    Ok(header)
+}
+
+/// The claims of a DPoP proof whose signature verifies with its own `jwk` (times are checked by the caller, against
+/// its window).
+fn verified_claims(proof: &str, header: &jsonwebtoken::Header, jwk: &Jwk) -> Result<Value, ProofError> {
+    let key = DecodingKey::from_jwk(jwk)
+        .map_err(|e| ProofError::Invalid(format!("the DPoP proof's `jwk` is not a usable key ({e})")))?;
+    let mut validation = Validation::new(header.alg);
+    validation.algorithms = vec![header.alg];
+    validation.required_spec_claims.clear();
+    validation.validate_exp = false;
+    validation.validate_nbf = false;
+    validation.validate_aud = false;
+    match jsonwebtoken::decode::<Value>(proof, &key, &validation) {
+        Ok(data) => Ok(data.claims),
+        Err(e) => Err(ProofError::Invalid(match e.kind() {
+            jsonwebtoken::errors::ErrorKind::InvalidSignature => {
+                "the DPoP proof's signature does not verify with its `jwk`".into()
+            }
+            other => format!("the DPoP proof does not verify ({other:?})"),
+        })),
     }
 }
 
