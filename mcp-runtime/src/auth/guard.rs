@@ -230,23 +230,47 @@ impl Guard {
         request: Request<'_>,
         needed: &[&str],
     ) -> Result<Arc<AuthInfo>, Refusal> {
-        let challenge_scopes = || match needed {
-            [] => self.config.initial_scopes.clone(),
-            needed => needed.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>(),
-        };
-        let refuse = |on: Scheme, code: &'static str, why: String| Refusal::Unauthorized {
-            error: Some((code, why)),
-            scopes: challenge_scopes(),
-            on,
-        };
         if let Some(refusal) = Guard::token_in_query(request.query) {
             return Err(refusal);
         }
+        let (token, on) = self.presented(header, needed)?;
+        let auth = match self.verifier.verify_shared(token).await {
+            Ok(auth) => auth,
+            Err(TokenError::Invalid(why)) => {
+                tracing::debug!(reason = %why, "refused an access token");
+                return Err(self.refusal(needed, on, "invalid_token", why));
+            }
+            Err(TokenError::Unavailable(why)) => {
+                tracing::warn!(reason = %why, "could not verify an access token");
+                return Err(Refusal::Unavailable(why));
+            }
+        };
+        self.check_binding(&auth, (token, on), proof, &request, needed)?;
+        self.check_scopes(&auth, needed, on)?;
+        Ok(auth)
+    }
+
+    /// A refusal that asks for a token again, on scheme `on`, with the scopes of what the request asks for.
+    fn refusal(&self, needed: &[&str], on: Scheme, code: &'static str, why: String) -> Refusal {
+        Refusal::Unauthorized { error: Some((code, why)), scopes: self.challenge_scopes(needed), on }
+    }
+
+    /// The scopes a challenge names: those of what the request asks for, else the ones a client starts with.
+    fn challenge_scopes(&self, needed: &[&str]) -> Vec<String> {
+        match needed {
+            [] => self.config.initial_scopes.clone(),
+            needed => needed.iter().map(|s| (*s).to_owned()).collect(),
+        }
+    }
+
+    /// The access token the `Authorization` header presents, and its scheme, if this server takes that scheme.
+    fn presented<'h>(&self, header: Option<&'h [u8]>, needed: &[&str]) -> Result<(&'h str, Scheme), Refusal> {
         let dpop = self.dpop();
-        let (token, on) = match Presented::of(header) {
+        let refuse = |on: Scheme, code: &'static str, why: &str| Err(self.refusal(needed, on, code, why.into()));
+        match Presented::of(header) {
             Presented::Nothing => {
                 let on = if dpop == Dpop::Required { Scheme::Dpop } else { Scheme::Bearer };
-                return Err(Refusal::Unauthorized { error: None, scopes: challenge_scopes(), on });
+                Err(Refusal::Unauthorized { error: None, scopes: self.challenge_scopes(needed), on })
             }
             Presented::Malformed => {
                 let why = match dpop {
@@ -256,81 +280,77 @@ impl Guard {
                     }
                     Dpop::Required => "the Authorization header must be `DPoP <access token>`, with a DPoP proof",
                 };
-                return Err(refuse(Scheme::Bearer, "invalid_request", why.into()));
+                refuse(Scheme::Bearer, "invalid_request", why)
             }
             Presented::Bearer(_) if dpop == Dpop::Required => {
                 let why = "this server takes DPoP-bound access tokens only (Authorization: DPoP, with a DPoP proof)";
-                return Err(refuse(Scheme::Dpop, "invalid_token", why.into()));
+                refuse(Scheme::Dpop, "invalid_token", why)
             }
             Presented::Dpop(_) if dpop == Dpop::Off => {
                 let why = "this server takes bearer tokens only (Authorization: Bearer); ask for a bearer token";
-                return Err(refuse(Scheme::Bearer, "invalid_request", why.into()));
+                refuse(Scheme::Bearer, "invalid_request", why)
             }
-            Presented::Bearer(token) => (token, Scheme::Bearer),
-            Presented::Dpop(token) => (token, Scheme::Dpop),
-        };
-        let auth = match self.verifier.verify_shared(token).await {
-            Ok(auth) => auth,
-            Err(TokenError::Invalid(why)) => {
-                tracing::debug!(reason = %why, "refused an access token");
-                return Err(refuse(on, "invalid_token", why));
-            }
-            Err(TokenError::Unavailable(why)) => {
-                tracing::warn!(reason = %why, "could not verify an access token");
-                return Err(Refusal::Unavailable(why));
-            }
-        };
-        // A token bound to a key (RFC 9449 §6, RFC 7800 `cnf`) is only good with a proof of that key: taken as a
-        // bearer token it would let anyone who copied it use it.
+            Presented::Bearer(token) => Ok((token, Scheme::Bearer)),
+            Presented::Dpop(token) => Ok((token, Scheme::Dpop)),
+        }
+    }
+
+    /// A token bound to a key (RFC 9449 §6, RFC 7800 `cnf`) is only good with a proof of that key: taken as a
+    /// bearer token it would let anyone who copied it use it. A DPoP token must be bound, and come with its proof.
+    fn check_binding<'a>(
+        &self,
+        auth: &AuthInfo,
+        (token, on): (&str, Scheme),
+        proof: impl FnOnce() -> ProofHeader<'a>,
+        request: &Request<'_>,
+        needed: &[&str],
+    ) -> Result<(), Refusal> {
+        let refuse = |on: Scheme, code: &'static str, why: &str| Err(self.refusal(needed, on, code, why.into()));
         let jkt = auth.claims.get("cnf").and_then(|cnf| cnf.get("jkt"));
-        match (on, jkt) {
-            (Scheme::Bearer, None) => {}
+        let jkt = match (on, jkt) {
+            (Scheme::Bearer, None) => return Ok(()),
             (Scheme::Bearer, Some(_)) => {
                 let why = "it is bound to a DPoP key (cnf.jkt): send it as `Authorization: DPoP` with a DPoP proof";
-                return Err(refuse(Scheme::Bearer, "invalid_token", why.into()));
+                return refuse(Scheme::Bearer, "invalid_token", why);
             }
             (Scheme::Dpop, None) => {
                 let why = "it is not bound to a DPoP key (no cnf.jkt): send it as `Authorization: Bearer`";
-                return Err(refuse(Scheme::Dpop, "invalid_token", why.into()));
+                return refuse(Scheme::Dpop, "invalid_token", why);
             }
-            (Scheme::Dpop, Some(jkt)) => {
-                let Some(jkt) = jkt.as_str() else {
-                    return Err(refuse(Scheme::Dpop, "invalid_token", "its cnf.jkt is not a string".into()));
-                };
-                let Some(proofs) = &self.proofs else {
-                    return Err(refuse(Scheme::Dpop, "invalid_token", "this server checks no DPoP proof".into()));
-                };
-                let proof = match proof() {
-                    ProofHeader::One(value) => std::str::from_utf8(value).unwrap_or_default(),
-                    ProofHeader::Missing => {
-                        let why = "a DPoP-bound token needs a DPoP proof in the `DPoP` header";
-                        return Err(refuse(Scheme::Dpop, "invalid_dpop_proof", why.into()));
-                    }
-                    ProofHeader::Many => {
-                        let why = "the request has more than one `DPoP` header";
-                        return Err(refuse(Scheme::Dpop, "invalid_dpop_proof", why.into()));
-                    }
-                };
-                match proofs.check(proof, request.method, request.path, token, jkt) {
-                    Ok(()) => {}
-                    Err(ProofError::Invalid(why)) => {
-                        tracing::debug!(reason = %why, "refused a DPoP proof");
-                        return Err(refuse(Scheme::Dpop, "invalid_dpop_proof", why));
-                    }
-                    Err(ProofError::Binding) => {
-                        tracing::debug!("refused a DPoP proof of another key than the token's");
-                        let why = "Invalid DPoP key binding: the proof's key is not the one the token is bound to";
-                        return Err(refuse(Scheme::Dpop, "invalid_token", why.into()));
-                    }
-                    Err(ProofError::Full) => {
-                        tracing::warn!("too many DPoP proofs within one window to remember their jti");
-                        return Err(Refusal::Unavailable("too many DPoP proofs at once; try again".into()));
-                    }
-                }
+            (Scheme::Dpop, Some(jkt)) => jkt,
+        };
+        let Some(jkt) = jkt.as_str() else {
+            return refuse(Scheme::Dpop, "invalid_token", "its cnf.jkt is not a string");
+        };
+        let Some(proofs) = &self.proofs else {
+            return refuse(Scheme::Dpop, "invalid_token", "this server checks no DPoP proof");
+        };
+        let proof = match proof() {
+            ProofHeader::One(value) => std::str::from_utf8(value).unwrap_or_default(),
+            ProofHeader::Missing => {
+                let why = "a DPoP-bound token needs a DPoP proof in the `DPoP` header";
+                return refuse(Scheme::Dpop, "invalid_dpop_proof", why);
+            }
+            ProofHeader::Many => {
+                return refuse(Scheme::Dpop, "invalid_dpop_proof", "the request has more than one `DPoP` header")
+            }
+        };
+        match proofs.check(proof, request.method, request.path, token, jkt) {
+            Ok(()) => Ok(()),
+            Err(ProofError::Invalid(why)) => {
+                tracing::debug!(reason = %why, "refused a DPoP proof");
+                Err(self.refusal(needed, Scheme::Dpop, "invalid_dpop_proof", why))
+            }
+            Err(ProofError::Binding) => {
+                tracing::debug!("refused a DPoP proof of another key than the token's");
+                let why = "Invalid DPoP key binding: the proof's key is not the one the token is bound to";
+                refuse(Scheme::Dpop, "invalid_token", why)
+            }
+            Err(ProofError::Full) => {
+                tracing::warn!("too many DPoP proofs within one window to remember their jti");
+                Err(Refusal::Unavailable("too many DPoP proofs at once; try again".into()))
             }
         }
-        self.check_scopes(&auth, needed, on)?;
-        Ok(auth)
     }
 
     /// Whether DPoP is off, accepted or required (off without the checker).
