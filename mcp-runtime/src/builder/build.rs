@@ -27,6 +27,7 @@ impl ServerBuilder {
         if let Some(type_name) = self.duplicate_state {
             return Err(BuildError::DuplicateState { type_name });
         }
+        let (limits, scale_out) = (self.limits(), self.scale_out());
         let info = server_info(self.info.take().or(self.default_info.take()), self.name.take(), self.version.take());
         let info_value = serde_json::to_value(&info).expect("server info serializes");
         if let Some(metrics) = &self.metrics {
@@ -42,15 +43,7 @@ impl ServerBuilder {
         let methods = methods(self.methods.into_iter().chain(composer.methods()))?;
         #[cfg(not(feature = "client"))]
         let methods = methods(self.methods.into_iter())?;
-        let tasks_enabled =
-            registry.tools.values().any(|t| t.def.task.support != crate::wire::task::TaskSupport::Forbidden);
-        let task_fronts = crate::task::front::TaskFronts {
-            v2025: &crate::era::v2025::Tasks2025,
-            v2026: &crate::era::v2026::tasks::Tasks2026,
-        };
-        if tasks_enabled {
-            extensions.insert(0, Box::new(crate::task::Tasks { fronts: task_fronts }));
-        }
+        let (tasks_enabled, task_fronts) = tasks(&registry, &mut extensions);
         let Extended { methods: extension_methods, notifications, tool_call_hooks } = extended(&extensions, &methods)?;
         check_handlers(&self.state, &registry, methods.values().chain(extension_methods.values()))?;
         let (capabilities, capabilities_2026) = capabilities(&registry, &extensions);
@@ -58,8 +51,9 @@ impl ServerBuilder {
             Some(config) => Some(config.build().map_err(|message| BuildError::BadAuthorization { message })?),
             None => None,
         };
-        let discover =
-            crate::era::v2026::discover_result(&info, &capabilities_2026, self.instructions.as_deref(), cache);
+        let ttl = self.request_state_ttl.unwrap_or(crate::era::v2026::DEFAULT_REQUEST_STATE_TTL);
+        let era_2026 =
+            era_2026((&info, info_value), &capabilities_2026, self.instructions.as_deref(), cache, sealer, ttl);
         let mut parts = StateMap::default();
         let engine = crate::task::TaskEngine::new(
             self.task_store.unwrap_or_else(|| Arc::new(crate::task::MemoryTaskStore::default())),
@@ -81,12 +75,7 @@ impl ServerBuilder {
                     tasks_enabled,
                     capture_tool_content: self.capture_tool_content.unwrap_or_else(capture_from_env),
                 },
-                Limits {
-                    max_message_bytes: self.max_message_bytes.unwrap_or(DEFAULT_MAX_MESSAGE_BYTES),
-                    max_in_flight: self.max_in_flight.unwrap_or(DEFAULT_MAX_IN_FLIGHT),
-                    outbound: self.outbound.unwrap_or_default(),
-                    shutdown_timeout: self.shutdown_timeout.unwrap_or(DEFAULT_SHUTDOWN_TIMEOUT),
-                },
+                limits,
                 Handlers {
                     layers: self.layers.build(),
                     methods,
@@ -98,37 +87,35 @@ impl ServerBuilder {
                     #[cfg(not(feature = "client"))]
                     relay_completion: None,
                 },
-                Era2026 {
-                    result_prefix: crate::era::v2026::result_prefix(&info_value),
-                    info_value,
-                    discover,
-                    known_clients: Default::default(),
-                    cache,
-                    sealer,
-                    request_state_ttl: self.request_state_ttl.unwrap_or(crate::era::v2026::DEFAULT_REQUEST_STATE_TTL),
-                },
-                ScaleOut {
-                    subscribers: hub::Subscribers::default(),
-                    elsewhere: hub::Subscribers::default(),
-                    hub: self.change_hub,
-                    session_store: self.session_store,
-                    event_log: self.event_log,
-                    instance: hub::InstanceId::random(),
-                },
+                era_2026,
+                scale_out,
                 Rest { state: self.state, parts, shutdown_hooks: self.shutdown_hooks, metrics: self.metrics, auth },
             )),
         };
         server.inner.scale_out().elsewhere.subscribe(elsewhere);
-        if let Some(hub) = &server.inner.scale_out().hub {
-            hub.start(server.inbox());
+        Ok(started(server, self.on_start))
+    }
+
+    /// The limits every transport applies, with their defaults.
+    fn limits(&self) -> Limits {
+        Limits {
+            max_message_bytes: self.max_message_bytes.unwrap_or(DEFAULT_MAX_MESSAGE_BYTES),
+            max_in_flight: self.max_in_flight.unwrap_or(DEFAULT_MAX_IN_FLIGHT),
+            outbound: self.outbound.unwrap_or_default(),
+            shutdown_timeout: self.shutdown_timeout.unwrap_or(DEFAULT_SHUTDOWN_TIMEOUT),
         }
-        watch(&server);
-        #[cfg(feature = "client")]
-        crate::compose::Composer::start(&server);
-        for f in self.on_start {
-            f(server.clone());
+    }
+
+    /// The seams through which instances share state, as given (none: this is the only instance).
+    fn scale_out(&mut self) -> ScaleOut {
+        ScaleOut {
+            subscribers: hub::Subscribers::default(),
+            elsewhere: hub::Subscribers::default(),
+            hub: self.change_hub.take(),
+            session_store: self.session_store.take(),
+            event_log: self.event_log.take(),
+            instance: hub::InstanceId::random(),
         }
-        Ok(server)
     }
 
     /// The registry of the builder's tools, prompts and resources, checked (the mounts' join it afterwards).
@@ -151,6 +138,58 @@ impl ServerBuilder {
 }
 
 /// The server's `serverInfo`: what it was given (or `#[mcp::main]`'s default), with the name and version set apart.
+/// Whether any tool may run as a task, and the eras' task fronts; with such a tool, the Tasks extension goes first
+/// among the extensions (its hook is asked first).
+fn tasks(
+    registry: &Registry,
+    extensions: &mut Vec<Box<dyn extension::Extension>>,
+) -> (bool, crate::task::front::TaskFronts) {
+    let enabled = registry.tools.values().any(|t| t.def.task.support != crate::wire::task::TaskSupport::Forbidden);
+    let fronts = crate::task::front::TaskFronts {
+        v2025: &crate::era::v2025::Tasks2025,
+        v2026: &crate::era::v2026::tasks::Tasks2026,
+    };
+    if enabled {
+        extensions.insert(0, Box::new(crate::task::Tasks { fronts }));
+    }
+    (enabled, fronts)
+}
+
+/// What the 2026 era keeps for every request: the server's info as it is written into results, the answer of
+/// `server/discover`, the caching hints, the `requestState` sealer and how long a state lives.
+fn era_2026(
+    (info, info_value): (&Implementation, Value),
+    capabilities: &Value,
+    instructions: Option<&str>,
+    cache: crate::wire::protocol::CacheHint,
+    sealer: crate::base::seal::Sealer,
+    request_state_ttl: std::time::Duration,
+) -> Era2026 {
+    Era2026 {
+        result_prefix: crate::era::v2026::result_prefix(&info_value),
+        discover: crate::era::v2026::discover_result(info, capabilities, instructions, cache),
+        info_value,
+        known_clients: Default::default(),
+        cache,
+        sealer,
+        request_state_ttl,
+    }
+}
+
+/// A built server set going: its hub followed, its watchers and mounts started, the program's start hooks run.
+fn started(server: Server, on_start: Vec<Box<dyn FnOnce(Server) + Send>>) -> Server {
+    if let Some(hub) = &server.inner.scale_out().hub {
+        hub.start(server.inbox());
+    }
+    watch(&server);
+    #[cfg(feature = "client")]
+    crate::compose::Composer::start(&server);
+    for f in on_start {
+        f(server.clone());
+    }
+    server
+}
+
 fn server_info(given: Option<Implementation>, name: Option<String>, version: Option<String>) -> Implementation {
     let mut info = given.unwrap_or_else(|| Implementation::new(DEFAULT_SERVER_NAME, DEFAULT_SERVER_VERSION));
     if let Some(name) = name {
