@@ -107,22 +107,7 @@ impl Server {
         self.prime_metrics(crate::metrics::Transport::Tcp);
         let (router, state) = self.http_router_and_state(options);
         let local = listener.local_addr()?;
-        if !local.ip().is_loopback() && state.options.allowed_hosts.is_empty() && !state.options.allow_any_origin {
-            tracing::warn!(
-                address = %local,
-                "listening beyond loopback, but no Host is allowed besides loopback names: every request that \
-                 names this machine otherwise gets 403. Pass --allow-host NAME (the name clients use, such as \
-                 mcp.example.com; or MCP_ALLOW_HOST), or HttpOptions::allow_host"
-            );
-        }
-        if self.inner.v2026().sealer.random && self.may_ask() {
-            tracing::warn!(
-                "the requestState of input_required results is sealed with a random key for this process: a retry \
-                 that reaches another instance, or this one after a restart, fails; set {} (64 hex digits) or \
-                 ServerBuilder::request_state_key",
-                crate::base::seal::KEY_ENV
-            );
-        }
+        self.warn_at_start(local, &state.options);
         // hyper's header timer runs whenever a connection waits for a request head, so it also ends idle
         // keep-alive connections and ones that drip their headers.
         let mut http1 = hyper::server::conn::http1::Builder::new();
@@ -158,31 +143,7 @@ impl Server {
         let drained_by = self.drain(&state, &listener, &admit, notice).await;
         // The connections let go (idle, unused for a while) close now.
         open.close_all();
-        // The listener closes without resetting a connection (see `closing`): no new handshake completes, those
-        // under way do and are served, what is queued is taken, then it closes. A connection tried after that is
-        // refused, which a balancer retries on another instance (a request sent on a connection reset unaccepted
-        // would be lost).
-        if closing::refuse_new_handshakes(&listener) {
-            let until = tokio::time::Instant::now() + closing::HANDSHAKES_UNDER_WAY;
-            loop {
-                tokio::select! {
-                    accepted = listener.accept() => admit.connection(accepted).await,
-                    () = tokio::time::sleep_until(until) => break,
-                }
-            }
-        }
-        let queued: Vec<_> = {
-            let mut cx = TaskContext::from_waker(std::task::Waker::noop());
-            std::iter::from_fn(|| match listener.poll_accept(&mut cx) {
-                Poll::Ready(Ok(accepted)) => Some(accepted),
-                _ => None,
-            })
-            .collect()
-        };
-        drop(listener);
-        for accepted in queued {
-            admit.connection(Ok(accepted)).await;
-        }
+        close_listener(listener, &admit).await;
         let running = admit.running;
         // Each connection closes after its answer (which says `Connection: close`): a request that came in the last
         // moment of the drain is served too, within the drain's time. (Asked to close now, a connection whose
@@ -206,6 +167,27 @@ impl Server {
         tasks.reopen();
         self.shutdown_by(deadline).await;
         Ok(())
+    }
+
+    /// What a server about to listen warns of: an address beyond loopback that no allowed `Host` names, and a
+    /// `requestState` key that is this process's alone.
+    fn warn_at_start(&self, local: std::net::SocketAddr, options: &HttpOptions) {
+        if !local.ip().is_loopback() && options.allowed_hosts.is_empty() && !options.allow_any_origin {
+            tracing::warn!(
+                address = %local,
+                "listening beyond loopback, but no Host is allowed besides loopback names: every request that \
+                 names this machine otherwise gets 403. Pass --allow-host NAME (the name clients use, such as \
+                 mcp.example.com; or MCP_ALLOW_HOST), or HttpOptions::allow_host"
+            );
+        }
+        if self.inner.v2026().sealer.random && self.may_ask() {
+            tracing::warn!(
+                "the requestState of input_required results is sealed with a random key for this process: a retry \
+                 that reaches another instance, or this one after a restart, fails; set {} (64 hex digits) or \
+                 ServerBuilder::request_state_key",
+                crate::base::seal::KEY_ENV
+            );
+        }
     }
 }
 
@@ -483,4 +465,31 @@ pub(super) async fn refuse_connection(mut tcp: tokio::net::TcpStream) {
     let answer =
         b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
     let _ = tokio::time::timeout(Duration::from_secs(1), tcp.write_all(answer)).await;
+}
+
+/// Closes the listener without resetting a connection (see `closing`): no new handshake completes, those under way do
+/// and are served, what is queued is taken, then it closes. A connection tried after that is refused, which a
+/// balancer retries on another instance (a request sent on a connection reset unaccepted would be lost).
+async fn close_listener(listener: tokio::net::TcpListener, admit: &Admit) {
+    if closing::refuse_new_handshakes(&listener) {
+        let until = tokio::time::Instant::now() + closing::HANDSHAKES_UNDER_WAY;
+        loop {
+            tokio::select! {
+                accepted = listener.accept() => admit.connection(accepted).await,
+                () = tokio::time::sleep_until(until) => break,
+            }
+        }
+    }
+    let queued: Vec<_> = {
+        let mut cx = TaskContext::from_waker(std::task::Waker::noop());
+        std::iter::from_fn(|| match listener.poll_accept(&mut cx) {
+            Poll::Ready(Ok(accepted)) => Some(accepted),
+            _ => None,
+        })
+        .collect()
+    };
+    drop(listener);
+    for accepted in queued {
+        admit.connection(Ok(accepted)).await;
+    }
 }
