@@ -158,74 +158,26 @@ fn serve<const MEASURED: bool>(conn: &Arc<Connection>, request: Request, origin:
     meta.http = origin.http.clone();
     // With metrics: when it arrived, for a request answered here (inline, or refused); a handler's run times its own.
     let arrived = MEASURED.then(std::time::Instant::now);
-    let era_of = meta.era;
+    let at = Serving { conn, server: &server, origin, id: &id, arrived, era: meta.era };
     // With metrics, the tool or prompt a `tools/call` or `prompts/get` refused asked for.
     let mut refused = None;
-    let state = |id: RequestId, meta: RequestMeta, era: EraState, name: Name| {
-        Arc::new(InFlight::named(id, meta, conn.clone(), origin.sink.clone(), era, name))
-    };
-    // Lists and completions are answered inline, from stored pages; with layers they go through the stack like
-    // any other request.
-    let inline = |name: &'static str,
-                  result: Result<ListResult, Error>,
-                  params: Map<String, Value>,
-                  meta: RequestMeta,
-                  era: EraState| {
-        if server.inner.handlers().layers.is_none() {
-            if let (Some(arrived), Ok(_)) = (arrived, &result) {
-                answered_inline(
-                    &server,
-                    crate::metrics::Request::new(name, None, era_of.name(), origin.http.is_some()),
-                    arrived,
-                    None,
-                );
-            }
-            return result.map(|r| finish_inline(origin, &id, r));
-        }
-        let call = Call {
-            method: name,
-            name: Name::new(name),
-            work: Work::Ready(Box::new(result)),
-            arguments: Arguments::from(params),
-            kind: ResultKind::Encoded,
-        };
-        conn.start(state(id.clone(), meta, era, call.name.clone()), call)
-    };
     let started = match method.as_str() {
-        "tools/list" => {
-            inline("tools/list", list(&**conn, &server, ListKind::Tools, &params, &era, &meta), params, meta, era)
+        // Lists and completions are answered inline, from stored pages; with layers they go through the stack like
+        // any other request.
+        "tools/list" | "prompts/list" | "resources/templates/list" | "resources/list"
+            if method != "resources/list" || server.registry().listers().is_empty() =>
+        {
+            let (name, kind) = listed(&method);
+            at.inline(name, list(&**conn, &server, kind, &params, &era, &meta), (params, meta, era))
         }
-        "prompts/list" => {
-            inline("prompts/list", list(&**conn, &server, ListKind::Prompts, &params, &era, &meta), params, meta, era)
-        }
-        "resources/templates/list" => inline(
-            "resources/templates/list",
-            list(&**conn, &server, ListKind::Templates, &params, &era, &meta),
-            params,
-            meta,
-            era,
-        ),
-        "resources/list" if server.registry().listers().is_empty() => inline(
-            "resources/list",
-            list(&**conn, &server, ListKind::Resources, &params, &era, &meta),
-            params,
-            meta,
-            era,
-        ),
         "resources/list" => {
             // Templates list their resources at run time: a request like any other, cancellable.
-            let call = Call {
-                method: "resources/list",
-                name: Name::new("resources/list"),
-                work: Work::Handler(Handler::Blocking(list_resources)),
-                arguments: Arguments::from(params),
-                kind: ResultKind::List,
-            };
-            conn.start(state(id.clone(), meta, era, call.name.clone()), call)
+            let work = Work::Handler(Handler::Blocking(list_resources));
+            at.start(Call::of("resources/list", work, params, ResultKind::List), meta, era)
         }
         "tools/call" => call_tool(&server, tool, (&mut params, arguments), &meta)
             .and_then(|(call, claimed)| {
-                let request = state(id.clone(), meta, era, call.name.clone());
+                let request = at.in_flight(meta, era, call.name.clone());
                 if let Some(claimed) = claimed {
                     let _ = request.claim.set(Box::new(claimed));
                 }
@@ -235,52 +187,33 @@ fn serve<const MEASURED: bool>(conn: &Arc<Connection>, request: Request, origin:
                 refused = arrived.and_then(|_| served(&params, |n| server.registry().tool(n).map(|d| d.name.clone())))
             }),
         "prompts/get" => get_prompt(&server, &mut params, &meta)
-            .and_then(|call| conn.start(state(id.clone(), meta, era, call.name.clone()), call))
+            .and_then(|call| conn.start(at.in_flight(meta, era, call.name.clone()), call))
             .inspect_err(|_| {
                 refused = arrived.and_then(|_| served(&params, |n| server.registry().prompt(n).map(|d| d.name)))
             }),
         "resources/read" => read_resource(&server, &params, &mut meta)
-            .and_then(|call| conn.start(state(id.clone(), meta, era, call.name.clone()), call)),
+            .and_then(|call| conn.start(at.in_flight(meta, era, call.name.clone()), call)),
         "completion/complete" => match relayed_completion(&server, &params, &meta) {
             // Another server's prompt or template: its completion is a request to it, cancellable.
             Ok(Some((name, handler))) => {
-                let call = Call {
-                    method: "completion/complete",
-                    name,
-                    work: Work::Handler(handler),
-                    arguments: Arguments::from(params),
-                    kind: ResultKind::Plain,
-                };
-                conn.start(state(id.clone(), meta, era, call.name.clone()), call)
+                let call =
+                    Call { name, ..Call::of("completion/complete", Work::Handler(handler), params, ResultKind::Plain) };
+                at.start(call, meta, era)
             }
             Ok(None) => {
                 let result = complete_argument(&server, &params, &meta)
                     .map(|r| ListResult::Value(era.decorate(&**conn, r, None)));
-                inline("completion/complete", result, params, meta, era)
+                at.inline("completion/complete", result, (params, meta, era))
             }
             Err(e) => Err(e),
         },
         // Custom methods, then the extensions' (the Tasks extension's `tasks/*` among them).
-        m => match server
-            .inner
-            .handlers()
-            .methods
-            .get(m)
-            .or_else(|| server.inner.handlers().extension_methods.get(m))
-            .map(|d| (d.name, d.handler))
-        {
-            Some((name, handler)) => {
-                let call = Call {
-                    method: name,
-                    name: Name::new(name),
-                    work: Work::Handler(handler),
-                    arguments: Arguments::from(params),
-                    kind: ResultKind::Plain,
-                };
-                conn.start(state(id.clone(), meta, era, call.name.clone()), call)
-            }
-            None => return None,
-        },
+        m => {
+            let handlers = server.inner.handlers();
+            let (name, handler) =
+                handlers.methods.get(m).or_else(|| handlers.extension_methods.get(m)).map(|d| (d.name, d.handler))?;
+            at.start(Call::of(name, Work::Handler(handler), params, ResultKind::Plain), meta, era)
+        }
     };
     // An error here is one to answer: the request was refused before it started.
     if let Err(e) = started {
@@ -288,7 +221,7 @@ fn serve<const MEASURED: bool>(conn: &Arc<Connection>, request: Request, origin:
             let labels = crate::metrics::Request::new(
                 method_label(&server, &method),
                 refused,
-                era_of.name(),
+                at.era.name(),
                 origin.http.is_some(),
             );
             answered_inline(&server, labels, arrived, Some(&e));
@@ -296,6 +229,69 @@ fn serve<const MEASURED: bool>(conn: &Arc<Connection>, request: Request, origin:
         respond(origin, &id, Err::<(), _>(e));
     }
     Some(())
+}
+
+/// What [`serve`] serves one request with: the connection it came on, where its answer goes, its id, and (with
+/// metrics) when it arrived.
+struct Serving<'a> {
+    conn: &'a Arc<Connection>,
+    server: &'a Server,
+    origin: &'a Origin,
+    id: &'a RequestId,
+    arrived: Option<std::time::Instant>,
+    era: crate::context::Era,
+}
+
+impl Serving<'_> {
+    /// The request's in-flight record, running `name`.
+    fn in_flight(&self, meta: RequestMeta, era: EraState, name: Name) -> Arc<InFlight> {
+        Arc::new(InFlight::named(self.id.clone(), meta, self.conn.clone(), self.origin.sink.clone(), era, name))
+    }
+
+    /// Starts `call` as the request.
+    fn start<R: WireResult + Send + 'static>(
+        &self,
+        call: Call<R>,
+        meta: RequestMeta,
+        era: EraState,
+    ) -> Result<(), Error> {
+        self.conn.start(self.in_flight(meta, era, call.name.clone()), call)
+    }
+
+    /// Answers a list or a completion inline (no layers), or through the layers as a call whose result is ready.
+    fn inline(
+        &self,
+        name: &'static str,
+        result: Result<ListResult, Error>,
+        request: FrontRequest,
+    ) -> Result<(), Error> {
+        let (params, meta, era) = request;
+        if self.server.inner.handlers().layers.is_none() {
+            if let (Some(arrived), Ok(_)) = (self.arrived, &result) {
+                let labels = crate::metrics::Request::new(name, None, self.era.name(), self.origin.http.is_some());
+                answered_inline(self.server, labels, arrived, None);
+            }
+            return result.map(|r| finish_inline(self.origin, self.id, r));
+        }
+        self.start(Call::of(name, Work::Ready(Box::new(result)), params, ResultKind::Encoded), meta, era)
+    }
+}
+
+/// A list method's static name and what it lists.
+fn listed(method: &str) -> (&'static str, ListKind) {
+    match method {
+        "tools/list" => ("tools/list", ListKind::Tools),
+        "prompts/list" => ("prompts/list", ListKind::Prompts),
+        "resources/templates/list" => ("resources/templates/list", ListKind::Templates),
+        _ => ("resources/list", ListKind::Resources),
+    }
+}
+
+impl<R> Call<R> {
+    /// A call of `method` under the method's own name, its params the handler's arguments.
+    fn of(method: &'static str, work: Work<R>, params: Map<String, Value>, kind: ResultKind) -> Call<R> {
+        Call { method, name: Name::new(method), work, arguments: Arguments::from(params), kind }
+    }
 }
 
 /// With metrics, a request answered without a handler's run: with a result, or refused with `error`.
