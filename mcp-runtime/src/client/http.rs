@@ -419,14 +419,10 @@ async fn read_response(
     let status = response.status();
     let content_type =
         response.headers().get("content-type").and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned();
-    let answered = |inner: &Weak<Inner>| match (id, inner.upgrade()) {
-        (Some(id), Some(inner)) => !inner.pending.locked().contains_key(id),
-        _ => true,
-    };
     if status == reqwest::StatusCode::ACCEPTED {
         // Right for a notification or an answer; for a request still waiting, the server ended it without an
         // answer (it cancelled it, stopping): the call fails rather than wait for ever.
-        if !answered(inner) {
+        if !answered(inner, id) {
             return Err(Error::Transport(TransportError::new(
                 TransportErrorKind::Io,
                 "the server ended the request without answering it (HTTP 202, no body): it may be stopping",
@@ -434,30 +430,59 @@ async fn read_response(
         }
         return Ok(());
     }
-
     if content_type.starts_with("application/json") {
-        let bytes = read_body(response, http.frame_limit).await?;
-        let message: Value = match serde_json::from_slice(&bytes) {
-            Ok(message) => message,
-            Err(_) if !status.is_success() => return Err(http_error(status, &bytes)),
-            Err(e) => return Err(Error::Protocol(format!("HTTP {status}: an answer that is not JSON ({e})"))),
-        };
-        let Some(client) = inner.upgrade() else { return Ok(()) };
-        client.receive(message);
-        drop(client);
-        // A JSON body that answered nothing (an HTTP error in some other shape, such as an OAuth 401) fails the call.
-        if !answered(inner) {
-            if status.is_success() {
-                let text = String::from_utf8_lossy(&bytes[..bytes.len().min(ERROR_BODY)]).into_owned();
-                return Err(Error::Protocol(format!("HTTP {status}: a JSON answer to another request: {text}")));
-            }
-            return Err(http_error(status, &bytes));
-        }
-        return Ok(());
+        return read_json(http, response, inner, id).await;
     }
     if !content_type.starts_with("text/event-stream") {
         return Err(http_error(status, &read_prefix(response).await));
     }
+    read_stream(http, response, inner, id).await
+}
+
+/// Whether the request `id` was answered (or there is none to wait for, or no client left to wait).
+fn answered(inner: &Weak<Inner>, id: Option<&RequestId>) -> bool {
+    match (id, inner.upgrade()) {
+        (Some(id), Some(inner)) => !inner.pending.locked().contains_key(id),
+        _ => true,
+    }
+}
+
+/// A JSON body: the message it holds, received; one that answered nothing (an HTTP error in some other shape, such
+/// as an OAuth 401) fails the call.
+async fn read_json(
+    http: &Shared,
+    response: reqwest::Response,
+    inner: &Weak<Inner>,
+    id: Option<&RequestId>,
+) -> Result<(), Error> {
+    let status = response.status();
+    let bytes = read_body(response, http.frame_limit).await?;
+    let message: Value = match serde_json::from_slice(&bytes) {
+        Ok(message) => message,
+        Err(_) if !status.is_success() => return Err(http_error(status, &bytes)),
+        Err(e) => return Err(Error::Protocol(format!("HTTP {status}: an answer that is not JSON ({e})"))),
+    };
+    let Some(client) = inner.upgrade() else { return Ok(()) };
+    client.receive(message);
+    drop(client);
+    if !answered(inner, id) {
+        if status.is_success() {
+            let text = String::from_utf8_lossy(&bytes[..bytes.len().min(ERROR_BODY)]).into_owned();
+            return Err(Error::Protocol(format!("HTTP {status}: a JSON answer to another request: {text}")));
+        }
+        return Err(http_error(status, &bytes));
+    }
+    Ok(())
+}
+
+/// An SSE stream, read until the response to `id` came; one that ends before it is resumed with `Last-Event-ID`
+/// (2025 era), after the server's delay, at most [`MAX_RESUMES`] times.
+async fn read_stream(
+    http: &Shared,
+    response: reqwest::Response,
+    inner: &Weak<Inner>,
+    id: Option<&RequestId>,
+) -> Result<(), Error> {
     let mut reader = SseReader::new(response, http.frame_limit);
     let mut last_event: Option<String> = None;
     let mut retry = DEFAULT_RETRY;
@@ -481,11 +506,11 @@ async fn read_response(
             }
             drop(client);
             // Its response came: a stream the server keeps open (a resumed one) is not this request's any more.
-            if answered(inner) {
+            if answered(inner, id) {
                 return Ok(());
             }
         }
-        if answered(inner) {
+        if answered(inner, id) {
             return Ok(());
         }
         // The stream ended before the response: resume it where it stopped, after the server's delay.
