@@ -25,27 +25,61 @@ pub(super) fn emit(tool: &Tool, item: &Function) -> TokenStream {
         syn::ReturnType::Type(_, ty) => ty.span(),
     };
 
-    // Schema: one property per argument.
-    let properties = item.params.iter().filter_map(|p| match p {
-        Param::Argument { name, ty, doc, header } => {
-            let doc = match doc {
-                Some(d) => quote!(::core::option::Option::Some(#d)),
-                None => quote!(::core::option::Option::None),
-            };
-            let mirror = header
-                .as_ref()
-                .map(|h| quote_spanned!(ty.span()=> (#private::header_arg::<#ty>())(&mut __mcp_schema, #name, #h);));
-            let reader = params::reader(&private, ty, false);
-            Some(quote_spanned!(ty.span()=> (#reader.describe)(&mut __mcp_schema, #name, #doc); #mirror))
-        }
-        Param::Flattened { name, ty } => {
-            Some(quote_spanned!(ty.span()=> (#private::flattened::<#ty>().describe)(&mut __mcp_schema, #name);))
-        }
-        Param::Injected { .. } => None,
-    });
+    let properties = properties(&private, &item.params);
     let output_schema = quote_spanned!(ret_span=> #private::returns::<#ret_ty>().output_schema);
     let Glue { call_fn, handler, injects } = handler::glue(Macro::Tool, &quote!(), &mcp, function, &item.params);
 
+    let builder = builder(tool, item, &mcp);
+    let body = quote! {
+        fn __mcp_input_schema() -> ::core::result::Result<#private::serde_json::Value, #mcp::handler::SchemaError> {
+            let mut __mcp_schema = #mcp::handler::ObjectSchema::new();
+            #(#properties)*
+            __mcp_schema.finish()
+        }
+        #call_fn
+    };
+    let def = quote! {
+        #mcp::handler::ToolDef::built(
+            #name,
+            #mcp::handler::InputSchema::Built(__mcp_input_schema),
+            #output_schema,
+            #handler,
+            ::core::concat!(::core::file!(), ":", ::core::line!()),
+        )
+        #builder
+        #injects
+    };
+    paths::item(&mcp, function, "Tool", body, def)
+}
+
+/// The input schema's statements: one property per argument (and its `Mcp-Param-*` header), the fields of each
+/// flattened struct.
+fn properties(private: &TokenStream, params: &[Param]) -> Vec<TokenStream> {
+    params
+        .iter()
+        .filter_map(|p| match p {
+            Param::Argument { name, ty, doc, header } => {
+                let doc = match doc {
+                    Some(d) => quote!(::core::option::Option::Some(#d)),
+                    None => quote!(::core::option::Option::None),
+                };
+                let mirror = header.as_ref().map(
+                    |h| quote_spanned!(ty.span()=> (#private::header_arg::<#ty>())(&mut __mcp_schema, #name, #h);),
+                );
+                let reader = params::reader(private, ty, false);
+                Some(quote_spanned!(ty.span()=> (#reader.describe)(&mut __mcp_schema, #name, #doc); #mirror))
+            }
+            Param::Flattened { name, ty } => {
+                Some(quote_spanned!(ty.span()=> (#private::flattened::<#ty>().describe)(&mut __mcp_schema, #name);))
+            }
+            Param::Injected { .. } => None,
+        })
+        .collect()
+}
+
+/// The calls on the definition that its options ask for: the shared ones, the hints, the task settings, and
+/// `.cannot_ask()` for a function with no injected parameter.
+fn builder(tool: &Tool, item: &Function, mcp: &TokenStream) -> TokenStream {
     let mut builder = tool.options.common.builder(item.doc.clone());
     let hints: Vec<_> = [
         ("read_only", &tool.options.read_only),
@@ -84,24 +118,5 @@ pub(super) fn emit(tool: &Tool, item: &Function) -> TokenStream {
         builder.extend(quote!(.cannot_ask()));
     }
 
-    let body = quote! {
-        fn __mcp_input_schema() -> ::core::result::Result<#private::serde_json::Value, #mcp::handler::SchemaError> {
-            let mut __mcp_schema = #mcp::handler::ObjectSchema::new();
-            #(#properties)*
-            __mcp_schema.finish()
-        }
-        #call_fn
-    };
-    let def = quote! {
-        #mcp::handler::ToolDef::built(
-            #name,
-            #mcp::handler::InputSchema::Built(__mcp_input_schema),
-            #output_schema,
-            #handler,
-            ::core::concat!(::core::file!(), ":", ::core::line!()),
-        )
-        #builder
-        #injects
-    };
-    paths::item(&mcp, function, "Tool", body, def)
+    builder
 }
