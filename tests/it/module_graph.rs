@@ -23,7 +23,9 @@ const LAYERS: &[&[&str]] = &[
     &["task"],
     &["server"],
     &["hook"],
-    &["store", "middleware", "handler"],
+    &["store", "middleware"],
+    // What a handler is made of, its `Arguments` among them, which middleware layers read.
+    &["handler"],
     &["context"],
     &["auth", "metrics"],
     &["wire", "otel"],
