@@ -84,7 +84,7 @@ impl Arguments {
     }
 
     /// Reads the argument `name` into `T`, taking it out: from the text when there is no map, with no value tree
-    /// made. `Ok(None)` when it is not there.
+    /// made. `None` when it is not there.
     pub(crate) fn take<T: DeserializeOwned>(&mut self, name: &str) -> Option<Result<T, String>> {
         if let Some(map) = self.map.get_mut() {
             let value = map.remove(name)?;
