@@ -1,7 +1,8 @@
 //! A handler's parameters classified (arguments, flattened structs, injected references) and checked against the
 //! macro they are under.
 
-use syn::{Pat, Type};
+use proc_macro2::Ident;
+use syn::{LitStr, Pat, Type, TypeReference};
 
 use super::{unraw, Param, Written};
 use crate::diagnostics::Errors;
@@ -12,7 +13,7 @@ pub(crate) fn validate(written: Vec<Written>, which: Macro, errors: &mut Errors)
     let what = which.attr();
     let mut params = Vec::new();
     for param in written {
-        let (pat, ty, doc, mut header, mut flatten) = match param {
+        let (pat, ty, doc, header, flatten) = match param {
             Written::Receiver(receiver) => {
                 errors.push_spanned(
                     &receiver,
@@ -22,41 +23,10 @@ pub(crate) fn validate(written: Vec<Written>, which: Macro, errors: &mut Errors)
             }
             Written::Typed { pat, ty, doc, header, flatten } => (pat, ty, doc, header, flatten),
         };
-        if let Some(name) = header.take() {
-            if which != Macro::Tool {
-                errors.push_spanned(
-                    &name,
-                    "`header` mirrors a tool argument in an HTTP header; it is for #[mcp::tool] parameters only",
-                );
-            } else if let Err(why) = check_header_name(&name.value()) {
-                errors.push_spanned(&name, why);
-            } else {
-                header = Some(name);
-            }
-        }
-        if let Some(ident) = flatten.take() {
-            if !matches!(which, Macro::Tool | Macro::Method) {
-                errors.push_spanned(
-                    &ident,
-                    format!("`flatten` spreads a struct's fields into JSON arguments; #[mcp::{what}] arguments are strings, one per parameter"),
-                );
-            } else {
-                flatten = Some(ident);
-            }
-        }
+        let header = header.and_then(|name| checked_header(name, which, errors));
+        let flatten = flatten.and_then(|ident| checked_flatten(ident, which, errors));
         if let Type::Reference(r) = &*ty {
-            if let Some(flatten) = &flatten {
-                errors.push_spanned(
-                    flatten,
-                    "`flatten` spreads an owned struct's fields into the arguments; a reference parameter is injected from the context: write `name: Type`",
-                );
-                continue;
-            }
-            if r.mutability.is_some() {
-                errors.push_spanned(r, "injected parameters are shared references: write `&T`, not `&mut T`");
-                continue;
-            }
-            params.push(Param::Injected { ty: r.elem.clone() });
+            params.extend(injected(r, flatten.as_ref(), errors));
             continue;
         }
         let name = match &*pat {
@@ -74,21 +44,7 @@ pub(crate) fn validate(written: Vec<Written>, which: Macro, errors: &mut Errors)
             continue;
         }
         if flatten.is_some() {
-            if let Some(h) = &header {
-                errors.push_spanned(
-                    h,
-                    "a flattened parameter is a whole struct, not one property: mirror one of its fields in a header by making it a parameter of its own",
-                );
-                continue;
-            }
-            if let Some(why) = not_an_object(&ty) {
-                errors.push_spanned(
-                    &ty,
-                    format!("`#[mcp(flatten)]` spreads a struct's named fields into the arguments, and {why}: flatten a struct with named fields (deriving `Deserialize` and `JsonSchema`), or drop `flatten` to make it one argument"),
-                );
-                continue;
-            }
-            params.push(Param::Flattened { name, ty });
+            params.extend(flattened(name, ty, header.as_ref(), errors));
             continue;
         }
         params.push(Param::Argument { name, ty, doc, header });
@@ -96,6 +52,69 @@ pub(crate) fn validate(written: Vec<Written>, which: Macro, errors: &mut Errors)
     check_headers(&params, errors);
     check_flattened(&params, errors);
     params
+}
+
+/// `header = "Name"` kept when `which` mirrors arguments in headers and the name is a header name; reported when not.
+fn checked_header(name: LitStr, which: Macro, errors: &mut Errors) -> Option<LitStr> {
+    if which != Macro::Tool {
+        errors.push_spanned(
+            &name,
+            "`header` mirrors a tool argument in an HTTP header; it is for #[mcp::tool] parameters only",
+        );
+    } else if let Err(why) = check_header_name(&name.value()) {
+        errors.push_spanned(&name, why);
+    } else {
+        return Some(name);
+    }
+    None
+}
+
+/// `flatten` kept when `which` takes JSON arguments; reported when its arguments are strings.
+fn checked_flatten(ident: Ident, which: Macro, errors: &mut Errors) -> Option<Ident> {
+    if !matches!(which, Macro::Tool | Macro::Method) {
+        let what = which.attr();
+        errors.push_spanned(
+            &ident,
+            format!("`flatten` spreads a struct's fields into JSON arguments; #[mcp::{what}] arguments are strings, one per parameter"),
+        );
+        return None;
+    }
+    Some(ident)
+}
+
+/// A reference parameter, injected from the context: a shared reference, not flattened.
+fn injected(r: &TypeReference, flatten: Option<&Ident>, errors: &mut Errors) -> Option<Param> {
+    if let Some(flatten) = flatten {
+        errors.push_spanned(
+            flatten,
+            "`flatten` spreads an owned struct's fields into the arguments; a reference parameter is injected from the context: write `name: Type`",
+        );
+        return None;
+    }
+    if r.mutability.is_some() {
+        errors.push_spanned(r, "injected parameters are shared references: write `&T`, not `&mut T`");
+        return None;
+    }
+    Some(Param::Injected { ty: r.elem.clone() })
+}
+
+/// A `#[mcp(flatten)]` parameter: not mirrored in a header, and of a type that may be a struct with named fields.
+fn flattened(name: String, ty: Box<Type>, header: Option<&LitStr>, errors: &mut Errors) -> Option<Param> {
+    if let Some(h) = header {
+        errors.push_spanned(
+            h,
+            "a flattened parameter is a whole struct, not one property: mirror one of its fields in a header by making it a parameter of its own",
+        );
+        return None;
+    }
+    if let Some(why) = not_an_object(&ty) {
+        errors.push_spanned(
+            &ty,
+            format!("`#[mcp(flatten)]` spreads a struct's named fields into the arguments, and {why}: flatten a struct with named fields (deriving `Deserialize` and `JsonSchema`), or drop `flatten` to make it one argument"),
+        );
+        return None;
+    }
+    Some(Param::Flattened { name, ty })
 }
 
 /// Why a type is known, from its spelling alone, not to be a struct with named fields: a primitive, a string, a

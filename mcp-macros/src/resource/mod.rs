@@ -88,46 +88,14 @@ impl HandlerMacro for ResourceMacro {
 
     fn validate(options: Options, item: &Function, errors: &mut Errors) -> Option<Resource> {
         options.common.check(errors);
-        let arguments: Vec<(&str, proc_macro2::Span)> = item
-            .params
-            .iter()
-            .filter_map(|p| match p {
-                Param::Argument { name, ty, .. } => Some((name.as_str(), syn::spanned::Spanned::span(ty))),
-                Param::Injected { .. } | Param::Flattened { .. } => None,
-            })
-            .collect();
-        let mut template = false;
-        match &options.uri {
+        let arguments = arguments(item);
+        let template = match &options.uri {
             None => {
-                errors.push(syn::Error::new(proc_macro2::Span::call_site(), "#[mcp::resource] needs `uri = \"...\"`"))
+                errors.push(syn::Error::new(proc_macro2::Span::call_site(), "#[mcp::resource] needs `uri = \"...\"`"));
+                false
             }
-            Some(lit) => match template_variables(&lit.value()) {
-                Err(e) => errors.push_spanned(lit, e),
-                Ok(vars) => {
-                    template = !vars.is_empty() || lit.value().contains('{');
-                    for var in &vars {
-                        if !arguments.iter().any(|(n, _)| n == var) {
-                            errors
-                                .push_spanned(lit, format!("template variable `{var}` has no parameter of that name"));
-                        }
-                    }
-                    for (name, span) in &arguments {
-                        if !vars.iter().any(|v| v == name) {
-                            errors.push(syn::Error::new(
-                                *span,
-                                if template {
-                                    format!("parameter `{name}` is not a variable of the URI template")
-                                } else {
-                                    format!(
-                                        "parameter `{name}` has nothing to bind to: a resource at a fixed URI takes only injected parameters (`&Context`, `&State<T>`); use `{{{name}}}` in the URI to make it a template"
-                                    )
-                                },
-                            ));
-                        }
-                    }
-                }
-            },
-        }
+            Some(lit) => check_uri(lit, &arguments, errors),
+        };
         if let Some(completions) = &options.completions {
             let names: Vec<&str> = arguments.iter().map(|(n, _)| *n).collect();
             attr::check_completions(completions, &names, "the template has no variable", errors);
@@ -135,35 +103,13 @@ impl HandlerMacro for ResourceMacro {
         if let (Some(list), false) = (&options.list, template) {
             errors.push_spanned(list, "`list` belongs on a resource template: a fixed resource is listed already");
         }
-        let mut audience = Vec::new();
-        if let Some(lit) = &options.audience {
-            for part in lit.value().split(',').map(str::trim) {
-                match part {
-                    "user" => audience.push(Role::User),
-                    "assistant" => audience.push(Role::Assistant),
-                    _ => errors.push_spanned(
-                        lit,
-                        format!("unknown audience `{part}`: write \"user\", \"assistant\" or \"user, assistant\""),
-                    ),
-                }
-            }
-        }
+        let audience = options.audience.as_ref().map_or_else(Vec::new, |lit| audience(lit, errors));
         if let Some(p) = &options.priority {
             if !matches!(p.base10_parse::<f64>(), Ok(v) if (0.0..=1.0).contains(&v)) {
                 errors.push_spanned(p, "`priority` is a number from 0.0 to 1.0");
             }
         }
-        let cache_scope = match &options.cache_scope {
-            None => None,
-            Some(lit) => match lit.value().as_str() {
-                "public" => Some(CacheScope::Public),
-                "private" => Some(CacheScope::Private),
-                other => {
-                    errors.push_spanned(lit, format!("unknown cache scope `{other}`: write \"public\" or \"private\""));
-                    None
-                }
-            },
-        };
+        let cache_scope = options.cache_scope.as_ref().and_then(|lit| cache_scope(lit, errors));
         if let Some(t) = &options.ttl_ms {
             if t.base10_parse::<u64>().is_err() {
                 errors.push_spanned(t, "`ttl_ms` is a whole number of milliseconds");
@@ -176,5 +122,76 @@ impl HandlerMacro for ResourceMacro {
 
     fn expand(resource: &Resource, item: &Function) -> TokenStream {
         expand::emit(resource, item)
+    }
+}
+
+/// The function's arguments (the parameters the URI's variables bind to), each with its type's span.
+fn arguments(item: &Function) -> Vec<(&str, proc_macro2::Span)> {
+    item.params
+        .iter()
+        .filter_map(|p| match p {
+            Param::Argument { name, ty, .. } => Some((name.as_str(), syn::spanned::Spanned::span(ty))),
+            Param::Injected { .. } | Param::Flattened { .. } => None,
+        })
+        .collect()
+}
+
+/// Whether the URI `lit` is a template; its variables and the function's arguments must match one to one.
+fn check_uri(lit: &LitStr, arguments: &[(&str, proc_macro2::Span)], errors: &mut Errors) -> bool {
+    let vars = match template_variables(&lit.value()) {
+        Err(e) => {
+            errors.push_spanned(lit, e);
+            return false;
+        }
+        Ok(vars) => vars,
+    };
+    let template = !vars.is_empty() || lit.value().contains('{');
+    for var in &vars {
+        if !arguments.iter().any(|(n, _)| n == var) {
+            errors.push_spanned(lit, format!("template variable `{var}` has no parameter of that name"));
+        }
+    }
+    for (name, span) in arguments {
+        if !vars.iter().any(|v| v == name) {
+            errors.push(syn::Error::new(
+                *span,
+                if template {
+                    format!("parameter `{name}` is not a variable of the URI template")
+                } else {
+                    format!(
+                        "parameter `{name}` has nothing to bind to: a resource at a fixed URI takes only injected parameters (`&Context`, `&State<T>`); use `{{{name}}}` in the URI to make it a template"
+                    )
+                },
+            ));
+        }
+    }
+    template
+}
+
+/// The roles `audience = "..."` names, comma-separated; an unknown one is reported.
+fn audience(lit: &LitStr, errors: &mut Errors) -> Vec<Role> {
+    let mut audience = Vec::new();
+    for part in lit.value().split(',').map(str::trim) {
+        match part {
+            "user" => audience.push(Role::User),
+            "assistant" => audience.push(Role::Assistant),
+            _ => errors.push_spanned(
+                lit,
+                format!("unknown audience `{part}`: write \"user\", \"assistant\" or \"user, assistant\""),
+            ),
+        }
+    }
+    audience
+}
+
+/// The scope `cache_scope = "..."` names; an unknown one is reported.
+fn cache_scope(lit: &LitStr, errors: &mut Errors) -> Option<CacheScope> {
+    match lit.value().as_str() {
+        "public" => Some(CacheScope::Public),
+        "private" => Some(CacheScope::Private),
+        other => {
+            errors.push_spanned(lit, format!("unknown cache scope `{other}`: write \"public\" or \"private\""));
+            None
+        }
     }
 }
