@@ -18,89 +18,105 @@ impl Inner {
     /// What the server sends, on the HTTP stream of the request `on` when it came on one.
     pub(crate) fn receive_on(self: &Arc<Self>, message: Value, on: Option<&jsonrpc::RequestId>) {
         match Incoming::from_value(message) {
-            Ok(Incoming::Response { id, outcome }) => {
-                let waiting = self.pending.locked().remove(&id);
-                match waiting {
-                    Some(tx) => {
-                        let outcome = outcome.map_err(|e| match serde_json::from_value::<crate::Error>(e.clone()) {
-                            Ok(e) => Error::Rpc(e),
-                            Err(_) => Error::Protocol(format!("an error response that is not a JSON-RPC error: {e}")),
-                        });
-                        let _ = tx.send(outcome);
-                    }
-                    None => tracing::debug!(%id, "a response to no waiting call (cancelled or timed out): dropped"),
-                }
-            }
+            Ok(Incoming::Response { id, outcome }) => self.receive_response(&id, outcome),
             Ok(Incoming::Notification { method, params, .. }) => {
-                let params = params.unwrap_or(Value::Null);
-                if method == "notifications/progress" {
-                    let token = match &params["progressToken"] {
-                        Value::String(s) => s.clone(),
-                        other => other.to_string(),
-                    };
-                    let progress = self.progress.locked();
-                    if let Some(sink) = progress.get(&token) {
-                        sink.reset.notify_waiters();
-                        if let Some(callback) = &sink.callback {
-                            callback(Progress::from_params(&params));
-                        }
-                    }
-                    return;
-                }
-                let changed = match method.as_str() {
-                    "notifications/tools/list_changed" => Some("tools/list"),
-                    "notifications/prompts/list_changed" => Some("prompts/list"),
-                    "notifications/resources/list_changed" => Some("resources/list"),
-                    _ => None,
-                };
-                if let Some(list) = changed {
-                    self.cache.locked().retain(|(m, _), _| m != list);
-                }
-                for route in self.routes().values() {
-                    route.offer(&method, &params);
-                }
-                let hearer = on.and_then(|id| self.hearers.locked().get(id).cloned());
-                match (hearer, &self.handlers.notification) {
-                    (Some(hearer), _) => hearer(&method, &params),
-                    (None, Some(handler)) => handler(&method, &params),
-                    (None, None) => {}
-                }
+                self.receive_notification(&method, params.unwrap_or(Value::Null), on)
             }
-            Ok(Incoming::Request { id, method, params, .. }) => {
-                // A ping is answered here and now: a flood of them holds no task and no memory.
-                if method == "ping" {
-                    return self.reply(jsonrpc::encode_result(&id, &json!({})));
-                }
-                // Anything else runs a handler, in a task of its own, at most ANSWERING at once.
-                let Ok(permit) = self.answering.clone().try_acquire_owned() else {
-                    tracing::warn!(%method, "the server asks more questions at once than the client answers: refused");
-                    let busy = crate::Error::internal(format!(
-                        "the client is already answering {ANSWERING} requests from the server"
-                    ));
-                    return self.reply(jsonrpc::encode_error(Some(&id), &busy));
-                };
-                let inner = self.clone();
-                let asker = self.asker(on);
-                tokio::spawn(async move {
-                    let params = params.unwrap_or(Value::Null);
-                    let outcome = match asker {
-                        Ok(Some(asker)) => asker(method, params).await,
-                        Ok(None) => inner.answer(&method, params).await,
-                        Err(e) => Err(e),
-                    };
-                    let frame = match outcome {
-                        Ok(result) => jsonrpc::encode_result(&id, &result),
-                        Err(e) => jsonrpc::encode_error(Some(&id), &e),
-                    };
-                    match &inner.link {
-                        Link::Stdio(s) => s.send(frame).await,
-                        Link::Http(h) => h.post_message(frame),
-                    }
-                    drop(permit);
-                });
-            }
+            Ok(Incoming::Request { id, method, params, .. }) => self.receive_request(id, method, params, on),
             Err(rejected) => tracing::warn!(error = %rejected.error, "the server sent something that is not JSON-RPC"),
         }
+    }
+
+    /// A response: to the call waiting for it, if one still does.
+    fn receive_response(&self, id: &jsonrpc::RequestId, outcome: Result<Value, Value>) {
+        let waiting = self.pending.locked().remove(id);
+        match waiting {
+            Some(tx) => {
+                let outcome = outcome.map_err(|e| match serde_json::from_value::<crate::Error>(e.clone()) {
+                    Ok(e) => Error::Rpc(e),
+                    Err(_) => Error::Protocol(format!("an error response that is not a JSON-RPC error: {e}")),
+                });
+                let _ = tx.send(outcome);
+            }
+            None => tracing::debug!(%id, "a response to no waiting call (cancelled or timed out): dropped"),
+        }
+    }
+
+    /// A notification: progress to its call's sink; anything else empties the cached list it changes, goes to the
+    /// routes, and to the call that hears the stream it came on, else the notification handler.
+    fn receive_notification(&self, method: &str, params: Value, on: Option<&jsonrpc::RequestId>) {
+        if method == "notifications/progress" {
+            let token = match &params["progressToken"] {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            let progress = self.progress.locked();
+            if let Some(sink) = progress.get(&token) {
+                sink.reset.notify_waiters();
+                if let Some(callback) = &sink.callback {
+                    callback(Progress::from_params(&params));
+                }
+            }
+            return;
+        }
+        let changed = match method {
+            "notifications/tools/list_changed" => Some("tools/list"),
+            "notifications/prompts/list_changed" => Some("prompts/list"),
+            "notifications/resources/list_changed" => Some("resources/list"),
+            _ => None,
+        };
+        if let Some(list) = changed {
+            self.cache.locked().retain(|(m, _), _| m != list);
+        }
+        for route in self.routes().values() {
+            route.offer(method, &params);
+        }
+        let hearer = on.and_then(|id| self.hearers.locked().get(id).cloned());
+        match (hearer, &self.handlers.notification) {
+            (Some(hearer), _) => hearer(method, &params),
+            (None, Some(handler)) => handler(method, &params),
+            (None, None) => {}
+        }
+    }
+
+    /// A request of the server's: a ping answered at once, anything else by a handler in a task of its own.
+    fn receive_request(
+        self: &Arc<Self>,
+        id: jsonrpc::RequestId,
+        method: String,
+        params: Option<Value>,
+        on: Option<&jsonrpc::RequestId>,
+    ) {
+        // A ping is answered here and now: a flood of them holds no task and no memory.
+        if method == "ping" {
+            return self.reply(jsonrpc::encode_result(&id, &json!({})));
+        }
+        // Anything else runs a handler, in a task of its own, at most ANSWERING at once.
+        let Ok(permit) = self.answering.clone().try_acquire_owned() else {
+            tracing::warn!(%method, "the server asks more questions at once than the client answers: refused");
+            let busy =
+                crate::Error::internal(format!("the client is already answering {ANSWERING} requests from the server"));
+            return self.reply(jsonrpc::encode_error(Some(&id), &busy));
+        };
+        let inner = self.clone();
+        let asker = self.asker(on);
+        tokio::spawn(async move {
+            let params = params.unwrap_or(Value::Null);
+            let outcome = match asker {
+                Ok(Some(asker)) => asker(method, params).await,
+                Ok(None) => inner.answer(&method, params).await,
+                Err(e) => Err(e),
+            };
+            let frame = match outcome {
+                Ok(result) => jsonrpc::encode_result(&id, &result),
+                Err(e) => jsonrpc::encode_error(Some(&id), &e),
+            };
+            match &inner.link {
+                Link::Stdio(s) => s.send(frame).await,
+                Link::Http(h) => h.post_message(frame),
+            }
+            drop(permit);
+        });
     }
 
     /// The call that answers a request of the server's itself ([`Call::on_question`](super::Call::on_question)):

@@ -1,6 +1,7 @@
 //! How the client is known to an authorization server: credentials stored for its issuer, pre-registered ones, a
 //! Client ID Metadata Document, or dynamic client registration (RFC 7591).
 
+use reqwest::Url;
 use serde_json::{json, Value};
 
 use super::discovery::Found;
@@ -18,24 +19,9 @@ impl Authorizer {
         if let Some(registration) = store.registration(&found.issuer) {
             return Ok(registration);
         }
-        if let Some(pre) = self.config.preregistered.as_ref().filter(|p| !p.client_id.is_empty()) {
-            let mine = match &pre.issuer {
-                Some(issuer) => *issuer == found.issuer,
-                None => {
-                    let mut bound = self.bound.locked();
-                    let first = bound.get_or_insert_with(|| found.issuer.clone());
-                    *first == found.issuer
-                }
-            };
-            if mine {
-                let registration = Registration {
-                    client_id: pre.client_id.clone(),
-                    client_secret: pre.client_secret.clone(),
-                    token_endpoint_auth_method: None,
-                };
-                store.save_registration(&found.issuer, registration.clone());
-                return Ok(registration);
-            }
+        if let Some(registration) = self.preregistered(found) {
+            store.save_registration(&found.issuer, registration.clone());
+            return Ok(registration);
         }
         let cimd = found.metadata.as_ref().is_some_and(|m| m.client_id_metadata_document_supported);
         if let (true, Some(url)) = (cimd, &self.config.client_metadata_url) {
@@ -57,6 +43,32 @@ impl Authorizer {
                 }
             ))));
         };
+        let registration = self.register_at(http, endpoint).await?;
+        store.save_registration(&found.issuer, registration.clone());
+        Ok(registration)
+    }
+
+    /// The pre-registered credentials, if they are for this issuer (the one they name, else the first one they were
+    /// used with).
+    fn preregistered(&self, found: &Found) -> Option<Registration> {
+        let pre = self.config.preregistered.as_ref().filter(|p| !p.client_id.is_empty())?;
+        let mine = match &pre.issuer {
+            Some(issuer) => *issuer == found.issuer,
+            None => {
+                let mut bound = self.bound.locked();
+                let first = bound.get_or_insert_with(|| found.issuer.clone());
+                *first == found.issuer
+            }
+        };
+        mine.then(|| Registration {
+            client_id: pre.client_id.clone(),
+            client_secret: pre.client_secret.clone(),
+            token_endpoint_auth_method: None,
+        })
+    }
+
+    /// Dynamic client registration (RFC 7591) at `endpoint`: the client as the server knows it now.
+    async fn register_at(&self, http: &reqwest::Client, endpoint: &Url) -> Result<Registration, Error> {
         let mut grant_types = vec!["authorization_code"];
         if self.config.refresh_tokens {
             grant_types.push("refresh_token");
@@ -88,12 +100,10 @@ impl Authorizer {
                 oauth_error(&answer, &bytes)
             ))));
         };
-        let registration = Registration {
+        Ok(Registration {
             client_id: client_id.to_owned(),
             client_secret: answer["client_secret"].as_str().map(str::to_owned),
             token_endpoint_auth_method: answer["token_endpoint_auth_method"].as_str().map(str::to_owned),
-        };
-        store.save_registration(&found.issuer, registration.clone());
-        Ok(registration)
+        })
     }
 }
