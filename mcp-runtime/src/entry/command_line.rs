@@ -310,40 +310,65 @@ fn parse_command(
                 auth_resource = Some(value("https://mcp.example.com/mcp")?);
                 http_only = Some(name.to_owned());
             }
-            other => match program.iter().find(|spec| spec.name == other) {
-                Some(spec) => match spec.value {
-                    Some(what) => {
-                        let value = value(what)?;
-                        rest.push(other.to_owned());
-                        rest.push(value);
-                    }
-                    None if inline.is_some() => return Err(format!("`{other}` takes no value")),
-                    None => rest.push(arg.clone()),
-                },
-                None if !other.starts_with('-') => return Err(format!("unexpected argument `{other}`; see --help")),
-                None => {
-                    return Err(match closest(other, program) {
-                        Some(near) => format!("unknown option `{other}`; did you mean `{near}`? (see --help)"),
-                        None => format!("unknown option `{other}`; see --help"),
-                    })
-                }
-            },
+            other => program_option(&arg, other, inline.is_some(), &mut value, program, rest)?,
         }
     }
     match (http, http_only) {
         (Some(addr), _) if matches!(command, Command::Serve) => {
-            for host in std::mem::take(&mut env.allow_hosts) {
-                options = options.allow_host(host);
-            }
-            for origin in std::mem::take(&mut env.allow_origins) {
-                options = options.allow_origin(origin);
-            }
-            let auth = auth_args(auth_issuer.or(env.auth_issuer.take()), auth_resource.or(env.auth_resource.take()))?;
-            Ok(Command::Http(addr, Box::new(options), auth))
+            serve_http(addr, options, env, (auth_issuer, auth_resource))
         }
         (None, Some(flag)) => Err(format!("`{flag}` goes with `--http`")),
         _ => Ok(command),
     }
+}
+
+/// An option of the program's own (`name`, written as `arg`), set apart in `rest` with its value; anything else is
+/// an error, which names the nearest option there is.
+fn program_option(
+    arg: &str,
+    name: &str,
+    inline: bool,
+    value: &mut impl FnMut(&str) -> Result<String, String>,
+    program: &[ArgSpec],
+    rest: &mut Vec<String>,
+) -> Result<(), String> {
+    match program.iter().find(|spec| spec.name == name) {
+        Some(spec) => match spec.value {
+            Some(what) => {
+                let value = value(what)?;
+                rest.push(name.to_owned());
+                rest.push(value);
+            }
+            None if inline => return Err(format!("`{name}` takes no value")),
+            None => rest.push(arg.to_owned()),
+        },
+        None if !name.starts_with('-') => return Err(format!("unexpected argument `{name}`; see --help")),
+        None => {
+            return Err(match closest(name, program) {
+                Some(near) => format!("unknown option `{name}`; did you mean `{near}`? (see --help)"),
+                None => format!("unknown option `{name}`; see --help"),
+            })
+        }
+    }
+    Ok(())
+}
+
+/// `--http ADDR`'s command: `options` with the environment's hosts and origins, and the authorization the command
+/// line (else the environment) asks for.
+fn serve_http(
+    addr: std::net::SocketAddr,
+    mut options: HttpOptions,
+    env: &mut Environment,
+    (auth_issuer, auth_resource): (Option<String>, Option<String>),
+) -> Result<Command, String> {
+    for host in std::mem::take(&mut env.allow_hosts) {
+        options = options.allow_host(host);
+    }
+    for origin in std::mem::take(&mut env.allow_origins) {
+        options = options.allow_origin(origin);
+    }
+    let auth = auth_args(auth_issuer.or(env.auth_issuer.take()), auth_resource.or(env.auth_resource.take()))?;
+    Ok(Command::Http(addr, Box::new(options), auth))
 }
 
 /// The feature of mcp-runtime an option needs that this program was built without, if any.
