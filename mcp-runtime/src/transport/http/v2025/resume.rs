@@ -241,20 +241,8 @@ pub(super) async fn follow(
     let mut gone = false;
     loop {
         let got = !slice.events.is_empty();
-        for (n, data) in slice.events {
-            after = n;
-            if data.is_empty() {
-                continue;
-            }
-            match backlog.admit(data.len(), false) {
-                Admit::Send => {
-                    if to.send((logged_id(&stream, &n.to_string()), data)).is_err() {
-                        return;
-                    }
-                }
-                Admit::Drop => {}
-                Admit::Stuck => return,
-            }
+        if !pass_on(slice.events, &stream, &mut after, &to, &backlog) {
+            return;
         }
         if slice.ended {
             return;
@@ -264,20 +252,7 @@ pub(super) async fn follow(
             heard = Instant::now();
             gone = false;
         } else if gone {
-            let instance = writer(&stream);
-            tracing::warn!(stream, instance, "a followed stream's instance stopped: its request ends with an error");
-            if let Some(id) = &request {
-                let error = Error::new(
-                    ErrorCode::INTERNAL_ERROR,
-                    format!(
-                        "the server instance answering this request ({instance}) stopped before it answered: the \
-                         request's outcome is unknown; send it again if that is safe"
-                    ),
-                )
-                .with_data(serde_json::json!({ "instance": instance }));
-                let frame: Arc<str> = Frame::error(Some(id), &error).into_text().into();
-                let _ = to.send((logged_id(&stream, &(after + 1).to_string()), frame));
-            }
+            instance_stopped(&stream, request.as_ref(), after, &to);
             return;
         } else {
             if heard.elapsed() > quiet {
@@ -305,5 +280,51 @@ pub(super) async fn follow(
                 LogSlice::default()
             }
         };
+    }
+}
+
+/// Passes the events read after `after` on to `to`, within `backlog`, `after` following them; `false` when the
+/// reader went, or stopped reading.
+fn pass_on(
+    events: Vec<(u64, Arc<str>)>,
+    stream: &str,
+    after: &mut u64,
+    to: &mpsc::UnboundedSender<Event>,
+    backlog: &Backlog,
+) -> bool {
+    for (n, data) in events {
+        *after = n;
+        if data.is_empty() {
+            continue;
+        }
+        match backlog.admit(data.len(), false) {
+            Admit::Send => {
+                if to.send((logged_id(stream, &n.to_string()), data)).is_err() {
+                    return false;
+                }
+            }
+            Admit::Drop => {}
+            Admit::Stuck => return false,
+        }
+    }
+    true
+}
+
+/// A followed stream's instance stopped vouching for itself: its `request`, when the log recorded it, is answered
+/// with an error, as the event after `after`.
+fn instance_stopped(stream: &str, request: Option<&RequestId>, after: u64, to: &mpsc::UnboundedSender<Event>) {
+    let instance = writer(stream);
+    tracing::warn!(stream, instance, "a followed stream's instance stopped: its request ends with an error");
+    if let Some(id) = request {
+        let error = Error::new(
+            ErrorCode::INTERNAL_ERROR,
+            format!(
+                "the server instance answering this request ({instance}) stopped before it answered: the \
+                 request's outcome is unknown; send it again if that is safe"
+            ),
+        )
+        .with_data(serde_json::json!({ "instance": instance }));
+        let frame: Arc<str> = Frame::error(Some(id), &error).into_text().into();
+        let _ = to.send((logged_id(stream, &(after + 1).to_string()), frame));
     }
 }

@@ -39,37 +39,13 @@ pub(super) async fn post_stateless(
     match message {
         Incoming::Notification { method, params, .. } => {
             if method == "notifications/cancelled" {
-                let id = params
-                    .as_ref()
-                    .and_then(|p| p.get("requestId"))
-                    .cloned()
-                    .and_then(|v| serde_json::from_value::<RequestId>(v).ok());
-                if let Some(id) = id {
-                    let session = {
-                        let requests = state.sessions.stateless.locked();
-                        match requests.get(&(caller.clone(), id.clone())).map(Vec::as_slice) {
-                            // Exactly one request of this caller has that id: it is the one meant.
-                            Some([(_, only)]) => only.upgrade(),
-                            Some(several) => {
-                                tracing::info!(%id, in_flight = several.len(), "cancel is ambiguous: ignored");
-                                None
-                            }
-                            None => None,
-                        }
-                    };
-                    if let Some(session) = session {
-                        let reason =
-                            params.as_ref().and_then(|p| p.get("reason")).and_then(Value::as_str).map(str::to_owned);
-                        session.cancel(&id, reason.as_deref());
-                    }
-                }
+                cancel(state, &caller, params.as_ref());
             }
             StatusCode::ACCEPTED.into_response()
         }
         Incoming::Response { .. } => StatusCode::ACCEPTED.into_response(),
         Incoming::Request { ref id, .. } => {
             let id = id.clone();
-            let store: Arc<dyn EventStore> = Arc::new(MemoryEventStore::new(64));
             let session = Session::new(state.server.clone(), Arc::new(NoSink));
             // No session outlives this request: its tasks cannot be listed by session.
             session.connection().set_stateless();
@@ -78,32 +54,80 @@ pub(super) async fn post_stateless(
             }
             let entry = StatelessEntry::register(state, caller, id.clone(), &session);
             if state.options.json_response {
-                let (tx, rx) = oneshot::channel();
-                let sink: Sink = Arc::new(JsonRoute { response: Mutex::new(Some(tx)), standalone: Arc::new(NoSink) });
-                session.handle_routed(message, &Origin { sink, http: Some(http) });
-                // If the client goes away, axum drops this future, and the guard cancels the request.
-                let mut guard = StatelessGuard { _entry: entry, session: session.clone(), id, done: false };
-                let answer = rx.await;
-                guard.done = true;
-                return match answer {
-                    Ok(frame) => json_body(StatusCode::OK, frame),
-                    Err(_) => StatusCode::ACCEPTED.into_response(),
-                };
+                return answer_json(&session, message, http, entry, id).await;
             }
-            let route = Route::new("stateless".into(), store.clone(), state.server.inner.limits().outbound, None);
-            let priming = store.store("stateless", &priming_frame());
-            let (events, backlog) = route.attach(Vec::new());
-            session.handle_routed(message, &Origin { sink: route.clone(), http: Some(http) });
-            // The entry leaves with the body, however the stream ends; a client gone before the response cancels.
-            let on_disconnect: Box<dyn FnOnce() + Send> = Box::new(move || {
-                let _entry = entry;
-                if !route.is_closed() {
-                    session.cancel(&id, Some("the client disconnected"));
-                }
-            });
-            sse_response(state, priming, (events, Some(backlog)), Some(on_disconnect), None, None)
+            answer_sse(state, session, message, http, entry, id)
         }
     }
+}
+
+/// A stateless `notifications/cancelled` (its `params`): cancels the request of `caller` with that id, when exactly
+/// one has it.
+fn cancel(state: &HttpState, caller: &str, params: Option<&Value>) {
+    let id = params.and_then(|p| p.get("requestId")).cloned().and_then(|v| serde_json::from_value::<RequestId>(v).ok());
+    if let Some(id) = id {
+        let session = {
+            let requests = state.sessions.stateless.locked();
+            match requests.get(&(caller.to_owned(), id.clone())).map(Vec::as_slice) {
+                // Exactly one request of this caller has that id: it is the one meant.
+                Some([(_, only)]) => only.upgrade(),
+                Some(several) => {
+                    tracing::info!(%id, in_flight = several.len(), "cancel is ambiguous: ignored");
+                    None
+                }
+                None => None,
+            }
+        };
+        if let Some(session) = session {
+            let reason = params.and_then(|p| p.get("reason")).and_then(Value::as_str).map(str::to_owned);
+            session.cancel(&id, reason.as_deref());
+        }
+    }
+}
+
+/// Stateless JSON mode: the request's response as one JSON body (none, 202, when it ends without one).
+async fn answer_json(
+    session: &Arc<Session>,
+    message: Incoming,
+    http: Arc<HttpRequest>,
+    entry: StatelessEntry,
+    id: RequestId,
+) -> Response {
+    let (tx, rx) = oneshot::channel();
+    let sink: Sink = Arc::new(JsonRoute { response: Mutex::new(Some(tx)), standalone: Arc::new(NoSink) });
+    session.handle_routed(message, &Origin { sink, http: Some(http) });
+    // If the client goes away, axum drops this future, and the guard cancels the request.
+    let mut guard = StatelessGuard { _entry: entry, session: session.clone(), id, done: false };
+    let answer = rx.await;
+    guard.done = true;
+    match answer {
+        Ok(frame) => json_body(StatusCode::OK, frame),
+        Err(_) => StatusCode::ACCEPTED.into_response(),
+    }
+}
+
+/// Stateless SSE mode: the request's stream, primed, from an event store of its own.
+fn answer_sse(
+    state: &Arc<HttpState>,
+    session: Arc<Session>,
+    message: Incoming,
+    http: Arc<HttpRequest>,
+    entry: StatelessEntry,
+    id: RequestId,
+) -> Response {
+    let store: Arc<dyn EventStore> = Arc::new(MemoryEventStore::new(64));
+    let route = Route::new("stateless".into(), store.clone(), state.server.inner.limits().outbound, None);
+    let priming = store.store("stateless", &priming_frame());
+    let (events, backlog) = route.attach(Vec::new());
+    session.handle_routed(message, &Origin { sink: route.clone(), http: Some(http) });
+    // The entry leaves with the body, however the stream ends; a client gone before the response cancels.
+    let on_disconnect: Box<dyn FnOnce() + Send> = Box::new(move || {
+        let _entry = entry;
+        if !route.is_closed() {
+            session.cancel(&id, Some("the client disconnected"));
+        }
+    });
+    sse_response(state, priming, (events, Some(backlog)), Some(on_disconnect), None, None)
 }
 
 /// A stateless request by its caller and its id.
