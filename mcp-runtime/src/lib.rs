@@ -44,6 +44,7 @@ mod context;
 mod dispatch;
 mod entry;
 mod era;
+pub mod events;
 pub mod handler;
 pub mod hook;
 mod metrics;

@@ -27,6 +27,7 @@ mod compose;
 mod compose_auth;
 mod conformance;
 mod dashboard;
+mod events;
 mod extensions;
 mod first_hour;
 mod flatten;

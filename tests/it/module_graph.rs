@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 /// The layers, top to bottom: a module may import only modules of the layers below its own. A new top-level module
 /// must be placed here.
 const LAYERS: &[&[&str]] = &[
-    &["entry", "skills", "apps"],
+    &["entry", "skills", "apps", "events"],
     &["transport", "builder"],
     &["compose"],
     &["ask", "redis", "client"],

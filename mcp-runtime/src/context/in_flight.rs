@@ -43,6 +43,9 @@ pub(crate) struct InFlight {
     pub name: crate::base::name::Name,
     /// With metrics: the request's timing, which records it when this state is dropped (after its answer).
     pub timing: Option<crate::metrics::Timing>,
+    /// A request that stays open until the client ends it (a subscription stream, such as `events/stream`): not
+    /// counted against the connection's cap on requests in flight, and not passed through the middleware layers.
+    pub long_lived: bool,
 }
 
 /// What a request's era adds to it, as its [`Context`](crate::Context) and the dispatcher see it: how its logs are gated, and
@@ -146,7 +149,14 @@ impl InFlight {
             task: OnceLock::new(),
             name,
             timing: None,
+            long_lived: false,
         }
+    }
+
+    /// Marks the request as one that stays open until the client ends it ([`InFlight::long_lived`]).
+    pub(crate) fn long_lived(mut self) -> InFlight {
+        self.long_lived = true;
+        self
     }
 
     /// Stops the handler without ending the request: a blocking handler sees its flag, a task waiting on the token

@@ -225,7 +225,9 @@ impl Connection {
     pub(crate) fn register(&self, request: &Arc<InFlight>) -> Result<(), Error> {
         let mut table = self.table();
         let limit = self.server.inner.limits().max_in_flight;
-        if table.len() >= limit {
+        // Long-lived requests (subscription streams) are not counted: the table is counted again without them only
+        // when it is at the cap.
+        if table.len() >= limit && !request.long_lived && table.values().filter(|r| !r.long_lived).count() >= limit {
             return Err(Error::new(
                 ErrorCode::OVERLOADED,
                 format!("too many requests in flight on this connection (the limit is {limit}); try again later"),

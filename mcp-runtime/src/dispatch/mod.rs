@@ -210,9 +210,13 @@ fn serve<const MEASURED: bool>(conn: &Arc<Connection>, request: Request, origin:
         // Custom methods, then the extensions' (the Tasks extension's `tasks/*` among them).
         m => {
             let handlers = server.inner.handlers();
-            let (name, handler) =
-                handlers.methods.get(m).or_else(|| handlers.extension_methods.get(m)).map(|d| (d.name, d.handler))?;
-            at.start(Call::of(name, Work::Handler(handler), params, ResultKind::Plain), meta, era)
+            let def = handlers.methods.get(m).or_else(|| handlers.extension_methods.get(m))?;
+            let call = Call::of(def.name, Work::Handler(def.handler), params, ResultKind::Plain);
+            if def.long_lived {
+                conn.start(Arc::new(at.record(meta, era, call.name.clone()).long_lived()), call)
+            } else {
+                at.start(call, meta, era)
+            }
         }
     };
     // An error here is one to answer: the request was refused before it started.
@@ -245,7 +249,11 @@ struct Serving<'a> {
 impl Serving<'_> {
     /// The request's in-flight record, running `name`.
     fn in_flight(&self, meta: RequestMeta, era: EraState, name: Name) -> Arc<InFlight> {
-        Arc::new(InFlight::named(self.id.clone(), meta, self.conn.clone(), self.origin.sink.clone(), era, name))
+        Arc::new(self.record(meta, era, name))
+    }
+
+    fn record(&self, meta: RequestMeta, era: EraState, name: Name) -> InFlight {
+        InFlight::named(self.id.clone(), meta, self.conn.clone(), self.origin.sink.clone(), era, name)
     }
 
     /// Starts `call` as the request.

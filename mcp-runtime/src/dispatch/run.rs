@@ -204,6 +204,8 @@ async fn run_in_span<R: WireResult + Send + 'static>(call: Call<R>, request: Arc
     let Call { method, name, work, arguments, kind } = call;
     let ctx = Context::new(request.clone());
     let outcome = match &request.server().inner.handlers().layers {
+        // A stream open until the client ends it (`events/stream`) is not one a layer could time or limit.
+        Some(_) if request.long_lived => run(&request, ctx, name, work, arguments).await.map(Answer::Typed),
         None => run(&request, ctx, name, work, arguments).await.map(Answer::Typed),
         // Boxed, so that the layers' state does not grow every request's future (each is moved into its task).
         Some(stack) => Box::pin(through_layers(stack, &request, ctx, method, name, work, arguments)).await,

@@ -49,12 +49,33 @@ pub struct MethodDef {
     /// The string parameter a 2026-07-28 HTTP request of this method carries in its `Mcp-Name` header too, so that a
     /// gateway routes it without reading the body (`taskId` for `tasks/get`); `None`: no `Mcp-Name`.
     pub name_param: Option<&'static str>,
+    /// A method whose request stays open until the client ends it (a subscription stream, such as
+    /// `events/stream`): see [`MethodDef::long_lived`].
+    pub long_lived: bool,
 }
 
 impl MethodDef {
     /// A definition.
     pub const fn new(name: &'static str, handler: MethodHandler, location: &'static str) -> MethodDef {
-        MethodDef { name, handler, location: Name::new(location), injected: &[], scopes: &[], name_param: None }
+        MethodDef {
+            name,
+            handler,
+            location: Name::new(location),
+            injected: &[],
+            scopes: &[],
+            name_param: None,
+            long_lived: false,
+        }
+    }
+
+    /// Declares a method whose request stays open until the client ends it (closing the HTTP response, or
+    /// `notifications/cancelled`), sending notifications meanwhile: a subscription stream, as `events/stream` is.
+    /// Such a request is not counted against [`max_in_flight`](crate::ServerBuilder::max_in_flight) and does not pass
+    /// through the middleware layers ([`ServerBuilder::layer`](crate::ServerBuilder::layer)), whose timeouts would
+    /// cut it and whose concurrency limits it would hold, as `subscriptions/listen` does not.
+    pub const fn long_lived(mut self) -> MethodDef {
+        self.long_lived = true;
+        self
     }
 
     /// Declares that a 2026-07-28 HTTP request of this method names `param` (a string parameter) in its `Mcp-Name`

@@ -45,6 +45,21 @@ impl ErrorCode {
     /// -32022 (2026-07-28): the request names a protocol version the server does not serve in the 2026 way
     /// (without `initialize`).
     pub const UNSUPPORTED_VERSION: ErrorCode = ErrorCode(-32022);
+    /// -32023 (SEP-3415, provisional): what the request names does not exist (an event type, a subscription);
+    /// `data.kind` says which.
+    pub const NOT_FOUND: ErrorCode = ErrorCode(-32023);
+    /// -32024 (SEP-3415, provisional): the caller may not do this (subscribe to this event with these arguments), or
+    /// its access was revoked.
+    pub const FORBIDDEN: ErrorCode = ErrorCode(-32024);
+    /// -32025 (SEP-3415, provisional): a limit or quota of the server's was reached; `data.limit` names it and
+    /// `data.max` gives it.
+    pub const RESOURCE_EXHAUSTED: ErrorCode = ErrorCode(-32025);
+    /// -32026 (SEP-3415, provisional): the request is well formed but asks for what is not offered here (a delivery
+    /// mode an event type does not have); `data.feature` names it.
+    pub const UNSUPPORTED: ErrorCode = ErrorCode(-32026);
+    /// -32027 (SEP-3415, provisional): a callback endpoint the client gave failed verification or could not be
+    /// reached; `data.reason` says how.
+    pub const CALLBACK_ENDPOINT_ERROR: ErrorCode = ErrorCode(-32027);
 }
 
 /// An error answered to a request: a JSON-RPC error object with a code, a readable message and optional data.

@@ -1,0 +1,226 @@
+//! The buffer of an emitted event type: the latest events, bounded by age and count, each at a position (a number
+//! that only grows), and the cursors that name those positions.
+//!
+//! A cursor is `{epoch}.{position}`: the epoch is drawn when the process starts, so that a cursor of an earlier
+//! process (whose buffer is gone) is told from one of this one and answered with `truncated: true`.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use serde_json::Value;
+use tokio::sync::watch;
+
+use crate::base::sync::Unpoisoned;
+
+/// One emitted event, at its position.
+#[derive(Debug)]
+pub(crate) struct Stored {
+    pub position: u64,
+    pub id: String,
+    pub at: SystemTime,
+    pub data: Value,
+}
+
+/// How much a buffer keeps.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Bounds {
+    pub max_age: Duration,
+    pub max_events: usize,
+}
+
+/// An emitted type's latest events.
+pub(crate) struct Buffer {
+    inner: Mutex<Ring>,
+    /// The position of the latest event, for the push streams that wait for the next one.
+    latest: watch::Sender<u64>,
+}
+
+struct Ring {
+    events: VecDeque<Arc<Stored>>,
+    /// The position the next event gets (the first is 1: a cursor at 0 is before everything).
+    next: u64,
+}
+
+/// What a read found: the events, the position after them, and whether any were skipped or are left.
+#[derive(Debug, Default)]
+pub(crate) struct Read {
+    pub events: Vec<Arc<Stored>>,
+    /// Where the read started: the reader's position, or past it to what the buffer still holds.
+    pub start: u64,
+    /// The position the reader is at now (past the events that did not match, too).
+    pub position: u64,
+    /// Events after the reader's position were gone (past the bounds) or older than its `maxAgeMs`.
+    pub truncated: bool,
+    /// More matching events may follow: the read stopped at its limit.
+    pub more: bool,
+}
+
+impl Buffer {
+    pub(crate) fn new() -> Buffer {
+        Buffer { inner: Mutex::new(Ring { events: VecDeque::new(), next: 1 }), latest: watch::Sender::new(0) }
+    }
+
+    /// Keeps an event, its id made from its position by `id`, within `bounds`; returns its position and id.
+    pub(crate) fn push(
+        &self,
+        id: impl FnOnce(u64) -> String,
+        at: SystemTime,
+        data: Value,
+        bounds: Bounds,
+    ) -> (u64, String) {
+        let (position, id) = {
+            let mut ring = self.inner.locked();
+            let position = ring.next;
+            ring.next += 1;
+            let id = id(position);
+            ring.events.push_back(Arc::new(Stored { position, id: id.clone(), at, data }));
+            evict(&mut ring, bounds);
+            (position, id)
+        };
+        self.latest.send_replace(position);
+        (position, id)
+    }
+
+    /// The position of the latest event (0 before any): where a subscription "from now" starts.
+    pub(crate) fn head(&self) -> u64 {
+        self.inner.locked().next - 1
+    }
+
+    /// A receiver told of every new event's position.
+    pub(crate) fn watch(&self) -> watch::Receiver<u64> {
+        self.latest.subscribe()
+    }
+
+    /// The events after `after` that `matches` takes, at most `limit` of them; those older than `floor` are
+    /// skipped (and the read says it was truncated), and so is a gap between `after` and what the buffer still
+    /// holds.
+    pub(crate) fn read(
+        &self,
+        bounds: Bounds,
+        after: u64,
+        floor: Option<SystemTime>,
+        limit: usize,
+        matches: impl Fn(&Stored) -> bool,
+    ) -> Read {
+        let mut ring = self.inner.locked();
+        evict(&mut ring, bounds);
+        // A position past the latest event (not one this buffer gave) reads from the latest.
+        let after = after.min(ring.next - 1);
+        let oldest = ring.events.front().map_or(ring.next, |e| e.position);
+        let start = after.max(oldest.saturating_sub(1));
+        let mut read = Read { start, position: start, truncated: after + 1 < oldest, ..Read::default() };
+        let first = ring.events.partition_point(|e| e.position <= after);
+        for event in ring.events.range(first..) {
+            if read.events.len() == limit {
+                read.more = true;
+                break;
+            }
+            read.position = event.position;
+            if floor.is_some_and(|floor| event.at < floor) {
+                read.truncated = true;
+            } else if matches(event) {
+                read.events.push(event.clone());
+            }
+        }
+        read
+    }
+}
+
+/// Drops what is past the bounds: the oldest events beyond the count, and those older than the age.
+fn evict(ring: &mut Ring, bounds: Bounds) {
+    while ring.events.len() > bounds.max_events {
+        ring.events.pop_front();
+    }
+    let floor = SystemTime::now().checked_sub(bounds.max_age);
+    while ring.events.front().is_some_and(|e| floor.is_some_and(|floor| e.at < floor)) {
+        ring.events.pop_front();
+    }
+}
+
+/// A cursor's text: `{epoch}.{position}`.
+pub(crate) fn cursor(epoch: u64, position: u64) -> String {
+    format!("{epoch:x}.{position}")
+}
+
+/// Reads a cursor of this process (`epoch`): `Ok(Some(position))`; `Ok(None)` for a well-formed cursor of another
+/// process; `Err` for text that is no cursor of ours.
+pub(crate) fn position(epoch: u64, cursor: &str) -> Result<Option<u64>, ()> {
+    let (e, p) = cursor.split_once('.').ok_or(())?;
+    let (e, p) = (u64::from_str_radix(e, 16).map_err(drop)?, p.parse::<u64>().map_err(drop)?);
+    Ok((e == epoch).then_some(p))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BOUNDS: Bounds = Bounds { max_age: Duration::from_secs(600), max_events: 10 };
+
+    fn buffer(_: usize) -> Buffer {
+        Buffer::new()
+    }
+
+    fn push(b: &Buffer, n: u64) -> u64 {
+        b.push(|_| format!("e{n}"), SystemTime::now(), serde_json::json!({ "n": n }), BOUNDS).0
+    }
+
+    #[test]
+    fn reads_after_a_position_within_a_limit() {
+        let b = buffer(10);
+        assert_eq!(b.head(), 0);
+        for n in 1..=5 {
+            assert_eq!(push(&b, n), n);
+        }
+        let r = b.read(BOUNDS, 2, None, 2, |_| true);
+        assert_eq!(r.events.iter().map(|e| e.position).collect::<Vec<_>>(), [3, 4]);
+        assert_eq!((r.position, r.more, r.truncated), (4, true, false));
+        let r = b.read(BOUNDS, 4, None, 2, |_| true);
+        assert_eq!((r.events.len(), r.position, r.more), (1, 5, false));
+        let r = b.read(BOUNDS, 5, None, 2, |_| true);
+        assert_eq!((r.events.len(), r.position, r.more), (0, 5, false));
+    }
+
+    #[test]
+    fn a_position_past_the_bounds_is_truncated() {
+        let b = buffer(3);
+        let three = Bounds { max_events: 3, ..BOUNDS };
+        for n in 1..=6 {
+            b.push(|_| format!("e{n}"), SystemTime::now(), serde_json::json!({ "n": n }), three);
+        }
+        let r = b.read(three, 1, None, 10, |_| true);
+        assert!(r.truncated);
+        assert_eq!(r.events.iter().map(|e| e.position).collect::<Vec<_>>(), [4, 5, 6]);
+        // Right before the oldest kept: nothing was lost.
+        assert!(!b.read(three, 3, None, 10, |_| true).truncated);
+    }
+
+    #[test]
+    fn unmatched_events_move_the_position_on() {
+        let b = buffer(10);
+        for n in 1..=4 {
+            push(&b, n);
+        }
+        let r = b.read(BOUNDS, 0, None, 10, |e| e.data["n"] == 2);
+        assert_eq!(r.events.len(), 1);
+        assert_eq!(r.position, 4);
+    }
+
+    #[test]
+    fn events_older_than_the_floor_are_skipped() {
+        let b = buffer(10);
+        b.push(|_| "old".into(), SystemTime::now() - Duration::from_secs(60), serde_json::json!({}), BOUNDS);
+        push(&b, 2);
+        let r = b.read(BOUNDS, 0, Some(SystemTime::now() - Duration::from_secs(10)), 10, |_| true);
+        assert!(r.truncated);
+        assert_eq!(r.events.len(), 1);
+    }
+
+    #[test]
+    fn cursors_name_their_process() {
+        assert_eq!(position(0xab, &cursor(0xab, 7)), Ok(Some(7)));
+        assert_eq!(position(0xab, &cursor(0xac, 7)), Ok(None));
+        assert_eq!(position(0xab, "seven"), Err(()));
+        assert_eq!(position(0xab, "ab.x"), Err(()));
+    }
+}

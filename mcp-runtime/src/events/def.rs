@@ -1,0 +1,375 @@
+//! An event type as the server declares it ([`EventType`]), what its check function is given and gives back
+//! ([`Check`], [`Checked`]), and one occurrence of an event ([`Occurrence`]).
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde_json::{json, Map, Value};
+
+use crate::base::future::BoxFuture;
+use crate::context::Context;
+use crate::wire::error::Error;
+
+/// How the events of a type reach a client: the modes an [`EventType`] offers, listed in its `delivery`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Delivery {
+    /// `events/poll`: the client asks, with its cursor, at the interval the server suggests.
+    Poll,
+    /// `events/stream`: a request held open, on which the server sends each event as a notification.
+    Push,
+}
+
+impl Delivery {
+    /// The mode's name on the wire (`poll`, `push`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Delivery::Poll => "poll",
+            Delivery::Push => "push",
+        }
+    }
+}
+
+/// One occurrence of an event, as a client receives it: `{eventId, name, timestamp, data, cursor}`.
+///
+/// A check function returns these ([`Checked`]); an emitted event becomes one when it is delivered.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct Occurrence {
+    /// A stable id for deduplication: the upstream's own id where it has one (a message id, a delivery GUID).
+    pub event_id: String,
+    /// When it happened.
+    pub timestamp: SystemTime,
+    /// The payload, matching the type's `payloadSchema`.
+    pub data: Value,
+    /// The subscription's position after this event (push delivery), when the check function knows one per event;
+    /// `None`: the batch's cursor stands for the last event of the batch.
+    pub cursor: Option<String>,
+}
+
+impl Occurrence {
+    /// An occurrence that happened now, with its id and payload.
+    pub fn new(event_id: impl Into<String>, data: Value) -> Occurrence {
+        Occurrence { event_id: event_id.into(), timestamp: SystemTime::now(), data, cursor: None }
+    }
+
+    /// When it happened, if not now.
+    pub fn at(mut self, timestamp: SystemTime) -> Occurrence {
+        self.timestamp = timestamp;
+        self
+    }
+
+    /// The subscription's position after this event.
+    pub fn with_cursor(mut self, cursor: impl Into<String>) -> Occurrence {
+        self.cursor = Some(cursor.into());
+        self
+    }
+
+    /// The occurrence on the wire, for an event type named `name`.
+    pub(crate) fn to_json(&self, name: &str, cursor: Option<Option<&str>>) -> Value {
+        let mut o = json!({
+            "eventId": self.event_id,
+            "name": name,
+            "timestamp": super::timestamp(self.timestamp),
+            "data": self.data,
+        });
+        if let Some(cursor) = cursor {
+            o["cursor"] = json!(cursor);
+        }
+        o
+    }
+}
+
+/// What a check function is asked: the subscription's arguments, where the client is (its cursor), and how much
+/// it wants.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct Check {
+    /// The request that asks (`events/poll`, or the `events/stream` the server checks for).
+    pub context: Context,
+    /// The subscription's arguments, checked against the type's `inputSchema` type.
+    pub arguments: Value,
+    /// Where the client is: `None` is "from now" (answer the current position and no events).
+    pub cursor: Option<String>,
+    /// Events older than this are not wanted (`maxAgeMs`); skipping some sets [`Checked::truncated`].
+    pub max_age: Option<Duration>,
+    /// At most this many events; more set [`Checked::has_more`].
+    pub max_events: usize,
+}
+
+/// What a check function answers: the events since the cursor, and the cursor after them.
+#[derive(Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
+pub struct Checked {
+    /// The events since the cursor, oldest first.
+    pub events: Vec<Occurrence>,
+    /// The position after them: the client's next cursor. `None` for a type that cannot replay.
+    pub cursor: Option<String>,
+    /// Events between the client's cursor and these were skipped (the cursor was too old, `maxAgeMs`).
+    pub truncated: bool,
+    /// More events are ready: the client asks again at once.
+    pub has_more: bool,
+    /// When to ask next, if not the server's default.
+    pub next_poll: Option<Duration>,
+}
+
+impl Checked {
+    /// These events, and the cursor after them.
+    pub fn new(events: Vec<Occurrence>, cursor: Option<String>) -> Checked {
+        Checked { events, cursor, ..Checked::default() }
+    }
+
+    /// Marks events as skipped before these.
+    pub fn truncated(mut self) -> Checked {
+        self.truncated = true;
+        self
+    }
+
+    /// Marks more events as ready.
+    pub fn has_more(mut self) -> Checked {
+        self.has_more = true;
+        self
+    }
+
+    /// Asks the client to come back after `after`.
+    pub fn next_poll(mut self, after: Duration) -> Checked {
+        self.next_poll = Some(after);
+        self
+    }
+}
+
+type Validate = Arc<dyn Fn(&Value) -> Result<(), String> + Send + Sync>;
+pub(crate) type Matcher = Arc<dyn Fn(&Value, &Value) -> bool + Send + Sync>;
+pub(crate) type CheckFn = Arc<dyn Fn(Check) -> BoxFuture<'static, Result<Checked, Error>> + Send + Sync>;
+
+/// Where a type's events come from.
+#[derive(Clone)]
+pub(crate) enum Source {
+    /// The program emits them ([`Emitter::emit`](super::Emitter::emit)); the server keeps them in a bounded buffer,
+    /// and each subscription gets those its arguments match.
+    Emitted { matches: Option<Matcher> },
+    /// A function that reads an upstream with a history of its own, from a cursor.
+    Checked(CheckFn),
+}
+
+/// An event type: its name, what a subscription's arguments are (`inputSchema`), what its events carry
+/// (`payloadSchema`), how they are delivered, and where they come from.
+///
+/// Two kinds, as SEP-3415's server guidance has them:
+/// - [`EventType::emitted`]: the program emits each event ([`Emitter::emit`](super::Emitter::emit)), from whatever
+///   tells it (a webhook of its own, a queue, a change in its data); the server keeps the latest in a bounded buffer
+///   (by age and count, [`Events::buffer`](super::Events::buffer)), so a cursor replays what the buffer still holds;
+/// - [`EventType::checked`]: a function reads an upstream that keeps its own history (a mailbox, a change feed),
+///   from the client's cursor; a poll calls it once, a push stream every [`Events::next_poll`](super::Events::next_poll).
+///
+/// ```
+/// use mcp::events::{Delivery, EventType};
+/// use schemars::JsonSchema;
+/// use serde::{Deserialize, Serialize};
+///
+/// /// Which books to hear about.
+/// #[derive(Deserialize, JsonSchema)]
+/// struct Watch {
+///     /// Only this book; every book if absent.
+///     isbn: Option<String>,
+/// }
+///
+/// /// A book back in stock.
+/// #[derive(Serialize, Deserialize, JsonSchema)]
+/// struct Restocked {
+///     isbn: String,
+///     copies: u32,
+/// }
+///
+/// let restocked = EventType::emitted("book.restocked")
+///     .description("A book is back in stock.")
+///     .arguments::<Watch>()
+///     .payload::<Restocked>()
+///     .matching(|watch: &Watch, book: &Restocked| watch.isbn.as_ref().is_none_or(|isbn| *isbn == book.isbn))
+///     .delivery(&[Delivery::Poll, Delivery::Push]);
+/// # let _ = restocked;
+/// ```
+#[derive(Clone)]
+pub struct EventType {
+    pub(crate) name: String,
+    pub(crate) description: Option<String>,
+    pub(crate) input_schema: Value,
+    pub(crate) payload_schema: Value,
+    pub(crate) delivery: Vec<Delivery>,
+    pub(crate) validate: Option<Validate>,
+    pub(crate) meta: Option<Value>,
+    pub(crate) source: Source,
+}
+
+impl std::fmt::Debug for EventType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EventType").field("name", &self.name).field("delivery", &self.delivery).finish_non_exhaustive()
+    }
+}
+
+impl EventType {
+    fn with_source(name: impl Into<String>, source: Source) -> EventType {
+        EventType {
+            name: name.into(),
+            description: None,
+            input_schema: json!({ "type": "object" }),
+            payload_schema: json!({ "type": "object" }),
+            delivery: vec![Delivery::Poll, Delivery::Push],
+            validate: None,
+            meta: None,
+            source,
+        }
+    }
+
+    /// A type whose events the program emits ([`Emitter::emit`](super::Emitter::emit)); every subscription gets every
+    /// event unless [`matching`](EventType::matching) says otherwise. Poll and push by default.
+    pub fn emitted(name: impl Into<String>) -> EventType {
+        EventType::with_source(name, Source::Emitted { matches: None })
+    }
+
+    /// A type whose events `check` reads from an upstream with a history of its own: called with the subscription's
+    /// arguments and the client's cursor ([`Check`]), it answers the events since then and the cursor after them
+    /// ([`Checked`]). With no cursor it answers the current position and no events. Poll and push by default (a
+    /// push stream calls it every [`Events::next_poll`](super::Events::next_poll), or as its answer asks).
+    ///
+    /// ```
+    /// use mcp::events::{Checked, EventType, Occurrence};
+    /// use serde_json::json;
+    ///
+    /// let orders = EventType::checked("order.placed", |check| async move {
+    ///     // The upstream's position is a number; this one has one order after each position.
+    ///     let at: u64 = check.cursor.as_deref().map_or(Ok(0), str::parse).map_err(|_| mcp::Error::invalid_params("bad cursor"))?;
+    ///     if check.cursor.is_none() {
+    ///         return Ok(Checked::new(vec![], Some(at.to_string())));
+    ///     }
+    ///     let order = Occurrence::new(format!("order-{}", at + 1), json!({ "order": at + 1 }));
+    ///     Ok(Checked::new(vec![order], Some((at + 1).to_string())))
+    /// });
+    /// # let _ = orders;
+    /// ```
+    pub fn checked<F, Fut>(name: impl Into<String>, check: F) -> EventType
+    where
+        F: Fn(Check) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Checked, Error>> + Send + 'static,
+    {
+        let check: CheckFn = Arc::new(move |c| Box::pin(check(c)));
+        EventType::with_source(name, Source::Checked(check))
+    }
+
+    /// Its description, for the client (and the model) to decide whether to subscribe.
+    pub fn description(mut self, text: impl Into<String>) -> EventType {
+        self.description = Some(text.into());
+        self
+    }
+
+    /// What a subscription's arguments are: `A`'s JSON Schema becomes the `inputSchema` (its doc comments the
+    /// descriptions), and a subscription whose arguments `A` does not read is refused with -32602 naming the
+    /// problem. Without it, any object is taken.
+    pub fn arguments<A: JsonSchema + DeserializeOwned>(mut self) -> EventType {
+        self.input_schema = root_schema::<A>(false);
+        self.validate = Some(Arc::new(|v| serde_json::from_value::<A>(v.clone()).map(drop).map_err(|e| e.to_string())));
+        self
+    }
+
+    /// What its events carry: `P`'s JSON Schema becomes the `payloadSchema`.
+    pub fn payload<P: JsonSchema>(mut self) -> EventType {
+        self.payload_schema = root_schema::<P>(true);
+        self
+    }
+
+    /// The `inputSchema`, written by hand (any arguments that are an object are taken).
+    pub fn input_schema(mut self, schema: Value) -> EventType {
+        self.input_schema = schema;
+        self
+    }
+
+    /// The `payloadSchema`, written by hand.
+    pub fn payload_schema(mut self, schema: Value) -> EventType {
+        self.payload_schema = schema;
+        self
+    }
+
+    /// The delivery modes it offers (poll and push by default). An empty list keeps the default.
+    pub fn delivery(mut self, modes: &[Delivery]) -> EventType {
+        if !modes.is_empty() {
+            self.delivery = modes.to_vec();
+        }
+        self
+    }
+
+    /// `_meta` of its descriptor in `events/list`.
+    pub fn meta(mut self, meta: Value) -> EventType {
+        self.meta = Some(meta);
+        self
+    }
+
+    /// For an emitted type: which subscriptions get an event, from their arguments (`A`) and the event's payload
+    /// (`P`), as SEP-3415's `match` hook. Applied alike to polls, push streams and the buffer's replay. Arguments or
+    /// a payload that do not read as `A` or `P` match nothing. A checked type filters in its check function; this
+    /// changes nothing for it.
+    pub fn matching<A, P>(mut self, matches: impl Fn(&A, &P) -> bool + Send + Sync + 'static) -> EventType
+    where
+        A: DeserializeOwned,
+        P: DeserializeOwned,
+    {
+        if let Source::Emitted { matches: slot } = &mut self.source {
+            *slot = Some(Arc::new(move |arguments, data| match (A::deserialize(arguments), P::deserialize(data)) {
+                (Ok(a), Ok(p)) => matches(&a, &p),
+                _ => false,
+            }));
+        }
+        self
+    }
+
+    /// The type's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Its descriptor in `events/list`.
+    pub(crate) fn descriptor(&self) -> Value {
+        let mut d = Map::new();
+        d.insert("name".into(), json!(self.name));
+        if let Some(text) = &self.description {
+            d.insert("description".into(), json!(text));
+        }
+        d.insert("delivery".into(), self.delivery.iter().map(|m| m.as_str()).collect());
+        d.insert("inputSchema".into(), self.input_schema.clone());
+        d.insert("payloadSchema".into(), self.payload_schema.clone());
+        if let Some(meta) = &self.meta {
+            d.insert("_meta".into(), meta.clone());
+        }
+        Value::Object(d)
+    }
+
+    /// Checks a subscription's arguments against the type: -32602 naming the problem.
+    pub(crate) fn check_arguments(&self, arguments: &Value) -> Result<(), Error> {
+        if !arguments.is_object() {
+            return Err(Error::invalid_params(format!(
+                "the arguments of a `{}` subscription must be an object",
+                self.name
+            )));
+        }
+        match &self.validate {
+            Some(validate) => validate(arguments).map_err(|why| {
+                Error::invalid_params(format!("the arguments do not fit event `{}`'s inputSchema: {why}", self.name))
+            }),
+            None => Ok(()),
+        }
+    }
+}
+
+/// `T`'s JSON Schema as a root schema (2020-12), without the title schemars gives it; an object schema always.
+fn root_schema<T: JsonSchema>(serialize: bool) -> Value {
+    let settings = crate::handler::schema::schema_settings();
+    let settings = if serialize { settings.for_serialize() } else { settings.for_deserialize() };
+    let mut schema = settings.into_generator().root_schema_for::<T>().to_value();
+    if let Value::Object(root) = &mut schema {
+        root.remove("title");
+        root.entry("type").or_insert_with(|| json!("object"));
+    }
+    schema
+}

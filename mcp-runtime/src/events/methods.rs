@@ -1,0 +1,226 @@
+//! What the Events extension serves: `events/list`, `events/poll` and `events/stream` (the last in
+//! [`stream`](super::stream)). Each finds the extension's [`Emitter`] in the server's state.
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use super::buffer::{self, Buffer};
+use super::def::{Check, Delivery, Source};
+use super::{Emitter, Entry, Hub};
+use crate::context::{Context, Era};
+use crate::handler::method::{MethodDef, MethodHandler};
+use crate::handler::tool::Arguments;
+use crate::wire::error::{Error, ErrorCode};
+
+/// How many event types one page of `events/list` holds.
+const PAGE: usize = 100;
+
+type Reply<'a> = crate::base::future::BoxFuture<'a, Result<Value, Error>>;
+
+/// A subscription as `events/poll` and `events/stream` name it.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct Subscription {
+    pub name: String,
+    #[serde(default)]
+    pub arguments: Option<Value>,
+    #[serde(default)]
+    pub cursor: Option<String>,
+    #[serde(default)]
+    pub max_age_ms: Option<u64>,
+    #[serde(default)]
+    pub max_events: Option<u64>,
+}
+
+impl Subscription {
+    /// The arguments, `{}` when absent.
+    pub fn arguments(&self) -> Value {
+        self.arguments.clone().filter(|a| !a.is_null()).unwrap_or_else(|| json!({}))
+    }
+
+    pub fn max_age(&self) -> Option<Duration> {
+        self.max_age_ms.map(Duration::from_millis)
+    }
+
+    /// The oldest time a replay may reach (`maxAgeMs`); none without a cursor, where nothing is replayed.
+    pub fn floor(&self) -> Option<SystemTime> {
+        self.cursor.as_ref()?;
+        self.max_age().and_then(|age| SystemTime::now().checked_sub(age))
+    }
+}
+
+/// The hub the extension shares with its emitter.
+pub(super) fn hub(ctx: &Context) -> Result<Arc<Hub>, Error> {
+    ctx.state::<Emitter>()
+        .map(|e| e.hub.clone())
+        .ok_or_else(|| Error::internal("the Events extension's emitter is missing from the server's state"))
+}
+
+/// The extension is the 2026-07-28 era's: a 2025 session does not have these methods.
+fn in_2026(ctx: &Context, method: &str) -> Result<(), Error> {
+    match ctx.meta().era {
+        Era::V2026 => Ok(()),
+        Era::V2025 => Err(Error::method_not_found(method)),
+    }
+}
+
+/// -32023: no event type of that name.
+fn not_found(name: &str) -> Error {
+    Error::new(ErrorCode::NOT_FOUND, format!("no event type `{name}` is offered here; `events/list` lists them"))
+        .with_data(json!({ "kind": "event" }))
+}
+
+/// Reads a subscription, finds its type, and checks that it offers `mode` and takes the arguments.
+pub(super) fn subscription(
+    hub: &Hub,
+    args: Arguments,
+    method: &str,
+    mode: Delivery,
+) -> Result<(Subscription, Arc<Entry>), Error> {
+    let sub: Subscription = serde_json::from_value(Value::Object(args.into_map()))
+        .map_err(|e| Error::invalid_params(format!("`{method}`: {e}")))?;
+    let entry = hub.entry(&sub.name).ok_or_else(|| not_found(&sub.name))?;
+    if !entry.def.delivery.contains(&mode) {
+        return Err(Error::new(
+            ErrorCode::UNSUPPORTED,
+            format!(
+                "event type `{}` is not delivered by {}; its `delivery` lists the modes it has",
+                sub.name,
+                mode.as_str()
+            ),
+        )
+        .with_data(json!({ "feature": "deliveryMode", "value": mode.as_str() })));
+    }
+    entry.def.check_arguments(&sub.arguments())?;
+    Ok((sub, entry))
+}
+
+/// Where a subscription to an emitted type starts: the position after its cursor, and whether events were skipped
+/// (a cursor of another process: the buffer it named is gone). No cursor: from the latest event on.
+pub(super) fn start(hub: &Hub, buffer: &Buffer, cursor: Option<&str>) -> Result<(u64, bool), Error> {
+    let Some(cursor) = cursor else {
+        return Ok((buffer.head(), false));
+    };
+    match buffer::position(hub.epoch, cursor) {
+        Ok(Some(position)) => Ok((position, false)),
+        Ok(None) => Ok((0, true)),
+        Err(()) => Err(Error::invalid_params(format!("the cursor {cursor:?} is not one this server gave"))),
+    }
+}
+
+/// Whether an emitted event goes to a subscription with these arguments.
+pub(super) fn matches(entry: &Entry, arguments: &Value, data: &Value) -> bool {
+    match &entry.def.source {
+        Source::Emitted { matches: Some(matches) } => matches(arguments, data),
+        _ => true,
+    }
+}
+
+fn list(ctx: &Context, args: Arguments) -> Result<Value, Error> {
+    in_2026(ctx, "events/list")?;
+    let hub = hub(ctx)?;
+    let all = hub.descriptors();
+    let from = match args.as_map().get("cursor") {
+        None | Some(Value::Null) => 0,
+        Some(Value::String(c)) => c
+            .parse::<usize>()
+            .ok()
+            .filter(|n| *n <= all.len())
+            .ok_or_else(|| Error::invalid_params(format!("`events/list`: the cursor {c:?} is not one it gave")))?,
+        Some(_) => return Err(Error::invalid_params("`events/list`: `cursor` must be a string")),
+    };
+    let to = (from + PAGE).min(all.len());
+    let mut result = json!({ "events": all[from..to] });
+    if to < all.len() {
+        result["nextCursor"] = json!(to.to_string());
+    }
+    Ok(result)
+}
+
+async fn poll(ctx: &Context, args: Arguments) -> Result<Value, Error> {
+    in_2026(ctx, "events/poll")?;
+    let hub = hub(ctx)?;
+    let (sub, entry) = subscription(&hub, args, "events/poll", Delivery::Poll)?;
+    let settings = hub.settings();
+    let limit = sub.max_events.map_or(settings.max_events, |n| (n as usize).clamp(1, settings.max_events));
+    let next_poll = |d: Option<Duration>| d.unwrap_or(settings.next_poll).as_millis() as u64;
+    match (&entry.def.source, &entry.buffer) {
+        (Source::Emitted { .. }, Some(buffer)) => {
+            let (after, skipped) = start(&hub, buffer, sub.cursor.as_deref())?;
+            let arguments = sub.arguments();
+            let read = match sub.cursor {
+                None => buffer::Read { start: after, position: after, ..Default::default() },
+                Some(_) => {
+                    buffer.read(settings.bounds, after, sub.floor(), limit, |e| matches(&entry, &arguments, &e.data))
+                }
+            };
+            let events: Vec<Value> = read.events.iter().map(|e| stored_json(&entry, e, None)).collect();
+            Ok(json!({
+                "events": events,
+                "cursor": hub.cursor(read.position),
+                "truncated": skipped || read.truncated,
+                "hasMore": read.more,
+                "nextPollMs": next_poll(None),
+            }))
+        }
+        (Source::Checked(check), _) => {
+            let checked = check(Check {
+                context: ctx.clone(),
+                arguments: sub.arguments(),
+                cursor: sub.cursor.clone(),
+                max_age: sub.max_age(),
+                max_events: limit,
+            })
+            .await?;
+            let name = &entry.def.name;
+            let events: Vec<Value> = checked.events.iter().map(|o| o.to_json(name, None)).collect();
+            Ok(json!({
+                "events": events,
+                "cursor": checked.cursor,
+                "truncated": checked.truncated,
+                "hasMore": checked.has_more,
+                "nextPollMs": next_poll(checked.next_poll),
+            }))
+        }
+        (Source::Emitted { .. }, None) => Err(Error::internal("an emitted event type without its buffer")),
+    }
+}
+
+/// An emitted event on the wire; `cursor`: the position after it, for push delivery.
+pub(super) fn stored_json(entry: &Entry, e: &buffer::Stored, cursor: Option<&str>) -> Value {
+    let mut o = json!({
+        "eventId": e.id,
+        "name": entry.def.name,
+        "timestamp": super::timestamp(e.at),
+        "data": e.data,
+    });
+    if let Some(cursor) = cursor {
+        o["cursor"] = json!(cursor);
+    }
+    o
+}
+
+fn list_async(ctx: &Context, args: Arguments) -> Reply<'_> {
+    Box::pin(std::future::ready(list(ctx, args)))
+}
+
+fn poll_async(ctx: &Context, args: Arguments) -> Reply<'_> {
+    Box::pin(poll(ctx, args))
+}
+
+fn stream_async(ctx: &Context, args: Arguments) -> Reply<'_> {
+    Box::pin(super::stream::stream(ctx, args))
+}
+
+/// The extension's methods.
+pub(super) fn defs() -> Vec<MethodDef> {
+    let here = concat!(file!(), ":", line!());
+    vec![
+        MethodDef::new("events/list", MethodHandler::Async(list_async), here),
+        MethodDef::new("events/poll", MethodHandler::Async(poll_async), here),
+        MethodDef::new("events/stream", MethodHandler::Async(stream_async), here).long_lived(),
+    ]
+}

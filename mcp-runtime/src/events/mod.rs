@@ -1,0 +1,355 @@
+//! The Events extension (`io.modelcontextprotocol/events`, SEP-3415, the 2026-07-28 era): a server declares what
+//! can happen (a book back in stock, an incident opened, a build failed), a client subscribes with arguments, and an
+//! agent hears of each event without a person asking.
+//!
+//! [`Events`] is the extension, built on the public [`Extension`] API: add it with
+//! [`ServerBuilder::extension`](crate::ServerBuilder::extension), with one [`EventType`] per kind of event. What it
+//! serves:
+//! - `events/list` (paginated): each type's name, description, `delivery` modes, `inputSchema` (a subscription's
+//!   arguments) and `payloadSchema`;
+//! - `events/poll` (poll delivery): the events since the client's cursor (`null`: from now), at most `maxEvents`,
+//!   none older than `maxAgeMs`, with the next cursor, `truncated` when events were skipped, `hasMore`, and
+//!   `nextPollMs`;
+//! - `events/stream` (push delivery): a request held open until the client closes it (HTTP) or cancels it
+//!   (`notifications/cancelled`, stdio), on which the server sends `notifications/events/active` (the start, and
+//!   again with `truncated: true` after a gap), `notifications/events/event` for each event with the cursor after
+//!   it, `notifications/events/heartbeat` with the cursor when nothing happened for a while
+//!   ([`Events::heartbeat`]), and `notifications/events/error`; each with the stream's request id in
+//!   `_meta["io.modelcontextprotocol/subscriptionId"]`. Streams are not counted against
+//!   [`max_in_flight`](crate::ServerBuilder::max_in_flight) and do not pass through the middleware layers; their own
+//!   number is bounded ([`Events::max_streams`], -32025 past it).
+//!
+//! The extension is declared in `server/discover` only: a 2025-11-25 session gets -32601 for `events/*`, as the SEP
+//! defines it. Errors are the SEP's (provisional codes): an unknown type -32023 (`data.kind: "event"`), a mode the
+//! type does not offer -32026 (`data.feature: "deliveryMode"`), arguments its `inputSchema` does not take -32602, a
+//! limit reached -32025 (`data.limit`).
+//!
+//! ```
+//! use mcp::events::{EventType, Events};
+//! use serde_json::json;
+//!
+//! let events = Events::new().event(EventType::emitted("book.restocked").description("A book is back in stock."));
+//! let emitter = events.emitter();
+//! let server = mcp::Server::builder().extension(events).build().unwrap();
+//! # let _ = server;
+//!
+//! // Wherever the program learns of it (a handler finds the emitter with `ctx.state::<mcp::events::Emitter>()`):
+//! emitter.emit("book.restocked", json!({ "isbn": "978-0141439518", "copies": 3 })).unwrap();
+//! ```
+
+mod buffer;
+mod def;
+mod methods;
+mod stream;
+
+pub use def::{Check, Checked, Delivery, EventType, Occurrence};
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use crate::builder::extension::{Declaration, Extension};
+use crate::builder::ServerBuilder;
+use crate::context::Era;
+use crate::handler::method::MethodDef;
+use buffer::{Bounds, Buffer};
+use def::Source;
+
+/// The extension's identifier.
+pub const EXTENSION: &str = "io.modelcontextprotocol/events";
+
+/// The key of `_meta` that names the push stream a notification belongs to.
+pub const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
+
+/// The Events extension: the event types a server offers, and how it delivers them. Add it with
+/// [`ServerBuilder::extension`](crate::ServerBuilder::extension); emit with the [`Emitter`] it gives.
+pub struct Events {
+    hub: Arc<Hub>,
+    /// Two types of one name, reported when the server is built.
+    duplicate: Option<String>,
+}
+
+/// What the extension's methods and its emitter share: the types, their buffers, the settings.
+pub(crate) struct Hub {
+    types: std::sync::RwLock<BTreeMap<String, Arc<Entry>>>,
+    settings: std::sync::RwLock<Settings>,
+    /// Drawn when the process starts: cursors of another process are told apart.
+    epoch: u64,
+    /// The push streams open now.
+    streams: AtomicUsize,
+}
+
+/// A type and, for an emitted one, its buffer.
+pub(crate) struct Entry {
+    pub def: EventType,
+    pub buffer: Option<Buffer>,
+}
+
+/// The extension's settings.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Settings {
+    pub bounds: Bounds,
+    pub next_poll: Duration,
+    pub heartbeat: Duration,
+    pub max_streams: usize,
+    pub max_events: usize,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            bounds: Bounds { max_age: Events::DEFAULT_BUFFER_AGE, max_events: Events::DEFAULT_BUFFER_EVENTS },
+            next_poll: Events::DEFAULT_NEXT_POLL,
+            heartbeat: Events::DEFAULT_HEARTBEAT,
+            max_streams: Events::DEFAULT_MAX_STREAMS,
+            max_events: Events::DEFAULT_MAX_EVENTS,
+        }
+    }
+}
+
+impl Default for Events {
+    fn default() -> Self {
+        Events::new()
+    }
+}
+
+impl std::fmt::Debug for Events {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Vec<String> = self.hub.types.read().unwrap_or_else(|e| e.into_inner()).keys().cloned().collect();
+        f.debug_struct("Events").field("types", &names).finish_non_exhaustive()
+    }
+}
+
+impl Events {
+    /// How long an emitted type's buffer keeps an event, by default: ten minutes.
+    pub const DEFAULT_BUFFER_AGE: Duration = Duration::from_secs(600);
+    /// How many events an emitted type's buffer keeps, by default: 10 000.
+    pub const DEFAULT_BUFFER_EVENTS: usize = 10_000;
+    /// The `nextPollMs` a poll is answered with, and how often a push stream of a checked type checks: 5 s.
+    pub const DEFAULT_NEXT_POLL: Duration = Duration::from_secs(5);
+    /// How long a push stream stays silent before a heartbeat: 15 s (the SEP asks for one at least every 30 s).
+    pub const DEFAULT_HEARTBEAT: Duration = Duration::from_secs(15);
+    /// How many push streams the server holds open at once, by default: 1 000.
+    pub const DEFAULT_MAX_STREAMS: usize = 1_000;
+    /// How many events a poll answers at most when it names no `maxEvents` (and the most it may name): 100.
+    pub const DEFAULT_MAX_EVENTS: usize = 100;
+
+    /// No event types yet.
+    pub fn new() -> Events {
+        let mut bytes = [0u8; 8];
+        // A fixed epoch would only make a restart's cursors look like this process's: still served, from what the
+        // buffer holds.
+        let _ = getrandom::fill(&mut bytes);
+        let hub = Hub {
+            types: Default::default(),
+            settings: std::sync::RwLock::new(Settings::default()),
+            epoch: u64::from_le_bytes(bytes),
+            streams: AtomicUsize::new(0),
+        };
+        Events { hub: Arc::new(hub), duplicate: None }
+    }
+
+    /// Adds an event type.
+    pub fn event(mut self, def: EventType) -> Events {
+        let buffer = matches!(def.source, Source::Emitted { .. }).then(Buffer::new);
+        let name = def.name.clone();
+        let previous = self.hub.types_mut().insert(name.clone(), Arc::new(Entry { def, buffer }));
+        if previous.is_some() {
+            self.duplicate.get_or_insert(name);
+        }
+        self
+    }
+
+    /// How long and how many events an emitted type's buffer keeps (ten minutes and 10 000 by default): what a
+    /// cursor can replay.
+    pub fn buffer(self, max_age: Duration, max_events: usize) -> Events {
+        self.hub.settings.write().unwrap_or_else(|e| e.into_inner()).bounds = Bounds { max_age, max_events };
+        self
+    }
+
+    /// The `nextPollMs` polls are answered with, and how often a push stream of a checked type checks (5 s by
+    /// default).
+    pub fn next_poll(self, after: Duration) -> Events {
+        self.hub.settings.write().unwrap_or_else(|e| e.into_inner()).next_poll = after;
+        self
+    }
+
+    /// How long a push stream stays silent before the server sends a heartbeat with its cursor (15 s by default).
+    pub fn heartbeat(self, every: Duration) -> Events {
+        self.hub.settings.write().unwrap_or_else(|e| e.into_inner()).heartbeat = every;
+        self
+    }
+
+    /// How many push streams the server holds open at once (1 000 by default); one more is refused with -32025
+    /// (`data.limit: "streams"`).
+    pub fn max_streams(self, streams: usize) -> Events {
+        self.hub.settings.write().unwrap_or_else(|e| e.into_inner()).max_streams = streams;
+        self
+    }
+
+    /// What emits this extension's events; it is also in the server's state, for a handler
+    /// (`ctx.state::<mcp::events::Emitter>()`).
+    pub fn emitter(&self) -> Emitter {
+        Emitter { hub: self.hub.clone() }
+    }
+}
+
+impl Hub {
+    pub(crate) fn settings(&self) -> Settings {
+        *self.settings.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn types_mut(&self) -> std::sync::RwLockWriteGuard<'_, BTreeMap<String, Arc<Entry>>> {
+        self.types.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(crate) fn entry(&self, name: &str) -> Option<Arc<Entry>> {
+        self.types.read().unwrap_or_else(|e| e.into_inner()).get(name).cloned()
+    }
+
+    pub(crate) fn descriptors(&self) -> Vec<Value> {
+        self.types.read().unwrap_or_else(|e| e.into_inner()).values().map(|e| e.def.descriptor()).collect()
+    }
+
+    pub(crate) fn cursor(&self, position: u64) -> String {
+        buffer::cursor(self.epoch, position)
+    }
+
+    /// Takes a push stream's place among the open ones; `None` when they are all taken.
+    pub(crate) fn open_stream(self: &Arc<Self>) -> Option<StreamSlot> {
+        let max = self.settings().max_streams;
+        let taken = self.streams.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < max).then_some(n + 1));
+        taken.ok().map(|_| StreamSlot { hub: self.clone() })
+    }
+}
+
+/// A push stream's place among the open ones, given back when the stream ends.
+pub(crate) struct StreamSlot {
+    hub: Arc<Hub>,
+}
+
+impl Drop for StreamSlot {
+    fn drop(&mut self) {
+        self.hub.streams.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// Emits the events of the [`Events`] it came from: each reaches the polls and push streams whose subscription
+/// matches it ([`EventType::matching`]), and stays in its type's buffer for replay. Cheap to clone.
+#[derive(Clone)]
+pub struct Emitter {
+    hub: Arc<Hub>,
+}
+
+impl std::fmt::Debug for Emitter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Emitter").finish_non_exhaustive()
+    }
+}
+
+/// Why an event was not emitted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum EmitError {
+    /// No event type of this name was added.
+    UnknownType(String),
+    /// The type is a checked one ([`EventType::checked`]): its events come from its check function.
+    NotEmitted(String),
+    /// The payload is not a JSON object (or could not be serialized): the message says which.
+    BadPayload(String),
+}
+
+impl std::fmt::Display for EmitError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            EmitError::UnknownType(name) => {
+                write!(f, "no event type `{name}` was added to the Events extension (Events::event)")
+            }
+            EmitError::NotEmitted(name) => write!(
+                f,
+                "event type `{name}` is a checked one (EventType::checked): its events come from its check function, \
+                 not from emit; declare it with EventType::emitted to emit its events"
+            ),
+            EmitError::BadPayload(why) => write!(f, "{why}"),
+        }
+    }
+}
+
+impl std::error::Error for EmitError {}
+
+impl Emitter {
+    /// Emits an event of type `name` that happened now, with `data` as its payload (a JSON object); its id is made
+    /// up. Returns the id.
+    pub fn emit(&self, name: &str, data: impl Serialize) -> Result<String, EmitError> {
+        self.emit_occurrence(name, None, SystemTime::now(), data)
+    }
+
+    /// Emits an event with the id the upstream gave it (a message id, a delivery GUID), so that a client that hears
+    /// of it twice (a poll and a push, a replay) can tell.
+    pub fn emit_with_id(
+        &self,
+        name: &str,
+        event_id: impl Into<String>,
+        data: impl Serialize,
+    ) -> Result<String, EmitError> {
+        self.emit_occurrence(name, Some(event_id.into()), SystemTime::now(), data)
+    }
+
+    fn emit_occurrence(
+        &self,
+        name: &str,
+        id: Option<String>,
+        at: SystemTime,
+        data: impl Serialize,
+    ) -> Result<String, EmitError> {
+        let entry = self.hub.entry(name).ok_or_else(|| EmitError::UnknownType(name.to_owned()))?;
+        let buffer = entry.buffer.as_ref().ok_or_else(|| EmitError::NotEmitted(name.to_owned()))?;
+        let data = serde_json::to_value(data)
+            .map_err(|e| EmitError::BadPayload(format!("the payload of `{name}` could not be serialized: {e}")))?;
+        if !data.is_object() {
+            return Err(EmitError::BadPayload(format!("the payload of an event (`{name}`) must be a JSON object")));
+        }
+        let epoch = self.hub.epoch;
+        let bounds = self.hub.settings().bounds;
+        let made = |position| id.unwrap_or_else(|| format!("evt_{epoch:x}_{position}"));
+        let (_, id) = buffer.push(made, at, data, bounds);
+        Ok(id)
+    }
+}
+
+impl Extension for Events {
+    fn id(&self) -> &str {
+        EXTENSION
+    }
+
+    fn declare(&self, era: Era) -> Declaration {
+        match era {
+            Era::V2025 => Declaration::none(),
+            Era::V2026 => Declaration::settings(json!({})),
+        }
+    }
+
+    fn methods(&self) -> Vec<MethodDef> {
+        methods::defs()
+    }
+
+    fn check(&self) -> Result<(), String> {
+        match &self.duplicate {
+            Some(name) => Err(format!("two event types are named `{name}`: each name must be unique")),
+            None => Ok(()),
+        }
+    }
+
+    fn setup(&self, builder: ServerBuilder) -> ServerBuilder {
+        builder.state(self.emitter())
+    }
+}
+
+/// A time as the SEP writes it: RFC 3339, UTC, milliseconds.
+pub(crate) fn timestamp(at: SystemTime) -> String {
+    humantime::format_rfc3339_millis(at).to_string()
+}

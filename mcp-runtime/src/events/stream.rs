@@ -1,0 +1,195 @@
+//! `events/stream`: push delivery. The request stays open; the server confirms it (`notifications/events/active`),
+//! sends each event as it happens (`notifications/events/event`, with the cursor after it), a heartbeat with the
+//! cursor when nothing happened for a while, and `notifications/events/active` with `truncated: true` after a gap.
+//! It ends when the client closes the HTTP response or cancels the request on stdio (the handler is dropped), or
+//! when the server ends the subscription (`notifications/events/terminated`, then the empty result).
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use tokio::time::{sleep_until, Instant};
+
+use super::def::{Check, CheckFn, Delivery, Source};
+use super::methods::{hub, matches, start, stored_json, subscription, Subscription};
+use super::{Entry, Hub, Settings, SUBSCRIPTION_ID};
+use crate::context::{Context, Era};
+use crate::handler::tool::Arguments;
+use crate::wire::error::{Error, ErrorCode};
+use crate::wire::jsonrpc::Frame;
+
+/// How many events one read of a buffer, or one check, takes at most before the stream sends them.
+const BATCH: usize = 100;
+
+/// The stream's side of the wire: its notifications, each naming the stream.
+struct Out<'a> {
+    ctx: &'a Context,
+    id: Value,
+}
+
+impl Out<'_> {
+    /// Sends a notification; `false` once the request is over (the stream closed).
+    fn send(&self, method: &str, mut params: Value) -> bool {
+        params["_meta"] = json!({ SUBSCRIPTION_ID: self.id });
+        self.ctx.in_flight().send_if_open(Frame::notification(method, &params))
+    }
+
+    fn active(&self, cursor: Option<&str>, truncated: bool) -> bool {
+        self.send("notifications/events/active", json!({ "cursor": cursor, "truncated": truncated }))
+    }
+
+    fn heartbeat(&self, cursor: Option<&str>) -> bool {
+        self.send("notifications/events/heartbeat", json!({ "cursor": cursor }))
+    }
+
+    /// The empty result that ends a stream the server closes.
+    fn closed(&self) -> Value {
+        json!({ "_meta": { SUBSCRIPTION_ID: self.id } })
+    }
+}
+
+pub(super) async fn stream(ctx: &Context, args: Arguments) -> Result<Value, Error> {
+    if ctx.meta().era == Era::V2025 {
+        return Err(Error::method_not_found("events/stream"));
+    }
+    let hub = hub(ctx)?;
+    let (sub, entry) = subscription(&hub, args, "events/stream", Delivery::Push)?;
+    let max = hub.settings().max_streams;
+    let _slot = hub.open_stream().ok_or_else(|| {
+        Error::new(
+            ErrorCode::RESOURCE_EXHAUSTED,
+            format!("the server holds {max} event streams open already (Events::max_streams); try again later"),
+        )
+        .with_data(json!({ "limit": "streams", "max": max }))
+    })?;
+    let out = Out { ctx, id: serde_json::to_value(ctx.request_id()).unwrap_or(Value::Null) };
+    match &entry.def.source {
+        Source::Emitted { .. } => emitted(&hub, &entry, &sub, &out).await,
+        Source::Checked(check) => checked(&hub, &entry, check, sub, &out).await,
+    }
+}
+
+/// A stream of an emitted type: it follows the type's buffer from the subscription's cursor.
+async fn emitted(hub: &Hub, entry: &Entry, sub: &Subscription, out: &Out<'_>) -> Result<Value, Error> {
+    let buffer = entry.buffer.as_ref().ok_or_else(|| Error::internal("an emitted event type without its buffer"))?;
+    // Watched before the first read, so that an event emitted in between wakes the stream.
+    let mut latest = buffer.watch();
+    let (after, skipped) = start(hub, buffer, sub.cursor.as_deref())?;
+    let arguments = sub.arguments();
+    let Settings { heartbeat, bounds, .. } = hub.settings();
+    let mut read = buffer.read(bounds, after, sub.floor(), BATCH, |e| matches(entry, &arguments, &e.data));
+    if !out.active(Some(&hub.cursor(read.start)), skipped || read.truncated) {
+        return Ok(out.closed());
+    }
+    loop {
+        for event in &read.events {
+            let cursor = hub.cursor(event.position);
+            if !out.send("notifications/events/event", stored_json(entry, event, Some(&cursor))) {
+                return Ok(out.closed());
+            }
+        }
+        let position = read.position;
+        if !read.more {
+            let mut quiet_until = Instant::now() + heartbeat;
+            loop {
+                tokio::select! {
+                    changed = latest.changed() => {
+                        if changed.is_err() {
+                            return Ok(out.closed());
+                        }
+                        break;
+                    }
+                    () = sleep_until(quiet_until) => {
+                        if !out.heartbeat(Some(&hub.cursor(position))) {
+                            return Ok(out.closed());
+                        }
+                        quiet_until = Instant::now() + heartbeat;
+                    }
+                }
+            }
+        }
+        read = buffer.read(bounds, position, None, BATCH, |e| matches(entry, &arguments, &e.data));
+        if read.truncated && !out.active(Some(&hub.cursor(read.start)), true) {
+            return Ok(out.closed());
+        }
+    }
+}
+
+/// Whether a check's error ends the subscription (its type is gone or changed, or the caller lost access), rather
+/// than being one failed check the stream reports and retries.
+fn ends_subscription(e: &Error) -> bool {
+    [ErrorCode::NOT_FOUND, ErrorCode::FORBIDDEN, ErrorCode::UNSUPPORTED].contains(&e.code)
+}
+
+/// A stream of a checked type: the check function, called every `next_poll` (at once while it has more).
+async fn checked(hub: &Hub, entry: &Entry, check: &CheckFn, sub: Subscription, out: &Out<'_>) -> Result<Value, Error> {
+    let settings = hub.settings();
+    let ask = |cursor: Option<String>, max_age: Option<Duration>| {
+        check(Check { context: out.ctx.clone(), arguments: sub.arguments(), cursor, max_age, max_events: BATCH })
+    };
+    // The first check answers the request: an error there is the request's error, and no stream opens.
+    let first = ask(sub.cursor.clone(), sub.max_age()).await?;
+    let mut cursor = first.cursor.clone();
+    if !out.active(cursor.as_deref(), first.truncated) {
+        return Ok(out.closed());
+    }
+    let mut next = Some(first);
+    let mut quiet_since = Instant::now();
+    loop {
+        let wait = match next.take() {
+            Some(checked) => {
+                let name = &entry.def.name;
+                let last = checked.events.len().saturating_sub(1);
+                for (i, event) in checked.events.iter().enumerate() {
+                    // Each event's cursor: its own, or the batch's for the last one; before that, the position
+                    // before the batch (safe to keep: a replay from it sends these again, told apart by id).
+                    let at =
+                        event
+                            .cursor
+                            .clone()
+                            .or_else(|| if i == last { checked.cursor.clone() } else { cursor.clone() });
+                    if !out.send("notifications/events/event", event.to_json(name, Some(at.as_deref()))) {
+                        return Ok(out.closed());
+                    }
+                    quiet_since = Instant::now();
+                }
+                cursor = checked.cursor.clone();
+                if checked.has_more {
+                    Duration::ZERO
+                } else {
+                    checked.next_poll.unwrap_or(settings.next_poll)
+                }
+            }
+            None => settings.next_poll,
+        };
+        let due = Instant::now() + wait;
+        while Instant::now() < due {
+            let beat = quiet_since + settings.heartbeat;
+            if beat <= due {
+                sleep_until(beat).await;
+                if !out.heartbeat(cursor.as_deref()) {
+                    return Ok(out.closed());
+                }
+                quiet_since = Instant::now();
+            } else {
+                sleep_until(due).await;
+            }
+        }
+        match ask(cursor.clone(), None).await {
+            Ok(checked) => {
+                if checked.truncated && !out.active(checked.cursor.as_deref(), true) {
+                    return Ok(out.closed());
+                }
+                next = Some(checked);
+            }
+            Err(e) if ends_subscription(&e) => {
+                out.send("notifications/events/terminated", json!({ "error": e }));
+                return Ok(out.closed());
+            }
+            Err(e) => {
+                if !out.send("notifications/events/error", json!({ "error": e })) {
+                    return Ok(out.closed());
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,433 @@
+//! The Events extension (SEP-3415, `mcp::events`): declared in `server/discover` only (a 2025 session gets -32601),
+//! `events/list` paginated with each type's schemas from its Rust types, `events/poll` from now and from a cursor
+//! (matching, `maxEvents` and `hasMore`, `maxAgeMs` and `truncated`, a cursor of another process), `events/stream`
+//! on stdio and on Streamable HTTP (the confirmation, events with their cursors, heartbeats, a gap, the end on
+//! cancel or on closing the response, the stream cap), a checked type in both modes (a transient error, a
+//! terminating one), what `emit` refuses, and streams that neither the in-flight cap nor a timeout layer touches.
+//! Messages are read raw, as a client would see them.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::common;
+
+use common::duplex::Stdio;
+use mcp::events::{Checked, Delivery, Emitter, EventType, Events, Occurrence};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+/// Which books to hear about.
+#[derive(Deserialize, JsonSchema)]
+#[allow(dead_code)]
+struct Watch {
+    /// Only this book; every book if absent.
+    isbn: Option<String>,
+}
+
+/// A book back in stock.
+#[derive(Serialize, Deserialize, JsonSchema)]
+struct Restocked {
+    isbn: String,
+    copies: u32,
+}
+
+fn restocked() -> EventType {
+    EventType::emitted("book.restocked")
+        .description("A book is back in stock.")
+        .arguments::<Watch>()
+        .payload::<Restocked>()
+        .matching(|watch: &Watch, book: &Restocked| watch.isbn.as_ref().is_none_or(|isbn| *isbn == book.isbn))
+}
+
+fn server_with(events: Events) -> (mcp::Server, Emitter) {
+    let emitter = events.emitter();
+    (mcp::Server::builder().extension(events).build().unwrap(), emitter)
+}
+
+fn book(isbn: &str, copies: u32) -> Restocked {
+    Restocked { isbn: isbn.into(), copies }
+}
+
+fn code(response: &Value) -> i64 {
+    response["error"]["code"].as_i64().unwrap_or_else(|| panic!("an error: {response}"))
+}
+
+/// The next notification of this method, skipping others.
+async fn next_of(stdio: &mut Stdio, method: &str, wait: Duration) -> Option<Value> {
+    let deadline = tokio::time::Instant::now() + wait;
+    loop {
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        let message = stdio.next(left).await?;
+        if message["method"] == method {
+            return Some(message);
+        }
+    }
+}
+
+#[tokio::test]
+async fn events_are_a_2026_extension_and_a_2025_session_has_no_events_methods() {
+    let (server, _) = server_with(Events::new().event(restocked()));
+    let mut modern = Stdio::open(&server, true).await;
+    let discovered = modern.call(1, "server/discover", json!({})).await;
+    assert_eq!(discovered["result"]["capabilities"]["extensions"]["io.modelcontextprotocol/events"], json!({}));
+
+    let mut legacy = Stdio::open(&server, false).await;
+    let caps = &legacy.initialized.as_ref().unwrap()["result"]["capabilities"];
+    assert!(caps.get("extensions").and_then(|e| e.get("io.modelcontextprotocol/events")).is_none(), "{caps}");
+    for method in ["events/list", "events/poll", "events/stream"] {
+        let answer = legacy.call(2, method, json!({"name": "book.restocked"})).await;
+        assert_eq!(code(&answer), -32601, "{method}: {answer}");
+    }
+}
+
+#[tokio::test]
+async fn events_list_describes_each_type_from_its_rust_types_a_page_at_a_time() {
+    let mut events = Events::new().event(restocked().delivery(&[Delivery::Poll]).meta(json!({"shop": "north"})));
+    for n in 0..150 {
+        events = events.event(EventType::emitted(format!("zz.filler{n:03}")));
+    }
+    let (server, _) = server_with(events);
+    let mut stdio = Stdio::open(&server, true).await;
+    let first = stdio.call(1, "events/list", json!({})).await;
+    let listed = first["result"]["events"].as_array().unwrap();
+    assert_eq!(listed.len(), 100);
+    let book = &listed[0];
+    assert_eq!(book["name"], "book.restocked");
+    assert_eq!(book["description"], "A book is back in stock.");
+    assert_eq!(book["delivery"], json!(["poll"]));
+    assert_eq!(book["inputSchema"]["type"], "object");
+    assert_eq!(book["inputSchema"]["properties"]["isbn"]["description"], "Only this book; every book if absent.");
+    assert_eq!(book["payloadSchema"]["required"], json!(["isbn", "copies"]));
+    assert_eq!(book["_meta"]["shop"], "north");
+    assert_eq!(first["result"]["resultType"], "complete", "{first}");
+    assert_eq!(listed[1]["delivery"], json!(["poll", "push"]));
+    let cursor = first["result"]["nextCursor"].as_str().unwrap().to_owned();
+    let second = stdio.call(2, "events/list", json!({"cursor": cursor})).await;
+    assert_eq!(second["result"]["events"].as_array().unwrap().len(), 51);
+    assert!(second["result"].get("nextCursor").is_none());
+    let bad = stdio.call(3, "events/list", json!({"cursor": "nope"})).await;
+    assert_eq!(code(&bad), -32602);
+}
+
+#[tokio::test]
+async fn a_poll_starts_from_now_and_replays_from_its_cursor_what_its_arguments_match() {
+    let (server, emitter) = server_with(Events::new().event(restocked()).next_poll(Duration::from_millis(2500)));
+    let mut stdio = Stdio::open(&server, true).await;
+    emitter.emit("book.restocked", book("before", 1)).unwrap();
+
+    let watch = json!({"isbn": "978-1"});
+    let start =
+        stdio.call(1, "events/poll", json!({"name": "book.restocked", "arguments": watch, "cursor": null})).await;
+    let start = &start["result"];
+    assert_eq!(start["events"], json!([]), "from now: nothing replayed");
+    assert_eq!((start["truncated"].clone(), start["hasMore"].clone()), (json!(false), json!(false)));
+    assert_eq!(start["nextPollMs"], 2500);
+    assert_eq!(start["resultType"], "complete");
+    let cursor = start["cursor"].as_str().unwrap().to_owned();
+
+    let first = emitter.emit("book.restocked", book("978-1", 2)).unwrap();
+    emitter.emit("book.restocked", book("978-2", 5)).unwrap();
+    emitter.emit_with_id("book.restocked", "upstream-7", book("978-1", 4)).unwrap();
+    let poll = |id, cursor: &str, more: Value| {
+        let mut params = json!({"name": "book.restocked", "arguments": {"isbn": "978-1"}, "cursor": cursor});
+        params.as_object_mut().unwrap().extend(more.as_object().unwrap().clone());
+        (id, params)
+    };
+    let (id, params) = poll(2, &cursor, json!({}));
+    let got = stdio.call(id, "events/poll", params).await["result"].clone();
+    let events = got["events"].as_array().unwrap();
+    assert_eq!(events.len(), 2, "only the matching ones: {got}");
+    assert_eq!(events[0]["eventId"], first);
+    assert_eq!(events[0]["name"], "book.restocked");
+    assert_eq!(events[0]["data"], json!({"isbn": "978-1", "copies": 2}));
+    assert!(events[0]["timestamp"].as_str().unwrap().ends_with('Z'), "{got}");
+    assert!(events[0].get("cursor").is_none(), "a poll's cursor is the response's");
+    assert_eq!(events[1]["eventId"], "upstream-7");
+    let after = got["cursor"].as_str().unwrap().to_owned();
+
+    // maxEvents: a batch, hasMore, then the rest at once.
+    let (id, params) = poll(3, &cursor, json!({"maxEvents": 1}));
+    let one = stdio.call(id, "events/poll", params).await["result"].clone();
+    assert_eq!((one["events"].as_array().unwrap().len(), one["hasMore"].clone()), (1, json!(true)), "{one}");
+    let (id, params) = poll(4, one["cursor"].as_str().unwrap(), json!({"maxEvents": 1}));
+    let two = stdio.call(id, "events/poll", params).await["result"].clone();
+    assert_eq!(two["events"][0]["eventId"], "upstream-7", "{two}");
+
+    // Nothing new since: an empty answer, and the cursor stays.
+    let (id, params) = poll(5, &after, json!({}));
+    let quiet = stdio.call(id, "events/poll", params).await["result"].clone();
+    assert_eq!((quiet["events"].clone(), quiet["cursor"].clone()), (json!([]), json!(after)));
+
+    // A cursor of another process: what the buffer holds, flagged as a gap; text that is no cursor: -32602.
+    let (id, params) = poll(6, "0.0", json!({}));
+    let other = stdio.call(id, "events/poll", params).await["result"].clone();
+    assert_eq!(other["truncated"], true, "{other}");
+    assert_eq!(other["events"].as_array().unwrap().len(), 2);
+    let (id, params) = poll(7, "not a cursor", json!({}));
+    assert_eq!(code(&stdio.call(id, "events/poll", params).await), -32602);
+}
+
+#[tokio::test]
+async fn a_poll_is_refused_with_the_seps_errors() {
+    let (server, _) = server_with(
+        Events::new()
+            .event(restocked().delivery(&[Delivery::Push]))
+            .event(EventType::emitted("shop.opened").delivery(&[Delivery::Poll])),
+    );
+    let mut stdio = Stdio::open(&server, true).await;
+    let unknown = stdio.call(1, "events/poll", json!({"name": "nope"})).await;
+    assert_eq!(code(&unknown), -32023);
+    assert_eq!(unknown["error"]["data"]["kind"], "event");
+    let push_only = stdio.call(2, "events/poll", json!({"name": "book.restocked"})).await;
+    assert_eq!(code(&push_only), -32026);
+    assert_eq!(push_only["error"]["data"], json!({"feature": "deliveryMode", "value": "poll"}));
+    let poll_only = stdio.call(3, "events/stream", json!({"name": "shop.opened"})).await;
+    assert_eq!(poll_only["error"]["data"], json!({"feature": "deliveryMode", "value": "push"}), "{poll_only}");
+
+    let (server, _) = server_with(Events::new().event(restocked()));
+    let mut stdio = Stdio::open(&server, true).await;
+    let wrong = stdio.call(4, "events/poll", json!({"name": "book.restocked", "arguments": {"isbn": 5}})).await;
+    assert_eq!(code(&wrong), -32602);
+    assert!(wrong["error"]["message"].as_str().unwrap().contains("inputSchema"), "{wrong}");
+    let no_name = stdio.call(5, "events/poll", json!({})).await;
+    assert_eq!(code(&no_name), -32602);
+}
+
+#[tokio::test]
+async fn max_age_skips_older_events_and_says_so() {
+    let (server, emitter) = server_with(Events::new().event(restocked()));
+    let mut stdio = Stdio::open(&server, true).await;
+    let start = stdio.call(1, "events/poll", json!({"name": "book.restocked"})).await;
+    let cursor = start["result"]["cursor"].as_str().unwrap().to_owned();
+    emitter.emit("book.restocked", book("old", 1)).unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    emitter.emit("book.restocked", book("new", 1)).unwrap();
+    let got = stdio.call(2, "events/poll", json!({"name": "book.restocked", "cursor": cursor, "maxAgeMs": 150})).await;
+    let got = &got["result"];
+    assert_eq!(got["truncated"], true, "{got}");
+    assert_eq!(got["events"].as_array().unwrap().len(), 1);
+    assert_eq!(got["events"][0]["data"]["isbn"], "new");
+}
+
+#[tokio::test]
+async fn a_push_stream_on_stdio_confirms_delivers_beats_and_ends_when_cancelled() {
+    let events = Events::new().event(restocked()).heartbeat(Duration::from_millis(200));
+    let (server, emitter) = server_with(events);
+    let mut stdio = Stdio::open(&server, true).await;
+    stdio.request(7, "events/stream", json!({"name": "book.restocked", "arguments": {"isbn": "978-1"}})).await;
+    stdio.request(8, "events/stream", json!({"name": "book.restocked"})).await;
+    let mut active = Vec::new();
+    for _ in 0..2 {
+        let note = next_of(&mut stdio, "notifications/events/active", Duration::from_secs(5)).await.unwrap();
+        assert_eq!(note["params"]["truncated"], false);
+        assert!(note["params"]["cursor"].is_string(), "{note}");
+        active.push(note["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"].clone());
+    }
+    active.sort_by_key(|id| id.as_i64());
+    assert_eq!(active, [json!(7), json!(8)]);
+
+    let id = emitter.emit("book.restocked", book("978-1", 3)).unwrap();
+    emitter.emit("book.restocked", book("978-9", 1)).unwrap();
+    let mut seen: Vec<(i64, String)> = Vec::new();
+    while seen.len() < 3 {
+        let note = next_of(&mut stdio, "notifications/events/event", Duration::from_secs(5)).await.unwrap();
+        let stream = note["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"].as_i64().unwrap();
+        assert!(note["params"]["cursor"].is_string(), "{note}");
+        seen.push((stream, note["params"]["data"]["isbn"].as_str().unwrap().to_owned()));
+    }
+    seen.sort();
+    assert_eq!(seen, [(7, "978-1".to_owned()), (8, "978-1".to_owned()), (8, "978-9".to_owned())]);
+    let _ = id;
+
+    let beat = next_of(&mut stdio, "notifications/events/heartbeat", Duration::from_secs(5)).await.unwrap();
+    assert!(beat["params"]["cursor"].is_string(), "{beat}");
+
+    // Cancelled: no more events on it, and no answer (the other stream goes on).
+    stdio.send(json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 7}})).await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    emitter.emit("book.restocked", book("978-1", 9)).unwrap();
+    let mut streams = Vec::new();
+    let until = tokio::time::Instant::now() + Duration::from_millis(700);
+    while let Some(note) = stdio.next(until.saturating_duration_since(tokio::time::Instant::now())).await {
+        assert!(note.get("id").is_none(), "a cancelled stream is not answered: {note}");
+        if note["method"] == "notifications/events/event" {
+            streams.push(note["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"].clone());
+        }
+    }
+    assert_eq!(streams, [json!(8)]);
+}
+
+#[tokio::test]
+async fn a_push_stream_resumes_from_its_cursor_and_says_when_events_were_lost() {
+    let events = Events::new().event(restocked()).buffer(Duration::from_secs(600), 2);
+    let (server, emitter) = server_with(events);
+    let mut stdio = Stdio::open(&server, true).await;
+    let start = stdio.call(1, "events/poll", json!({"name": "book.restocked"})).await;
+    let cursor = start["result"]["cursor"].as_str().unwrap().to_owned();
+    for n in 0..3 {
+        emitter.emit("book.restocked", book(&format!("b{n}"), n)).unwrap();
+    }
+    stdio.request(2, "events/stream", json!({"name": "book.restocked", "cursor": cursor})).await;
+    let active = next_of(&mut stdio, "notifications/events/active", Duration::from_secs(5)).await.unwrap();
+    assert_eq!(active["params"]["truncated"], true, "the buffer kept 2 of 3: {active}");
+    let mut isbns = Vec::new();
+    for _ in 0..2 {
+        let note = next_of(&mut stdio, "notifications/events/event", Duration::from_secs(5)).await.unwrap();
+        isbns.push(note["params"]["data"]["isbn"].as_str().unwrap().to_owned());
+    }
+    assert_eq!(isbns, ["b1", "b2"]);
+}
+
+#[tokio::test]
+async fn push_streams_pass_no_timeout_layer_and_leave_the_in_flight_cap_to_other_requests() {
+    #[mcp::tool]
+    fn ping_tool() -> String {
+        "pong".into()
+    }
+    let events = Events::new().event(restocked()).heartbeat(Duration::from_millis(150));
+    let emitter = events.emitter();
+    let server = mcp::Server::builder()
+        .extension(events)
+        .tool::<ping_tool>()
+        .max_in_flight(2)
+        .layer(tower::timeout::TimeoutLayer::new(Duration::from_millis(100)))
+        .build()
+        .unwrap();
+    let mut stdio = Stdio::open(&server, true).await;
+    for id in 1..=3 {
+        stdio.request(id, "events/stream", json!({"name": "book.restocked"})).await;
+    }
+    for _ in 0..3 {
+        next_of(&mut stdio, "notifications/events/active", Duration::from_secs(5)).await.unwrap();
+    }
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let call = stdio.call(10, "tools/call", json!({"name": "ping_tool", "arguments": {}})).await;
+    assert_eq!(call["result"]["content"][0]["text"], "pong", "three streams and the cap of 2: {call}");
+    emitter.emit("book.restocked", book("after-the-timeout", 1)).unwrap();
+    let mut got = 0;
+    while got < 3 {
+        let note = next_of(&mut stdio, "notifications/events/event", Duration::from_secs(5)).await;
+        assert!(note.is_some(), "every stream outlived the 100 ms timeout layer");
+        got += 1;
+    }
+}
+
+/// The next SSE message of a response's stream.
+async fn next(body: &mut common::http::Body) -> Value {
+    loop {
+        let event = body.next_event(Duration::from_secs(5)).await.expect("an SSE event");
+        if !event.data.is_empty() {
+            return serde_json::from_str(&event.data).unwrap();
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_push_stream_over_http_is_sse_and_closing_it_frees_its_place() {
+    let events = Events::new().event(restocked()).max_streams(1).heartbeat(Duration::from_millis(200));
+    let (server, emitter) = server_with(events);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    tokio::spawn(server.serve_http_on(listener, mcp::HttpOptions::default()));
+    let client = common::http::Client { http: reqwest::Client::new(), url, session: None };
+
+    let stream = common::v2026::request(1, "events/stream", json!({"name": "book.restocked"}), json!({}));
+    let response = client.v2026_send(&stream).await;
+    assert_eq!(response.status(), 200);
+    let mut body = common::http::Body::of(response).await;
+    let active = next(&mut body).await;
+    assert_eq!(active["method"], "notifications/events/active", "{active}");
+    assert_eq!(active["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], 1);
+    emitter.emit("book.restocked", book("978-1", 1)).unwrap();
+    let event = next(&mut body).await;
+    assert_eq!(event["method"], "notifications/events/event", "{event}");
+    assert_eq!(event["params"]["data"]["isbn"], "978-1");
+    let beat = next(&mut body).await;
+    assert_eq!(beat["method"], "notifications/events/heartbeat", "{beat}");
+
+    // The one place is taken: a second stream is refused with the SEP's ResourceExhausted.
+    let second = common::v2026::request(2, "events/stream", json!({"name": "book.restocked"}), json!({}));
+    let refused: Value = serde_json::from_str(&client.v2026_send(&second).await.text().await.unwrap()).unwrap();
+    assert_eq!(refused["error"]["code"], -32025, "{refused}");
+    assert_eq!(refused["error"]["data"]["limit"], "streams");
+
+    // Closing the first ends it and frees its place.
+    drop(body);
+    let mut admitted = false;
+    for _ in 0..50 {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let third = common::v2026::request(3, "events/stream", json!({"name": "book.restocked"}), json!({}));
+        let response = client.v2026_send(&third).await;
+        if response.headers()["content-type"].to_str().unwrap().starts_with("text/event-stream") {
+            admitted = true;
+            break;
+        }
+    }
+    assert!(admitted, "the closed stream's place was given back");
+}
+
+#[tokio::test]
+async fn a_checked_type_answers_polls_and_feeds_a_stream_from_its_check_function() {
+    let upstream = Arc::new(AtomicU64::new(0));
+    let failing = Arc::new(AtomicU64::new(0));
+    let (up, fail) = (upstream.clone(), failing.clone());
+    let orders = EventType::checked("order.placed", move |check| {
+        let (up, fail) = (up.clone(), fail.clone());
+        async move {
+            match fail.load(Ordering::SeqCst) {
+                1 => return Err(mcp::Error::internal("the upstream answered 503")),
+                2 => return Err(mcp::Error::new(mcp::ErrorCode::FORBIDDEN, "access revoked")),
+                _ => {}
+            }
+            let head = up.load(Ordering::SeqCst);
+            let Some(cursor) = check.cursor else { return Ok(Checked::new(vec![], Some(head.to_string()))) };
+            let from: u64 = cursor.parse().map_err(|_| mcp::Error::invalid_params("not a cursor of ours"))?;
+            let events =
+                (from + 1..=head).map(|n| Occurrence::new(format!("order-{n}"), json!({"order": n}))).collect();
+            Ok(Checked::new(events, Some(head.to_string())))
+        }
+    });
+    let events = Events::new().event(orders).next_poll(Duration::from_millis(50)).heartbeat(Duration::from_secs(60));
+    let (server, emitter) = server_with(events);
+    assert!(matches!(emitter.emit("order.placed", json!({})), Err(mcp::events::EmitError::NotEmitted(_))));
+    let mut stdio = Stdio::open(&server, true).await;
+
+    let start = stdio.call(1, "events/poll", json!({"name": "order.placed"})).await;
+    assert_eq!(start["result"]["cursor"], "0", "{start}");
+    upstream.store(2, Ordering::SeqCst);
+    let got = stdio.call(2, "events/poll", json!({"name": "order.placed", "cursor": "0"})).await["result"].clone();
+    assert_eq!(got["events"].as_array().unwrap().len(), 2, "{got}");
+    assert_eq!(got["events"][1]["eventId"], "order-2");
+    assert_eq!(got["cursor"], "2");
+    assert_eq!(got["nextPollMs"], 50);
+
+    stdio.request(3, "events/stream", json!({"name": "order.placed", "cursor": "2"})).await;
+    let active = next_of(&mut stdio, "notifications/events/active", Duration::from_secs(5)).await.unwrap();
+    assert_eq!(active["params"]["cursor"], "2");
+    upstream.store(3, Ordering::SeqCst);
+    let event = next_of(&mut stdio, "notifications/events/event", Duration::from_secs(5)).await.unwrap();
+    assert_eq!((event["params"]["eventId"].clone(), event["params"]["cursor"].clone()), (json!("order-3"), json!("3")));
+
+    failing.store(1, Ordering::SeqCst);
+    let error = next_of(&mut stdio, "notifications/events/error", Duration::from_secs(5)).await.unwrap();
+    assert_eq!(error["params"]["error"]["code"], -32603, "{error}");
+    failing.store(2, Ordering::SeqCst);
+    let ended = next_of(&mut stdio, "notifications/events/terminated", Duration::from_secs(5)).await.unwrap();
+    assert_eq!(ended["params"]["error"]["code"], -32024, "{ended}");
+    let last = stdio.response(3).await;
+    assert_eq!(last["result"]["_meta"]["io.modelcontextprotocol/subscriptionId"], 3, "{last}");
+}
+
+#[test]
+fn emit_refuses_what_it_cannot_deliver_and_two_types_of_one_name_do_not_build() {
+    let events = Events::new().event(restocked());
+    let emitter = events.emitter();
+    assert!(matches!(emitter.emit("nope", json!({})), Err(mcp::events::EmitError::UnknownType(_))));
+    let not_object = emitter.emit("book.restocked", json!([1])).unwrap_err();
+    assert!(not_object.to_string().contains("JSON object"), "{not_object}");
+    let twice = Events::new().event(restocked()).event(restocked());
+    let e = mcp::Server::builder().extension(twice).build().unwrap_err();
+    assert!(e.to_string().contains("book.restocked"), "{e}");
+}
