@@ -431,3 +431,163 @@ fn emit_refuses_what_it_cannot_deliver_and_two_types_of_one_name_do_not_build() 
     let e = mcp::Server::builder().extension(twice).build().unwrap_err();
     assert!(e.to_string().contains("book.restocked"), "{e}");
 }
+
+mod client {
+    //! The client's side: `list_events`, and subscriptions that run the loops (poll and push, in process and over
+    //! HTTP), keep their cursor, report gaps, hand each event over once, and keep their pace against a server
+    //! that asks for a tight loop or goes silent.
+
+    use super::*;
+    use mcp::client::{Client, EraChoice, EventItem, EventSubscription, MemoryCursors};
+
+    async fn in_process(server: &mcp::Server) -> Client {
+        Client::builder().era(EraChoice::V2026).in_process(server.clone()).await.unwrap()
+    }
+
+    async fn next_event(stream: &mut mcp::client::EventStream) -> mcp::client::ReceivedEvent {
+        loop {
+            let item = tokio::time::timeout(Duration::from_secs(5), stream.next()).await.expect("an event in time");
+            match item.expect("the subscription goes on") {
+                EventItem::Event(event) => return event,
+                EventItem::Gap | EventItem::Error(_) => continue,
+                other => panic!("{other:?}"),
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn list_events_reads_every_page_typed() {
+        let mut events = Events::new().event(restocked().delivery(&[Delivery::Poll]));
+        for n in 0..120 {
+            events = events.event(EventType::emitted(format!("zz.{n:03}")));
+        }
+        let (server, _) = server_with(events);
+        let types = in_process(&server).await.list_events().await.unwrap();
+        assert_eq!(types.len(), 121);
+        assert_eq!(types[0].name, "book.restocked");
+        assert_eq!(types[0].delivery, [Delivery::Poll]);
+        assert_eq!(types[0].description.as_deref(), Some("A book is back in stock."));
+        assert_eq!(types[0].payload_schema["required"], json!(["isbn", "copies"]));
+    }
+
+    #[tokio::test]
+    async fn a_poll_subscription_delivers_matching_events_and_starts_again_from_its_kept_cursor() {
+        let (server, emitter) = server_with(Events::new().event(restocked()).next_poll(Duration::from_millis(20)));
+        let client = in_process(&server).await;
+        let cursors = Arc::new(MemoryCursors::default());
+        let sub = EventSubscription::new("book.restocked")
+            .arguments(json!({"isbn": "978-1"}))
+            .delivery(Delivery::Poll)
+            .poll_floor(Duration::from_millis(20))
+            .cursors(cursors.clone());
+        let mut stream = client.subscribe_events(sub.clone()).await.unwrap();
+        assert_eq!(stream.delivery, Delivery::Poll);
+        emitter.emit("book.restocked", book("978-2", 1)).unwrap();
+        emitter.emit("book.restocked", book("978-1", 2)).unwrap();
+        assert_eq!(next_event(&mut stream).await.data, json!({"isbn": "978-1", "copies": 2}));
+        drop(stream);
+
+        // Away for a while; back with the same cursors: what happened meanwhile comes first.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        emitter.emit("book.restocked", book("978-1", 7)).unwrap();
+        let mut again = client.subscribe_events(sub).await.unwrap();
+        assert_eq!(next_event(&mut again).await.data["copies"], 7);
+    }
+
+    #[tokio::test]
+    async fn a_push_subscription_follows_the_stream_in_process_and_over_http() {
+        let events = Events::new().event(restocked()).heartbeat(Duration::from_millis(100));
+        let (server, emitter) = server_with(events);
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+        tokio::spawn(server.clone().serve_http_on(listener, mcp::HttpOptions::default()));
+        let over_http = Client::builder().era(EraChoice::V2026).http(url.clone()).await.unwrap();
+        for client in [in_process(&server).await, over_http] {
+            let sub = EventSubscription::new("book.restocked").heartbeat(Duration::from_millis(100));
+            let mut stream = client.subscribe_events(sub).await.unwrap();
+            assert_eq!(stream.delivery, Delivery::Push, "push is chosen when the type offers it");
+            let id = emitter.emit("book.restocked", book("978-3", 3)).unwrap();
+            let event = next_event(&mut stream).await;
+            assert_eq!((event.event_id, event.name), (id, "book.restocked".to_owned()));
+            // Heartbeats keep it alive well past twice their interval.
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            emitter.emit("book.restocked", book("978-4", 4)).unwrap();
+            assert_eq!(next_event(&mut stream).await.data["isbn"], "978-4");
+        }
+    }
+
+    #[tokio::test]
+    async fn errors_of_the_subscription_come_back_from_subscribe() {
+        let (server, _) = server_with(Events::new().event(restocked().delivery(&[Delivery::Poll])));
+        let client = in_process(&server).await;
+        let unknown = client.subscribe_events(EventSubscription::new("nope").delivery(Delivery::Poll)).await;
+        assert!(format!("{:?}", unknown.unwrap_err()).contains("-32023"));
+        let push = client.subscribe_events(EventSubscription::new("book.restocked").delivery(Delivery::Push)).await;
+        assert!(format!("{:?}", push.unwrap_err()).contains("-32026"));
+        let bad = EventSubscription::new("book.restocked").arguments(json!({"isbn": 1}));
+        assert!(format!("{:?}", client.subscribe_events(bad).await.unwrap_err()).contains("-32602"));
+    }
+
+    /// A checked type whose check function counts its calls and answers with `next_poll`.
+    fn counted(calls: Arc<AtomicU64>, next_poll: Duration) -> EventType {
+        EventType::checked("tick", move |_check| {
+            let calls = calls.clone();
+            async move {
+                let n = calls.fetch_add(1, Ordering::SeqCst);
+                Ok(Checked::new(vec![], Some(n.to_string())).next_poll(next_poll))
+            }
+        })
+    }
+
+    #[tokio::test]
+    async fn a_poll_loop_keeps_its_floor_against_a_server_that_asks_for_a_tight_loop() {
+        let calls = Arc::new(AtomicU64::new(0));
+        let (server, _) = server_with(Events::new().event(counted(calls.clone(), Duration::ZERO)));
+        let client = in_process(&server).await;
+        let sub = EventSubscription::new("tick").delivery(Delivery::Poll).poll_floor(Duration::from_millis(200));
+        let stream = client.subscribe_events(sub).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(1000)).await;
+        let polls = calls.load(Ordering::SeqCst);
+        assert!((1..=7).contains(&polls), "at most one poll per 200 ms floor in a second, not a tight loop: {polls}");
+        drop(stream);
+    }
+
+    #[tokio::test]
+    async fn a_silent_push_stream_is_opened_again_from_its_cursor() {
+        let calls = Arc::new(AtomicU64::new(0));
+        let events = Events::new()
+            .event(counted(calls.clone(), Duration::from_secs(60)))
+            .heartbeat(Duration::from_secs(60));
+        let (server, _) = server_with(events);
+        let client = in_process(&server).await;
+        let sub = EventSubscription::new("tick").delivery(Delivery::Push).heartbeat(Duration::from_millis(100));
+        let stream = client.subscribe_events(sub).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(1200)).await;
+        let opened = calls.load(Ordering::SeqCst);
+        assert!(opened >= 2, "a stream silent for twice its heartbeat is opened again: {opened} opens");
+        drop(stream);
+    }
+
+    #[tokio::test]
+    async fn a_subscription_the_server_ends_says_why() {
+        let forbidden = Arc::new(AtomicU64::new(0));
+        let gate = forbidden.clone();
+        let revoked = EventType::checked("revoked", move |_check| {
+            let gate = gate.clone();
+            async move {
+                if gate.load(Ordering::SeqCst) == 1 {
+                    return Err(mcp::Error::new(mcp::ErrorCode::FORBIDDEN, "access revoked"));
+                }
+                Ok(Checked::new(vec![], Some("0".into())))
+            }
+        });
+        let (server, _) = server_with(Events::new().event(revoked).next_poll(Duration::from_millis(30)));
+        let client = in_process(&server).await;
+        let mut stream =
+            client.subscribe_events(EventSubscription::new("revoked").heartbeat(Duration::from_secs(5))).await.unwrap();
+        forbidden.store(1, Ordering::SeqCst);
+        let end = tokio::time::timeout(Duration::from_secs(5), stream.next()).await.unwrap();
+        assert!(end.is_none(), "{end:?}");
+        assert_eq!(stream.ended().map(|e| e.code), Some(mcp::ErrorCode::FORBIDDEN));
+    }
+}

@@ -108,6 +108,11 @@ pub(crate) struct Feed {
 }
 
 impl Feed {
+    /// The way in of a stream whose notifications name `tag` (its request's id) in `_meta`.
+    pub(crate) fn tagged(tag: Value, tx: mpsc::Sender<Notification>) -> Feed {
+        Feed { filter: ListenFilter::default(), tag: Some(tag), tx }
+    }
+
     /// Hands a notification over if it is this subscription's; `true` if taken.
     pub(crate) fn offer(&self, method: &str, params: &Value) -> bool {
         let tagged = params["_meta"]["io.modelcontextprotocol/subscriptionId"].clone();
@@ -123,6 +128,11 @@ impl Feed {
 }
 
 static KEYS: AtomicU64 = AtomicU64::new(1);
+
+/// A key of the client's table of routes, unique in the process.
+pub(crate) fn route_key() -> u64 {
+    KEYS.fetch_add(1, Ordering::Relaxed)
+}
 
 impl Client {
     /// Follows changes: 2026 — a `subscriptions/listen` request (its acknowledgement first); 2025 — the session's

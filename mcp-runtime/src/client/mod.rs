@@ -57,6 +57,7 @@ mod body;
 mod builder;
 mod call;
 mod error;
+mod events;
 pub(crate) mod frame;
 mod handshake;
 mod headers;
@@ -85,6 +86,9 @@ pub use builder::{
 };
 pub use call::{Call, Progress};
 pub use error::{AuthError, AuthErrorKind, Error, TransportError, TransportErrorKind};
+pub use events::{
+    CursorStore, Delivery, EventItem, EventStream, EventSubscription, EventTypeInfo, MemoryCursors, ReceivedEvent,
+};
 pub use items::{ListItem, Prompt, Resource, ResourceTemplate, Tool};
 pub use list::{ItemStream, List, Page, PageStream};
 pub use listen::{ListenFilter, Notification, Subscription};

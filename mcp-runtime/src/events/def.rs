@@ -12,26 +12,7 @@ use serde_json::{json, Map, Value};
 use crate::base::future::BoxFuture;
 use crate::context::Context;
 use crate::wire::error::Error;
-
-/// How the events of a type reach a client: the modes an [`EventType`] offers, listed in its `delivery`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum Delivery {
-    /// `events/poll`: the client asks, with its cursor, at the interval the server suggests.
-    Poll,
-    /// `events/stream`: a request held open, on which the server sends each event as a notification.
-    Push,
-}
-
-impl Delivery {
-    /// The mode's name on the wire (`poll`, `push`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Delivery::Poll => "poll",
-            Delivery::Push => "push",
-        }
-    }
-}
+pub use crate::wire::events::Delivery;
 
 /// One occurrence of an event, as a client receives it: `{eventId, name, timestamp, data, cursor}`.
 ///

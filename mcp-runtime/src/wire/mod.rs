@@ -3,6 +3,7 @@
 pub mod apps;
 pub(crate) mod envelope;
 pub(crate) mod error;
+pub(crate) mod events;
 pub(crate) mod jsonrpc;
 pub mod protocol;
 #[cfg(feature = "skills")]

@@ -1,0 +1,559 @@
+//! Events from the client's side (SEP-3415, the 2026-07-28 era): the event types a server offers
+//! ([`Client::list_events`]), and subscriptions that run the delivery loop ([`Client::subscribe_events`]) so that
+//! the application sees only events.
+//!
+//! A subscription polls (`events/poll`: again at once while the server has more, else after `nextPollMs`, never
+//! sooner than a floor) or holds a push stream (`events/stream`: a stream silent for twice the heartbeat interval is
+//! taken for dead and opened again from its cursor). Either way it keeps the cursor it was given in a
+//! [`CursorStore`] (in memory unless another is given), starts from it, reports gaps (`truncated`), and hands each
+//! event over once (by `eventId`, over a bounded window).
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use tokio::sync::mpsc;
+
+use super::listen::{route_key, Feed, Notification};
+use super::{Client, Error};
+use crate::base::sync::Unpoisoned;
+pub use crate::wire::events::Delivery;
+
+/// How many events a subscription holds before its loop waits for the application.
+const BUFFER: usize = 256;
+/// How many event ids a subscription remembers, to hand each event over once.
+const SEEN: usize = 1024;
+
+/// An event type a server offers, from `events/list`.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct EventTypeInfo {
+    /// Its name (`email.received`).
+    pub name: String,
+    /// What it is, for the application (and the model) to decide whether to subscribe.
+    pub description: Option<String>,
+    /// The delivery modes it offers; modes this client does not know are left out.
+    pub delivery: Vec<Delivery>,
+    /// A subscription's arguments.
+    pub input_schema: Value,
+    /// What its events carry.
+    pub payload_schema: Value,
+    /// The descriptor as the server wrote it.
+    pub raw: Value,
+}
+
+impl EventTypeInfo {
+    fn from_raw(raw: Value) -> Option<EventTypeInfo> {
+        Some(EventTypeInfo {
+            name: raw["name"].as_str()?.to_owned(),
+            description: raw["description"].as_str().map(str::to_owned),
+            delivery: raw["delivery"].as_array()?.iter().filter_map(|m| Delivery::from_name(m.as_str()?)).collect(),
+            input_schema: raw["inputSchema"].clone(),
+            payload_schema: raw["payloadSchema"].clone(),
+            raw,
+        })
+    }
+}
+
+/// Where a subscription keeps its cursor, by subscription (the type's name and its arguments): what lets a program
+/// that restarts go on from where it was. [`MemoryCursors`] unless another is given.
+pub trait CursorStore: Send + Sync + 'static {
+    /// The cursor kept for `key`.
+    fn load(&self, key: &str) -> Option<String>;
+    /// Keeps `cursor` for `key` (`None`: the type cannot replay; nothing to keep).
+    fn save(&self, key: &str, cursor: Option<&str>);
+}
+
+/// Cursors kept in memory, for as long as the program runs.
+#[derive(Debug, Default)]
+pub struct MemoryCursors {
+    cursors: Mutex<HashMap<String, String>>,
+}
+
+impl CursorStore for MemoryCursors {
+    fn load(&self, key: &str) -> Option<String> {
+        self.cursors.locked().get(key).cloned()
+    }
+
+    fn save(&self, key: &str, cursor: Option<&str>) {
+        let mut cursors = self.cursors.locked();
+        match cursor {
+            Some(c) => cursors.insert(key.to_owned(), c.to_owned()),
+            None => cursors.remove(key),
+        };
+    }
+}
+
+/// What to subscribe to, and how.
+#[derive(Clone)]
+#[must_use]
+pub struct EventSubscription {
+    name: String,
+    arguments: Value,
+    delivery: Option<Delivery>,
+    cursors: Arc<dyn CursorStore>,
+    poll_floor: Duration,
+    heartbeat: Duration,
+    max_age: Option<Duration>,
+}
+
+impl std::fmt::Debug for EventSubscription {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EventSubscription").field("name", &self.name).field("arguments", &self.arguments).finish()
+    }
+}
+
+impl EventSubscription {
+    /// The shortest wait between two polls, whatever `nextPollMs` says (the SEP's default): 1 s.
+    pub const DEFAULT_POLL_FLOOR: Duration = Duration::from_secs(1);
+    /// The heartbeat interval a push stream is expected to keep (the SEP's "at least every 30 s").
+    pub const DEFAULT_HEARTBEAT: Duration = Duration::from_secs(30);
+
+    /// Events of type `name`, with no arguments; push if the type offers it, else poll.
+    pub fn new(name: impl Into<String>) -> EventSubscription {
+        EventSubscription {
+            name: name.into(),
+            arguments: json!({}),
+            delivery: None,
+            cursors: Arc::new(MemoryCursors::default()),
+            poll_floor: Self::DEFAULT_POLL_FLOOR,
+            heartbeat: Self::DEFAULT_HEARTBEAT,
+            max_age: None,
+        }
+    }
+
+    /// The subscription's arguments (an object, per the type's `inputSchema`).
+    pub fn arguments(mut self, arguments: Value) -> EventSubscription {
+        self.arguments = arguments;
+        self
+    }
+
+    /// Uses this delivery mode; an error if the type does not offer it.
+    pub fn delivery(mut self, mode: Delivery) -> EventSubscription {
+        self.delivery = Some(mode);
+        self
+    }
+
+    /// Keeps cursors there ([`MemoryCursors`] by default).
+    pub fn cursors(mut self, store: Arc<dyn CursorStore>) -> EventSubscription {
+        self.cursors = store;
+        self
+    }
+
+    /// The shortest wait between polls (1 s by default), so that a server that asks for a tight loop does not get
+    /// one.
+    pub fn poll_floor(mut self, floor: Duration) -> EventSubscription {
+        self.poll_floor = floor;
+        self
+    }
+
+    /// The heartbeat interval the server keeps (30 s by default): a push stream silent for twice as long is opened
+    /// again.
+    pub fn heartbeat(mut self, every: Duration) -> EventSubscription {
+        self.heartbeat = every;
+        self
+    }
+
+    /// Replays no event older than this when starting from a kept cursor (`maxAgeMs`).
+    pub fn max_age(mut self, age: Duration) -> EventSubscription {
+        self.max_age = Some(age);
+        self
+    }
+
+    /// The key its cursor is kept under: the name and the arguments as JSON (object keys sorted).
+    fn key(&self) -> String {
+        format!("{}\u{1f}{}", self.name, self.arguments)
+    }
+
+    fn params(&self, cursor: Option<&str>) -> Value {
+        let mut params = json!({ "name": self.name, "arguments": self.arguments, "cursor": cursor });
+        if let (Some(age), Some(_)) = (self.max_age, cursor) {
+            params["maxAgeMs"] = json!(age.as_millis() as u64);
+        }
+        params
+    }
+}
+
+/// What a subscription hands over.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum EventItem {
+    /// An event.
+    Event(ReceivedEvent),
+    /// Events were skipped before what follows (the cursor was too old, the server lost its buffer): fetch what
+    /// matters again if it does.
+    Gap,
+    /// A failure the server reports and recovers from (one failed upstream read); the subscription goes on.
+    Error(crate::Error),
+}
+
+/// An event as received.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct ReceivedEvent {
+    /// Its id, stable across deliveries.
+    pub event_id: String,
+    /// Its type's name.
+    pub name: String,
+    /// When it happened (RFC 3339), as the server wrote it.
+    pub timestamp: String,
+    /// Its payload.
+    pub data: Value,
+}
+
+impl ReceivedEvent {
+    fn from_params(params: &Value) -> Option<ReceivedEvent> {
+        Some(ReceivedEvent {
+            event_id: params["eventId"].as_str()?.to_owned(),
+            name: params["name"].as_str()?.to_owned(),
+            timestamp: params["timestamp"].as_str().unwrap_or_default().to_owned(),
+            data: params["data"].clone(),
+        })
+    }
+}
+
+/// A running subscription: its events as they come. Dropping it stops the loop (and cancels a push stream).
+#[derive(Debug)]
+pub struct EventStream {
+    rx: mpsc::Receiver<EventItem>,
+    task: tokio::task::JoinHandle<()>,
+    ended: Arc<Mutex<Option<crate::Error>>>,
+    /// The mode it runs in.
+    pub delivery: Delivery,
+}
+
+impl EventStream {
+    /// The next event (or gap, or reported error); `None` once the subscription ended: see
+    /// [`EventStream::ended`] for why.
+    pub async fn next(&mut self) -> Option<EventItem> {
+        self.rx.recv().await
+    }
+
+    /// Why the subscription ended, once it did: the server's error (it ended the subscription, or the type is gone),
+    /// or the connection's.
+    pub fn ended(&self) -> Option<crate::Error> {
+        self.ended.locked().clone()
+    }
+}
+
+impl Drop for EventStream {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// Event ids handed over lately, to hand each over once.
+#[derive(Default)]
+struct Seen {
+    ids: HashSet<String>,
+    order: VecDeque<String>,
+}
+
+impl Seen {
+    /// `true` the first time an id is seen.
+    fn first(&mut self, id: &str) -> bool {
+        if !self.ids.insert(id.to_owned()) {
+            return false;
+        }
+        self.order.push_back(id.to_owned());
+        if self.order.len() > SEEN {
+            if let Some(old) = self.order.pop_front() {
+                self.ids.remove(&old);
+            }
+        }
+        true
+    }
+}
+
+/// A subscription's loop: where it hands items over, its cursor, and what it saw.
+struct Loop {
+    client: Client,
+    sub: EventSubscription,
+    tx: mpsc::Sender<EventItem>,
+    seen: Seen,
+    cursor: Option<String>,
+    ended: Arc<Mutex<Option<crate::Error>>>,
+}
+
+impl Loop {
+    /// Keeps the cursor the server gave.
+    fn keep(&mut self, cursor: Option<&str>) {
+        self.cursor = cursor.map(str::to_owned);
+        self.sub.cursors.save(&self.sub.key(), cursor);
+    }
+
+    /// Hands an event over unless it was already; `false` once the application dropped the stream.
+    async fn event(&mut self, params: &Value) -> bool {
+        match ReceivedEvent::from_params(params) {
+            Some(event) if self.seen.first(&event.event_id) => self.tx.send(EventItem::Event(event)).await.is_ok(),
+            Some(_) => true,
+            None => {
+                tracing::warn!(%params, "an event without an eventId or a name was left out");
+                true
+            }
+        }
+    }
+
+    /// Ends the subscription with the server's or the connection's error.
+    fn end(&self, error: crate::Error) {
+        *self.ended.locked() = Some(error);
+    }
+
+    async fn poll(mut self, mut first: Option<Value>) {
+        loop {
+            let answer = match first.take() {
+                Some(answer) => Ok(answer),
+                None => self.client.request("events/poll", self.sub.params(self.cursor.as_deref())).await,
+            };
+            let result = match answer {
+                Ok(result) => result,
+                Err(e) => match rpc_error(&e) {
+                    Some(e) if ends(&e) => return self.end(e),
+                    Some(e) => {
+                        if self.tx.send(EventItem::Error(e)).await.is_err() {
+                            return;
+                        }
+                        tokio::time::sleep(self.sub.poll_floor).await;
+                        continue;
+                    }
+                    None => return self.end(crate::Error::internal(e.to_string())),
+                },
+            };
+            if result["truncated"] == true && self.tx.send(EventItem::Gap).await.is_err() {
+                return;
+            }
+            for event in result["events"].as_array().into_iter().flatten() {
+                if !self.event(event).await {
+                    return;
+                }
+            }
+            self.keep(result["cursor"].as_str());
+            if result["hasMore"] != true {
+                let asked = result["nextPollMs"].as_u64().map(Duration::from_millis).unwrap_or(self.sub.poll_floor);
+                tokio::time::sleep(asked.max(self.sub.poll_floor)).await;
+            }
+        }
+    }
+
+    async fn push(mut self, mut open: Option<OpenStream>) {
+        loop {
+            let mut stream = match open.take() {
+                Some(stream) => stream,
+                None => match OpenStream::open(&self.client, &self.sub, self.cursor.as_deref()).await {
+                    Ok((stream, active)) => {
+                        if !self.active(&active).await {
+                            return;
+                        }
+                        stream
+                    }
+                    Err(e) => match rpc_error(&e) {
+                        Some(e) if ends(&e) => return self.end(e),
+                        _ => {
+                            tokio::time::sleep(self.sub.poll_floor).await;
+                            continue;
+                        }
+                    },
+                },
+            };
+            // Twice the heartbeat interval without a word: the stream is dead; open it again from the cursor.
+            while let Ok(Some(note)) = tokio::time::timeout(self.sub.heartbeat * 2, stream.rx.recv()).await {
+                let params = &note.params;
+                let go_on = match note.method.as_str() {
+                    "notifications/events/event" => {
+                        let handed = self.event(params).await;
+                        self.keep(params["cursor"].as_str());
+                        handed
+                    }
+                    "notifications/events/heartbeat" => {
+                        self.keep(params["cursor"].as_str());
+                        true
+                    }
+                    "notifications/events/active" => self.active(params).await,
+                    "notifications/events/error" => match serde_json::from_value(params["error"].clone()) {
+                        Ok(e) => self.tx.send(EventItem::Error(e)).await.is_ok(),
+                        Err(_) => true,
+                    },
+                    "notifications/events/terminated" => {
+                        let e = serde_json::from_value(params["error"].clone())
+                            .unwrap_or_else(|_| crate::Error::internal("the server ended the subscription"));
+                        return self.end(e);
+                    }
+                    _ => true,
+                };
+                if !go_on {
+                    return;
+                }
+            }
+            drop(stream);
+            tokio::time::sleep(self.sub.poll_floor.min(Duration::from_millis(250))).await;
+        }
+    }
+
+    /// A stream's confirmation (or a gap in it): keeps its cursor; `false` once the application dropped the stream.
+    async fn active(&mut self, params: &Value) -> bool {
+        self.keep(params["cursor"].as_str());
+        params["truncated"] != true || self.tx.send(EventItem::Gap).await.is_ok()
+    }
+}
+
+/// An `events/stream` request open on the server, and its notifications. Dropping it cancels the request.
+struct OpenStream {
+    rx: mpsc::Receiver<Notification>,
+    key: u64,
+    client: Client,
+    request: tokio::task::JoinHandle<()>,
+}
+
+impl OpenStream {
+    /// Opens a stream from `cursor` and waits for its confirmation (whose params it returns) or its error.
+    async fn open(
+        client: &Client,
+        sub: &EventSubscription,
+        cursor: Option<&str>,
+    ) -> Result<(OpenStream, Value), Error> {
+        let (tx, rx) = mpsc::channel(BUFFER);
+        let key = route_key();
+        let id = client.inner.next_id();
+        client.inner.routes().insert(key, Feed::tagged(serde_json::to_value(&id).unwrap_or_default(), tx));
+        let call = client.request("events/stream", sub.params(cursor)).with_id(id);
+        let (answered, answer) = tokio::sync::oneshot::channel();
+        let inner = Arc::downgrade(&client.inner);
+        let request = tokio::spawn(async move {
+            let result = call.await;
+            // The stream ended (the server's final result, or an error): its route goes, which ends `rx`.
+            if let Some(inner) = inner.upgrade() {
+                inner.routes().remove(&key);
+            }
+            let _ = answered.send(result);
+        });
+        let mut stream = OpenStream { rx, key, client: client.clone(), request };
+        match stream.rx.recv().await {
+            Some(note) if note.method == "notifications/events/active" => Ok((stream, note.params)),
+            Some(other) => {
+                Err(Error::Protocol(format!("an event stream must start with its confirmation, not {}", other.method)))
+            }
+            None => Err(match answer.await {
+                Ok(Err(e)) => e,
+                _ => Error::Closed,
+            }),
+        }
+    }
+}
+
+impl Drop for OpenStream {
+    fn drop(&mut self) {
+        self.client.inner.routes().remove(&self.key);
+        self.request.abort(); // drops the call: the request is cancelled
+    }
+}
+
+/// The JSON-RPC error a server answered with, if that is what `e` is.
+fn rpc_error(e: &Error) -> Option<crate::Error> {
+    match e {
+        Error::Rpc(e) => Some(e.clone()),
+        _ => None,
+    }
+}
+
+/// Whether the server's error ends the subscription: the type is gone or changed, the caller may not, or what was
+/// asked is not offered; anything else is worth asking again.
+fn ends(e: &crate::Error) -> bool {
+    use crate::ErrorCode;
+    [
+        ErrorCode::NOT_FOUND,
+        ErrorCode::FORBIDDEN,
+        ErrorCode::UNSUPPORTED,
+        ErrorCode::INVALID_PARAMS,
+        ErrorCode::METHOD_NOT_FOUND,
+    ]
+    .contains(&e.code)
+}
+
+impl Client {
+    /// The event types the server offers (`events/list`, every page): 2026-07-28 servers that declared the Events
+    /// extension.
+    pub async fn list_events(&self) -> Result<Vec<EventTypeInfo>, Error> {
+        let mut types = Vec::new();
+        let mut cursor: Option<String> = None;
+        loop {
+            let params = match &cursor {
+                Some(c) => json!({ "cursor": c }),
+                None => json!({}),
+            };
+            let page = self.request("events/list", params).await?;
+            types.extend(page["events"].as_array().into_iter().flatten().cloned().filter_map(EventTypeInfo::from_raw));
+            match page["nextCursor"].as_str() {
+                Some(next) => cursor = Some(next.to_owned()),
+                None => return Ok(types),
+            }
+        }
+    }
+
+    /// Subscribes, and runs the delivery loop: push if the type offers it (and none was asked for), else poll; from
+    /// the cursor kept for this subscription (else from now). The first poll or the stream's confirmation comes
+    /// before this returns, so an unknown type, arguments the type does not take or a mode it does not offer are
+    /// errors here.
+    ///
+    /// ```no_run
+    /// # #[allow(dead_code)]
+    /// # async fn run(client: mcp::client::Client) -> Result<(), mcp::client::Error> {
+    /// use mcp::client::{EventItem, EventSubscription};
+    /// use serde_json::json;
+    ///
+    /// let mut restocked = client
+    ///     .subscribe_events(EventSubscription::new("book.restocked").arguments(json!({ "isbn": "978-0141439518" })))
+    ///     .await?;
+    /// while let Some(item) = restocked.next().await {
+    ///     match item {
+    ///         EventItem::Event(event) => println!("{}: {}", event.name, event.data),
+    ///         EventItem::Gap => println!("some events were missed: read the stock again"),
+    ///         EventItem::Error(e) => println!("the server reports {e}"),
+    ///         _ => {}
+    ///     }
+    /// }
+    /// println!("ended: {:?}", restocked.ended());
+    /// # Ok(()) }
+    /// # fn main() {}
+    /// ```
+    pub async fn subscribe_events(&self, sub: EventSubscription) -> Result<EventStream, Error> {
+        let delivery = match sub.delivery {
+            Some(mode) => mode,
+            None => {
+                let types = self.list_events().await?;
+                let offered = types.iter().find(|t| t.name == sub.name).map(|t| t.delivery.clone()).unwrap_or_default();
+                if offered.contains(&Delivery::Push) {
+                    Delivery::Push
+                } else {
+                    Delivery::Poll
+                }
+            }
+        };
+        let (tx, rx) = mpsc::channel(BUFFER);
+        let ended = Arc::new(Mutex::new(None));
+        let cursor = sub.cursors.load(&sub.key());
+        let mut looped = Loop {
+            client: self.clone(),
+            sub: sub.clone(),
+            tx,
+            seen: Seen::default(),
+            cursor: cursor.clone(),
+            ended: ended.clone(),
+        };
+        let task = match delivery {
+            Delivery::Poll => {
+                let first = self.request("events/poll", sub.params(cursor.as_deref())).await?;
+                tokio::spawn(looped.poll(Some(first)))
+            }
+            Delivery::Push => {
+                let (stream, active) = OpenStream::open(self, &sub, cursor.as_deref()).await?;
+                looped.keep(active["cursor"].as_str());
+                if active["truncated"] == true {
+                    let _ = looped.tx.try_send(EventItem::Gap);
+                }
+                tokio::spawn(looped.push(Some(stream)))
+            }
+        };
+        Ok(EventStream { rx, task, ended, delivery })
+    }
+}
