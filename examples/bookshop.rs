@@ -20,6 +20,9 @@
 //!   the binary, listed by `skills/list` and read as `skill://recommending-a-book/...` resources.
 //! - An app (MCP Apps, `mcp::apps`): `ui://bookshop/holds`, the interface of `list_holds` in hosts that render apps
 //!   (examples/bookshop-app/holds.html): it lists the holds, releases one through the host, and follows changes.
+//! - An event (the Events extension, `mcp::events`, 2026-07-28 clients): `book.back_on_shelf`, emitted whenever a
+//!   hold is released, to every subscription whose `title` argument is that book's (or absent); clients poll it
+//!   (`events/poll`) or hold a push stream (`events/stream`).
 //! - With `--http ADDR --auth-issuer URL --auth-resource URL` it is an OAuth resource server: every request needs a
 //!   bearer JWT from that issuer for that resource; `order_book` and `cancel_hold` need the scope `books:write`,
 //!   `rebuild_index` needs `books:admin` (a token without it gets `403 insufficient_scope`, and the client steps
@@ -30,6 +33,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use mcp::events::{Emitter, EventType};
 use mcp::redis::driver::AsyncCommands;
 use mcp::{Context, PromptMessage, State};
 
@@ -117,10 +121,13 @@ impl HoldStore {
     }
 
     /// Releasing a hold is a round trip to the warehouse: it must `.await`.
-    async fn release(self, title: String, server: mcp::Server) {
+    async fn release(self, title: String, server: mcp::Server, shelf: Option<Emitter>) {
         tokio::time::sleep(Duration::from_millis(100)).await;
         match self.remove(&title).await {
-            Ok(_) => {
+            Ok(released) => {
+                if released {
+                    back_on_shelf(shelf.as_ref(), &title);
+                }
                 server.notify_resource_updated(HOLDS_URI);
                 eprintln!("released hold on {title:?}");
             }
@@ -144,10 +151,41 @@ async fn order_book(
     tracing::info!(%title, "a book held");
     ctx.notify_resource_updated(HOLDS_URI);
     // Runs on every exit (return, error, panic or cancellation), shielded from the cancel, bounded to 5 s.
-    let _release = mcp::defer(Duration::from_secs(5), holds.release(title.clone(), ctx.server().clone()));
+    let shelf = ctx.state::<Emitter>().cloned();
+    let _release = mcp::defer(Duration::from_secs(5), holds.release(title.clone(), ctx.server().clone(), shelf));
     ctx.info(format!("holding {title:?} until payment arrives"));
     tokio::time::sleep(Duration::from_secs(30)).await; // waiting for payment
     Ok(format!("Ordered {title:?}."))
+}
+
+/// Which books a subscriber hears about when they are back on the shelf.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct ShelfWatch {
+    /// Only this title; every title if absent.
+    title: Option<String>,
+}
+
+/// A book back on the shelf: its hold was released.
+#[derive(serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+struct BackOnShelf {
+    /// The book's title.
+    title: String,
+}
+
+/// The event type `book.back_on_shelf`: emitted by the shop, matched by title.
+fn back_on_shelf_event() -> EventType {
+    EventType::emitted("book.back_on_shelf")
+        .description("A book is back on the shelf: its hold was released.")
+        .arguments::<ShelfWatch>()
+        .payload::<BackOnShelf>()
+        .matching(|watch: &ShelfWatch, book: &BackOnShelf| watch.title.as_ref().is_none_or(|t| *t == book.title))
+}
+
+/// Tells the subscribers of `book.back_on_shelf` that `title` is back.
+fn back_on_shelf(shelf: Option<&Emitter>, title: &str) {
+    if let Some(Err(e)) = shelf.map(|s| s.emit("book.back_on_shelf", BackOnShelf { title: title.to_owned() })) {
+        eprintln!("could not tell of {title:?} back on the shelf: {e}");
+    }
 }
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]
@@ -172,6 +210,7 @@ async fn cancel_hold(
         Ok(mcp::ask::Elicitation::Accept(Confirm { confirm: true })) => {
             let released = shop.holds(ctx).remove(&title).await?;
             if released {
+                back_on_shelf(ctx.state::<Emitter>(), &title);
                 ctx.notify_resource_updated(HOLDS_URI);
                 format!("Released the hold on {title:?}.")
             } else {
@@ -323,5 +362,7 @@ async fn main() -> mcp::ServerBuilder {
                     .for_tool("list_holds"),
             ),
         )
+        // An event (the Events extension, 2026-07-28): a book back on the shelf, by poll or push.
+        .extension(mcp::events::Events::new().event(back_on_shelf_event()))
         .on_shutdown(async { eprintln!("bookshop closed") })
 }

@@ -159,6 +159,9 @@ pub mod guide {
     #[doc = include_str!("../docs/extensions.md")]
     pub mod extensions {}
 
+    #[doc = include_str!("../docs/events.md")]
+    pub mod events {}
+
     #[doc = include_str!("../docs/composing.md")]
     pub mod composing {}
 

@@ -158,6 +158,75 @@ pub fn check_extension_task(task: &Value, detailed: bool) -> Result<(), String> 
     Ok(())
 }
 
+/// Checks a message of the Events extension (`io.modelcontextprotocol/events`, SEP-3415), which no official JSON
+/// Schema defines yet (the SEP is a draft; its working group's repository publishes none): the shapes the SEP gives,
+/// checked by hand as [`check_extension_task`] checks tasks. A notification (`notifications/events/*`, each naming its
+/// stream in `_meta`), or the result of `events/list` or `events/poll` (`method`).
+pub fn check_extension_event(message: &Value, method: Option<&str>) -> Result<(), String> {
+    let fail = |why: &str| Err(format!("not a message of the Events extension ({why}): {message}"));
+    let is_cursor = |v: Option<&Value>| v.is_none_or(|c| c.is_null() || c.is_string());
+    let is_stamp =
+        |v: &Value| v.as_str().is_some_and(|s| s.len() >= 20 && s.as_bytes()[4] == b'-' && s.as_bytes()[10] == b'T');
+    let occurrence_fits = |o: &Value| {
+        o["eventId"].as_str().is_some_and(|id| !id.is_empty())
+            && o["name"].is_string()
+            && is_stamp(&o["timestamp"])
+            && o["data"].is_object()
+    };
+    let error_fits = |e: &Value| e["code"].is_i64() && e["message"].is_string();
+    if let Some(m) = message["method"].as_str() {
+        validate_2026("JSONRPCNotification", message)?;
+        let params = &message["params"];
+        let id = &params["_meta"]["io.modelcontextprotocol/subscriptionId"];
+        if !(id.is_string() || id.is_i64()) {
+            return fail("the stream's subscriptionId in _meta");
+        }
+        let fits = match m {
+            "notifications/events/active" => is_cursor(params.get("cursor")) && params["truncated"].is_boolean(),
+            "notifications/events/event" => occurrence_fits(params) && is_cursor(params.get("cursor")),
+            "notifications/events/heartbeat" => is_cursor(params.get("cursor")),
+            "notifications/events/error" | "notifications/events/terminated" => error_fits(&params["error"]),
+            _ => return fail("an unknown notification"),
+        };
+        return if fits { Ok(()) } else { fail("its params") };
+    }
+    let result = &message["result"];
+    validate_2026("Result", result)?;
+    if result["resultType"] != "complete" {
+        return fail("resultType");
+    }
+    let fits = match method {
+        Some("events/list") => result["events"].as_array().is_some_and(|types| {
+            types.iter().all(|t| {
+                let modes = t["delivery"].as_array();
+                t["name"].is_string()
+                    && modes.is_some_and(|m| {
+                        !m.is_empty()
+                            && m.iter().all(|d| ["poll", "push", "webhook"].contains(&d.as_str().unwrap_or("")))
+                    })
+                    && t["inputSchema"].is_object()
+                    && t["payloadSchema"].is_object()
+            })
+        }),
+        Some("events/poll") => {
+            result["events"]
+                .as_array()
+                .is_some_and(|events| events.iter().all(|o| occurrence_fits(o) && o.get("cursor").is_none()))
+                && is_cursor(result.get("cursor"))
+                && result["truncated"].is_boolean()
+                && result["hasMore"].is_boolean()
+                && result.get("nextPollMs").is_none_or(Value::is_u64)
+        }
+        Some("events/stream") => result["_meta"]["io.modelcontextprotocol/subscriptionId"] == message["id"],
+        _ => true,
+    };
+    if fits {
+        Ok(())
+    } else {
+        fail("its result")
+    }
+}
+
 // ---- 2026-07-28 ----
 
 fn v2026_validators() -> &'static Validators {
@@ -224,6 +293,9 @@ pub fn check_v2026_message(message: &Value, method: Option<&str>) -> Result<(), 
             validate_2026("JSONRPCNotification", message)?;
             return check_extension_task(&message["params"], true);
         }
+        if m.starts_with("notifications/events/") {
+            return check_extension_event(message, method);
+        }
         let def = v2026_notification_definition(m)
             .ok_or_else(|| format!("{m} is not a notification of the 2026-07-28 schema: {message}"))?;
         return validate_2026("ServerNotification", message).and(validate_2026(def, message));
@@ -233,7 +305,9 @@ pub fn check_v2026_message(message: &Value, method: Option<&str>) -> Result<(), 
         if matches!(code, Some(-32002 | -32042)) {
             return Err(format!("a retired error code (the 2026-07-28 era must not emit it): {message}"));
         }
-        if code.is_some_and(|c| (-32099..=-32023).contains(&c)) {
+        // The Events extension's codes (SEP-3415, provisional) on its own methods.
+        let events_code = method.is_some_and(|m| m.starts_with("events/")) && matches!(code, Some(-32027..=-32023));
+        if code.is_some_and(|c| (-32099..=-32023).contains(&c)) && !events_code {
             return Err(format!("a code the MCP spec reserves and has not defined: {message}"));
         }
         let def = match code {
@@ -285,6 +359,7 @@ pub fn check_v2026_message(message: &Value, method: Option<&str>) -> Result<(), 
                 return Err(format!("a tasks/update or tasks/cancel acknowledgement is empty: {message}"));
             }
         }
+        Some("complete") if method.is_some_and(|m| m.starts_with("events/")) => check_extension_event(message, method)?,
         Some("complete") => validate_2026(def, result)?,
         _ => {
             return Err(format!("resultType must be \"complete\", \"input_required\" or (a call) \"task\": {message}"))

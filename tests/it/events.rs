@@ -60,6 +60,7 @@ async fn next_of(stdio: &mut Stdio, method: &str, wait: Duration) -> Option<Valu
     loop {
         let left = deadline.saturating_duration_since(tokio::time::Instant::now());
         let message = stdio.next(left).await?;
+        common::schema::check_v2026_message(&message, Some("events/stream")).unwrap();
         if message["method"] == method {
             return Some(message);
         }
@@ -91,6 +92,7 @@ async fn events_list_describes_each_type_from_its_rust_types_a_page_at_a_time() 
     let (server, _) = server_with(events);
     let mut stdio = Stdio::open(&server, true).await;
     let first = stdio.call(1, "events/list", json!({})).await;
+    common::schema::check_v2026_message(&first, Some("events/list")).unwrap();
     let listed = first["result"]["events"].as_array().unwrap();
     assert_eq!(listed.len(), 100);
     let book = &listed[0];
@@ -136,7 +138,9 @@ async fn a_poll_starts_from_now_and_replays_from_its_cursor_what_its_arguments_m
         (id, params)
     };
     let (id, params) = poll(2, &cursor, json!({}));
-    let got = stdio.call(id, "events/poll", params).await["result"].clone();
+    let answer = stdio.call(id, "events/poll", params).await;
+    common::schema::check_v2026_message(&answer, Some("events/poll")).unwrap();
+    let got = answer["result"].clone();
     let events = got["events"].as_array().unwrap();
     assert_eq!(events.len(), 2, "only the matching ones: {got}");
     assert_eq!(events[0]["eventId"], first);
@@ -178,6 +182,7 @@ async fn a_poll_is_refused_with_the_seps_errors() {
     );
     let mut stdio = Stdio::open(&server, true).await;
     let unknown = stdio.call(1, "events/poll", json!({"name": "nope"})).await;
+    common::schema::check_v2026_message(&unknown, Some("events/poll")).unwrap();
     assert_eq!(code(&unknown), -32023);
     assert_eq!(unknown["error"]["data"]["kind"], "event");
     let push_only = stdio.call(2, "events/poll", json!({"name": "book.restocked"})).await;
@@ -319,7 +324,9 @@ async fn next(body: &mut common::http::Body) -> Value {
     loop {
         let event = body.next_event(Duration::from_secs(5)).await.expect("an SSE event");
         if !event.data.is_empty() {
-            return serde_json::from_str(&event.data).unwrap();
+            let message: Value = serde_json::from_str(&event.data).unwrap();
+            common::schema::check_v2026_message(&message, Some("events/stream")).unwrap();
+            return message;
         }
     }
 }
@@ -555,9 +562,8 @@ mod client {
     #[tokio::test]
     async fn a_silent_push_stream_is_opened_again_from_its_cursor() {
         let calls = Arc::new(AtomicU64::new(0));
-        let events = Events::new()
-            .event(counted(calls.clone(), Duration::from_secs(60)))
-            .heartbeat(Duration::from_secs(60));
+        let events =
+            Events::new().event(counted(calls.clone(), Duration::from_secs(60))).heartbeat(Duration::from_secs(60));
         let (server, _) = server_with(events);
         let client = in_process(&server).await;
         let sub = EventSubscription::new("tick").delivery(Delivery::Push).heartbeat(Duration::from_millis(100));
@@ -590,4 +596,23 @@ mod client {
         assert!(end.is_none(), "{end:?}");
         assert_eq!(stream.ended().map(|e| e.code), Some(mcp::ErrorCode::FORBIDDEN));
     }
+}
+
+/// The bookshop (examples/bookshop.rs) over stdio: `book.back_on_shelf` is listed, and a push stream for "Dune"
+/// hears of it when an order of Dune is cancelled and its hold released.
+#[test]
+fn the_bookshop_tells_a_subscriber_when_a_book_is_back_on_the_shelf() {
+    let mut shop = common::Server::spawn(common::example("bookshop"));
+    let listed = shop.v2026_call("events/list", json!({}));
+    assert_eq!(listed["result"]["events"][0]["name"], "book.back_on_shelf", "{listed}");
+    let watch = json!({"name": "book.back_on_shelf", "arguments": {"title": "Dune"}});
+    shop.v2026_request_with_id(json!("shelf"), "events/stream", watch, json!({}));
+    shop.wait_for("the stream's confirmation", |m| m["method"] == "notifications/events/active");
+    let order =
+        shop.v2026_request("tools/call", json!({"name": "order_book", "arguments": {"title": "Dune"}}), json!({}));
+    std::thread::sleep(Duration::from_millis(300));
+    shop.cancel(&order, "changed my mind");
+    let event = shop.wait_for("the event", |m| m["method"] == "notifications/events/event");
+    assert_eq!(event["params"]["data"], json!({"title": "Dune"}), "{event}");
+    assert_eq!(event["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], "shelf");
 }
