@@ -253,70 +253,71 @@ pub(super) async fn get(state: &Arc<HttpState>, headers: HeaderMap, auth: Option
     if last.is_none() && state.is_draining() {
         return super::draining(state, "standalone streams");
     }
+    match last {
+        Some(last) => resume_stream(state, &http_session, &last).await,
+        None => standalone_stream(state, &http_session),
+    }
+}
+
+/// The session's standalone stream, opened anew.
+fn standalone_stream(state: &Arc<HttpState>, http_session: &Arc<HttpSession>) -> Response {
+    let route = http_session.standalone.clone();
+    let (events, backlog) = route.attach(Vec::new());
+    let priming = http_session.store.store(&route.name, &priming_frame());
+    sse_response(state, priming, (events, Some(backlog)), None, Some(http_session), None)
+}
+
+/// The answer to a GET with a `Last-Event-ID`: the stream it names, resumed after it.
+async fn resume_stream(state: &Arc<HttpState>, http_session: &Arc<HttpSession>, id: &str) -> Response {
     // A draining instance resumes a request's stream (it ends with its answer), not a standalone stream, which would
     // stay open and hold the drain to its timeout: its client reconnects, elsewhere.
     let standalone_while_draining = |stream: &str| state.is_draining() && stream.ends_with(STANDALONE);
-    let replay = match &last {
-        None => None,
-        Some(id) => match http_session.store.replay_after(id) {
-            Some(replay) if standalone_while_draining(&replay.0) => {
-                return super::draining(state, "standalone streams")
+    let (stream, _) = match http_session.store.replay_after(id) {
+        Some(replay) if standalone_while_draining(&replay.0) => return super::draining(state, "standalone streams"),
+        Some(replay) => replay,
+        // Another instance's stream: resumed from the event log.
+        None if http_session.logged.is_some() && !id.starts_with(&*http_session.tag) => {
+            if resume::split_id(id).is_some_and(|(stream, _)| standalone_while_draining(stream)) {
+                return super::draining(state, "standalone streams");
             }
-            Some(replay) => Some(replay),
-            // Another instance's stream: resumed from the event log.
-            None if http_session.logged.is_some() && !id.starts_with(&*http_session.tag) => {
-                if resume::split_id(id).is_some_and(|(stream, _)| standalone_while_draining(stream)) {
-                    return super::draining(state, "standalone streams");
-                }
-                return resume_elsewhere(state, &http_session, id).await;
-            }
-            // Evicted (the store is bounded) or never sent: resuming would silently skip events, so say so.
-            None => {
-                return error_response(
-                    StatusCode::BAD_REQUEST,
-                    ErrorCode::INVALID_REQUEST,
-                    format!(
-                        "Last-Event-ID {id:?} is not kept (too old, or unknown): the events after it cannot be \
-                         replayed; open the stream again without Last-Event-ID"
-                    ),
-                )
-            }
-        },
+            return resume_elsewhere(state, http_session, id).await;
+        }
+        // Evicted (the store is bounded) or never sent: resuming would silently skip events, so say so.
+        None => {
+            return error_response(
+                StatusCode::BAD_REQUEST,
+                ErrorCode::INVALID_REQUEST,
+                format!(
+                    "Last-Event-ID {id:?} is not kept (too old, or unknown): the events after it cannot be \
+                     replayed; open the stream again without Last-Event-ID"
+                ),
+            )
+        }
     };
-    let (route, missed) = match (replay, last.as_deref()) {
-        (Some((stream, _)), Some(last)) => match http_session.route(&stream) {
-            // What to replay is read again under the route's lock, the one `send` stores under, so an event stored
-            // meanwhile (the response, often) is replayed or sent live, never neither.
-            Some(route) => {
-                let (events, backlog) = route.resume(last);
-                let priming = http_session.store.store(&route.name, &priming_frame());
-                return sse_response(
-                    state,
-                    priming,
-                    (events, Some(backlog)),
-                    None,
-                    Some(&http_session),
-                    Some(&route.name),
-                );
-            }
-            // The stream ended (its request was answered) and its route is gone: everything it sent is stored now,
-            // so the replay is read again; then the stream ends.
-            None => {
-                let missed = http_session.store.replay_after(last).map(|(_, m)| m).unwrap_or_default();
-                let (tx, rx) = mpsc::unbounded_channel();
-                for (id, frame) in missed.into_iter().filter(|(_, f)| !f.is_empty()) {
-                    let _ = tx.send((id, frame.into()));
-                }
-                drop(tx);
-                let priming = http_session.store.store(&stream, &priming_frame());
-                return sse_response(state, priming, (rx, None), None, Some(&http_session), Some(&stream));
-            }
-        },
-        _ => (http_session.standalone.clone(), Vec::new()),
-    };
-    let (events, backlog) = route.attach(missed);
-    let priming = http_session.store.store(&route.name, &priming_frame());
-    sse_response(state, priming, (events, Some(backlog)), None, Some(&http_session), None)
+    match http_session.route(&stream) {
+        // What to replay is read again under the route's lock, the one `send` stores under, so an event stored
+        // meanwhile (the response, often) is replayed or sent live, never neither.
+        Some(route) => {
+            let (events, backlog) = route.resume(id);
+            let priming = http_session.store.store(&route.name, &priming_frame());
+            sse_response(state, priming, (events, Some(backlog)), None, Some(http_session), Some(&route.name))
+        }
+        // The stream ended (its request was answered) and its route is gone: everything it sent is stored now,
+        // so the replay is read again; then the stream ends.
+        None => replay_ended(state, http_session, &stream, id),
+    }
+}
+
+/// A stream that ended (its route is gone) replayed after `last` from the session's event store, then ended.
+fn replay_ended(state: &Arc<HttpState>, http_session: &Arc<HttpSession>, stream: &str, last: &str) -> Response {
+    let missed = http_session.store.replay_after(last).map(|(_, m)| m).unwrap_or_default();
+    let (tx, rx) = mpsc::unbounded_channel();
+    for (id, frame) in missed.into_iter().filter(|(_, f)| !f.is_empty()) {
+        let _ = tx.send((id, frame.into()));
+    }
+    drop(tx);
+    let priming = http_session.store.store(stream, &priming_frame());
+    sse_response(state, priming, (rx, None), None, Some(http_session), Some(stream))
 }
 
 /// The answer to a `Last-Event-ID` of another instance's stream, from the event log.
