@@ -185,6 +185,8 @@ pub fn check_extension_event(message: &Value, method: Option<&str>) -> Result<()
             "notifications/events/active" => is_cursor(params.get("cursor")) && params["truncated"].is_boolean(),
             "notifications/events/event" => occurrence_fits(params) && is_cursor(params.get("cursor")),
             "notifications/events/heartbeat" => is_cursor(params.get("cursor")),
+            // On a `subscriptions/listen` stream, whose id it names.
+            "notifications/events/list_changed" => true,
             "notifications/events/error" | "notifications/events/terminated" => error_fits(&params["error"]),
             _ => return fail("an unknown notification"),
         };

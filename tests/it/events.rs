@@ -72,7 +72,10 @@ async fn events_are_a_2026_extension_and_a_2025_session_has_no_events_methods() 
     let (server, _) = server_with(Events::new().event(restocked()));
     let mut modern = Stdio::open(&server, true).await;
     let discovered = modern.call(1, "server/discover", json!({})).await;
-    assert_eq!(discovered["result"]["capabilities"]["extensions"]["io.modelcontextprotocol/events"], json!({}));
+    assert_eq!(
+        discovered["result"]["capabilities"]["extensions"]["io.modelcontextprotocol/events"],
+        json!({"listChanged": true})
+    );
 
     let mut legacy = Stdio::open(&server, false).await;
     let caps = &legacy.initialized.as_ref().unwrap()["result"]["capabilities"];
@@ -437,6 +440,49 @@ fn emit_refuses_what_it_cannot_deliver_and_two_types_of_one_name_do_not_build() 
     let twice = Events::new().event(restocked()).event(restocked());
     let e = mcp::Server::builder().extension(twice).build().unwrap_err();
     assert!(e.to_string().contains("book.restocked"), "{e}");
+}
+
+#[tokio::test]
+async fn types_added_and_removed_while_serving_are_announced_and_a_removed_types_streams_end() {
+    let (server, emitter) = server_with(Events::new().event(restocked()));
+    // A client that understands the extension says so in its capabilities: only it hears `list_changed`.
+    let understands = json!({"extensions": {"io.modelcontextprotocol/events": {}}});
+    let mut stdio = Stdio::open_with(&server, true, understands).await;
+    let discovered = stdio.call(1, "server/discover", json!({})).await;
+    assert_eq!(
+        discovered["result"]["capabilities"]["extensions"]["io.modelcontextprotocol/events"]["listChanged"],
+        true
+    );
+    stdio.request(2, "subscriptions/listen", json!({"notifications": {"eventsListChanged": true}})).await;
+    let ack = next_of(&mut stdio, "notifications/subscriptions/acknowledged", Duration::from_secs(5)).await.unwrap();
+    assert_eq!(ack["params"]["notifications"]["eventsListChanged"], true, "{ack}");
+    stdio.request(3, "events/stream", json!({"name": "book.restocked"})).await;
+    next_of(&mut stdio, "notifications/events/active", Duration::from_secs(5)).await.unwrap();
+
+    emitter.add_type(EventType::emitted("shop.opened"));
+    let changed = next_of(&mut stdio, "notifications/events/list_changed", Duration::from_secs(5)).await.unwrap();
+    assert_eq!(changed["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], 2, "{changed}");
+    let listed = stdio.call(4, "events/list", json!({})).await;
+    let names: Vec<&str> =
+        listed["result"]["events"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["book.restocked", "shop.opened"]);
+
+    // A replaced emitted type keeps its buffer and its streams.
+    emitter.add_type(restocked().description("A book is back in stock, now with more words."));
+    next_of(&mut stdio, "notifications/events/list_changed", Duration::from_secs(5)).await.unwrap();
+    emitter.emit("book.restocked", book("978-5", 5)).unwrap();
+    let event = next_of(&mut stdio, "notifications/events/event", Duration::from_secs(5)).await.unwrap();
+    assert_eq!(event["params"]["data"]["isbn"], "978-5");
+
+    assert!(emitter.remove_type("book.restocked"));
+    assert!(!emitter.remove_type("book.restocked"));
+    let ended = next_of(&mut stdio, "notifications/events/terminated", Duration::from_secs(5)).await.unwrap();
+    assert_eq!(ended["params"]["error"]["code"], -32023, "{ended}");
+    assert_eq!(ended["params"]["error"]["data"]["kind"], "event");
+    let last = stdio.response(3).await;
+    common::schema::check_v2026_message(&last, Some("events/stream")).unwrap();
+    let poll = stdio.call(5, "events/poll", json!({"name": "book.restocked"})).await;
+    assert_eq!(code(&poll), -32023);
 }
 
 mod client {

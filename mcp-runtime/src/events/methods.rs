@@ -68,7 +68,7 @@ fn in_2026(ctx: &Context, method: &str) -> Result<(), Error> {
 }
 
 /// -32023: no event type of that name.
-fn not_found(name: &str) -> Error {
+pub(super) fn not_found(name: &str) -> Error {
     Error::new(ErrorCode::NOT_FOUND, format!("no event type `{name}` is offered here; `events/list` lists them"))
         .with_data(json!({ "kind": "event" }))
 }

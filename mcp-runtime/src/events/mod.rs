@@ -19,6 +19,10 @@
 //!   [`max_in_flight`](crate::ServerBuilder::max_in_flight) and do not pass through the middleware layers; their own
 //!   number is bounded ([`Events::max_streams`], -32025 past it).
 //!
+//! Types can be added and removed while the server runs ([`Emitter::add_type`], [`Emitter::remove_type`]): clients
+//! that listen with `eventsListChanged` hear `notifications/events/list_changed` (declared as `listChanged: true`),
+//! and a removed type's streams end with -32023.
+//!
 //! The extension is declared in `server/discover` only: a 2025-11-25 session gets -32601 for `events/*`, as the SEP
 //! defines it. Errors are the SEP's (provisional codes): an unknown type -32023 (`data.kind: "event"`), a mode the
 //! type does not offer -32026 (`data.feature: "deliveryMode"`), arguments its `inputSchema` does not take -32602, a
@@ -52,7 +56,7 @@ use std::time::{Duration, SystemTime};
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use crate::builder::extension::{Declaration, Extension};
+use crate::builder::extension::{Declaration, Extension, NotificationDef};
 use crate::builder::ServerBuilder;
 use crate::context::Era;
 use crate::handler::method::MethodDef;
@@ -81,12 +85,17 @@ pub(crate) struct Hub {
     epoch: u64,
     /// The push streams open now.
     streams: AtomicUsize,
+    /// The server, once built: told when the types change (`notifications/events/list_changed`).
+    server: std::sync::OnceLock<std::sync::Weak<crate::server::ServerInner>>,
 }
 
 /// A type and, for an emitted one, its buffer.
 pub(crate) struct Entry {
     pub def: EventType,
-    pub buffer: Option<Buffer>,
+    /// Shared with the entry that replaces it (the same type, its descriptor changed), so that its streams go on.
+    pub buffer: Option<Arc<Buffer>>,
+    /// Cancelled when the type is removed: its push streams end with -32023. Shared with the entry that replaces it.
+    pub gone: tokio_util::sync::CancellationToken,
 }
 
 /// The extension's settings.
@@ -149,16 +158,15 @@ impl Events {
             settings: std::sync::RwLock::new(Settings::default()),
             epoch: u64::from_le_bytes(bytes),
             streams: AtomicUsize::new(0),
+            server: std::sync::OnceLock::new(),
         };
         Events { hub: Arc::new(hub), duplicate: None }
     }
 
     /// Adds an event type.
     pub fn event(mut self, def: EventType) -> Events {
-        let buffer = matches!(def.source, Source::Emitted { .. }).then(Buffer::new);
         let name = def.name.clone();
-        let previous = self.hub.types_mut().insert(name.clone(), Arc::new(Entry { def, buffer }));
-        if previous.is_some() {
+        if self.hub.put(def).is_some() {
             self.duplicate.get_or_insert(name);
         }
         self
@@ -207,6 +215,30 @@ impl Hub {
         self.types.write().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// Adds a type, or replaces the one of its name (keeping an emitted type's buffer); returns the one replaced.
+    fn put(&self, def: EventType) -> Option<Arc<Entry>> {
+        let mut types = self.types_mut();
+        // The type goes on under its new descriptor: its buffer, and what ends its streams when it is removed.
+        let old = types.get(&def.name);
+        let kept = old.and_then(|old| old.buffer.clone());
+        let gone = old.map(|old| old.gone.clone()).unwrap_or_default();
+        let buffer =
+            matches!(def.source, Source::Emitted { .. }).then(|| kept.unwrap_or_else(|| Arc::new(Buffer::new())));
+        let entry = Entry { def, buffer, gone };
+        types.insert(entry.def.name.clone(), Arc::new(entry))
+    }
+
+    /// Tells the clients that listen for it that the types changed.
+    fn list_changed(&self) {
+        let server = self.server.get().and_then(std::sync::Weak::upgrade);
+        if let Some(inner) = server {
+            let server = crate::Server { inner };
+            if let Err(e) = server.notify(LIST_CHANGED, Value::Null) {
+                tracing::warn!(error = %e, "could not announce a change of the event types");
+            }
+        }
+    }
+
     pub(crate) fn entry(&self, name: &str) -> Option<Arc<Entry>> {
         self.types.read().unwrap_or_else(|e| e.into_inner()).get(name).cloned()
     }
@@ -237,6 +269,9 @@ impl Drop for StreamSlot {
         self.hub.streams.fetch_sub(1, Ordering::AcqRel);
     }
 }
+
+/// The notification that the event types changed, and its key in a `subscriptions/listen` filter.
+const LIST_CHANGED: &str = "notifications/events/list_changed";
 
 /// Emits the events of the [`Events`] it came from: each reaches the polls and push streams whose subscription
 /// matches it ([`EventType::matching`]), and stays in its type's buffer for replay. Cheap to clone.
@@ -299,6 +334,26 @@ impl Emitter {
         self.emit_occurrence(name, Some(event_id.into()), SystemTime::now(), data)
     }
 
+    /// Adds an event type while the server runs, or replaces the one of its name (a plugin loaded, a data source
+    /// connected, a schema grown by a field), and tells the clients that listen for it
+    /// (`notifications/events/list_changed` on `subscriptions/listen` streams whose filter set `eventsListChanged`).
+    /// A replaced emitted type keeps its buffer and its streams: change a type's schemas only additively, or give the
+    /// changed type a new name (SEP-3415's schema evolution).
+    pub fn add_type(&self, def: EventType) {
+        self.hub.put(def);
+        self.hub.list_changed();
+    }
+
+    /// Removes an event type while the server runs: its push streams end (`notifications/events/terminated`, -32023
+    /// with `data.kind: "event"`), polls of it are answered -32023, and the clients that listen hear
+    /// `notifications/events/list_changed`. `false` if there was none of that name.
+    pub fn remove_type(&self, name: &str) -> bool {
+        let Some(removed) = self.hub.types_mut().remove(name) else { return false };
+        removed.gone.cancel();
+        self.hub.list_changed();
+        true
+    }
+
     fn emit_occurrence(
         &self,
         name: &str,
@@ -329,8 +384,12 @@ impl Extension for Events {
     fn declare(&self, era: Era) -> Declaration {
         match era {
             Era::V2025 => Declaration::none(),
-            Era::V2026 => Declaration::settings(json!({})),
+            Era::V2026 => Declaration::settings(json!({ "listChanged": true })),
         }
+    }
+
+    fn notifications(&self) -> Vec<NotificationDef> {
+        vec![NotificationDef::new(LIST_CHANGED, "eventsListChanged")]
     }
 
     fn methods(&self) -> Vec<MethodDef> {
@@ -345,7 +404,10 @@ impl Extension for Events {
     }
 
     fn setup(&self, builder: ServerBuilder) -> ServerBuilder {
-        builder.state(self.emitter())
+        let hub = self.hub.clone();
+        builder.state(self.emitter()).on_start(move |server| {
+            let _ = hub.server.set(Arc::downgrade(&server.inner));
+        })
     }
 }
 

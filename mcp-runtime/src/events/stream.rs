@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 use tokio::time::{sleep_until, Instant};
 
 use super::def::{Check, CheckFn, Delivery, Source};
-use super::methods::{hub, matches, start, stored_json, subscription, Subscription};
+use super::methods::{hub, matches, not_found, start, stored_json, subscription, Subscription};
 use super::{Entry, Hub, Settings, SUBSCRIPTION_ID};
 use crate::context::{Context, Era};
 use crate::handler::tool::Arguments;
@@ -39,6 +39,12 @@ impl Out<'_> {
 
     fn heartbeat(&self, cursor: Option<&str>) -> bool {
         self.send("notifications/events/heartbeat", json!({ "cursor": cursor }))
+    }
+
+    /// Ends the stream of a type that was removed: -32023, then the empty result.
+    fn gone(&self, name: &str) -> Value {
+        self.send("notifications/events/terminated", json!({ "error": not_found(name) }));
+        self.closed()
     }
 
     /// The empty result that ends a stream the server closes.
@@ -92,6 +98,7 @@ async fn emitted(hub: &Hub, entry: &Entry, sub: &Subscription, out: &Out<'_>) ->
             let mut quiet_until = Instant::now() + heartbeat;
             loop {
                 tokio::select! {
+                    () = entry.gone.cancelled() => return Ok(out.gone(&entry.def.name)),
                     changed = latest.changed() => {
                         if changed.is_err() {
                             return Ok(out.closed());
@@ -164,14 +171,16 @@ async fn checked(hub: &Hub, entry: &Entry, check: &CheckFn, sub: Subscription, o
         let due = Instant::now() + wait;
         while Instant::now() < due {
             let beat = quiet_since + settings.heartbeat;
-            if beat <= due {
-                sleep_until(beat).await;
+            let (until, beating) = if beat <= due { (beat, true) } else { (due, false) };
+            tokio::select! {
+                () = entry.gone.cancelled() => return Ok(out.gone(&entry.def.name)),
+                () = sleep_until(until) => {}
+            }
+            if beating {
                 if !out.heartbeat(cursor.as_deref()) {
                     return Ok(out.closed());
                 }
                 quiet_since = Instant::now();
-            } else {
-                sleep_until(due).await;
             }
         }
         match ask(cursor.clone(), None).await {
