@@ -270,6 +270,110 @@ struct Routes {
     methods: HashMap<&'static str, usize>,
 }
 
+/// A mount's lists being put in the registry ([`Composer::apply`]): where its items go, and what they took.
+struct Applying<'a> {
+    index: usize,
+    mounted: &'a Mounted,
+    registry: &'a mut Registry,
+    routes: &'a mut Routes,
+    applied: &'a mut Applied,
+    strict: bool,
+}
+
+impl Applying<'_> {
+    /// A name taken: an error when `strict`, else left out with a warning.
+    fn refuse(&self, e: BuildError) -> Result<(), BuildError> {
+        if self.strict {
+            return Err(e);
+        }
+        tracing::warn!(mount = %self.mounted.mount.prefix, error = %e, "left out an item of an upstream");
+        Ok(())
+    }
+
+    /// A tool's or prompt's served name, its location in build errors, its name upstream, and the upstream's
+    /// descriptor under the served name; `None` when a filter leaves it out (or no name is left to take).
+    fn named(&self, raw: &Value, kind: &str) -> Option<(Name, Name, String, Value)> {
+        let mount = &self.mounted.mount;
+        let name = raw["name"].as_str()?;
+        let exposed = format!("{}{}{}", mount.prefix, mount.separator, name);
+        if !mount.serves(&exposed) {
+            return None;
+        }
+        let location = Name::from(format!("{} (its {kind} `{name}`)", self.mounted.key));
+        let mut descriptor = raw.clone();
+        descriptor["name"] = json!(exposed);
+        let exposed = Name::from(exposed);
+        Some((exposed, location, name.to_owned(), descriptor))
+    }
+
+    /// Puts the upstream's tools in the registry, each relayed to it.
+    fn tools(&mut self, tools: &[Value]) -> Result<(), BuildError> {
+        for raw in tools {
+            let Some((exposed, location, name, mut descriptor)) = self.named(raw, "tool") else { continue };
+            if let Value::Object(d) = &mut descriptor {
+                d.remove("execution");
+            }
+            let mut def = ToolDef::new("", empty_schema, no_output, Handler::Async(relay_tool), "");
+            (def.name, def.location) = (exposed.clone(), location);
+            match self.registry.insert_relayed_tool(def, descriptor) {
+                Ok(()) => {
+                    self.applied.tools.push(exposed.clone());
+                    self.routes.tools.insert(exposed, (self.index, name));
+                }
+                Err(e) => self.refuse(e)?,
+            }
+        }
+        Ok(())
+    }
+
+    /// Puts the upstream's prompts in the registry, each relayed to it (and its completions too).
+    fn prompts(&mut self, prompts: &[Value]) -> Result<(), BuildError> {
+        for raw in prompts {
+            let Some((exposed, location, name, descriptor)) = self.named(raw, "prompt") else { continue };
+            let mut def = PromptDef::new("", &[], Handler::Async(relay_prompt), "");
+            (def.name, def.location) = (exposed.clone(), location);
+            match self.registry.insert_relayed_prompt(def, descriptor) {
+                Ok(()) => {
+                    self.applied.prompts.push(exposed.clone());
+                    self.routes.prompts.insert(exposed.clone(), (self.index, name));
+                    self.registry.relayed_completions.insert(exposed);
+                }
+                Err(e) => self.refuse(e)?,
+            }
+        }
+        Ok(())
+    }
+
+    /// Puts the upstream's resources and templates in the registry under their own URIs, each read from it (and a
+    /// template's completions relayed too).
+    fn resources(&mut self, lists: &Lists) -> Result<(), BuildError> {
+        for (raw, template) in
+            lists.resources.iter().map(|r| (r, false)).chain(lists.templates.iter().map(|t| (t, true)))
+        {
+            let key = if template { "uriTemplate" } else { "uri" };
+            let Some(uri) = raw[key].as_str() else { continue };
+            let location = Name::from(format!("{} (its resource `{uri}`)", self.mounted.key));
+            let uri = Name::from(uri.to_owned());
+            let mut def = if template {
+                ResourceDef::template("", "", Handler::Async(relay_read), "")
+            } else {
+                ResourceDef::fixed("", "", Handler::Async(relay_read), "")
+            };
+            (def.uri, def.name, def.location) = (uri.clone(), self.mounted.key.clone(), location);
+            match self.registry.insert_relayed_resource(def, raw.clone()) {
+                Ok(()) if template => {
+                    self.applied.templates.push(uri.clone());
+                    self.routes.templates.insert(uri.clone(), self.index);
+                    self.registry.relayed_completions.insert(uri);
+                }
+                Ok(()) => self.applied.resources.push(uri),
+                Err(e) => self.refuse(e)?,
+            }
+        }
+        Ok(())
+    }
+}
+
 impl Composer {
     /// The mounts given to the builder, their items put in the registry: a name taken (by the server's own or another
     /// mount's) is a build error naming both.
@@ -313,84 +417,14 @@ impl Composer {
         strict: bool,
     ) -> Result<Vec<hub::List>, BuildError> {
         let mounted = &self.mounts[index];
-        let mount = &mounted.mount;
         let mut applied = mounted.applied.locked();
         let changed = applied.lists.changed(&lists);
         let mut routes = self.routes.write_locked();
         applied.withdraw(&mut routes, registry);
-        let refuse = |e: BuildError| -> Result<(), BuildError> {
-            if strict {
-                return Err(e);
-            }
-            tracing::warn!(mount = %mount.prefix, error = %e, "left out an item of an upstream");
-            Ok(())
-        };
-        let served = |name: &str| format!("{}{}{}", mount.prefix, mount.separator, name);
-        // A tool's or prompt's served name, its location in build errors, its name upstream, and the upstream's
-        // descriptor under the served name; `None` when a filter leaves it out (or no name is left to take).
-        let named = |raw: &Value, kind: &str| -> Option<(Name, Name, String, Value)> {
-            let name = raw["name"].as_str()?;
-            let exposed = served(name);
-            if !mount.serves(&exposed) {
-                return None;
-            }
-            let location = Name::from(format!("{} (its {kind} `{name}`)", mounted.key));
-            let mut descriptor = raw.clone();
-            descriptor["name"] = json!(exposed);
-            let exposed = Name::from(exposed);
-            Some((exposed, location, name.to_owned(), descriptor))
-        };
-        for raw in &lists.tools {
-            let Some((exposed, location, name, mut descriptor)) = named(raw, "tool") else { continue };
-            if let Value::Object(d) = &mut descriptor {
-                d.remove("execution");
-            }
-            let mut def = ToolDef::new("", empty_schema, no_output, Handler::Async(relay_tool), "");
-            (def.name, def.location) = (exposed.clone(), location);
-            match registry.insert_relayed_tool(def, descriptor) {
-                Ok(()) => {
-                    applied.tools.push(exposed.clone());
-                    routes.tools.insert(exposed, (index, name));
-                }
-                Err(e) => refuse(e)?,
-            }
-        }
-        for raw in &lists.prompts {
-            let Some((exposed, location, name, descriptor)) = named(raw, "prompt") else { continue };
-            let mut def = PromptDef::new("", &[], Handler::Async(relay_prompt), "");
-            (def.name, def.location) = (exposed.clone(), location);
-            match registry.insert_relayed_prompt(def, descriptor) {
-                Ok(()) => {
-                    applied.prompts.push(exposed.clone());
-                    routes.prompts.insert(exposed.clone(), (index, name));
-                    registry.relayed_completions.insert(exposed);
-                }
-                Err(e) => refuse(e)?,
-            }
-        }
-        for (raw, template) in
-            lists.resources.iter().map(|r| (r, false)).chain(lists.templates.iter().map(|t| (t, true)))
-        {
-            let key = if template { "uriTemplate" } else { "uri" };
-            let Some(uri) = raw[key].as_str() else { continue };
-            let location = Name::from(format!("{} (its resource `{uri}`)", mounted.key));
-            let uri = Name::from(uri.to_owned());
-            let mut def = if template {
-                ResourceDef::template("", "", Handler::Async(relay_read), "")
-            } else {
-                ResourceDef::fixed("", "", Handler::Async(relay_read), "")
-            };
-            (def.uri, def.name, def.location) = (uri.clone(), mounted.key.clone(), location);
-            match registry.insert_relayed_resource(def, raw.clone()) {
-                Ok(()) if template => {
-                    applied.templates.push(uri.clone());
-                    routes.templates.insert(uri.clone(), index);
-                    registry.relayed_completions.insert(uri);
-                }
-                Ok(()) => applied.resources.push(uri),
-                Err(e) => refuse(e)?,
-            }
-        }
+        let mut applying = Applying { index, mounted, registry, routes: &mut routes, applied: &mut applied, strict };
+        applying.tools(&lists.tools)?;
+        applying.prompts(&lists.prompts)?;
+        applying.resources(&lists)?;
         applied.lists = lists;
         Ok(changed)
     }
