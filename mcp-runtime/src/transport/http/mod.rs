@@ -237,19 +237,59 @@ async fn post(
     auth: Option<Arc<AuthInfo>>,
     peer: Option<std::net::IpAddr>,
 ) -> Response {
-    if !accepts(&headers, &["application/json", "text/event-stream"]) {
-        return plain(
+    if let Some(refused) = refused_media(&headers) {
+        return refused;
+    }
+    let bytes = match read_post_body(state, &headers, body).await {
+        Ok(bytes) => bytes,
+        Err(refused) => return refused,
+    };
+    let message = match Incoming::parse(&bytes) {
+        Ok(m) => m,
+        Err(rejected) => {
+            let body = Frame::error(rejected.id.as_ref(), &rejected.error);
+            return json_body(StatusCode::BAD_REQUEST, body);
+        }
+    };
+    // The one place a POST's era is decided (the body's envelope, else its version header).
+    let era = crate::era::of(&message, headers.get(&VERSION_NAME).and_then(|v| v.to_str().ok()));
+    let auth = match state.server.inner.auth() {
+        Some(guard) => match admit_post(state, guard, &message, era, &mut headers, (path, query), peer).await {
+            Ok(admitted) => Some(admitted),
+            Err(refused) => return refused,
+        },
+        None => auth,
+    };
+    let http = Arc::new(HttpRequest { headers, auth, peer });
+    match era {
+        Era::V2026 => v2026::post(state, message, http).await,
+        Era::V2025 => v2025::post(state, message, http).await,
+    }
+}
+
+/// A POST that does not accept both answers' types, or whose body is not JSON: its refusal.
+fn refused_media(headers: &HeaderMap) -> Option<Response> {
+    if !accepts(headers, &["application/json", "text/event-stream"]) {
+        return Some(plain(
             StatusCode::NOT_ACCEPTABLE,
             "not acceptable: the client must accept both application/json and text/event-stream",
-        );
+        ));
     }
     let json_content = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.split(';').next().unwrap_or_default().trim().eq_ignore_ascii_case("application/json"));
     if !json_content {
-        return plain(StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported media type: the body must be application/json");
+        return Some(plain(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "unsupported media type: the body must be application/json",
+        ));
     }
+    None
+}
+
+/// Reads a POST's body within the size limit and the time it is given; `Err`: the answer that says why not.
+async fn read_post_body(state: &HttpState, headers: &HeaderMap, body: Body) -> Result<axum::body::Bytes, Response> {
     let limit = state.options.max_body_bytes.unwrap_or(state.server.inner.limits().max_message_bytes);
     // A client that waits for `100 Continue` before sending a declared length over the limit is refused at once,
     // before it uploads anything. (One that sends without waiting is read on, so it sees the answer.)
@@ -264,70 +304,55 @@ async fn post(
         )
     };
     if waits && declared.is_some_and(|n| n > limit as u64) {
-        return over_limit();
+        return Err(over_limit());
     }
-    let bytes = match read_body(body, limit, declared, state.options.body_read_timeout).await {
-        BodyRead::Whole(bytes) => bytes,
-        BodyRead::TooLarge => return over_limit(),
-        BodyRead::TimedOut => {
-            return error_response(
-                StatusCode::REQUEST_TIMEOUT,
-                ErrorCode::INVALID_REQUEST,
-                format!("the request body did not arrive within {:?}", state.options.body_read_timeout),
-            )
-        }
+    match read_body(body, limit, declared, state.options.body_read_timeout).await {
+        BodyRead::Whole(bytes) => Ok(bytes),
+        BodyRead::TooLarge => Err(over_limit()),
+        BodyRead::TimedOut => Err(error_response(
+            StatusCode::REQUEST_TIMEOUT,
+            ErrorCode::INVALID_REQUEST,
+            format!("the request body did not arrive within {:?}", state.options.body_read_timeout),
+        )),
         BodyRead::Broken => {
-            return error_response(StatusCode::BAD_REQUEST, ErrorCode::INVALID_REQUEST, "the request body broke off")
+            Err(error_response(StatusCode::BAD_REQUEST, ErrorCode::INVALID_REQUEST, "the request body broke off"))
         }
-    };
-    let message = match Incoming::parse(&bytes) {
-        Ok(m) => m,
-        Err(rejected) => {
-            let body = Frame::error(rejected.id.as_ref(), &rejected.error);
-            return json_body(StatusCode::BAD_REQUEST, body);
-        }
-    };
-    // The one place a POST's era is decided (the body's envelope, else its version header).
-    let era = crate::era::of(&message, headers.get(&VERSION_NAME).and_then(|v| v.to_str().ok()));
-    let auth = match state.server.inner.auth() {
-        Some(guard) => {
-            let needed = match &message {
-                Incoming::Request { method, params, .. } => state.server.scopes_needed(method, params.as_ref()),
-                _ => &[],
-            };
-            // With visibility rules, an item hidden from the caller is unknown to them, whatever its scopes: the
-            // token is checked first, then whether they may see it, and only then its scopes (a 403 would tell
-            // them it exists). The rules see the token here, not yet the client's info.
-            if !needed.is_empty() && state.server.inner.served().visibility.is_set() {
-                if let Incoming::Request { id, method, params, .. } = &message {
-                    let mut probe = headers.clone();
-                    let admitted = match auth::admit(state, guard, &mut probe, ("POST", path, query), &[]).await {
-                        Ok(admitted) => admitted,
-                        Err(refused) => return refused,
-                    };
-                    let mut meta = crate::context::RequestMeta::new(era, Arc::from(""), None);
-                    meta.http = Some(Arc::new(HttpRequest { headers: HeaderMap::new(), auth: Some(admitted), peer }));
-                    if let Some(unknown) = state.server.hidden_error(&meta, method, params.as_ref()) {
-                        // As the era answers that error: 200 in 2025-11-25; by its code in 2026-07-28.
-                        let status = match era {
-                            Era::V2025 => StatusCode::OK,
-                            Era::V2026 => StatusCode::from_u16(v2026::headers::http_status(unknown.code))
-                                .unwrap_or(StatusCode::BAD_REQUEST),
-                        };
-                        return json_body(status, Frame::error(Some(id), &unknown));
-                    }
-                }
-            }
-            match auth::admit(state, guard, &mut headers, ("POST", path, query), needed).await {
-                Ok(admitted) => Some(admitted),
-                Err(refused) => return refused,
-            }
-        }
-        None => auth,
-    };
-    let http = Arc::new(HttpRequest { headers, auth, peer });
-    match era {
-        Era::V2026 => v2026::post(state, message, http).await,
-        Era::V2025 => v2025::post(state, message, http).await,
     }
+}
+
+/// Admits a POST's caller through the guard, with the scopes what it asks for needs; `Err`: the refusal.
+async fn admit_post(
+    state: &Arc<HttpState>,
+    guard: &crate::auth::Guard,
+    message: &Incoming,
+    era: Era,
+    headers: &mut HeaderMap,
+    (path, query): (&str, Option<&str>),
+    peer: Option<std::net::IpAddr>,
+) -> Result<Arc<AuthInfo>, Response> {
+    let needed = match message {
+        Incoming::Request { method, params, .. } => state.server.scopes_needed(method, params.as_ref()),
+        _ => &[],
+    };
+    // With visibility rules, an item hidden from the caller is unknown to them, whatever its scopes: the token is
+    // checked first, then whether they may see it, and only then its scopes (a 403 would tell them it exists). The
+    // rules see the token here, not yet the client's info.
+    if !needed.is_empty() && state.server.inner.served().visibility.is_set() {
+        if let Incoming::Request { id, method, params, .. } = message {
+            let mut probe = headers.clone();
+            let admitted = auth::admit(state, guard, &mut probe, ("POST", path, query), &[]).await?;
+            let mut meta = crate::context::RequestMeta::new(era, Arc::from(""), None);
+            meta.http = Some(Arc::new(HttpRequest { headers: HeaderMap::new(), auth: Some(admitted), peer }));
+            if let Some(unknown) = state.server.hidden_error(&meta, method, params.as_ref()) {
+                // As the era answers that error: 200 in 2025-11-25; by its code in 2026-07-28.
+                let status = match era {
+                    Era::V2025 => StatusCode::OK,
+                    Era::V2026 => StatusCode::from_u16(v2026::headers::http_status(unknown.code))
+                        .unwrap_or(StatusCode::BAD_REQUEST),
+                };
+                return Err(json_body(status, Frame::error(Some(id), &unknown)));
+            }
+        }
+    }
+    auth::admit(state, guard, headers, ("POST", path, query), needed).await
 }

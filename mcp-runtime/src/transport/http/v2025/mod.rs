@@ -60,49 +60,15 @@ pub(super) async fn post(state: &Arc<HttpState>, message: Incoming, http: Arc<Ht
     }
 
     let (http_session, created) = if is_initialize && headers.get(&SESSION_NAME).is_none() {
-        // A session another instance could serve is opened while draining; one that lives only here is not.
-        if state.is_draining() && state.server.inner.scale_out().session_store.is_none() {
-            return super::draining(state, "sessions");
+        match open_session(state, &http).await {
+            Ok(s) => (s, true),
+            Err(refused) => return refused,
         }
-        // Over every instance when they share a session store (this instance's own count if it cannot be read).
-        let local = state.sessions.count();
-        let count = match &state.server.inner.scale_out().session_store {
-            Some(store) => store.count().await.unwrap_or(local),
-            None => local,
-        };
-        // At the cap, the session idle longest makes room; only when none is idle is the initialize refused.
-        if count >= state.options.max_sessions && !state.reclaim_idle_session() {
-            state.refused("sessions");
-            let mut response = error_response(
-                StatusCode::SERVICE_UNAVAILABLE,
-                crate::ErrorCode::OVERLOADED,
-                format!("the server has its most sessions ({count}); try again later"),
-            );
-            response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-            return response;
-        }
-        let owner = http.auth.as_deref().map(AuthInfo::principal);
-        let http_session =
-            new_http_session(state, owner, http.peer, |standalone| Session::new(state.server.clone(), standalone));
-        http_session.saw_scopes(&state.server, http.auth.as_deref());
-        (http_session, true)
     } else {
-        let s = match session_of(state, headers, http.auth.as_deref()).await {
-            Ok(s) => s,
-            Err(r) => return r,
-        };
-        if let Err(r) = check_version(headers) {
-            return r;
+        match named_session(state, &http, &message).await {
+            Ok(s) => (s, false),
+            Err(refused) => return refused,
         }
-        s.saw_scopes(&state.server, http.auth.as_deref());
-        // One atomic load while the client keeps up; only past the soft bound is the message looked at.
-        if s.outbound.is_backed_up() && !frees_work(&message) {
-            if let Err(refused) = wait_for_reader(&s, &message).await {
-                state.refused("backlog");
-                return refused;
-            }
-        }
-        (s, false)
     };
 
     let mut response = match message {
@@ -112,31 +78,83 @@ pub(super) async fn post(state: &Arc<HttpState>, message: Incoming, http: Arc<Ht
             StatusCode::ACCEPTED.into_response()
         }
     };
-    if created {
-        // Only a successful initialize makes a session.
-        if http_session.session.is_initialized() {
-            let id = new_session_id();
-            if let Ok(v) = HeaderValue::from_str(&id) {
-                response.headers_mut().insert(SESSION_NAME.clone(), v);
-            }
-            http_session.session.connection().set_session_id(&id);
-            if let Some(key) = http_session.session.connection().session_key() {
-                http_session.set_log_key(key);
-            }
-            state.sessions.insert(id, http_session.clone());
-            // Stored before the client hears of the session, so that its next request finds it on any instance.
-            if let Some(store) = &state.server.inner.scale_out().session_store {
-                share(state, &http_session);
-                let key = http_session.session.connection().session_key();
-                if let (Some(key), Some(record)) = (key, http_session.session.record(http_session.owner.clone())) {
-                    if let Err(e) = store.save(&key, &record, state.options.session_idle_timeout).await {
-                        tracing::warn!(error = %e, "a new session could not be stored: only this instance serves it");
-                    }
-                }
+    // Only a successful initialize makes a session.
+    if created && http_session.session.is_initialized() {
+        keep_session(state, &http_session, &mut response).await;
+    }
+    response
+}
+
+/// The session an `initialize` opens, within the cap on sessions; `Err`: the refusal.
+async fn open_session(state: &Arc<HttpState>, http: &HttpRequest) -> Result<Arc<HttpSession>, Response> {
+    // A session another instance could serve is opened while draining; one that lives only here is not.
+    if state.is_draining() && state.server.inner.scale_out().session_store.is_none() {
+        return Err(super::draining(state, "sessions"));
+    }
+    // Over every instance when they share a session store (this instance's own count if it cannot be read).
+    let local = state.sessions.count();
+    let count = match &state.server.inner.scale_out().session_store {
+        Some(store) => store.count().await.unwrap_or(local),
+        None => local,
+    };
+    // At the cap, the session idle longest makes room; only when none is idle is the initialize refused.
+    if count >= state.options.max_sessions && !state.reclaim_idle_session() {
+        state.refused("sessions");
+        let mut response = error_response(
+            StatusCode::SERVICE_UNAVAILABLE,
+            crate::ErrorCode::OVERLOADED,
+            format!("the server has its most sessions ({count}); try again later"),
+        );
+        response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        return Err(response);
+    }
+    let owner = http.auth.as_deref().map(AuthInfo::principal);
+    let http_session =
+        new_http_session(state, owner, http.peer, |standalone| Session::new(state.server.clone(), standalone));
+    http_session.saw_scopes(&state.server, http.auth.as_deref());
+    Ok(http_session)
+}
+
+/// The session a request names (its version checked), once its client reads what it was sent; `Err`: the refusal.
+async fn named_session(
+    state: &Arc<HttpState>,
+    http: &HttpRequest,
+    message: &Incoming,
+) -> Result<Arc<HttpSession>, Response> {
+    let s = session_of(state, &http.headers, http.auth.as_deref()).await?;
+    check_version(&http.headers)?;
+    s.saw_scopes(&state.server, http.auth.as_deref());
+    // One atomic load while the client keeps up; only past the soft bound is the message looked at.
+    if s.outbound.is_backed_up() && !frees_work(message) {
+        if let Err(refused) = wait_for_reader(&s, message).await {
+            state.refused("backlog");
+            return Err(refused);
+        }
+    }
+    Ok(s)
+}
+
+/// Keeps a session its `initialize` made: its id on the response, in this instance's map, and in the shared store
+/// (before the client hears of it, so that its next request finds it on any instance).
+async fn keep_session(state: &Arc<HttpState>, http_session: &Arc<HttpSession>, response: &mut Response) {
+    let id = new_session_id();
+    if let Ok(v) = HeaderValue::from_str(&id) {
+        response.headers_mut().insert(SESSION_NAME.clone(), v);
+    }
+    http_session.session.connection().set_session_id(&id);
+    if let Some(key) = http_session.session.connection().session_key() {
+        http_session.set_log_key(key);
+    }
+    state.sessions.insert(id, http_session.clone());
+    if let Some(store) = &state.server.inner.scale_out().session_store {
+        share(state, http_session);
+        let key = http_session.session.connection().session_key();
+        if let (Some(key), Some(record)) = (key, http_session.session.record(http_session.owner.clone())) {
+            if let Err(e) = store.save(&key, &record, state.options.session_idle_timeout).await {
+                tracing::warn!(error = %e, "a new session could not be stored: only this instance serves it");
             }
         }
     }
-    response
 }
 
 /// Sends a request to the session and answers with its stream (or its JSON response).
