@@ -208,16 +208,7 @@ fn serve<const MEASURED: bool>(conn: &Arc<Connection>, request: Request, origin:
             Err(e) => Err(e),
         },
         // Custom methods, then the extensions' (the Tasks extension's `tasks/*` among them).
-        m => {
-            let handlers = server.inner.handlers();
-            let def = handlers.methods.get(m).or_else(|| handlers.extension_methods.get(m))?;
-            let call = Call::of(def.name, Work::Handler(def.handler), params, ResultKind::Plain);
-            if def.long_lived {
-                conn.start(Arc::new(at.record(meta, era, call.name.clone()).long_lived()), call)
-            } else {
-                at.start(call, meta, era)
-            }
-        }
+        m => at.method(m, params, meta, era)?,
     };
     // An error here is one to answer: the request was refused before it started.
     if let Err(e) = started {
@@ -264,6 +255,25 @@ impl Serving<'_> {
         era: EraState,
     ) -> Result<(), Error> {
         self.conn.start(self.in_flight(meta, era, call.name.clone()), call)
+    }
+
+    /// Starts a custom method, or an extension's (the Tasks extension's `tasks/*` among them); `None` if none has
+    /// that name. A long-lived one (a subscription stream) is marked so in its in-flight record.
+    fn method(
+        &self,
+        method: &str,
+        params: Map<String, Value>,
+        meta: RequestMeta,
+        era: EraState,
+    ) -> Option<Result<(), Error>> {
+        let handlers = self.server.inner.handlers();
+        let def = handlers.methods.get(method).or_else(|| handlers.extension_methods.get(method))?;
+        let call = Call::of(def.name, Work::Handler(def.handler), params, ResultKind::Plain);
+        Some(if def.long_lived {
+            self.conn.start(Arc::new(self.record(meta, era, call.name.clone()).long_lived()), call)
+        } else {
+            self.start(call, meta, era)
+        })
     }
 
     /// Answers a list or a completion inline (no layers), or through the layers as a call whose result is ready.
