@@ -485,6 +485,44 @@ async fn types_added_and_removed_while_serving_are_announced_and_a_removed_types
     assert_eq!(code(&poll), -32023);
 }
 
+#[tokio::test]
+async fn a_transform_shapes_each_subscriptions_payload_in_polls_and_streams_alike() {
+    /// What a subscriber asks of the payload.
+    #[derive(Deserialize, JsonSchema)]
+    struct Shape {
+        /// Leave the number of copies out.
+        #[serde(default)]
+        redact: bool,
+    }
+    #[derive(Serialize, Deserialize)]
+    struct Stock {
+        isbn: String,
+        copies: Option<u32>,
+    }
+    let stock = EventType::emitted("book.stock").arguments::<Shape>().transform(|shape: &Shape, stock: Stock| {
+        if shape.redact {
+            Stock { copies: None, ..stock }
+        } else {
+            stock
+        }
+    });
+    let (server, emitter) = server_with(Events::new().event(stock));
+    let mut stdio = Stdio::open(&server, true).await;
+    let start = stdio.call(1, "events/poll", json!({"name": "book.stock"})).await;
+    let cursor = start["result"]["cursor"].clone();
+    stdio.request(2, "events/stream", json!({"name": "book.stock", "arguments": {"redact": true}})).await;
+    next_of(&mut stdio, "notifications/events/active", Duration::from_secs(5)).await.unwrap();
+    emitter.emit("book.stock", json!({"isbn": "978-6", "copies": 4})).unwrap();
+    let pushed = next_of(&mut stdio, "notifications/events/event", Duration::from_secs(5)).await.unwrap();
+    assert_eq!(pushed["params"]["data"], json!({"isbn": "978-6", "copies": null}), "{pushed}");
+    let plain = stdio.call(3, "events/poll", json!({"name": "book.stock", "cursor": cursor})).await;
+    assert_eq!(plain["result"]["events"][0]["data"], json!({"isbn": "978-6", "copies": 4}), "{plain}");
+    let redacted = stdio
+        .call(4, "events/poll", json!({"name": "book.stock", "cursor": cursor, "arguments": {"redact": true}}))
+        .await;
+    assert_eq!(redacted["result"]["events"][0]["data"]["copies"], Value::Null, "{redacted}");
+}
+
 mod client {
     //! The client's side: `list_events`, and subscriptions that run the loops (poll and push, in process and over
     //! HTTP), keep their cursor, report gaps, hand each event over once, and keep their pace against a server

@@ -124,6 +124,7 @@ impl Checked {
 
 type Validate = Arc<dyn Fn(&Value) -> Result<(), String> + Send + Sync>;
 pub(crate) type Matcher = Arc<dyn Fn(&Value, &Value) -> bool + Send + Sync>;
+pub(crate) type Transform = Arc<dyn Fn(&Value, &Value) -> Option<Value> + Send + Sync>;
 pub(crate) type CheckFn = Arc<dyn Fn(Check) -> BoxFuture<'static, Result<Checked, Error>> + Send + Sync>;
 
 /// Where a type's events come from.
@@ -131,7 +132,7 @@ pub(crate) type CheckFn = Arc<dyn Fn(Check) -> BoxFuture<'static, Result<Checked
 pub(crate) enum Source {
     /// The program emits them ([`Emitter::emit`](super::Emitter::emit)); the server keeps them in a bounded buffer,
     /// and each subscription gets those its arguments match.
-    Emitted { matches: Option<Matcher> },
+    Emitted { matches: Option<Matcher>, transform: Option<Transform> },
     /// A function that reads an upstream with a history of its own, from a cursor.
     Checked(CheckFn),
 }
@@ -208,7 +209,7 @@ impl EventType {
     /// A type whose events the program emits ([`Emitter::emit`](super::Emitter::emit)); every subscription gets every
     /// event unless [`matching`](EventType::matching) says otherwise. Poll and push by default.
     pub fn emitted(name: impl Into<String>) -> EventType {
-        EventType::with_source(name, Source::Emitted { matches: None })
+        EventType::with_source(name, Source::Emitted { matches: None, transform: None })
     }
 
     /// A type whose events `check` reads from an upstream with a history of its own: called with the subscription's
@@ -296,10 +297,54 @@ impl EventType {
         A: DeserializeOwned,
         P: DeserializeOwned,
     {
-        if let Source::Emitted { matches: slot } = &mut self.source {
+        if let Source::Emitted { matches: slot, .. } = &mut self.source {
             *slot = Some(Arc::new(move |arguments, data| match (A::deserialize(arguments), P::deserialize(data)) {
                 (Ok(a), Ok(p)) => matches(&a, &p),
                 _ => false,
+            }));
+        }
+        self
+    }
+
+    /// For an emitted type: shapes each event's payload for one subscription, from its arguments (`A`), as
+    /// SEP-3415's `transform` hook (a `redact` argument, a thinner payload for a subscriber that asked for one).
+    /// Applied after [`matching`](EventType::matching), to polls and push streams alike; the buffer keeps the event
+    /// as emitted. Arguments or a payload that do not read as `A` or `P`, or a result that does not serialize, leave
+    /// the payload as emitted.
+    ///
+    /// ```
+    /// use mcp::events::EventType;
+    /// use serde::{Deserialize, Serialize};
+    ///
+    /// #[derive(Deserialize, schemars::JsonSchema)]
+    /// struct Watch {
+    ///     /// Leave out who reported it.
+    ///     #[serde(default)]
+    ///     redact: bool,
+    /// }
+    ///
+    /// #[derive(Serialize, Deserialize)]
+    /// struct Incident {
+    ///     title: String,
+    ///     reporter: Option<String>,
+    /// }
+    ///
+    /// let incidents = EventType::emitted("incident.created")
+    ///     .arguments::<Watch>()
+    ///     .transform(|watch: &Watch, incident: Incident| {
+    ///         if watch.redact { Incident { reporter: None, ..incident } } else { incident }
+    ///     });
+    /// # let _ = incidents;
+    /// ```
+    pub fn transform<A, P>(mut self, shape: impl Fn(&A, P) -> P + Send + Sync + 'static) -> EventType
+    where
+        A: DeserializeOwned,
+        P: DeserializeOwned + serde::Serialize,
+    {
+        if let Source::Emitted { transform: slot, .. } = &mut self.source {
+            *slot = Some(Arc::new(move |arguments, data| {
+                let (a, p) = (A::deserialize(arguments).ok()?, P::deserialize(data).ok()?);
+                serde_json::to_value(shape(&a, p)).ok()
             }));
         }
         self

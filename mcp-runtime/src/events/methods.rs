@@ -114,7 +114,7 @@ pub(super) fn start(hub: &Hub, buffer: &Buffer, cursor: Option<&str>) -> Result<
 /// Whether an emitted event goes to a subscription with these arguments.
 pub(super) fn matches(entry: &Entry, arguments: &Value, data: &Value) -> bool {
     match &entry.def.source {
-        Source::Emitted { matches: Some(matches) } => matches(arguments, data),
+        Source::Emitted { matches: Some(matches), .. } => matches(arguments, data),
         _ => true,
     }
 }
@@ -157,7 +157,7 @@ async fn poll(ctx: &Context, args: Arguments) -> Result<Value, Error> {
                     buffer.read(settings.bounds, after, sub.floor(), limit, |e| matches(&entry, &arguments, &e.data))
                 }
             };
-            let events: Vec<Value> = read.events.iter().map(|e| stored_json(&entry, e, None)).collect();
+            let events: Vec<Value> = read.events.iter().map(|e| stored_json(&entry, &arguments, e, None)).collect();
             Ok(json!({
                 "events": events,
                 "cursor": hub.cursor(read.position),
@@ -190,12 +190,17 @@ async fn poll(ctx: &Context, args: Arguments) -> Result<Value, Error> {
 }
 
 /// An emitted event on the wire; `cursor`: the position after it, for push delivery.
-pub(super) fn stored_json(entry: &Entry, e: &buffer::Stored, cursor: Option<&str>) -> Value {
+/// Its payload is shaped for the subscription (`arguments`) by the type's transform, if it has one.
+pub(super) fn stored_json(entry: &Entry, arguments: &Value, e: &buffer::Stored, cursor: Option<&str>) -> Value {
+    let shaped = match &entry.def.source {
+        Source::Emitted { transform: Some(shape), .. } => shape(arguments, &e.data),
+        _ => None,
+    };
     let mut o = json!({
         "eventId": e.id,
         "name": entry.def.name,
         "timestamp": super::timestamp(e.at),
-        "data": e.data,
+        "data": shaped.as_ref().unwrap_or(&e.data),
     });
     if let Some(cursor) = cursor {
         o["cursor"] = json!(cursor);

@@ -89,7 +89,7 @@ async fn emitted(hub: &Hub, entry: &Entry, sub: &Subscription, out: &Out<'_>) ->
     loop {
         for event in &read.events {
             let cursor = hub.cursor(event.position);
-            if !out.send("notifications/events/event", stored_json(entry, event, Some(&cursor))) {
+            if !out.send("notifications/events/event", stored_json(entry, &arguments, event, Some(&cursor))) {
                 return Ok(out.closed());
             }
         }
