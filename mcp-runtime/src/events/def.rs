@@ -51,17 +51,23 @@ impl Occurrence {
 
     /// The occurrence on the wire, for an event type named `name`.
     pub(crate) fn to_json(&self, name: &str, cursor: Option<Option<&str>>) -> Value {
-        let mut o = json!({
-            "eventId": self.event_id,
-            "name": name,
-            "timestamp": super::timestamp(self.timestamp),
-            "data": self.data,
-        });
-        if let Some(cursor) = cursor {
-            o["cursor"] = json!(cursor);
-        }
-        o
+        occurrence_json(&self.event_id, name, self.timestamp, &self.data, cursor)
     }
+}
+
+/// An occurrence on the wire: `{eventId, name, timestamp, data}`, and `cursor` (push delivery) when given.
+pub(crate) fn occurrence_json(
+    id: &str,
+    name: &str,
+    at: SystemTime,
+    data: &Value,
+    cursor: Option<Option<&str>>,
+) -> Value {
+    let mut o = json!({ "eventId": id, "name": name, "timestamp": super::timestamp(at), "data": data });
+    if let Some(cursor) = cursor {
+        o["cursor"] = json!(cursor);
+    }
+    o
 }
 
 /// What a check function is asked: the subscription's arguments, where the client is (its cursor), and how much

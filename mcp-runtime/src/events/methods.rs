@@ -196,16 +196,8 @@ pub(super) fn stored_json(entry: &Entry, arguments: &Value, e: &buffer::Stored, 
         Source::Emitted { transform: Some(shape), .. } => shape(arguments, &e.data),
         _ => None,
     };
-    let mut o = json!({
-        "eventId": e.id,
-        "name": entry.def.name,
-        "timestamp": super::timestamp(e.at),
-        "data": shaped.as_ref().unwrap_or(&e.data),
-    });
-    if let Some(cursor) = cursor {
-        o["cursor"] = json!(cursor);
-    }
-    o
+    let data = shaped.as_ref().unwrap_or(&e.data);
+    super::def::occurrence_json(&e.id, &entry.def.name, e.at, data, cursor.map(Some))
 }
 
 fn list_async(ctx: &Context, args: Arguments) -> Reply<'_> {
