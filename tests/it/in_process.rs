@@ -76,8 +76,11 @@ fn duplicate_names_are_an_error_naming_both_places() {
     assert_ne!(first, second);
     let message = err.to_string();
     assert!(message.contains(first.as_str()) && message.contains(second.as_str()), "{message}");
-    // The global registry holds every tool linked into this test binary, the duplicates included.
-    assert!(matches!(Server::from_registry(), Err(BuildError::DuplicateTool { .. })));
+    // The global registry holds every tool linked into this test binary: the duplicates, and tools other modules
+    // make wrong on purpose (a bad schema, a bad header). Which refusal comes first is the linker's order of the
+    // registrations, which changes with the modules linked; the duplicate itself is checked above.
+    let registry = Server::from_registry().err();
+    assert!(registry.is_some(), "the registry of this test binary holds duplicates: it must not build");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
