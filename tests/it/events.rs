@@ -607,6 +607,67 @@ mod client {
         }
     }
 
+    /// A TCP relay the test can break: it drops every connection it carries and refuses new ones until healed. A
+    /// stand-in for a network that fails, which no real component lets a test switch off and on at a given moment.
+    struct Relay {
+        address: std::net::SocketAddr,
+        broken: Arc<std::sync::atomic::AtomicBool>,
+        carried: Arc<std::sync::Mutex<tokio::task::JoinSet<()>>>,
+    }
+
+    impl Relay {
+        async fn to(back: std::net::SocketAddr) -> Relay {
+            let front = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let address = front.local_addr().unwrap();
+            let broken = Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let carried = Arc::new(std::sync::Mutex::new(tokio::task::JoinSet::new()));
+            let (b, c) = (broken.clone(), carried.clone());
+            tokio::spawn(async move {
+                while let Ok((mut inbound, _)) = front.accept().await {
+                    if b.load(Ordering::SeqCst) {
+                        continue; // dropped: refused
+                    }
+                    c.lock().unwrap().spawn(async move {
+                        if let Ok(mut out) = tokio::net::TcpStream::connect(back).await {
+                            let _ = tokio::io::copy_bidirectional(&mut inbound, &mut out).await;
+                        }
+                    });
+                }
+            });
+            Relay { address, broken, carried }
+        }
+
+        fn set_broken(&self, broken: bool) {
+            self.broken.store(broken, Ordering::SeqCst);
+            if broken {
+                self.carried.lock().unwrap().abort_all();
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn a_poll_subscription_outlives_a_broken_connection_and_goes_on_from_its_cursor() {
+        let (server, emitter) = server_with(Events::new().event(restocked()).next_poll(Duration::from_millis(30)));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let back = listener.local_addr().unwrap();
+        tokio::spawn(server.serve_http_on(listener, mcp::HttpOptions::default()));
+        let relay = Relay::to(back).await;
+        let url = format!("http://{}/mcp", relay.address);
+        let client = Client::builder().era(EraChoice::V2026).http(url).await.unwrap();
+        let sub =
+            EventSubscription::new("book.restocked").delivery(Delivery::Poll).poll_floor(Duration::from_millis(30));
+        let mut stream = client.subscribe_events(sub).await.unwrap();
+        emitter.emit("book.restocked", book("before", 1)).unwrap();
+        assert_eq!(next_event(&mut stream).await.data["isbn"], "before");
+
+        relay.set_broken(true);
+        emitter.emit("book.restocked", book("during", 2)).unwrap();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        relay.set_broken(false);
+        assert_eq!(next_event(&mut stream).await.data["isbn"], "during", "polled again from its cursor");
+        assert!(stream.ended().is_none());
+    }
+
     #[tokio::test]
     async fn errors_of_the_subscription_come_back_from_subscribe() {
         let (server, _) = server_with(Events::new().event(restocked().delivery(&[Delivery::Poll])));

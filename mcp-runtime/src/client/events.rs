@@ -317,7 +317,15 @@ impl Loop {
                         tokio::time::sleep(self.sub.poll_floor).await;
                         continue;
                     }
-                    None => return self.end(crate::Error::internal(e.to_string())),
+                    // The client was closed: nothing more can come.
+                    None if matches!(e, Error::Closed) => return self.end(crate::Error::internal(e.to_string())),
+                    // The connection failed (a server restarting, a network blip): ask again after the floor, from
+                    // the same cursor.
+                    None => {
+                        tracing::debug!(error = %e, "an events/poll failed; polling again");
+                        tokio::time::sleep(self.sub.poll_floor).await;
+                        continue;
+                    }
                 },
             };
             if result["truncated"] == true && self.tx.send(EventItem::Gap).await.is_err() {
@@ -349,6 +357,8 @@ impl Loop {
                     }
                     Err(e) => match rpc_error(&e) {
                         Some(e) if ends(&e) => return self.end(e),
+                        None if matches!(e, Error::Closed) => return self.end(crate::Error::internal(e.to_string())),
+                        // A failure to recover from (the connection, the server's own): open it again after a while.
                         _ => {
                             tokio::time::sleep(self.sub.poll_floor).await;
                             continue;
