@@ -28,6 +28,7 @@ mod compose_auth;
 mod conformance;
 mod dashboard;
 mod events;
+mod events_shared;
 mod extensions;
 mod first_hour;
 mod flatten;

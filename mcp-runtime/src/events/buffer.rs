@@ -3,6 +3,11 @@
 //!
 //! A cursor is `{epoch}.{position}`: the epoch is drawn when the process starts, so that a cursor of an earlier
 //! process (whose buffer is gone) is told from one of this one and answered with `truncated: true`.
+//!
+//! On a server shared through Redis, each buffer mirrors its type's Redis stream ([`mcp::redis`](crate::redis)):
+//! the positions are the stream's, numbered by Redis for every instance, and the epoch is shared, so a cursor of
+//! one instance names the same event on every other. A mirror fills as its follower reads the stream, so it can be
+//! behind the cursor a client got elsewhere: a position past its latest event is then kept, not read from the latest.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -34,12 +39,16 @@ pub(crate) struct Buffer {
     inner: Mutex<Ring>,
     /// The position of the latest event, for the push streams that wait for the next one.
     latest: watch::Sender<u64>,
+    /// Whether it can be read: a mirror is not until its follower filled it from Redis.
+    synced: watch::Sender<bool>,
 }
 
 struct Ring {
     events: VecDeque<Arc<Stored>>,
     /// The position the next event gets (the first is 1: a cursor at 0 is before everything).
     next: u64,
+    /// It mirrors a Redis stream: its positions are given by Redis, and one past its latest is kept.
+    mirror: bool,
 }
 
 /// What a read found: the events, the position after them, and whether any were skipped or are left.
@@ -58,7 +67,69 @@ pub(crate) struct Read {
 
 impl Buffer {
     pub(crate) fn new() -> Buffer {
-        Buffer { inner: Mutex::new(Ring { events: VecDeque::new(), next: 1 }), latest: watch::Sender::new(0) }
+        Buffer {
+            inner: Mutex::new(Ring { events: VecDeque::new(), next: 1, mirror: false }),
+            latest: watch::Sender::new(0),
+            synced: watch::Sender::new(true),
+        }
+    }
+
+    /// Makes it the mirror of a Redis stream: not read until [`reset`](Buffer::reset) filled it.
+    pub(crate) fn mirror(&self) {
+        self.inner.locked().mirror = true;
+        self.synced.send_replace(false);
+    }
+
+    /// Waits until it can be read (a mirror filled from Redis), at most `within`; `false` if it still cannot.
+    pub(crate) async fn synced(&self, within: Duration) -> bool {
+        if *self.synced.borrow() {
+            return true;
+        }
+        let mut synced = self.synced.subscribe();
+        let waited = tokio::time::timeout(within, synced.wait_for(|s| *s)).await;
+        matches!(waited, Ok(Ok(_)))
+    }
+
+    /// Fills a mirror with what its Redis stream holds: the latest position there (`head`) and the latest events,
+    /// oldest first. Only the events that run without a gap up to `head` are kept (what is missing was trimmed).
+    #[cfg(feature = "redis")]
+    pub(crate) fn reset(&self, head: u64, events: Vec<Stored>, bounds: Bounds) {
+        {
+            let mut ring = self.inner.locked();
+            ring.events.clear();
+            let mut expected = head;
+            for event in events.into_iter().rev() {
+                if event.position != expected {
+                    break;
+                }
+                expected = expected.saturating_sub(1);
+                ring.events.push_front(Arc::new(event));
+            }
+            ring.next = head + 1;
+            evict(&mut ring, bounds);
+        }
+        self.latest.send_replace(head);
+        self.synced.send_replace(true);
+    }
+
+    /// Adds an event a mirror's follower read from Redis, at its position. One it has is ignored; one past a gap
+    /// drops what came before the gap, so that a reader from there is told it missed events.
+    #[cfg(feature = "redis")]
+    pub(crate) fn insert(&self, event: Stored, bounds: Bounds) {
+        let position = event.position;
+        {
+            let mut ring = self.inner.locked();
+            if position < ring.next {
+                return;
+            }
+            if position > ring.next {
+                ring.events.clear();
+            }
+            ring.next = position + 1;
+            ring.events.push_back(Arc::new(event));
+            evict(&mut ring, bounds);
+        }
+        self.latest.send_replace(position);
     }
 
     /// Keeps an event, its id made from its position by `id`, within `bounds`; returns its position and id.
@@ -105,8 +176,9 @@ impl Buffer {
     ) -> Read {
         let mut ring = self.inner.locked();
         evict(&mut ring, bounds);
-        // A position past the latest event (not one this buffer gave) reads from the latest.
-        let after = after.min(ring.next - 1);
+        // A position past the latest event (not one this buffer gave) reads from the latest; a mirror keeps it,
+        // since the cursor may come from an instance whose mirror is ahead.
+        let after = if ring.mirror { after } else { after.min(ring.next - 1) };
         let oldest = ring.events.front().map_or(ring.next, |e| e.position);
         let start = after.max(oldest.saturating_sub(1));
         let mut read = Read { start, position: start, truncated: after + 1 < oldest, ..Read::default() };
@@ -222,5 +294,43 @@ mod tests {
         assert_eq!(position(0xab, &cursor(0xac, 7)), Ok(None));
         assert_eq!(position(0xab, "seven"), Err(()));
         assert_eq!(position(0xab, "ab.x"), Err(()));
+    }
+
+    fn stored(position: u64) -> Stored {
+        Stored { position, id: format!("e{position}"), at: SystemTime::now(), data: serde_json::json!({}) }
+    }
+
+    #[test]
+    #[cfg(feature = "redis")]
+    fn a_mirror_is_filled_from_redis_keeps_a_cursor_past_its_latest_and_marks_a_gap() {
+        let b = buffer(10);
+        b.mirror();
+        // Filled: only what runs without a gap up to the head is kept.
+        b.reset(7, vec![stored(3), stored(5), stored(6), stored(7)], BOUNDS);
+        assert_eq!(b.head(), 7);
+        let r = b.read(BOUNDS, 3, None, 10, |_| true);
+        assert!(r.truncated, "position 4 was trimmed away");
+        assert_eq!(r.events.iter().map(|e| e.position).collect::<Vec<_>>(), [5, 6, 7]);
+        // A cursor another instance gave, past what this mirror has yet: kept, not read from the latest.
+        let r = b.read(BOUNDS, 9, None, 10, |_| true);
+        assert_eq!((r.position, r.events.len(), r.truncated), (9, 0, false));
+        // What the follower reads next; one it has is ignored, one past a gap drops what came before.
+        b.insert(stored(8), BOUNDS);
+        b.insert(stored(8), BOUNDS);
+        assert_eq!(b.read(BOUNDS, 7, None, 10, |_| true).events.len(), 1);
+        b.insert(stored(11), BOUNDS);
+        let r = b.read(BOUNDS, 8, None, 10, |_| true);
+        assert!(r.truncated);
+        assert_eq!(r.events.iter().map(|e| e.position).collect::<Vec<_>>(), [11]);
+    }
+
+    #[tokio::test]
+    async fn a_mirror_is_read_once_filled() {
+        let b = Arc::new(buffer(10));
+        b.mirror();
+        assert!(!b.synced(Duration::from_millis(10)).await);
+        let filled = b.clone();
+        tokio::spawn(async move { filled.reset(0, Vec::new(), BOUNDS) });
+        assert!(b.synced(Duration::from_secs(5)).await);
     }
 }

@@ -98,13 +98,23 @@ pub(super) fn subscription(
     Ok((sub, entry))
 }
 
+/// How long a poll or a stream waits for its type's buffer to be filled from Redis (a server shared through Redis,
+/// just started or given the type) before it is refused.
+const SYNC_WAIT: Duration = Duration::from_secs(5);
+
 /// Where a subscription to an emitted type starts: the position after its cursor, and whether events were skipped
 /// (a cursor of another process: the buffer it named is gone). No cursor: from the latest event on.
-pub(super) fn start(hub: &Hub, buffer: &Buffer, cursor: Option<&str>) -> Result<(u64, bool), Error> {
+pub(super) async fn start(hub: &Hub, buffer: &Buffer, cursor: Option<&str>) -> Result<(u64, bool), Error> {
+    if !buffer.synced(SYNC_WAIT).await {
+        return Err(Error::internal(format!(
+            "this server keeps its events in Redis, which did not give them within {} s; try again",
+            SYNC_WAIT.as_secs()
+        )));
+    }
     let Some(cursor) = cursor else {
         return Ok((buffer.head(), false));
     };
-    match buffer::position(hub.epoch, cursor) {
+    match buffer::position(hub.epoch(), cursor) {
         Ok(Some(position)) => Ok((position, false)),
         Ok(None) => Ok((0, true)),
         Err(()) => Err(Error::invalid_params(format!("the cursor {cursor:?} is not one this server gave"))),
@@ -149,7 +159,7 @@ async fn poll(ctx: &Context, args: Arguments) -> Result<Value, Error> {
     let next_poll = |d: Option<Duration>| d.unwrap_or(settings.next_poll).as_millis() as u64;
     match (&entry.def.source, &entry.buffer) {
         (Source::Emitted { .. }, Some(buffer)) => {
-            let (after, skipped) = start(&hub, buffer, sub.cursor.as_deref())?;
+            let (after, skipped) = start(&hub, buffer, sub.cursor.as_deref()).await?;
             let arguments = sub.arguments();
             let read = match sub.cursor {
                 None => buffer::Read { start: after, position: after, ..Default::default() },

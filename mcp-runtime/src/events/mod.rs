@@ -23,6 +23,10 @@
 //! that listen with `eventsListChanged` hear `notifications/events/list_changed` (declared as `listChanged: true`),
 //! and a removed type's streams end with -32023.
 //!
+//! On a server shared through Redis ([`ServerBuilder::shared`](crate::ServerBuilder::shared), `--redis`), emitted
+//! events are kept in Redis streams that every instance follows: an event emitted on one instance reaches the polls
+//! and streams of all, and a cursor is good on any of them (see the guide's Events chapter).
+//!
 //! The extension is declared in `server/discover` only: a 2025-11-25 session gets -32601 for `events/*`, as the SEP
 //! defines it. Errors are the SEP's (provisional codes): an unknown type -32023 (`data.kind: "event"`), a mode the
 //! type does not offer -32026 (`data.feature: "deliveryMode"`), arguments its `inputSchema` does not take -32602, a
@@ -44,12 +48,14 @@
 mod buffer;
 mod def;
 mod methods;
+#[cfg(feature = "redis")]
+mod shared;
 mod stream;
 
 pub use def::{Check, Checked, Delivery, EventType, Occurrence};
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -81,12 +87,16 @@ pub struct Events {
 pub(crate) struct Hub {
     types: std::sync::RwLock<BTreeMap<String, Arc<Entry>>>,
     settings: std::sync::RwLock<Settings>,
-    /// Drawn when the process starts: cursors of another process are told apart.
-    epoch: u64,
+    /// Drawn when the process starts, so that cursors of another process are told apart; on a server shared through
+    /// Redis, the one every instance shares.
+    epoch: AtomicU64,
     /// The push streams open now.
     streams: AtomicUsize,
     /// The server, once built: told when the types change (`notifications/events/list_changed`).
     server: std::sync::OnceLock<std::sync::Weak<crate::server::ServerInner>>,
+    /// The Redis the server shares with its other instances, once started: the types' events are kept there.
+    #[cfg(feature = "redis")]
+    shared: std::sync::OnceLock<shared::Shared>,
 }
 
 /// A type and, for an emitted one, its buffer.
@@ -146,6 +156,9 @@ impl Events {
     pub const DEFAULT_MAX_STREAMS: usize = 1_000;
     /// How many events a poll answers at most when it names no `maxEvents` (and the most it may name): 100.
     pub const DEFAULT_MAX_EVENTS: usize = 100;
+    /// On a server shared through Redis, how many emitted events may wait to be written there (while Redis is
+    /// unreachable or slow): 10 000. Past it, [`Emitter::emit`] is refused with [`EmitError::Backlog`].
+    pub const SHARED_EMIT_QUEUE: usize = 10_000;
 
     /// No event types yet.
     pub fn new() -> Events {
@@ -156,9 +169,11 @@ impl Events {
         let hub = Hub {
             types: Default::default(),
             settings: std::sync::RwLock::new(Settings::default()),
-            epoch: u64::from_le_bytes(bytes),
+            epoch: AtomicU64::new(u64::from_le_bytes(bytes)),
             streams: AtomicUsize::new(0),
             server: std::sync::OnceLock::new(),
+            #[cfg(feature = "redis")]
+            shared: std::sync::OnceLock::new(),
         };
         Events { hub: Arc::new(hub), duplicate: None }
     }
@@ -222,8 +237,15 @@ impl Hub {
         let old = types.get(&def.name);
         let kept = old.and_then(|old| old.buffer.clone());
         let gone = old.map(|old| old.gone.clone()).unwrap_or_default();
-        let buffer =
-            matches!(def.source, Source::Emitted { .. }).then(|| kept.unwrap_or_else(|| Arc::new(Buffer::new())));
+        let buffer = matches!(def.source, Source::Emitted { .. }).then(|| {
+            kept.unwrap_or_else(|| {
+                let buffer = Buffer::new();
+                if self.is_shared() {
+                    buffer.mirror();
+                }
+                Arc::new(buffer)
+            })
+        });
         let entry = Entry { def, buffer, gone };
         types.insert(entry.def.name.clone(), Arc::new(entry))
     }
@@ -248,7 +270,26 @@ impl Hub {
     }
 
     pub(crate) fn cursor(&self, position: u64) -> String {
-        buffer::cursor(self.epoch, position)
+        buffer::cursor(self.epoch(), position)
+    }
+
+    pub(crate) fn epoch(&self) -> u64 {
+        self.epoch.load(Ordering::Acquire)
+    }
+
+    /// Whether the types' events are kept in a Redis the instances share.
+    fn is_shared(&self) -> bool {
+        #[cfg(feature = "redis")]
+        return self.shared.get().is_some();
+        #[cfg(not(feature = "redis"))]
+        false
+    }
+
+    /// The emitted types' buffers, by name.
+    #[cfg(feature = "redis")]
+    pub(crate) fn buffers(&self) -> Vec<(String, Arc<Buffer>)> {
+        let types = self.types.read().unwrap_or_else(|e| e.into_inner());
+        types.values().filter_map(|e| Some((e.def.name.clone(), e.buffer.clone()?))).collect()
     }
 
     /// Takes a push stream's place among the open ones; `None` when they are all taken.
@@ -296,6 +337,9 @@ pub enum EmitError {
     NotEmitted(String),
     /// The payload is not a JSON object (or could not be serialized): the message says which.
     BadPayload(String),
+    /// On a server shared through Redis: too many events wait to be written there (Redis is unreachable or slow);
+    /// the message names the Redis.
+    Backlog(String),
 }
 
 impl std::fmt::Display for EmitError {
@@ -309,7 +353,7 @@ impl std::fmt::Display for EmitError {
                 "event type `{name}` is a checked one (EventType::checked): its events come from its check function, \
                  not from emit; declare it with EventType::emitted to emit its events"
             ),
-            EmitError::BadPayload(why) => write!(f, "{why}"),
+            EmitError::BadPayload(why) | EmitError::Backlog(why) => write!(f, "{why}"),
         }
     }
 }
@@ -368,7 +412,11 @@ impl Emitter {
         if !data.is_object() {
             return Err(EmitError::BadPayload(format!("the payload of an event (`{name}`) must be a JSON object")));
         }
-        let epoch = self.hub.epoch;
+        #[cfg(feature = "redis")]
+        if let Some(shared) = self.hub.shared.get() {
+            return shared.emit(name, id, at, data);
+        }
+        let epoch = self.hub.epoch();
         let bounds = self.hub.settings().bounds;
         let made = |position| id.unwrap_or_else(|| format!("evt_{epoch:x}_{position}"));
         let (_, id) = buffer.push(made, at, data, bounds);
@@ -407,6 +455,10 @@ impl Extension for Events {
         let hub = self.hub.clone();
         builder.state(self.emitter()).on_start(move |server| {
             let _ = hub.server.set(Arc::downgrade(&server.inner));
+            #[cfg(feature = "redis")]
+            if let Some(redis) = server.inner.state().get::<crate::redis::Redis>() {
+                shared::start(&hub, redis);
+            }
         })
     }
 }

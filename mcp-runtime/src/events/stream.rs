@@ -79,7 +79,7 @@ async fn emitted(hub: &Hub, entry: &Entry, sub: &Subscription, out: &Out<'_>) ->
     let buffer = entry.buffer.as_ref().ok_or_else(|| Error::internal("an emitted event type without its buffer"))?;
     // Watched before the first read, so that an event emitted in between wakes the stream.
     let mut latest = buffer.watch();
-    let (after, skipped) = start(hub, buffer, sub.cursor.as_deref())?;
+    let (after, skipped) = start(hub, buffer, sub.cursor.as_deref()).await?;
     let arguments = sub.arguments();
     let Settings { heartbeat, bounds, .. } = hub.settings();
     let mut read = buffer.read(bounds, after, sub.floor(), BATCH, |e| matches(entry, &arguments, &e.data));

@@ -9,7 +9,9 @@
 //! - the session store ([`RedisSessionStore`]): every 2025 session's record, so any instance serves any session,
 //!   and a cancel or an answer that reaches another instance than its request's is passed on through the hub;
 //! - the event log ([`RedisEventLog`]): every 2025 session's SSE events, so a stream that broke is resumed
-//!   (`Last-Event-ID`) on any instance, which replays what the other sent and then carries what it still sends.
+//!   (`Last-Event-ID`) on any instance, which replays what the other sent and then carries what it still sends;
+//! - the Events extension's emitted events ([`mcp::events`](crate::events)), when the server has it: each type a
+//!   Redis stream, so what one instance emits reaches the polls and push streams of all, and a cursor is good on any.
 //!
 //! Both go through the `redis` crate's connection manager, which reconnects with backoff when the connection
 //! drops (and subscribes again). While Redis is unreachable, what needs it fails with an error that says so (a task
@@ -28,6 +30,7 @@
 //! [`ServerBuilder::shared`]: crate::ServerBuilder::shared
 
 mod events;
+pub(crate) mod feeds;
 mod hub;
 mod sessions;
 mod tasks;

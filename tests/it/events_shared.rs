@@ -1,0 +1,124 @@
+//! The Events extension on servers shared through a real `redis-server` (`ServerBuilder::shared`): what one instance
+//! emits reaches the polls and push streams of every other, cursors name the same position on every instance (and
+//! on one started later), and a Redis that lost its data is told by a new epoch.
+
+use std::time::Duration;
+
+use crate::common;
+
+use common::redis::RedisServer;
+use mcp::client::{Client, EraChoice, EventItem, EventStream, EventSubscription, ReceivedEvent};
+use mcp::events::{Delivery, Emitter, EventType, Events};
+use serde_json::{json, Value};
+
+fn restocked() -> EventType {
+    EventType::emitted("book.restocked")
+        .description("A book is back in stock.")
+        .matching(|watch: &Value, book: &Value| watch.get("isbn").is_none_or(|isbn| *isbn == book["isbn"]))
+}
+
+/// One instance of a shop sharing `redis`.
+fn instance(redis: &mcp::redis::Redis) -> (mcp::Server, Emitter) {
+    let events =
+        Events::new().event(restocked()).heartbeat(Duration::from_millis(200)).next_poll(Duration::from_millis(20));
+    let emitter = events.emitter();
+    let server = mcp::Server::builder().request_state_key([7; 32]).extension(events).shared(redis).build().unwrap();
+    (server, emitter)
+}
+
+async fn client(server: &mcp::Server) -> Client {
+    Client::builder().era(EraChoice::V2026).in_process(server.clone()).await.unwrap()
+}
+
+async fn poll(client: &Client, cursor: Option<&str>) -> Value {
+    let params = json!({"name": "book.restocked", "arguments": {}, "cursor": cursor});
+    client.request("events/poll", params).await.unwrap()
+}
+
+/// Polls from `cursor` until an event comes (the instance's mirror of Redis may be a moment behind).
+async fn poll_until_events(client: &Client, cursor: &str) -> Value {
+    for _ in 0..100 {
+        let polled = poll(client, Some(cursor)).await;
+        if !polled["events"].as_array().unwrap().is_empty() {
+            return polled;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("no event after the cursor {cursor}")
+}
+
+async fn next_event(stream: &mut EventStream) -> ReceivedEvent {
+    let item = tokio::time::timeout(Duration::from_secs(5), stream.next()).await.expect("an event in time");
+    match item.expect("the subscription goes on") {
+        EventItem::Event(event) => event,
+        other => panic!("{other:?}"),
+    }
+}
+
+fn ids(polled: &Value) -> Vec<String> {
+    polled["events"].as_array().unwrap().iter().map(|e| e["eventId"].as_str().unwrap().to_owned()).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_one_instance_emits_reaches_every_instances_polls_and_streams_at_the_same_cursors() {
+    let redis_server = RedisServer::start();
+    let redis = mcp::redis::Redis::connect(&redis_server.url()).await.unwrap();
+    let (one, emit_one) = instance(&redis);
+    let (two, emit_two) = instance(&redis);
+    let (a, b) = (client(&one).await, client(&two).await);
+
+    // Both start from now, at one position named alike on both.
+    let from_a = poll(&a, None).await;
+    let from_b = poll(&b, None).await;
+    assert_eq!(from_a["cursor"], from_b["cursor"], "{from_a} {from_b}");
+    let start = from_a["cursor"].as_str().unwrap().to_owned();
+
+    // A push stream on two hears what one emits, and its own, in order.
+    let sub = EventSubscription::new("book.restocked").delivery(Delivery::Push).heartbeat(Duration::from_millis(200));
+    let mut on_two = b.subscribe_events(sub).await.unwrap();
+    assert_eq!(on_two.delivery, Delivery::Push);
+    let first = emit_one.emit("book.restocked", json!({"isbn": "978-1", "copies": 1})).unwrap();
+    assert_eq!(next_event(&mut on_two).await.event_id, first);
+    let second = emit_two.emit("book.restocked", json!({"isbn": "978-2", "copies": 2})).unwrap();
+    assert_eq!(next_event(&mut on_two).await.event_id, second);
+
+    // A poll on one from the shared start replays both, and its cursor goes on from there on two.
+    let polled = poll_until_events(&a, &start).await;
+    let polled = if ids(&polled).len() < 2 { poll_until_events(&a, &start).await } else { polled };
+    assert_eq!(ids(&polled), [first.clone(), second.clone()], "{polled}");
+    assert_eq!(polled["truncated"], false);
+    let after_both = polled["cursor"].as_str().unwrap().to_owned();
+    let third = emit_one.emit("book.restocked", json!({"isbn": "978-3", "copies": 3})).unwrap();
+    assert_eq!(ids(&poll_until_events(&b, &after_both).await), std::slice::from_ref(&third));
+
+    // An instance started later replays from a cursor the first two gave, with nothing lost.
+    let (three, _) = instance(&redis);
+    let c = client(&three).await;
+    assert_eq!(ids(&poll_until_events(&c, &start).await), [first, second, third]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redis_that_lost_its_data_starts_the_cursors_again_and_says_events_were_lost() {
+    let mut redis_server = RedisServer::start();
+    let redis = mcp::redis::Redis::connect(&redis_server.url()).await.unwrap();
+    let (one, emit) = instance(&redis);
+    let a = client(&one).await;
+    let start = poll(&a, None).await["cursor"].as_str().unwrap().to_owned();
+    emit.emit("book.restocked", json!({"isbn": "978-1", "copies": 1})).unwrap();
+    let before = poll_until_events(&a, &start).await["cursor"].as_str().unwrap().to_owned();
+
+    // The test's redis-server keeps nothing on disk: restarted, it has forgotten every event and the epoch.
+    redis_server.restart(Duration::from_millis(200));
+    let mut after = None;
+    for _ in 0..200 {
+        let id = emit.emit("book.restocked", json!({"isbn": "978-2", "copies": 2})).unwrap();
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let polled = poll(&a, Some(&before)).await;
+        if polled["truncated"] == true && ids(&polled).contains(&id) {
+            after = Some(polled);
+            break;
+        }
+    }
+    let after = after.expect("the old cursor is answered as one of a lost buffer, with the new events");
+    assert_ne!(after["cursor"].as_str().unwrap().split('.').next(), before.split('.').next(), "a new epoch");
+}
