@@ -135,6 +135,19 @@ impl Shops {
         let said: Vec<String> =
             self.instances[i].stderr_text().lines().filter(|l| l.contains("drain")).map(str::to_owned).collect();
         eprintln!("instance {i} stopped: {said:?}");
+        self.start_again(i, keys).await;
+    }
+
+    /// Kills instance `i` (SIGKILL: nothing drains) and starts it again on the same address with the same flags.
+    pub async fn kill_and_start_again(&mut self, i: usize) {
+        kill(&self.instances[i], "-KILL");
+        let status = self.instances[i].wait_exit(Duration::from_secs(10));
+        assert!(status.is_some(), "instance {i} outlived SIGKILL\n{}", self.stderr());
+        self.start_again(i, REQUEST_STATE_KEY).await;
+    }
+
+    /// Starts instance `i` again, on its address, with its flags and these `requestState` keys.
+    async fn start_again(&mut self, i: usize, keys: &str) {
         let mut args = vec!["--http".to_owned(), self.instances[i].authority().to_owned(), "--redis".to_owned()];
         args.push(self.redis.url());
         args.extend(self.flags.iter().cloned());

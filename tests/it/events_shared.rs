@@ -122,3 +122,91 @@ async fn a_redis_that_lost_its_data_starts_the_cursors_again_and_says_events_wer
     let after = after.expect("the old cursor is answered as one of a lost buffer, with the new events");
     assert_ne!(after["cursor"].as_str().unwrap().split('.').next(), before.split('.').next(), "a new epoch");
 }
+
+/// Three bookshops (`--redis`) behind a real nginx and HAProxy with the shipped configurations: a push subscriber
+/// and a poll subscriber of the balancer hear of every book back on the shelf, whichever instance released it, once
+/// each and in order, while each instance in turn is killed (SIGKILL) and started again: the push stream whose
+/// instance died is opened again through the proxy, on another instance, from its cursor. (A stream moves only when
+/// its instance dies, so killing each instance in turn kills the stream's at least once.)
+mod behind_a_proxy {
+    use super::*;
+
+    use std::sync::{Arc, Mutex};
+
+    use common::proxy::Kind;
+    use common::shops::{eventually, holds, Shops};
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn nginx() {
+        every_event_once_through_instance_deaths(Kind::Nginx).await
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn haproxy() {
+        every_event_once_through_instance_deaths(Kind::Haproxy).await
+    }
+
+    /// Orders `title` and drops the order once it holds the book: the instance running it releases the hold and
+    /// emits `book.back_on_shelf`.
+    async fn shelve(shops: &Shops, client: &Client, title: &str) {
+        let order = client.call_tool("order_book", json!({"title": title}));
+        let held = format!("{title} on hold");
+        tokio::select! {
+            biased;
+            ended = order => panic!("order_book({title}) ended while held: {ended:?}\n{}", shops.stderr()),
+            () = eventually(&held, shops, async || holds(client).await.contains(&title.to_owned())) => {}
+        }
+    }
+
+    /// Reads a subscription into `heard` in the background.
+    fn hear(mut stream: EventStream, heard: Arc<Mutex<Vec<String>>>) -> tokio::task::JoinHandle<()> {
+        tokio::spawn(async move {
+            while let Some(item) = stream.next().await {
+                if let EventItem::Event(event) = item {
+                    heard.lock().unwrap().push(event.data["title"].as_str().unwrap_or_default().to_owned());
+                }
+            }
+        })
+    }
+
+    async fn every_event_once_through_instance_deaths(kind: Kind) {
+        let mut shops = Shops::behind(kind).await;
+        let connect = || Client::builder().era(EraChoice::V2026).http(shops.url());
+        let (orders, pushed, polled) = (connect().await.unwrap(), connect().await.unwrap(), connect().await.unwrap());
+        let watch = EventSubscription::new("book.back_on_shelf").poll_floor(Duration::from_millis(100));
+        let push = pushed.subscribe_events(watch.clone().delivery(Delivery::Push)).await.unwrap();
+        let poll = polled.subscribe_events(watch.delivery(Delivery::Poll)).await.unwrap();
+        let (by_push, by_poll) = (Arc::new(Mutex::new(Vec::new())), Arc::new(Mutex::new(Vec::new())));
+        let _readers = (hear(push, by_push.clone()), hear(poll, by_poll.clone()));
+
+        let mut shelved = Vec::new();
+        let heard_all = async |shops: &Shops, shelved: &Vec<String>| {
+            eventually("both subscribers heard every book", shops, async || {
+                by_push.lock().unwrap().len() >= shelved.len() && by_poll.lock().unwrap().len() >= shelved.len()
+            })
+            .await;
+            assert_eq!(*by_push.lock().unwrap(), *shelved, "by push, once each and in order\n{}", shops.stderr());
+            assert_eq!(*by_poll.lock().unwrap(), *shelved, "by poll, once each and in order\n{}", shops.stderr());
+        };
+        for i in 0..3 {
+            for title in [format!("Dune {i}"), format!("Emma {i}")] {
+                shelve(&shops, &orders, &title).await;
+                shelved.push(title);
+            }
+            // Heard by push (polls come every `nextPollMs`, 5 s): the events are in Redis before the kill.
+            eventually("the push subscriber heard it", &shops, async || by_push.lock().unwrap().len() == shelved.len())
+                .await;
+            shops.kill_and_start_again(i).await;
+            let title = format!("Middlemarch {i}");
+            shelve(&shops, &orders, &title).await;
+            shelved.push(title);
+            heard_all(&shops, &shelved).await;
+        }
+        if kind == Kind::Nginx {
+            // nginx logs a request's `Mcp-Method` when it ends: a push stream ended (its instance died).
+            let ended = shops.proxy().logged().iter().filter(|l| l.line.contains("\"events/stream\"")).count();
+            assert!(ended >= 1, "no push stream ended\n{}", shops.stderr());
+        }
+        shops.assert_nothing_panicked();
+    }
+}
