@@ -1,0 +1,103 @@
+//! How long an emitted event takes to reach a push stream on another instance, and what a poll costs: two servers
+//! sharing a `redis-server` (the one on `PATH`, or `REDIS_SERVER`, started on a free loopback port with persistence off), each with the
+//! Events extension; a push subscription (`events/stream`, our client, in process) on the second, and N events
+//! emitted on the first. Prints, as one JSON line, p50/p99/max of the time from `Emitter::emit` on the first instance
+//! to the event in the second's subscription, and the mean time of an `events/poll` (in process, one event each)
+//! on one instance.
+//!
+//! Run with `cargo bench --bench events_latency` (optionally `-- --samples N`). A benchmark, not a test.
+
+use std::net::TcpListener;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use mcp::client::{Client, Delivery, EraChoice, EventItem, EventSubscription};
+use mcp::events::{EventType, Events};
+use mcp::Server;
+use serde_json::json;
+
+fn percentile(sorted: &[Duration], p: f64) -> f64 {
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i].as_secs_f64() * 1e6
+}
+
+#[tokio::main]
+async fn main() {
+    let mut samples = 1000usize;
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        if a == "--samples" {
+            samples = args.next().and_then(|v| v.parse().ok()).expect("a number after --samples");
+        }
+    }
+    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let dir = std::env::temp_dir().join(format!("events-latency-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let binary = std::env::var("REDIS_SERVER").unwrap_or_else(|_| "redis-server".into());
+    let mut redis_server = Command::new(&binary)
+        .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+        .arg("--dir")
+        .arg(&dir)
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("redis-server on PATH (apt-get install redis-server), or REDIS_SERVER=/path/to/redis-server");
+    let url = format!("redis://127.0.0.1:{port}");
+    let redis = loop {
+        match mcp::redis::Redis::connect(&url).await {
+            Ok(redis) => break redis,
+            Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+        }
+    };
+    let build = || {
+        let events = Events::new().event(EventType::emitted("tick"));
+        let emitter = events.emitter();
+        (Server::builder().request_state_key([9; 32]).extension(events).shared(&redis).build().unwrap(), emitter)
+    };
+    let ((one, emitter), (two, _)) = (build(), build());
+    let subscriber = Client::builder().era(EraChoice::V2026).in_process(two).await.unwrap();
+    let sub = EventSubscription::new("tick").delivery(Delivery::Push);
+    let mut stream = subscriber.subscribe_events(sub).await.unwrap();
+
+    let mut latencies = Vec::with_capacity(samples);
+    let mut lost = 0usize;
+    for n in 0..samples {
+        let sent = Instant::now();
+        emitter.emit("tick", json!({ "n": n })).unwrap();
+        match tokio::time::timeout(Duration::from_secs(2), stream.next()).await {
+            Ok(Some(EventItem::Event(_))) => latencies.push(sent.elapsed()),
+            _ => lost += 1,
+        }
+    }
+    latencies.sort();
+
+    // A poll's cost, on the emitting instance: each finds one new event.
+    let poller = Client::builder().era(EraChoice::V2026).in_process(one).await.unwrap();
+    let mut cursor = poller.request("events/poll", json!({ "name": "tick" })).await.unwrap()["cursor"].clone();
+    let polls = samples.max(1);
+    let mut polling = Duration::ZERO;
+    let mut found = 0usize;
+    for n in 0..polls {
+        emitter.emit("tick", json!({ "n": n })).unwrap();
+        tokio::time::sleep(Duration::from_millis(2)).await;
+        let started = Instant::now();
+        let polled = poller.request("events/poll", json!({ "name": "tick", "cursor": cursor })).await.unwrap();
+        polling += started.elapsed();
+        found += polled["events"].as_array().map_or(0, Vec::len);
+        cursor = polled["cursor"].clone();
+    }
+    let line = json!({
+        "figure": "emit-to-push latency across two instances (Events on Redis streams, loopback); poll cost",
+        "samples": latencies.len(),
+        "lost": lost,
+        "p50_us": percentile(&latencies, 0.5),
+        "p99_us": percentile(&latencies, 0.99),
+        "max_us": latencies.last().map(|d| d.as_secs_f64() * 1e6),
+        "polls": polls,
+        "events_polled": found,
+        "poll_mean_us": polling.as_secs_f64() * 1e6 / polls as f64,
+    });
+    println!("{line}");
+    let _ = redis_server.kill();
+    let _ = redis_server.wait();
+    let _ = std::fs::remove_dir_all(&dir);
+}
