@@ -20,6 +20,7 @@ pub mod redis;
 pub mod schema;
 pub mod shops;
 pub mod v2026;
+pub mod webhooks;
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::io::{BufRead, BufReader, Write};

@@ -162,6 +162,30 @@ pub fn check_extension_task(task: &Value, detailed: bool) -> Result<(), String> 
 /// Schema defines yet (the SEP is a draft; its working group's repository publishes none): the shapes the SEP gives,
 /// checked by hand as [`check_extension_task`] checks tasks. A notification (`notifications/events/*`, each naming its
 /// stream in `_meta`), or the result of `events/list` or `events/poll` (`method`).
+/// A webhook delivery's body (SEP-3415): an `EventOccurrence` with its cursor, or a control envelope (`gap`,
+/// `terminated`, `verification`).
+#[allow(dead_code)]
+pub fn check_webhook_body(body: &Value) -> Result<(), String> {
+    let fits = match body["type"].as_str() {
+        None => {
+            body["eventId"].as_str().is_some_and(|id| !id.is_empty())
+                && body["name"].is_string()
+                && body["timestamp"].is_string()
+                && body["data"].is_object()
+                && body.get("cursor").is_none_or(|c| c.is_null() || c.is_string())
+        }
+        Some("gap") => body.get("cursor").is_none_or(|c| c.is_null() || c.is_string()),
+        Some("terminated") => body["error"]["code"].is_i64() && body["error"]["message"].is_string(),
+        Some("verification") => body["challenge"].as_str().is_some_and(|c| !c.is_empty()),
+        Some(_) => false,
+    };
+    if fits {
+        Ok(())
+    } else {
+        Err(format!("not a webhook body of SEP-3415: {body}"))
+    }
+}
+
 pub fn check_extension_event(message: &Value, method: Option<&str>) -> Result<(), String> {
     let fail = |why: &str| Err(format!("not a message of the Events extension ({why}): {message}"));
     let is_cursor = |v: Option<&Value>| v.is_none_or(|c| c.is_null() || c.is_string());
@@ -220,6 +244,31 @@ pub fn check_extension_event(message: &Value, method: Option<&str>) -> Result<()
                 && result.get("nextPollMs").is_none_or(Value::is_u64)
         }
         Some("events/stream") => result["_meta"]["io.modelcontextprotocol/subscriptionId"] == message["id"],
+        Some("events/subscribe") => {
+            let status = result.get("deliveryStatus");
+            result["id"].is_string()
+                && (result["refreshBefore"].is_null() || is_stamp(&result["refreshBefore"]))
+                && is_cursor(result.get("cursor"))
+                && result["truncated"].is_boolean()
+                && status.is_none_or(|s| {
+                    s["active"].is_boolean()
+                        && s.get("lastError").is_none_or(|e| {
+                            e.is_null()
+                                || [
+                                    "connection_refused",
+                                    "timeout",
+                                    "tls_error",
+                                    "http_4xx",
+                                    "http_5xx",
+                                    "challenge_failed",
+                                ]
+                                .contains(&e.as_str().unwrap_or(""))
+                        })
+                })
+        }
+        Some("events/unsubscribe") => {
+            result.as_object().is_some_and(|o| o.keys().all(|k| k == "resultType" || k == "_meta"))
+        }
         _ => true,
     };
     if fits {

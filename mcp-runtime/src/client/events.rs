@@ -563,6 +563,13 @@ impl Client {
                 }
                 tokio::spawn(looped.push(Some(stream)))
             }
+            Delivery::Webhook => {
+                return Err(Error::Protocol(format!(
+                    "event type `{}`: this client subscribes by poll or push; webhook delivery needs an endpoint of \
+                     the application's own (send `events/subscribe` with Client::request)",
+                    sub.name
+                )));
+            }
         };
         Ok(EventStream { rx, task, ended, delivery })
     }

@@ -325,6 +325,7 @@ mod tests {
     }
 
     #[tokio::test]
+    #[cfg(feature = "redis")]
     async fn a_mirror_is_read_once_filled() {
         let b = Arc::new(buffer(10));
         b.mirror();

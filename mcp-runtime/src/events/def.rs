@@ -186,7 +186,8 @@ pub struct EventType {
     pub(crate) description: Option<String>,
     pub(crate) input_schema: Value,
     pub(crate) payload_schema: Value,
-    pub(crate) delivery: Vec<Delivery>,
+    /// The modes it offers; `None`: poll and push, and webhook when the extension delivers webhooks.
+    pub(crate) delivery: Option<Vec<Delivery>>,
     pub(crate) validate: Option<Validate>,
     pub(crate) meta: Option<Value>,
     pub(crate) source: Source,
@@ -205,7 +206,7 @@ impl EventType {
             description: None,
             input_schema: json!({ "type": "object" }),
             payload_schema: json!({ "type": "object" }),
-            delivery: vec![Delivery::Poll, Delivery::Push],
+            delivery: None,
             validate: None,
             meta: None,
             source,
@@ -280,12 +281,22 @@ impl EventType {
         self
     }
 
-    /// The delivery modes it offers (poll and push by default). An empty list keeps the default.
+    /// The delivery modes it offers. By default poll and push, and webhook when the extension delivers webhooks
+    /// ([`Events::webhooks`](super::Events::webhooks)). An empty list keeps the default.
     pub fn delivery(mut self, modes: &[Delivery]) -> EventType {
         if !modes.is_empty() {
-            self.delivery = modes.to_vec();
+            self.delivery = Some(modes.to_vec());
         }
         self
+    }
+
+    /// The modes it offers on a server that does (`webhooks`) or does not deliver webhooks.
+    pub(crate) fn modes(&self, webhooks: bool) -> Vec<Delivery> {
+        match &self.delivery {
+            Some(modes) => modes.iter().copied().filter(|m| webhooks || *m != Delivery::Webhook).collect(),
+            None if webhooks => vec![Delivery::Poll, Delivery::Push, Delivery::Webhook],
+            None => vec![Delivery::Poll, Delivery::Push],
+        }
     }
 
     /// `_meta` of its descriptor in `events/list`.
@@ -361,14 +372,14 @@ impl EventType {
         &self.name
     }
 
-    /// Its descriptor in `events/list`.
-    pub(crate) fn descriptor(&self) -> Value {
+    /// Its descriptor in `events/list`, on a server that does (`webhooks`) or does not deliver webhooks.
+    pub(crate) fn descriptor(&self, webhooks: bool) -> Value {
         let mut d = Map::new();
         d.insert("name".into(), json!(self.name));
         if let Some(text) = &self.description {
             d.insert("description".into(), json!(text));
         }
-        d.insert("delivery".into(), self.delivery.iter().map(|m| m.as_str()).collect());
+        d.insert("delivery".into(), self.modes(webhooks).iter().map(|m| m.as_str()).collect());
         d.insert("inputSchema".into(), self.input_schema.clone());
         d.insert("payloadSchema".into(), self.payload_schema.clone());
         if let Some(meta) = &self.meta {

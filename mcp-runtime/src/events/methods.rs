@@ -60,7 +60,7 @@ pub(super) fn hub(ctx: &Context) -> Result<Arc<Hub>, Error> {
 }
 
 /// The extension is the 2026-07-28 era's: a 2025 session does not have these methods.
-fn in_2026(ctx: &Context, method: &str) -> Result<(), Error> {
+pub(super) fn in_2026(ctx: &Context, method: &str) -> Result<(), Error> {
     match ctx.meta().era {
         Era::V2026 => Ok(()),
         Era::V2025 => Err(Error::method_not_found(method)),
@@ -80,10 +80,20 @@ pub(super) fn subscription(
     method: &str,
     mode: Delivery,
 ) -> Result<(Subscription, Arc<Entry>), Error> {
-    let sub: Subscription = serde_json::from_value(Value::Object(args.into_map()))
-        .map_err(|e| Error::invalid_params(format!("`{method}`: {e}")))?;
+    subscription_of(hub, Value::Object(args.into_map()), method, mode)
+}
+
+/// [`subscription`] of params already read.
+pub(super) fn subscription_of(
+    hub: &Hub,
+    params: Value,
+    method: &str,
+    mode: Delivery,
+) -> Result<(Subscription, Arc<Entry>), Error> {
+    let sub: Subscription =
+        serde_json::from_value(params).map_err(|e| Error::invalid_params(format!("`{method}`: {e}")))?;
     let entry = hub.entry(&sub.name).ok_or_else(|| not_found(&sub.name))?;
-    if !entry.def.delivery.contains(&mode) {
+    if !entry.def.modes(hub.delivers_webhooks()).contains(&mode) {
         return Err(Error::new(
             ErrorCode::UNSUPPORTED,
             format!(
@@ -222,12 +232,30 @@ fn stream_async(ctx: &Context, args: Arguments) -> Reply<'_> {
     Box::pin(super::stream::stream(ctx, args))
 }
 
+#[cfg(feature = "webhooks")]
+fn subscribe_async(ctx: &Context, args: Arguments) -> Reply<'_> {
+    Box::pin(super::webhook::subscribe(ctx, args))
+}
+
+#[cfg(feature = "webhooks")]
+fn unsubscribe_async(ctx: &Context, args: Arguments) -> Reply<'_> {
+    Box::pin(super::webhook::unsubscribe(ctx, args))
+}
+
 /// The extension's methods.
 pub(super) fn defs() -> Vec<MethodDef> {
     let here = concat!(file!(), ":", line!());
-    vec![
+    let defs = vec![
         MethodDef::new("events/list", MethodHandler::Async(list_async), here),
         MethodDef::new("events/poll", MethodHandler::Async(poll_async), here),
         MethodDef::new("events/stream", MethodHandler::Async(stream_async), here).long_lived(),
-    ]
+    ];
+    #[cfg(feature = "webhooks")]
+    let defs = {
+        let mut defs = defs;
+        defs.push(MethodDef::new("events/subscribe", MethodHandler::Async(subscribe_async), here));
+        defs.push(MethodDef::new("events/unsubscribe", MethodHandler::Async(unsubscribe_async), here));
+        defs
+    };
+    defs
 }

@@ -51,8 +51,12 @@ mod methods;
 #[cfg(feature = "redis")]
 mod shared;
 mod stream;
+#[cfg(feature = "webhooks")]
+mod webhook;
 
 pub use def::{Check, Checked, Delivery, EventType, Occurrence};
+#[cfg(feature = "webhooks")]
+pub use webhook::Webhooks;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -79,8 +83,8 @@ pub const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 /// [`ServerBuilder::extension`](crate::ServerBuilder::extension); emit with the [`Emitter`] it gives.
 pub struct Events {
     hub: Arc<Hub>,
-    /// Two types of one name, reported when the server is built.
-    duplicate: Option<String>,
+    /// What is wrong with it (two types of one name, a webhook setting), reported when the server is built.
+    problem: Option<String>,
 }
 
 /// What the extension's methods and its emitter share: the types, their buffers, the settings.
@@ -97,6 +101,9 @@ pub(crate) struct Hub {
     /// The Redis the server shares with its other instances, once started: the types' events are kept there.
     #[cfg(feature = "redis")]
     shared: std::sync::OnceLock<shared::Shared>,
+    /// The webhook subscriptions and their delivery, when the extension delivers webhooks.
+    #[cfg(feature = "webhooks")]
+    webhooks: std::sync::OnceLock<Arc<webhook::Registry>>,
 }
 
 /// A type and, for an emitted one, its buffer.
@@ -174,15 +181,17 @@ impl Events {
             server: std::sync::OnceLock::new(),
             #[cfg(feature = "redis")]
             shared: std::sync::OnceLock::new(),
+            #[cfg(feature = "webhooks")]
+            webhooks: std::sync::OnceLock::new(),
         };
-        Events { hub: Arc::new(hub), duplicate: None }
+        Events { hub: Arc::new(hub), problem: None }
     }
 
     /// Adds an event type.
     pub fn event(mut self, def: EventType) -> Events {
         let name = def.name.clone();
         if self.hub.put(def).is_some() {
-            self.duplicate.get_or_insert(name);
+            self.problem.get_or_insert(format!("two event types are named `{name}`: each name must be unique"));
         }
         self
     }
@@ -211,6 +220,22 @@ impl Events {
     /// (`data.limit: "streams"`).
     pub fn max_streams(self, streams: usize) -> Events {
         self.hub.settings.write().unwrap_or_else(|e| e.into_inner()).max_streams = streams;
+        self
+    }
+
+    /// Delivers webhooks too (`events/subscribe`, the `webhooks` feature): every type offers `webhook` unless its
+    /// [`delivery`](EventType::delivery) says otherwise. See [`Webhooks`] for the TTLs, limits, retries and the SSRF
+    /// guard.
+    #[cfg(feature = "webhooks")]
+    pub fn webhooks(mut self, settings: Webhooks) -> Events {
+        match webhook::Registry::new(settings) {
+            Ok(registry) => {
+                let _ = self.hub.webhooks.set(Arc::new(registry));
+            }
+            Err(why) => {
+                self.problem.get_or_insert(why);
+            }
+        }
         self
     }
 
@@ -266,7 +291,12 @@ impl Hub {
     }
 
     pub(crate) fn descriptors(&self) -> Vec<Value> {
-        self.types.read().unwrap_or_else(|e| e.into_inner()).values().map(|e| e.def.descriptor()).collect()
+        self.types
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+            .map(|e| e.def.descriptor(self.delivers_webhooks()))
+            .collect()
     }
 
     pub(crate) fn cursor(&self, position: u64) -> String {
@@ -275,6 +305,14 @@ impl Hub {
 
     pub(crate) fn epoch(&self) -> u64 {
         self.epoch.load(Ordering::Acquire)
+    }
+
+    /// Whether the extension delivers webhooks (`events/subscribe`).
+    pub(crate) fn delivers_webhooks(&self) -> bool {
+        #[cfg(feature = "webhooks")]
+        return self.webhooks.get().is_some();
+        #[cfg(not(feature = "webhooks"))]
+        false
     }
 
     /// Whether the types' events are kept in a Redis the instances share.
@@ -445,8 +483,8 @@ impl Extension for Events {
     }
 
     fn check(&self) -> Result<(), String> {
-        match &self.duplicate {
-            Some(name) => Err(format!("two event types are named `{name}`: each name must be unique")),
+        match &self.problem {
+            Some(problem) => Err(problem.clone()),
             None => Ok(()),
         }
     }

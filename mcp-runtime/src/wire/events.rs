@@ -8,14 +8,18 @@ pub enum Delivery {
     Poll,
     /// `events/stream`: a request held open, on which the server sends each event as a notification.
     Push,
+    /// `events/subscribe`: the server POSTs each event, signed, to an `https` endpoint the client names, for as long
+    /// as the client refreshes the subscription.
+    Webhook,
 }
 
 impl Delivery {
-    /// The mode's name on the wire (`poll`, `push`).
+    /// The mode's name on the wire (`poll`, `push`, `webhook`).
     pub fn as_str(self) -> &'static str {
         match self {
             Delivery::Poll => "poll",
             Delivery::Push => "push",
+            Delivery::Webhook => "webhook",
         }
     }
 
@@ -24,6 +28,7 @@ impl Delivery {
         match name {
             "poll" => Some(Delivery::Poll),
             "push" => Some(Delivery::Push),
+            "webhook" => Some(Delivery::Webhook),
             _ => None,
         }
     }

@@ -1,0 +1,262 @@
+//! A webhook subscription's delivery loop: it follows its type (an emitted type's buffer, or a checked type's check
+//! function) from where the subscription started, and POSTs each event, one at a time and in order, retried as
+//! [`Webhooks::retries`](super::Webhooks::retries) says; a gap is a `gap` envelope, a removed type or a check that
+//! ends the subscription a `terminated` one. It ends when the subscription is unsubscribed, expires, or its type is
+//! removed.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use serde_json::{json, Value};
+
+use super::deliver::Answer;
+use super::{gone, random_id, Registry, Sub};
+use crate::base::sync::Unpoisoned;
+use crate::context::Context;
+use crate::events::def::{Check, CheckFn, Checked, Source};
+use crate::events::methods::{matches, stored_json};
+use crate::events::{Entry, Hub};
+use crate::wire::error::{Error, ErrorCode};
+
+/// How many events one read of a buffer, or one check, takes at most.
+const BATCH: usize = 100;
+
+/// Where a new subscription's delivery starts.
+pub(crate) enum Start {
+    /// After this position of an emitted type's buffer.
+    Buffer(u64),
+    /// With the events (and cursor) of a checked type's first check.
+    Checked(Box<Checked>),
+}
+
+/// Why a subscription's delivery ended.
+#[derive(Debug)]
+enum End {
+    /// Unsubscribed, or the server is gone.
+    Stopped,
+    /// Not refreshed in time.
+    Expired,
+    /// Its type was removed: the endpoint hears `terminated`.
+    Gone,
+    /// A check ended it; the endpoint heard `terminated` already.
+    Terminated,
+}
+
+struct Run {
+    hub: Arc<Hub>,
+    registry: Arc<Registry>,
+    entry: Arc<Entry>,
+    sub: Arc<Sub>,
+}
+
+/// Delivers a subscription's events until it ends, then forgets it.
+pub(crate) async fn deliver(
+    hub: Arc<Hub>,
+    registry: Arc<Registry>,
+    entry: Arc<Entry>,
+    sub: Arc<Sub>,
+    start: Start,
+    ctx: Context,
+) {
+    let run = Run { hub, registry, entry, sub };
+    let end = match (start, &run.entry.def.source) {
+        (Start::Buffer(position), _) => run.emitted(position).await,
+        (Start::Checked(first), Source::Checked(check)) => run.checked(check, *first, &ctx).await,
+        (Start::Checked(_), Source::Emitted { .. }) => End::Stopped,
+    };
+    if let End::Gone = end {
+        run.terminate(&gone(&run.sub.name)).await;
+    }
+    tracing::debug!(subscription = %run.sub.id, ?end, "a webhook subscription ended");
+    run.registry.remove(&run.sub);
+}
+
+impl Run {
+    /// Runs `wake` until it is done, or the subscription ends meanwhile.
+    async fn wait<F: Future>(&self, wake: F) -> Result<F::Output, End> {
+        tokio::pin!(wake);
+        loop {
+            let expires = self.sub.state.locked().expires;
+            tokio::select! {
+                out = &mut wake => return Ok(out),
+                () = self.sub.stop.cancelled() => return Err(End::Stopped),
+                () = self.entry.gone.cancelled() => return Err(End::Gone),
+                () = self.sub.refreshed.notified() => {}
+                () = tokio::time::sleep_until(expires.into()) => {
+                    if self.sub.state.locked().expires <= Instant::now() {
+                        return Err(End::Expired);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The secrets that sign now: the current one, and the one it replaced while its grace lasts.
+    fn secrets(&self) -> Vec<String> {
+        let state = self.sub.state.locked();
+        let mut secrets = vec![state.secret.clone()];
+        if let Some((previous, until)) = &state.previous {
+            if *until > Instant::now() {
+                secrets.push(previous.clone());
+            }
+        }
+        secrets
+    }
+
+    /// POSTs one body (message `id`) until it is accepted, refused for good, or its attempts run out.
+    async fn send(&self, id: &str, body: &str) -> Result<(), End> {
+        let settings = &self.registry.settings;
+        let mut backoff = settings.first_retry;
+        for attempt in 1..=settings.attempts {
+            let secrets = self.secrets();
+            let secrets: Vec<&str> = secrets.iter().map(String::as_str).collect();
+            let post = self.registry.sender.post(&self.sub.url, &self.sub.id, id, body, &secrets);
+            match self.wait(post).await? {
+                Answer::Accepted => {
+                    let mut state = self.sub.state.locked();
+                    state.last_delivery_at = Some(SystemTime::now());
+                    state.last_error = None;
+                    state.failed_since = None;
+                    return Ok(());
+                }
+                Answer::Refused(category) => {
+                    self.failed(category);
+                    return Ok(());
+                }
+                Answer::Failed(category) => {
+                    self.failed(category);
+                    if attempt < settings.attempts {
+                        self.wait(tokio::time::sleep(backoff)).await?;
+                        backoff = backoff.saturating_mul(2);
+                    }
+                }
+            }
+        }
+        tracing::warn!(subscription = %self.sub.id, message = id, "a webhook delivery was given up after its retries");
+        Ok(())
+    }
+
+    fn failed(&self, category: &'static str) {
+        let mut state = self.sub.state.locked();
+        state.last_error = Some(category);
+        state.failed_since.get_or_insert_with(SystemTime::now);
+    }
+
+    fn advance(&self, cursor: Option<String>) {
+        self.sub.state.locked().watermark = cursor;
+    }
+
+    /// A `gap` envelope: events were skipped before `cursor`.
+    async fn gap(&self, cursor: Option<String>) -> Result<(), End> {
+        let body = json!({ "type": "gap", "cursor": cursor }).to_string();
+        self.send(&format!("msg_gap_{}", random_id()), &body).await?;
+        self.advance(cursor);
+        Ok(())
+    }
+
+    /// A `terminated` envelope, tried once: the subscription no longer exists.
+    async fn terminate(&self, error: &Error) {
+        let body = json!({ "type": "terminated", "error": error }).to_string();
+        let secrets = self.secrets();
+        let secrets: Vec<&str> = secrets.iter().map(String::as_str).collect();
+        let id = format!("msg_terminated_{}", random_id());
+        let _ = self.registry.sender.post(&self.sub.url, &self.sub.id, &id, &body, &secrets).await;
+    }
+
+    /// Follows an emitted type's buffer from `position`.
+    async fn emitted(&self, mut position: u64) -> End {
+        let Some(buffer) = self.entry.buffer.clone() else { return End::Stopped };
+        let mut latest = buffer.watch();
+        let arguments = &self.sub.arguments;
+        loop {
+            let bounds = self.hub.settings().bounds;
+            let read = buffer.read(bounds, position, None, BATCH, |e| matches(&self.entry, arguments, &e.data));
+            if read.truncated {
+                if let Err(end) = self.gap(Some(self.hub.cursor(read.start))).await {
+                    return end;
+                }
+            }
+            for event in &read.events {
+                let cursor = self.hub.cursor(event.position);
+                let body = stored_json(&self.entry, arguments, event, Some(&cursor)).to_string();
+                if let Err(end) = self.send(&event.id, &body).await {
+                    return end;
+                }
+                self.advance(Some(cursor));
+            }
+            position = read.position;
+            self.advance(Some(self.hub.cursor(position)));
+            if !read.more {
+                match self.wait(latest.changed()).await {
+                    Ok(Ok(())) => {}
+                    Ok(Err(_)) => return End::Stopped,
+                    Err(end) => return end,
+                }
+            }
+        }
+    }
+
+    /// Calls a checked type's function every `next_poll` (at once while it has more), from the first check's cursor.
+    async fn checked(&self, check: &CheckFn, first: Checked, ctx: &Context) -> End {
+        let next_poll = self.hub.settings().next_poll;
+        let mut next = Some(first);
+        let mut cursor = None;
+        loop {
+            let wait = match next.take() {
+                Some(checked) => match self.deliver_checked(&checked, cursor.clone()).await {
+                    Ok(()) => {
+                        cursor = checked.cursor.clone();
+                        self.advance(cursor.clone());
+                        if checked.has_more {
+                            Duration::ZERO
+                        } else {
+                            checked.next_poll.unwrap_or(next_poll)
+                        }
+                    }
+                    Err(end) => return end,
+                },
+                None => next_poll,
+            };
+            if let Err(end) = self.wait(tokio::time::sleep(wait)).await {
+                return end;
+            }
+            let asked = Check {
+                context: ctx.clone(),
+                arguments: self.sub.arguments.clone(),
+                cursor: cursor.clone(),
+                max_age: None,
+                max_events: BATCH,
+            };
+            match self.wait(check(asked)).await {
+                Ok(Ok(checked)) => {
+                    if checked.truncated {
+                        if let Err(end) = self.gap(checked.cursor.clone()).await {
+                            return end;
+                        }
+                    }
+                    next = Some(checked);
+                }
+                Ok(Err(e))
+                    if [ErrorCode::NOT_FOUND, ErrorCode::FORBIDDEN, ErrorCode::UNSUPPORTED].contains(&e.code) =>
+                {
+                    self.terminate(&e).await;
+                    return End::Terminated;
+                }
+                Ok(Err(e)) => tracing::warn!(subscription = %self.sub.id, error = %e, "a check for a webhook failed"),
+                Err(end) => return end,
+            }
+        }
+    }
+
+    /// POSTs a check's events, each with its own cursor or, for the last, the batch's.
+    async fn deliver_checked(&self, checked: &Checked, before: Option<String>) -> Result<(), End> {
+        let last = checked.events.len().saturating_sub(1);
+        for (i, event) in checked.events.iter().enumerate() {
+            let at = event.cursor.clone().or_else(|| if i == last { checked.cursor.clone() } else { before.clone() });
+            let body: Value = event.to_json(&self.sub.name, Some(at.as_deref()));
+            self.send(&event.event_id, &body.to_string()).await?;
+        }
+        Ok(())
+    }
+}
