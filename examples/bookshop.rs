@@ -20,9 +20,10 @@
 //!   the binary, listed by `skills/list` and read as `skill://recommending-a-book/...` resources.
 //! - An app (MCP Apps, `mcp::apps`): `ui://bookshop/holds`, the interface of `list_holds` in hosts that render apps
 //!   (examples/bookshop-app/holds.html): it lists the holds, releases one through the host, and follows changes.
-//! - An event (the Events extension, `mcp::events`, 2026-07-28 clients): `book.back_on_shelf`, emitted whenever a
-//!   hold is released, to every subscription whose `title` argument is that book's (or absent); clients poll it
-//!   (`events/poll`) or hold a push stream (`events/stream`).
+//! - An event (the Events extension, `mcp::events`, 2026-07-28 clients): `book.back_on_shelf`, declared with
+//!   `#[mcp::event]` on its match rule and emitted whenever a hold is released, to every subscription whose `title`
+//!   argument is that book's (or absent); clients poll it (`events/poll`) or hold a push stream (`events/stream`);
+//!   with `--redis`, on every instance.
 //! - With `--http ADDR --auth-issuer URL --auth-resource URL` it is an OAuth resource server: every request needs a
 //!   bearer JWT from that issuer for that resource; `order_book` and `cancel_hold` need the scope `books:write`,
 //!   `rebuild_index` needs `books:admin` (a token without it gets `403 insufficient_scope`, and the client steps
@@ -33,7 +34,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use mcp::events::{Emitter, EventType};
+use mcp::events::Emitter;
 use mcp::redis::driver::AsyncCommands;
 use mcp::{Context, PromptMessage, State};
 
@@ -158,13 +159,6 @@ async fn order_book(
     Ok(format!("Ordered {title:?}."))
 }
 
-/// Which books a subscriber hears about when they are back on the shelf.
-#[derive(serde::Deserialize, schemars::JsonSchema)]
-struct ShelfWatch {
-    /// Only this title; every title if absent.
-    title: Option<String>,
-}
-
 /// A book back on the shelf: its hold was released.
 #[derive(serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 struct BackOnShelf {
@@ -172,18 +166,20 @@ struct BackOnShelf {
     title: String,
 }
 
-/// The event type `book.back_on_shelf`: emitted by the shop, matched by title.
-fn back_on_shelf_event() -> EventType {
-    EventType::emitted("book.back_on_shelf")
-        .description("A book is back on the shelf: its hold was released.")
-        .arguments::<ShelfWatch>()
-        .payload::<BackOnShelf>()
-        .matching(|watch: &ShelfWatch, book: &BackOnShelf| watch.title.as_ref().is_none_or(|t| *t == book.title))
+/// A book is back on the shelf: its hold was released.
+#[mcp::event(name = "book.back_on_shelf")]
+fn book_back_on_shelf(
+    /// Only this title; every title if absent.
+    title: Option<String>,
+    book: &BackOnShelf,
+) -> bool {
+    title.is_none_or(|t| t == book.title)
 }
 
 /// Tells the subscribers of `book.back_on_shelf` that `title` is back.
 fn back_on_shelf(shelf: Option<&Emitter>, title: &str) {
-    if let Some(Err(e)) = shelf.map(|s| s.emit("book.back_on_shelf", BackOnShelf { title: title.to_owned() })) {
+    let back = BackOnShelf { title: title.to_owned() };
+    if let Some(Err(e)) = shelf.map(|s| s.emit_of::<book_back_on_shelf>(back)) {
         eprintln!("could not tell of {title:?} back on the shelf: {e}");
     }
 }
@@ -363,6 +359,6 @@ async fn main() -> mcp::ServerBuilder {
             ),
         )
         // An event (the Events extension, 2026-07-28): a book back on the shelf, by poll or push.
-        .extension(mcp::events::Events::new().event(back_on_shelf_event()))
+        .extension(mcp::events::Events::new().event_of::<book_back_on_shelf>())
         .on_shutdown(async { eprintln!("bookshop closed") })
 }

@@ -18,6 +18,11 @@ impl Errors {
         self.push(syn::Error::new_spanned(tokens, message));
     }
 
+    /// How many errors were pushed.
+    pub(crate) fn len(&self) -> usize {
+        self.0.as_ref().map_or(0, |e| e.into_iter().count())
+    }
+
     pub(crate) fn finish(self) -> Result<(), syn::Error> {
         match self.0 {
             Some(e) => Err(e),

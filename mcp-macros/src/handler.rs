@@ -54,7 +54,7 @@ impl Shape {
                 quote!(#private::HandlerResult),
                 quote!(#mcp::handler::ToolHandler),
             ),
-            Macro::Method => (
+            Macro::Method | Macro::Event => (
                 quote!(#private::invalid_method_argument),
                 quote_spanned!(ret_span=> #private::method_result::<#ret_ty>),
                 quote!(::core::result::Result<#private::serde_json::Value, #mcp::Error>),
@@ -172,4 +172,29 @@ fn call_fn(
             quote!(#handler_ty::Blocking(__mcp_call)),
         )
     }
+}
+
+/// The input schema's statements: one property per argument (and its `Mcp-Param-*` header), the fields of each
+/// flattened struct.
+pub(crate) fn properties(private: &TokenStream, params: &[Param]) -> Vec<TokenStream> {
+    params
+        .iter()
+        .filter_map(|p| match p {
+            Param::Argument { name, ty, doc, header } => {
+                let doc = match doc {
+                    Some(d) => quote!(::core::option::Option::Some(#d)),
+                    None => quote!(::core::option::Option::None),
+                };
+                let mirror = header.as_ref().map(
+                    |h| quote_spanned!(ty.span()=> (#private::header_arg::<#ty>())(&mut __mcp_schema, #name, #h);),
+                );
+                let reader = params::reader(private, ty, false);
+                Some(quote_spanned!(ty.span()=> (#reader.describe)(&mut __mcp_schema, #name, #doc); #mirror))
+            }
+            Param::Flattened { name, ty } => {
+                Some(quote_spanned!(ty.span()=> (#private::flattened::<#ty>().describe)(&mut __mcp_schema, #name);))
+            }
+            Param::Injected { .. } => None,
+        })
+        .collect()
 }

@@ -9,6 +9,7 @@ mod attr;
 mod diagnostics;
 mod docs;
 mod entry;
+mod event;
 mod function;
 mod handler;
 mod item_fn;
@@ -317,6 +318,79 @@ pub fn resource(attr: TokenStream, item: TokenStream) -> TokenStream {
 #[proc_macro_attribute]
 pub fn method(attr: TokenStream, item: TokenStream) -> TokenStream {
     method::expand(attr.into(), item.into()).into()
+}
+
+/// Declares an event type of the Events extension (`mcp::events`, SEP-3415) on the function that serves it: its
+/// owned parameters are a subscription's arguments (the `inputSchema`, from their types and doc comments, as a
+/// tool's), its doc comment the description.
+///
+/// Two shapes:
+/// - `fn name(arguments.., payload: &Payload) -> bool`: an **emitted** type. The program emits its events
+///   ([`Emitter::emit_of`](../mcp/events/struct.Emitter.html#method.emit_of)); `Payload`'s schema is the
+///   `payloadSchema`; the function is the match rule, called with a subscription's arguments and each event's
+///   payload (polls, push streams and webhooks alike).
+/// - `async fn name(arguments.., check: mcp::events::Check) -> Result<Checked, mcp::Error>`: a **checked** type,
+///   whose function reads an upstream with a history of its own from the client's cursor (`check.cursor`);
+///   `payload = Type` gives the `payloadSchema`.
+///
+/// Add it with `Events::new().event_of::<name>()`, or every declared one with `Events::registered()`.
+///
+/// # Options
+/// - `name = "..."`: the type's name (default: the function's);
+/// - `description = "..."`: instead of the doc comment;
+/// - `payload = Type`: a checked type's payload;
+/// - `delivery = [poll, push, webhook]`: the modes it offers (default: poll and push, and webhook when the
+///   extension delivers webhooks);
+/// - `crate = "..."`: the path of the runtime crate, if it was renamed.
+///
+/// # Example
+/// ```
+/// use mcp::events::{Events, Checked, Check};
+///
+/// /// A book is back on the shelf: its hold was released.
+/// #[mcp::event(name = "book.back_on_shelf")]
+/// fn back_on_shelf(
+///     /// Only this title; every title if absent.
+///     title: Option<String>,
+///     book: &BackOnShelf,
+/// ) -> bool {
+///     title.is_none_or(|t| t == book.title)
+/// }
+///
+/// /// A book back on the shelf.
+/// #[derive(serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+/// struct BackOnShelf {
+///     /// Its title.
+///     title: String,
+/// }
+///
+/// /// Orders placed since the cursor.
+/// #[mcp::event(name = "order.placed", delivery = [poll])]
+/// async fn order_placed(check: Check) -> Result<Checked, mcp::Error> {
+///     Ok(Checked::new(vec![], check.cursor.or(Some("0".into()))))
+/// }
+///
+/// let events = Events::new().event_of::<back_on_shelf>().event_of::<order_placed>();
+/// let shelf = events.emitter();
+/// let server = mcp::Server::builder().extension(events).build().unwrap();
+/// shelf.emit_of::<back_on_shelf>(BackOnShelf { title: "Dune".into() }).unwrap();
+/// # let _ = server;
+/// ```
+///
+/// # Expands roughly to
+/// The function unchanged, a hidden `struct back_on_shelf {}` implementing `mcp::events::EventItem` (its `NAME`,
+/// its `Payload`, and `event_type()`, which builds the `EventType` with the arguments' schema and reader and the
+/// match rule or check), and an `inventory::submit!` so `Events::registered()` finds it.
+///
+/// # Limitations
+/// The function has one of the two shapes above; an emitted type's only reference parameter is its payload, last:
+/// ```compile_fail
+/// #[mcp::event]
+/// fn restocked(isbn: String) -> bool { true }
+/// ```
+#[proc_macro_attribute]
+pub fn event(attr: TokenStream, item: TokenStream) -> TokenStream {
+    event::expand(attr.into(), item.into()).into()
 }
 
 /// Turns `async fn main()` into a program that serves every registered tool over stdio.

@@ -8,6 +8,7 @@ pub(crate) enum Macro {
     Prompt,
     Resource,
     Method,
+    Event,
 }
 
 impl Macro {
@@ -18,6 +19,7 @@ impl Macro {
             Macro::Prompt => "prompt",
             Macro::Resource => "resource",
             Macro::Method => "method",
+            Macro::Event => "event",
         }
     }
 
@@ -28,6 +30,7 @@ impl Macro {
             Macro::Prompt => "prompt",
             Macro::Resource => "resource",
             Macro::Method => "custom method",
+            Macro::Event => "event type",
         }
     }
 
@@ -38,6 +41,7 @@ impl Macro {
             Macro::Prompt => "prompt functions",
             Macro::Resource => "resource functions",
             Macro::Method => "custom methods",
+            Macro::Event => "event functions",
         }
     }
 }

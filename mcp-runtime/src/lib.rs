@@ -92,7 +92,7 @@ pub use wire::jsonrpc::RequestId;
 pub use wire::protocol;
 pub use wire::protocol::{CacheHint, CacheScope};
 
-pub use mcp_macros::{main, method, prompt, resource, tool};
+pub use mcp_macros::{event, main, method, prompt, resource, tool};
 
 /// The schemars version argument and result schemas come from. A program without schemars of its own derives
 /// `JsonSchema` through it:
@@ -390,6 +390,7 @@ pub mod __fuzz {
 #[doc(hidden)]
 pub mod __private {
     pub use crate::entry::{run_main, MainOptions};
+    pub use crate::events::EventRegistration;
     pub use crate::handler::args::{ArgProbe, ArgSchema, ArgValue, InjectedProbe, Probe, TakenByValue};
     pub use crate::handler::tool::{Arguments, HandlerResult};
     pub use crate::server::{MethodRegistration, PromptRegistration, ResourceRegistration, ToolRegistration};
@@ -406,6 +407,24 @@ pub mod __private {
     /// A tool's argument could not be read: an `isError` result, so the model can correct itself.
     pub fn invalid_tool_argument(message: String) -> HandlerResult {
         Ok(CallToolResult::error(message))
+    }
+
+    /// An event's arguments, for `#[mcp::event]`'s reader: an object (absent or `null`: none).
+    pub fn event_arguments(arguments: &serde_json::Value) -> Result<Arguments, String> {
+        match arguments {
+            serde_json::Value::Object(map) => Ok(Arguments::from(map.clone())),
+            serde_json::Value::Null => Ok(Arguments::default()),
+            _ => Err("the arguments must be an object".to_owned()),
+        }
+    }
+
+    /// Arguments `#[mcp::event]`'s function does not take are refused, naming them.
+    pub fn no_other_arguments(arguments: &Arguments) -> Result<(), String> {
+        let left: Vec<&String> = arguments.as_map().keys().collect();
+        match left.as_slice() {
+            [] => Ok(()),
+            names => Err(format!("unknown argument(s) {names:?}: the event type does not take them")),
+        }
     }
 
     /// A custom method's parameter could not be read: -32602.

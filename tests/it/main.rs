@@ -28,6 +28,7 @@ mod compose_auth;
 mod conformance;
 mod dashboard;
 mod events;
+mod events_attribute;
 mod events_shared;
 mod events_webhooks;
 mod extensions;

@@ -71,7 +71,7 @@ fn checked_header(name: LitStr, which: Macro, errors: &mut Errors) -> Option<Lit
 
 /// `flatten` kept when `which` takes JSON arguments; reported when its arguments are strings.
 fn checked_flatten(ident: Ident, which: Macro, errors: &mut Errors) -> Option<Ident> {
-    if !matches!(which, Macro::Tool | Macro::Method) {
+    if !matches!(which, Macro::Tool | Macro::Method | Macro::Event) {
         let what = which.attr();
         errors.push_spanned(
             &ident,

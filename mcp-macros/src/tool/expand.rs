@@ -7,7 +7,7 @@ use syn::spanned::Spanned;
 use super::{TaskSupport, Tool};
 use crate::function::Function;
 use crate::handler::{self, Glue};
-use crate::params::{self, Param};
+use crate::params::Param;
 use crate::paths;
 use crate::which::Macro;
 
@@ -25,7 +25,7 @@ pub(super) fn emit(tool: &Tool, item: &Function) -> TokenStream {
         syn::ReturnType::Type(_, ty) => ty.span(),
     };
 
-    let properties = properties(&private, &item.params);
+    let properties = handler::properties(&private, &item.params);
     let output_schema = quote_spanned!(ret_span=> #private::returns::<#ret_ty>().output_schema);
     let Glue { call_fn, handler, injects } = handler::glue(Macro::Tool, &quote!(), &mcp, function, &item.params);
 
@@ -50,31 +50,6 @@ pub(super) fn emit(tool: &Tool, item: &Function) -> TokenStream {
         #injects
     };
     paths::item(&mcp, function, "Tool", body, def)
-}
-
-/// The input schema's statements: one property per argument (and its `Mcp-Param-*` header), the fields of each
-/// flattened struct.
-fn properties(private: &TokenStream, params: &[Param]) -> Vec<TokenStream> {
-    params
-        .iter()
-        .filter_map(|p| match p {
-            Param::Argument { name, ty, doc, header } => {
-                let doc = match doc {
-                    Some(d) => quote!(::core::option::Option::Some(#d)),
-                    None => quote!(::core::option::Option::None),
-                };
-                let mirror = header.as_ref().map(
-                    |h| quote_spanned!(ty.span()=> (#private::header_arg::<#ty>())(&mut __mcp_schema, #name, #h);),
-                );
-                let reader = params::reader(private, ty, false);
-                Some(quote_spanned!(ty.span()=> (#reader.describe)(&mut __mcp_schema, #name, #doc); #mirror))
-            }
-            Param::Flattened { name, ty } => {
-                Some(quote_spanned!(ty.span()=> (#private::flattened::<#ty>().describe)(&mut __mcp_schema, #name);))
-            }
-            Param::Injected { .. } => None,
-        })
-        .collect()
 }
 
 /// The calls on the definition that its options ask for: the shared ones, the hints, the task settings, and

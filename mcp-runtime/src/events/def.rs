@@ -191,6 +191,9 @@ pub struct EventType {
     pub(crate) validate: Option<Validate>,
     pub(crate) meta: Option<Value>,
     pub(crate) source: Source,
+    /// A declaration that cannot be served (its arguments' schema could not be made): reported when the server is
+    /// built.
+    pub(crate) problem: Option<String>,
 }
 
 impl std::fmt::Debug for EventType {
@@ -210,6 +213,7 @@ impl EventType {
             validate: None,
             meta: None,
             source,
+            problem: None,
         }
     }
 
@@ -260,6 +264,30 @@ impl EventType {
     pub fn arguments<A: JsonSchema + DeserializeOwned>(mut self) -> EventType {
         self.input_schema = root_schema::<A>(false);
         self.validate = Some(Arc::new(|v| serde_json::from_value::<A>(v.clone()).map(drop).map_err(|e| e.to_string())));
+        self
+    }
+
+    /// `#[mcp::event]`'s arguments: the `inputSchema` its glue builds, and its reader as the arguments' check.
+    #[doc(hidden)]
+    pub fn __macro_arguments(
+        mut self,
+        schema: fn() -> Result<Value, crate::handler::SchemaError>,
+        read: fn(&Value) -> Result<(), String>,
+    ) -> EventType {
+        match schema() {
+            Ok(schema) => self.input_schema = schema,
+            Err(e) => self.problem = Some(format!("event type `{}`: {e}", self.name)),
+        }
+        self.validate = Some(Arc::new(read));
+        self
+    }
+
+    /// `#[mcp::event]`'s match rule: its glue reads the arguments and the payload, and calls the function.
+    #[doc(hidden)]
+    pub fn __macro_matching(mut self, matches: fn(&Value, &Value) -> bool) -> EventType {
+        if let Source::Emitted { matches: slot, .. } = &mut self.source {
+            *slot = Some(Arc::new(matches));
+        }
         self
     }
 
@@ -416,3 +444,22 @@ fn root_schema<T: JsonSchema>(serialize: bool) -> Value {
     }
     schema
 }
+
+/// An event type declared with `#[mcp::event]`: the hidden item of the function's name implements it. Add it with
+/// [`Events::event_of`](super::Events::event_of), emit with [`Emitter::emit_of`](super::Emitter::emit_of).
+pub trait EventItem {
+    /// The type's name.
+    const NAME: &'static str;
+    /// What its events carry (for a checked type declared without `payload = ...`: a JSON value).
+    type Payload: serde::Serialize;
+
+    /// The type, as [`Events::event`](super::Events::event) takes it.
+    fn event_type() -> EventType;
+}
+
+/// An event type registered by `#[mcp::event]`, for [`Events::registered`](super::Events::registered). Not a public
+/// API.
+#[doc(hidden)]
+pub struct EventRegistration(pub fn() -> EventType);
+
+inventory::collect!(EventRegistration);

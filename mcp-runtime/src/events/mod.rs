@@ -54,7 +54,9 @@ mod stream;
 #[cfg(feature = "webhooks")]
 mod webhook;
 
-pub use def::{Check, Checked, Delivery, EventType, Occurrence};
+#[doc(hidden)]
+pub use def::EventRegistration;
+pub use def::{Check, Checked, Delivery, EventItem, EventType, Occurrence};
 #[cfg(feature = "webhooks")]
 pub use webhook::Webhooks;
 
@@ -189,11 +191,24 @@ impl Events {
 
     /// Adds an event type.
     pub fn event(mut self, def: EventType) -> Events {
+        if let Some(problem) = &def.problem {
+            self.problem.get_or_insert(problem.clone());
+        }
         let name = def.name.clone();
         if self.hub.put(def).is_some() {
             self.problem.get_or_insert(format!("two event types are named `{name}`: each name must be unique"));
         }
         self
+    }
+
+    /// Adds the event type `#[mcp::event]` declared on the function `T` names: `.event_of::<back_on_shelf>()`.
+    pub fn event_of<T: EventItem>(self) -> Events {
+        self.event(T::event_type())
+    }
+
+    /// Every event type declared with `#[mcp::event]` in the program (and the crates it links).
+    pub fn registered() -> Events {
+        inventory::iter::<EventRegistration>.into_iter().fold(Events::new(), |events, r| events.event((r.0)()))
     }
 
     /// How long and how many events an emitted type's buffer keeps (ten minutes and 10 000 by default): what a
@@ -414,6 +429,12 @@ impl Emitter {
         data: impl Serialize,
     ) -> Result<String, EmitError> {
         self.emit_occurrence(name, Some(event_id.into()), SystemTime::now(), data)
+    }
+
+    /// Emits an event of the type `#[mcp::event]` declared on the function `T` names, with its payload type:
+    /// `emitter.emit_of::<back_on_shelf>(BackOnShelf { .. })`.
+    pub fn emit_of<T: EventItem>(&self, payload: T::Payload) -> Result<String, EmitError> {
+        self.emit(T::NAME, payload)
     }
 
     /// Adds an event type while the server runs, or replaces the one of its name (a plugin loaded, a data source
