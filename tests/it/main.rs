@@ -29,6 +29,7 @@ mod conformance;
 mod dashboard;
 mod events;
 mod events_attribute;
+mod events_hooks;
 mod events_shared;
 mod events_webhooks;
 mod extensions;

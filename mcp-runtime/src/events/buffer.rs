@@ -25,6 +25,8 @@ pub(crate) struct Stored {
     pub id: String,
     pub at: SystemTime,
     pub data: Value,
+    /// The one subscription it is for (a targeted emit, `Emitter::emit_to`); `None`: every matching one.
+    pub target: Option<String>,
 }
 
 /// How much a buffer keeps.
@@ -137,7 +139,7 @@ impl Buffer {
         &self,
         id: impl FnOnce(u64) -> String,
         at: SystemTime,
-        data: Value,
+        (data, target): (Value, Option<String>),
         bounds: Bounds,
     ) -> (u64, String) {
         let (position, id) = {
@@ -145,7 +147,7 @@ impl Buffer {
             let position = ring.next;
             ring.next += 1;
             let id = id(position);
-            ring.events.push_back(Arc::new(Stored { position, id: id.clone(), at, data }));
+            ring.events.push_back(Arc::new(Stored { position, id: id.clone(), at, data, target }));
             evict(&mut ring, bounds);
             (position, id)
         };
@@ -234,7 +236,7 @@ mod tests {
     }
 
     fn push(b: &Buffer, n: u64) -> u64 {
-        b.push(|_| format!("e{n}"), SystemTime::now(), serde_json::json!({ "n": n }), BOUNDS).0
+        b.push(|_| format!("e{n}"), SystemTime::now(), (serde_json::json!({ "n": n }), None), BOUNDS).0
     }
 
     #[test]
@@ -258,7 +260,7 @@ mod tests {
         let b = buffer(3);
         let three = Bounds { max_events: 3, ..BOUNDS };
         for n in 1..=6 {
-            b.push(|_| format!("e{n}"), SystemTime::now(), serde_json::json!({ "n": n }), three);
+            b.push(|_| format!("e{n}"), SystemTime::now(), (serde_json::json!({ "n": n }), None), three);
         }
         let r = b.read(three, 1, None, 10, |_| true);
         assert!(r.truncated);
@@ -281,7 +283,7 @@ mod tests {
     #[test]
     fn events_older_than_the_floor_are_skipped() {
         let b = buffer(10);
-        b.push(|_| "old".into(), SystemTime::now() - Duration::from_secs(60), serde_json::json!({}), BOUNDS);
+        b.push(|_| "old".into(), SystemTime::now() - Duration::from_secs(60), (serde_json::json!({}), None), BOUNDS);
         push(&b, 2);
         let r = b.read(BOUNDS, 0, Some(SystemTime::now() - Duration::from_secs(10)), 10, |_| true);
         assert!(r.truncated);
@@ -297,7 +299,13 @@ mod tests {
     }
 
     fn stored(position: u64) -> Stored {
-        Stored { position, id: format!("e{position}"), at: SystemTime::now(), data: serde_json::json!({}) }
+        Stored {
+            position,
+            id: format!("e{position}"),
+            at: SystemTime::now(),
+            data: serde_json::json!({}),
+            target: None,
+        }
     }
 
     #[test]

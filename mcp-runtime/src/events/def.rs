@@ -194,6 +194,8 @@ pub struct EventType {
     /// A declaration that cannot be served (its arguments' schema could not be made): reported when the server is
     /// built.
     pub(crate) problem: Option<String>,
+    pub(crate) on_subscribe: Option<super::hooks::StartHook>,
+    pub(crate) on_unsubscribe: Option<super::hooks::EndHook>,
 }
 
 impl std::fmt::Debug for EventType {
@@ -214,6 +216,8 @@ impl EventType {
             meta: None,
             source,
             problem: None,
+            on_subscribe: None,
+            on_unsubscribe: None,
         }
     }
 
@@ -288,6 +292,30 @@ impl EventType {
         if let Source::Emitted { matches: slot, .. } = &mut self.source {
             *slot = Some(Arc::new(matches));
         }
+        self
+    }
+
+    /// Called when a subscription starts, in every delivery mode (a push stream opens, a webhook subscription is
+    /// created, a poll is first seen: see [`Subscribed`](super::Subscribed)), before any event is delivered: the place
+    /// to set up an upstream listener for its arguments (make it idempotent: a poll lease that lapsed starts again).
+    /// An error refuses the subscription with it (-32024 for a caller who may not, say).
+    pub fn on_subscribe<F, Fut>(mut self, hook: F) -> EventType
+    where
+        F: Fn(super::Subscribed) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = Result<(), Error>> + Send + 'static,
+    {
+        self.on_subscribe = Some(Arc::new(move |sub| Box::pin(hook(sub))));
+        self
+    }
+
+    /// Called when a subscription ends: its push stream closed, its webhook subscription unsubscribed, expired or
+    /// terminated, or its poll lease not renewed ([`Events::poll_lease`](super::Events::poll_lease)).
+    pub fn on_unsubscribe<F, Fut>(mut self, hook: F) -> EventType
+    where
+        F: Fn(super::Subscribed) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = ()> + Send + 'static,
+    {
+        self.on_unsubscribe = Some(Arc::new(move |sub| Box::pin(hook(sub))));
         self
     }
 

@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 
 use super::buffer::{self, Buffer};
 use super::def::{Check, Delivery, Source};
-use super::{Emitter, Entry, Hub};
+use super::{Emitter, Entry, Hub, Subscribed};
 use crate::context::{Context, Era};
 use crate::handler::method::{MethodDef, MethodHandler};
 use crate::handler::tool::Arguments;
@@ -131,10 +131,19 @@ pub(super) async fn start(hub: &Hub, buffer: &Buffer, cursor: Option<&str>) -> R
     }
 }
 
-/// Whether an emitted event goes to a subscription with these arguments.
-pub(super) fn matches(entry: &Entry, arguments: &Value, data: &Value) -> bool {
+/// The caller's principal, when it is authenticated.
+pub(super) fn principal(ctx: &Context) -> Option<String> {
+    ctx.meta().http.as_ref().and_then(|http| http.auth.as_ref()).map(|auth| auth.principal())
+}
+
+/// Whether an emitted event goes to subscription `id` with these arguments: one targeted at it, or one its type's
+/// match rule takes.
+pub(super) fn delivers(entry: &Entry, id: &str, arguments: &Value, event: &buffer::Stored) -> bool {
+    if let Some(target) = &event.target {
+        return target == id;
+    }
     match &entry.def.source {
-        Source::Emitted { matches: Some(matches), .. } => matches(arguments, data),
+        Source::Emitted { matches: Some(matches), .. } => matches(arguments, &event.data),
         _ => true,
     }
 }
@@ -167,17 +176,22 @@ async fn poll(ctx: &Context, args: Arguments) -> Result<Value, Error> {
     let settings = hub.settings();
     let limit = sub.max_events.map_or(settings.max_events, |n| (n as usize).clamp(1, settings.max_events));
     let next_poll = |d: Option<Duration>| d.unwrap_or(settings.next_poll).as_millis() as u64;
+    let principal = principal(ctx);
+    let arguments = sub.arguments();
+    let id = super::hooks::poll_id(principal.as_deref(), &sub.name, &arguments);
+    let polled = Subscribed { id, name: sub.name.clone(), arguments, principal, delivery: Delivery::Poll };
+    hub.leases.poll(&entry, polled.clone(), settings.poll_lease).await?;
     match (&entry.def.source, &entry.buffer) {
         (Source::Emitted { .. }, Some(buffer)) => {
             let (after, skipped) = start(&hub, buffer, sub.cursor.as_deref()).await?;
-            let arguments = sub.arguments();
+            let (id, arguments) = (&polled.id, &polled.arguments);
             let read = match sub.cursor {
                 None => buffer::Read { start: after, position: after, ..Default::default() },
                 Some(_) => {
-                    buffer.read(settings.bounds, after, sub.floor(), limit, |e| matches(&entry, &arguments, &e.data))
+                    buffer.read(settings.bounds, after, sub.floor(), limit, |e| delivers(&entry, id, arguments, e))
                 }
             };
-            let events: Vec<Value> = read.events.iter().map(|e| stored_json(&entry, &arguments, e, None)).collect();
+            let events: Vec<Value> = read.events.iter().map(|e| stored_json(&entry, arguments, e, None)).collect();
             Ok(json!({
                 "events": events,
                 "cursor": hub.cursor(read.position),

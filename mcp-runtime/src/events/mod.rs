@@ -47,6 +47,7 @@
 
 mod buffer;
 mod def;
+mod hooks;
 mod methods;
 #[cfg(feature = "redis")]
 mod shared;
@@ -57,6 +58,7 @@ mod webhook;
 #[doc(hidden)]
 pub use def::EventRegistration;
 pub use def::{Check, Checked, Delivery, EventItem, EventType, Occurrence};
+pub use hooks::Subscribed;
 #[cfg(feature = "webhooks")]
 pub use webhook::Webhooks;
 
@@ -98,6 +100,8 @@ pub(crate) struct Hub {
     epoch: AtomicU64,
     /// The push streams open now.
     streams: AtomicUsize,
+    /// The poll leases of the types with lifecycle hooks.
+    leases: hooks::Leases,
     /// The server, once built: told when the types change (`notifications/events/list_changed`).
     server: std::sync::OnceLock<std::sync::Weak<crate::server::ServerInner>>,
     /// The Redis the server shares with its other instances, once started: the types' events are kept there.
@@ -125,6 +129,7 @@ pub(crate) struct Settings {
     pub heartbeat: Duration,
     pub max_streams: usize,
     pub max_events: usize,
+    pub poll_lease: Duration,
 }
 
 impl Default for Settings {
@@ -135,6 +140,7 @@ impl Default for Settings {
             heartbeat: Events::DEFAULT_HEARTBEAT,
             max_streams: Events::DEFAULT_MAX_STREAMS,
             max_events: Events::DEFAULT_MAX_EVENTS,
+            poll_lease: Events::DEFAULT_POLL_LEASE,
         }
     }
 }
@@ -165,6 +171,9 @@ impl Events {
     pub const DEFAULT_MAX_STREAMS: usize = 1_000;
     /// How many events a poll answers at most when it names no `maxEvents` (and the most it may name): 100.
     pub const DEFAULT_MAX_EVENTS: usize = 100;
+    /// How long a poll subscription lives after its last poll, for its type's lifecycle hooks: 30 s (six times the
+    /// default `nextPollMs`).
+    pub const DEFAULT_POLL_LEASE: Duration = Duration::from_secs(30);
     /// On a server shared through Redis, how many emitted events may wait to be written there (while Redis is
     /// unreachable or slow): 10 000. Past it, [`Emitter::emit`] is refused with [`EmitError::Backlog`].
     pub const SHARED_EMIT_QUEUE: usize = 10_000;
@@ -180,6 +189,7 @@ impl Events {
             settings: std::sync::RwLock::new(Settings::default()),
             epoch: AtomicU64::new(u64::from_le_bytes(bytes)),
             streams: AtomicUsize::new(0),
+            leases: hooks::Leases::default(),
             server: std::sync::OnceLock::new(),
             #[cfg(feature = "redis")]
             shared: std::sync::OnceLock::new(),
@@ -228,6 +238,14 @@ impl Events {
     /// How long a push stream stays silent before the server sends a heartbeat with its cursor (15 s by default).
     pub fn heartbeat(self, every: Duration) -> Events {
         self.hub.settings.write().unwrap_or_else(|e| e.into_inner()).heartbeat = every;
+        self
+    }
+
+    /// How long a poll subscription lives after its last poll (30 s by default): when no poll renewed it by then, its
+    /// type's [`on_unsubscribe`](EventType::on_unsubscribe) runs. Keep it a few times the `nextPollMs`
+    /// ([`next_poll`](Events::next_poll)), so that a client polling as asked never lapses.
+    pub fn poll_lease(self, lease: Duration) -> Events {
+        self.hub.settings.write().unwrap_or_else(|e| e.into_inner()).poll_lease = lease;
         self
     }
 
@@ -457,12 +475,30 @@ impl Emitter {
         true
     }
 
+    /// Emits an event to one subscription only (SEP-3415's targeted emit): the one whose id the type's
+    /// [`on_subscribe`](EventType::on_subscribe) hook was given, for an upstream listener set up per subscription.
+    /// Its match rule is not asked.
+    pub fn emit_to(&self, subscription: &str, name: &str, data: impl Serialize) -> Result<String, EmitError> {
+        self.emit_targeted(name, None, SystemTime::now(), data, Some(subscription.to_owned()))
+    }
+
     fn emit_occurrence(
         &self,
         name: &str,
         id: Option<String>,
         at: SystemTime,
         data: impl Serialize,
+    ) -> Result<String, EmitError> {
+        self.emit_targeted(name, id, at, data, None)
+    }
+
+    fn emit_targeted(
+        &self,
+        name: &str,
+        id: Option<String>,
+        at: SystemTime,
+        data: impl Serialize,
+        target: Option<String>,
     ) -> Result<String, EmitError> {
         let entry = self.hub.entry(name).ok_or_else(|| EmitError::UnknownType(name.to_owned()))?;
         let buffer = entry.buffer.as_ref().ok_or_else(|| EmitError::NotEmitted(name.to_owned()))?;
@@ -473,12 +509,12 @@ impl Emitter {
         }
         #[cfg(feature = "redis")]
         if let Some(shared) = self.hub.shared.get() {
-            return shared.emit(name, id, at, data);
+            return shared.emit(name, id, at, (data, target));
         }
         let epoch = self.hub.epoch();
         let bounds = self.hub.settings().bounds;
         let made = |position| id.unwrap_or_else(|| format!("evt_{epoch:x}_{position}"));
-        let (_, id) = buffer.push(made, at, data, bounds);
+        let (_, id) = buffer.push(made, at, (data, target), bounds);
         Ok(id)
     }
 }
@@ -514,11 +550,50 @@ impl Extension for Events {
         let hub = self.hub.clone();
         builder.state(self.emitter()).on_start(move |server| {
             let _ = hub.server.set(Arc::downgrade(&server.inner));
+            expire_leases(Arc::downgrade(&hub));
             #[cfg(feature = "redis")]
             if let Some(redis) = server.inner.state().get::<crate::redis::Redis>() {
                 shared::start(&hub, redis);
             }
         })
+    }
+}
+
+/// Ends the poll leases no poll renewed, every second, for as long as the extension lives.
+fn expire_leases(hub: std::sync::Weak<Hub>) {
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
+    runtime.spawn(async move {
+        let mut tick = tokio::time::interval(Duration::from_secs(1));
+        loop {
+            tick.tick().await;
+            match hub.upgrade() {
+                Some(hub) => hub.leases.expire(),
+                None => return,
+            }
+        }
+    });
+}
+
+/// 32 random hex digits: ids of push subscriptions, challenges, ids of webhook control envelopes.
+pub(crate) fn random_id() -> String {
+    let mut bytes = [0u8; 16];
+    let _ = getrandom::fill(&mut bytes);
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// JSON with every object's keys sorted: equal arguments are equal text, whatever order they came in (serde_json's
+/// `preserve_order` feature, if anything turned it on, keeps the order they came in).
+fn canonical(value: &Value) -> String {
+    match value {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            let fields: Vec<String> =
+                keys.iter().map(|k| format!("{}:{}", Value::String((*k).clone()), canonical(&map[*k]))).collect();
+            format!("{{{}}}", fields.join(","))
+        }
+        Value::Array(items) => format!("[{}]", items.iter().map(canonical).collect::<Vec<_>>().join(",")),
+        other => other.to_string(),
     }
 }
 

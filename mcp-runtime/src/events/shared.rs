@@ -70,11 +70,11 @@ impl Shared {
         name: &str,
         id: Option<String>,
         at: SystemTime,
-        data: Value,
+        (data, target): (Value, Option<String>),
     ) -> Result<String, EmitError> {
         let id = id.unwrap_or_else(|| format!("evt_{:x}_{}", self.process, self.made.fetch_add(1, Ordering::Relaxed)));
         let at_ms = at.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
-        let append = Append { id: id.clone(), at_ms, data: data.to_string() };
+        let append = Append { id: id.clone(), at_ms, data: data.to_string(), target };
         self.queue.try_send(Pending { name: name.to_owned(), append }).map_err(|_| {
             EmitError::Backlog(format!(
                 "{} events wait to be written to Redis at {} (unreachable or slow): `{name}` was not emitted",
@@ -209,5 +209,6 @@ fn stored(entry: FeedEntry) -> Stored {
         id: entry.id,
         at: UNIX_EPOCH + Duration::from_millis(entry.at_ms),
         data: serde_json::from_str(&entry.data).unwrap_or(Value::Null),
+        target: entry.target,
     }
 }

@@ -10,8 +10,8 @@ use serde_json::{json, Value};
 use tokio::time::{sleep_until, Instant};
 
 use super::def::{Check, CheckFn, Delivery, Source};
-use super::methods::{hub, matches, not_found, start, stored_json, subscription, Subscription};
-use super::{Entry, Hub, Settings, SUBSCRIPTION_ID};
+use super::methods::{delivers, hub, not_found, principal, start, stored_json, subscription, Subscription};
+use super::{Entry, Hub, Settings, Subscribed, SUBSCRIPTION_ID};
 use crate::context::{Context, Era};
 use crate::handler::tool::Arguments;
 use crate::wire::error::{Error, ErrorCode};
@@ -68,21 +68,30 @@ pub(super) async fn stream(ctx: &Context, args: Arguments) -> Result<Value, Erro
         .with_data(json!({ "limit": "streams", "max": max }))
     })?;
     let out = Out { ctx, id: serde_json::to_value(ctx.request_id()).unwrap_or(Value::Null) };
+    let streamed = Subscribed {
+        id: format!("push_{}", super::random_id()),
+        name: sub.name.clone(),
+        arguments: sub.arguments(),
+        principal: principal(ctx),
+        delivery: Delivery::Push,
+    };
+    // Its `on_unsubscribe` runs when this handler ends, or is dropped (the client closed the stream).
+    let _ending = super::hooks::started(&entry, streamed.clone()).await?;
     match &entry.def.source {
-        Source::Emitted { .. } => emitted(&hub, &entry, &sub, &out).await,
+        Source::Emitted { .. } => emitted(&hub, &entry, &sub, &streamed.id, &out).await,
         Source::Checked(check) => checked(&hub, &entry, check, sub, &out).await,
     }
 }
 
 /// A stream of an emitted type: it follows the type's buffer from the subscription's cursor.
-async fn emitted(hub: &Hub, entry: &Entry, sub: &Subscription, out: &Out<'_>) -> Result<Value, Error> {
+async fn emitted(hub: &Hub, entry: &Entry, sub: &Subscription, id: &str, out: &Out<'_>) -> Result<Value, Error> {
     let buffer = entry.buffer.as_ref().ok_or_else(|| Error::internal("an emitted event type without its buffer"))?;
     // Watched before the first read, so that an event emitted in between wakes the stream.
     let mut latest = buffer.watch();
     let (after, skipped) = start(hub, buffer, sub.cursor.as_deref()).await?;
     let arguments = sub.arguments();
     let Settings { heartbeat, bounds, .. } = hub.settings();
-    let mut read = buffer.read(bounds, after, sub.floor(), BATCH, |e| matches(entry, &arguments, &e.data));
+    let mut read = buffer.read(bounds, after, sub.floor(), BATCH, |e| delivers(entry, id, &arguments, e));
     if !out.active(Some(&hub.cursor(read.start)), skipped || read.truncated) {
         return Ok(out.closed());
     }
@@ -114,7 +123,7 @@ async fn emitted(hub: &Hub, entry: &Entry, sub: &Subscription, out: &Out<'_>) ->
                 }
             }
         }
-        read = buffer.read(bounds, position, None, BATCH, |e| matches(entry, &arguments, &e.data));
+        read = buffer.read(bounds, position, None, BATCH, |e| delivers(entry, id, &arguments, e));
         if read.truncated && !out.active(Some(&hub.cursor(read.start)), true) {
             return Ok(out.closed());
         }

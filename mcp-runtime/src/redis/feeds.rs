@@ -4,8 +4,8 @@
 //! Each emitted type is a Redis stream, `{prefix}:event-types:{name}:log`, whose entry ids are `{position}-0`: the
 //! position comes from a counter beside it (`{prefix}:event-types:{name}:next`), so positions are numbered without
 //! gaps across every instance, and a reader tells an event it missed (trimmed away) from one that never was. An
-//! entry's fields are `i` (the event's id), `t` (when it happened, milliseconds since the Unix epoch) and `d` (its
-//! payload, JSON). The stream keeps about as many entries as the extension's buffer (`MAXLEN ~`).
+//! entry's fields are `i` (the event's id), `t` (when it happened, milliseconds since the Unix epoch), `d` (its
+//! payload, JSON) and, for a targeted event, `g` (the one subscription it is for). The stream keeps about as many entries as the extension's buffer (`MAXLEN ~`).
 //!
 //! The cursors' epoch is shared too (`{prefix}:event-types:epoch`, set once by the first instance): a cursor from one
 //! instance is the same position on every other. A Redis that lost its data (a restart without persistence) is told
@@ -21,12 +21,18 @@ use super::{manager_config, Redis};
 use crate::store::task::StoreError;
 
 /// Appends a batch of events to one type's stream, each at the next position; returns the positions.
-/// KEYS: the stream, its counter. ARGV: the stream's length, then the events' id, time and payload in threes.
+/// KEYS: the stream, its counter. ARGV: the stream's length, then the events' id, time, payload and target (empty:
+/// none) in fours.
 const APPEND: &str = r"
 local out = {}
-for i = 2, #ARGV, 3 do
+for i = 2, #ARGV, 4 do
   local n = redis.call('INCR', KEYS[2])
-  redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], n .. '-0', 'i', ARGV[i], 't', ARGV[i + 1], 'd', ARGV[i + 2])
+  if ARGV[i + 3] == '' then
+    redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], n .. '-0', 'i', ARGV[i], 't', ARGV[i + 1], 'd', ARGV[i + 2])
+  else
+    redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], n .. '-0', 'i', ARGV[i], 't', ARGV[i + 1], 'd', ARGV[i + 2],
+      'g', ARGV[i + 3])
+  end
   out[#out + 1] = n
 end
 return out
@@ -40,6 +46,7 @@ pub(crate) struct FeedEntry {
     /// Milliseconds since the Unix epoch.
     pub at_ms: u64,
     pub data: String,
+    pub target: Option<String>,
 }
 
 /// One event to append.
@@ -48,6 +55,8 @@ pub(crate) struct Append {
     pub id: String,
     pub at_ms: u64,
     pub data: String,
+    /// The one subscription it is for, if targeted.
+    pub target: Option<String>,
 }
 
 /// The event types' streams on a Redis.
@@ -111,7 +120,7 @@ impl RedisFeeds {
         let mut invocation = self.append.key(self.log_key(name));
         invocation.key(self.next_key(name)).arg(max_len.max(1));
         for e in events {
-            invocation.arg(&e.id).arg(e.at_ms).arg(&e.data);
+            invocation.arg(&e.id).arg(e.at_ms).arg(&e.data).arg(e.target.as_deref().unwrap_or(""));
         }
         let mut redis = self.redis.commands();
         invocation.invoke_async(&mut redis).await.map_err(|e| self.redis.unavailable(e))
@@ -188,5 +197,6 @@ fn entry((id, mut fields): (String, HashMap<String, String>)) -> Option<FeedEntr
         id: fields.remove("i")?,
         at_ms: fields.get("t")?.parse().ok()?,
         data: fields.remove("d")?,
+        target: fields.remove("g"),
     })
 }

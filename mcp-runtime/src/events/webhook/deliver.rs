@@ -118,9 +118,9 @@ impl Sender {
     /// The verification handshake: a signed `verification` envelope whose challenge the endpoint must echo in a
     /// `2xx` body. -32027 with `data.reason` when it does not.
     pub(crate) async fn verify(&self, url: &str, subscription: &str, secret: &str) -> Result<(), Error> {
-        let challenge = super::random_id();
+        let challenge = crate::events::random_id();
         let body = json!({ "type": "verification", "challenge": challenge }).to_string();
-        let id = format!("msg_verification_{}", super::random_id());
+        let id = format!("msg_verification_{}", crate::events::random_id());
         let reason = match self.send(url, subscription, &id, &body, &[secret]).await {
             Err(reason) => reason,
             Ok(response) => match classify(response.status().as_u16()) {

@@ -290,26 +290,10 @@ impl Registry {
 
 /// The subscription's id: derived from its key, stable across refreshes and restarts.
 fn derive_id(principal: &str, url: &str, name: &str, arguments: &Value) -> String {
-    let key = json!([principal, url, name, canonical(arguments)]).to_string();
+    let key = json!([principal, url, name, super::canonical(arguments)]).to_string();
     let digest = Sha256::digest(key.as_bytes());
     let hex: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
     format!("sub_{hex}")
-}
-
-/// JSON with every object's keys sorted: equal arguments are equal text, whatever order they came in (serde_json's
-/// `preserve_order` feature, if anything turned it on, keeps the order they came in).
-fn canonical(value: &Value) -> String {
-    match value {
-        Value::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort();
-            let fields: Vec<String> =
-                keys.iter().map(|k| format!("{}:{}", Value::String((*k).clone()), canonical(&map[*k]))).collect();
-            format!("{{{}}}", fields.join(","))
-        }
-        Value::Array(items) => format!("[{}]", items.iter().map(canonical).collect::<Vec<_>>().join(",")),
-        other => other.to_string(),
-    }
 }
 
 /// Checks a callback URL: `https`, with a host, and no credentials in it.
@@ -395,6 +379,14 @@ pub(super) async fn subscribe(ctx: &Context, args: Arguments) -> Result<Value, E
         registry.sender.verify(&target.url, &id, &secret).await?;
         registry.mark_verified(&principal, &target.url);
     }
+    let subscribed = super::Subscribed {
+        id: id.clone(),
+        name: sub.name.clone(),
+        arguments: arguments.clone(),
+        principal: Some(principal.clone()),
+        delivery: Delivery::Webhook,
+    };
+    let ending = super::hooks::started(&entry, subscribed).await?;
     let (start, cursor, truncated) = starting_point(&hub, &entry, &sub, ctx).await?;
     let state = State {
         secret,
@@ -416,7 +408,7 @@ pub(super) async fn subscribe(ctx: &Context, args: Arguments) -> Result<Value, E
         refreshed: tokio::sync::Notify::new(),
     });
     registry.subs.locked().insert(id.clone(), created.clone());
-    tokio::spawn(run::deliver(hub.clone(), registry.clone(), entry, created, start, ctx.clone()));
+    tokio::spawn(run::deliver(hub.clone(), registry.clone(), entry, created, start, ctx.clone(), ending));
     Ok(json!({
         "id": id,
         "refreshBefore": super::timestamp(SystemTime::now() + granted),
@@ -514,13 +506,6 @@ pub(super) async fn unsubscribe(ctx: &Context, args: Arguments) -> Result<Value,
     }
 }
 
-/// 32 random hex digits: challenges and the ids of control envelopes.
-pub(crate) fn random_id() -> String {
-    let mut bytes = [0u8; 16];
-    let _ = getrandom::fill(&mut bytes);
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 /// The error that ends a subscription whose type was removed.
 pub(super) fn gone(name: &str) -> Error {
     not_found(name)
@@ -557,7 +542,10 @@ mod tests {
         assert_ne!(a, derive_id("bob", "https://h/x", "t", &json!({"a": 1})));
         assert_ne!(a, derive_id("alice", "https://h/x", "t", &json!({"a": 2})));
         assert!(a.starts_with("sub_") && a.len() == 20);
-        assert_eq!(canonical(&json!({"b": [1, {"d": 1, "c": 2}], "a": null})), r#"{"a":null,"b":[1,{"c":2,"d":1}]}"#);
+        assert_eq!(
+            super::super::canonical(&json!({"b": [1, {"d": 1, "c": 2}], "a": null})),
+            r#"{"a":null,"b":[1,{"c":2,"d":1}]}"#
+        );
     }
 
     #[test]

@@ -11,11 +11,12 @@ use std::time::{Duration, Instant, SystemTime};
 use serde_json::{json, Value};
 
 use super::deliver::Answer;
-use super::{gone, random_id, Registry, Sub};
+use super::{gone, Registry, Sub};
 use crate::base::sync::Unpoisoned;
 use crate::context::Context;
 use crate::events::def::{Check, CheckFn, Checked, Source};
-use crate::events::methods::{matches, stored_json};
+use crate::events::methods::{delivers, stored_json};
+use crate::events::random_id;
 use crate::events::{Entry, Hub};
 use crate::wire::error::{Error, ErrorCode};
 
@@ -58,6 +59,7 @@ pub(crate) async fn deliver(
     sub: Arc<Sub>,
     start: Start,
     ctx: Context,
+    ending: crate::events::hooks::Ending,
 ) {
     let run = Run { hub, registry, entry, sub };
     let end = match (start, &run.entry.def.source) {
@@ -70,6 +72,8 @@ pub(crate) async fn deliver(
     }
     tracing::debug!(subscription = %run.sub.id, ?end, "a webhook subscription ended");
     run.registry.remove(&run.sub);
+    // The type's `on_unsubscribe`, now that nothing more is delivered.
+    drop(ending);
 }
 
 impl Run {
@@ -171,7 +175,8 @@ impl Run {
         let arguments = &self.sub.arguments;
         loop {
             let bounds = self.hub.settings().bounds;
-            let read = buffer.read(bounds, position, None, BATCH, |e| matches(&self.entry, arguments, &e.data));
+            let read =
+                buffer.read(bounds, position, None, BATCH, |e| delivers(&self.entry, &self.sub.id, arguments, e));
             if read.truncated {
                 if let Err(end) = self.gap(Some(self.hub.cursor(read.start))).await {
                     return end;
