@@ -82,7 +82,8 @@ async fn push_streams_are_announced_targeted_and_ended() {
     assert_eq!(heard.lock().unwrap().len(), 3, "random is still on");
 }
 
-#[tokio::test]
+// On paused time: in process, the test waits on the server's own lease timer.
+#[tokio::test(start_paused = true)]
 async fn a_poll_subscription_is_a_lease_that_lapses() {
     let heard: Heard = Arc::default();
     let events = Events::new().event(channel_messages(&heard)).poll_lease(Duration::from_millis(300));

@@ -10,10 +10,11 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
 use sha2::{Digest, Sha256};
+use tokio::time::Instant;
 
 use super::def::Delivery;
 use super::Entry;
