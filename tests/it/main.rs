@@ -31,6 +31,7 @@ mod events;
 mod events_attribute;
 mod events_hooks;
 mod events_shared;
+mod events_webhook_client;
 mod events_webhooks;
 mod extensions;
 mod first_hour;

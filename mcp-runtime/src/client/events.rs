@@ -3,10 +3,12 @@
 //! the application sees only events.
 //!
 //! A subscription polls (`events/poll`: again at once while the server has more, else after `nextPollMs`, never
-//! sooner than a floor) or holds a push stream (`events/stream`: a stream silent for twice the heartbeat interval is
-//! taken for dead and opened again from its cursor). Either way it keeps the cursor it was given in a
-//! [`CursorStore`] (in memory unless another is given), starts from it, reports gaps (`truncated`), and hands each
-//! event over once (by `eventId`, over a bounded window).
+//! sooner than a floor), holds a push stream (`events/stream`: a stream silent for twice the heartbeat interval is
+//! taken for dead and opened again from its cursor), or, with the `webhooks` feature and a `WebhookReceiver` the
+//! application serves, subscribes by webhook (`events/subscribe`, refreshed before each grant runs out; see
+//! `EventSubscription::webhook`). Either way it keeps the cursor it was given in a [`CursorStore`] (in memory
+//! unless another is given), starts from it, reports gaps (`truncated`), and hands each event over once (by
+//! `eventId`, over a bounded window).
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -89,13 +91,19 @@ impl CursorStore for MemoryCursors {
 #[derive(Clone)]
 #[must_use]
 pub struct EventSubscription {
-    name: String,
-    arguments: Value,
+    pub(super) name: String,
+    pub(super) arguments: Value,
     delivery: Option<Delivery>,
-    cursors: Arc<dyn CursorStore>,
-    poll_floor: Duration,
+    pub(super) cursors: Arc<dyn CursorStore>,
+    pub(super) poll_floor: Duration,
     heartbeat: Duration,
     max_age: Option<Duration>,
+    /// Where webhooks go, if the application receives them.
+    #[cfg(feature = "webhooks")]
+    pub(super) webhook: Option<super::webhook::Target>,
+    /// The `ttlMs` suggested for a webhook subscription.
+    #[cfg(feature = "webhooks")]
+    pub(super) ttl: Option<Duration>,
 }
 
 impl std::fmt::Debug for EventSubscription {
@@ -120,6 +128,10 @@ impl EventSubscription {
             poll_floor: Self::DEFAULT_POLL_FLOOR,
             heartbeat: Self::DEFAULT_HEARTBEAT,
             max_age: None,
+            #[cfg(feature = "webhooks")]
+            webhook: None,
+            #[cfg(feature = "webhooks")]
+            ttl: None,
         }
     }
 
@@ -129,7 +141,8 @@ impl EventSubscription {
         self
     }
 
-    /// Uses this delivery mode; an error if the type does not offer it.
+    /// Uses this delivery mode; an error if the type does not offer it ([`Delivery::Webhook`] also needs
+    /// `EventSubscription::webhook`, of the `webhooks` feature).
     pub fn delivery(mut self, mode: Delivery) -> EventSubscription {
         self.delivery = Some(mode);
         self
@@ -161,12 +174,46 @@ impl EventSubscription {
         self
     }
 
+    /// Webhook delivery (the `webhooks` feature): the server POSTs each event to `url`, the public `https` URL at
+    /// which the application serves `receiver`'s [router](super::WebhookReceiver::router), and the receiver hands
+    /// it to this subscription. Webhook is then the mode chosen when the type offers it (SEP-3415's order: webhook,
+    /// push, poll), unless [`EventSubscription::delivery`] asks for another.
+    ///
+    /// The subscription gets a signing secret of its own (32 bytes from the operating system's generator), which
+    /// only the receiver and the server know; it is refreshed before each grant runs out (`refreshBefore`), and
+    /// unsubscribed (`events/unsubscribe`) when its [`EventStream`] is dropped. Subscribing by webhook needs a
+    /// caller the server authenticates (SEP-3415: -32024 otherwise). Two subscriptions of one client to the same
+    /// type, arguments and URL are one on the server: the later replaces the earlier, which ends.
+    #[cfg(feature = "webhooks")]
+    pub fn webhook(mut self, receiver: &super::WebhookReceiver, url: impl Into<String>) -> EventSubscription {
+        self.webhook = Some(super::webhook::Target { receiver: receiver.clone(), url: url.into() });
+        self
+    }
+
+    /// The lifetime a webhook subscription asks for (`ttlMs`; the server's default if not set). The server grants
+    /// what it will (`refreshBefore`) and the subscription is refreshed before that: at three quarters of the grant
+    /// and at least 1 s before its end, but never sooner than the [poll floor](EventSubscription::poll_floor)
+    /// after the previous refresh.
+    #[cfg(feature = "webhooks")]
+    pub fn ttl(mut self, ttl: Duration) -> EventSubscription {
+        self.ttl = Some(ttl);
+        self
+    }
+
+    /// Whether webhook delivery is preferred: the application receives webhooks for it.
+    fn prefers_webhook(&self) -> bool {
+        #[cfg(feature = "webhooks")]
+        return self.webhook.is_some();
+        #[cfg(not(feature = "webhooks"))]
+        false
+    }
+
     /// The key its cursor is kept under: the name and the arguments as JSON (object keys sorted).
-    fn key(&self) -> String {
+    pub(super) fn key(&self) -> String {
         format!("{}\u{1f}{}", self.name, self.arguments)
     }
 
-    fn params(&self, cursor: Option<&str>) -> Value {
+    pub(super) fn params(&self, cursor: Option<&str>) -> Value {
         let mut params = json!({ "name": self.name, "arguments": self.arguments, "cursor": cursor });
         if let (Some(age), Some(_)) = (self.max_age, cursor) {
             params["maxAgeMs"] = json!(age.as_millis() as u64);
@@ -203,7 +250,7 @@ pub struct ReceivedEvent {
 }
 
 impl ReceivedEvent {
-    fn from_params(params: &Value) -> Option<ReceivedEvent> {
+    pub(super) fn from_params(params: &Value) -> Option<ReceivedEvent> {
         Some(ReceivedEvent {
             event_id: params["eventId"].as_str()?.to_owned(),
             name: params["name"].as_str()?.to_owned(),
@@ -213,7 +260,8 @@ impl ReceivedEvent {
     }
 }
 
-/// A running subscription: its events as they come. Dropping it stops the loop (and cancels a push stream).
+/// A running subscription: its events as they come. Dropping it stops the loop (and cancels a push stream, or
+/// unsubscribes a webhook subscription).
 #[derive(Debug)]
 pub struct EventStream {
     rx: mpsc::Receiver<EventItem>,
@@ -221,9 +269,28 @@ pub struct EventStream {
     ended: Arc<Mutex<Option<crate::Error>>>,
     /// The mode it runs in.
     pub delivery: Delivery,
+    /// A webhook subscription's place in its receiver; dropped with the stream, it leaves it and unsubscribes.
+    #[cfg(feature = "webhooks")]
+    webhook: Option<super::webhook::Registration>,
 }
 
 impl EventStream {
+    fn running(
+        rx: mpsc::Receiver<EventItem>,
+        task: tokio::task::JoinHandle<()>,
+        ended: Arc<Mutex<Option<crate::Error>>>,
+        delivery: Delivery,
+    ) -> EventStream {
+        EventStream {
+            rx,
+            task,
+            ended,
+            delivery,
+            #[cfg(feature = "webhooks")]
+            webhook: None,
+        }
+    }
+
     /// The next event (or gap, or reported error); `None` once the subscription ended: see
     /// [`EventStream::ended`] for why.
     pub async fn next(&mut self) -> Option<EventItem> {
@@ -245,14 +312,14 @@ impl Drop for EventStream {
 
 /// Event ids handed over lately, to hand each over once.
 #[derive(Default)]
-struct Seen {
+pub(super) struct Seen {
     ids: HashSet<String>,
     order: VecDeque<String>,
 }
 
 impl Seen {
     /// `true` the first time an id is seen.
-    fn first(&mut self, id: &str) -> bool {
+    pub(super) fn first(&mut self, id: &str) -> bool {
         if !self.ids.insert(id.to_owned()) {
             return false;
         }
@@ -459,7 +526,7 @@ impl Drop for OpenStream {
 }
 
 /// The JSON-RPC error a server answered with, if that is what `e` is.
-fn rpc_error(e: &Error) -> Option<crate::Error> {
+pub(super) fn rpc_error(e: &Error) -> Option<crate::Error> {
     match e {
         Error::Rpc(e) => Some(e.clone()),
         _ => None,
@@ -468,7 +535,7 @@ fn rpc_error(e: &Error) -> Option<crate::Error> {
 
 /// Whether the server's error ends the subscription: the type is gone or changed, the caller may not, or what was
 /// asked is not offered; anything else is worth asking again.
-fn ends(e: &crate::Error) -> bool {
+pub(super) fn ends(e: &crate::Error) -> bool {
     use crate::ErrorCode;
     [
         ErrorCode::NOT_FOUND,
@@ -500,9 +567,11 @@ impl Client {
         }
     }
 
-    /// Subscribes, and runs the delivery loop: push if the type offers it (and none was asked for), else poll; from
-    /// the cursor kept for this subscription (else from now). The first poll or the stream's confirmation comes
-    /// before this returns, so an unknown type, arguments the type does not take or a mode it does not offer are
+    /// Subscribes, and runs the delivery loop: webhook if the type offers it and the subscription has a receiver
+    /// (`EventSubscription::webhook`, the `webhooks` feature), else push if the type offers it, else poll (unless a
+    /// mode was asked for); from the cursor kept for this subscription (else from now). The first poll, the
+    /// stream's confirmation or the `events/subscribe` result comes before this returns, so an unknown type,
+    /// arguments the type does not take, a mode it does not offer or an endpoint the server could not verify are
     /// errors here.
     ///
     /// ```no_run
@@ -532,7 +601,9 @@ impl Client {
             None => {
                 let types = self.list_events().await?;
                 let offered = types.iter().find(|t| t.name == sub.name).map(|t| t.delivery.clone()).unwrap_or_default();
-                if offered.contains(&Delivery::Push) {
+                if sub.prefers_webhook() && offered.contains(&Delivery::Webhook) {
+                    Delivery::Webhook
+                } else if offered.contains(&Delivery::Push) {
                     Delivery::Push
                 } else {
                     Delivery::Poll
@@ -563,14 +634,22 @@ impl Client {
                 }
                 tokio::spawn(looped.push(Some(stream)))
             }
+            #[cfg(feature = "webhooks")]
+            Delivery::Webhook => {
+                let (task, registration) = super::webhook::start(self, &sub, looped.tx, ended.clone()).await?;
+                let mut stream = EventStream::running(rx, task, ended, delivery);
+                stream.webhook = Some(registration);
+                return Ok(stream);
+            }
+            #[cfg(not(feature = "webhooks"))]
             Delivery::Webhook => {
                 return Err(Error::Protocol(format!(
-                    "event type `{}`: this client subscribes by poll or push; webhook delivery needs an endpoint of \
-                     the application's own (send `events/subscribe` with Client::request)",
+                    "event type `{}`: webhook delivery needs the `webhooks` feature and a WebhookReceiver the \
+                     application serves (EventSubscription::webhook)",
                     sub.name
                 )));
             }
         };
-        Ok(EventStream { rx, task, ended, delivery })
+        Ok(EventStream::running(rx, task, ended, delivery))
     }
 }

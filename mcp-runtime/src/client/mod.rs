@@ -71,6 +71,8 @@ mod results;
 mod skills;
 pub(crate) mod stdio;
 mod task;
+#[cfg(feature = "webhooks")]
+mod webhook;
 
 use std::collections::HashMap;
 use std::fmt;
@@ -96,6 +98,8 @@ pub use results::{PromptResult, ResourceResult, ToolResult};
 #[cfg(feature = "skills")]
 pub use skills::{FolderEntry, LoadedSkill, SkillFileContent};
 pub use task::{Started, TaskHandle, TaskState};
+#[cfg(feature = "webhooks")]
+pub use webhook::WebhookReceiver;
 
 #[cfg(feature = "skills")]
 pub use crate::wire::skills::{SkillEntry, SkillError, SkillFile, SkillFiles};
