@@ -1,7 +1,8 @@
 //! Subscription lifecycle hooks (SEP-3415's server guidance): an event type whose upstream is set up per
-//! subscription ("watch this channel") hears when one starts ([`EventType::on_subscribe`], which may refuse it) and
-//! when it ends ([`EventType::on_unsubscribe`]), in every delivery mode, and can emit to it alone
-//! ([`Emitter::emit_to`](super::Emitter::emit_to)).
+//! subscription ("watch this channel") hears when one starts
+//! ([`EventType::on_subscribe`](super::EventType::on_subscribe), which may refuse it) and when it ends
+//! ([`EventType::on_unsubscribe`](super::EventType::on_unsubscribe)), in every delivery mode, and can emit to it
+//! alone ([`Emitter::emit_to`](super::Emitter::emit_to)).
 //!
 //! - push: the stream's start and end (closed, cancelled, or ended by the server);
 //! - webhook: `events/subscribe` of a new subscription, and its `events/unsubscribe`, expiry or termination;
