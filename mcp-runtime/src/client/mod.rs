@@ -57,6 +57,7 @@ mod body;
 mod builder;
 mod call;
 mod error;
+mod event_loops;
 mod events;
 pub(crate) mod frame;
 mod handshake;

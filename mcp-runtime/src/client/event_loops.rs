@@ -1,0 +1,206 @@
+//! The loops of poll and push subscriptions (`Client::subscribe_events`): a poll loop that drains on `hasMore` and
+//! waits `nextPollMs` above a floor, and a push stream opened again from its cursor when it falls silent for twice
+//! its heartbeat; both try a failed connection again from their cursor.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+use super::events::{ends, rpc_error, EventItem, EventSubscription, ReceivedEvent, Seen};
+use super::listen::{route_key, Feed, Notification};
+use super::{Client, Error};
+use crate::base::sync::Unpoisoned;
+
+/// A subscription's loop: where it hands items over, its cursor, and what it saw.
+pub(super) struct Loop {
+    pub(super) client: Client,
+    pub(super) sub: EventSubscription,
+    pub(super) tx: mpsc::Sender<EventItem>,
+    pub(super) seen: Seen,
+    pub(super) cursor: Option<String>,
+    pub(super) ended: Arc<Mutex<Option<crate::Error>>>,
+}
+
+impl Loop {
+    /// Keeps the cursor the server gave.
+    pub(super) fn keep(&mut self, cursor: Option<&str>) {
+        self.cursor = cursor.map(str::to_owned);
+        self.sub.cursors.save(&self.sub.key(), cursor);
+    }
+
+    /// Hands an event over unless it was already; `false` once the application dropped the stream.
+    async fn event(&mut self, params: &Value) -> bool {
+        match ReceivedEvent::from_params(params) {
+            Some(event) if self.seen.first(&event.event_id) => self.tx.send(EventItem::Event(event)).await.is_ok(),
+            Some(_) => true,
+            None => {
+                tracing::warn!(%params, "an event without an eventId or a name was left out");
+                true
+            }
+        }
+    }
+
+    /// Ends the subscription with the server's or the connection's error.
+    fn end(&self, error: crate::Error) {
+        *self.ended.locked() = Some(error);
+    }
+
+    pub(super) async fn poll(mut self, mut first: Option<Value>) {
+        loop {
+            let answer = match first.take() {
+                Some(answer) => Ok(answer),
+                None => self.client.request("events/poll", self.sub.params(self.cursor.as_deref())).await,
+            };
+            let result = match answer {
+                Ok(result) => result,
+                Err(e) => match rpc_error(&e) {
+                    Some(e) if ends(&e) => return self.end(e),
+                    Some(e) => {
+                        if self.tx.send(EventItem::Error(e)).await.is_err() {
+                            return;
+                        }
+                        tokio::time::sleep(self.sub.poll_floor).await;
+                        continue;
+                    }
+                    // The client was closed: nothing more can come.
+                    None if matches!(e, Error::Closed) => return self.end(crate::Error::internal(e.to_string())),
+                    // The connection failed (a server restarting, a network blip): ask again after the floor, from
+                    // the same cursor.
+                    None => {
+                        tracing::debug!(error = %e, "an events/poll failed; polling again");
+                        tokio::time::sleep(self.sub.poll_floor).await;
+                        continue;
+                    }
+                },
+            };
+            if result["truncated"] == true && self.tx.send(EventItem::Gap).await.is_err() {
+                return;
+            }
+            for event in result["events"].as_array().into_iter().flatten() {
+                if !self.event(event).await {
+                    return;
+                }
+            }
+            self.keep(result["cursor"].as_str());
+            if result["hasMore"] != true {
+                let asked = result["nextPollMs"].as_u64().map(Duration::from_millis).unwrap_or(self.sub.poll_floor);
+                tokio::time::sleep(asked.max(self.sub.poll_floor)).await;
+            }
+        }
+    }
+
+    pub(super) async fn push(mut self, mut open: Option<OpenStream>) {
+        loop {
+            let mut stream = match open.take() {
+                Some(stream) => stream,
+                None => match OpenStream::open(&self.client, &self.sub, self.cursor.as_deref()).await {
+                    Ok((stream, active)) => {
+                        if !self.active(&active).await {
+                            return;
+                        }
+                        stream
+                    }
+                    Err(e) => match rpc_error(&e) {
+                        Some(e) if ends(&e) => return self.end(e),
+                        None if matches!(e, Error::Closed) => return self.end(crate::Error::internal(e.to_string())),
+                        // A failure to recover from (the connection, the server's own): open it again after a while.
+                        _ => {
+                            tokio::time::sleep(self.sub.poll_floor).await;
+                            continue;
+                        }
+                    },
+                },
+            };
+            // Twice the heartbeat interval without a word: the stream is dead; open it again from the cursor.
+            while let Ok(Some(note)) = tokio::time::timeout(self.sub.heartbeat * 2, stream.rx.recv()).await {
+                let params = &note.params;
+                let go_on = match note.method.as_str() {
+                    "notifications/events/event" => {
+                        let handed = self.event(params).await;
+                        self.keep(params["cursor"].as_str());
+                        handed
+                    }
+                    "notifications/events/heartbeat" => {
+                        self.keep(params["cursor"].as_str());
+                        true
+                    }
+                    "notifications/events/active" => self.active(params).await,
+                    "notifications/events/error" => match serde_json::from_value(params["error"].clone()) {
+                        Ok(e) => self.tx.send(EventItem::Error(e)).await.is_ok(),
+                        Err(_) => true,
+                    },
+                    "notifications/events/terminated" => {
+                        let e = serde_json::from_value(params["error"].clone())
+                            .unwrap_or_else(|_| crate::Error::internal("the server ended the subscription"));
+                        return self.end(e);
+                    }
+                    _ => true,
+                };
+                if !go_on {
+                    return;
+                }
+            }
+            drop(stream);
+            tokio::time::sleep(self.sub.poll_floor.min(Duration::from_millis(250))).await;
+        }
+    }
+
+    /// A stream's confirmation (or a gap in it): keeps its cursor; `false` once the application dropped the stream.
+    async fn active(&mut self, params: &Value) -> bool {
+        self.keep(params["cursor"].as_str());
+        params["truncated"] != true || self.tx.send(EventItem::Gap).await.is_ok()
+    }
+}
+
+/// An `events/stream` request open on the server, and its notifications. Dropping it cancels the request.
+pub(super) struct OpenStream {
+    rx: mpsc::Receiver<Notification>,
+    key: u64,
+    client: Client,
+    request: tokio::task::JoinHandle<()>,
+}
+
+impl OpenStream {
+    /// Opens a stream from `cursor` and waits for its confirmation (whose params it returns) or its error.
+    pub(super) async fn open(
+        client: &Client,
+        sub: &EventSubscription,
+        cursor: Option<&str>,
+    ) -> Result<(OpenStream, Value), Error> {
+        let (tx, rx) = mpsc::channel(super::events::BUFFER);
+        let key = route_key();
+        let id = client.inner.next_id();
+        client.inner.routes().insert(key, Feed::tagged(serde_json::to_value(&id).unwrap_or_default(), tx));
+        let call = client.request("events/stream", sub.params(cursor)).with_id(id);
+        let (answered, answer) = tokio::sync::oneshot::channel();
+        let inner = Arc::downgrade(&client.inner);
+        let request = tokio::spawn(async move {
+            let result = call.await;
+            // The stream ended (the server's final result, or an error): its route goes, which ends `rx`.
+            if let Some(inner) = inner.upgrade() {
+                inner.routes().remove(&key);
+            }
+            let _ = answered.send(result);
+        });
+        let mut stream = OpenStream { rx, key, client: client.clone(), request };
+        match stream.rx.recv().await {
+            Some(note) if note.method == "notifications/events/active" => Ok((stream, note.params)),
+            Some(other) => {
+                Err(Error::Protocol(format!("an event stream must start with its confirmation, not {}", other.method)))
+            }
+            None => Err(match answer.await {
+                Ok(Err(e)) => e,
+                _ => Error::Closed,
+            }),
+        }
+    }
+}
+
+impl Drop for OpenStream {
+    fn drop(&mut self) {
+        self.client.inner.routes().remove(&self.key);
+        self.request.abort(); // drops the call: the request is cancelled
+    }
+}
