@@ -146,14 +146,17 @@ async fn order_book(
     ctx: &Context,
 ) -> Result<String, HoldError> {
     let holds = shop.holds(ctx);
+    // Runs on every exit (return, error, panic or cancellation), shielded from the cancel, bounded to 5 s. Armed
+    // before the hold is taken: a cancel that lands while `insert` waits for Redis's answer (the hold written, the
+    // reply not yet read) must release it too. Releasing a hold never taken removes nothing and tells no one.
+    let shelf = ctx.state::<Emitter>().cloned();
+    let release = holds.clone().release(title.clone(), ctx.server().clone(), shelf);
+    let _release = mcp::defer(Duration::from_secs(5), release);
     holds.insert(&title).await?;
     // The shop's own log (stderr; `--log-format json` for a pipeline): inside the request's span, so with
     // `RUST_LOG=info` it names the request, its trace, and the client's address.
     tracing::info!(%title, "a book held");
     ctx.notify_resource_updated(HOLDS_URI);
-    // Runs on every exit (return, error, panic or cancellation), shielded from the cancel, bounded to 5 s.
-    let shelf = ctx.state::<Emitter>().cloned();
-    let _release = mcp::defer(Duration::from_secs(5), holds.release(title.clone(), ctx.server().clone(), shelf));
     ctx.info(format!("holding {title:?} until payment arrives"));
     tokio::time::sleep(Duration::from_secs(30)).await; // waiting for payment
     Ok(format!("Ordered {title:?}."))

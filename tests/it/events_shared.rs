@@ -35,16 +35,16 @@ async fn poll(client: &Client, cursor: Option<&str>) -> Value {
     client.request("events/poll", params).await.unwrap()
 }
 
-/// Polls from `cursor` until an event comes (the instance's mirror of Redis may be a moment behind).
-async fn poll_until_events(client: &Client, cursor: &str) -> Value {
-    for _ in 0..100 {
+/// Polls from `cursor` until `count` events come (the instance's mirror of Redis may be a moment behind).
+async fn poll_until_events(client: &Client, cursor: &str, count: usize) -> Value {
+    for _ in 0..250 {
         let polled = poll(client, Some(cursor)).await;
-        if !polled["events"].as_array().unwrap().is_empty() {
+        if polled["events"].as_array().unwrap().len() >= count {
             return polled;
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    panic!("no event after the cursor {cursor}")
+    panic!("not {count} events after the cursor {cursor} within 5 s")
 }
 
 async fn next_event(stream: &mut EventStream) -> ReceivedEvent {
@@ -83,18 +83,17 @@ async fn what_one_instance_emits_reaches_every_instances_polls_and_streams_at_th
     assert_eq!(next_event(&mut on_two).await.event_id, second);
 
     // A poll on one from the shared start replays both, and its cursor goes on from there on two.
-    let polled = poll_until_events(&a, &start).await;
-    let polled = if ids(&polled).len() < 2 { poll_until_events(&a, &start).await } else { polled };
+    let polled = poll_until_events(&a, &start, 2).await;
     assert_eq!(ids(&polled), [first.clone(), second.clone()], "{polled}");
     assert_eq!(polled["truncated"], false);
     let after_both = polled["cursor"].as_str().unwrap().to_owned();
     let third = emit_one.emit("book.restocked", json!({"isbn": "978-3", "copies": 3})).unwrap();
-    assert_eq!(ids(&poll_until_events(&b, &after_both).await), std::slice::from_ref(&third));
+    assert_eq!(ids(&poll_until_events(&b, &after_both, 1).await), std::slice::from_ref(&third));
 
     // An instance started later replays from a cursor the first two gave, with nothing lost.
     let (three, _) = instance(&redis);
     let c = client(&three).await;
-    assert_eq!(ids(&poll_until_events(&c, &start).await), [first, second, third]);
+    assert_eq!(ids(&poll_until_events(&c, &start, 3).await), [first, second, third]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -105,7 +104,7 @@ async fn a_redis_that_lost_its_data_starts_the_cursors_again_and_says_events_wer
     let a = client(&one).await;
     let start = poll(&a, None).await["cursor"].as_str().unwrap().to_owned();
     emit.emit("book.restocked", json!({"isbn": "978-1", "copies": 1})).unwrap();
-    let before = poll_until_events(&a, &start).await["cursor"].as_str().unwrap().to_owned();
+    let before = poll_until_events(&a, &start, 1).await["cursor"].as_str().unwrap().to_owned();
 
     // The test's redis-server keeps nothing on disk: restarted, it has forgotten every event and the epoch.
     redis_server.restart(Duration::from_millis(200));
@@ -125,7 +124,7 @@ async fn a_redis_that_lost_its_data_starts_the_cursors_again_and_says_events_wer
 
 /// Three bookshops (`--redis`) behind a real nginx and HAProxy with the shipped configurations: a push subscriber
 /// and a poll subscriber of the balancer hear of every book back on the shelf, whichever instance released it, once
-/// each and in order, while each instance in turn is killed (SIGKILL) and started again: the push stream whose
+/// each and both in the stream's order, while each instance in turn is killed (SIGKILL) and started again: the push stream whose
 /// instance died is opened again through the proxy, on another instance, from its cursor. (A stream moves only when
 /// its instance dies, so killing each instance in turn kills the stream's at least once.)
 mod behind_a_proxy {
@@ -185,8 +184,15 @@ mod behind_a_proxy {
                 by_push.lock().unwrap().len() >= shelved.len() && by_poll.lock().unwrap().len() >= shelved.len()
             })
             .await;
-            assert_eq!(*by_push.lock().unwrap(), *shelved, "by push, once each and in order\n{}", shops.stderr());
-            assert_eq!(*by_poll.lock().unwrap(), *shelved, "by poll, once each and in order\n{}", shops.stderr());
+            // Once each. The order is the stream's, the same for both: two releases on two instances, 100 ms after
+            // their orders were dropped a few ms apart, may reach Redis in either order.
+            let (by_push, by_poll) = (by_push.lock().unwrap().clone(), by_poll.lock().unwrap().clone());
+            assert_eq!(by_push, by_poll, "push and poll hear the stream's order\n{}", shops.stderr());
+            let mut heard = by_push;
+            heard.sort();
+            let mut expected = shelved.clone();
+            expected.sort();
+            assert_eq!(heard, expected, "every book once\n{}", shops.stderr());
         };
         for i in 0..3 {
             for title in [format!("Dune {i}"), format!("Emma {i}")] {
