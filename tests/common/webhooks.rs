@@ -165,7 +165,12 @@ impl WebhookReceiver {
     /// Polls [`received`](Self::received) until `check` holds for what was received, and returns that; panics
     /// naming `what` (and showing what was received) after 10 s.
     pub async fn wait_for(&self, what: &str, check: impl Fn(&[Value]) -> bool) -> Vec<Value> {
-        let deadline = Instant::now() + WAIT;
+        self.wait_for_within(what, WAIT, check).await
+    }
+
+    /// [`wait_for`](Self::wait_for), for up to `within`.
+    pub async fn wait_for_within(&self, what: &str, within: Duration, check: impl Fn(&[Value]) -> bool) -> Vec<Value> {
+        let deadline = Instant::now() + within;
         loop {
             let received = self.received().await;
             if check(&received) {
@@ -173,7 +178,7 @@ impl WebhookReceiver {
             }
             if Instant::now() >= deadline {
                 panic!(
-                    "the webhook receiver did not get {what} within {WAIT:?}; received:\n{}\nstderr:\n{}",
+                    "the webhook receiver did not get {what} within {within:?}; received:\n{}\nstderr:\n{}",
                     serde_json::to_string_pretty(&received).unwrap(),
                     self.stderr_text()
                 );

@@ -14,17 +14,17 @@ use common::webhooks::WebhookReceiver;
 use mcp::events::{EventType, Events, Webhooks};
 use serde_json::{json, Value};
 
-const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
-const ROTATED: &str = "whsec_bm90LXRoZS1zYW1lLXNlY3JldC1hdC1hbGwtMTIzNDU2";
+pub(crate) const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+pub(crate) const ROTATED: &str = "whsec_bm90LXRoZS1zYW1lLXNlY3JldC1hdC1hbGwtMTIzNDU2";
 
-fn restocked() -> EventType {
+pub(crate) fn restocked() -> EventType {
     EventType::emitted("book.restocked")
         .description("A book is back in stock.")
         .matching(|watch: &Value, book: &Value| watch.get("isbn").is_none_or(|isbn| *isbn == book["isbn"]))
 }
 
 /// Takes `Bearer alice` and `Bearer bob` as those principals; anything else passes unauthenticated.
-async fn bearer(
+pub(crate) async fn bearer(
     mut request: mcp::axum::extract::Request,
     next: mcp::axum::middleware::Next,
 ) -> mcp::axum::response::Response {
@@ -46,7 +46,7 @@ async fn serve(events: Events) -> String {
 }
 
 /// Webhook settings that reach `receiver` (loopback allowed, its certificate trusted), with quick retries.
-fn reaching(receiver: &WebhookReceiver) -> Webhooks {
+pub(crate) fn reaching(receiver: &WebhookReceiver) -> Webhooks {
     Webhooks::new()
         .allow_address(IpAddr::from([127, 0, 0, 1]))
         .root_certificate(receiver.certificate_pem())
@@ -54,13 +54,13 @@ fn reaching(receiver: &WebhookReceiver) -> Webhooks {
         .timeout(Duration::from_secs(5))
 }
 
-struct Caller {
+pub(crate) struct Caller {
     http: common::http::Client,
     token: Option<&'static str>,
 }
 
 impl Caller {
-    fn new(url: &str, token: Option<&'static str>) -> Caller {
+    pub(crate) fn new(url: &str, token: Option<&'static str>) -> Caller {
         Caller {
             http: common::http::Client { http: reqwest::Client::new(), url: url.to_owned(), session: None },
             token,
@@ -68,7 +68,7 @@ impl Caller {
     }
 
     /// Sends a 2026 request; its response, checked against the SEP's shapes.
-    async fn call(&self, method: &str, params: Value) -> Value {
+    pub(crate) async fn call(&self, method: &str, params: Value) -> Value {
         let body = common::v2026::request(1, method, params, json!({}));
         let auth = self.token.map(|t| format!("Bearer {t}"));
         let response = self.http.v2026_send_with(&body, &[("authorization", auth.as_deref())]).await;
@@ -76,7 +76,7 @@ impl Caller {
         body.v2026_response(&json!(1), method).await
     }
 
-    async fn subscribe(&self, url: &str, secret: &str, arguments: Value, extra: Value) -> Value {
+    pub(crate) async fn subscribe(&self, url: &str, secret: &str, arguments: Value, extra: Value) -> Value {
         let mut params = json!({
             "name": "book.restocked",
             "arguments": arguments,
@@ -90,11 +90,11 @@ impl Caller {
     }
 }
 
-fn deliveries(received: &[Value]) -> Vec<&Value> {
+pub(crate) fn deliveries(received: &[Value]) -> Vec<&Value> {
     received.iter().filter(|r| r["body"].get("type").is_none()).collect()
 }
 
-fn code(response: &Value) -> i64 {
+pub(crate) fn code(response: &Value) -> i64 {
     response["error"]["code"].as_i64().unwrap_or_else(|| panic!("an error: {response}"))
 }
 

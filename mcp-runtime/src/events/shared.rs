@@ -59,6 +59,10 @@ pub(crate) fn start(hub: &Arc<Hub>, redis: &Redis) {
     for (_, buffer) in hub.buffers() {
         buffer.mirror();
     }
+    #[cfg(feature = "webhooks")]
+    if let Some(registry) = hub.webhooks.get() {
+        super::webhook::share(hub, registry, redis);
+    }
     runtime.spawn(write(Arc::downgrade(hub), feeds.clone(), pending));
     runtime.spawn(follow(Arc::downgrade(hub), feeds, process));
 }

@@ -34,6 +34,8 @@ pub(crate) mod feeds;
 mod hub;
 mod sessions;
 mod tasks;
+#[cfg(feature = "webhooks")]
+pub(crate) mod webhooks;
 
 /// The `redis` crate this module is built on, for a program's own data in the same Redis
 /// ([`Redis::connection`]).

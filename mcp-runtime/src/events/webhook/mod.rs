@@ -6,7 +6,7 @@
 //!   again with the same key refreshes it (a new TTL, the new secret, the last one still signing for a minute), and
 //!   its `id` is derived from the key. Only an authenticated caller may subscribe (-32024 otherwise).
 //! - The TTL: the client suggests (`ttlMs`), the server grants within [`Webhooks::ttl`] (`refreshBefore`); a request
-//!   for no expiry gets the longest finite grant, since subscriptions are kept in memory.
+//!   for no expiry gets the longest finite grant, since subscriptions are kept in memory (or in Redis).
 //! - The endpoint is verified before the first delivery: a signed `verification` envelope whose challenge it must
 //!   echo (once per principal and URL, for [`Webhooks::verification_ttl`]), unless its URL starts with a prefix of
 //!   [`Webhooks::verified_prefix`]. A failure is -32027 with `data.reason`.
@@ -17,28 +17,31 @@
 //! - The SSRF guard ([`deliver`]): `https` only, no redirects, and the address is checked at each connection, after
 //!   resolution, against the ranges that are not globally routable (loopback, private, link-local, ...), unless
 //!   [`Webhooks::allow_address`] lets one through.
+//! - On a server shared through Redis ([`shared`]), the subscriptions live in Redis: any instance answers
+//!   `events/subscribe` and `events/unsubscribe`, and one instance at a time delivers each, holding its lease; when
+//!   that instance dies, another takes the subscription over from its stored watermark.
 
 mod deliver;
 mod run;
+#[cfg(feature = "redis")]
+mod shared;
+mod subscribe;
 
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
-use serde::Deserialize;
 use serde_json::{json, Value};
-use sha2::{Digest, Sha256};
 use tokio_util::sync::CancellationToken;
 
-use super::def::{Delivery, Source};
-use super::methods::{hub, not_found, start, subscription_of, Subscription};
-use super::{Entry, Hub};
+use super::Entry;
 use crate::base::sync::Unpoisoned;
-use crate::context::Context;
-use crate::handler::tool::Arguments;
 use crate::wire::error::{Error, ErrorCode};
 use deliver::Sender;
+#[cfg(feature = "redis")]
+pub(crate) use shared::share;
+pub(super) use subscribe::{subscribe, unsubscribe};
 
 /// How the Events extension delivers webhooks: the TTLs it grants, its limits, its retries, the SSRF guard's
 /// allow-list and the endpoints it trusts. Give it to [`Events::webhooks`](super::Events::webhooks).
@@ -169,9 +172,13 @@ impl Webhooks {
 pub(crate) struct Registry {
     pub(crate) settings: Webhooks,
     sender: Sender,
+    /// The subscriptions this instance delivers.
     subs: Mutex<HashMap<String, Arc<Sub>>>,
     /// `(principal, url)` verified, until when.
     verified: Mutex<HashMap<(String, String), Instant>>,
+    /// Where the subscriptions live on a server shared through Redis.
+    #[cfg(feature = "redis")]
+    shared: std::sync::OnceLock<shared::Shared>,
 }
 
 /// One subscription.
@@ -181,8 +188,10 @@ pub(crate) struct Sub {
     pub url: String,
     pub name: String,
     pub arguments: Value,
+    /// Its type, as it was when the delivery started.
+    pub entry: Arc<Entry>,
     pub state: Mutex<State>,
-    /// Ends its delivery loop: unsubscribed, expired, or its type removed.
+    /// Ends its delivery loop: unsubscribed, expired, its type removed, or (shared) delivered by another instance.
     pub stop: CancellationToken,
     /// Tells the loop its expiry moved.
     pub refreshed: tokio::sync::Notify,
@@ -197,27 +206,61 @@ pub(crate) struct State {
     /// The cursor after everything delivered or given up on: safe for the client to keep.
     pub watermark: Option<String>,
     pub last_delivery_at: Option<SystemTime>,
-    pub last_error: Option<&'static str>,
+    pub last_error: Option<String>,
     pub failed_since: Option<SystemTime>,
+}
+
+impl Sub {
+    /// Subscription `id` of `principal` to `entry`'s type with `arguments`, delivered to `url`.
+    fn new(
+        id: String,
+        (principal, url): (String, String),
+        arguments: Value,
+        entry: Arc<Entry>,
+        state: State,
+    ) -> Arc<Sub> {
+        Arc::new(Sub {
+            id,
+            principal,
+            url,
+            name: entry.def.name.clone(),
+            arguments,
+            entry,
+            state: Mutex::new(state),
+            stop: CancellationToken::new(),
+            refreshed: tokio::sync::Notify::new(),
+        })
+    }
+}
+
+impl State {
+    fn new(secret: String, expires: Instant, watermark: Option<String>) -> State {
+        State {
+            secret,
+            previous: None,
+            expires,
+            watermark,
+            last_delivery_at: None,
+            last_error: None,
+            failed_since: None,
+        }
+    }
 }
 
 /// How long a replaced secret keeps signing beside the new one.
 const ROTATION_GRACE: Duration = Duration::from_secs(60);
 
-/// `events/subscribe`'s `delivery`.
-#[derive(Deserialize)]
-struct Target {
-    #[serde(default)]
-    mode: Option<String>,
-    url: String,
-    #[serde(default)]
-    secret: Option<String>,
-}
-
 impl Registry {
     pub(crate) fn new(settings: Webhooks) -> Result<Registry, String> {
         let sender = Sender::new(&settings)?;
-        Ok(Registry { settings, sender, subs: Mutex::default(), verified: Mutex::default() })
+        Ok(Registry {
+            settings,
+            sender,
+            subs: Mutex::default(),
+            verified: Mutex::default(),
+            #[cfg(feature = "redis")]
+            shared: std::sync::OnceLock::new(),
+        })
     }
 
     fn get(&self, id: &str) -> Option<Arc<Sub>> {
@@ -232,22 +275,43 @@ impl Registry {
         sub.stop.cancel();
     }
 
-    /// Refuses a new subscription past the limits.
-    fn admit(&self, principal: &str) -> Result<(), Error> {
-        let subs = self.subs.locked();
-        let mine = subs.values().filter(|s| s.principal == principal).count();
-        let (limit, max) = if mine >= self.settings.per_principal {
-            ("subscriptions", self.settings.per_principal)
-        } else if subs.len() >= self.settings.total {
-            ("subscriptions", self.settings.total)
+    /// Refuses a new subscription past the limits, given how many the principal holds and the server in all.
+    fn admit(&self, mine: usize, all: usize) -> Result<(), Error> {
+        if mine >= self.settings.per_principal {
+            Err(exhausted(self.settings.per_principal))
+        } else if all >= self.settings.total {
+            Err(exhausted(self.settings.total))
         } else {
-            return Ok(());
-        };
-        Err(Error::new(
-            ErrorCode::RESOURCE_EXHAUSTED,
-            format!("no more webhook subscriptions here (at most {max}); unsubscribe one, or let one expire"),
-        )
-        .with_data(json!({ "limit": limit, "max": max })))
+            Ok(())
+        }
+    }
+
+    /// How many subscriptions `principal` holds here, and this instance in all.
+    fn held(&self, principal: &str) -> (usize, usize) {
+        let subs = self.subs.locked();
+        (subs.values().filter(|s| s.principal == principal).count(), subs.len())
+    }
+
+    /// Writes what changed as `sub` was delivered where the other instances read it (on a shared server).
+    async fn persist(&self, sub: &Sub) {
+        #[cfg(feature = "redis")]
+        if let Some(shared) = self.shared.get() {
+            shared.persist(sub).await;
+        }
+        #[cfg(not(feature = "redis"))]
+        let _ = sub;
+    }
+
+    /// `sub`'s delivery ended here: forgotten, and on a shared server removed for good (`for_good`: it expired, or
+    /// its type is gone) or let go for another instance to take over.
+    async fn ended(&self, sub: &Sub, for_good: bool) {
+        self.remove(sub);
+        #[cfg(feature = "redis")]
+        if let Some(shared) = self.shared.get() {
+            shared.ended(sub, for_good).await;
+        }
+        #[cfg(not(feature = "redis"))]
+        let _ = for_good;
     }
 
     /// The TTL granted for a suggestion: absent → the default; `null` (no expiry) → the longest; else clamped.
@@ -288,265 +352,18 @@ impl Registry {
     }
 }
 
-/// The subscription's id: derived from its key, stable across refreshes and restarts.
-fn derive_id(principal: &str, url: &str, name: &str, arguments: &Value) -> String {
-    let key = json!([principal, url, name, super::canonical(arguments)]).to_string();
-    let digest = Sha256::digest(key.as_bytes());
-    let hex: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
-    format!("sub_{hex}")
-}
-
-/// Checks a callback URL: `https`, with a host, and no credentials in it.
-fn check_url(url: &str) -> Result<reqwest::Url, Error> {
-    let parsed = reqwest::Url::parse(url)
-        .map_err(|e| Error::invalid_params(format!("`delivery.url` {url:?} is not a URL: {e}")))?;
-    if parsed.scheme() != "https" {
-        return Err(Error::invalid_params(format!("`delivery.url` must be an https URL (SEP-3415), not {url:?}")));
-    }
-    if parsed.host().is_none() || !parsed.username().is_empty() || parsed.password().is_some() {
-        return Err(Error::invalid_params(format!("`delivery.url` {url:?} must name a host, and no credentials")));
-    }
-    Ok(parsed)
-}
-
-/// Checks a signing secret: `whsec_` and the base64 of 24 to 64 bytes.
-fn check_secret(secret: Option<&str>) -> Result<String, Error> {
-    use base64::Engine as _;
-    let secret = secret.ok_or_else(|| Error::invalid_params("`delivery.secret` is required (a whsec_ secret)"))?;
-    let bytes = secret
-        .strip_prefix("whsec_")
-        .and_then(|b64| base64::engine::general_purpose::STANDARD.decode(b64).ok())
-        .filter(|bytes| (24..=64).contains(&bytes.len()));
-    match bytes {
-        Some(_) => Ok(secret.to_owned()),
-        None => Err(Error::invalid_params(
-            "`delivery.secret` must be `whsec_` followed by the base64 of 24 to 64 random bytes (Standard Webhooks)",
-        )),
-    }
-}
-
-/// The caller's principal: webhook subscriptions need one (-32024 otherwise).
-fn principal(ctx: &Context) -> Result<String, Error> {
-    let auth = ctx.meta().http.as_ref().and_then(|http| http.auth.as_ref());
-    auth.map(|auth| auth.principal()).ok_or_else(|| {
-        Error::new(
-            ErrorCode::FORBIDDEN,
-            "webhook subscriptions need an authenticated caller (SEP-3415); this request carries no principal",
-        )
-        .with_data(json!({ "reason": "unauthenticated" }))
-    })
-}
-
-fn registry(hub: &Hub) -> Result<Arc<Registry>, Error> {
-    hub.webhooks.get().cloned().ok_or_else(|| {
-        Error::new(ErrorCode::UNSUPPORTED, "this server does not deliver webhooks (Events::webhooks)")
-            .with_data(json!({ "feature": "deliveryMode", "value": "webhook" }))
-    })
-}
-
-/// `events/subscribe`.
-pub(super) async fn subscribe(ctx: &Context, args: Arguments) -> Result<Value, Error> {
-    super::methods::in_2026(ctx, "events/subscribe")?;
-    let hub = hub(ctx)?;
-    let registry = registry(&hub)?;
-    if hub.is_shared() {
-        return Err(Error::new(
-            ErrorCode::UNSUPPORTED,
-            "webhook delivery is not offered on a server shared through Redis yet: subscribe by poll or push",
-        )
-        .with_data(json!({ "feature": "deliveryMode", "value": "webhook" })));
-    }
-    let mut args = args.into_map();
-    let target = args.remove("delivery").ok_or_else(|| Error::invalid_params("`delivery` is required"))?;
-    let ttl = args.remove("ttlMs");
-    let target: Target = serde_json::from_value(target)
-        .map_err(|e| Error::invalid_params(format!("`delivery` must be {{mode, url, secret}}: {e}")))?;
-    if target.mode.as_deref().is_some_and(|m| m != "webhook") {
-        return Err(Error::invalid_params("`delivery.mode` must be \"webhook\""));
-    }
-    let (sub, entry) = subscription_of(&hub, Value::Object(args), "events/subscribe", Delivery::Webhook)?;
-    let principal = principal(ctx)?;
-    check_url(&target.url)?;
-    let secret = check_secret(target.secret.as_deref())?;
-    let granted = registry.grant(ttl.as_ref())?;
-    let arguments = sub.arguments();
-    let id = derive_id(&principal, &target.url, &sub.name, &arguments);
-    if let Some(live) = registry.get(&id).filter(|s| !s.stop.is_cancelled()) {
-        return Ok(refresh(&live, secret, granted));
-    }
-    registry.admit(&principal)?;
-    if !registry.is_verified(&principal, &target.url) {
-        registry.sender.verify(&target.url, &id, &secret).await?;
-        registry.mark_verified(&principal, &target.url);
-    }
-    let subscribed = super::Subscribed {
-        id: id.clone(),
-        name: sub.name.clone(),
-        arguments: arguments.clone(),
-        principal: Some(principal.clone()),
-        delivery: Delivery::Webhook,
-    };
-    let ending = super::hooks::started(&entry, subscribed).await?;
-    let (start, cursor, truncated) = starting_point(&hub, &entry, &sub, ctx).await?;
-    let state = State {
-        secret,
-        previous: None,
-        expires: Instant::now() + granted,
-        watermark: cursor.clone(),
-        last_delivery_at: None,
-        last_error: None,
-        failed_since: None,
-    };
-    let created = Arc::new(Sub {
-        id: id.clone(),
-        principal,
-        url: target.url,
-        name: sub.name.clone(),
-        arguments,
-        state: Mutex::new(state),
-        stop: CancellationToken::new(),
-        refreshed: tokio::sync::Notify::new(),
-    });
-    registry.subs.locked().insert(id.clone(), created.clone());
-    tokio::spawn(run::deliver(hub.clone(), registry.clone(), entry, created, start, ctx.clone(), ending));
-    Ok(json!({
-        "id": id,
-        "refreshBefore": super::timestamp(SystemTime::now() + granted),
-        "cursor": cursor,
-        "truncated": truncated,
-    }))
-}
-
-/// A live subscription subscribed again: a new TTL and secret, delivery reactivated.
-fn refresh(live: &Sub, secret: String, granted: Duration) -> Value {
-    let mut state = live.state.locked();
-    if state.secret != secret {
-        let old = std::mem::replace(&mut state.secret, secret);
-        state.previous = Some((old, Instant::now() + ROTATION_GRACE));
-    }
-    state.expires = Instant::now() + granted;
-    let status = json!({
-        "active": true,
-        "lastDeliveryAt": state.last_delivery_at.map(super::timestamp),
-        "lastError": state.last_error,
-    });
-    let mut status = status;
-    if let Some(since) = state.failed_since {
-        status["failedSince"] = json!(super::timestamp(since));
-    }
-    let result = json!({
-        "id": live.id,
-        "refreshBefore": super::timestamp(SystemTime::now() + granted),
-        "cursor": state.watermark,
-        "truncated": false,
-        "deliveryStatus": status,
-    });
-    drop(state);
-    live.refreshed.notify_one();
-    result
-}
-
-/// Where a new subscription's delivery starts: for an emitted type the buffer position (and its cursor), for a
-/// checked type the cursor its first check gave; and whether events were skipped.
-async fn starting_point(
-    hub: &Hub,
-    entry: &Entry,
-    sub: &Subscription,
-    ctx: &Context,
-) -> Result<(run::Start, Option<String>, bool), Error> {
-    match (&entry.def.source, &entry.buffer) {
-        (Source::Emitted { .. }, Some(buffer)) => {
-            let (after, skipped) = start(hub, buffer, sub.cursor.as_deref()).await?;
-            let bounds = hub.settings().bounds;
-            let read = buffer.read(bounds, after, sub.floor(), usize::MAX, |_| false);
-            let truncated = skipped || read.truncated;
-            Ok((run::Start::Buffer(read.start), Some(hub.cursor(read.start)), truncated))
-        }
-        (Source::Checked(check), _) => {
-            let first = check(super::def::Check {
-                context: ctx.clone(),
-                arguments: sub.arguments(),
-                cursor: sub.cursor.clone(),
-                max_age: sub.max_age(),
-                max_events: hub.settings().max_events,
-            })
-            .await?;
-            let (cursor, truncated) = (first.cursor.clone(), first.truncated);
-            Ok((run::Start::Checked(Box::new(first)), cursor, truncated))
-        }
-        (Source::Emitted { .. }, None) => Err(Error::internal("an emitted event type without its buffer")),
-    }
-}
-
-/// `events/unsubscribe`.
-pub(super) async fn unsubscribe(ctx: &Context, args: Arguments) -> Result<Value, Error> {
-    super::methods::in_2026(ctx, "events/unsubscribe")?;
-    let hub = hub(ctx)?;
-    let registry = registry(&hub)?;
-    let map = args.into_map();
-    let name = map.get("name").and_then(Value::as_str).ok_or_else(|| Error::invalid_params("`name` is required"))?;
-    let url = map
-        .get("delivery")
-        .and_then(|d| d.get("url"))
-        .and_then(Value::as_str)
-        .ok_or_else(|| Error::invalid_params("`delivery.url` is required"))?;
-    let arguments = map.get("arguments").cloned().filter(|a| !a.is_null()).unwrap_or_else(|| json!({}));
-    let principal = principal(ctx)?;
-    let id = derive_id(&principal, url, name, &arguments);
-    match registry.get(&id) {
-        Some(sub) => {
-            registry.remove(&sub);
-            Ok(json!({}))
-        }
-        None => Err(Error::new(
-            ErrorCode::NOT_FOUND,
-            format!("no webhook subscription to `{name}` with these arguments delivers to {url:?} for this caller"),
-        )
-        .with_data(json!({ "kind": "subscription" }))),
-    }
-}
-
-/// The error that ends a subscription whose type was removed.
-pub(super) fn gone(name: &str) -> Error {
-    not_found(name)
+/// The error of a subscription past a limit.
+fn exhausted(max: usize) -> Error {
+    Error::new(
+        ErrorCode::RESOURCE_EXHAUSTED,
+        format!("no more webhook subscriptions here (at most {max}); unsubscribe one, or let one expire"),
+    )
+    .with_data(json!({ "limit": "subscriptions", "max": max }))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn secrets_are_whsec_and_24_to_64_bytes() {
-        use base64::Engine as _;
-        let of = |n: usize| format!("whsec_{}", base64::engine::general_purpose::STANDARD.encode(vec![7u8; n]));
-        assert!(check_secret(Some(&of(24))).is_ok());
-        assert!(check_secret(Some(&of(64))).is_ok());
-        assert!(check_secret(Some(&of(23))).is_err());
-        assert!(check_secret(Some(&of(65))).is_err());
-        assert!(check_secret(Some("secret")).is_err());
-        assert!(check_secret(None).is_err());
-    }
-
-    #[test]
-    fn callback_urls_are_https_with_a_host_and_no_credentials() {
-        assert!(check_url("https://hooks.example.com/a").is_ok());
-        assert!(check_url("http://hooks.example.com/a").is_err());
-        assert!(check_url("https://user:pw@hooks.example.com/a").is_err());
-        assert!(check_url("hooks.example.com").is_err());
-    }
-
-    #[test]
-    fn ids_follow_the_key() {
-        let a = derive_id("alice", "https://h/x", "t", &json!({"a": 1}));
-        assert_eq!(a, derive_id("alice", "https://h/x", "t", &json!({"a": 1})));
-        assert_ne!(a, derive_id("bob", "https://h/x", "t", &json!({"a": 1})));
-        assert_ne!(a, derive_id("alice", "https://h/x", "t", &json!({"a": 2})));
-        assert!(a.starts_with("sub_") && a.len() == 20);
-        assert_eq!(
-            super::super::canonical(&json!({"b": [1, {"d": 1, "c": 2}], "a": null})),
-            r#"{"a":null,"b":[1,{"c":2,"d":1}]}"#
-        );
-    }
 
     #[test]
     fn ttls_are_clamped_and_no_expiry_gets_the_longest() {

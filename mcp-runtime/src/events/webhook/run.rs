@@ -11,11 +11,11 @@ use std::time::{Duration, Instant, SystemTime};
 use serde_json::{json, Value};
 
 use super::deliver::Answer;
-use super::{gone, Registry, Sub};
+use super::{Registry, Sub};
 use crate::base::sync::Unpoisoned;
 use crate::context::Context;
 use crate::events::def::{Check, CheckFn, Checked, Source};
-use crate::events::methods::{delivers, stored_json};
+use crate::events::methods::{delivers, not_found, stored_json};
 use crate::events::random_id;
 use crate::events::{Entry, Hub};
 use crate::wire::error::{Error, ErrorCode};
@@ -23,12 +23,13 @@ use crate::wire::error::{Error, ErrorCode};
 /// How many events one read of a buffer, or one check, takes at most.
 const BATCH: usize = 100;
 
-/// Where a new subscription's delivery starts.
+/// Where a subscription's delivery starts.
 pub(crate) enum Start {
-    /// After this position of an emitted type's buffer.
-    Buffer(u64),
-    /// With the events (and cursor) of a checked type's first check.
-    Checked(Box<Checked>),
+    /// After this position of an emitted type's buffer; with a `gap` envelope first if events were lost before it
+    /// (a subscription taken over from a watermark the buffer no longer holds).
+    Buffer { after: u64, gap: bool },
+    /// With the events (and cursor) of a checked type's first check, and the context its checks are called with.
+    Checked(Box<Checked>, Context),
 }
 
 /// Why a subscription's delivery ended.
@@ -55,23 +56,21 @@ struct Run {
 pub(crate) async fn deliver(
     hub: Arc<Hub>,
     registry: Arc<Registry>,
-    entry: Arc<Entry>,
     sub: Arc<Sub>,
     start: Start,
-    ctx: Context,
     ending: crate::events::hooks::Ending,
 ) {
-    let run = Run { hub, registry, entry, sub };
+    let run = Run { hub, registry, entry: sub.entry.clone(), sub };
     let end = match (start, &run.entry.def.source) {
-        (Start::Buffer(position), _) => run.emitted(position).await,
-        (Start::Checked(first), Source::Checked(check)) => run.checked(check, *first, &ctx).await,
-        (Start::Checked(_), Source::Emitted { .. }) => End::Stopped,
+        (Start::Buffer { after, gap }, _) => run.emitted(after, gap).await,
+        (Start::Checked(first, ctx), Source::Checked(check)) => run.checked(check, *first, &ctx).await,
+        (Start::Checked(..), Source::Emitted { .. }) => End::Stopped,
     };
     if let End::Gone = end {
-        run.terminate(&gone(&run.sub.name)).await;
+        run.terminate(&not_found(&run.sub.name)).await;
     }
     tracing::debug!(subscription = %run.sub.id, ?end, "a webhook subscription ended");
-    run.registry.remove(&run.sub);
+    run.registry.ended(&run.sub, !matches!(end, End::Stopped)).await;
     // The type's `on_unsubscribe`, now that nothing more is delivered.
     drop(ending);
 }
@@ -125,11 +124,11 @@ impl Run {
                     return Ok(());
                 }
                 Answer::Refused(category) => {
-                    self.failed(category);
+                    self.failed(category).await;
                     return Ok(());
                 }
                 Answer::Failed(category) => {
-                    self.failed(category);
+                    self.failed(category).await;
                     if attempt < settings.attempts {
                         self.wait(tokio::time::sleep(backoff)).await?;
                         backoff = backoff.saturating_mul(2);
@@ -141,21 +140,32 @@ impl Run {
         Ok(())
     }
 
-    fn failed(&self, category: &'static str) {
-        let mut state = self.sub.state.locked();
-        state.last_error = Some(category);
-        state.failed_since.get_or_insert_with(SystemTime::now);
+    async fn failed(&self, category: &'static str) {
+        {
+            let mut state = self.sub.state.locked();
+            state.last_error = Some(category.to_owned());
+            state.failed_since.get_or_insert_with(SystemTime::now);
+        }
+        self.registry.persist(&self.sub).await;
     }
 
-    fn advance(&self, cursor: Option<String>) {
-        self.sub.state.locked().watermark = cursor;
+    /// Moves the watermark (kept where the other instances read it, on a shared server).
+    async fn advance(&self, cursor: Option<String>) {
+        {
+            let mut state = self.sub.state.locked();
+            if state.watermark == cursor {
+                return;
+            }
+            state.watermark = cursor;
+        }
+        self.registry.persist(&self.sub).await;
     }
 
     /// A `gap` envelope: events were skipped before `cursor`.
     async fn gap(&self, cursor: Option<String>) -> Result<(), End> {
         let body = json!({ "type": "gap", "cursor": cursor }).to_string();
         self.send(&format!("msg_gap_{}", random_id()), &body).await?;
-        self.advance(cursor);
+        self.advance(cursor).await;
         Ok(())
     }
 
@@ -168,11 +178,16 @@ impl Run {
         let _ = self.registry.sender.post(&self.sub.url, &self.sub.id, &id, &body, &secrets).await;
     }
 
-    /// Follows an emitted type's buffer from `position`.
-    async fn emitted(&self, mut position: u64) -> End {
+    /// Follows an emitted type's buffer from `position`, after a `gap` envelope if `gap`.
+    async fn emitted(&self, mut position: u64, gap: bool) -> End {
         let Some(buffer) = self.entry.buffer.clone() else { return End::Stopped };
         let mut latest = buffer.watch();
         let arguments = &self.sub.arguments;
+        if gap {
+            if let Err(end) = self.gap(Some(self.hub.cursor(position))).await {
+                return end;
+            }
+        }
         loop {
             let bounds = self.hub.settings().bounds;
             let read =
@@ -188,10 +203,10 @@ impl Run {
                 if let Err(end) = self.send(&event.id, &body).await {
                     return end;
                 }
-                self.advance(Some(cursor));
+                self.advance(Some(cursor)).await;
             }
             position = read.position;
-            self.advance(Some(self.hub.cursor(position)));
+            self.advance(Some(self.hub.cursor(position))).await;
             if !read.more {
                 match self.wait(latest.changed()).await {
                     Ok(Ok(())) => {}
@@ -212,7 +227,7 @@ impl Run {
                 Some(checked) => match self.deliver_checked(&checked, cursor.clone()).await {
                     Ok(()) => {
                         cursor = checked.cursor.clone();
-                        self.advance(cursor.clone());
+                        self.advance(cursor.clone()).await;
                         if checked.has_more {
                             Duration::ZERO
                         } else {

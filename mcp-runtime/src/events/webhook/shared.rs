@@ -1,0 +1,322 @@
+//! Webhook subscriptions on a server shared through Redis ([`RedisWebhooks`]): any instance answers
+//! `events/subscribe` and `events/unsubscribe`, and one instance at a time delivers each subscription.
+//!
+//! - The instance that creates a subscription claims its lease and delivers it. It renews the lease every
+//!   [`TICK`], reading the subscription back as it does: a refresh on another instance (a new TTL, a rotated
+//!   secret) reaches it within a tick, and an unsubscribe or an expiry ends its delivery.
+//! - After each event accepted (or given up on), the watermark is written to Redis with the delivery status, so
+//!   `deliveryStatus` reads the same on every instance.
+//! - Every instance looks each [`TICK`] for live subscriptions whose lease nobody holds (their instance died, or
+//!   stopped), claims them, and delivers them from the stored watermark, after a `gap` envelope if the events
+//!   after it are no longer kept. A lease lapses [`LEASE`] after its last renewal.
+//! - Each event is delivered once per subscription with one exception: an event whose POST was accepted just as its
+//!   instance died, before the watermark after it was written, is posted again by the next instance, under the same
+//!   `webhook-id` (the event's id), which the Standard Webhooks scheme gives receivers to drop a repeat by.
+//! - Checked types are not offered by webhook on a shared server yet: their checks are called with the subscriber's
+//!   request context, which another instance cannot rebuild. `events/subscribe` says so (-32026).
+
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use serde_json::{json, Value};
+
+use super::run::{self, Start};
+use super::subscribe::{begin, created_answer, refreshed_answer, Asked};
+use super::{exhausted, Registry, State, Sub, ROTATION_GRACE};
+use crate::base::sync::Unpoisoned;
+use crate::context::Context;
+use crate::events::def::{Delivery, Source};
+use crate::events::{hooks, methods, Hub, Subscribed};
+use crate::redis::webhooks::{RedisWebhooks, Refused, StoredWebhook};
+use crate::redis::Redis;
+use crate::wire::error::{Error, ErrorCode};
+
+/// How long a lease lasts after its last renewal: how soon another instance takes over a dead one's subscriptions.
+const LEASE: Duration = Duration::from_secs(5);
+
+/// How often a lease is renewed (and the subscription read back), and how often each instance looks for
+/// subscriptions nobody delivers.
+const TICK: Duration = Duration::from_secs(1);
+
+/// How many subscriptions one instance takes over in one tick: a started instance does not take them all.
+const CLAIMS_PER_TICK: usize = 64;
+
+/// Where a shared server's webhook subscriptions live, and this instance's name in their leases.
+pub(crate) struct Shared {
+    store: RedisWebhooks,
+    me: String,
+}
+
+/// Keeps `registry`'s subscriptions in `redis`, and starts looking for subscriptions to take over.
+pub(crate) fn share(hub: &Arc<Hub>, registry: &Arc<Registry>, redis: &Redis) {
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
+    let shared = Shared { store: RedisWebhooks::new(redis), me: crate::events::random_id() };
+    if registry.shared.set(shared).is_ok() {
+        runtime.spawn(take_over(Arc::downgrade(hub), Arc::downgrade(registry)));
+    }
+}
+
+fn now_ms() -> u64 {
+    ms_of(SystemTime::now())
+}
+
+fn ms_of(at: SystemTime) -> u64 {
+    at.duration_since(UNIX_EPOCH).map_or(0, millis)
+}
+
+fn millis(d: Duration) -> u64 {
+    d.as_millis().try_into().unwrap_or(u64::MAX)
+}
+
+fn time_of(ms: u64) -> SystemTime {
+    UNIX_EPOCH + Duration::from_millis(ms)
+}
+
+/// The instant of a time in milliseconds since the Unix epoch (now, if it is past).
+fn instant_of(ms: u64) -> Instant {
+    Instant::now() + Duration::from_millis(ms.saturating_sub(now_ms()))
+}
+
+fn unavailable(e: impl std::fmt::Display) -> Error {
+    Error::internal(format!("the webhook subscriptions are kept in Redis, which failed: {e}; try again"))
+}
+
+/// `events/subscribe` on a shared server.
+pub(super) async fn subscribe(
+    hub: &Arc<Hub>,
+    registry: &Arc<Registry>,
+    shared: &Shared,
+    asked: Asked,
+    ctx: &Context,
+) -> Result<Value, Error> {
+    if let Source::Checked(_) = asked.entry.def.source {
+        return Err(Error::new(
+            ErrorCode::UNSUPPORTED,
+            format!(
+                "`{}` is checked on demand, and a checked type is not delivered by webhook on a server shared \
+                 through Redis yet (its checks need the subscriber's request): subscribe by poll or push",
+                asked.sub.name
+            ),
+        )
+        .with_data(json!({ "feature": "deliveryMode", "value": "webhook" })));
+    }
+    if let Some(refreshed) = shared.refresh(registry, &asked).await? {
+        return Ok(refreshed);
+    }
+    let now = now_ms();
+    let (mine, all) = shared.store.counts(&asked.principal, now).await.map_err(unavailable)?;
+    registry.admit(mine, all)?;
+    shared.verify(registry, &asked).await?;
+    let (start, cursor, truncated, ending) = begin(hub, &asked, ctx).await?;
+    let record = StoredWebhook {
+        principal: asked.principal.clone(),
+        url: asked.url.clone(),
+        name: asked.sub.name.clone(),
+        arguments: asked.arguments.to_string(),
+        secret: asked.secret.clone(),
+        expires_ms: now.saturating_add(millis(asked.granted)),
+        watermark: cursor.clone(),
+        ..StoredWebhook::default()
+    };
+    let limits = (registry.settings.per_principal, registry.settings.total);
+    match shared.store.create(&asked.id, &record, now, limits).await.map_err(unavailable)? {
+        Ok(()) => {}
+        // Subscribed meanwhile by the same key (on another instance): this one is a refresh.
+        Err(Refused::Exists) => {
+            let refreshed = shared.refresh(registry, &asked).await?;
+            return refreshed.ok_or_else(|| Error::internal("the webhook subscription vanished; try again"));
+        }
+        Err(Refused::PerPrincipal) => return Err(exhausted(registry.settings.per_principal)),
+        Err(Refused::Total) => return Err(exhausted(registry.settings.total)),
+    }
+    let answer = created_answer(&asked.id, asked.granted, cursor, truncated);
+    // Delivered here, unless another instance claimed it first (it looks for unclaimed ones every tick).
+    if let Ok(Some(claimed)) = shared.store.claim(&asked.id, &shared.me, LEASE).await {
+        let state = state_of(&claimed);
+        let sub = Sub::new(asked.id, (asked.principal, asked.url), asked.arguments, asked.entry, state);
+        deliver(hub, registry, sub, start, ending);
+    }
+    Ok(answer)
+}
+
+impl Shared {
+    /// Refreshes a live subscription in Redis (and here, if this instance delivers it): the answer, or `None` if
+    /// it does not live.
+    async fn refresh(&self, registry: &Registry, asked: &Asked) -> Result<Option<Value>, Error> {
+        let now = now_ms();
+        let expires = now.saturating_add(millis(asked.granted));
+        let grace = now.saturating_add(millis(ROTATION_GRACE));
+        let refreshed = self.store.refresh(&asked.id, &asked.principal, &asked.secret, expires, grace).await;
+        let Some(stored) = refreshed.map_err(unavailable)? else { return Ok(None) };
+        if let Some(live) = registry.get(&asked.id) {
+            sync(&live, &stored);
+        }
+        let status =
+            (stored.delivered_at_ms.map(time_of), stored.error.as_deref(), stored.failed_since_ms.map(time_of));
+        Ok(Some(refreshed_answer(&asked.id, asked.granted, stored.watermark.as_deref(), status)))
+    }
+
+    /// Verifies the endpoint unless it is allow-listed or was verified for this principal (on any instance).
+    async fn verify(&self, registry: &Registry, asked: &Asked) -> Result<(), Error> {
+        if registry.is_verified(&asked.principal, &asked.url) {
+            return Ok(());
+        }
+        if self.store.is_verified(&asked.principal, &asked.url).await.map_err(unavailable)? {
+            return Ok(());
+        }
+        registry.sender.verify(&asked.url, &asked.id, &asked.secret).await?;
+        let ttl = registry.settings.verification_ttl;
+        self.store.mark_verified(&asked.principal, &asked.url, ttl).await.map_err(unavailable)
+    }
+
+    /// `events/unsubscribe`: whether it lived.
+    pub(super) async fn remove(&self, id: &str, principal: &str) -> Result<bool, Error> {
+        self.store.remove(id, principal).await.map_err(unavailable)
+    }
+
+    /// Writes `sub`'s watermark and delivery status.
+    pub(super) async fn persist(&self, sub: &Sub) {
+        let record = {
+            let state = sub.state.locked();
+            StoredWebhook {
+                watermark: state.watermark.clone(),
+                delivered_at_ms: state.last_delivery_at.map(ms_of),
+                error: state.last_error.clone(),
+                failed_since_ms: state.failed_since.map(ms_of),
+                ..StoredWebhook::default()
+            }
+        };
+        if let Err(e) = self.store.update(&sub.id, &record.status()).await {
+            tracing::warn!(subscription = %sub.id, error = %e, "a webhook's watermark could not be kept in Redis");
+        }
+    }
+
+    /// `sub`'s delivery ended here: removed for good, or its lease let go for another instance.
+    pub(super) async fn ended(&self, sub: &Sub, for_good: bool) {
+        let done = match for_good {
+            true => self.store.remove(&sub.id, &sub.principal).await.map(|_| ()),
+            false => self.store.release(&sub.id, &self.me).await,
+        };
+        if let Err(e) = done {
+            tracing::warn!(subscription = %sub.id, error = %e, "a webhook subscription's end could not reach Redis");
+        }
+    }
+}
+
+/// What a subscription read from Redis changes here.
+fn state_of(stored: &StoredWebhook) -> State {
+    let mut state = State::new(stored.secret.clone(), expiry(stored), stored.watermark.clone());
+    state.previous = stored.previous.clone().map(|(secret, until)| (secret, instant_of(until)));
+    state.last_delivery_at = stored.delivered_at_ms.map(time_of);
+    state.last_error = stored.error.clone();
+    state.failed_since = stored.failed_since_ms.map(time_of);
+    state
+}
+
+/// When this instance stops delivering a subscription on its own: a lease after its expiry in Redis, whose passing
+/// the lease's renewal sees first.
+fn expiry(stored: &StoredWebhook) -> Instant {
+    instant_of(stored.expires_ms) + LEASE
+}
+
+/// A refresh read back: the secrets and the expiry.
+fn sync(sub: &Sub, stored: &StoredWebhook) {
+    let mut state = sub.state.locked();
+    state.secret = stored.secret.clone();
+    state.previous = stored.previous.clone().map(|(secret, until)| (secret, instant_of(until)));
+    let expires = expiry(stored);
+    let moved = state.expires != expires;
+    state.expires = expires;
+    drop(state);
+    if moved {
+        sub.refreshed.notify_one();
+    }
+}
+
+/// Starts delivering `sub` here, and renewing its lease while it is delivered.
+fn deliver(hub: &Arc<Hub>, registry: &Arc<Registry>, sub: Arc<Sub>, start: Start, ending: hooks::Ending) {
+    registry.subs.locked().insert(sub.id.clone(), sub.clone());
+    tokio::spawn(renew(Arc::downgrade(registry), sub.clone()));
+    tokio::spawn(run::deliver(hub.clone(), registry.clone(), sub, start, ending));
+}
+
+/// Renews `sub`'s lease every tick, and reads the subscription back, until its delivery ends; ends it when the
+/// lease is lost, the subscription is gone, or Redis has not answered for a lease's time (another instance may
+/// deliver it by then).
+async fn renew(registry: Weak<Registry>, sub: Arc<Sub>) {
+    let mut renewed = Instant::now();
+    loop {
+        tokio::select! {
+            () = sub.stop.cancelled() => return,
+            () = tokio::time::sleep(TICK) => {}
+        }
+        let Some(registry) = registry.upgrade() else { return sub.stop.cancel() };
+        let Some(shared) = registry.shared.get() else { return };
+        match shared.store.renew(&sub.id, &shared.me, LEASE).await {
+            Ok(Some(stored)) => {
+                renewed = Instant::now();
+                sync(&sub, &stored);
+            }
+            Ok(None) => return sub.stop.cancel(),
+            Err(e) if renewed.elapsed() >= LEASE => {
+                tracing::warn!(subscription = %sub.id, error = %e, "a webhook's lease could not be renewed; its delivery stops here");
+                return sub.stop.cancel();
+            }
+            Err(_) => {}
+        }
+    }
+}
+
+/// Every tick, claims the live subscriptions nobody delivers and delivers them here.
+async fn take_over(hub: Weak<Hub>, registry: Weak<Registry>) {
+    let mut tick = tokio::time::interval(TICK);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        let (Some(hub), Some(registry)) = (hub.upgrade(), registry.upgrade()) else { return };
+        let Some(shared) = registry.shared.get() else { return };
+        let unclaimed = match shared.store.unclaimed(now_ms()).await {
+            Ok(ids) => ids,
+            Err(e) => {
+                tracing::debug!(error = %e, "could not look for webhook subscriptions to deliver");
+                continue;
+            }
+        };
+        for id in unclaimed.into_iter().filter(|id| registry.get(id).is_none()).take(CLAIMS_PER_TICK) {
+            match shared.store.claim(&id, &shared.me, LEASE).await {
+                Ok(Some(stored)) => {
+                    if let Err(e) = resume(&hub, &registry, id.clone(), stored).await {
+                        tracing::warn!(subscription = %id, error = %e, "a webhook subscription could not be taken over");
+                        let _ = shared.store.release(&id, &shared.me).await;
+                    }
+                }
+                Ok(None) => {}
+                Err(e) => tracing::debug!(subscription = %id, error = %e, "could not claim a webhook subscription"),
+            }
+        }
+    }
+}
+
+/// Delivers here a subscription claimed from Redis, from its watermark.
+async fn resume(hub: &Arc<Hub>, registry: &Arc<Registry>, id: String, stored: StoredWebhook) -> Result<(), Error> {
+    let entry = hub.entry(&stored.name).ok_or_else(|| methods::not_found(&stored.name))?;
+    let buffer = match (&entry.def.source, &entry.buffer) {
+        (Source::Emitted { .. }, Some(buffer)) => buffer.clone(),
+        _ => return Err(Error::internal(format!("`{}` is not an emitted type here", stored.name))),
+    };
+    let (after, gap) = methods::start(hub, &buffer, stored.watermark.as_deref()).await?;
+    let arguments: Value = serde_json::from_str(&stored.arguments).unwrap_or_else(|_| json!({}));
+    let subscribed = Subscribed {
+        id: id.clone(),
+        name: stored.name.clone(),
+        arguments: arguments.clone(),
+        principal: Some(stored.principal.clone()),
+        delivery: Delivery::Webhook,
+    };
+    let ending = hooks::started(&entry, subscribed).await?;
+    tracing::info!(subscription = %id, watermark = ?stored.watermark, "a webhook subscription is delivered here now");
+    let state = state_of(&stored);
+    let sub = Sub::new(id, (stored.principal, stored.url), arguments, entry, state);
+    deliver(hub, registry, sub, Start::Buffer { after, gap }, ending);
+    Ok(())
+}

@@ -1,0 +1,208 @@
+//! Webhook subscriptions on servers shared through a real `redis-server`: any instance answers `events/subscribe`,
+//! refreshes and `events/unsubscribe` for a subscription another delivers; the limits and the verification hold
+//! across instances; and a subscription outlives the instance that delivered it, killed in the middle of a burst:
+//! another takes it over from its stored watermark, and the receiver (the Standard Webhooks project's Python
+//! library checking every POST) gets every event, in order. An event posted just as its instance died may come
+//! again, under the same `webhook-id`, which is what the scheme gives a receiver to drop a repeat by.
+//!
+//! Each instance runs on a Tokio runtime of its own thread; it is killed by shutting that runtime down in the
+//! background: its tasks are dropped where they stand (no lease let go, no watermark written after), its
+//! connections close, as when a process dies. Calls reach the instances directly (to pick which one answers), and,
+//! for the takeover, through a real nginx with the shipped configuration.
+
+use std::time::Duration;
+
+use crate::common;
+use crate::events_webhooks::{bearer, code, deliveries, reaching, restocked, Caller, ROTATED, SECRET};
+
+use common::proxy::{Kind, Proxy};
+use common::redis::RedisServer;
+use common::webhooks::WebhookReceiver;
+use mcp::events::{Emitter, Events, Webhooks};
+use serde_json::{json, Value};
+
+/// One instance of the shop on a runtime of its own.
+struct Instance {
+    url: String,
+    authority: String,
+    emitter: Emitter,
+    kill: Option<std::sync::mpsc::Sender<()>>,
+}
+
+impl Instance {
+    /// Starts an instance sharing the Redis at `redis`, delivering webhooks as `webhooks` says.
+    fn start(redis: &str, webhooks: Webhooks) -> Instance {
+        let (ready, started) = std::sync::mpsc::channel();
+        let (kill, killed) = std::sync::mpsc::channel::<()>();
+        let redis = redis.to_owned();
+        std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+            runtime.spawn(async move {
+                let redis = mcp::redis::Redis::connect(&redis).await.unwrap();
+                let events = Events::new().event(restocked()).webhooks(webhooks);
+                let emitter = events.emitter();
+                let server = mcp::Server::builder().request_state_key([7; 32]).extension(events).shared(&redis);
+                let server = server.build().unwrap();
+                let app = server.http_router(mcp::HttpOptions::new()).layer(mcp::axum::middleware::from_fn(bearer));
+                let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+                ready.send((listener.local_addr().unwrap().to_string(), emitter)).unwrap();
+                mcp::axum::serve(listener, app).await
+            });
+            // Until killed (or the test is over): then every task is dropped where it stands.
+            let _ = killed.recv();
+            runtime.shutdown_background();
+        });
+        let (authority, emitter) = started.recv().expect("the instance started");
+        Instance { url: format!("http://{authority}/mcp"), authority, emitter, kill: Some(kill) }
+    }
+
+    fn kill(&mut self) {
+        self.kill.take();
+    }
+
+    fn emit(&self, id: &str, isbn: &str) {
+        self.emitter.emit_with_id("book.restocked", id, json!({"isbn": isbn})).unwrap();
+    }
+}
+
+/// Waits out one renewal of the deliverer's lease (every second), which reads the subscription back from Redis:
+/// a refresh or an unsubscribe on another instance has reached the deliverer after it.
+async fn a_tick() {
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+}
+
+/// Subscribes again (a refresh) until the answer's watermark is `cursor`, for up to 2 s: the deliverer writes it
+/// just after the receiver accepted the event before it, so a refresh may come between.
+async fn refreshed_at(caller: &Caller, hook: &str, secret: &str, arguments: Value, cursor: &Value) -> Value {
+    let mut refreshed = Value::Null;
+    for _ in 0..40 {
+        refreshed = caller.subscribe(hook, secret, arguments.clone(), json!({})).await;
+        if refreshed["result"]["cursor"] == *cursor {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    refreshed
+}
+
+/// The ids of the deliveries received, in order (a repeat appears twice).
+fn delivered(received: &[Value]) -> Vec<String> {
+    deliveries(received).iter().map(|d| d["headers"]["webhook-id"].as_str().unwrap().to_owned()).collect()
+}
+
+fn verifications(received: &[Value]) -> usize {
+    received.iter().filter(|r| r["body"]["type"] == "verification").count()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn any_instance_answers_for_a_subscription_one_delivers_and_the_limits_hold_across_them() {
+    let redis = RedisServer::start();
+    let receiver = WebhookReceiver::start(&[SECRET, ROTATED]);
+    let webhooks = reaching(&receiver).max_subscriptions(2, 100);
+    let shops: Vec<Instance> = (0..3).map(|_| Instance::start(&redis.url(), webhooks.clone())).collect();
+    let alice: Vec<Caller> = shops.iter().map(|s| Caller::new(&s.url, Some("alice"))).collect();
+    let hook = receiver.url("/hooks/alice");
+
+    let subscribed = alice[0].subscribe(&hook, SECRET, json!({"isbn": "1"}), json!({})).await;
+    let id = subscribed["result"]["id"].as_str().unwrap_or_else(|| panic!("{subscribed}")).to_owned();
+    // What the other two instances emit is delivered, once each (what one emits reaches Redis by its own writer:
+    // two instances' events are in the order Redis had them, so the second waits for the first here).
+    shops[1].emit("evt-1", "1");
+    receiver.wait_for("evt-1", |r| delivered(r).len() == 1).await;
+    shops[2].emit("evt-other", "2");
+    shops[2].emit("evt-2", "1");
+    let received = receiver.wait_for("evt-1 and evt-2", |r| delivered(r).len() == 2).await;
+    assert_eq!(delivered(&received), ["evt-1", "evt-2"]);
+    let last_cursor = deliveries(&received)[1]["body"]["cursor"].clone();
+
+    // Refreshed on another instance: the same subscription, its watermark and status as the deliverer wrote them;
+    // the rotated secret reaches the deliverer, which signs with both.
+    let refreshed = refreshed_at(&alice[2], &hook, ROTATED, json!({"isbn": "1"}), &last_cursor).await;
+    let result = &refreshed["result"];
+    assert_eq!(result["id"], id.as_str(), "{refreshed}");
+    assert_eq!(result["cursor"], last_cursor, "{refreshed}");
+    assert!(result["deliveryStatus"]["lastDeliveryAt"].is_string(), "{refreshed}");
+    a_tick().await;
+    shops[0].emit("evt-3", "1");
+    let received = receiver.wait_for("evt-3", |r| delivered(r).len() == 3).await;
+    let signature = deliveries(&received)[2]["headers"]["webhook-signature"].as_str().unwrap().to_owned();
+    assert_eq!(signature.split(' ').count(), 2, "both secrets sign after a refresh elsewhere: {signature}");
+
+    // The endpoint was verified once, for every instance; the per-principal limit counts every instance's.
+    let second = alice[1].subscribe(&hook, SECRET, json!({"isbn": "2"}), json!({})).await;
+    assert!(second["result"]["id"].is_string(), "{second}");
+    assert_eq!(verifications(&receiver.received().await), 1);
+    let third = alice[2].subscribe(&hook, SECRET, json!({"isbn": "3"}), json!({})).await;
+    assert_eq!(code(&third), -32025, "{third}");
+
+    // Unsubscribed on another instance than the one delivering: delivery stops there within a tick.
+    let unsubscribe = json!({"name": "book.restocked", "arguments": {"isbn": "1"}, "delivery": {"url": hook}});
+    let done = alice[1].call("events/unsubscribe", unsubscribe.clone()).await;
+    assert!(done["result"].is_object(), "{done}");
+    a_tick().await;
+    shops[0].emit("evt-4", "1");
+    shops[0].emit("evt-5", "2");
+    let received = receiver.wait_for("evt-5 to the second subscription", |r| delivered(r).len() == 4).await;
+    assert_eq!(delivered(&received), ["evt-1", "evt-2", "evt-3", "evt-5"], "nothing after unsubscribe");
+    assert_eq!(code(&alice[2].call("events/unsubscribe", unsubscribe).await), -32023);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subscription_outlives_the_instance_delivering_it_killed_mid_burst() {
+    let redis = RedisServer::start();
+    let receiver = WebhookReceiver::start(&[SECRET]);
+    let webhooks = reaching(&receiver);
+    // The first instance alone takes the subscription, so it is the one delivering it.
+    let mut shops = vec![Instance::start(&redis.url(), webhooks.clone())];
+    let hook = receiver.url("/hooks/outliving");
+    let subscribed = Caller::new(&shops[0].url, Some("alice")).subscribe(&hook, SECRET, json!({}), json!({})).await;
+    let id = subscribed["result"]["id"].as_str().unwrap_or_else(|| panic!("{subscribed}")).to_owned();
+    shops.extend((0..2).map(|_| Instance::start(&redis.url(), webhooks.clone())));
+    let authorities: Vec<String> = shops.iter().map(|s| s.authority.clone()).collect();
+    let proxy = Proxy::start(Kind::Nginx, &authorities);
+    let through_proxy = Caller::new(&proxy.url, Some("alice"));
+
+    let mut emitted = Vec::new();
+    for round in 0..2 {
+        // A burst from an instance that lives on, and the deliverer (or, the second time, maybe another) killed
+        // in its middle.
+        let first = emitted.len();
+        for i in 0..20 {
+            let event = format!("evt-{round}-{i}");
+            shops[2].emit(&event, "1");
+            emitted.push(event);
+            if i == 5 {
+                tokio::time::sleep(Duration::from_millis(30)).await;
+                shops[round].kill();
+            }
+        }
+        let received = receiver
+            .wait_for_within("the burst, delivered by the instance that took over", Duration::from_secs(20), |r| {
+                let got = delivered(r);
+                emitted[first..].iter().all(|e| got.contains(e))
+            })
+            .await;
+        let got = delivered(&received);
+        // Every event, in order of first arrival; a repeat only of one posted as its instance died.
+        let mut firsts: Vec<&String> = Vec::new();
+        for event in &got {
+            if !firsts.contains(&event) {
+                firsts.push(event);
+            }
+        }
+        assert_eq!(firsts, emitted.iter().collect::<Vec<_>>(), "every event, in order: {got:?}");
+        assert!(got.len() - emitted.len() <= round + 1, "a repeat per death at most: {got:?}");
+        for d in deliveries(&received) {
+            assert_eq!(d["verified"], true, "{d}");
+            assert_eq!(d["headers"]["x-mcp-subscription-id"], id.as_str());
+        }
+    }
+
+    // The survivor answers for the subscription through the proxy: the same one, its watermark at the last event.
+    let received = receiver.received().await;
+    let last = deliveries(&received).last().unwrap()["body"]["cursor"].clone();
+    let refreshed = refreshed_at(&through_proxy, &hook, SECRET, json!({}), &last).await;
+    assert_eq!(refreshed["result"]["id"], id.as_str(), "{refreshed}");
+    assert_eq!(refreshed["result"]["cursor"], last, "{refreshed}");
+    assert_eq!(verifications(&received), 1, "taken over, not verified again");
+}
