@@ -18,7 +18,7 @@ use crate::events_webhooks::{bearer, code, deliveries, reaching, restocked, Call
 use common::proxy::{Kind, Proxy};
 use common::redis::RedisServer;
 use common::webhooks::WebhookReceiver;
-use mcp::events::{Emitter, Events, Webhooks};
+use mcp::events::{Checked, Emitter, EventType, Events, Webhooks};
 use serde_json::{json, Value};
 
 /// One instance of the shop on a runtime of its own.
@@ -39,7 +39,8 @@ impl Instance {
             let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
             runtime.spawn(async move {
                 let redis = mcp::redis::Redis::connect(&redis).await.unwrap();
-                let events = Events::new().event(restocked()).webhooks(webhooks);
+                let reviewed = EventType::checked("book.reviewed", |_| async { Ok(Checked::new(vec![], None)) });
+                let events = Events::new().event(restocked()).event(reviewed).webhooks(webhooks);
                 let emitter = events.emitter();
                 let server = mcp::Server::builder().request_state_key([7; 32]).extension(events).shared(&redis);
                 let server = server.build().unwrap();
@@ -145,6 +146,19 @@ async fn any_instance_answers_for_a_subscription_one_delivers_and_the_limits_hol
     let received = receiver.wait_for("evt-5 to the second subscription", |r| delivered(r).len() == 4).await;
     assert_eq!(delivered(&received), ["evt-1", "evt-2", "evt-3", "evt-5"], "nothing after unsubscribe");
     assert_eq!(code(&alice[2].call("events/unsubscribe", unsubscribe).await), -32023);
+
+    // A checked type is not offered by webhook on a shared server yet: not listed, and refused.
+    let listed = alice[0].call("events/list", json!({})).await;
+    let reviewed = listed["result"]["events"].as_array().unwrap().iter().find(|e| e["name"] == "book.reviewed");
+    assert_eq!(reviewed.unwrap()["delivery"], json!(["poll", "push"]), "{listed}");
+    let params = json!({
+        "name": "book.reviewed",
+        "arguments": {},
+        "delivery": {"mode": "webhook", "url": hook, "secret": SECRET},
+    });
+    let refused = alice[0].call("events/subscribe", params).await;
+    assert_eq!(code(&refused), -32026, "{refused}");
+    assert_eq!(refused["error"]["data"], json!({"feature": "deliveryMode", "value": "webhook"}), "{refused}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

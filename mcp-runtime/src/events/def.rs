@@ -429,13 +429,14 @@ impl EventType {
     }
 
     /// Its descriptor in `events/list`, on a server that does (`webhooks`) or does not deliver webhooks.
-    pub(crate) fn descriptor(&self, webhooks: bool) -> Value {
+    /// Its descriptor in `events/list`, offering `modes`.
+    pub(crate) fn descriptor(&self, modes: &[Delivery]) -> Value {
         let mut d = Map::new();
         d.insert("name".into(), json!(self.name));
         if let Some(text) = &self.description {
             d.insert("description".into(), json!(text));
         }
-        d.insert("delivery".into(), self.modes(webhooks).iter().map(|m| m.as_str()).collect());
+        d.insert("delivery".into(), modes.iter().map(|m| m.as_str()).collect());
         d.insert("inputSchema".into(), self.input_schema.clone());
         d.insert("payloadSchema".into(), self.payload_schema.clone());
         if let Some(meta) = &self.meta {

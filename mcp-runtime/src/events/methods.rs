@@ -93,7 +93,7 @@ pub(super) fn subscription_of(
     let sub: Subscription =
         serde_json::from_value(params).map_err(|e| Error::invalid_params(format!("`{method}`: {e}")))?;
     let entry = hub.entry(&sub.name).ok_or_else(|| not_found(&sub.name))?;
-    if !entry.def.modes(hub.delivers_webhooks()).contains(&mode) {
+    if !hub.modes(&entry.def).contains(&mode) {
         return Err(Error::new(
             ErrorCode::UNSUPPORTED,
             format!(

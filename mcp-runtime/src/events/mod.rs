@@ -329,7 +329,7 @@ impl Hub {
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .values()
-            .map(|e| e.def.descriptor(self.delivers_webhooks()))
+            .map(|e| e.def.descriptor(&self.modes(&e.def)))
             .collect()
     }
 
@@ -339,6 +339,14 @@ impl Hub {
 
     pub(crate) fn epoch(&self) -> u64 {
         self.epoch.load(Ordering::Acquire)
+    }
+
+    /// The modes `def` offers here: `webhook` where the extension delivers webhooks, but on a shared server for
+    /// emitted types only (a checked type's checks are called with the subscriber's request, which the instance
+    /// that takes a subscription over cannot rebuild).
+    pub(crate) fn modes(&self, def: &EventType) -> Vec<Delivery> {
+        let checked = matches!(def.source, Source::Checked(_));
+        def.modes(self.delivers_webhooks() && !(checked && self.is_shared()))
     }
 
     /// Whether the extension delivers webhooks (`events/subscribe`).

@@ -12,8 +12,8 @@
 //! - Each event is delivered once per subscription with one exception: an event whose POST was accepted just as its
 //!   instance died, before the watermark after it was written, is posted again by the next instance, under the same
 //!   `webhook-id` (the event's id), which the Standard Webhooks scheme gives receivers to drop a repeat by.
-//! - Checked types are not offered by webhook on a shared server yet: their checks are called with the subscriber's
-//!   request context, which another instance cannot rebuild. `events/subscribe` says so (-32026).
+//! - Checked types are not offered by webhook on a shared server yet ([`Hub::modes`]): their checks are called with
+//!   the subscriber's request context, which another instance cannot rebuild.
 
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -29,7 +29,7 @@ use crate::events::def::{Delivery, Source};
 use crate::events::{hooks, methods, Hub, Subscribed};
 use crate::redis::webhooks::{RedisWebhooks, Refused, StoredWebhook};
 use crate::redis::Redis;
-use crate::wire::error::{Error, ErrorCode};
+use crate::wire::error::Error;
 
 /// How long a lease lasts after its last renewal: how soon another instance takes over a dead one's subscriptions.
 const LEASE: Duration = Duration::from_secs(5);
@@ -89,17 +89,6 @@ pub(super) async fn subscribe(
     asked: Asked,
     ctx: &Context,
 ) -> Result<Value, Error> {
-    if let Source::Checked(_) = asked.entry.def.source {
-        return Err(Error::new(
-            ErrorCode::UNSUPPORTED,
-            format!(
-                "`{}` is checked on demand, and a checked type is not delivered by webhook on a server shared \
-                 through Redis yet (its checks need the subscriber's request): subscribe by poll or push",
-                asked.sub.name
-            ),
-        )
-        .with_data(json!({ "feature": "deliveryMode", "value": "webhook" })));
-    }
     if let Some(refreshed) = shared.refresh(registry, &asked).await? {
         return Ok(refreshed);
     }
