@@ -7,13 +7,15 @@
 //!
 //! Run with `cargo bench --bench events_latency` (optionally `-- --samples N`). A benchmark, not a test.
 
-use std::net::TcpListener;
-use std::process::{Command, Stdio};
+#[path = "common/redis.rs"]
+mod redis_server;
+
 use std::time::{Duration, Instant};
 
 use mcp::client::{Client, Delivery, EraChoice, EventItem, EventSubscription};
 use mcp::events::{EventType, Events};
 use mcp::Server;
+use redis_server::RedisServer;
 use serde_json::json;
 
 fn percentile(sorted: &[Duration], p: f64) -> f64 {
@@ -30,24 +32,7 @@ async fn main() {
             samples = args.next().and_then(|v| v.parse().ok()).expect("a number after --samples");
         }
     }
-    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let dir = std::env::temp_dir().join(format!("events-latency-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let binary = std::env::var("REDIS_SERVER").unwrap_or_else(|_| "redis-server".into());
-    let mut redis_server = Command::new(&binary)
-        .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
-        .arg("--dir")
-        .arg(&dir)
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("redis-server on PATH (apt-get install redis-server), or REDIS_SERVER=/path/to/redis-server");
-    let url = format!("redis://127.0.0.1:{port}");
-    let redis = loop {
-        match mcp::redis::Redis::connect(&url).await {
-            Ok(redis) => break redis,
-            Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
-        }
-    };
+    let (_redis_server, redis) = RedisServer::start("events-latency").await;
     let build = || {
         let events = Events::new().event(EventType::emitted("tick"));
         let emitter = events.emitter();
@@ -97,7 +82,4 @@ async fn main() {
         "poll_mean_us": polling.as_secs_f64() * 1e6 / polls as f64,
     });
     println!("{line}");
-    let _ = redis_server.kill();
-    let _ = redis_server.wait();
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -1,16 +1,18 @@
-//! How long a change takes to cross instances through Redis: two servers sharing a `redis-server` (the one on `PATH`,
+//! How long a change takes to cross instances through Redis: two servers sharing a `redis-server` (the one on `PATH` or `REDIS_SERVER`,
 //! started on a free loopback port with persistence off), a 2026 `subscriptions/listen` on the second, and N calls
 //! on the first of a tool that announces a resource update. Prints p50/p99/max of the time from the call (in
 //! process, on the first instance) to the notification on the second's listener, as one JSON line.
 //!
 //! Run with `cargo bench --bench hub_latency` (optionally `-- --samples N`). A benchmark, not a test.
 
-use std::net::TcpListener;
-use std::process::{Command, Stdio};
+#[path = "common/redis.rs"]
+mod redis_server;
+
 use std::time::{Duration, Instant};
 
 use mcp::client::{Client, EraChoice, ListenFilter};
 use mcp::{Context, Server};
+use redis_server::RedisServer;
 use serde_json::json;
 
 /// Announces that a note changed.
@@ -40,23 +42,7 @@ async fn main() {
             samples = args.next().and_then(|v| v.parse().ok()).expect("a number after --samples");
         }
     }
-    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let dir = std::env::temp_dir().join(format!("hub-latency-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let mut redis_server = Command::new("redis-server")
-        .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
-        .arg("--dir")
-        .arg(&dir)
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("redis-server on PATH (apt-get install redis-server)");
-    let url = format!("redis://127.0.0.1:{port}");
-    let redis = loop {
-        match mcp::redis::Redis::connect(&url).await {
-            Ok(redis) => break redis,
-            Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
-        }
-    };
+    let (_redis_server, redis) = RedisServer::start("hub-latency").await;
     let build = || {
         Server::builder().tool::<touch>().resource::<note>().request_state_key([9; 32]).shared(&redis).build().unwrap()
     };
@@ -86,7 +72,4 @@ async fn main() {
         "max_us": latencies.last().map(|d| d.as_secs_f64() * 1e6),
     });
     println!("{line}");
-    let _ = redis_server.kill();
-    let _ = redis_server.wait();
-    let _ = std::fs::remove_dir_all(&dir);
 }

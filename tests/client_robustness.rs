@@ -17,6 +17,9 @@ use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
+#[path = "common/tls.rs"]
+mod tls;
+
 /// Long enough for any healthy exchange on a loaded machine; what must not hang is bounded by this.
 const WAIT: Duration = Duration::from_secs(20);
 
@@ -418,37 +421,6 @@ fn router() -> axum::Router {
     server.http_router(mcp::HttpOptions::new())
 }
 
-/// Serves `app` over TLS with a fresh self-signed certificate for `localhost`; returns the port and the
-/// certificate (PEM) to trust.
-async fn serve_tls(app: axum::Router) -> (u16, String) {
-    let certified = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).unwrap();
-    let pem = certified.cert.pem();
-    let key = tokio_rustls::rustls::pki_types::PrivatePkcs8KeyDer::from(certified.signing_key.serialize_der()).into();
-    let config = tokio_rustls::rustls::ServerConfig::builder()
-        .with_no_client_auth()
-        .with_single_cert(vec![certified.cert.der().clone()], key)
-        .unwrap();
-    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
-    tokio::spawn(async move {
-        while let Ok((socket, _)) = listener.accept().await {
-            let acceptor = acceptor.clone();
-            let app = app.clone();
-            tokio::spawn(async move {
-                let Ok(tls) = acceptor.accept(socket).await else { return };
-                let service = hyper::service::service_fn(move |request: hyper::Request<hyper::body::Incoming>| {
-                    tower::ServiceExt::oneshot(app.clone(), request.map(axum::body::Body::new))
-                });
-                let _ = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(hyper_util::rt::TokioIo::new(tls), service)
-                    .await;
-            });
-        }
-    });
-    (port, pem)
-}
-
 fn trusting(pem: &str) -> reqwest::Client {
     reqwest::Client::builder()
         .add_root_certificate(reqwest::Certificate::from_pem(pem.as_bytes()).unwrap())
@@ -458,7 +430,7 @@ fn trusting(pem: &str) -> reqwest::Client {
 
 #[tokio::test]
 async fn https_with_a_trusted_self_signed_certificate_works_in_both_eras() {
-    let (port, pem) = serve_tls(router()).await;
+    let (port, pem) = tls::serve_tls(router(), &["localhost"]).await;
     for era in [EraChoice::V2026, EraChoice::V2025] {
         let client = Client::builder()
             .era(era)

@@ -19,6 +19,7 @@ pub mod python;
 pub mod redis;
 pub mod schema;
 pub mod shops;
+pub mod tls;
 pub mod v2026;
 pub mod webhooks;
 

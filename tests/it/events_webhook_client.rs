@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::common;
 use mcp::axum;
 use mcp::client::{
     Client, CursorStore, Delivery, EraChoice, EventItem, EventStream, EventSubscription, WebhookReceiver,
@@ -93,7 +94,7 @@ impl World {
         let receiver = WebhookReceiver::new();
         let posts = Posts::default();
         let app = receiver.router().layer(axum::middleware::from_fn_with_state(posts.clone(), recorded));
-        let (port, pem) = serve_tls(app).await;
+        let (port, pem) = common::tls::serve_tls(app, &["127.0.0.1"]).await;
         let settings = Webhooks::new()
             .allow_address(IpAddr::from([127, 0, 0, 1]))
             .root_certificate(pem.clone())
@@ -121,35 +122,6 @@ impl World {
     fn emit(&self, id: &str, isbn: &str) {
         self.emitter.emit_with_id("book.restocked", id, json!({ "isbn": isbn })).unwrap();
     }
-}
-
-/// Serves `app` over TLS with a fresh self-signed certificate for 127.0.0.1; its port and the certificate (PEM).
-async fn serve_tls(app: axum::Router) -> (u16, String) {
-    let certified = rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_owned()]).unwrap();
-    let pem = certified.cert.pem();
-    let key = tokio_rustls::rustls::pki_types::PrivatePkcs8KeyDer::from(certified.signing_key.serialize_der()).into();
-    let config = tokio_rustls::rustls::ServerConfig::builder()
-        .with_no_client_auth()
-        .with_single_cert(vec![certified.cert.der().clone()], key)
-        .unwrap();
-    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
-    tokio::spawn(async move {
-        while let Ok((socket, _)) = listener.accept().await {
-            let (acceptor, app) = (acceptor.clone(), app.clone());
-            tokio::spawn(async move {
-                let Ok(tls) = acceptor.accept(socket).await else { return };
-                let service = hyper::service::service_fn(move |request: hyper::Request<hyper::body::Incoming>| {
-                    tower::ServiceExt::oneshot(app.clone(), request.map(axum::body::Body::new))
-                });
-                let _ = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(hyper_util::rt::TokioIo::new(tls), service)
-                    .await;
-            });
-        }
-    });
-    (port, pem)
 }
 
 /// Every cursor saved, in order.
