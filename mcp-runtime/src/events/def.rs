@@ -346,6 +346,12 @@ impl EventType {
         self
     }
 
+    /// Whether it has a lifecycle hook ([`on_subscribe`](EventType::on_subscribe) or
+    /// [`on_unsubscribe`](EventType::on_unsubscribe)).
+    pub(crate) fn has_hooks(&self) -> bool {
+        self.on_subscribe.is_some() || self.on_unsubscribe.is_some()
+    }
+
     /// The modes it offers on a server that does (`webhooks`) or does not deliver webhooks.
     pub(crate) fn modes(&self, webhooks: bool) -> Vec<Delivery> {
         match &self.delivery {

@@ -91,7 +91,7 @@ impl Leases {
     /// A poll of `sub`: the first one calls `on_subscribe` (whose error refuses the poll) and takes the lease, the
     /// next ones renew it for `lease`.
     pub(crate) async fn poll(&self, entry: &Entry, sub: Subscribed, lease: Duration) -> Result<(), Error> {
-        if entry.def.on_subscribe.is_none() && entry.def.on_unsubscribe.is_none() {
+        if !entry.def.has_hooks() {
             return Ok(());
         }
         let until = Instant::now() + lease;

@@ -176,22 +176,30 @@ async fn poll(ctx: &Context, args: Arguments) -> Result<Value, Error> {
     let settings = hub.settings();
     let limit = sub.max_events.map_or(settings.max_events, |n| (n as usize).clamp(1, settings.max_events));
     let next_poll = |d: Option<Duration>| d.unwrap_or(settings.next_poll).as_millis() as u64;
-    let principal = principal(ctx);
     let arguments = sub.arguments();
-    let id = super::hooks::poll_id(principal.as_deref(), &sub.name, &arguments);
-    let polled = Subscribed { id, name: sub.name.clone(), arguments, principal, delivery: Delivery::Poll };
-    hub.leases.poll(&entry, polled.clone(), settings.poll_lease).await?;
+    // A poll's id names it to its type's lifecycle hooks, and so to a targeted emit (`Emitter::emit_to` takes an id
+    // a hook was told): a type without hooks has no use for it, and it is not derived.
+    let id = match entry.def.has_hooks() {
+        true => {
+            let principal = principal(ctx);
+            let id = super::hooks::poll_id(principal.as_deref(), &sub.name, &arguments);
+            let (name, delivery) = (sub.name.clone(), Delivery::Poll);
+            let polled = Subscribed { id: id.clone(), name, arguments: arguments.clone(), principal, delivery };
+            hub.leases.poll(&entry, polled, settings.poll_lease).await?;
+            id
+        }
+        false => String::new(),
+    };
     match (&entry.def.source, &entry.buffer) {
         (Source::Emitted { .. }, Some(buffer)) => {
             let (after, skipped) = start(&hub, buffer, sub.cursor.as_deref()).await?;
-            let (id, arguments) = (&polled.id, &polled.arguments);
             let read = match sub.cursor {
                 None => buffer::Read { start: after, position: after, ..Default::default() },
                 Some(_) => {
-                    buffer.read(settings.bounds, after, sub.floor(), limit, |e| delivers(&entry, id, arguments, e))
+                    buffer.read(settings.bounds, after, sub.floor(), limit, |e| delivers(&entry, &id, &arguments, e))
                 }
             };
-            let events: Vec<Value> = read.events.iter().map(|e| stored_json(&entry, arguments, e, None)).collect();
+            let events: Vec<Value> = read.events.iter().map(|e| stored_json(&entry, &arguments, e, None)).collect();
             Ok(json!({
                 "events": events,
                 "cursor": hub.cursor(read.position),
@@ -203,7 +211,7 @@ async fn poll(ctx: &Context, args: Arguments) -> Result<Value, Error> {
         (Source::Checked(check), _) => {
             let checked = check(Check {
                 context: ctx.clone(),
-                arguments: sub.arguments(),
+                arguments,
                 cursor: sub.cursor.clone(),
                 max_age: sub.max_age(),
                 max_events: limit,
