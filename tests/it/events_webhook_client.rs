@@ -168,6 +168,13 @@ async fn events_arrive_in_order_once_each_and_a_new_subscription_goes_on_from_th
     let world = World::start(|w| w).await;
     let saved = Arc::new(Saved::default());
     let sub = world.subscription(json!({ "isbn": "978-1" })).cursors(saved.clone());
+    // Webhook delivery asked for without a receiver: refused here, nothing sent, naming what is missing.
+    let bare = EventSubscription::new("book.restocked").delivery(Delivery::Webhook);
+    match world.client.subscribe_events(bare).await {
+        Err(mcp::client::Error::Usage(why)) => assert!(why.contains("EventSubscription::webhook"), "{why}"),
+        other => panic!("a usage error, not {:?}", other.map(|s| s.delivery)),
+    }
+    assert_eq!(world.subscribes.0.load(Ordering::SeqCst), 0);
     let mut stream = world.client.subscribe_events(sub.clone()).await.unwrap();
     assert_eq!(stream.delivery, Delivery::Webhook, "a receiver and a type that offers webhooks: webhook first");
     let posts = world.posts.all();

@@ -242,7 +242,7 @@ async fn next_round(
     result: &Value,
 ) -> Result<Value, Error> {
     let Value::Object(mut params) = params else {
-        return Err(Error::Protocol("params must be an object".into()));
+        return Err(Error::Usage("params must be an object".into()));
     };
     let mut answers = Map::new();
     if let Some(questions) = result["inputRequests"].as_object() {
@@ -414,7 +414,7 @@ impl Sent {
         let mut params = match params {
             Value::Object(p) => p,
             Value::Null => Map::new(),
-            other => return Err(Error::Protocol(format!("params must be an object: {other}"))),
+            other => return Err(Error::Usage(format!("params must be an object: {other}"))),
         };
         let mut meta = match params.remove("_meta") {
             Some(Value::Object(m)) => m,

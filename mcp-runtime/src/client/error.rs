@@ -40,6 +40,10 @@ pub enum Error {
     },
     /// The server said something this client cannot read.
     Protocol(String),
+    /// What the application asked cannot be done as it was asked, or as the client is set up: params that are not
+    /// an object, a list method that is not one, a method the era does not have, webhook delivery without a
+    /// receiver. Nothing was sent; the message says what to do instead.
+    Usage(String),
     /// The connection is closed.
     Closed,
     /// 2026 era: the server kept asking (`input_required`) past the limit of rounds.
@@ -83,6 +87,7 @@ impl fmt::Display for Error {
                 "the server sent a message over the frame limit of {limit} bytes (ClientBuilder::frame_limit raises it)"
             ),
             Error::Protocol(why) => write!(f, "protocol error: {why}"),
+            Error::Usage(why) => write!(f, "cannot be done as asked: {why}"),
             Error::Closed => f.write_str("the connection is closed"),
             Error::TooManyRounds(n) => write!(f, "the server asked for input more than {n} times in one call"),
             Error::Auth(e) => write!(f, "authorization failed: {e}"),

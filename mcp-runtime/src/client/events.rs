@@ -450,7 +450,7 @@ impl Client {
             }
             #[cfg(not(feature = "webhooks"))]
             Delivery::Webhook => {
-                return Err(Error::Protocol(format!(
+                return Err(Error::Usage(format!(
                     "event type `{}`: webhook delivery needs the `webhooks` feature and a WebhookReceiver the \
                      application serves (EventSubscription::webhook)",
                     sub.name

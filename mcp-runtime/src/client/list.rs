@@ -339,7 +339,7 @@ fn list_method(method: &str) -> Option<&'static str> {
 }
 
 fn not_a_list(method: &str) -> Error {
-    Error::Protocol(format!("{method} is not a list method"))
+    Error::Usage(format!("{method} is not a list method"))
 }
 
 #[cfg(test)]

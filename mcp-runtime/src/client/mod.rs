@@ -371,7 +371,7 @@ impl Client {
     /// `logging/setLevel` (2025 era). In the 2026 era set the level on the builder: it rides every request.
     pub async fn set_log_level(&self, level: LogLevel) -> Result<(), Error> {
         if self.is_2026() {
-            return Err(Error::Protocol(
+            return Err(Error::Usage(
                 "the 2026-07-28 era has no logging/setLevel: use ClientBuilder::log_level".into(),
             ));
         }

@@ -84,7 +84,7 @@ pub(super) async fn start(
     ended: Arc<Mutex<Option<crate::Error>>>,
 ) -> Result<(tokio::task::JoinHandle<()>, Registration), Error> {
     let Some(target) = sub.webhook.clone() else {
-        return Err(Error::Protocol(format!(
+        return Err(Error::Usage(format!(
             "event type `{}`: webhook delivery needs a receiver and its URL (EventSubscription::webhook)",
             sub.name
         )));
