@@ -19,6 +19,7 @@ use common::proxy::{Kind, Proxy};
 use common::redis::RedisServer;
 use common::webhooks::WebhookReceiver;
 use mcp::events::{Checked, Emitter, EventType, Events, Webhooks};
+use mcp::redis::driver::AsyncCommands;
 use serde_json::{json, Value};
 
 /// One instance of the shop on a runtime of its own.
@@ -26,18 +27,20 @@ struct Instance {
     url: String,
     authority: String,
     emitter: Emitter,
-    kill: Option<std::sync::mpsc::Sender<()>>,
+    /// Ends it: dropped, it is killed; sent `true`, it shuts down first (its shutdown hooks run).
+    end: Option<std::sync::mpsc::Sender<bool>>,
+    thread: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Instance {
     /// Starts an instance sharing the Redis at `redis`, delivering webhooks as `webhooks` says.
     fn start(redis: &str, webhooks: Webhooks) -> Instance {
         let (ready, started) = std::sync::mpsc::channel();
-        let (kill, killed) = std::sync::mpsc::channel::<()>();
+        let (end, ended) = std::sync::mpsc::channel::<bool>();
         let redis = redis.to_owned();
-        std::thread::spawn(move || {
+        let thread = std::thread::spawn(move || {
             let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
-            runtime.spawn(async move {
+            let server = runtime.block_on(async move {
                 let redis = mcp::redis::Redis::connect(&redis).await.unwrap();
                 let reviewed = EventType::checked("book.reviewed", |_| async { Ok(Checked::new(vec![], None)) });
                 let events = Events::new().event(restocked()).event(reviewed).webhooks(webhooks);
@@ -47,18 +50,33 @@ impl Instance {
                 let app = server.http_router(mcp::HttpOptions::new()).layer(mcp::axum::middleware::from_fn(bearer));
                 let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
                 ready.send((listener.local_addr().unwrap().to_string(), emitter)).unwrap();
-                mcp::axum::serve(listener, app).await
+                tokio::spawn(async move { mcp::axum::serve(listener, app).await });
+                server
             });
-            // Until killed (or the test is over): then every task is dropped where it stands.
-            let _ = killed.recv();
+            // Until it is ended (or the test is over): shut down first if asked, then every task is dropped where
+            // it stands.
+            if ended.recv() == Ok(true) {
+                runtime.block_on(server.shutdown());
+            }
             runtime.shutdown_background();
         });
         let (authority, emitter) = started.recv().expect("the instance started");
-        Instance { url: format!("http://{authority}/mcp"), authority, emitter, kill: Some(kill) }
+        Instance { url: format!("http://{authority}/mcp"), authority, emitter, end: Some(end), thread: Some(thread) }
     }
 
+    /// Kills it: nothing more runs, as when its process dies.
     fn kill(&mut self) {
-        self.kill.take();
+        self.end.take();
+    }
+
+    /// Shuts it down (its shutdown hooks run), stops it, and returns once it has stopped.
+    fn shut_down(&mut self) {
+        if let Some(end) = self.end.take() {
+            let _ = end.send(true);
+        }
+        if let Some(thread) = self.thread.take() {
+            thread.join().unwrap();
+        }
     }
 
     fn emit(&self, id: &str, isbn: &str) {
@@ -100,7 +118,7 @@ async fn any_instance_answers_for_a_subscription_one_delivers_and_the_limits_hol
     let redis = RedisServer::start();
     let receiver = WebhookReceiver::start(&[SECRET, ROTATED]);
     let webhooks = reaching(&receiver).max_subscriptions(2, 100);
-    let shops: Vec<Instance> = (0..3).map(|_| Instance::start(&redis.url(), webhooks.clone())).collect();
+    let mut shops: Vec<Instance> = (0..3).map(|_| Instance::start(&redis.url(), webhooks.clone())).collect();
     let alice: Vec<Caller> = shops.iter().map(|s| Caller::new(&s.url, Some("alice"))).collect();
     let hook = receiver.url("/hooks/alice");
 
@@ -146,6 +164,22 @@ async fn any_instance_answers_for_a_subscription_one_delivers_and_the_limits_hol
     let received = receiver.wait_for("evt-5 to the second subscription", |r| delivered(r).len() == 4).await;
     assert_eq!(delivered(&received), ["evt-1", "evt-2", "evt-3", "evt-5"], "nothing after unsubscribe");
     assert_eq!(code(&alice[2].call("events/unsubscribe", unsubscribe).await), -32023);
+
+    // The instance delivering the second subscription shuts down: it lets go of the lease at once (renewed within
+    // the last second, it would otherwise hold for 5 s more), and another instance goes on with it.
+    let second = second["result"]["id"].as_str().unwrap();
+    let lease = format!("mcp:webhooks:{second}:lease");
+    let mut redis = mcp::redis::Redis::connect(&redis.url()).await.unwrap().connection();
+    let holder: Option<String> = redis.get(&lease).await.unwrap();
+    assert!(holder.is_some(), "the second subscription is delivered by one instance");
+    // (Created through instance 1, which holds its lease from the start.)
+    let delivering = 1;
+    shops[delivering].shut_down();
+    let after: Option<String> = redis.get(&lease).await.unwrap();
+    assert_ne!(after, holder, "let go at shutdown");
+    shops[(delivering + 1) % 3].emit("evt-6", "2");
+    let received = receiver.wait_for("evt-6, from the instance that took over", |r| delivered(r).len() == 5).await;
+    assert_eq!(delivered(&received)[4], "evt-6");
 
     // A checked type is not offered by webhook on a shared server yet: not listed, and refused.
     let listed = alice[0].call("events/list", json!({})).await;

@@ -422,6 +422,15 @@ impl Extension for Events {
     }
 
     fn setup(&self, builder: ServerBuilder) -> ServerBuilder {
+        #[cfg(feature = "webhooks")]
+        let builder = {
+            let hub = self.hub.clone();
+            builder.on_shutdown(async move {
+                if let Some(registry) = hub.webhooks.get() {
+                    registry.shut_down().await;
+                }
+            })
+        };
         let hub = self.hub.clone();
         builder.state(self.emitter()).on_start(move |server| {
             let _ = hub.server.set(Arc::downgrade(&server.inner));

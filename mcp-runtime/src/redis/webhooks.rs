@@ -24,17 +24,19 @@ use sha2::{Digest, Sha256};
 use super::Redis;
 use crate::store::task::StoreError;
 
-/// Creates a subscription unless it exists, within the limits. KEYS: the hash, the index, the principal's index.
-/// ARGV: id, now, expiry (ms), the limit per principal, the limit in all, then the hash's fields and values.
-/// Returns 1 (created), 0 (it exists: refresh it), -1 (the principal's limit), -2 (the server's).
+/// Creates a subscription unless it exists, within the limits, with its lease held by the instance creating it.
+/// KEYS: the hash, the index, the principal's index, the lease. ARGV: id, now, expiry (ms), the limit per
+/// principal, the limit in all, the instance, the lease's TTL (ms), then the hash's fields and values. Returns 1
+/// (created), 0 (it exists: refresh it), -1 (the principal's limit), -2 (the server's).
 const CREATE: &str = r"
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', ARGV[2])
 redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', ARGV[2])
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 if redis.call('ZCARD', KEYS[3]) >= tonumber(ARGV[4]) then return -1 end
 if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[5]) then return -2 end
-redis.call('HSET', KEYS[1], unpack(ARGV, 6))
+redis.call('HSET', KEYS[1], unpack(ARGV, 8))
 redis.call('PEXPIREAT', KEYS[1], ARGV[3])
+redis.call('SET', KEYS[4], ARGV[6], 'PX', ARGV[7])
 redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1])
 redis.call('ZADD', KEYS[3], ARGV[3], ARGV[1])
 return 1
@@ -261,17 +263,18 @@ impl RedisWebhooks {
         Ok((mine, all))
     }
 
-    /// Creates subscription `id` within the limits.
+    /// Creates subscription `id` within the limits, its lease held by `me` for `lease`.
     pub(crate) async fn create(
         &self,
-        id: &str,
-        sub: &StoredWebhook,
+        (id, sub): (&str, &StoredWebhook),
         now_ms: u64,
         (per_principal, total): (usize, usize),
+        (me, lease): (&str, Duration),
     ) -> Result<Result<(), Refused>, StoreError> {
         let mut invocation = self.create.key(self.key(id));
-        invocation.key(self.index_key()).key(self.principal_key(&sub.principal));
+        invocation.key(self.index_key()).key(self.principal_key(&sub.principal)).key(self.lease_key(id));
         invocation.arg(id).arg(now_ms).arg(sub.expires_ms).arg(per_principal).arg(total);
+        invocation.arg(me).arg(millis(lease));
         for (field, value) in sub.fields().into_iter().filter(|(_, v)| !v.is_empty()) {
             invocation.arg(field).arg(value);
         }

@@ -302,6 +302,17 @@ impl Registry {
         let _ = sub;
     }
 
+    /// The server shuts down: every subscription delivered here stops, and on a shared server its lease is let go
+    /// at once, so another instance takes it over at its next look (within a second) instead of when the lease
+    /// lapses. An event in flight is posted again by that instance, under the same `webhook-id`.
+    pub(crate) async fn shut_down(&self) {
+        let subs: Vec<Arc<Sub>> = self.subs.locked().values().cloned().collect();
+        for sub in subs {
+            sub.stop.cancel();
+            self.ended(&sub, false).await;
+        }
+    }
+
     /// `sub`'s delivery ended here: forgotten, and on a shared server removed for good (`for_good`: it expired, or
     /// its type is gone) or let go for another instance to take over.
     async fn ended(&self, sub: &Sub, for_good: bool) {

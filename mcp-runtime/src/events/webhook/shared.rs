@@ -1,7 +1,7 @@
 //! Webhook subscriptions on a server shared through Redis ([`RedisWebhooks`]): any instance answers
 //! `events/subscribe` and `events/unsubscribe`, and one instance at a time delivers each subscription.
 //!
-//! - The instance that creates a subscription claims its lease and delivers it. It renews the lease every
+//! - The instance that creates a subscription holds its lease from the start, and delivers it. It renews the lease every
 //!   [`TICK`], reading the subscription back as it does: a refresh on another instance (a new TTL, a rotated
 //!   secret) reaches it within a tick, and an unsubscribe or an expiry ends its delivery.
 //! - After each event accepted (or given up on), the watermark is written to Redis with the delivery status, so
@@ -108,7 +108,8 @@ pub(super) async fn subscribe(
         ..StoredWebhook::default()
     };
     let limits = (registry.settings.per_principal, registry.settings.total);
-    match shared.store.create(&asked.id, &record, now, limits).await.map_err(unavailable)? {
+    let created = shared.store.create((&asked.id, &record), now, limits, (&shared.me, LEASE)).await;
+    match created.map_err(unavailable)? {
         Ok(()) => {}
         // Subscribed meanwhile by the same key (on another instance): this one is a refresh.
         Err(Refused::Exists) => {
@@ -118,13 +119,11 @@ pub(super) async fn subscribe(
         Err(Refused::PerPrincipal) => return Err(exhausted(registry.settings.per_principal)),
         Err(Refused::Total) => return Err(exhausted(registry.settings.total)),
     }
+    // Created with its lease held here: delivered here.
     let answer = created_answer(&asked.id, asked.granted, cursor, truncated);
-    // Delivered here, unless another instance claimed it first (it looks for unclaimed ones every tick).
-    if let Ok(Some(claimed)) = shared.store.claim(&asked.id, &shared.me, LEASE).await {
-        let state = state_of(&claimed);
-        let sub = Sub::new(asked.id, (asked.principal, asked.url), asked.arguments, asked.entry, state);
-        deliver(hub, registry, sub, start, ending);
-    }
+    let state = state_of(&record);
+    let sub = Sub::new(asked.id, (asked.principal, asked.url), asked.arguments, asked.entry, state);
+    deliver(hub, registry, sub, start, ending);
     Ok(answer)
 }
 
