@@ -35,7 +35,7 @@ use proc_macro::TokenStream;
 /// - **Injected parameters**: a reference parameter, such as `ctx: &mcp::Context`, is not an argument; it is handed
 ///   in by the runtime (see `mcp::FromContext`).
 /// - **Description**: the function's doc comment, unless `description = "..."` is given.
-/// - **Return value**: anything that implements `mcp::IntoToolResult`: `String`, `&str`, `()`, `mcp::Json<T>`
+/// - **Return value**: anything that implements `mcp::handler::IntoToolResult`: `String`, `&str`, `()`, `mcp::Json<T>`
 ///   (structured content and an output schema), `mcp::Content`, `Vec<mcp::Content>`, `mcp::CallToolResult`, or a
 ///   `Result` of one of them whose `Err` (any `Display`) becomes an `isError: true` result.
 /// - **Bad arguments** (missing, wrong type) become an `isError: true` result naming the argument, as the 2025-11-25
@@ -275,7 +275,7 @@ pub fn resource(attr: TokenStream, item: TokenStream) -> TokenStream {
 /// The function's parameters are read from the request's `params` object by name, exactly as tool arguments are
 /// (a missing or mistyped one is -32602 naming it), and `&mcp::Context` / `&mcp::State<T>` are injected. It runs
 /// like a tool: an `async fn` is dropped when its request is cancelled, a plain `fn` runs under `spawn_blocking`
-/// and sees the cancel flag. It returns anything that implements `mcp::IntoMethodResult`: `mcp::Json<T>` for a
+/// and sees the cancel flag. It returns anything that implements `mcp::handler::IntoMethodResult`: `mcp::Json<T>` for a
 /// `T: Serialize` that is a JSON object (MCP results are objects), a `serde_json::Value` object, `()`, or a
 /// `Result` of one of them whose error is an `mcp::Error` (kept as is) or a message (-32603).
 ///

@@ -72,10 +72,7 @@ pub use base::name::Name;
 pub use builder::extension::{Declaration, Extension, NotificationDef};
 pub use builder::ServerBuilder;
 pub use entry::{run, ArgSpec, Args, FromArgs, MainOutput};
-pub use handler::method::{IntoMethodResult, IntoRpcError};
-pub use handler::prompt::IntoPromptResult;
-pub use handler::resource::IntoResourceResult;
-pub use handler::tool::{IntoToolResult, Json};
+pub use handler::tool::Json;
 pub use handler::uri_template::{TemplateError, UriTemplate};
 pub use protocol::{
     Annotations, CallToolResult, Content, GetPromptResult, Icon, Implementation, LogLevel, PromptMessage,
@@ -402,7 +399,8 @@ pub mod __private {
     pub use serde;
     pub use serde_json;
 
-    use crate::{CallToolResult, IntoMethodResult, IntoToolResult};
+    use crate::handler::{IntoMethodResult, IntoToolResult};
+    use crate::CallToolResult;
 
     /// A tool's argument could not be read: an `isError` result, so the model can correct itself.
     pub fn invalid_tool_argument(message: String) -> HandlerResult {
@@ -444,13 +442,15 @@ pub mod __private {
 
     /// Converts a prompt's return value.
     #[inline]
-    pub fn prompt_result<T: crate::IntoPromptResult>(value: T) -> Result<crate::GetPromptResult, crate::Error> {
+    pub fn prompt_result<T: crate::handler::IntoPromptResult>(
+        value: T,
+    ) -> Result<crate::GetPromptResult, crate::Error> {
         value.into_prompt_result()
     }
 
     /// Converts a resource's return value, for the URI being read.
     #[inline]
-    pub fn resource_result<T: crate::IntoResourceResult>(
+    pub fn resource_result<T: crate::handler::IntoResourceResult>(
         value: T,
         ctx: &crate::Context,
         mime_type: Option<&str>,

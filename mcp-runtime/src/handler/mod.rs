@@ -19,8 +19,8 @@ pub(crate) mod tool;
 pub(crate) mod uri_template;
 
 pub use crate::base::future::BoxFuture;
-pub use method::{MethodDef, MethodHandler, MethodItem};
-pub use prompt::{ArgDef, Completer, PromptDef, PromptHandler, PromptItem};
-pub use resource::{Lister, ResourceDef, ResourceHandler, ResourceItem};
+pub use method::{IntoMethodResult, IntoRpcError, MethodDef, MethodHandler, MethodItem};
+pub use prompt::{ArgDef, Completer, IntoPromptResult, PromptDef, PromptHandler, PromptItem};
+pub use resource::{IntoResourceResult, Lister, ResourceDef, ResourceHandler, ResourceItem};
 pub use schema::{InputSchema, ObjectSchema, SchemaError};
-pub use tool::{Arguments, Handler, HeaderParam, Hints, Injected, ToolDef, ToolHandler, ToolItem};
+pub use tool::{Arguments, Handler, HeaderParam, Hints, Injected, IntoToolResult, ToolDef, ToolHandler, ToolItem};

@@ -20,7 +20,8 @@ use crate::wire::protocol::{CallToolResult, Content};
 /// A type of your own can be returned once it says how it is sent:
 ///
 /// ```
-/// use mcp::{CallToolResult, Content, IntoToolResult};
+/// use mcp::handler::IntoToolResult;
+/// use mcp::{CallToolResult, Content};
 ///
 /// /// A receipt, sent as two text blocks.
 /// struct Receipt {
@@ -129,7 +130,8 @@ impl<T: IntoToolResult, E: Display> IntoToolResult for Result<T, E> {
 /// is sent as `{"result": …}`, and its output schema says so.
 ///
 /// ```
-/// use mcp::{IntoToolResult, Json};
+/// use mcp::handler::IntoToolResult;
+/// use mcp::Json;
 /// use serde_json::json;
 ///
 /// #[derive(serde::Serialize, schemars::JsonSchema)]

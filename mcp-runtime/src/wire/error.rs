@@ -69,7 +69,8 @@ impl ErrorCode {
 /// is the error's [`Display`](fmt::Display), so that the model sees it.
 ///
 /// ```
-/// use mcp::{Error, ErrorCode, IntoToolResult};
+/// use mcp::handler::IntoToolResult;
+/// use mcp::{Error, ErrorCode};
 /// use serde_json::json;
 ///
 /// let e = Error::invalid_params("`count` must be positive").with_data(json!({ "count": -1 }));

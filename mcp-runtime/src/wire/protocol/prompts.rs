@@ -50,7 +50,8 @@ pub struct Prompt {
 /// A prompt returns one, a `Vec` of them (a conversation to start from), or a [`GetPromptResult`]:
 ///
 /// ```
-/// use mcp::{IntoPromptResult, PromptMessage};
+/// use mcp::handler::IntoPromptResult;
+/// use mcp::PromptMessage;
 ///
 /// /// Review a piece of code.
 /// #[mcp::prompt]
