@@ -7,6 +7,8 @@
 //!
 //! Run with `cargo bench --bench events_latency` (optionally `-- --samples N`). A benchmark, not a test.
 
+#[path = "common/latency.rs"]
+mod latency;
 #[path = "common/redis.rs"]
 mod redis_server;
 
@@ -18,20 +20,9 @@ use mcp::Server;
 use redis_server::RedisServer;
 use serde_json::json;
 
-fn percentile(sorted: &[Duration], p: f64) -> f64 {
-    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[i].as_secs_f64() * 1e6
-}
-
 #[tokio::main]
 async fn main() {
-    let mut samples = 1000usize;
-    let mut args = std::env::args().skip(1);
-    while let Some(a) = args.next() {
-        if a == "--samples" {
-            samples = args.next().and_then(|v| v.parse().ok()).expect("a number after --samples");
-        }
-    }
+    let samples = latency::samples(1000);
     let (_redis_server, redis) = RedisServer::start("events-latency").await;
     let build = || {
         let events = Events::new().event(EventType::emitted("tick"));
@@ -74,8 +65,8 @@ async fn main() {
         "figure": "emit-to-push latency across two instances (Events on Redis streams, loopback); poll cost",
         "samples": latencies.len(),
         "lost": lost,
-        "p50_us": percentile(&latencies, 0.5),
-        "p99_us": percentile(&latencies, 0.99),
+        "p50_us": latency::percentile(&latencies, 0.5),
+        "p99_us": latency::percentile(&latencies, 0.99),
         "max_us": latencies.last().map(|d| d.as_secs_f64() * 1e6),
         "polls": polls,
         "events_polled": found,

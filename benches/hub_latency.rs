@@ -5,6 +5,8 @@
 //!
 //! Run with `cargo bench --bench hub_latency` (optionally `-- --samples N`). A benchmark, not a test.
 
+#[path = "common/latency.rs"]
+mod latency;
 #[path = "common/redis.rs"]
 mod redis_server;
 
@@ -28,20 +30,9 @@ fn note() -> String {
     "one".into()
 }
 
-fn percentile(sorted: &[Duration], p: f64) -> f64 {
-    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[i].as_secs_f64() * 1e6
-}
-
 #[tokio::main]
 async fn main() {
-    let mut samples = 1000usize;
-    let mut args = std::env::args().skip(1);
-    while let Some(a) = args.next() {
-        if a == "--samples" {
-            samples = args.next().and_then(|v| v.parse().ok()).expect("a number after --samples");
-        }
-    }
+    let samples = latency::samples(1000);
     let (_redis_server, redis) = RedisServer::start("hub-latency").await;
     let build = || {
         Server::builder().tool::<touch>().resource::<note>().request_state_key([9; 32]).shared(&redis).build().unwrap()
@@ -67,8 +58,8 @@ async fn main() {
         "figure": "notification latency across two instances (Redis pub/sub, loopback)",
         "samples": latencies.len(),
         "lost": lost,
-        "p50_us": percentile(&latencies, 0.5),
-        "p99_us": percentile(&latencies, 0.99),
+        "p50_us": latency::percentile(&latencies, 0.5),
+        "p99_us": latency::percentile(&latencies, 0.99),
         "max_us": latencies.last().map(|d| d.as_secs_f64() * 1e6),
     });
     println!("{line}");
