@@ -92,11 +92,12 @@ pub(super) async fn subscribe(
     if let Some(refreshed) = shared.refresh(registry, &asked).await? {
         return Ok(refreshed);
     }
-    let now = now_ms();
-    let (mine, all) = shared.store.counts(&asked.principal, now).await.map_err(unavailable)?;
+    let (mine, all) = shared.store.counts(&asked.principal, now_ms()).await.map_err(unavailable)?;
     registry.admit(mine, all)?;
     shared.verify(registry, &asked).await?;
     let (start, cursor, truncated, ending) = begin(hub, &asked, ctx).await?;
+    // The TTL runs from now, after the handshake: the answer's `refreshBefore` is the same time.
+    let now = now_ms();
     let record = StoredWebhook {
         principal: asked.principal.clone(),
         url: asked.url.clone(),
