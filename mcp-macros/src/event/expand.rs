@@ -16,7 +16,6 @@ pub(super) fn emit(event: &Event, item: &Function) -> TokenStream {
     let private = quote!(#mcp::__private);
     let function = &item.function;
     let ident = &function.sig.ident;
-    let vis = &function.vis;
     let name = &event.name;
     let arguments = &item.params[..event.arguments];
     let properties = handler::properties(&private, arguments);
@@ -45,12 +44,9 @@ pub(super) fn emit(event: &Event, item: &Function) -> TokenStream {
         _ => quote!(.payload::<#payload_ty>()),
     };
     let allows = paths::allows();
+    let marker = paths::beside(function);
     quote! {
-        #function
-
-        #[doc(hidden)]
-        #allows
-        #vis struct #ident {}
+        #marker
 
         #[automatically_derived]
         #allows
