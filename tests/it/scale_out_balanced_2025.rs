@@ -161,14 +161,14 @@ async fn our_2025_session_is_served_by_every_instance_behind_the_balancer() {
         while shops.balancer().sent().len() % 3 == on {
             holds(&client).await;
         }
-        on
+        // Counted while the order still runs: dropping it sends the cancel at once, maybe before a count after.
+        (on, shops.balancer().sent().len())
     };
-    let ordered_on = tokio::select! {
+    let (ordered_on, cancel_at) = tokio::select! {
         biased;
         ended = order => panic!("order_book(Dune) ended while held: {ended:?}\n{}", shops.stderr()),
         on = held => on,
     };
-    let cancel_at = shops.balancer().sent().len();
     let cancelled_on = sent_to(&shops, cancel_at).await;
     assert_ne!(cancelled_on, ordered_on, "the cancel went to another instance than the order");
     eventually("the dropped order released Dune", &shops, async || holds(&client).await.is_empty()).await;
