@@ -17,6 +17,7 @@ pub mod prometheus;
 pub mod proxy;
 pub mod python;
 pub mod redis;
+pub mod router;
 pub mod schema;
 pub mod shops;
 pub mod tls;

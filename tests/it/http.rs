@@ -319,21 +319,19 @@ async fn cancelling_a_request_cancels_its_requests_to_the_client_on_the_same_str
     assert_eq!(answer["result"]["content"][0]["text"], "Hello, Ada (None)");
 }
 
-#[tokio::test]
+// On paused time: the router is called in process (`common::router`), and the test waits on the session's idle clock.
+#[tokio::test(start_paused = true)]
 async fn idle_sessions_expire_and_the_router_mounts_in_an_app() {
     let server = mcp::Server::builder().name("in-process").build().unwrap();
-    let options = mcp::HttpOptions::new().path("/api/mcp").session_idle_timeout(Duration::from_millis(300));
+    let options = mcp::HttpOptions::new().path("/api/mcp").session_idle_timeout(Duration::from_secs(300));
     let app = axum::Router::new().merge(server.http_router(options));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    let mut client =
-        common::http::Client { http: reqwest::Client::new(), url: format!("http://{addr}/api/mcp"), session: None };
-    client.initialize(json!({})).await;
-    let (ping, _) = client.call(1, "ping", json!({})).await;
-    assert_eq!(ping["result"], json!({}));
-    tokio::time::sleep(Duration::from_millis(900)).await;
-    assert_eq!(client.send(&request(2, "ping", json!({}))).await.status(), 404, "the idle session ended");
+    let mut client = common::router::Client::new(app, "/api/mcp");
+    client.initialize().await;
+    assert_eq!(client.call(1, "ping", json!({})).await["result"], json!({}));
+    tokio::time::sleep(Duration::from_secs(200)).await;
+    assert_eq!(client.call(2, "ping", json!({})).await["result"], json!({}), "used within its idle timeout");
+    tokio::time::sleep(Duration::from_secs(400)).await;
+    assert_eq!(client.send(&request(3, "ping", json!({}))).await.status(), 404, "the idle session ended");
 }
 
 /// Who is calling, as the auth layer said, and a header of the request.
@@ -409,38 +407,38 @@ async fn media_types_are_matched_without_regard_to_case() {
 }
 
 /// A session that is working is not idle. A call longer than the idle timeout gets its response, and the
-/// session lives on; a session whose only activity is an open GET stream lives on too.
-#[tokio::test]
+/// session lives on; a session whose only activity is an open GET stream lives on too. On paused time, through the
+/// router in process.
+#[tokio::test(start_paused = true)]
 async fn idle_expiry_spares_sessions_with_work_in_flight_or_an_open_stream() {
     /// Wait, then answer.
     #[mcp::tool]
-    async fn slow(ms: u64) -> String {
-        tokio::time::sleep(Duration::from_millis(ms)).await;
+    async fn slow(secs: u64) -> String {
+        tokio::time::sleep(Duration::from_secs(secs)).await;
         "done".into()
     }
     let server = mcp::Server::builder().name("idle").tool::<slow>().build().unwrap();
-    let options = mcp::HttpOptions::new().session_idle_timeout(Duration::from_millis(400));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, server.http_router(options)).await });
-    let url = format!("http://{addr}/mcp");
+    let options = mcp::HttpOptions::new().session_idle_timeout(Duration::from_secs(60));
+    let app = server.http_router(options);
 
-    let mut client = common::http::Client { http: reqwest::Client::new(), url: url.clone(), session: None };
-    client.initialize(json!({})).await;
-    let (answer, _) = client.call(1, "tools/call", json!({"name": "slow", "arguments": {"ms": 1500}})).await;
+    let mut client = common::router::Client::new(app.clone(), "/mcp");
+    client.initialize().await;
+    let answer = client.call(1, "tools/call", json!({"name": "slow", "arguments": {"secs": 600}})).await;
     assert_eq!(answer["result"]["content"][0]["text"], "done", "the working session kept its response: {answer}");
-    let (ping, _) = client.call(2, "ping", json!({})).await;
-    assert_eq!(ping["result"], json!({}), "and is still there");
+    assert_eq!(client.call(2, "ping", json!({})).await["result"], json!({}), "and is still there");
 
-    let mut reader = common::http::Client { http: reqwest::Client::new(), url, session: None };
-    reader.initialize(json!({})).await;
-    let stream = reader.get(None).await;
+    let mut reader = common::router::Client::new(app, "/mcp");
+    reader.initialize().await;
+    let stream = reader.get().await;
     assert_eq!(stream.status(), 200);
-    tokio::time::sleep(Duration::from_millis(1500)).await;
-    let (ping, _) = reader.call(3, "ping", json!({})).await;
-    assert_eq!(ping["result"], json!({}), "an open GET stream kept the session alive");
+    tokio::time::sleep(Duration::from_secs(600)).await;
+    assert_eq!(
+        reader.call(3, "ping", json!({})).await["result"],
+        json!({}),
+        "an open GET stream kept the session alive"
+    );
     drop(stream);
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    tokio::time::sleep(Duration::from_secs(120)).await;
     assert_eq!(reader.send(&request(4, "ping", json!({}))).await.status(), 404, "idle once the stream closed");
 }
 

@@ -6,7 +6,9 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use crate::base::future::BoxFuture;
 use crate::base::sync::Unpoisoned;

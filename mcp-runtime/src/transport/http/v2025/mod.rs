@@ -17,12 +17,13 @@ pub(super) use session::Sessions;
 use std::collections::HashMap;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use axum::body::Body;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use tokio::sync::{mpsc, oneshot};
+use tokio::time::Instant;
 
 use super::first_poll::FirstPoll;
 use super::guards::{accepts, check_version, error_response, names_2026_version, plain};
@@ -472,11 +473,11 @@ async fn restore(state: &Arc<HttpState>, id: &str) -> Option<Arc<HttpSession>> {
     let key = crate::dispatch::session_key_of(id);
     // A store that cannot be read (its Redis failing over to a replica, say) is asked again for a few seconds before
     // the session counts as not found: a client told 404 would start over without its session.
-    let deadline = tokio::time::Instant::now() + STORE_RETRY_FOR;
+    let deadline = Instant::now() + STORE_RETRY_FOR;
     let record = loop {
         match store.load(&key).await {
             Ok(record) => break record?,
-            Err(e) if tokio::time::Instant::now() >= deadline => {
+            Err(e) if Instant::now() >= deadline => {
                 tracing::warn!(error = %e, "could not read the session store: the session is not found here");
                 return None;
             }

@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
-use std::time::Instant;
+use tokio::time::Instant;
 
 use super::event_store::{EventStore, EventStoreFactory};
 use super::stateless::StatelessTable;
