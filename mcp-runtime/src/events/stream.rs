@@ -10,9 +10,9 @@ use serde_json::{json, Value};
 use tokio::time::{sleep_until, Instant};
 
 use super::def::{Check, CheckFn, Delivery, Source};
-use super::methods::{delivers, hub, not_found, principal, start, stored_json, subscription, Subscription};
+use super::methods::{delivers, hub, in_2026, not_found, principal, start, stored_json, subscription, Subscription};
 use super::{Entry, Hub, Settings, Subscribed, SUBSCRIPTION_ID};
-use crate::context::{Context, Era};
+use crate::context::Context;
 use crate::handler::tool::Arguments;
 use crate::wire::error::{Error, ErrorCode};
 use crate::wire::jsonrpc::Frame;
@@ -54,9 +54,7 @@ impl Out<'_> {
 }
 
 pub(super) async fn stream(ctx: &Context, args: Arguments) -> Result<Value, Error> {
-    if ctx.meta().era == Era::V2025 {
-        return Err(Error::method_not_found("events/stream"));
-    }
+    in_2026(ctx, "events/stream")?;
     let hub = hub(ctx)?;
     let (sub, entry) = subscription(&hub, args, "events/stream", Delivery::Push)?;
     let max = hub.settings().max_streams;
