@@ -13,7 +13,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use mcp::UriTemplate;
+use mcp::handler::UriTemplate;
 
 #[derive(Debug)]
 enum Part<'a> {

@@ -125,9 +125,9 @@ fn reads(mcp: &TokenStream, invalid: &TokenStream, params: &[Param], strings: bo
             }
             Param::Injected { ty } => {
                 reads.push(quote_spanned! {ty.span()=>
-                    let #var: &#ty = <#ty as #mcp::FromContext>::from_context(__mcp_ctx)?;
+                    let #var: &#ty = <#ty as #mcp::handler::FromContext>::from_context(__mcp_ctx)?;
                 });
-                injected.push(quote_spanned!(ty.span()=> <#ty as #mcp::FromContext>::requirement));
+                injected.push(quote_spanned!(ty.span()=> <#ty as #mcp::handler::FromContext>::requirement));
             }
         }
         call_args.push(var);

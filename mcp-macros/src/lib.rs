@@ -33,7 +33,7 @@ use proc_macro::TokenStream;
 ///   type that is `serde::Deserialize + schemars::JsonSchema`. It is required unless the type accepts `null`
 ///   (`Option<T>`). A doc comment on the parameter is its description.
 /// - **Injected parameters**: a reference parameter, such as `ctx: &mcp::Context`, is not an argument; it is handed
-///   in by the runtime (see `mcp::FromContext`).
+///   in by the runtime (see `mcp::handler::FromContext`).
 /// - **Description**: the function's doc comment, unless `description = "..."` is given.
 /// - **Return value**: anything that implements `mcp::handler::IntoToolResult`: `String`, `&str`, `()`, `mcp::Json<T>`
 ///   (structured content and an output schema), `mcp::Content`, `Vec<mcp::Content>`, `mcp::CallToolResult`, or a

@@ -11,7 +11,7 @@
 //! runs on, and its outcome goes to the hook's [`finish`](ToolCallHook::finish) instead. That is how a call becomes
 //! a task: the Tasks hook answers with the task, and its `finish` writes the outcome into the task's record.
 //!
-//! [`Extension::tool_call_hook`]: crate::Extension::tool_call_hook
+//! [`Extension::tool_call_hook`]: crate::extension::Extension::tool_call_hook
 
 use std::any::Any;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -41,11 +41,12 @@ pub struct ToolCall<'a> {
     pub meta: &'a RequestMeta,
 }
 
-/// A hook on `tools/call`, given by an extension ([`Extension::tool_call_hook`](crate::Extension::tool_call_hook)).
+/// A hook on `tools/call`, given by an extension ([`Extension::tool_call_hook`](crate::extension::Extension::tool_call_hook)).
 ///
 /// ```
 /// use mcp::hook::{Claim, ToolCall, ToolCallHook};
-/// use mcp::{Context, Extension};
+/// use mcp::extension::Extension;
+/// use mcp::Context;
 /// use std::sync::Arc;
 ///
 /// /// Counts the calls that ask for a receipt (`"receipt": true` in `params`), and refuses a receipt for a tool

@@ -45,6 +45,7 @@ mod dispatch;
 mod entry;
 mod era;
 pub mod events;
+pub mod extension;
 pub mod handler;
 pub mod hook;
 mod metrics;
@@ -64,16 +65,14 @@ mod wire;
 pub use auth::AuthInfo;
 pub use base::backlog::OutboundLimits;
 pub use base::cancel::{defer, Cancelled, Defer};
-pub use context::state::{Requirement, State};
-pub use context::{ClientInfo, Context, Era, FromContext, HttpRequest, RequestMeta};
+pub use context::state::State;
+pub use context::{ClientInfo, Context, Era, HttpRequest, RequestMeta};
 pub use metrics::Metrics;
 
 pub use base::name::Name;
-pub use builder::extension::{Declaration, Extension, NotificationDef};
 pub use builder::ServerBuilder;
 pub use entry::{run, ArgSpec, Args, FromArgs, MainOutput};
 pub use handler::tool::Json;
-pub use handler::uri_template::{TemplateError, UriTemplate};
 pub use protocol::{
     Annotations, CallToolResult, Content, GetPromptResult, Icon, Implementation, LogLevel, PromptMessage,
     ReadResourceResult, Resource, ResourceContents, Role,
@@ -83,7 +82,7 @@ pub use server::visibility;
 pub use server::{BuildError, NotifyError, Server};
 pub use task::{TaskOptions, TaskSettings, TaskSupport};
 #[cfg(feature = "http")]
-pub use transport::http::{EventStore, EventStoreFactory, HttpOptions, MemoryEventStore, MemoryEventStoreFactory};
+pub use transport::http::HttpOptions;
 pub use wire::error::{Error, ErrorCode};
 pub use wire::jsonrpc::RequestId;
 pub use wire::protocol;

@@ -9,10 +9,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use common::duplex::Stdio;
+use mcp::extension::{Declaration, Extension, NotificationDef};
 use mcp::handler::{MethodDef, MethodItem};
 use mcp::middleware::{Next, Request};
 use mcp::tower::{self, ServiceExt};
-use mcp::{BuildError, Context, Declaration, Era, Extension, NotificationDef, Server, ServerBuilder};
+use mcp::{BuildError, Context, Era, Server, ServerBuilder};
 use serde_json::{json, Value};
 
 const AUDIT: &str = "com.example/audit";
@@ -402,7 +403,7 @@ fn note_view() -> mcp::ReadResourceResult {
 /// Describes the program's tools in their `_meta`, as an extension that links tools to something of its own does.
 struct Describer;
 
-impl mcp::Extension for Describer {
+impl mcp::extension::Extension for Describer {
     fn id(&self) -> &str {
         "com.example/describer"
     }

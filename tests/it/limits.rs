@@ -116,7 +116,7 @@ async fn the_event_store_is_bounded_by_bytes_and_says_when_a_resume_point_is_gon
         "x".repeat(100_000)
     }
     let server = mcp::Server::builder().name("big").tool::<big>().build().unwrap();
-    let store = std::sync::Arc::new(mcp::MemoryEventStoreFactory::new(1_000, 1 << 20, 2 << 20));
+    let store = std::sync::Arc::new(mcp::store::MemoryEventStoreFactory::new(1_000, 1 << 20, 2 << 20));
     let url = serve_in_process(server, mcp::HttpOptions::new().event_store(store.clone())).await;
     let mut client = common::http::Client { http: reqwest::Client::new(), url, session: None };
     client.initialize(json!({})).await;

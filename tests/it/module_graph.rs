@@ -15,6 +15,8 @@ use std::path::{Path, PathBuf};
 /// must be placed here.
 const LAYERS: &[&[&str]] = &[
     &["entry", "skills", "apps", "events"],
+    // `mcp::extension`: the Extension API's public names, re-exported from `builder`.
+    &["extension"],
     &["transport", "builder"],
     &["compose"],
     &["ask", "redis", "client"],

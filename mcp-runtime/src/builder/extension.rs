@@ -28,7 +28,8 @@ use crate::Server;
 ///   prompts and state the extension serves, and layers ([`ServerBuilder::layer`]) that see every request.
 ///
 /// ```
-/// use mcp::{Declaration, Era, Extension};
+/// use mcp::extension::{Declaration, Extension};
+/// use mcp::Era;
 /// use mcp::handler::MethodItem;
 /// use serde_json::{json, Value};
 ///
@@ -108,7 +109,7 @@ pub trait Extension: Send + 'static {
 /// has Tasks as `capabilities.tasks`).
 ///
 /// ```
-/// use mcp::Declaration;
+/// use mcp::extension::Declaration;
 /// use serde_json::json;
 ///
 /// // Listed under `extensions` with settings.
@@ -146,7 +147,7 @@ impl Declaration {
 /// `subscriptions/listen` filter that opts in to it.
 ///
 /// ```
-/// let recorded = mcp::NotificationDef::new("notifications/com.example.audit/recorded", "com.example.audit/recorded");
+/// let recorded = mcp::extension::NotificationDef::new("notifications/com.example.audit/recorded", "com.example.audit/recorded");
 /// # let _ = recorded;
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]

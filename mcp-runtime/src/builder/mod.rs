@@ -182,7 +182,7 @@ impl ServerBuilder {
         self
     }
 
-    /// The tools added so far (an extension's [`setup`](crate::Extension::setup) sees the program's here).
+    /// The tools added so far (an extension's [`setup`](crate::extension::Extension::setup) sees the program's here).
     pub fn tool_defs(&self) -> &[ToolDef] {
         &self.tools
     }
@@ -473,7 +473,7 @@ impl ServerBuilder {
     }
 
     /// Adds a protocol extension: its `capabilities.extensions` entry, its methods, and what its
-    /// [`setup`](crate::Extension::setup) adds. See [`Extension`](crate::Extension).
+    /// [`setup`](crate::extension::Extension::setup) adds. See [`Extension`](crate::extension::Extension).
     pub fn extension(mut self, extension: impl extension::Extension) -> Self {
         self.extensions.push(Box::new(extension));
         self

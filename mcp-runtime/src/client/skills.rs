@@ -508,7 +508,7 @@ mod tests {
     /// A `skills/list` of the test's own, for what a broken server does: its pages as `page` makes them.
     struct Listing(fn(&crate::Context, crate::handler::Arguments) -> Result<Value, crate::Error>);
 
-    impl crate::Extension for Listing {
+    impl crate::extension::Extension for Listing {
         fn id(&self) -> &str {
             crate::wire::skills::EXTENSION
         }

@@ -235,7 +235,8 @@ impl Context {
 /// from the request, for example state the handler takes without the `State` wrapper:
 ///
 /// ```
-/// use mcp::{Context, FromContext, State};
+/// use mcp::handler::FromContext;
+/// use mcp::{Context, State};
 ///
 /// /// The notes database, given to the server as state.
 /// struct Db {
@@ -248,7 +249,7 @@ impl Context {
 ///     }
 ///
 ///     // Checked when the server is built: a server without a `Db` is an error naming this tool.
-///     fn requirement() -> Option<mcp::Requirement> {
+///     fn requirement() -> Option<mcp::handler::Requirement> {
 ///         State::<Db>::requirement()
 ///     }
 /// }

@@ -8,7 +8,7 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 
 use crate::__private::{ArgGlue, StringArgGlue};
-use crate::FromContext;
+use crate::context::FromContext;
 
 /// An argument type with a JSON Schema (for the tool's input schema).
 #[diagnostic::on_unimplemented(

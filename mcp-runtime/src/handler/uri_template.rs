@@ -7,7 +7,7 @@ use std::fmt;
 /// A parsed URI template.
 ///
 /// ```
-/// use mcp::UriTemplate;
+/// use mcp::handler::UriTemplate;
 ///
 /// let notes = UriTemplate::parse("notes://{user}/{+path}").unwrap();
 /// assert_eq!(notes.variables().collect::<Vec<_>>(), ["user", "path"]);

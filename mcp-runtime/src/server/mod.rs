@@ -350,8 +350,8 @@ impl Server {
         self.publish(hub::Change::ResourceUpdated { uri: uri.to_owned() });
     }
 
-    /// Sends an extension's notification (one an [`Extension`](crate::Extension) declared in
-    /// [`notifications`](crate::Extension::notifications)) to every client that listens and declared the
+    /// Sends an extension's notification (one an [`Extension`](crate::extension::Extension) declared in
+    /// [`notifications`](crate::extension::Extension::notifications)) to every client that listens and declared the
     /// extension, on every instance: a 2025-11-25 session, and a 2026-07-28 `subscriptions/listen` stream whose
     /// filter set the notification's key to `true`. `params` is a JSON object (or `null` for none).
     ///

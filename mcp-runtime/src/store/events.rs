@@ -1,6 +1,6 @@
 //! Where the SSE events of 2025 sessions are kept for every instance: the [`EventLog`] trait and
 //! [`MemoryEventLog`]. Each instance keeps the events of its own streams in its session's
-//! [`EventStore`](crate::EventStore), which resumes a stream on the instance that sent it; with an event log, every
+//! [`EventStore`](crate::store::EventStore), which resumes a stream on the instance that sent it; with an event log, every
 //! event also goes to the log, so that a client whose stream broke resumes it (`Last-Event-ID`) on any instance:
 //! that instance replays what the other sent after the id, then carries what it still sends, until the stream ends.
 

@@ -24,7 +24,7 @@ mod v2025;
 mod v2026;
 
 pub use options::HttpOptions;
-pub use v2025::event_store::{EventStore, EventStoreFactory, MemoryEventStore, MemoryEventStoreFactory};
+
 #[cfg(feature = "fuzzing")]
 pub(crate) use v2026::headers::{check_http_headers, decode_header_value};
 

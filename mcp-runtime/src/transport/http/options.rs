@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::v2025::event_store::EventStoreFactory;
+use crate::store::EventStoreFactory;
 
 /// How the Streamable HTTP transport behaves.
 ///
@@ -107,7 +107,7 @@ pub struct HttpOptions {
     /// the newcomer gets 503 and is closed. Default 1 000.
     pub max_connections: usize,
     /// Where stream events are kept for resumption. Default: in memory, the newest 1024 events and 4 MiB of each
-    /// session, 256 MiB for all sessions together ([`MemoryEventStoreFactory::default`](crate::MemoryEventStoreFactory::default)).
+    /// session, 256 MiB for all sessions together ([`MemoryEventStoreFactory::default`](crate::store::MemoryEventStoreFactory::default)).
     pub event_store: Option<Arc<dyn EventStoreFactory>>,
 }
 

@@ -14,8 +14,9 @@ use axum::routing::any;
 use axum::Router;
 
 use super::guards::RefusedNames;
-use super::{auth, closing, connections, endpoint, v2025, v2026, HttpOptions, HttpState, MemoryEventStoreFactory};
+use super::{auth, closing, connections, endpoint, v2025, v2026, HttpOptions, HttpState};
 use crate::server::Server;
+use crate::store::MemoryEventStoreFactory;
 
 impl Server {
     /// The Streamable HTTP endpoint as an axum `Router`, to serve alone or to merge into an application's router

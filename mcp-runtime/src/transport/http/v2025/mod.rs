@@ -6,7 +6,6 @@
 
 mod backpressure;
 pub(crate) use backpressure::BACKED_UP_WAIT;
-pub(super) mod event_store;
 mod resume;
 mod session;
 mod stateless;

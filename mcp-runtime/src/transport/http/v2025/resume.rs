@@ -16,11 +16,11 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc;
 
-use super::event_store::EventStore;
 use super::streams::Event;
 use crate::base::backlog::{Admit, Backlog};
 use crate::server::hub::InstanceId;
 use crate::store::events::{EventLog, LogSlice};
+use crate::store::EventStore;
 use crate::wire::error::{Error, ErrorCode};
 use crate::wire::jsonrpc::{Frame, RequestId};
 

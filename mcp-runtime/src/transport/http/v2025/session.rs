@@ -5,13 +5,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use tokio::time::Instant;
 
-use super::event_store::{EventStore, EventStoreFactory};
 use super::stateless::StatelessTable;
 use super::streams::Route;
 use crate::base::backlog::Backlog;
 use crate::base::sync::Unpoisoned;
 use crate::dispatch::FrameSink;
 use crate::era::v2025::Session;
+use crate::store::{EventStore, EventStoreFactory};
 use crate::transport::http::HttpState;
 
 pub(super) struct HttpSession {

@@ -10,7 +10,6 @@ use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 use tokio::sync::oneshot;
 
-use super::event_store::{EventStore, MemoryEventStore};
 use super::streams::{JsonRoute, Route};
 use super::{json_body, priming_frame, sse_response};
 use crate::auth::AuthInfo;
@@ -19,6 +18,7 @@ use crate::base::sync::Unpoisoned;
 use crate::context::HttpRequest;
 use crate::dispatch::{Origin, Sink};
 use crate::era::v2025::Session;
+use crate::store::{EventStore, MemoryEventStore};
 use crate::transport::http::guards::check_version;
 use crate::transport::http::HttpState;
 use crate::wire::jsonrpc::{Incoming, RequestId};

@@ -9,11 +9,11 @@ use std::task::{Context as TaskContext, Poll};
 use axum::body::Bytes;
 use tokio::sync::{mpsc, oneshot};
 
-use super::event_store::EventStore;
 use super::session::HttpSession;
 use crate::base::backlog::{Admit, Backlog, OutboundLimits};
 use crate::base::sync::Unpoisoned;
 use crate::dispatch::{FrameSink, Sink};
+use crate::store::EventStore;
 use crate::wire::jsonrpc::Frame;
 
 /// One SSE event on its way to a connection: its id and its data.
