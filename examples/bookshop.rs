@@ -23,7 +23,11 @@
 //! - An event (the Events extension, `mcp::events`, 2026-07-28 clients): `book.back_on_shelf`, declared with
 //!   `#[mcp::event]` on its match rule and emitted whenever a hold is released, to every subscription whose `title`
 //!   argument is that book's (or absent); clients poll it (`events/poll`) or hold a push stream (`events/stream`);
-//!   with `--redis`, on every instance.
+//!   with `--redis`, on every instance. With `--webhooks` it is delivered by signed webhooks too
+//!   (`events/subscribe`, for callers with a token: `--auth-issuer`), to https receivers on public addresses;
+//!   `--webhook-allow IP` and `--webhook-ca FILE` let it reach a receiver on a private address with a certificate of
+//!   its own (tests, internal deployments). With `--redis`, one instance delivers each subscription, and another
+//!   takes it over if that one dies.
 //! - With `--http ADDR --auth-issuer URL --auth-resource URL` it is an OAuth resource server: every request needs a
 //!   bearer JWT from that issuer for that resource; `order_book` and `cancel_hold` need the scope `books:write`,
 //!   `rebuild_index` needs `books:admin` (a token without it gets `403 insufficient_scope`, and the client steps
@@ -336,9 +340,55 @@ fn complete_genre(typed: &str) -> Vec<String> {
     ["classic", "fantasy", "science fiction"].into_iter().filter(|g| g.starts_with(typed)).map(String::from).collect()
 }
 
+/// The bookshop's own options; the rest (`--http`, `--redis`, `--auth-issuer`, ...) are `#[mcp::main]`'s.
+struct Options {
+    /// How `book.back_on_shelf` is delivered by webhooks, when it is.
+    webhooks: Option<mcp::events::Webhooks>,
+}
+
+impl mcp::FromArgs for Options {
+    const OPTIONS: &'static [mcp::ArgSpec] = &[
+        mcp::ArgSpec::flag("--webhooks", "Deliver book.back_on_shelf by signed webhooks too (events/subscribe)"),
+        mcp::ArgSpec::value(
+            "--webhook-allow",
+            "IP",
+            "With --webhooks: let deliveries reach this private or loopback address (repeatable)",
+        ),
+        mcp::ArgSpec::value(
+            "--webhook-ca",
+            "FILE",
+            "With --webhooks: trust this PEM root certificate for receivers, beside the system's",
+        ),
+    ];
+
+    fn from_args(args: mcp::Args) -> Result<Self, String> {
+        let (allowed, ca) = (args.values("--webhook-allow"), args.value("--webhook-ca"));
+        if !args.flag("--webhooks") {
+            if !allowed.is_empty() || ca.is_some() {
+                return Err("--webhook-allow and --webhook-ca need --webhooks".into());
+            }
+            return Ok(Options { webhooks: None });
+        }
+        let mut webhooks = mcp::events::Webhooks::new();
+        for address in allowed {
+            let ip = address.parse().map_err(|e| format!("--webhook-allow {address:?}: not an IP address ({e})"))?;
+            webhooks = webhooks.allow_address(ip);
+        }
+        if let Some(file) = ca {
+            let pem = std::fs::read(file).map_err(|e| format!("--webhook-ca {file:?}: {e}"))?;
+            webhooks = webhooks.root_certificate(pem);
+        }
+        Ok(Options { webhooks: Some(webhooks) })
+    }
+}
+
 #[mcp::main]
-async fn main() -> mcp::ServerBuilder {
+async fn main(options: Options) -> mcp::ServerBuilder {
     let shop = Shop { search_online: Arc::new(AtomicBool::new(true)), ..Shop::default() };
+    let mut events = mcp::events::Events::new().event_of::<book_back_on_shelf>();
+    if let Some(webhooks) = options.webhooks {
+        events = events.webhooks(webhooks);
+    }
     mcp::Server::builder()
         .registered()
         .state(shop)
@@ -361,7 +411,8 @@ async fn main() -> mcp::ServerBuilder {
                     .for_tool("list_holds"),
             ),
         )
-        // An event (the Events extension, 2026-07-28): a book back on the shelf, by poll or push.
-        .extension(mcp::events::Events::new().event_of::<book_back_on_shelf>())
+        // An event (the Events extension, 2026-07-28): a book back on the shelf, by poll or push (and webhooks with
+        // `--webhooks`).
+        .extension(events)
         .on_shutdown(async { eprintln!("bookshop closed") })
 }

@@ -56,21 +56,21 @@ pub(crate) fn reaching(receiver: &WebhookReceiver) -> Webhooks {
 
 pub(crate) struct Caller {
     http: common::http::Client,
-    token: Option<&'static str>,
+    token: Option<String>,
 }
 
 impl Caller {
-    pub(crate) fn new(url: &str, token: Option<&'static str>) -> Caller {
+    pub(crate) fn new(url: &str, token: Option<&str>) -> Caller {
         Caller {
             http: common::http::Client { http: reqwest::Client::new(), url: url.to_owned(), session: None },
-            token,
+            token: token.map(str::to_owned),
         }
     }
 
     /// Sends a 2026 request; its response, checked against the SEP's shapes.
     pub(crate) async fn call(&self, method: &str, params: Value) -> Value {
         let body = common::v2026::request(1, method, params, json!({}));
-        let auth = self.token.map(|t| format!("Bearer {t}"));
+        let auth = self.token.as_ref().map(|t| format!("Bearer {t}"));
         let response = self.http.v2026_send_with(&body, &[("authorization", auth.as_deref())]).await;
         let mut body = common::http::Body::of(response).await;
         body.v2026_response(&json!(1), method).await

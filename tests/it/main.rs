@@ -33,6 +33,7 @@ mod events_hooks;
 mod events_shared;
 mod events_webhook_client;
 mod events_webhooks;
+mod events_webhooks_bookshop;
 mod events_webhooks_shared;
 mod extensions;
 mod first_hour;
