@@ -277,3 +277,26 @@ async fn subscribe_refuses_what_the_sep_refuses() {
     }
     assert_eq!(receiver.received().await.len(), before, "the guard sent nothing");
 }
+
+/// The verification handshakes one host receives are bounded (the SEP: rate-limited per destination host): past its
+/// share in a window, a subscription to another endpoint on that host is refused with -32025 until the window ends.
+/// A refresh of a verified endpoint sends no handshake and is not refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn verification_handshakes_to_one_host_are_rate_limited() {
+    let receiver = WebhookReceiver::start(&[SECRET]);
+    let webhooks = reaching(&receiver).verification_rate(2, Duration::from_secs(600));
+    let url = serve(Events::new().event(restocked()).webhooks(webhooks)).await;
+    let alice = Caller::new(&url, Some("alice"));
+    for path in ["/first", "/second"] {
+        let subscribed = alice.subscribe(&receiver.url(path), SECRET, json!({}), json!({})).await;
+        assert!(subscribed["result"]["id"].is_string(), "{subscribed}");
+    }
+    let third = alice.subscribe(&receiver.url("/third"), SECRET, json!({}), json!({})).await;
+    assert_eq!(code(&third), -32025, "{third}");
+    assert_eq!(third["error"]["data"], json!({"limit": "verifications", "max": 2}), "{third}");
+    let refreshed = alice.subscribe(&receiver.url("/first"), SECRET, json!({}), json!({})).await;
+    assert!(refreshed["result"]["id"].is_string(), "a verified endpoint needs no handshake: {refreshed}");
+    let received = receiver.received().await;
+    let handshakes = received.iter().filter(|r| r["body"]["type"] == "verification").count();
+    assert_eq!(handshakes, 2, "the host got two handshakes, no more");
+}

@@ -3,13 +3,17 @@
 //! still caught), against the ranges that are not globally routable, unless allowed. Each POST is signed by the
 //! Standard Webhooks scheme (the `standardwebhooks` crate) with a fresh timestamp.
 
+use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
-use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use tokio::time::Instant;
 
 use serde_json::{json, Value};
 
 use super::Webhooks;
+use crate::base::sync::Unpoisoned;
 use crate::wire::error::{Error, ErrorCode};
 
 /// What became of one POST.
@@ -27,6 +31,48 @@ pub(crate) enum Answer {
 pub(crate) struct Sender {
     http: reqwest::Client,
     guard: Arc<Guard>,
+    challenges: Challenges,
+}
+
+/// The verification handshakes sent to each host in its current window: at most `max` per `window`.
+struct Challenges {
+    max: u32,
+    window: Duration,
+    /// By host: when its window started, and how many were sent in it.
+    sent: Mutex<HashMap<String, (Instant, u32)>>,
+}
+
+impl Challenges {
+    /// How many hosts are remembered before those whose window has ended are forgotten.
+    const REMEMBERED: usize = 1024;
+
+    /// Counts one more handshake to `host`; -32025 when its window has had its share.
+    fn admit(&self, host: &str) -> Result<(), Error> {
+        let now = Instant::now();
+        let mut sent = self.sent.locked();
+        if sent.len() >= Challenges::REMEMBERED {
+            sent.retain(|_, (since, _)| now.duration_since(*since) < self.window);
+        }
+        let (since, count) = sent.entry(host.to_owned()).or_insert((now, 0));
+        if now.duration_since(*since) >= self.window {
+            (*since, *count) = (now, 0);
+        }
+        if *count >= self.max {
+            let wait = self.window.saturating_sub(now.duration_since(*since));
+            return Err(Error::new(
+                ErrorCode::RESOURCE_EXHAUSTED,
+                format!(
+                    "no more verification requests to {host} for {} s (at most {} per {} s); subscribe again then",
+                    wait.as_secs().max(1),
+                    self.max,
+                    self.window.as_secs()
+                ),
+            )
+            .with_data(json!({ "limit": "verifications", "max": self.max })));
+        }
+        *count += 1;
+        Ok(())
+    }
 }
 
 /// Which addresses deliveries may reach.
@@ -72,7 +118,12 @@ impl Sender {
             builder = builder.add_root_certificate(certificate);
         }
         let http = builder.build().map_err(|e| format!("the webhook client could not be built: {e}"))?;
-        Ok(Sender { http, guard })
+        let challenges = Challenges {
+            max: settings.verifications_per_host,
+            window: settings.verification_window,
+            sent: Mutex::default(),
+        };
+        Ok(Sender { http, guard, challenges })
     }
 
     /// POSTs `body` to `url` as message `id` of subscription `subscription`, signed with each of `secrets`.
@@ -116,8 +167,11 @@ impl Sender {
     }
 
     /// The verification handshake: a signed `verification` envelope whose challenge the endpoint must echo in a
-    /// `2xx` body. -32027 with `data.reason` when it does not.
+    /// `2xx` body. -32027 with `data.reason` when it does not; -32025 when its host has had its share of
+    /// handshakes in this window ([`Webhooks::verification_rate`]).
     pub(crate) async fn verify(&self, url: &str, subscription: &str, secret: &str) -> Result<(), Error> {
+        let host = reqwest::Url::parse(url).ok().and_then(|u| u.host_str().map(str::to_ascii_lowercase));
+        self.challenges.admit(host.as_deref().unwrap_or(url))?;
         let challenge = crate::events::random_id();
         let body = json!({ "type": "verification", "challenge": challenge }).to_string();
         let id = format!("msg_verification_{}", crate::events::random_id());
@@ -267,6 +321,19 @@ mod tests {
         let guard = Guard { allowed: vec!["127.0.0.1".parse().unwrap()] };
         assert!(guard.allows("127.0.0.1".parse().unwrap()));
         assert!(!guard.allows("127.0.0.2".parse().unwrap()));
+    }
+
+    #[test]
+    fn verification_handshakes_are_limited_per_host_and_window() {
+        let challenges = Challenges { max: 2, window: Duration::from_millis(200), sent: Mutex::default() };
+        challenges.admit("hooks.example").unwrap();
+        challenges.admit("hooks.example").unwrap();
+        let refused = challenges.admit("hooks.example").unwrap_err();
+        assert_eq!(refused.code, ErrorCode::RESOURCE_EXHAUSTED);
+        assert_eq!(refused.data, Some(json!({ "limit": "verifications", "max": 2 })));
+        challenges.admit("other.example").unwrap();
+        std::thread::sleep(Duration::from_millis(250));
+        challenges.admit("hooks.example").unwrap();
     }
 
     #[test]

@@ -58,6 +58,8 @@ pub struct Webhooks {
     pub(crate) allowed: Vec<IpAddr>,
     pub(crate) verified: Vec<String>,
     pub(crate) verification_ttl: Duration,
+    pub(crate) verifications_per_host: u32,
+    pub(crate) verification_window: Duration,
     pub(crate) roots: Vec<Vec<u8>>,
 }
 
@@ -86,6 +88,11 @@ impl Webhooks {
     pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
     /// How long a verified endpoint stays verified for its principal: one day.
     pub const DEFAULT_VERIFICATION_TTL: Duration = Duration::from_secs(24 * 60 * 60);
+    /// How many verification handshakes one instance sends to one host per
+    /// [`DEFAULT_VERIFICATION_WINDOW`](Webhooks::DEFAULT_VERIFICATION_WINDOW): 10.
+    pub const DEFAULT_VERIFICATIONS_PER_HOST: u32 = 10;
+    /// The window [`DEFAULT_VERIFICATIONS_PER_HOST`](Webhooks::DEFAULT_VERIFICATIONS_PER_HOST) counts in: one minute.
+    pub const DEFAULT_VERIFICATION_WINDOW: Duration = Duration::from_secs(60);
 
     /// The defaults.
     pub fn new() -> Webhooks {
@@ -101,6 +108,8 @@ impl Webhooks {
             allowed: Vec::new(),
             verified: Vec::new(),
             verification_ttl: Webhooks::DEFAULT_VERIFICATION_TTL,
+            verifications_per_host: Webhooks::DEFAULT_VERIFICATIONS_PER_HOST,
+            verification_window: Webhooks::DEFAULT_VERIFICATION_WINDOW,
             roots: Vec::new(),
         }
     }
@@ -157,6 +166,17 @@ impl Webhooks {
     /// How long a handshake keeps an endpoint verified for its principal (one day by default).
     pub fn verification_ttl(mut self, ttl: Duration) -> Webhooks {
         self.verification_ttl = ttl;
+        self
+    }
+
+    /// How many verification handshakes this instance POSTs to one host (the URL's host name or address) in each
+    /// window of `per`; past that, `events/subscribe` for an unverified endpoint on that host is refused with -32025
+    /// (`data.limit: "verifications"`) until the window ends. The SEP's rate limit per destination, so that
+    /// subscriptions with many URLs or secrets cannot make the server flood a host with challenges. Endpoints
+    /// already verified, and refreshes, are not counted.
+    pub fn verification_rate(mut self, per_host: u32, per: Duration) -> Webhooks {
+        self.verifications_per_host = per_host.max(1);
+        self.verification_window = per;
         self
     }
 
