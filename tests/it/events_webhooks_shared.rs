@@ -181,6 +181,12 @@ async fn any_instance_answers_for_a_subscription_one_delivers_and_the_limits_hol
     let received = receiver.wait_for("evt-6, from the instance that took over", |r| delivered(r).len() == 5).await;
     assert_eq!(delivered(&received)[4], "evt-6");
 
+    // The principal's index expires with its last subscription: no key stays behind for a principal gone.
+    let indexes: Vec<String> = redis.keys("mcp:webhooks:principal:*").await.unwrap();
+    assert_eq!(indexes.len(), 1, "alice's index: {indexes:?}");
+    let ttl: i64 = mcp::redis::driver::cmd("PTTL").arg(&indexes[0]).query_async(&mut redis).await.unwrap();
+    assert!(ttl > 0, "alice's index expires with her last subscription: PTTL {ttl}");
+
     // A checked type is not offered by webhook on a shared server yet: not listed, and refused.
     let listed = alice[0].call("events/list", json!({})).await;
     let reviewed = listed["result"]["events"].as_array().unwrap().iter().find(|e| e["name"] == "book.reviewed");

@@ -8,7 +8,8 @@
 //!   status: `delivered_at`, `error`, `failed_since`.
 //! - Two sorted sets, scored by expiry, index the live ones: `{prefix}:webhooks:index` (every subscription, for the
 //!   server's limit and for the instances looking for one to deliver) and `{prefix}:webhooks:principal:{hash}` (one
-//!   principal's, for its limit). Creation checks both limits and writes everything in one script.
+//!   principal's, for its limit, which expires with its last subscription, so that no key stays behind for a
+//!   principal gone). Creation checks both limits and writes everything in one script.
 //! - The instance that delivers a subscription holds its lease, `{prefix}:webhooks:{id}:lease` (its own id, with a
 //!   TTL it renews while it delivers). An instance that dies stops renewing; once the lease lapses, another instance
 //!   claims it and goes on from the stored watermark.
@@ -39,6 +40,8 @@ redis.call('PEXPIREAT', KEYS[1], ARGV[3])
 redis.call('SET', KEYS[4], ARGV[6], 'PX', ARGV[7])
 redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1])
 redis.call('ZADD', KEYS[3], ARGV[3], ARGV[1])
+local last = redis.call('ZRANGE', KEYS[3], -1, -1, 'WITHSCORES')
+redis.call('PEXPIREAT', KEYS[3], last[2])
 return 1
 ";
 
@@ -55,6 +58,8 @@ redis.call('HSET', KEYS[1], 'expires', ARGV[3])
 redis.call('PEXPIREAT', KEYS[1], ARGV[3])
 redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1])
 redis.call('ZADD', KEYS[3], ARGV[3], ARGV[1])
+local last = redis.call('ZRANGE', KEYS[3], -1, -1, 'WITHSCORES')
+redis.call('PEXPIREAT', KEYS[3], last[2])
 return redis.call('HGETALL', KEYS[1])
 ";
 

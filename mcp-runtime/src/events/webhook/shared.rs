@@ -15,6 +15,7 @@
 //! - Checked types are not offered by webhook on a shared server yet ([`Hub::modes`]): their checks are called with
 //!   the subscriber's request context, which another instance cannot rebuild.
 
+use std::collections::HashMap;
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -40,6 +41,9 @@ const TICK: Duration = Duration::from_secs(1);
 
 /// How many subscriptions one instance takes over in one tick: a started instance does not take them all.
 const CLAIMS_PER_TICK: usize = 64;
+
+/// How long a subscription this instance could not take over is left to the others before it tries again.
+const NOT_HERE_FOR: Duration = Duration::from_secs(60);
 
 /// Where a shared server's webhook subscriptions live, and this instance's name in their leases.
 pub(crate) struct Shared {
@@ -260,6 +264,9 @@ async fn renew(registry: Weak<Registry>, sub: Arc<Sub>) {
 async fn take_over(hub: Weak<Hub>, registry: Weak<Registry>) {
     let mut tick = tokio::time::interval(TICK);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    // The subscriptions this instance could not take over (a type it does not know, during a rollout of a new
+    // version), left to the others until then: said once, not claimed and let go every tick.
+    let mut not_here: HashMap<String, Instant> = HashMap::new();
     loop {
         tick.tick().await;
         let (Some(hub), Some(registry)) = (hub.upgrade(), registry.upgrade()) else { return };
@@ -271,12 +278,24 @@ async fn take_over(hub: Weak<Hub>, registry: Weak<Registry>) {
                 continue;
             }
         };
-        for id in unclaimed.into_iter().filter(|id| registry.get(id).is_none()).take(CLAIMS_PER_TICK) {
+        let now = Instant::now();
+        not_here.retain(|_, until| *until > now);
+        let candidates: Vec<String> = unclaimed
+            .into_iter()
+            .filter(|id| registry.get(id).is_none() && !not_here.contains_key(id))
+            .take(CLAIMS_PER_TICK)
+            .collect();
+        for id in candidates {
             match shared.store.claim(&id, &shared.me, LEASE).await {
                 Ok(Some(stored)) => {
                     if let Err(e) = resume(&hub, &registry, id.clone(), stored).await {
-                        tracing::warn!(subscription = %id, error = %e, "a webhook subscription could not be taken over");
+                        tracing::warn!(
+                            subscription = %id,
+                            error = %e,
+                            "a webhook subscription could not be taken over; left to the other instances for a minute"
+                        );
                         let _ = shared.store.release(&id, &shared.me).await;
+                        not_here.insert(id, now + NOT_HERE_FOR);
                     }
                 }
                 Ok(None) => {}
