@@ -18,9 +18,33 @@ use crate::events_webhooks::{bearer, code, deliveries, reaching, restocked, Call
 use common::proxy::{Kind, Proxy};
 use common::redis::RedisServer;
 use common::webhooks::WebhookReceiver;
-use mcp::events::{Checked, Emitter, EventType, Events, Webhooks};
+use mcp::events::{Checked, Emitter, EventType, Events, Occurrence, Webhooks};
 use mcp::redis::driver::AsyncCommands;
 use serde_json::{json, Value};
+
+/// The reviews upstream, with a history of its own that every instance reads (they run in this process): a
+/// review's cursor is how many there were after it. And who each check was made for.
+static REVIEWS: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+static CHECKED_FOR: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+/// `book.reviewed`: a checked type over [`REVIEWS`], from the cursor it is asked from, for the caller it is
+/// asked for.
+fn reviewed() -> EventType {
+    EventType::checked("book.reviewed", |check| async move {
+        let auth = check.context.meta().http.as_ref().and_then(|http| http.auth.clone());
+        CHECKED_FOR.lock().unwrap().push(auth.map_or_else(|| "nobody".to_owned(), |a| a.subject.clone()));
+        let reviews = REVIEWS.lock().unwrap().clone();
+        let head = reviews.len();
+        let Some(cursor) = check.cursor else { return Ok(Checked::new(vec![], Some(head.to_string()))) };
+        let from: usize = cursor.parse().map_err(|_| mcp::Error::invalid_params("not a cursor of ours"))?;
+        let events = reviews[from.min(head)..]
+            .iter()
+            .enumerate()
+            .map(|(i, id)| Occurrence::new(id, json!({"isbn": "1"})).with_cursor((from + i + 1).to_string()))
+            .collect();
+        Ok(Checked::new(events, Some(head.to_string())))
+    })
+}
 
 /// One instance of the shop on a runtime of its own.
 struct Instance {
@@ -42,8 +66,8 @@ impl Instance {
             let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
             let server = runtime.block_on(async move {
                 let redis = mcp::redis::Redis::connect(&redis).await.unwrap();
-                let reviewed = EventType::checked("book.reviewed", |_| async { Ok(Checked::new(vec![], None)) });
-                let events = Events::new().event(restocked()).event(reviewed).webhooks(webhooks);
+                let events = Events::new().event(restocked()).event(reviewed()).webhooks(webhooks);
+                let events = events.next_poll(Duration::from_millis(100));
                 let emitter = events.emitter();
                 let server = mcp::Server::builder().request_state_key([7; 32]).extension(events).shared(&redis);
                 let server = server.build().unwrap();
@@ -187,18 +211,10 @@ async fn any_instance_answers_for_a_subscription_one_delivers_and_the_limits_hol
     let ttl: i64 = mcp::redis::driver::cmd("PTTL").arg(&indexes[0]).query_async(&mut redis).await.unwrap();
     assert!(ttl > 0, "alice's index expires with her last subscription: PTTL {ttl}");
 
-    // A checked type is not offered by webhook on a shared server yet: not listed, and refused.
+    // A checked type is offered by webhook on a shared server too.
     let listed = alice[0].call("events/list", json!({})).await;
     let reviewed = listed["result"]["events"].as_array().unwrap().iter().find(|e| e["name"] == "book.reviewed");
-    assert_eq!(reviewed.unwrap()["delivery"], json!(["poll", "push"]), "{listed}");
-    let params = json!({
-        "name": "book.reviewed",
-        "arguments": {},
-        "delivery": {"mode": "webhook", "url": hook, "secret": SECRET},
-    });
-    let refused = alice[0].call("events/subscribe", params).await;
-    assert_eq!(code(&refused), -32026, "{refused}");
-    assert_eq!(refused["error"]["data"], json!({"feature": "deliveryMode", "value": "webhook"}), "{refused}");
+    assert_eq!(reviewed.unwrap()["delivery"], json!(["poll", "push", "webhook"]), "{listed}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -259,4 +275,46 @@ async fn a_subscription_outlives_the_instance_delivering_it_killed_mid_burst() {
     assert_eq!(refreshed["result"]["id"], id.as_str(), "{refreshed}");
     assert_eq!(refreshed["result"]["cursor"], last, "{refreshed}");
     assert_eq!(verifications(&received), 1, "taken over, not verified again");
+}
+
+/// A checked type's webhook subscription outlives the instance delivering it too: the instance that takes it over
+/// calls the check for the caller who subscribed (kept in Redis, without their token), from the watermark, which
+/// is the upstream's own cursor, so the reviews written while no instance delivered it arrive, each once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_checked_subscription_is_taken_over_for_its_caller_from_its_watermark() {
+    let redis = RedisServer::start();
+    let receiver = WebhookReceiver::start(&[SECRET]);
+    let webhooks = reaching(&receiver);
+    let mut shops = vec![Instance::start(&redis.url(), webhooks.clone())];
+    let hook = receiver.url("/hooks/reviews");
+    let carol = Caller::new(&shops[0].url, Some("carol"));
+    let subscribed = carol.subscribe(&hook, SECRET, json!({}), json!({"name": "book.reviewed"})).await;
+    assert!(subscribed["result"]["id"].is_string(), "{subscribed}");
+    shops.extend((0..2).map(|_| Instance::start(&redis.url(), webhooks.clone())));
+
+    REVIEWS.lock().unwrap().extend(["review-1".to_owned(), "review-2".to_owned()]);
+    receiver.wait_for("two reviews", |r| delivered(r).len() >= 2).await;
+    let checks_before = CHECKED_FOR.lock().unwrap().len();
+    shops[0].kill();
+    REVIEWS.lock().unwrap().extend(["review-3".to_owned(), "review-4".to_owned()]);
+    let received = receiver
+        .wait_for_within("the reviews after the kill", Duration::from_secs(20), |r| {
+            delivered(r).contains(&"review-4".to_owned())
+        })
+        .await;
+    let got = delivered(&received);
+    let mut firsts: Vec<&String> = Vec::new();
+    for event in &got {
+        if !firsts.contains(&event) {
+            firsts.push(event);
+        }
+    }
+    assert_eq!(firsts, ["review-1", "review-2", "review-3", "review-4"], "every review, in order: {got:?}");
+    assert!(got.len() <= 5, "a repeat at most, of one posted as its instance died: {got:?}");
+    let after: Vec<String> = CHECKED_FOR.lock().unwrap()[checks_before..].to_vec();
+    assert!(!after.is_empty() && after.iter().all(|who| who == "carol"), "checked for carol after the kill: {after:?}");
+    for d in deliveries(&received) {
+        assert_eq!(d["verified"], true, "{d}");
+        common::schema::check_webhook_body(&d["body"]).unwrap();
+    }
 }

@@ -341,12 +341,9 @@ impl Hub {
         self.epoch.load(Ordering::Acquire)
     }
 
-    /// The modes `def` offers here: `webhook` where the extension delivers webhooks, but on a shared server for
-    /// emitted types only (a checked type's checks are called with the subscriber's request, which the instance
-    /// that takes a subscription over cannot rebuild).
+    /// The modes `def` offers here: `webhook` where the extension delivers webhooks.
     pub(crate) fn modes(&self, def: &EventType) -> Vec<Delivery> {
-        let checked = matches!(def.source, Source::Checked(_));
-        def.modes(self.delivers_webhooks() && !(checked && self.is_shared()))
+        def.modes(self.delivers_webhooks())
     }
 
     /// Whether the extension delivers webhooks (`events/subscribe`).

@@ -4,8 +4,9 @@
 //! - A subscription is a hash, `{prefix}:webhooks:{id}`, that expires with it (`PEXPIREAT` at its expiry, moved by
 //!   each refresh). Its fields: `principal`, `url`, `name`, `arguments` (JSON), `secret`, `previous` and
 //!   `previous_until` (the secret a refresh replaced, signing beside the new one until then, milliseconds since the
-//!   Unix epoch), `expires`, `watermark` (the cursor after everything delivered or given up on) and the delivery
-//!   status: `delivered_at`, `error`, `failed_since`.
+//!   Unix epoch), `expires`, `watermark` (the cursor after everything delivered or given up on), the delivery
+//!   status (`delivered_at`, `error`, `failed_since`) and, for a checked type, `caller` (JSON: who subscribed, as
+//!   the server verified them, without their token), whom its checks are called for on any instance.
 //! - Two sorted sets, scored by expiry, index the live ones: `{prefix}:webhooks:index` (every subscription, for the
 //!   server's limit and for the instances looking for one to deliver) and `{prefix}:webhooks:principal:{hash}` (one
 //!   principal's, for its limit, which expires with its last subscription, so that no key stays behind for a
@@ -121,6 +122,9 @@ pub(crate) struct StoredWebhook {
     pub delivered_at_ms: Option<u64>,
     pub error: Option<String>,
     pub failed_since_ms: Option<u64>,
+    /// JSON: the caller who subscribed, as the server verified them (no token), for a checked type's checks on
+    /// whichever instance delivers it.
+    pub caller: Option<String>,
 }
 
 impl StoredWebhook {
@@ -136,6 +140,9 @@ impl StoredWebhook {
         if let Some((previous, until)) = &self.previous {
             fields.push(("previous", previous.clone()));
             fields.push(("previous_until", until.to_string()));
+        }
+        if let Some(caller) = &self.caller {
+            fields.push(("caller", caller.clone()));
         }
         fields.extend(self.status());
         fields
@@ -171,6 +178,7 @@ impl StoredWebhook {
             previous,
             watermark: fields.remove("watermark"),
             error: fields.remove("error"),
+            caller: fields.remove("caller"),
         })
     }
 }

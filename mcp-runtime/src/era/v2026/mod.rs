@@ -46,6 +46,22 @@ pub(crate) use crate::wire::error::MISSING_CAPABILITY;
 /// -32022: the request names a protocol version the server does not serve in the 2026 way (without `initialize`).
 pub(crate) const UNSUPPORTED_VERSION: ErrorCode = ErrorCode::UNSUPPORTED_VERSION;
 
+/// A context for what the server does on a caller's behalf outside any request of theirs: the checks of a webhook
+/// subscription that another instance took over, with the caller the subscription was made by (`auth`). It is of
+/// this era (the Events extension's), with no stream to write to (progress and logs go nowhere) and no questions
+/// to ask; it is no request of a connection, so nothing cancels it but its owner dropping what it runs.
+#[cfg(all(feature = "webhooks", feature = "redis"))]
+pub(crate) fn detached_context(server: &Server, auth: Option<Arc<crate::auth::AuthInfo>>) -> crate::Context {
+    let sink: crate::base::sink::Sink = Arc::new(crate::base::sink::NoSink);
+    let connection = Connection::new(server.clone(), sink.clone());
+    let mut meta = RequestMeta::new(Era::V2026, Arc::from(PROTOCOL_VERSION), None);
+    meta.http = Some(Arc::new(crate::context::HttpRequest { headers: Default::default(), auth, peer: None }));
+    let id = crate::wire::jsonrpc::RequestId::String(Arc::from("detached"));
+    let round = Arc::new(Round::plain(None, round::NO_QUESTIONS_HERE));
+    let request = crate::context::in_flight::InFlight::new(id, meta, connection, sink, round);
+    crate::Context::new(Arc::new(request))
+}
+
 /// Whether a message is of this era (see [`crate::era::of`], which decides): it has an envelope (split off its
 /// `params._meta` as it was read), or a method only this era has.
 pub(super) fn is_2026(method: &str, envelope: Option<&RawEnvelope>) -> bool {

@@ -21,7 +21,7 @@ use crate::events::{Entry, Hub};
 use crate::wire::error::{Error, ErrorCode};
 
 /// How many events one read of a buffer, or one check, takes at most.
-const BATCH: usize = 100;
+pub(super) const BATCH: usize = 100;
 
 /// Where a subscription's delivery starts.
 pub(crate) enum Start {
@@ -29,7 +29,9 @@ pub(crate) enum Start {
     /// (a subscription taken over from a watermark the buffer no longer holds).
     Buffer { after: u64, gap: bool },
     /// With the events (and cursor) of a checked type's first check, and the context its checks are called with.
-    Checked(Box<Checked>, Context),
+    /// `from` is the cursor that check was asked from, and `gap` says whether a `gap` envelope goes first (a
+    /// subscription taken over from a watermark the upstream no longer holds).
+    Checked { first: Box<Checked>, context: Context, from: Option<String>, gap: bool },
 }
 
 /// Why a subscription's delivery ended.
@@ -63,8 +65,10 @@ pub(crate) async fn deliver(
     let run = Run { hub, registry, entry: sub.entry.clone(), sub };
     let end = match (start, &run.entry.def.source) {
         (Start::Buffer { after, gap }, _) => run.emitted(after, gap).await,
-        (Start::Checked(first, ctx), Source::Checked(check)) => run.checked(check, *first, &ctx).await,
-        (Start::Checked(..), Source::Emitted { .. }) => End::Stopped,
+        (Start::Checked { first, context, from, gap }, Source::Checked(check)) => {
+            run.checked(check, *first, &context, (from, gap)).await
+        }
+        (Start::Checked { .. }, Source::Emitted { .. }) => End::Stopped,
     };
     if let End::Gone = end {
         run.terminate(&not_found(&run.sub.name)).await;
@@ -217,11 +221,23 @@ impl Run {
         }
     }
 
-    /// Calls a checked type's function every `next_poll` (at once while it has more), from the first check's cursor.
-    async fn checked(&self, check: &CheckFn, first: Checked, ctx: &Context) -> End {
+    /// Calls a checked type's function every `next_poll` (at once while it has more), from the first check's cursor
+    /// (asked `from` the cursor given, after a `gap` envelope if one is due).
+    async fn checked(
+        &self,
+        check: &CheckFn,
+        first: Checked,
+        ctx: &Context,
+        (from, gap): (Option<String>, bool),
+    ) -> End {
         let next_poll = self.hub.settings().next_poll;
+        if gap {
+            if let Err(end) = self.gap(first.cursor.clone()).await {
+                return end;
+            }
+        }
         let mut next = Some(first);
-        let mut cursor = None;
+        let mut cursor = from;
         loop {
             let wait = match next.take() {
                 Some(checked) => match self.deliver_checked(&checked, cursor.clone()).await {

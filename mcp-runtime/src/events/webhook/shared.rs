@@ -12,8 +12,10 @@
 //! - Each event is delivered once per subscription with one exception: an event whose POST was accepted just as its
 //!   instance died, before the watermark after it was written, is posted again by the next instance, under the same
 //!   `webhook-id` (the event's id), which the Standard Webhooks scheme gives receivers to drop a repeat by.
-//! - Checked types are not offered by webhook on a shared server yet ([`Hub::modes`]): their checks are called with
-//!   the subscriber's request context, which another instance cannot rebuild.
+//! - A checked type's subscription keeps its caller in Redis (who the server verified, not their token). The
+//!   instance that creates it calls the checks with the subscriber's request context; an instance that takes it
+//!   over calls them with a context of its own for that caller (`era::v2026::detached_context`: no stream, no
+//!   questions), from the watermark, which is the upstream's cursor.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Weak};
@@ -24,9 +26,10 @@ use serde_json::{json, Value};
 use super::run::{self, Start};
 use super::subscribe::{begin, created_answer, refreshed_answer, Asked};
 use super::{exhausted, Registry, State, Sub, ROTATION_GRACE};
+use crate::auth::AuthInfo;
 use crate::base::sync::Unpoisoned;
 use crate::context::Context;
-use crate::events::def::{Delivery, Source};
+use crate::events::def::{Check, Delivery, Source};
 use crate::events::{hooks, methods, Hub, Subscribed};
 use crate::redis::webhooks::{RedisWebhooks, Refused, StoredWebhook};
 use crate::redis::Redis;
@@ -110,6 +113,7 @@ pub(super) async fn subscribe(
         secret: asked.secret.clone(),
         expires_ms: now.saturating_add(millis(asked.granted)),
         watermark: cursor.clone(),
+        caller: matches!(asked.entry.def.source, Source::Checked(_)).then(|| caller_of(ctx)).flatten(),
         ..StoredWebhook::default()
     };
     let limits = (registry.settings.per_principal, registry.settings.total);
@@ -288,14 +292,19 @@ async fn take_over(hub: Weak<Hub>, registry: Weak<Registry>) {
         for id in candidates {
             match shared.store.claim(&id, &shared.me, LEASE).await {
                 Ok(Some(stored)) => {
+                    let known = hub.entry(&stored.name).is_some();
                     if let Err(e) = resume(&hub, &registry, id.clone(), stored).await {
-                        tracing::warn!(
-                            subscription = %id,
-                            error = %e,
-                            "a webhook subscription could not be taken over; left to the other instances for a minute"
-                        );
                         let _ = shared.store.release(&id, &shared.me).await;
-                        not_here.insert(id, now + NOT_HERE_FOR);
+                        if known {
+                            tracing::warn!(subscription = %id, error = %e, "a webhook subscription could not be taken over");
+                        } else {
+                            tracing::warn!(
+                                subscription = %id,
+                                error = %e,
+                                "a webhook subscription of a type this instance does not know is left to the others"
+                            );
+                            not_here.insert(id, now + NOT_HERE_FOR);
+                        }
                     }
                 }
                 Ok(None) => {}
@@ -308,12 +317,34 @@ async fn take_over(hub: Weak<Hub>, registry: Weak<Registry>) {
 /// Delivers here a subscription claimed from Redis, from its watermark.
 async fn resume(hub: &Arc<Hub>, registry: &Arc<Registry>, id: String, stored: StoredWebhook) -> Result<(), Error> {
     let entry = hub.entry(&stored.name).ok_or_else(|| methods::not_found(&stored.name))?;
-    let buffer = match (&entry.def.source, &entry.buffer) {
-        (Source::Emitted { .. }, Some(buffer)) => buffer.clone(),
-        _ => return Err(Error::internal(format!("`{}` is not an emitted type here", stored.name))),
-    };
-    let (after, gap) = methods::start(hub, &buffer, stored.watermark.as_deref()).await?;
     let arguments: Value = serde_json::from_str(&stored.arguments).unwrap_or_else(|_| json!({}));
+    let start = match (&entry.def.source, &entry.buffer) {
+        (Source::Emitted { .. }, Some(buffer)) => {
+            let (after, gap) = methods::start(hub, buffer, stored.watermark.as_deref()).await?;
+            Start::Buffer { after, gap }
+        }
+        (Source::Checked(check), _) => {
+            // Checked for the caller who subscribed, from the watermark; bounded, as the lease is not renewed
+            // until delivery starts.
+            let server = hub.server.get().and_then(Weak::upgrade).map(|inner| crate::Server { inner });
+            let server = server.ok_or_else(|| Error::internal("the server is gone"))?;
+            let caller = stored.caller.as_deref().and_then(caller_from).map(Arc::new);
+            let context = crate::era::v2026::detached_context(&server, caller);
+            let asked = Check {
+                context: context.clone(),
+                arguments: arguments.clone(),
+                cursor: stored.watermark.clone(),
+                max_age: None,
+                max_events: run::BATCH,
+            };
+            let first = tokio::time::timeout(LEASE / 2, check(asked))
+                .await
+                .map_err(|_| Error::internal("the first check took longer than the lease"))??;
+            let gap = first.truncated;
+            Start::Checked { first: Box::new(first), context, from: stored.watermark.clone(), gap }
+        }
+        (Source::Emitted { .. }, None) => return Err(Error::internal("an emitted event type without its buffer")),
+    };
     let subscribed = Subscribed {
         id: id.clone(),
         name: stored.name.clone(),
@@ -325,6 +356,35 @@ async fn resume(hub: &Arc<Hub>, registry: &Arc<Registry>, id: String, stored: St
     tracing::info!(subscription = %id, watermark = ?stored.watermark, "a webhook subscription is delivered here now");
     let state = state_of(&stored);
     let sub = Sub::new(id, (stored.principal, stored.url), arguments, entry, state);
-    deliver(hub, registry, sub, Start::Buffer { after, gap }, ending);
+    deliver(hub, registry, sub, start, ending);
     Ok(())
+}
+
+/// The caller of a request as Redis keeps it for a checked type's subscription: who the server verified, not
+/// their token.
+fn caller_of(ctx: &Context) -> Option<String> {
+    let auth = ctx.meta().http.as_ref()?.auth.as_ref()?;
+    let caller = json!({
+        "subject": auth.subject,
+        "scopes": auth.scopes,
+        "claims": auth.claims,
+        "issuer": auth.issuer,
+        "clientId": auth.client_id,
+        "expiresAt": auth.expires_at,
+    });
+    Some(caller.to_string())
+}
+
+/// The caller [`caller_of`] kept.
+fn caller_from(text: &str) -> Option<AuthInfo> {
+    let caller: Value = serde_json::from_str(text).ok()?;
+    let text = |name: &str| caller[name].as_str().map(str::to_owned);
+    Some(AuthInfo {
+        subject: text("subject")?,
+        scopes: serde_json::from_value(caller["scopes"].clone()).unwrap_or_default(),
+        claims: caller["claims"].clone(),
+        issuer: text("issuer"),
+        client_id: text("clientId"),
+        expires_at: caller["expiresAt"].as_u64(),
+    })
 }

@@ -196,7 +196,8 @@ async fn starting_point(
             })
             .await?;
             let (cursor, truncated) = (first.cursor.clone(), first.truncated);
-            Ok((Start::Checked(Box::new(first), ctx.clone()), cursor, truncated))
+            let start = Start::Checked { first: Box::new(first), context: ctx.clone(), from: None, gap: false };
+            Ok((start, cursor, truncated))
         }
         (Source::Emitted { .. }, None) => Err(Error::internal("an emitted event type without its buffer")),
     }
