@@ -300,3 +300,22 @@ async fn verification_handshakes_to_one_host_are_rate_limited() {
     let handshakes = received.iter().filter(|r| r["body"]["type"] == "verification").count();
     assert_eq!(handshakes, 2, "the host got two handshakes, no more");
 }
+
+/// A body over 256 KiB (SEP-3415's bound, which receivers may enforce with `413`) is not posted: it is given up as a
+/// `413` would be, and the events after it are delivered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_over_256_kib_is_not_posted_and_the_next_events_are() {
+    let receiver = WebhookReceiver::start(&[SECRET]);
+    let events = Events::new().event(restocked()).webhooks(reaching(&receiver));
+    let emitter = events.emitter();
+    let url = serve(events).await;
+    let alice = Caller::new(&url, Some("alice"));
+    let subscribed = alice.subscribe(&receiver.url("/hooks/big"), SECRET, json!({}), json!({})).await;
+    assert!(subscribed["result"]["id"].is_string(), "{subscribed}");
+    let big = "x".repeat(300 * 1024);
+    emitter.emit_with_id("book.restocked", "evt-big", json!({"isbn": big, "copies": 1})).unwrap();
+    emitter.emit_with_id("book.restocked", "evt-small", json!({"isbn": "978-1", "copies": 1})).unwrap();
+    let received = receiver.wait_for("the small event", |r| !deliveries(r).is_empty()).await;
+    let ids: Vec<&str> = deliveries(&received).iter().map(|d| d["body"]["eventId"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["evt-small"], "the big one was not posted");
+}

@@ -23,6 +23,9 @@ use crate::wire::error::{Error, ErrorCode};
 /// How many events one read of a buffer, or one check, takes at most.
 pub(super) const BATCH: usize = 100;
 
+/// The largest body POSTed: 256 KiB, SEP-3415's bound, which receivers and their gateways may enforce with `413`.
+const MAX_BODY: usize = 256 * 1024;
+
 /// Where a subscription's delivery starts.
 pub(crate) enum Start {
     /// After this position of an emitted type's buffer; with a `gap` envelope first if events were lost before it
@@ -113,6 +116,17 @@ impl Run {
 
     /// POSTs one body (message `id`) until it is accepted, refused for good, or its attempts run out.
     async fn send(&self, id: &str, body: &str) -> Result<(), End> {
+        if body.len() > MAX_BODY {
+            tracing::warn!(
+                subscription = %self.sub.id,
+                message = id,
+                bytes = body.len(),
+                "a webhook body over 256 KiB (SEP-3415's bound, which receivers may enforce with 413) is not posted: \
+                 it is given up as a 413 would be; keep the event's payload small (a reference to the data, not the \
+                 data)"
+            );
+            return Ok(());
+        }
         let settings = &self.registry.settings;
         let mut backoff = settings.first_retry;
         for attempt in 1..=settings.attempts {
