@@ -27,6 +27,8 @@ pub struct Shops {
     pub front: Front,
     /// The flags each instance was started with besides `--redis` (for a restart).
     flags: Vec<String>,
+    /// The environment each instance was started with besides `MCP_REQUEST_STATE_KEY` (for a restart).
+    env: Vec<(String, String)>,
 }
 
 /// The Redis the instances share: one server, or a primary, its replica and three sentinels.
@@ -82,9 +84,9 @@ impl Shops {
     /// Three bookshops started with these extra flags, behind our round-robin balancer.
     pub async fn start_with(flags: &[&str]) -> Shops {
         let redis = tokio::task::spawn_blocking(|| Store::Plain(RedisServer::start())).await.unwrap();
-        let instances = Shops::instances(&redis.url(), flags).await;
+        let instances = Shops::instances(&redis.url(), flags, &[]).await;
         let balancer = Balancer::start(instances.iter().map(|s| s.authority().to_owned()).collect()).await;
-        let shops = Shops { redis, instances, front: Front::Balancer(balancer), flags: own(flags) };
+        let shops = Shops { redis, instances, front: Front::Balancer(balancer), flags: own(flags), env: Vec::new() };
         shops.subscribed(3).await;
         shops
     }
@@ -97,25 +99,31 @@ impl Shops {
     /// Three bookshops started with these extra flags, behind a real proxy of `kind`. Behind a configuration that
     /// sets `X-Forwarded-For`, the instances trust it (`--trust-forwarded`), as deploying.md says to.
     pub async fn behind_with(kind: Kind, flags: &[&str]) -> Shops {
+        Shops::behind_with_env(kind, flags, &[]).await
+    }
+
+    /// [`Shops::behind_with`], each instance started with these environment variables too.
+    pub async fn behind_with_env(kind: Kind, flags: &[&str], env: &[(&str, &str)]) -> Shops {
         let redis = tokio::task::spawn_blocking(|| Store::Plain(RedisServer::start())).await.unwrap();
-        Shops::behind_on(kind, redis, flags).await
+        Shops::behind_on(kind, redis, flags, env).await
     }
 
     /// Three bookshops sharing a Redis Sentinel set (a primary, its replica, three sentinels), behind a real proxy.
     pub async fn behind_sentinels(kind: Kind) -> Shops {
         let redis = tokio::task::spawn_blocking(|| Store::Sentinel(SentinelRedis::start())).await.unwrap();
-        Shops::behind_on(kind, redis, &[]).await
+        Shops::behind_on(kind, redis, &[], &[]).await
     }
 
-    async fn behind_on(kind: Kind, redis: Store, flags: &[&str]) -> Shops {
+    async fn behind_on(kind: Kind, redis: Store, flags: &[&str], env: &[(&str, &str)]) -> Shops {
         let mut flags = flags.to_vec();
         if kind.forwards_the_client() {
             flags.push("--trust-forwarded");
         }
-        let instances = Shops::instances(&redis.url(), &flags).await;
+        let env: Vec<(String, String)> = env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let instances = Shops::instances(&redis.url(), &flags, &env).await;
         let upstreams: Vec<String> = instances.iter().map(|s| s.authority().to_owned()).collect();
         let proxy = tokio::task::spawn_blocking(move || Proxy::start(kind, &upstreams)).await.unwrap();
-        let shops = Shops { redis, instances, front: Front::Proxy(proxy), flags: own(&flags) };
+        let shops = Shops { redis, instances, front: Front::Proxy(proxy), flags: own(&flags), env };
         shops.subscribed(3).await;
         shops
     }
@@ -151,30 +159,31 @@ impl Shops {
         let mut args = vec!["--http".to_owned(), self.instances[i].authority().to_owned(), "--redis".to_owned()];
         args.push(self.redis.url());
         args.extend(self.flags.iter().cloned());
-        let keys = keys.to_owned();
+        let mut env = self.env.clone();
+        env.push(("MCP_REQUEST_STATE_KEY".to_owned(), keys.to_owned()));
         let restarted = tokio::task::spawn_blocking(move || {
             let args: Vec<&str> = args.iter().map(String::as_str).collect();
-            HttpServer::start_binary_with_env(super::example("bookshop"), &args, &[("MCP_REQUEST_STATE_KEY", &keys)])
+            let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+            HttpServer::start_binary_with_env(super::example("bookshop"), &args, &env)
         })
         .await
         .unwrap();
         self.instances[i] = restarted;
     }
 
-    /// Three bookshops sharing the Redis at `url`, started with these extra flags.
-    async fn instances(url: &str, flags: &[&str]) -> Vec<HttpServer> {
+    /// Three bookshops sharing the Redis at `url`, started with these extra flags and environment variables.
+    async fn instances(url: &str, flags: &[&str], env: &[(String, String)]) -> Vec<HttpServer> {
         let url = url.to_owned();
         let flags: Vec<String> = flags.iter().map(|f| f.to_string()).collect();
+        let mut env = env.to_vec();
+        env.push(("MCP_REQUEST_STATE_KEY".to_owned(), REQUEST_STATE_KEY.to_owned()));
         let instances: Vec<HttpServer> = tokio::task::spawn_blocking(move || {
+            let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
             (0..3)
                 .map(|_| {
                     let mut args = vec!["--redis", url.as_str()];
                     args.extend(flags.iter().map(String::as_str));
-                    HttpServer::start_binary_with_env(
-                        super::example("bookshop"),
-                        &args,
-                        &[("MCP_REQUEST_STATE_KEY", REQUEST_STATE_KEY)],
-                    )
+                    HttpServer::start_binary_with_env(super::example("bookshop"), &args, &env)
                 })
                 .collect()
         })

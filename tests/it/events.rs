@@ -203,6 +203,55 @@ async fn a_poll_is_refused_with_the_seps_errors() {
     assert_eq!(code(&no_name), -32602);
 }
 
+/// A push stream hears its heartbeat however busy its type is with events for other subscriptions: its quiet time
+/// counts from what it was sent, not from the last change of the type (which used to put the heartbeat off for as
+/// long as others' events kept coming, so a client took the stream for dead).
+#[tokio::test]
+async fn a_push_stream_beats_while_its_type_is_busy_with_events_for_others() {
+    let (server, emitter) = server_with(Events::new().event(restocked()).heartbeat(Duration::from_millis(300)));
+    let mut stdio = Stdio::open(&server, true).await;
+    stdio.request(1, "events/stream", json!({"name": "book.restocked", "arguments": {"isbn": "978-1"}})).await;
+    next_of(&mut stdio, "notifications/events/active", Duration::from_secs(5)).await.unwrap();
+    let busy = tokio::spawn(async move {
+        for copies in 0.. {
+            emitter.emit("book.restocked", book("978-2", copies)).unwrap();
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    });
+    let beat = next_of(&mut stdio, "notifications/events/heartbeat", Duration::from_secs(3)).await;
+    busy.abort();
+    let beat = beat.expect("a heartbeat while others' events keep coming");
+    assert!(beat["params"]["cursor"].is_string(), "{beat}");
+}
+
+/// `maxAgeMs` without a cursor is ignored, as the SEP says: a check function is not asked for an age it would have
+/// to ignore; with a cursor it is.
+#[tokio::test]
+async fn a_check_is_given_max_age_only_with_a_cursor() {
+    let asked = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = asked.clone();
+    let aged = EventType::checked("aged", move |check| {
+        seen.lock().unwrap().push((check.cursor.clone(), check.max_age));
+        async { Ok(Checked::new(vec![], Some("1".into()))) }
+    });
+    let (server, _) = server_with(Events::new().event(aged));
+    let mut stdio = Stdio::open(&server, true).await;
+    stdio.call(1, "events/poll", json!({"name": "aged", "maxAgeMs": 1000})).await;
+    stdio.call(2, "events/poll", json!({"name": "aged", "cursor": "1", "maxAgeMs": 1000})).await;
+    let asked = asked.lock().unwrap().clone();
+    assert_eq!(asked, [(None, None), (Some("1".to_owned()), Some(Duration::from_secs(1)))]);
+}
+
+/// A type delivered by webhook only, on a server that delivers no webhooks, would offer no mode (the SEP wants a
+/// non-empty subset): the server is not built, and the error says what to do.
+#[test]
+fn a_type_delivered_by_webhook_only_needs_webhooks() {
+    let hooked = EventType::emitted("hooked").delivery(&[Delivery::Webhook]);
+    let built = mcp::Server::builder().extension(Events::new().event(hooked)).build();
+    let error = built.expect_err("the server is not built").to_string();
+    assert!(error.contains("`hooked`") && error.contains("Events::webhooks"), "{error}");
+}
+
 #[tokio::test]
 async fn max_age_skips_older_events_and_says_so() {
     let (server, emitter) = server_with(Events::new().event(restocked()));
@@ -533,6 +582,34 @@ mod client {
 
     async fn in_process(server: &mcp::Server) -> Client {
         Client::builder().era(EraChoice::V2026).in_process(server.clone()).await.unwrap()
+    }
+
+    /// A client that listens for the event types (`ListenFilter::events`: `eventsListChanged`, the extension
+    /// declared) hears them change, and lists them again.
+    #[tokio::test]
+    async fn a_client_listening_for_event_types_hears_them_change() {
+        let (server, emitter) = server_with(Events::new().event(restocked()));
+        let client = in_process(&server).await;
+        let mut changes = client.listen(mcp::client::ListenFilter::new().events()).await.unwrap();
+        assert_eq!(changes.acknowledged["eventsListChanged"], true, "{}", changes.acknowledged);
+        emitter.add_type(EventType::emitted("book.reviewed"));
+        let heard = tokio::time::timeout(Duration::from_secs(5), changes.next()).await.unwrap().unwrap();
+        assert_eq!(heard.method, "notifications/events/list_changed");
+        assert_eq!(client.list_events().await.unwrap().len(), 2);
+    }
+
+    /// The SEP forbids `events/*` to a server that did not declare the extension: the client sends none, and says
+    /// why.
+    #[tokio::test]
+    async fn a_client_sends_no_events_request_to_a_server_without_events() {
+        let server = mcp::Server::builder().name("no-events").build().unwrap();
+        let client = in_process(&server).await;
+        let refused = client.list_events().await.unwrap_err();
+        let why = format!("{refused}");
+        assert!(matches!(refused, mcp::client::Error::Usage(_)), "{refused:?}");
+        assert!(why.contains("io.modelcontextprotocol/events"), "{why}");
+        let sub = client.subscribe_events(EventSubscription::new("anything").delivery(Delivery::Poll)).await;
+        assert!(matches!(sub, Err(mcp::client::Error::Usage(_))), "{:?}", sub.err());
     }
 
     async fn next_event(stream: &mut mcp::client::EventStream) -> mcp::client::ReceivedEvent {

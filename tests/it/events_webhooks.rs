@@ -319,3 +319,28 @@ async fn a_body_over_256_kib_is_not_posted_and_the_next_events_are() {
     let ids: Vec<&str> = deliveries(&received).iter().map(|d| d["body"]["eventId"].as_str().unwrap()).collect();
     assert_eq!(ids, ["evt-small"], "the big one was not posted");
 }
+
+/// A subscription from a cursor with `maxAgeMs` starts at whichever is later, as the SEP says: the events kept after
+/// the cursor but older than the age are skipped (the answer says `truncated`), not posted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn max_age_skips_older_events_of_a_webhook_replay() {
+    let receiver = WebhookReceiver::start(&[SECRET]);
+    let events = Events::new().event(restocked()).webhooks(reaching(&receiver));
+    let emitter = events.emitter();
+    let url = serve(events).await;
+    let alice = Caller::new(&url, Some("alice"));
+    let now = alice.call("events/poll", json!({"name": "book.restocked", "arguments": {}})).await;
+    let cursor = now["result"]["cursor"].clone();
+    assert!(cursor.is_string(), "{now}");
+    emitter.emit_with_id("book.restocked", "evt-old", json!({"isbn": "978-1", "copies": 1})).unwrap();
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    emitter.emit_with_id("book.restocked", "evt-new", json!({"isbn": "978-1", "copies": 2})).unwrap();
+    let extra = json!({"cursor": cursor, "maxAgeMs": 200});
+    let subscribed = alice.subscribe(&receiver.url("/hooks/recent"), SECRET, json!({}), extra).await;
+    assert_eq!(subscribed["result"]["truncated"], true, "{subscribed}");
+    receiver.wait_for("the recent event", |r| !deliveries(r).is_empty()).await;
+    // (Had the older one been posted, it would have come first.)
+    let received = receiver.received().await;
+    let ids: Vec<&str> = deliveries(&received).iter().map(|d| d["body"]["eventId"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["evt-new"], "the older event is skipped");
+}

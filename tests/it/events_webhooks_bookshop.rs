@@ -3,7 +3,8 @@
 //! configuration, a real OAuth server (`oidc-provider`) issuing the subscriber's token, and a receiver that checks
 //! every POST with the Standard Webhooks project's own Python library. The instance delivering the subscription is
 //! killed with SIGKILL (nothing drains, no lease is let go): another takes the subscription over within its lease,
-//! and the receiver hears every book back on the shelf, each once.
+//! and the receiver hears every book back on the shelf, each once. The instances have a proxy in their environment
+//! (`HTTPS_PROXY`), which deliveries do not use.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -95,7 +96,10 @@ async fn the_bookshops_webhook_outlives_the_instance_delivering_it_killed_behind
         "--webhook-ca",
         &ca_path,
     ];
-    let mut shops = Shops::behind_with(Kind::Nginx, &flags).await;
+    // A proxy in the environment (a dead one) is not used: through it, only the proxy's address would pass the SSRF
+    // guard, and it would connect anywhere.
+    let env = [("HTTPS_PROXY", "http://127.0.0.1:9")];
+    let mut shops = Shops::behind_with_env(Kind::Nginx, &flags, &env).await;
     let token =
         provider.client_credentials_token(oidc::SERVICE, oidc::SECRET, "books:read books:write", RESOURCE).await;
 

@@ -355,9 +355,22 @@ pub(super) fn ends(e: &crate::Error) -> bool {
 }
 
 impl Client {
+    /// Whether the server declared the Events extension: the SEP forbids sending `events/*` to one that did not.
+    fn offers_events(&self) -> Result<(), Error> {
+        if self.server_capabilities()["extensions"][crate::events::EXTENSION].is_object() {
+            return Ok(());
+        }
+        Err(Error::Usage(format!(
+            "the server does not offer events: its capabilities have no `extensions.{}` (a 2026-07-28 server with \
+             the Events extension has it); nothing was sent",
+            crate::events::EXTENSION
+        )))
+    }
+
     /// The event types the server offers (`events/list`, every page): 2026-07-28 servers that declared the Events
     /// extension.
     pub async fn list_events(&self) -> Result<Vec<EventTypeInfo>, Error> {
+        self.offers_events()?;
         let mut types = Vec::new();
         let mut cursor: Option<String> = None;
         loop {
@@ -403,6 +416,7 @@ impl Client {
     /// # fn main() {}
     /// ```
     pub async fn subscribe_events(&self, sub: EventSubscription) -> Result<EventStream, Error> {
+        self.offers_events()?;
         let delivery = match sub.delivery {
             Some(mode) => mode,
             None => {

@@ -21,6 +21,7 @@ pub struct ListenFilter {
     resources: bool,
     uris: Vec<String>,
     task_ids: Vec<String>,
+    events: bool,
 }
 
 impl ListenFilter {
@@ -53,6 +54,13 @@ impl ListenFilter {
         self
     }
 
+    /// Changes of the event types (2026 era, the Events extension: `notifications/events/list_changed`, after which
+    /// [`Client::list_events`] lists them again).
+    pub fn events(mut self) -> Self {
+        self.events = true;
+        self
+    }
+
     /// Changes of a task (2026 era, the Tasks extension).
     pub fn task(mut self, id: impl Into<String>) -> Self {
         self.task_ids.push(id.into());
@@ -64,6 +72,7 @@ impl ListenFilter {
             "notifications/tools/list_changed" => self.tools,
             "notifications/prompts/list_changed" => self.prompts,
             "notifications/resources/list_changed" => self.resources,
+            "notifications/events/list_changed" => self.events,
             "notifications/resources/updated" => {
                 params["uri"].as_str().is_some_and(|uri| self.uris.iter().any(|u| u == uri))
             }
@@ -159,10 +168,23 @@ impl Client {
         if !filter.uris.is_empty() {
             asked.insert("resourceSubscriptions".into(), filter.uris.clone().into());
         }
+        if filter.events {
+            asked.insert("eventsListChanged".into(), true.into());
+        }
         let mut params = json!({ "notifications": asked });
         if !filter.task_ids.is_empty() {
             params["notifications"]["taskIds"] = filter.task_ids.clone().into();
-            params["_meta"] = json!({ super::META_CAPABILITIES: self.inner.capabilities_with_tasks() });
+        }
+        // An extension's notification comes to a client that declares the extension.
+        let mut extensions: Vec<&str> = Vec::new();
+        if !filter.task_ids.is_empty() {
+            extensions.push(crate::task::EXTENSION);
+        }
+        if filter.events {
+            extensions.push(crate::events::EXTENSION);
+        }
+        if !extensions.is_empty() {
+            params["_meta"] = json!({ super::META_CAPABILITIES: self.inner.capabilities_with(&extensions) });
         }
         // The request's id tags its notifications: it is taken now, so the route is in place before the request
         // goes out.

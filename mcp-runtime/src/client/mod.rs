@@ -433,8 +433,15 @@ impl Inner {
 
     /// The capabilities with the Tasks extension declared.
     fn capabilities_with_tasks(&self) -> Value {
+        self.capabilities_with(&[crate::task::EXTENSION])
+    }
+
+    /// The client's capabilities, declaring these extensions too (with empty settings).
+    fn capabilities_with(&self, extensions: &[&str]) -> Value {
         let mut capabilities = self.capabilities.clone();
-        capabilities["extensions"][crate::task::EXTENSION] = json!({});
+        for extension in extensions {
+            capabilities["extensions"][*extension] = json!({});
+        }
         capabilities
     }
 

@@ -83,8 +83,13 @@ impl Emitter {
     /// (`notifications/events/list_changed` on `subscriptions/listen` streams whose filter set `eventsListChanged`).
     /// A replaced emitted type keeps its buffer and its streams: change a type's schemas only additively, or give the
     /// changed type a new name (SEP-3415's schema evolution).
+    /// A type that offers no mode on this server (webhook only, where no webhooks are delivered) is not listed.
     pub fn add_type(&self, def: EventType) {
+        let name = def.name.clone();
         self.hub.put(def);
+        if self.hub.entry(&name).is_some_and(|e| self.hub.modes(&e.def).is_empty()) {
+            tracing::warn!(event = %name, "an event type delivered by webhook only, where no webhooks are delivered, is not listed");
+        }
         self.hub.list_changed();
     }
 

@@ -41,13 +41,15 @@ impl Subscription {
         self.arguments.clone().filter(|a| !a.is_null()).unwrap_or_else(|| json!({}))
     }
 
+    /// How old a replayed event may be (`maxAgeMs`); none without a cursor, where nothing is replayed (the SEP:
+    /// `maxAgeMs` is ignored when `cursor` is null), so a check function is not asked for an age it must ignore.
     pub fn max_age(&self) -> Option<Duration> {
+        self.cursor.as_ref()?;
         self.max_age_ms.map(Duration::from_millis)
     }
 
     /// The oldest time a replay may reach (`maxAgeMs`); none without a cursor, where nothing is replayed.
     pub fn floor(&self) -> Option<SystemTime> {
-        self.cursor.as_ref()?;
         self.max_age().and_then(|age| SystemTime::now().checked_sub(age))
     }
 }

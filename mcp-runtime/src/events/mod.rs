@@ -324,13 +324,22 @@ impl Hub {
         self.types.read().unwrap_or_else(|e| e.into_inner()).get(name).cloned()
     }
 
+    /// The descriptors `events/list` lists: every type that offers a mode here (the SEP: a non-empty subset).
     pub(crate) fn descriptors(&self) -> Vec<Value> {
-        self.types
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
+        let types = self.types.read().unwrap_or_else(|e| e.into_inner());
+        types
             .values()
-            .map(|e| e.def.descriptor(&self.modes(&e.def)))
+            .filter_map(|e| {
+                let modes = self.modes(&e.def);
+                (!modes.is_empty()).then(|| e.def.descriptor(&modes))
+            })
             .collect()
+    }
+
+    /// A type that offers no mode here: only `webhook`, on a server that delivers none.
+    fn undeliverable(&self) -> Option<String> {
+        let types = self.types.read().unwrap_or_else(|e| e.into_inner());
+        types.values().find(|e| self.modes(&e.def).is_empty()).map(|e| e.def.name.clone())
     }
 
     pub(crate) fn cursor(&self, position: u64) -> String {
@@ -412,8 +421,14 @@ impl Extension for Events {
     }
 
     fn check(&self) -> Result<(), String> {
-        match &self.problem {
-            Some(problem) => Err(problem.clone()),
+        if let Some(problem) = &self.problem {
+            return Err(problem.clone());
+        }
+        match self.hub.undeliverable() {
+            Some(name) => Err(format!(
+                "event type `{name}` is delivered by webhook only, and the Events extension delivers no webhooks: \
+                 give it `poll` or `push` too, or set `Events::webhooks`"
+            )),
             None => Ok(()),
         }
     }

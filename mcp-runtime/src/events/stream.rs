@@ -93,6 +93,9 @@ async fn emitted(hub: &Hub, entry: &Entry, sub: &Subscription, id: &str, out: &O
     if !out.active(Some(&hub.cursor(read.start)), skipped || read.truncated) {
         return Ok(out.closed());
     }
+    // When the stream has been quiet for a heartbeat: counted from what this stream last sent, not from the last
+    // change of the buffer, which events for other subscriptions change too.
+    let mut quiet_until = Instant::now() + heartbeat;
     loop {
         for event in &read.events {
             let cursor = hub.cursor(event.position);
@@ -100,9 +103,11 @@ async fn emitted(hub: &Hub, entry: &Entry, sub: &Subscription, id: &str, out: &O
                 return Ok(out.closed());
             }
         }
+        if !read.events.is_empty() {
+            quiet_until = Instant::now() + heartbeat;
+        }
         let position = read.position;
         if !read.more {
-            let mut quiet_until = Instant::now() + heartbeat;
             loop {
                 tokio::select! {
                     () = entry.gone.cancelled() => return Ok(out.gone(&entry.def.name)),

@@ -196,11 +196,9 @@ impl Hook {
                     Some(event) => {
                         let handed =
                             !seen.first(&event.event_id) || self.tx.send(EventItem::Event(event)).await.is_ok();
-                        // A delivery without a cursor keeps the one before (it is null only for types that cannot
-                        // replay, which never had one).
-                        if let Some(cursor) = body["cursor"].as_str() {
-                            self.keep(Some(cursor));
-                        }
+                        // An absent cursor is a null one (the SEP): the type cannot replay, and nothing is kept
+                        // to replay from.
+                        self.keep(body["cursor"].as_str());
                         handed
                     }
                     None => {

@@ -107,7 +107,10 @@ impl reqwest::dns::Resolve for Resolver {
 impl Sender {
     pub(crate) fn new(settings: &Webhooks) -> Result<Sender, String> {
         let guard = Arc::new(Guard { allowed: settings.allowed.clone() });
+        // No proxy, whatever the environment says (`HTTPS_PROXY`): through one, only the proxy's address would be
+        // checked, and it would connect anywhere.
         let mut builder = reqwest::Client::builder()
+            .no_proxy()
             .https_only(true)
             .redirect(reqwest::redirect::Policy::none())
             .timeout(settings.timeout)
@@ -284,6 +287,9 @@ fn global_v6(ip: Ipv6Addr) -> bool {
         || (s[0] & 0xffc0) == 0xfe80
         || (s[0] & 0xff00) == 0xff00
         || (s[0] == 0x2001 && s[1] == 0x0db8)
+        || (s[0] == 0x2001 && s[1] < 0x0200)
+        || s[0] == 0x2002
+        || s[..6] == [0; 6]
         || (s[0] == 0x0100 && s[1] == 0 && s[2] == 0 && s[3] == 0)
         || (s[0] == 0x0064 && s[1] == 0xff9b))
 }
@@ -312,6 +318,11 @@ mod tests {
             "::ffff:127.0.0.1",
             "::ffff:10.0.0.1",
             "2001:db8::1",
+            "2001::1",
+            "2001:1ff::1",
+            "2002:a00:1::1",
+            "::10.0.0.1",
+            "64:ff9b:1::a00:1",
         ] {
             assert!(!global(blocked.parse().unwrap()), "{blocked} must be refused");
         }

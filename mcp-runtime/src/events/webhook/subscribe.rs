@@ -182,9 +182,12 @@ async fn starting_point(
         (Source::Emitted { .. }, Some(buffer)) => {
             let (after, skipped) = start(hub, buffer, sub.cursor.as_deref()).await?;
             let bounds = hub.settings().bounds;
-            let read = buffer.read(bounds, after, sub.floor(), usize::MAX, |_| false);
+            // Delivery starts at the first event the buffer holds after the cursor that is not older than
+            // `maxAgeMs` (the SEP: from whichever is later): the ones before it are skipped, and the answer says so.
+            let read = buffer.read(bounds, after, sub.floor(), 1, |_| true);
+            let from = read.events.first().map_or(read.position, |first| first.position - 1);
             let truncated = skipped || read.truncated;
-            Ok((Start::Buffer { after: read.start, gap: false }, Some(hub.cursor(read.start)), truncated))
+            Ok((Start::Buffer { after: from, gap: false }, Some(hub.cursor(from)), truncated))
         }
         (Source::Checked(check), _) => {
             let first = check(Check {
@@ -196,7 +199,8 @@ async fn starting_point(
             })
             .await?;
             let (cursor, truncated) = (first.cursor.clone(), first.truncated);
-            let start = Start::Checked { first: Box::new(first), context: ctx.clone(), from: None, gap: false };
+            let from = sub.cursor.clone();
+            let start = Start::Checked { first: Box::new(first), context: ctx.clone(), from, gap: false };
             Ok((start, cursor, truncated))
         }
         (Source::Emitted { .. }, None) => Err(Error::internal("an emitted event type without its buffer")),
