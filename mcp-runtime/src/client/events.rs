@@ -357,13 +357,13 @@ pub(super) fn ends(e: &crate::Error) -> bool {
 impl Client {
     /// Whether the server declared the Events extension: the SEP forbids sending `events/*` to one that did not.
     fn offers_events(&self) -> Result<(), Error> {
-        if self.server_capabilities()["extensions"][crate::events::EXTENSION].is_object() {
+        if self.server_capabilities()["extensions"][crate::wire::events::EXTENSION].is_object() {
             return Ok(());
         }
         Err(Error::Usage(format!(
             "the server does not offer events: its capabilities have no `extensions.{}` (a 2026-07-28 server with \
              the Events extension has it); nothing was sent",
-            crate::events::EXTENSION
+            crate::wire::events::EXTENSION
         )))
     }
 

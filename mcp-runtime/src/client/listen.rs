@@ -181,7 +181,7 @@ impl Client {
             extensions.push(crate::task::EXTENSION);
         }
         if filter.events {
-            extensions.push(crate::events::EXTENSION);
+            extensions.push(crate::wire::events::EXTENSION);
         }
         if !extensions.is_empty() {
             params["_meta"] = json!({ super::META_CAPABILITIES: self.inner.capabilities_with(&extensions) });

@@ -79,7 +79,7 @@ use buffer::{Bounds, Buffer};
 use def::Source;
 
 /// The extension's identifier.
-pub const EXTENSION: &str = "io.modelcontextprotocol/events";
+pub use crate::wire::events::EXTENSION;
 
 /// The key of `_meta` that names the push stream a notification belongs to.
 pub const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";

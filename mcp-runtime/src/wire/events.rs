@@ -1,4 +1,8 @@
-//! What the Events extension (SEP-3415) puts on the wire that both sides name: its delivery modes.
+//! What the Events extension (SEP-3415) puts on the wire that both sides name: its identifier and its delivery
+//! modes.
+
+/// The Events extension's identifier, the key of its settings under `capabilities.extensions`.
+pub const EXTENSION: &str = "io.modelcontextprotocol/events";
 
 /// How the events of a type reach a client: the modes an [`EventType`](crate::events::EventType) offers, listed in its `delivery`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
