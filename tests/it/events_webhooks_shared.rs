@@ -133,6 +133,17 @@ fn delivered(received: &[Value]) -> Vec<String> {
     deliveries(received).iter().map(|d| d["headers"]["webhook-id"].as_str().unwrap().to_owned()).collect()
 }
 
+/// Each event once, in the order of its first arrival (a repeat, posted again after a death, left out).
+fn first_arrivals(got: &[String]) -> Vec<&String> {
+    let mut firsts: Vec<&String> = Vec::new();
+    for event in got {
+        if !firsts.contains(&event) {
+            firsts.push(event);
+        }
+    }
+    firsts
+}
+
 fn verifications(received: &[Value]) -> usize {
     received.iter().filter(|r| r["body"]["type"] == "verification").count()
 }
@@ -254,12 +265,7 @@ async fn a_subscription_outlives_the_instance_delivering_it_killed_mid_burst() {
             .await;
         let got = delivered(&received);
         // Every event, in order of first arrival; a repeat only of one posted as its instance died.
-        let mut firsts: Vec<&String> = Vec::new();
-        for event in &got {
-            if !firsts.contains(&event) {
-                firsts.push(event);
-            }
-        }
+        let firsts = first_arrivals(&got);
         assert_eq!(firsts, emitted.iter().collect::<Vec<_>>(), "every event, in order: {got:?}");
         assert!(got.len() - emitted.len() <= round + 1, "a repeat per death at most: {got:?}");
         for d in deliveries(&received) {
@@ -303,12 +309,7 @@ async fn a_checked_subscription_is_taken_over_for_its_caller_from_its_watermark(
         })
         .await;
     let got = delivered(&received);
-    let mut firsts: Vec<&String> = Vec::new();
-    for event in &got {
-        if !firsts.contains(&event) {
-            firsts.push(event);
-        }
-    }
+    let firsts = first_arrivals(&got);
     assert_eq!(firsts, ["review-1", "review-2", "review-3", "review-4"], "every review, in order: {got:?}");
     assert!(got.len() <= 5, "a repeat at most, of one posted as its instance died: {got:?}");
     let after: Vec<String> = CHECKED_FOR.lock().unwrap()[checks_before..].to_vec();
