@@ -299,13 +299,19 @@ impl Run {
         }
     }
 
-    /// POSTs a check's events, each with its own cursor or, for the last, the batch's.
+    /// POSTs a check's events, each with its own cursor or, for the last, the batch's; the watermark follows each
+    /// event that has its own.
     async fn deliver_checked(&self, checked: &Checked, before: Option<String>) -> Result<(), End> {
         let last = checked.events.len().saturating_sub(1);
         for (i, event) in checked.events.iter().enumerate() {
             let at = event.cursor.clone().or_else(|| if i == last { checked.cursor.clone() } else { before.clone() });
             let body: Value = event.to_json(&self.sub.name, Some(at.as_deref()));
             self.send(&event.event_id, &body.to_string()).await?;
+            // An event with a cursor of its own moves the watermark at once, as an emitted type's does: an instance
+            // taking the subscription over then posts again at most the event in flight, not the whole batch.
+            if event.cursor.is_some() {
+                self.advance(at).await;
+            }
         }
         Ok(())
     }
