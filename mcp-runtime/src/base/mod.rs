@@ -2,6 +2,8 @@
 //! cancellation and cleanup, the lock helper). It imports nothing above it, so any layer may import it.
 
 pub(crate) mod backlog;
+#[cfg(feature = "http")]
+pub(crate) mod body;
 pub(crate) mod cancel;
 pub(crate) mod frame;
 pub(crate) mod future;

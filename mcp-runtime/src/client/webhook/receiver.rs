@@ -14,11 +14,14 @@ use serde_json::{json, Value};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use crate::base::body::{read_body, BodyRead};
 use crate::base::sync::Unpoisoned;
 
 /// The largest body taken (the SEP's delivery profile: 256 KiB); a larger one is answered `413`, which the server
 /// does not retry.
 const MAX_BODY: usize = 256 * 1024;
+/// How long a delivery's body may take to arrive.
+const BODY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 /// How many deliveries one subscription holds before its loop takes them; past that a delivery is answered `503`,
 /// and the server tries it again later.
 const BUFFER: usize = 256;
@@ -202,14 +205,16 @@ async fn receive(State(receiver): State<WebhookReceiver>, request: Request) -> R
         return (StatusCode::METHOD_NOT_ALLOWED, [(header::ALLOW, "POST")]).into_response();
     }
     let (parts, body) = request.into_parts();
-    let declared = parts.headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<usize>().ok());
-    // Over the limit (or cut short): refused for good, and the connection closed (the rest of the body is not read).
-    let too_large = || (StatusCode::PAYLOAD_TOO_LARGE, [(header::CONNECTION, "close")]).into_response();
-    if declared.is_some_and(|length| length > MAX_BODY) {
-        return too_large();
-    }
-    let Ok(body) = axum::body::to_bytes(body, MAX_BODY).await else {
-        return too_large();
+    let declared = parts.headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+    // Over the limit: refused for good (the server does not retry a `413`). The rest of the body is read and thrown
+    // away first, so that a sender still writing reads the answer instead of a reset connection.
+    let body = match read_body(body, MAX_BODY, declared, BODY_TIMEOUT).await {
+        BodyRead::Whole(body) => body,
+        BodyRead::TooLarge => {
+            return (StatusCode::PAYLOAD_TOO_LARGE, [(header::CONNECTION, "close")]).into_response();
+        }
+        BodyRead::TimedOut => return StatusCode::REQUEST_TIMEOUT.into_response(),
+        BodyRead::Broken => return StatusCode::BAD_REQUEST.into_response(),
     };
     let Some(id) = parts.headers.get(SUBSCRIPTION_ID).and_then(|v| v.to_str().ok()) else {
         return (StatusCode::BAD_REQUEST, "a webhook delivery names its subscription in X-MCP-Subscription-Id")
