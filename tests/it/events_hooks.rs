@@ -1,6 +1,7 @@
 //! Subscription lifecycle hooks (SEP-3415's server guidance): `on_subscribe` when a push stream opens or a poll is
 //! first seen (and its error refusing the subscription), `on_unsubscribe` when the stream closes or the poll lease
-//! lapses, and `Emitter::emit_to` reaching the one subscription it names.
+//! lapses, `Emitter::emit_to` reaching the one subscription it names, and `Emitter::terminate` ending it; a type
+//! replaced with a breaking schema ending its subscriptions.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -114,4 +115,96 @@ async fn a_poll_subscription_is_a_lease_that_lapses() {
         .request("events/poll", json!({"name": "channel.message", "arguments": {"channel": "secret"}, "cursor": null}))
         .await;
     assert!(refused.expect_err("refused").to_string().contains("not a member"));
+}
+
+/// SEP-3415's delivery-time authorization: a caller who lost access (told by the upstream, here by hand) has their
+/// subscription ended with -32024, in the mode's way: a push stream's `notifications/events/terminated`, the next
+/// poll's error. The type's `on_unsubscribe` runs; the next poll is a new subscription, asked of `on_subscribe`.
+#[tokio::test]
+async fn a_subscription_whose_access_was_revoked_is_terminated() {
+    let heard: Heard = Arc::default();
+    let events = Events::new().event(channel_messages(&heard));
+    let emitter = events.emitter();
+    let server = mcp::Server::builder().extension(events).build().unwrap();
+    let client = Client::builder().era(EraChoice::V2026).in_process(server).await.unwrap();
+    let revoked = || mcp::Error::new(mcp::ErrorCode::FORBIDDEN, "removed from #general");
+    let subscribed = |delivery: Delivery| {
+        let heard = heard.lock().unwrap();
+        heard.iter().rev().find(|(s, sub)| s == "+" && sub.delivery == delivery).map(|(_, sub)| sub.id.clone())
+    };
+
+    let sub =
+        EventSubscription::new("channel.message").arguments(json!({"channel": "general"})).delivery(Delivery::Push);
+    let mut stream = client.subscribe_events(sub).await.unwrap();
+    until("the stream announced", || subscribed(Delivery::Push).is_some()).await;
+    let id = subscribed(Delivery::Push).unwrap();
+    assert!(emitter.terminate(&id, revoked()).await);
+    let end = tokio::time::timeout(Duration::from_secs(5), stream.next()).await.expect("in time");
+    assert!(end.is_none(), "the stream ends: {end:?}");
+    let ended = stream.ended().expect("why it ended");
+    assert_eq!(ended.code, mcp::ErrorCode::FORBIDDEN, "{ended:?}");
+    assert_eq!(ended.message, "removed from #general");
+    until("its end announced", || heard.lock().unwrap().iter().any(|(s, sub)| s == "-" && sub.id == id)).await;
+    assert!(!emitter.terminate(&id, revoked()).await, "it is gone");
+
+    let poll = || {
+        client.request(
+            "events/poll",
+            json!({"name": "channel.message", "arguments": {"channel": "general"}, "cursor": null}),
+        )
+    };
+    poll().await.unwrap();
+    let id = subscribed(Delivery::Poll).expect("the poll's lease");
+    assert!(emitter.terminate(&id, revoked()).await);
+    match poll().await {
+        Err(mcp::client::Error::Rpc(e)) => assert_eq!(e.code, mcp::ErrorCode::FORBIDDEN, "{e:?}"),
+        other => panic!("the next poll hears the termination, not {other:?}"),
+    }
+    until("the lease's end announced", || heard.lock().unwrap().iter().any(|(s, sub)| s == "-" && sub.id == id)).await;
+    let announced = heard.lock().unwrap().iter().filter(|(s, sub)| s == "+" && sub.id == id).count();
+    poll().await.expect("a poll after that is a new subscription");
+    let again = heard.lock().unwrap().iter().filter(|(s, sub)| s == "+" && sub.id == id).count();
+    assert_eq!(again, announced + 1, "asked of on_subscribe again");
+    assert!(!emitter.terminate("push_unknown", revoked()).await);
+}
+
+/// SEP-3415's schema evolution: a type replaced with fields added keeps its subscriptions; one replaced with a
+/// field removed ends them with -32026, `data: {"feature": "payloadSchema", "reason": "schema_changed"}`, and a
+/// new subscription goes on under the new descriptor.
+#[tokio::test]
+async fn a_breaking_schema_change_ends_the_types_streams_and_an_additive_one_does_not() {
+    let schema = |properties: serde_json::Value| json!({ "type": "object", "properties": properties });
+    let typed = |properties: serde_json::Value| EventType::emitted("build.failed").payload_schema(schema(properties));
+    let events = Events::new().event(typed(json!({ "job": { "type": "string" }, "log": { "type": "string" } })));
+    let emitter = events.emitter();
+    let server = mcp::Server::builder().extension(events).build().unwrap();
+    let client = Client::builder().era(EraChoice::V2026).in_process(server).await.unwrap();
+    let open = || client.subscribe_events(EventSubscription::new("build.failed").delivery(Delivery::Push));
+    let text = |item: Option<EventItem>| match item {
+        Some(EventItem::Event(e)) => e.data["job"].as_str().unwrap().to_owned(),
+        other => panic!("{other:?}"),
+    };
+    let mut stream = open().await.unwrap();
+
+    emitter.add_type(typed(json!({
+        "job": { "type": "string", "description": "The job's name" },
+        "log": { "type": "string" },
+        "commit": { "type": "string" }
+    })));
+    emitter.emit("build.failed", json!({ "job": "nightly" })).unwrap();
+    let item = tokio::time::timeout(Duration::from_secs(5), stream.next()).await.expect("in time");
+    assert_eq!(text(item), "nightly", "an additive change keeps the stream");
+
+    emitter.add_type(typed(json!({ "job": { "type": "string" } })));
+    let end = tokio::time::timeout(Duration::from_secs(5), stream.next()).await.expect("in time");
+    assert!(end.is_none(), "a breaking change ends the stream: {end:?}");
+    let ended = stream.ended().expect("why it ended");
+    assert_eq!(ended.code, mcp::ErrorCode::UNSUPPORTED, "{ended:?}");
+    assert_eq!(ended.data, Some(json!({ "feature": "payloadSchema", "reason": "schema_changed" })));
+    assert!(ended.message.contains("was removed"), "{}", ended.message);
+
+    let mut renewed = open().await.unwrap();
+    emitter.emit("build.failed", json!({ "job": "release" })).unwrap();
+    let item = tokio::time::timeout(Duration::from_secs(5), renewed.next()).await.expect("in time");
+    assert_eq!(text(item), "release");
 }

@@ -3,7 +3,8 @@
 //! the server behind a bearer-token layer (webhooks need a principal). Events arrive in order and once each, and a
 //! subscription dropped and made again at once goes on from its kept cursor; a short grant is refreshed before it
 //! runs out, deliveries go on past it, and a delivery failure is reported once; a removed type ends the stream with
-//! -32023; dropping the stream unsubscribes; the receiver refuses what does not verify.
+//! -32023, a terminated subscription with its error, a breaking schema change with -32026; dropping the stream
+//! unsubscribes; the receiver refuses what does not verify.
 
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -261,6 +262,38 @@ async fn a_removed_type_ends_the_stream_with_not_found() {
     assert_eq!(ended.code, mcp::ErrorCode::NOT_FOUND, "{ended:?}");
     let terminated = world.posts.all().iter().filter(|p| p.0.starts_with("msg_terminated_")).count();
     assert_eq!(terminated, 1, "{:?}", world.posts.all());
+}
+
+/// A subscription terminated for lost access (SEP-3415's delivery-time authorization) hears a `terminated` envelope
+/// with -32024 and is gone; one whose type changed its input schema incompatibly hears -32026 `schema_changed`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_terminated_subscription_and_a_breaking_change_end_the_stream_with_their_errors() {
+    let world = World::start(|w| w).await;
+    let arguments = json!({ "isbn": "978-1" });
+    let mut stream = world.client.subscribe_events(world.subscription(arguments.clone())).await.unwrap();
+    world.emit("evt-1", "978-1");
+    assert_eq!(next_event(&mut stream).await, "evt-1");
+    let id = world.posts.all()[1].1.clone();
+    let revoked = mcp::Error::new(mcp::ErrorCode::FORBIDDEN, "no longer a member of the shop");
+    assert!(world.emitter.terminate(&id, revoked).await);
+    assert_eq!(next(&mut stream).await, None, "the stream ends");
+    let ended = stream.ended().expect("why it ended");
+    assert_eq!((ended.code, ended.message.as_str()), (mcp::ErrorCode::FORBIDDEN, "no longer a member of the shop"));
+    let terminated = world.posts.all().iter().filter(|p| p.0.starts_with("msg_terminated_")).count();
+    assert_eq!(terminated, 1, "{:?}", world.posts.all());
+    let unsubscribe = json!({ "name": "book.restocked", "arguments": arguments, "delivery": { "url": world.hook } });
+    match world.client.request("events/unsubscribe", unsubscribe).await {
+        Err(mcp::client::Error::Rpc(e)) => assert_eq!(e.code, mcp::ErrorCode::NOT_FOUND, "{e:?}"),
+        other => panic!("it is gone, not {other:?}"),
+    }
+
+    let mut stream = world.client.subscribe_events(world.subscription(json!({}))).await.unwrap();
+    let required = json!({ "type": "object", "properties": { "isbn": { "type": "string" } }, "required": ["isbn"] });
+    world.emitter.add_type(restocked().input_schema(required));
+    assert_eq!(next(&mut stream).await, None, "the stream ends");
+    let ended = stream.ended().expect("why it ended");
+    assert_eq!(ended.code, mcp::ErrorCode::UNSUPPORTED, "{ended:?}");
+    assert_eq!(ended.data, Some(json!({ "feature": "inputSchema", "reason": "schema_changed" })));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -319,3 +319,59 @@ async fn a_checked_subscription_is_taken_over_for_its_caller_from_its_watermark(
         common::schema::check_webhook_body(&d["body"]).unwrap();
     }
 }
+
+/// SEP-3415's termination on a shared server: the instance that learns of a revoked access ends a subscription
+/// another instance delivers (through Redis; the deliverer reads it back within a tick), and one nobody delivers
+/// (its instance killed) is ended by the instance that claims it next, with only its `terminated` envelope.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subscription_is_terminated_from_any_instance_even_while_nobody_delivers_it() {
+    let redis = RedisServer::start();
+    let receiver = WebhookReceiver::start(&[SECRET]);
+    let mut shops: Vec<Instance> = (0..2).map(|_| Instance::start(&redis.url(), reaching(&receiver))).collect();
+    let hook = receiver.url("/hooks/revoked");
+    let alice = Caller::new(&shops[0].url, Some("alice"));
+    let subscribed = alice.subscribe(&hook, SECRET, json!({"isbn": "1"}), json!({})).await;
+    let first = subscribed["result"]["id"].as_str().unwrap_or_else(|| panic!("{subscribed}")).to_owned();
+    let subscribed = alice.subscribe(&hook, SECRET, json!({"isbn": "2"}), json!({})).await;
+    let second = subscribed["result"]["id"].as_str().unwrap_or_else(|| panic!("{subscribed}")).to_owned();
+    let terminations = |received: &[Value]| -> Vec<(String, Value)> {
+        let ended = received.iter().filter(|r| r["body"]["type"] == "terminated");
+        ended.map(|r| (r["headers"]["x-mcp-subscription-id"].as_str().unwrap().to_owned(), r["body"].clone())).collect()
+    };
+    let revoked = || mcp::Error::new(mcp::ErrorCode::FORBIDDEN, "access revoked");
+
+    // Delivered by instance 0 (which created it), terminated through instance 1.
+    assert!(shops[1].emitter.terminate(&first, revoked()).await);
+    let received = receiver.wait_for("the first's termination", |r| terminations(r).len() == 1).await;
+    let (id, body) = &terminations(&received)[0];
+    assert_eq!(id, &first);
+    assert_eq!(body["error"], json!({"code": -32024, "message": "access revoked"}), "{body}");
+    // Removed from Redis just after its envelope was accepted.
+    let redis = mcp::redis::Redis::connect(&redis.url()).await.unwrap().connection();
+    let gone = |id: String| {
+        let mut redis = redis.clone();
+        async move {
+            for _ in 0..40 {
+                let left: Vec<String> = redis.keys(format!("mcp:webhooks:{id}*")).await.unwrap();
+                if left.is_empty() {
+                    return true;
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            false
+        }
+    };
+    assert!(gone(first.clone()).await, "the first is gone from Redis");
+    assert!(!shops[1].emitter.terminate(&first, revoked()).await, "it is gone");
+
+    // Its deliverer killed, the second is terminated while nobody delivers it: instance 1 claims it when the lease
+    // lapses and posts only the envelope.
+    shops[0].kill();
+    assert!(shops[1].emitter.terminate(&second, revoked()).await);
+    shops[1].emit("evt-after", "2");
+    let received = receiver.wait_for("the second's termination", |r| terminations(r).len() == 2).await;
+    assert_eq!(terminations(&received)[1].0, second);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(delivered(&receiver.received().await).is_empty(), "no event after the termination");
+    assert!(gone(second).await, "the second is gone from Redis");
+}

@@ -81,8 +81,14 @@ impl Emitter {
     /// Adds an event type while the server runs, or replaces the one of its name (a plugin loaded, a data source
     /// connected, a schema grown by a field), and tells the clients that listen for it
     /// (`notifications/events/list_changed` on `subscriptions/listen` streams whose filter set `eventsListChanged`).
-    /// A replaced emitted type keeps its buffer and its streams: change a type's schemas only additively, or give the
-    /// changed type a new name (SEP-3415's schema evolution).
+    ///
+    /// A replaced type whose schemas changed only additively (new optional fields, new enum values, other
+    /// descriptions) keeps its buffer and its subscriptions. One whose schemas changed otherwise (a field removed or
+    /// retyped, an argument become required, an enum narrowed, a new constraint) ends them, as SEP-3415 asks: push
+    /// streams with `notifications/events/terminated` and webhook subscriptions with a `terminated` envelope, both
+    /// -32026 with `data: {"feature": "inputSchema" | "payloadSchema", "reason": "schema_changed"}`, so that their
+    /// clients list the types again and subscribe anew. The SEP would rather see a breaking change published under a
+    /// new name, beside the old one for a while.
     /// A type that offers no mode on this server (webhook only, where no webhooks are delivered) is not listed.
     pub fn add_type(&self, def: EventType) {
         let name = def.name.clone();
@@ -98,9 +104,33 @@ impl Emitter {
     /// `notifications/events/list_changed`. `false` if there was none of that name.
     pub fn remove_type(&self, name: &str) -> bool {
         let Some(removed) = self.hub.types_mut().remove(name) else { return false };
-        removed.gone.cancel();
+        removed.ended.end(super::methods::not_found(name));
         self.hub.list_changed();
         true
+    }
+
+    /// Ends subscription `id` (a [`Subscribed::id`](super::Subscribed::id) the type's hooks were given) with
+    /// `error`, SEP-3415's termination: its push stream gets `notifications/events/terminated`, its webhook
+    /// endpoint a `terminated` envelope, and the next poll of a poll subscription is answered with `error`. Its
+    /// type's [`on_unsubscribe`](EventType::on_unsubscribe) runs.
+    ///
+    /// For a caller whose access was revoked (removed from the channel the subscription watches), `error` is
+    /// -32024 (`Error::new(ErrorCode::FORBIDDEN, ..)`): the client then stops, where other codes would have it
+    /// subscribe again. `false` if no subscription of that id lives here: a push stream or poll subscription is
+    /// held by the instance the client reached, a webhook subscription on a server shared through Redis by
+    /// whichever instance delivers it, which ends it within a second.
+    pub async fn terminate(&self, id: &str, error: crate::Error) -> bool {
+        if self.hub.open.terminate(id, &error) {
+            return true;
+        }
+        if self.hub.leases.terminate(id, &error, self.hub.settings().poll_lease) {
+            return true;
+        }
+        #[cfg(feature = "webhooks")]
+        if let Some(registry) = self.hub.webhooks.get() {
+            return registry.terminate(id, error).await;
+        }
+        false
     }
 
     /// Emits an event to one subscription only (SEP-3415's targeted emit): the one whose id the type's

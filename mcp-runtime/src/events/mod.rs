@@ -48,6 +48,7 @@
 mod buffer;
 mod def;
 mod emit;
+mod evolve;
 mod hooks;
 mod methods;
 #[cfg(feature = "redis")]
@@ -101,6 +102,8 @@ pub(crate) struct Hub {
     epoch: AtomicU64,
     /// The push streams open now.
     streams: AtomicUsize,
+    /// The push streams open now, by their subscription's id, for [`Emitter::terminate`].
+    open: hooks::Streams,
     /// The poll leases of the types with lifecycle hooks.
     leases: hooks::Leases,
     /// The server, once built: told when the types change (`notifications/events/list_changed`).
@@ -118,8 +121,9 @@ pub(crate) struct Entry {
     pub def: EventType,
     /// Shared with the entry that replaces it (the same type, its descriptor changed), so that its streams go on.
     pub buffer: Option<Arc<Buffer>>,
-    /// Cancelled when the type is removed: its push streams end with -32023. Shared with the entry that replaces it.
-    pub gone: tokio_util::sync::CancellationToken,
+    /// Ended when the type is removed (its subscriptions end with -32023) or replaced by one whose schemas changed
+    /// incompatibly (-32026); shared with the entry that replaces it compatibly, so that its subscriptions go on.
+    pub ended: Arc<hooks::Termination>,
 }
 
 /// The extension's settings.
@@ -190,6 +194,7 @@ impl Events {
             settings: std::sync::RwLock::new(Settings::default()),
             epoch: AtomicU64::new(u64::from_le_bytes(bytes)),
             streams: AtomicUsize::new(0),
+            open: hooks::Streams::default(),
             leases: hooks::Leases::default(),
             server: std::sync::OnceLock::new(),
             #[cfg(feature = "redis")]
@@ -295,7 +300,17 @@ impl Hub {
         // The type goes on under its new descriptor: its buffer, and what ends its streams when it is removed.
         let old = types.get(&def.name);
         let kept = old.and_then(|old| old.buffer.clone());
-        let gone = old.map(|old| old.gone.clone()).unwrap_or_default();
+        let ended = match old {
+            Some(old) => match evolve::changed_incompatibly(&old.def, &def) {
+                Some(error) => {
+                    tracing::info!(event = %def.name, reason = %error.message, "an event type's schema changed incompatibly: its subscriptions end");
+                    old.ended.end(error);
+                    Arc::default()
+                }
+                None => old.ended.clone(),
+            },
+            None => Arc::default(),
+        };
         let buffer = matches!(def.source, Source::Emitted { .. }).then(|| {
             kept.unwrap_or_else(|| {
                 let buffer = Buffer::new();
@@ -305,7 +320,7 @@ impl Hub {
                 Arc::new(buffer)
             })
         });
-        let entry = Entry { def, buffer, gone };
+        let entry = Entry { def, buffer, ended };
         types.insert(entry.def.name.clone(), Arc::new(entry))
     }
 

@@ -10,7 +10,8 @@ use serde_json::{json, Value};
 use tokio::time::{sleep_until, Instant};
 
 use super::def::{Check, CheckFn, Delivery, Source};
-use super::methods::{delivers, hub, in_2026, not_found, principal, start, stored_json, subscription, Subscription};
+use super::hooks::Termination;
+use super::methods::{delivers, hub, in_2026, principal, start, stored_json, subscription, Subscription};
 use super::{Entry, Hub, Settings, Subscribed, SUBSCRIPTION_ID};
 use crate::context::Context;
 use crate::handler::tool::Arguments;
@@ -41,9 +42,10 @@ impl Out<'_> {
         self.send("notifications/events/heartbeat", json!({ "cursor": cursor }))
     }
 
-    /// Ends the stream of a type that was removed: -32023, then the empty result.
-    fn gone(&self, name: &str) -> Value {
-        self.send("notifications/events/terminated", json!({ "error": not_found(name) }));
+    /// Ends the stream with `error` (its type removed or changed incompatibly, or the subscription terminated), then
+    /// the empty result.
+    fn terminated(&self, error: Error) -> Value {
+        self.send("notifications/events/terminated", json!({ "error": error }));
         self.closed()
     }
 
@@ -75,14 +77,40 @@ pub(super) async fn stream(ctx: &Context, args: Arguments) -> Result<Value, Erro
     };
     // Its `on_unsubscribe` runs when this handler ends, or is dropped (the client closed the stream).
     let _ending = super::hooks::started(&entry, streamed.clone()).await?;
+    let open = hub.open.open(&streamed.id);
+    let ends = Ends { entry: &entry, mine: &open.termination };
     match &entry.def.source {
-        Source::Emitted { .. } => emitted(&hub, &entry, &sub, &streamed.id, &out).await,
-        Source::Checked(check) => checked(&hub, &entry, check, sub, &out).await,
+        Source::Emitted { .. } => emitted(&hub, &entry, &sub, &streamed.id, (&out, ends)).await,
+        Source::Checked(check) => checked(&hub, &entry, check, sub, (&out, ends)).await,
+    }
+}
+
+/// What ends a stream from the server's side: its type's end, or its own ([`Emitter::terminate`]).
+///
+/// [`Emitter::terminate`]: super::Emitter::terminate
+#[derive(Clone, Copy)]
+struct Ends<'a> {
+    entry: &'a Entry,
+    mine: &'a Termination,
+}
+
+impl Ends<'_> {
+    async fn ended(self) -> Error {
+        tokio::select! {
+            error = self.entry.ended.ended() => error,
+            error = self.mine.ended() => error,
+        }
     }
 }
 
 /// A stream of an emitted type: it follows the type's buffer from the subscription's cursor.
-async fn emitted(hub: &Hub, entry: &Entry, sub: &Subscription, id: &str, out: &Out<'_>) -> Result<Value, Error> {
+async fn emitted(
+    hub: &Hub,
+    entry: &Entry,
+    sub: &Subscription,
+    id: &str,
+    (out, ends): (&Out<'_>, Ends<'_>),
+) -> Result<Value, Error> {
     let buffer = entry.buffer.as_ref().ok_or_else(|| Error::internal("an emitted event type without its buffer"))?;
     // Watched before the first read, so that an event emitted in between wakes the stream.
     let mut latest = buffer.watch();
@@ -110,7 +138,7 @@ async fn emitted(hub: &Hub, entry: &Entry, sub: &Subscription, id: &str, out: &O
         if !read.more {
             loop {
                 tokio::select! {
-                    () = entry.gone.cancelled() => return Ok(out.gone(&entry.def.name)),
+                    error = ends.ended() => return Ok(out.terminated(error)),
                     changed = latest.changed() => {
                         if changed.is_err() {
                             return Ok(out.closed());
@@ -140,7 +168,13 @@ fn ends_subscription(e: &Error) -> bool {
 }
 
 /// A stream of a checked type: the check function, called every `next_poll` (at once while it has more).
-async fn checked(hub: &Hub, entry: &Entry, check: &CheckFn, sub: Subscription, out: &Out<'_>) -> Result<Value, Error> {
+async fn checked(
+    hub: &Hub,
+    entry: &Entry,
+    check: &CheckFn,
+    sub: Subscription,
+    (out, ends): (&Out<'_>, Ends<'_>),
+) -> Result<Value, Error> {
     let settings = hub.settings();
     let ask = |cursor: Option<String>, max_age: Option<Duration>| {
         check(Check { context: out.ctx.clone(), arguments: sub.arguments(), cursor, max_age, max_events: BATCH })
@@ -185,7 +219,7 @@ async fn checked(hub: &Hub, entry: &Entry, check: &CheckFn, sub: Subscription, o
             let beat = quiet_since + settings.heartbeat;
             let (until, beating) = if beat <= due { (beat, true) } else { (due, false) };
             tokio::select! {
-                () = entry.gone.cancelled() => return Ok(out.gone(&entry.def.name)),
+                error = ends.ended() => return Ok(out.terminated(error)),
                 () = sleep_until(until) => {}
             }
             if beating {

@@ -6,7 +6,8 @@
 //!   `previous_until` (the secret a refresh replaced, signing beside the new one until then, milliseconds since the
 //!   Unix epoch), `expires`, `watermark` (the cursor after everything delivered or given up on), the delivery
 //!   status (`delivered_at`, `error`, `failed_since`) and, for a checked type, `caller` (JSON: who subscribed, as
-//!   the server verified them, without their token), whom its checks are called for on any instance.
+//!   the server verified them, without their token), whom its checks are called for on any instance, and
+//!   `terminated` (JSON: the error an instance that does not deliver it ended it with, for the one that does).
 //! - Two sorted sets, scored by expiry, index the live ones: `{prefix}:webhooks:index` (every subscription, for the
 //!   server's limit and for the instances looking for one to deliver) and `{prefix}:webhooks:principal:{hash}` (one
 //!   principal's, for its limit, which expires with its last subscription, so that no key stays behind for a
@@ -125,6 +126,8 @@ pub(crate) struct StoredWebhook {
     /// JSON: the caller who subscribed, as the server verified them (no token), for a checked type's checks on
     /// whichever instance delivers it.
     pub caller: Option<String>,
+    /// JSON: the error it was terminated with, by an instance that does not deliver it, for the one that does.
+    pub terminated: Option<String>,
 }
 
 impl StoredWebhook {
@@ -179,6 +182,7 @@ impl StoredWebhook {
             watermark: fields.remove("watermark"),
             error: fields.remove("error"),
             caller: fields.remove("caller"),
+            terminated: fields.remove("terminated"),
         })
     }
 }
@@ -338,14 +342,15 @@ impl RedisWebhooks {
         Ok(removed > 0)
     }
 
-    /// Writes the fields that change as it is delivered (see [`StoredWebhook::status`]), if it still lives.
-    pub(crate) async fn update(&self, id: &str, fields: &[(&'static str, String)]) -> Result<(), StoreError> {
+    /// Writes the fields that change as it is delivered (see [`StoredWebhook::status`]), or its termination, if it
+    /// still lives: whether it did.
+    pub(crate) async fn update(&self, id: &str, fields: &[(&'static str, String)]) -> Result<bool, StoreError> {
         let mut invocation = self.update.key(self.key(id));
         for (field, value) in fields {
             invocation.arg(*field).arg(value);
         }
-        let _: i64 = invocation.invoke_async(&mut self.redis.commands()).await.map_err(|e| self.failed(e))?;
-        Ok(())
+        let written: i64 = invocation.invoke_async(&mut self.redis.commands()).await.map_err(|e| self.failed(e))?;
+        Ok(written == 1)
     }
 
     /// The live subscriptions at `now_ms` whose lease nobody holds.

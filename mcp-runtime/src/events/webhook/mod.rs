@@ -215,6 +215,8 @@ pub(crate) struct Sub {
     pub stop: CancellationToken,
     /// Tells the loop its expiry moved.
     pub refreshed: tokio::sync::Notify,
+    /// Ends it with a `terminated` envelope ([`Emitter::terminate`](crate::events::Emitter::terminate)).
+    pub ended: crate::events::hooks::Termination,
 }
 
 /// What changes while a subscription lives.
@@ -249,6 +251,7 @@ impl Sub {
             state: Mutex::new(state),
             stop: CancellationToken::new(),
             refreshed: tokio::sync::Notify::new(),
+            ended: Default::default(),
         })
     }
 }
@@ -293,6 +296,21 @@ impl Registry {
             subs.remove(&sub.id);
         }
         sub.stop.cancel();
+    }
+
+    /// Ends subscription `id` with `error` (a `terminated` envelope, then it is forgotten): here if this instance
+    /// delivers it, else, on a shared server, by whichever instance does (it reads it back within a tick).
+    /// `false` if it does not exist.
+    pub(crate) async fn terminate(&self, id: &str, error: Error) -> bool {
+        if let Some(sub) = self.get(id) {
+            sub.ended.end(error);
+            return true;
+        }
+        #[cfg(feature = "redis")]
+        if let Some(shared) = self.shared.get() {
+            return shared.terminate(id, &error).await;
+        }
+        false
     }
 
     /// Refuses a new subscription past the limits, given how many the principal holds and the server in all.

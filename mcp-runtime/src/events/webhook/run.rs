@@ -15,7 +15,7 @@ use super::{Registry, Sub};
 use crate::base::sync::Unpoisoned;
 use crate::context::Context;
 use crate::events::def::{Check, CheckFn, Checked, Source};
-use crate::events::methods::{delivers, not_found, stored_json};
+use crate::events::methods::{delivers, stored_json};
 use crate::events::random_id;
 use crate::events::{Entry, Hub};
 use crate::wire::error::{Error, ErrorCode};
@@ -35,6 +35,10 @@ pub(crate) enum Start {
     /// `from` is the cursor that check was asked from, and `gap` says whether a `gap` envelope goes first (a
     /// subscription taken over from a watermark the upstream no longer holds).
     Checked { first: Box<Checked>, context: Context, from: Option<String>, gap: bool },
+    /// Nowhere: it was terminated ([`Emitter::terminate`](crate::events::Emitter::terminate)) while nobody
+    /// delivered it; only its `terminated` envelope is posted.
+    #[cfg(feature = "redis")]
+    Ended,
 }
 
 /// Why a subscription's delivery ended.
@@ -44,8 +48,9 @@ enum End {
     Stopped,
     /// Not refreshed in time.
     Expired,
-    /// Its type was removed: the endpoint hears `terminated`.
-    Gone,
+    /// Its type was removed or changed incompatibly, or it was terminated: the endpoint hears `terminated` with
+    /// this error.
+    Terminate(Error),
     /// A check ended it; the endpoint heard `terminated` already.
     Terminated,
 }
@@ -72,9 +77,13 @@ pub(crate) async fn deliver(
             run.checked(check, *first, &context, (from, gap)).await
         }
         (Start::Checked { .. }, Source::Emitted { .. }) => End::Stopped,
+        #[cfg(feature = "redis")]
+        (Start::Ended, _) => End::Terminate(
+            run.sub.ended.error().cloned().unwrap_or_else(|| Error::internal("the subscription was terminated")),
+        ),
     };
-    if let End::Gone = end {
-        run.terminate(&not_found(&run.sub.name)).await;
+    if let End::Terminate(error) = &end {
+        run.terminate(error).await;
     }
     tracing::debug!(subscription = %run.sub.id, ?end, "a webhook subscription ended");
     run.registry.ended(&run.sub, !matches!(end, End::Stopped)).await;
@@ -91,7 +100,8 @@ impl Run {
             tokio::select! {
                 out = &mut wake => return Ok(out),
                 () = self.sub.stop.cancelled() => return Err(End::Stopped),
-                () = self.entry.gone.cancelled() => return Err(End::Gone),
+                error = self.entry.ended.ended() => return Err(End::Terminate(error)),
+                error = self.sub.ended.ended() => return Err(End::Terminate(error)),
                 () = self.sub.refreshed.notified() => {}
                 () = tokio::time::sleep_until(expires.into()) => {
                     if self.sub.state.locked().expires <= Instant::now() {

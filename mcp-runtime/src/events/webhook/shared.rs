@@ -171,6 +171,19 @@ impl Shared {
         self.store.remove(id, principal).await.map_err(unavailable)
     }
 
+    /// Marks subscription `id` terminated with `error`, for the instance that delivers it (or the next one to
+    /// claim it) to end it: whether it exists.
+    pub(super) async fn terminate(&self, id: &str, error: &Error) -> bool {
+        let text = serde_json::to_string(error).unwrap_or_default();
+        match self.store.update(id, &[("terminated", text)]).await {
+            Ok(found) => found,
+            Err(e) => {
+                tracing::warn!(subscription = %id, error = %e, "a webhook subscription's termination could not reach Redis");
+                false
+            }
+        }
+    }
+
     /// Writes `sub`'s watermark and delivery status.
     pub(super) async fn persist(&self, sub: &Sub) {
         let record = {
@@ -216,8 +229,16 @@ fn expiry(stored: &StoredWebhook) -> Instant {
     instant_of(stored.expires_ms) + LEASE
 }
 
-/// A refresh read back: the secrets and the expiry.
+/// The error a subscription was terminated with on another instance, if it was.
+fn terminated(stored: &StoredWebhook) -> Option<Error> {
+    stored.terminated.as_deref().and_then(|text| serde_json::from_str(text).ok())
+}
+
+/// A refresh read back: the secrets and the expiry; or its termination.
 fn sync(sub: &Sub, stored: &StoredWebhook) {
+    if let Some(error) = terminated(stored) {
+        sub.ended.end(error);
+    }
     let mut state = sub.state.locked();
     state.secret = stored.secret.clone();
     state.previous = stored.previous.clone().map(|(secret, until)| (secret, instant_of(until)));
@@ -318,6 +339,13 @@ async fn take_over(hub: Weak<Hub>, registry: Weak<Registry>) {
 async fn resume(hub: &Arc<Hub>, registry: &Arc<Registry>, id: String, stored: StoredWebhook) -> Result<(), Error> {
     let entry = hub.entry(&stored.name).ok_or_else(|| methods::not_found(&stored.name))?;
     let arguments: Value = serde_json::from_str(&stored.arguments).unwrap_or_else(|_| json!({}));
+    if let Some(error) = terminated(&stored) {
+        // Terminated while nobody delivered it: only the `terminated` envelope is posted.
+        let sub = Sub::new(id, (stored.principal.clone(), stored.url.clone()), arguments, entry, state_of(&stored));
+        sub.ended.end(error);
+        deliver(hub, registry, sub, Start::Ended, hooks::Ending::none());
+        return Ok(());
+    }
     let start = match (&entry.def.source, &entry.buffer) {
         (Source::Emitted { .. }, Some(buffer)) => {
             let (after, gap) = methods::start(hub, buffer, stored.watermark.as_deref()).await?;
