@@ -208,3 +208,71 @@ async fn a_breaking_schema_change_ends_the_types_streams_and_an_additive_one_doe
     let item = tokio::time::timeout(Duration::from_secs(5), renewed.next()).await.expect("in time");
     assert_eq!(text(item), "release");
 }
+
+/// SEP-3415's periodic re-verification: a type's `authorize` hook is asked when a subscription starts, and again
+/// every `Events::reauthorize` while it lives. Access revoked: the push stream ends with -32024 and the next poll is
+/// refused; an error of another kind (the upstream that knows is down) is not a revocation, and the stream goes on.
+#[tokio::test]
+async fn access_is_checked_again_while_a_subscription_lives() {
+    // The channels whose access is revoked, and whether the access check itself fails.
+    let revoked: Arc<Mutex<Vec<String>>> = Arc::default();
+    let failing = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let asked = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let (r, f, a) = (revoked.clone(), failing.clone(), asked.clone());
+    let watched = EventType::emitted("channel.message").authorize(move |sub: Subscribed| {
+        let (r, f, a) = (r.clone(), f.clone(), a.clone());
+        async move {
+            a.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            if f.load(std::sync::atomic::Ordering::SeqCst) {
+                return Err(mcp::Error::internal("the directory is down"));
+            }
+            let channel = sub.arguments["channel"].as_str().unwrap_or_default().to_owned();
+            match r.lock().unwrap().contains(&channel) {
+                true => Err(mcp::Error::new(mcp::ErrorCode::FORBIDDEN, format!("no longer in #{channel}"))),
+                false => Ok(()),
+            }
+        }
+    });
+    let events = Events::new().event(watched).reauthorize(Duration::from_millis(100));
+    let emitter = events.emitter();
+    let server = mcp::Server::builder().extension(events).build().unwrap();
+    let client = Client::builder().era(EraChoice::V2026).in_process(server).await.unwrap();
+    let open = |channel: &str| {
+        let sub =
+            EventSubscription::new("channel.message").arguments(json!({"channel": channel})).delivery(Delivery::Push);
+        client.subscribe_events(sub)
+    };
+    let poll = |channel: &str| {
+        let params = json!({"name": "channel.message", "arguments": {"channel": channel}, "cursor": null});
+        client.request("events/poll", params)
+    };
+
+    revoked.lock().unwrap().push("secret".into());
+    let refused = open("secret").await.expect_err("refused at the start");
+    assert!(refused.to_string().contains("no longer in #secret"), "{refused}");
+    let mut general = open("general").await.unwrap();
+    let mut random = open("random").await.unwrap();
+    poll("general").await.unwrap();
+
+    // A failing check is not a revocation: both streams go on.
+    failing.store(true, std::sync::atomic::Ordering::SeqCst);
+    let before = asked.load(std::sync::atomic::Ordering::SeqCst);
+    until("asked again", || asked.load(std::sync::atomic::Ordering::SeqCst) >= before + 4).await;
+    failing.store(false, std::sync::atomic::Ordering::SeqCst);
+    emitter.emit("channel.message", json!({"text": "still here"})).unwrap();
+    assert_eq!(next(&mut general).await, "still here");
+    assert_eq!(next(&mut random).await, "still here");
+
+    revoked.lock().unwrap().push("general".into());
+    let end = tokio::time::timeout(Duration::from_secs(5), general.next()).await.expect("ended in time");
+    assert!(end.is_none(), "{end:?}");
+    let ended = general.ended().expect("why it ended");
+    assert_eq!((ended.code, ended.message.as_str()), (mcp::ErrorCode::FORBIDDEN, "no longer in #general"));
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    match poll("general").await {
+        Err(mcp::client::Error::Rpc(e)) => assert_eq!(e.code, mcp::ErrorCode::FORBIDDEN, "{e:?}"),
+        other => panic!("the poll after the interval is asked again, and refused: {other:?}"),
+    }
+    emitter.emit("channel.message", json!({"text": "for #random"})).unwrap();
+    assert_eq!(next(&mut random).await, "for #random", "random's access stands");
+}

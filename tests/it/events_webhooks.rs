@@ -344,3 +344,58 @@ async fn max_age_skips_older_events_of_a_webhook_replay() {
     let ids: Vec<&str> = deliveries(&received).iter().map(|d| d["body"]["eventId"].as_str().unwrap()).collect();
     assert_eq!(ids, ["evt-new"], "the older event is skipped");
 }
+
+/// SEP-3415's authorization of a webhook subscription after its start: a refresh asks the type's `authorize` hook
+/// again and, refused, is answered -32024 and ends the live subscription (a `terminated` envelope); and while it
+/// lives, it is asked every `Events::reauthorize`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn access_is_checked_on_each_refresh_and_while_a_subscription_lives() {
+    let receiver = WebhookReceiver::start(&[SECRET]);
+    let revoked: std::sync::Arc<std::sync::Mutex<Vec<String>>> = Default::default();
+    let guarded = |every: Duration| {
+        let revoked = revoked.clone();
+        let checked = restocked().authorize(move |sub: mcp::events::Subscribed| {
+            let revoked = revoked.clone();
+            async move {
+                let who = sub.principal.unwrap_or_default();
+                match revoked.lock().unwrap().contains(&who) {
+                    true => Err(mcp::Error::new(mcp::ErrorCode::FORBIDDEN, format!("{who} may no longer watch"))),
+                    false => Ok(()),
+                }
+            }
+        });
+        Events::new().event(checked).webhooks(reaching(&receiver)).reauthorize(every)
+    };
+    let terminated = |received: &[Value], hook: &str| -> Vec<Value> {
+        let to = |r: &&Value| r["body"]["type"] == "terminated" && r["path"] == hook;
+        received.iter().filter(to).map(|r| r["body"]["error"].clone()).collect()
+    };
+
+    // Refreshed after the revocation (the periodic check far off): refused, and the subscription ends.
+    let alice = Caller::new(&serve(guarded(Duration::from_secs(600))).await, Some("alice"));
+    let alice_hook = receiver.url("/hooks/alice");
+    let subscribed = alice.subscribe(&alice_hook, SECRET, json!({}), json!({})).await;
+    assert!(subscribed["result"]["id"].is_string(), "{subscribed}");
+    revoked.lock().unwrap().push("alice".into());
+    let refreshed = alice.subscribe(&alice_hook, SECRET, json!({}), json!({})).await;
+    assert_eq!(code(&refreshed), -32024, "{refreshed}");
+    let received = receiver.wait_for("alice's termination", |r| terminated(r, "/hooks/alice").len() == 1).await;
+    assert_eq!(
+        terminated(&received, "/hooks/alice")[0],
+        json!({"code": -32024, "message": "alice may no longer watch"})
+    );
+
+    // Checked every 200 ms while it lives: bob's ends within one check of the revocation.
+    let url = serve(guarded(Duration::from_millis(200))).await;
+    let bob = Caller::new(&url, Some("bob"));
+    let bob_hook = receiver.url("/hooks/bob");
+    let subscribed = bob.subscribe(&bob_hook, SECRET, json!({}), json!({})).await;
+    assert!(subscribed["result"]["id"].is_string(), "{subscribed}");
+    revoked.lock().unwrap().push("bob".into());
+    let received = receiver.wait_for("bob's termination", |r| terminated(r, "/hooks/bob").len() == 1).await;
+    assert_eq!(terminated(&received, "/hooks/bob")[0]["code"], -32024);
+    let again = bob
+        .call("events/unsubscribe", json!({"name": "book.restocked", "arguments": {}, "delivery": {"url": bob_hook}}))
+        .await;
+    assert_eq!(code(&again), -32023, "the subscription is gone: {again}");
+}

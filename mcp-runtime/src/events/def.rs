@@ -196,6 +196,7 @@ pub struct EventType {
     pub(crate) problem: Option<String>,
     pub(crate) on_subscribe: Option<super::hooks::StartHook>,
     pub(crate) on_unsubscribe: Option<super::hooks::EndHook>,
+    pub(crate) authorize: Option<super::hooks::StartHook>,
 }
 
 impl std::fmt::Debug for EventType {
@@ -218,6 +219,7 @@ impl EventType {
             problem: None,
             on_subscribe: None,
             on_unsubscribe: None,
+            authorize: None,
         }
     }
 
@@ -308,6 +310,21 @@ impl EventType {
         self
     }
 
+    /// Whether the caller may (still) have a subscription (SEP-3415's authorization): asked when one starts, in
+    /// every mode, before `on_subscribe` (an error refuses it), on each webhook refresh, and again every
+    /// [`Events::reauthorize`](super::Events::reauthorize) while it lives (5 minutes by default; a poll subscription
+    /// when it is polled after that). A later refusal with -32024 (or -32023, -32026) ends the subscription with
+    /// that error, in its mode's way ([`Emitter::terminate`](super::Emitter::terminate)); another error (the
+    /// upstream that says who may see what is down) is logged, and asked again at the next turn.
+    pub fn authorize<F, Fut>(mut self, hook: F) -> EventType
+    where
+        F: Fn(super::Subscribed) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = Result<(), Error>> + Send + 'static,
+    {
+        self.authorize = Some(Arc::new(move |sub| Box::pin(hook(sub))));
+        self
+    }
+
     /// Called when a subscription ends: its push stream closed, its webhook subscription unsubscribed, expired or
     /// terminated, or its poll lease not renewed ([`Events::poll_lease`](super::Events::poll_lease)).
     pub fn on_unsubscribe<F, Fut>(mut self, hook: F) -> EventType
@@ -349,7 +366,7 @@ impl EventType {
     /// Whether it has a lifecycle hook ([`on_subscribe`](EventType::on_subscribe) or
     /// [`on_unsubscribe`](EventType::on_unsubscribe)).
     pub(crate) fn has_hooks(&self) -> bool {
-        self.on_subscribe.is_some() || self.on_unsubscribe.is_some()
+        self.on_subscribe.is_some() || self.on_unsubscribe.is_some() || self.authorize.is_some()
     }
 
     /// The modes it offers on a server that does (`webhooks`) or does not deliver webhooks.

@@ -22,7 +22,7 @@ use super::def::Delivery;
 use super::Entry;
 use crate::base::future::BoxFuture;
 use crate::base::sync::Unpoisoned;
-use crate::wire::error::Error;
+use crate::wire::error::{Error, ErrorCode};
 
 /// A subscription, as the lifecycle hooks see it.
 #[derive(Clone, Debug, PartialEq)]
@@ -68,7 +68,7 @@ impl Ending {
 }
 
 /// Starts a push stream's or webhook subscription's life: its type's `on_subscribe` (whose error refuses it), and
-/// what calls `on_unsubscribe` at its end.
+/// what calls `on_unsubscribe` at its end. Its access was asked before ([`authorized`]).
 pub(crate) async fn started(entry: &Entry, sub: Subscribed) -> Result<Ending, Error> {
     if let Some(start) = &entry.def.on_subscribe {
         start(sub.clone()).await?;
@@ -139,6 +139,57 @@ impl Streams {
     }
 }
 
+/// Asks the type's [`authorize`](super::EventType::authorize) hook, if it has one, whether `sub` may be.
+pub(crate) async fn authorized(entry: &Entry, sub: &Subscribed) -> Result<(), Error> {
+    match &entry.def.authorize {
+        Some(authorize) => authorize(sub.clone()).await,
+        None => Ok(()),
+    }
+}
+
+/// Whether an error ends a subscription (its type is gone or changed, or the caller lost access), rather than being
+/// one failed check or authorization, reported and tried again.
+pub(crate) fn ends_subscription(e: &Error) -> bool {
+    [ErrorCode::NOT_FOUND, ErrorCode::FORBIDDEN, ErrorCode::UNSUPPORTED].contains(&e.code)
+}
+
+/// Asks the type's `authorize` hook again every `every` while it lives (dropped: it stops): a refusal that ends a
+/// subscription ends `termination` with it.
+pub(crate) struct Reauthorizing(Option<tokio::task::JoinHandle<()>>);
+
+impl Drop for Reauthorizing {
+    fn drop(&mut self) {
+        if let Some(task) = self.0.take() {
+            task.abort();
+        }
+    }
+}
+
+pub(crate) fn reauthorizing(
+    entry: &Entry,
+    sub: Subscribed,
+    every: Duration,
+    termination: Arc<Termination>,
+) -> Reauthorizing {
+    let Some(authorize) = entry.def.authorize.clone() else { return Reauthorizing(None) };
+    let task = tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(every).await;
+            match authorize(sub.clone()).await {
+                Ok(()) => {}
+                Err(e) if ends_subscription(&e) => {
+                    termination.end(e);
+                    return;
+                }
+                Err(e) => {
+                    tracing::warn!(subscription = %sub.id, error = %e, "a subscription's access could not be checked again; it goes on until the next check")
+                }
+            }
+        }
+    });
+    Reauthorizing(Some(task))
+}
+
 /// The id of a poll subscription: derived from who polls, what and with which arguments.
 pub(crate) fn poll_id(principal: Option<&str>, name: &str, arguments: &Value) -> String {
     let key = serde_json::json!([principal, name, super::canonical(arguments)]).to_string();
@@ -158,6 +209,8 @@ pub(crate) struct Leases {
 
 struct Lease {
     until: Instant,
+    /// When its access was last checked ([`EventType::authorize`](super::EventType::authorize)).
+    authorized: Instant,
     sub: Subscribed,
     end: Option<EndHook>,
 }
@@ -165,34 +218,70 @@ struct Lease {
 impl Leases {
     /// A poll of `sub`: the first one calls `on_subscribe` (whose error refuses the poll) and takes the lease, the
     /// next ones renew it for `lease`.
-    pub(crate) async fn poll(&self, entry: &Entry, sub: Subscribed, lease: Duration) -> Result<(), Error> {
+    /// Its access is asked again when it was last asked `reauthorize` ago or more: a refusal that ends it ends the
+    /// lease, and answers the poll.
+    pub(crate) async fn poll(
+        &self,
+        entry: &Entry,
+        sub: Subscribed,
+        (lease, reauthorize): (Duration, Duration),
+    ) -> Result<(), Error> {
         if !entry.def.has_hooks() {
             return Ok(());
         }
-        let until = Instant::now() + lease;
+        let now = Instant::now();
         if let Some((error, _)) = self.ended.locked().remove(&sub.id) {
             return Err(error);
         }
-        if let Some(held) = self.table.locked().get_mut(&sub.id) {
-            held.until = until;
-            return Ok(());
+        let due = match self.table.locked().get_mut(&sub.id) {
+            Some(held) => {
+                held.until = now + lease;
+                if held.authorized + reauthorize > now {
+                    return Ok(());
+                }
+                held.authorized = now;
+                true
+            }
+            None => false,
+        };
+        if due {
+            return match authorized(entry, &sub).await {
+                Err(e) if ends_subscription(&e) => {
+                    self.end(&sub.id);
+                    Err(e)
+                }
+                Err(e) => {
+                    tracing::warn!(subscription = %sub.id, error = %e, "a poll subscription's access could not be checked again; it goes on until the next check");
+                    Ok(())
+                }
+                Ok(()) => Ok(()),
+            };
         }
+        authorized(entry, &sub).await?;
         if let Some(start) = &entry.def.on_subscribe {
             start(sub.clone()).await?;
         }
         let end = entry.def.on_unsubscribe.clone();
-        self.table.locked().insert(sub.id.clone(), Lease { until, sub, end });
+        self.table.locked().insert(sub.id.clone(), Lease { until: now + lease, authorized: now, sub, end });
         Ok(())
+    }
+
+    /// Ends lease `id` at once: its `on_unsubscribe` runs. `false` if no poll holds it.
+    fn end(&self, id: &str) -> bool {
+        let Some(ended) = self.table.locked().remove(id) else { return false };
+        if let Some(end) = ended.end {
+            tokio::spawn(end(ended.sub));
+        }
+        true
     }
 
     /// Ends lease `id` with `error`, which answers its next poll; its `on_unsubscribe` runs. `false` if no poll
     /// holds it.
     pub(crate) fn terminate(&self, id: &str, error: &Error, lease: Duration) -> bool {
-        let Some(ended) = self.table.locked().remove(id) else { return false };
-        self.ended.locked().insert(id.to_owned(), (error.clone(), Instant::now() + lease));
-        if let Some(end) = ended.end {
-            tokio::spawn(end(ended.sub));
+        if !self.end(id) {
+            return false;
         }
+        self.ended.locked().insert(id.to_owned(), (error.clone(), Instant::now() + lease));
         true
     }
 

@@ -187,7 +187,7 @@ async fn poll(ctx: &Context, args: Arguments) -> Result<Value, Error> {
             let id = super::hooks::poll_id(principal.as_deref(), &sub.name, &arguments);
             let (name, delivery) = (sub.name.clone(), Delivery::Poll);
             let polled = Subscribed { id: id.clone(), name, arguments: arguments.clone(), principal, delivery };
-            hub.leases.poll(&entry, polled, settings.poll_lease).await?;
+            hub.leases.poll(&entry, polled, (settings.poll_lease, settings.reauthorize)).await?;
             id
         }
         false => String::new(),

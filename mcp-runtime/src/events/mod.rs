@@ -135,6 +135,7 @@ pub(crate) struct Settings {
     pub max_streams: usize,
     pub max_events: usize,
     pub poll_lease: Duration,
+    pub reauthorize: Duration,
 }
 
 impl Default for Settings {
@@ -146,6 +147,7 @@ impl Default for Settings {
             max_streams: Events::DEFAULT_MAX_STREAMS,
             max_events: Events::DEFAULT_MAX_EVENTS,
             poll_lease: Events::DEFAULT_POLL_LEASE,
+            reauthorize: Events::DEFAULT_REAUTHORIZE,
         }
     }
 }
@@ -179,6 +181,8 @@ impl Events {
     /// How long a poll subscription lives after its last poll, for its type's lifecycle hooks: 30 s (six times the
     /// default `nextPollMs`).
     pub const DEFAULT_POLL_LEASE: Duration = Duration::from_secs(30);
+    /// How often a live subscription's access is checked again ([`EventType::authorize`]), by default: 5 minutes.
+    pub const DEFAULT_REAUTHORIZE: Duration = Duration::from_secs(300);
     /// On a server shared through Redis, how many emitted events may wait to be written there (while Redis is
     /// unreachable or slow): 10 000. Past it, [`Emitter::emit`] is refused with [`EmitError::Backlog`].
     pub const SHARED_EMIT_QUEUE: usize = 10_000;
@@ -252,6 +256,14 @@ impl Events {
     /// ([`next_poll`](Events::next_poll)), so that a client polling as asked never lapses.
     pub fn poll_lease(self, lease: Duration) -> Events {
         self.hub.settings.write().unwrap_or_else(|e| e.into_inner()).poll_lease = lease;
+        self
+    }
+
+    /// How often a live subscription's access is checked again by its type's [`EventType::authorize`] (5 minutes
+    /// by default): how long a caller whose access was revoked may go on receiving events, unless the program ends
+    /// the subscription itself when it hears of it ([`Emitter::terminate`]).
+    pub fn reauthorize(self, every: Duration) -> Events {
+        self.hub.settings.write().unwrap_or_else(|e| e.into_inner()).reauthorize = every;
         self
     }
 

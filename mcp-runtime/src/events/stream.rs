@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 use tokio::time::{sleep_until, Instant};
 
 use super::def::{Check, CheckFn, Delivery, Source};
-use super::hooks::Termination;
+use super::hooks::{ends_subscription, Termination};
 use super::methods::{delivers, hub, in_2026, principal, start, stored_json, subscription, Subscription};
 use super::{Entry, Hub, Settings, Subscribed, SUBSCRIPTION_ID};
 use crate::context::Context;
@@ -75,9 +75,12 @@ pub(super) async fn stream(ctx: &Context, args: Arguments) -> Result<Value, Erro
         principal: principal(ctx),
         delivery: Delivery::Push,
     };
+    super::hooks::authorized(&entry, &streamed).await?;
     // Its `on_unsubscribe` runs when this handler ends, or is dropped (the client closed the stream).
     let _ending = super::hooks::started(&entry, streamed.clone()).await?;
     let open = hub.open.open(&streamed.id);
+    let every = hub.settings().reauthorize;
+    let _reauthorizing = super::hooks::reauthorizing(&entry, streamed.clone(), every, open.termination.clone());
     let ends = Ends { entry: &entry, mine: &open.termination };
     match &entry.def.source {
         Source::Emitted { .. } => emitted(&hub, &entry, &sub, &streamed.id, (&out, ends)).await,
@@ -159,12 +162,6 @@ async fn emitted(
             return Ok(out.closed());
         }
     }
-}
-
-/// Whether a check's error ends the subscription (its type is gone or changed, or the caller lost access), rather
-/// than being one failed check the stream reports and retries.
-fn ends_subscription(e: &Error) -> bool {
-    [ErrorCode::NOT_FOUND, ErrorCode::FORBIDDEN, ErrorCode::UNSUPPORTED].contains(&e.code)
 }
 
 /// A stream of a checked type: the check function, called every `next_poll` (at once while it has more).

@@ -216,7 +216,7 @@ pub(crate) struct Sub {
     /// Tells the loop its expiry moved.
     pub refreshed: tokio::sync::Notify,
     /// Ends it with a `terminated` envelope ([`Emitter::terminate`](crate::events::Emitter::terminate)).
-    pub ended: crate::events::hooks::Termination,
+    pub ended: Arc<crate::events::hooks::Termination>,
 }
 
 /// What changes while a subscription lives.
@@ -253,6 +253,19 @@ impl Sub {
             refreshed: tokio::sync::Notify::new(),
             ended: Default::default(),
         })
+    }
+}
+
+impl Sub {
+    /// What its type's hooks are told of it.
+    pub(crate) fn subscribed(&self) -> crate::events::Subscribed {
+        crate::events::Subscribed {
+            id: self.id.clone(),
+            name: self.name.clone(),
+            arguments: self.arguments.clone(),
+            principal: Some(self.principal.clone()),
+            delivery: crate::events::Delivery::Webhook,
+        }
     }
 }
 

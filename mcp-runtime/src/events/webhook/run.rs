@@ -18,7 +18,7 @@ use crate::events::def::{Check, CheckFn, Checked, Source};
 use crate::events::methods::{delivers, stored_json};
 use crate::events::random_id;
 use crate::events::{Entry, Hub};
-use crate::wire::error::{Error, ErrorCode};
+use crate::wire::error::Error;
 
 /// How many events one read of a buffer, or one check, takes at most.
 pub(super) const BATCH: usize = 100;
@@ -51,8 +51,6 @@ enum End {
     /// Its type was removed or changed incompatibly, or it was terminated: the endpoint hears `terminated` with
     /// this error.
     Terminate(Error),
-    /// A check ended it; the endpoint heard `terminated` already.
-    Terminated,
 }
 
 struct Run {
@@ -71,6 +69,9 @@ pub(crate) async fn deliver(
     ending: crate::events::hooks::Ending,
 ) {
     let run = Run { hub, registry, entry: sub.entry.clone(), sub };
+    let every = run.hub.settings().reauthorize;
+    let subscribed = run.sub.subscribed();
+    let _reauthorizing = crate::events::hooks::reauthorizing(&run.entry, subscribed, every, run.sub.ended.clone());
     let end = match (start, &run.entry.def.source) {
         (Start::Buffer { after, gap }, _) => run.emitted(after, gap).await,
         (Start::Checked { first, context, from, gap }, Source::Checked(check)) => {
@@ -82,11 +83,13 @@ pub(crate) async fn deliver(
             run.sub.ended.error().cloned().unwrap_or_else(|| Error::internal("the subscription was terminated")),
         ),
     };
+    tracing::debug!(subscription = %run.sub.id, ?end, "a webhook subscription ended");
+    // Gone before its `terminated` envelope is posted: a client that subscribes again when it hears it (a type
+    // changed, say) makes a new subscription, not a refresh of this one.
+    run.registry.ended(&run.sub, !matches!(end, End::Stopped)).await;
     if let End::Terminate(error) = &end {
         run.terminate(error).await;
     }
-    tracing::debug!(subscription = %run.sub.id, ?end, "a webhook subscription ended");
-    run.registry.ended(&run.sub, !matches!(end, End::Stopped)).await;
     // The type's `on_unsubscribe`, now that nothing more is delivered.
     drop(ending);
 }
@@ -297,12 +300,7 @@ impl Run {
                     }
                     next = Some(checked);
                 }
-                Ok(Err(e))
-                    if [ErrorCode::NOT_FOUND, ErrorCode::FORBIDDEN, ErrorCode::UNSUPPORTED].contains(&e.code) =>
-                {
-                    self.terminate(&e).await;
-                    return End::Terminated;
-                }
+                Ok(Err(e)) if crate::events::hooks::ends_subscription(&e) => return End::Terminate(e),
                 Ok(Err(e)) => tracing::warn!(subscription = %self.sub.id, error = %e, "a check for a webhook failed"),
                 Err(end) => return end,
             }

@@ -339,8 +339,23 @@ async fn take_over(hub: Weak<Hub>, registry: Weak<Registry>) {
 async fn resume(hub: &Arc<Hub>, registry: &Arc<Registry>, id: String, stored: StoredWebhook) -> Result<(), Error> {
     let entry = hub.entry(&stored.name).ok_or_else(|| methods::not_found(&stored.name))?;
     let arguments: Value = serde_json::from_str(&stored.arguments).unwrap_or_else(|_| json!({}));
-    if let Some(error) = terminated(&stored) {
-        // Terminated while nobody delivered it: only the `terminated` envelope is posted.
+    let subscribed = Subscribed {
+        id: id.clone(),
+        name: stored.name.clone(),
+        arguments: arguments.clone(),
+        principal: Some(stored.principal.clone()),
+        delivery: Delivery::Webhook,
+    };
+    // Terminated while nobody delivered it, or its caller's access is refused now: only the `terminated` envelope
+    // is posted.
+    let refused = match terminated(&stored) {
+        Some(error) => Some(error),
+        None => match hooks::authorized(&entry, &subscribed).await {
+            Err(e) if hooks::ends_subscription(&e) => Some(e),
+            refused => refused.map(|()| None)?,
+        },
+    };
+    if let Some(error) = refused {
         let sub = Sub::new(id, (stored.principal.clone(), stored.url.clone()), arguments, entry, state_of(&stored));
         sub.ended.end(error);
         deliver(hub, registry, sub, Start::Ended, hooks::Ending::none());
@@ -378,13 +393,6 @@ async fn resume(hub: &Arc<Hub>, registry: &Arc<Registry>, id: String, stored: St
             Start::Checked { first: Box::new(first), context, from: stored.watermark.clone(), gap }
         }
         (Source::Emitted { .. }, None) => return Err(Error::internal("an emitted event type without its buffer")),
-    };
-    let subscribed = Subscribed {
-        id: id.clone(),
-        name: stored.name.clone(),
-        arguments: arguments.clone(),
-        principal: Some(stored.principal.clone()),
-        delivery: Delivery::Webhook,
     };
     let ending = hooks::started(&entry, subscribed).await?;
     tracing::info!(subscription = %id, watermark = ?stored.watermark, "a webhook subscription is delivered here now");

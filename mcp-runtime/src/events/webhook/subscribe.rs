@@ -61,6 +61,14 @@ pub(in crate::events) async fn subscribe(ctx: &Context, args: Arguments) -> Resu
     let hub = hub(ctx)?;
     let registry = registry(&hub)?;
     let asked = asked(&hub, &registry, ctx, args)?;
+    // Asked on every subscribe, a refresh too (SEP-3415: a refresh after access was revoked is refused); a refusal
+    // that ends a subscription ends the live one.
+    if let Err(e) = hooks::authorized(&asked.entry, &asked.subscribed()).await {
+        if hooks::ends_subscription(&e) {
+            registry.terminate(&asked.id, e.clone()).await;
+        }
+        return Err(e);
+    }
     #[cfg(feature = "redis")]
     if let Some(shared) = registry.shared.get() {
         return super::shared::subscribe(&hub, &registry, shared, asked, ctx).await;
