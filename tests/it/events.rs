@@ -623,6 +623,31 @@ mod client {
         }
     }
 
+    /// A type that cannot replay (null cursors) has no position to have advanced past: its `truncated` is no gap
+    /// (the SEP has clients ignore it), in poll and push. A type offered by webhook only is no poll for a client
+    /// without a receiver: the subscription is refused naming what it needs.
+    #[tokio::test]
+    async fn a_type_without_replay_reports_no_gap_and_a_webhook_only_type_asks_for_a_receiver() {
+        let unreplayable = EventType::checked("feed.live", |_check| async {
+            Ok(Checked::new(vec![Occurrence::new("live-1", json!({"n": 1}))], None).truncated())
+        });
+        let hooked = EventType::emitted("hook.only").delivery(&[Delivery::Webhook]);
+        let events = Events::new().event(unreplayable).event(hooked).next_poll(Duration::from_millis(20));
+        let (server, _) = server_with(events.webhooks(mcp::events::Webhooks::new()));
+        let client = in_process(&server).await;
+        for mode in [Delivery::Poll, Delivery::Push] {
+            let sub = EventSubscription::new("feed.live").delivery(mode).poll_floor(Duration::from_millis(20));
+            let mut stream = client.subscribe_events(sub).await.unwrap();
+            let first = tokio::time::timeout(Duration::from_secs(5), stream.next()).await.expect("in time");
+            assert!(matches!(&first, Some(EventItem::Event(e)) if e.event_id == "live-1"), "{mode:?}: {first:?}");
+            let more = tokio::time::timeout(Duration::from_millis(300), stream.next()).await;
+            assert!(more.is_err(), "{mode:?}: nothing more, no gap: {more:?}");
+        }
+        let refused = client.subscribe_events(EventSubscription::new("hook.only")).await.unwrap_err();
+        assert!(matches!(refused, mcp::client::Error::Usage(_)), "{refused:?}");
+        assert!(refused.to_string().contains("webhook only"), "{refused}");
+    }
+
     #[tokio::test]
     async fn list_events_reads_every_page_typed() {
         let mut events = Events::new().event(restocked().delivery(&[Delivery::Poll]));

@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use super::events::{ends, rpc_error, EventItem, EventSubscription, ReceivedEvent, Seen};
+use super::events::{ends, gap, rpc_error, EventItem, EventSubscription, ReceivedEvent, Seen};
 use super::listen::{route_key, Feed, Notification};
 use super::{Client, Error};
 use crate::base::sync::Unpoisoned;
@@ -75,7 +75,7 @@ impl Loop {
                     }
                 },
             };
-            if result["truncated"] == true && self.tx.send(EventItem::Gap).await.is_err() {
+            if gap(&result) && self.tx.send(EventItem::Gap).await.is_err() {
                 return;
             }
             for event in result["events"].as_array().into_iter().flatten() {
@@ -150,7 +150,7 @@ impl Loop {
     /// A stream's confirmation (or a gap in it): keeps its cursor; `false` once the application dropped the stream.
     async fn active(&mut self, params: &Value) -> bool {
         self.keep(params["cursor"].as_str());
-        params["truncated"] != true || self.tx.send(EventItem::Gap).await.is_ok()
+        !gap(params) || self.tx.send(EventItem::Gap).await.is_ok()
     }
 }
 

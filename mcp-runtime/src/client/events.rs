@@ -340,6 +340,12 @@ pub(super) fn rpc_error(e: &Error) -> Option<crate::Error> {
     }
 }
 
+/// Whether a result or notification reports a gap: `truncated: true` beside a cursor. A type that cannot replay
+/// (a null or absent cursor) has no position to have advanced past, and the SEP has clients ignore its `truncated`.
+pub(super) fn gap(params: &Value) -> bool {
+    params["truncated"] == true && params["cursor"].is_string()
+}
+
 /// Whether the server's error ends the subscription: the type is gone or changed, the caller may not, or what was
 /// asked is not offered; anything else is worth asking again.
 pub(super) fn ends(e: &crate::Error) -> bool {
@@ -426,8 +432,15 @@ impl Client {
                     Delivery::Webhook
                 } else if offered.contains(&Delivery::Push) {
                     Delivery::Push
-                } else {
+                } else if offered.contains(&Delivery::Poll) || offered.is_empty() {
+                    // (A type not listed is polled: the server's answer says it is unknown.)
                     Delivery::Poll
+                } else {
+                    return Err(Error::Usage(format!(
+                        "event type `{}` is delivered by webhook only: give the subscription a WebhookReceiver the \
+                         application serves (EventSubscription::webhook, the `webhooks` feature)",
+                        sub.name
+                    )));
                 }
             }
         };
@@ -450,7 +463,7 @@ impl Client {
             Delivery::Push => {
                 let (stream, active) = super::event_loops::OpenStream::open(self, &sub, cursor.as_deref()).await?;
                 looped.keep(active["cursor"].as_str());
-                if active["truncated"] == true {
+                if gap(&active) {
                     let _ = looped.tx.try_send(EventItem::Gap);
                 }
                 tokio::spawn(looped.push(Some(stream)))

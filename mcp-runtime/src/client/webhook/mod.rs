@@ -12,7 +12,7 @@ use std::time::{Duration, SystemTime};
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
-use super::events::{ends, rpc_error, EventItem, EventSubscription, ReceivedEvent, Seen};
+use super::events::{ends, gap, rpc_error, EventItem, EventSubscription, ReceivedEvent, Seen};
 use super::{Client, Error, TransportError, TransportErrorKind};
 use crate::base::sync::Unpoisoned;
 use crate::wire::error::ErrorCode;
@@ -261,7 +261,7 @@ impl Hook {
         if let Some(id) = result["id"].as_str() {
             self.receiver.bind(&self.route, id);
         }
-        if result["truncated"] == true {
+        if gap(result) {
             let _ = self.tx.send(EventItem::Gap).await;
         }
         self.keep(result["cursor"].as_str());
