@@ -367,6 +367,8 @@ async fn a_subscription_is_terminated_from_any_instance_even_while_nobody_delive
     // Its deliverer killed, the second is terminated while nobody delivers it: instance 1 claims it when the lease
     // lapses and posts only the envelope.
     shops[0].kill();
+    // Dead before the termination: its runtime is gone once its thread ends (else it could still deliver).
+    shops[0].thread.take().unwrap().join().unwrap();
     assert!(shops[1].emitter.terminate(&second, revoked()).await);
     shops[1].emit("evt-after", "2");
     let received = receiver.wait_for("the second's termination", |r| terminations(r).len() == 2).await;
