@@ -32,6 +32,18 @@ fn channel_messages(heard: &Heard) -> EventType {
         })
 }
 
+/// A client of a server of `events`, in process.
+async fn client_of(events: Events) -> Client {
+    let server = mcp::Server::builder().extension(events).build().unwrap();
+    Client::builder().era(EraChoice::V2026).in_process(server).await.unwrap()
+}
+
+/// A push subscription to `channel.message` on `channel`.
+async fn push(client: &Client, channel: &str) -> Result<mcp::client::EventStream, mcp::client::Error> {
+    let sub = EventSubscription::new("channel.message").arguments(json!({"channel": channel})).delivery(Delivery::Push);
+    client.subscribe_events(sub).await
+}
+
 async fn next(stream: &mut mcp::client::EventStream) -> String {
     match tokio::time::timeout(Duration::from_secs(5), stream.next()).await.expect("in time") {
         Some(EventItem::Event(e)) => e.data["text"].as_str().unwrap().to_owned(),
@@ -54,13 +66,8 @@ async fn push_streams_are_announced_targeted_and_ended() {
     let heard: Heard = Arc::default();
     let events = Events::new().event(channel_messages(&heard));
     let emitter = events.emitter();
-    let server = mcp::Server::builder().extension(events).build().unwrap();
-    let client = Client::builder().era(EraChoice::V2026).in_process(server).await.unwrap();
-    let open = |channel: &str| {
-        let sub =
-            EventSubscription::new("channel.message").arguments(json!({"channel": channel})).delivery(Delivery::Push);
-        client.subscribe_events(sub)
-    };
+    let client = client_of(events).await;
+    let open = |channel: &'static str| push(&client, channel);
     let mut general = open("general").await.unwrap();
     let mut random = open("random").await.unwrap();
     until("both streams announced", || heard.lock().unwrap().len() == 2).await;
@@ -89,8 +96,7 @@ async fn a_poll_subscription_is_a_lease_that_lapses() {
     let heard: Heard = Arc::default();
     let events = Events::new().event(channel_messages(&heard)).poll_lease(Duration::from_millis(300));
     let emitter = events.emitter();
-    let server = mcp::Server::builder().extension(events).build().unwrap();
-    let client = Client::builder().era(EraChoice::V2026).in_process(server).await.unwrap();
+    let client = client_of(events).await;
     let poll = |cursor: serde_json::Value| {
         client.request(
             "events/poll",
@@ -125,8 +131,7 @@ async fn a_subscription_whose_access_was_revoked_is_terminated() {
     let heard: Heard = Arc::default();
     let events = Events::new().event(channel_messages(&heard));
     let emitter = events.emitter();
-    let server = mcp::Server::builder().extension(events).build().unwrap();
-    let client = Client::builder().era(EraChoice::V2026).in_process(server).await.unwrap();
+    let client = client_of(events).await;
     let revoked = || mcp::Error::new(mcp::ErrorCode::FORBIDDEN, "removed from #general");
     let subscribed = |delivery: Delivery| {
         let heard = heard.lock().unwrap();
@@ -177,8 +182,7 @@ async fn a_breaking_schema_change_ends_the_types_streams_and_an_additive_one_doe
     let typed = |properties: serde_json::Value| EventType::emitted("build.failed").payload_schema(schema(properties));
     let events = Events::new().event(typed(json!({ "job": { "type": "string" }, "log": { "type": "string" } })));
     let emitter = events.emitter();
-    let server = mcp::Server::builder().extension(events).build().unwrap();
-    let client = Client::builder().era(EraChoice::V2026).in_process(server).await.unwrap();
+    let client = client_of(events).await;
     let open = || client.subscribe_events(EventSubscription::new("build.failed").delivery(Delivery::Push));
     let text = |item: Option<EventItem>| match item {
         Some(EventItem::Event(e)) => e.data["job"].as_str().unwrap().to_owned(),
@@ -235,13 +239,8 @@ async fn access_is_checked_again_while_a_subscription_lives() {
     });
     let events = Events::new().event(watched).reauthorize(Duration::from_millis(100));
     let emitter = events.emitter();
-    let server = mcp::Server::builder().extension(events).build().unwrap();
-    let client = Client::builder().era(EraChoice::V2026).in_process(server).await.unwrap();
-    let open = |channel: &str| {
-        let sub =
-            EventSubscription::new("channel.message").arguments(json!({"channel": channel})).delivery(Delivery::Push);
-        client.subscribe_events(sub)
-    };
+    let client = client_of(events).await;
+    let open = |channel: &'static str| push(&client, channel);
     let poll = |channel: &str| {
         let params = json!({"name": "channel.message", "arguments": {"channel": channel}, "cursor": null});
         client.request("events/poll", params)
