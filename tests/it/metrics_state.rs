@@ -189,3 +189,42 @@ async fn what_a_proxy_passes_on_is_counted() {
     assert_eq!(sample(&text, "mcp_server_proxy_events_total", "kind=\"message\""), Some(1.0), "{text}");
     assert_eq!(heard.load(std::sync::atomic::Ordering::SeqCst), 1, "the caller heard it");
 }
+
+/// A 2025 stream ended twice (by its own end and by its session's, at once), or written after its end, is no Redis
+/// error: the event log's second end is refused by Redis (its id is not past the first), which is nothing lost, and
+/// the writes beside it in the same pipeline are made. (The dashboard's Redis panel showed such an end as an error.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_ended_twice_in_the_redis_event_log_is_no_redis_error() {
+    use mcp::store::EventLog;
+    let redis_server = common::redis::RedisServer::start();
+    let redis = mcp::redis::Redis::connect(&redis_server.url()).await.unwrap();
+    let metrics = mcp::Metrics::new();
+    let _server = mcp::Server::builder()
+        .tool::<waits>()
+        .shared(&redis)
+        .request_state_key([7; 32])
+        .metrics(&metrics)
+        .build()
+        .unwrap();
+    let log = redis.event_log();
+    let data: Arc<str> = Arc::from("{}");
+    log.append("session", "a", 1, &data);
+    log.end("session", "a");
+    log.end("session", "a");
+    log.append("session", "a", 2, &data);
+    log.append("session", "b", 1, &data);
+    log.append("session", "b", 2, &data);
+    let mut read = None;
+    for _ in 0..50 {
+        read = log.read_after("session", "b", 1, 10).await.unwrap();
+        if read.is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(read.expect("the write beside them is made").events.len(), 1);
+    let a = log.read_after("session", "a", 1, 10).await.unwrap().expect("stream a");
+    assert_eq!((a.events.len(), a.ended), (0, true), "after its one event, the end; nothing written after it");
+    let text = metrics.render();
+    assert_eq!(sample(&text, "mcp_server_redis_errors_total", ""), Some(0.0), "{text}");
+}

@@ -107,18 +107,30 @@ async fn write(redis: Redis, mut writes: mpsc::Receiver<Write>) {
                 .arg(id)
                 .arg(field)
                 .arg(value)
-                .ignore()
                 .cmd("PEXPIRE")
                 .arg(&key)
                 .arg(ttl)
                 .ignore();
         }
         let mut connection = redis.commands();
-        if let Err(e) = pipe.query_async::<()>(&mut connection).await {
+        // Each XADD answers on its own: one refused does not hide the others' outcome.
+        let answers = pipe.ignore_errors().query_async::<Vec<::redis::RedisResult<::redis::Value>>>(&mut connection);
+        let failed = match answers.await {
+            Ok(answers) => answers.into_iter().filter_map(Result::err).find(|e| !after_the_end(e)),
+            Err(e) => Some(e),
+        };
+        if let Some(e) = failed {
             redis.failed();
             tracing::warn!(error = %e, redis = %redis.shown, "SSE events could not be logged to Redis");
         }
     }
+}
+
+/// An XADD refused because its id is not past the stream's last: the stream was ended already (its end is the
+/// largest id there is) and this is a second end, or a write that came after it (a stream ended by the session's
+/// end and by its own at once). Nothing is lost: a reader stops at the end.
+fn after_the_end(e: &::redis::RedisError) -> bool {
+    e.to_string().contains("equal or smaller than the target stream top item")
 }
 
 /// Where the request a stream answers is kept: beside the stream's key.

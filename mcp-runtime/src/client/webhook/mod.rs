@@ -136,6 +136,24 @@ fn new_secret() -> Result<String, Error> {
     Ok(format!("whsec_{}", base64::engine::general_purpose::STANDARD.encode(bytes)))
 }
 
+/// The cursor of the last `gap` envelope handed over: a retried envelope (whose first answer was lost) carries the
+/// same one, and is one gap, not two.
+#[derive(Default)]
+struct Gaps {
+    last: Option<Value>,
+}
+
+impl Gaps {
+    /// `true` unless the gap before named the same cursor.
+    fn first(&mut self, cursor: &Value) -> bool {
+        if self.last.as_ref() == Some(cursor) {
+            return false;
+        }
+        self.last = Some(cursor.clone());
+        true
+    }
+}
+
 /// A running webhook subscription.
 struct Hook {
     client: Client,
@@ -189,7 +207,7 @@ impl Hook {
 
     /// Hands over the deliveries: each event once (keeping its cursor), gaps; ends at a `terminated` envelope.
     async fn pump(&self, mut inbound: mpsc::Receiver<Value>) {
-        let mut seen = Seen::default();
+        let (mut seen, mut gaps) = (Seen::default(), Gaps::default());
         while let Some(body) = inbound.recv().await {
             let go_on = match body["type"].as_str() {
                 None => match ReceivedEvent::from_params(&body) {
@@ -206,10 +224,12 @@ impl Hook {
                         true
                     }
                 },
-                Some("gap") => {
+                // A gap envelope posted again (its first answer lost) names the same fresh cursor: one gap.
+                Some("gap") if gaps.first(&body["cursor"]) => {
                     self.keep(body["cursor"].as_str());
                     self.tx.send(EventItem::Gap).await.is_ok()
                 }
+                Some("gap") => true,
                 Some("terminated") => {
                     let e = serde_json::from_value(body["error"].clone())
                         .unwrap_or_else(|_| crate::Error::internal("the server ended the subscription"));
@@ -317,6 +337,15 @@ mod tests {
         let bytes = base64::engine::general_purpose::STANDARD.decode(a.strip_prefix("whsec_").unwrap()).unwrap();
         assert_eq!(bytes.len(), 32);
         assert!(standardwebhooks::Webhook::new(&a).is_ok());
+    }
+
+    #[test]
+    fn a_gap_posted_again_is_one_gap() {
+        let mut gaps = Gaps::default();
+        assert!(gaps.first(&json!("c-1")));
+        assert!(!gaps.first(&json!("c-1")), "the same envelope, retried");
+        assert!(gaps.first(&json!("c-2")));
+        assert!(gaps.first(&json!("c-1")), "an older cursor again is a new gap");
     }
 
     #[test]
