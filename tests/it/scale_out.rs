@@ -941,3 +941,101 @@ async fn a_redis_cluster_is_refused_with_the_reason() {
     let unnamed = mcp::redis::Redis::connect("redis+sentinel://127.0.0.1:1").await.unwrap_err().to_string();
     assert!(unnamed.contains("names the primary after the sentinels"), "{unnamed}");
 }
+
+/// A session store that holds each removal until the test lets it go: the test's own, since no real store can be
+/// stopped in the middle of a removal.
+struct HeldRemove {
+    store: mcp::store::MemorySessionStore,
+    entered: AtomicBool,
+    go: tokio::sync::Semaphore,
+}
+
+/// The server's handle on a [`HeldRemove`] the test holds too.
+struct Held(Arc<HeldRemove>);
+
+impl mcp::store::SessionStore for Held {
+    fn save<'a>(
+        &'a self,
+        key: &'a str,
+        record: &'a mcp::store::SessionRecord,
+        idle: Duration,
+    ) -> mcp::handler::BoxFuture<'a, Result<(), mcp::store::StoreError>> {
+        self.0.store.save(key, record, idle)
+    }
+
+    fn load<'a>(
+        &'a self,
+        key: &'a str,
+    ) -> mcp::handler::BoxFuture<'a, Result<Option<mcp::store::SessionRecord>, mcp::store::StoreError>> {
+        self.0.store.load(key)
+    }
+
+    fn touch<'a>(
+        &'a self,
+        key: &'a str,
+        idle: Duration,
+    ) -> mcp::handler::BoxFuture<'a, Result<(), mcp::store::StoreError>> {
+        self.0.store.touch(key, idle)
+    }
+
+    fn remove<'a>(&'a self, key: &'a str) -> mcp::handler::BoxFuture<'a, Result<(), mcp::store::StoreError>> {
+        Box::pin(async move {
+            self.0.entered.store(true, Ordering::SeqCst);
+            let _go = self.0.go.acquire().await;
+            self.0.store.remove(key).await
+        })
+    }
+
+    fn count(&self) -> mcp::handler::BoxFuture<'_, Result<usize, mcp::store::StoreError>> {
+        self.0.store.count()
+    }
+}
+
+/// A request of a session that comes while its DELETE is forgetting it in the store (its stream reconnecting, a
+/// late cancel) is served by the session still held here, and rebuilds no copy of it from the store that nothing
+/// would end: once the DELETE is done, no session is counted open. (A dry run's dashboard test showed one.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_during_a_delete_rebuilds_no_copy_of_the_session() {
+    use common::http::Client as Raw;
+    let held = Arc::new(HeldRemove {
+        store: mcp::store::MemorySessionStore::new(),
+        entered: AtomicBool::new(false),
+        go: tokio::sync::Semaphore::new(0),
+    });
+    let metrics = mcp::Metrics::new();
+    let server = builder().session_store(Held(held.clone())).metrics(&metrics).build().unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    tokio::spawn(server.serve_http_on(listener, mcp::HttpOptions::new()));
+    let open = || {
+        let text = metrics.render();
+        let lines = text.lines().filter(|l| l.starts_with("mcp_server_sessions_open{"));
+        lines.filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok()).sum::<f64>()
+    };
+
+    let mut raw = Raw { http: reqwest::Client::new(), url: url.clone(), session: None };
+    raw.initialize(json!({})).await;
+    assert_eq!(open(), 1.0);
+    let id = raw.session.clone().expect("a session id");
+    let delete = reqwest::Client::new()
+        .delete(&url)
+        .header("mcp-session-id", &id)
+        .header("mcp-protocol-version", "2025-11-25")
+        .send();
+    let delete = tokio::spawn(delete);
+    let deadline = Instant::now() + WAIT;
+    while !held.entered.load(Ordering::SeqCst) {
+        assert!(Instant::now() < deadline, "the DELETE reached the store");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let (pong, _) = raw.call(2, "ping", json!({})).await;
+    assert!(pong["result"].is_object(), "{pong}");
+    held.go.add_permits(1);
+    assert_eq!(delete.await.unwrap().unwrap().status(), 200);
+    let deadline = Instant::now() + WAIT;
+    while open() != 0.0 {
+        assert!(Instant::now() < deadline, "a session is still counted open: {}", metrics.render());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(raw.send(&common::http::request(3, "ping", json!({}))).await.status(), 404, "the session ended");
+}

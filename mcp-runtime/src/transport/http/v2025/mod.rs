@@ -405,15 +405,19 @@ pub(super) async fn delete(state: &Arc<HttpState>, headers: HeaderMap, auth: Opt
         Err(r) => return r,
     };
     let id = headers.get(&SESSION_NAME).and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned();
+    let key = http_session.session.connection().session_key();
+    // Forgotten by the store first, then here: a request of this session that comes meanwhile (its stream
+    // reconnecting, a late cancel) finds it here. The other way round, it found it in the store only, and rebuilt a
+    // copy of it here that nothing ended (counted open until its idle expiry).
+    if let (Some(key), Some(store)) = (&key, &state.server.inner.scale_out().session_store) {
+        if let Err(e) = store.remove(key).await {
+            tracing::warn!(error = %e, "an ended session could not be removed from the session store");
+        }
+    }
     state.sessions.remove(&id);
     http_session.end("the client ended the session");
-    // Ended everywhere: forgotten by the store, and the other instances end their copies.
-    if let Some(key) = http_session.session.connection().session_key() {
-        if let Some(store) = &state.server.inner.scale_out().session_store {
-            if let Err(e) = store.remove(&key).await {
-                tracing::warn!(error = %e, "an ended session could not be removed from the session store");
-            }
-        }
+    // Ended everywhere: the other instances end their copies.
+    if let Some(key) = key {
         if state.server.inner.scale_out().hub.is_some() {
             state.server.publish(crate::server::hub::Change::SessionEnded { session: key });
         }
