@@ -111,20 +111,26 @@ async fn bytes_waiting_for_a_client_that_does_not_read_are_counted() {
     until(&metrics, "nothing waiting once the client went away", |t| queued(t) == 0.0).await;
 }
 
+/// A server shared through `redis`, and its metrics.
+fn shared_with_metrics(redis: &mcp::redis::Redis) -> (mcp::Metrics, mcp::Server) {
+    let metrics = mcp::Metrics::new();
+    let server = mcp::Server::builder()
+        .tool::<waits>()
+        .shared(redis)
+        .request_state_key([7; 32])
+        .metrics(&metrics)
+        .build()
+        .unwrap();
+    (metrics, server)
+}
+
 /// With `ServerBuilder::shared`: Redis's failed commands (a change published while it is down), whether it answers
 /// (a `PING` a second), and its reconnects (it answers again) are in the metrics.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_shared_redis_errors_and_reconnects_are_counted() {
     let mut redis_server = common::redis::RedisServer::start();
     let redis = mcp::redis::Redis::connect(&redis_server.url()).await.unwrap();
-    let metrics = mcp::Metrics::new();
-    let server = mcp::Server::builder()
-        .tool::<waits>()
-        .shared(&redis)
-        .request_state_key([7; 32])
-        .metrics(&metrics)
-        .build()
-        .unwrap();
+    let (metrics, server) = shared_with_metrics(&redis);
     let text = metrics.render();
     assert_eq!(sample(&text, "mcp_server_redis_errors_total", ""), Some(0.0), "{text}");
     assert_eq!(sample(&text, "mcp_server_redis_reconnects_total", ""), Some(0.0), "{text}");
@@ -198,14 +204,7 @@ async fn a_stream_ended_twice_in_the_redis_event_log_is_no_redis_error() {
     use mcp::store::EventLog;
     let redis_server = common::redis::RedisServer::start();
     let redis = mcp::redis::Redis::connect(&redis_server.url()).await.unwrap();
-    let metrics = mcp::Metrics::new();
-    let _server = mcp::Server::builder()
-        .tool::<waits>()
-        .shared(&redis)
-        .request_state_key([7; 32])
-        .metrics(&metrics)
-        .build()
-        .unwrap();
+    let (metrics, _server) = shared_with_metrics(&redis);
     let log = redis.event_log();
     let data: Arc<str> = Arc::from("{}");
     log.append("session", "a", 1, &data);
