@@ -174,21 +174,26 @@ async fn a_subscription_whose_access_was_revoked_is_terminated() {
 }
 
 /// SEP-3415's schema evolution: a type replaced with fields added keeps its subscriptions; one replaced with a
-/// field removed ends them with -32026, `data: {"feature": "payloadSchema", "reason": "schema_changed"}`, and a
-/// new subscription goes on under the new descriptor.
+/// field removed ends them with -32026, `data: {"feature": "payloadSchema", "reason": "schema_changed"}`, and our
+/// client, as the SEP asks of one, lists again and subscribes against the new descriptor from its cursor (an event
+/// emitted meanwhile is not lost). One whose arguments the new descriptor refuses ends with the server's error; a
+/// removed type's stream ends with -32023, and one removed and added again goes on.
 #[tokio::test]
-async fn a_breaking_schema_change_ends_the_types_streams_and_an_additive_one_does_not() {
+async fn a_breaking_schema_change_renews_the_types_streams_and_an_additive_one_does_not() {
     let schema = |properties: serde_json::Value| json!({ "type": "object", "properties": properties });
     let typed = |properties: serde_json::Value| EventType::emitted("build.failed").payload_schema(schema(properties));
     let events = Events::new().event(typed(json!({ "job": { "type": "string" }, "log": { "type": "string" } })));
     let emitter = events.emitter();
     let client = client_of(events).await;
-    let open = || client.subscribe_events(EventSubscription::new("build.failed").delivery(Delivery::Push));
+    let open = |arguments: serde_json::Value| {
+        client.subscribe_events(EventSubscription::new("build.failed").arguments(arguments).delivery(Delivery::Push))
+    };
     let text = |item: Option<EventItem>| match item {
         Some(EventItem::Event(e)) => e.data["job"].as_str().unwrap().to_owned(),
         other => panic!("{other:?}"),
     };
-    let mut stream = open().await.unwrap();
+    let mut stream = open(json!({})).await.unwrap();
+    let mut branched = open(json!({ "branch": "main" })).await.unwrap();
 
     emitter.add_type(typed(json!({
         "job": { "type": "string", "description": "The job's name" },
@@ -196,21 +201,49 @@ async fn a_breaking_schema_change_ends_the_types_streams_and_an_additive_one_doe
         "commit": { "type": "string" }
     })));
     emitter.emit("build.failed", json!({ "job": "nightly" })).unwrap();
-    let item = tokio::time::timeout(Duration::from_secs(5), stream.next()).await.expect("in time");
-    assert_eq!(text(item), "nightly", "an additive change keeps the stream");
+    assert_eq!(text(next_item(&mut stream).await), "nightly", "an additive change keeps the stream");
+    assert_eq!(text(next_item(&mut branched).await), "nightly");
 
-    emitter.add_type(typed(json!({ "job": { "type": "string" } })));
-    let end = tokio::time::timeout(Duration::from_secs(5), stream.next()).await.expect("in time");
-    assert!(end.is_none(), "a breaking change ends the stream: {end:?}");
-    let ended = stream.ended().expect("why it ended");
-    assert_eq!(ended.code, mcp::ErrorCode::UNSUPPORTED, "{ended:?}");
-    assert_eq!(ended.data, Some(json!({ "feature": "payloadSchema", "reason": "schema_changed" })));
-    assert!(ended.message.contains("was removed"), "{}", ended.message);
-
-    let mut renewed = open().await.unwrap();
+    // A payload field removed, and the arguments closed to `branch`: the first subscription is made again, the
+    // second no longer fits.
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    #[serde(deny_unknown_fields)]
+    struct Unbranched {}
+    emitter.add_type(typed(json!({ "job": { "type": "string" } })).arguments::<Unbranched>());
     emitter.emit("build.failed", json!({ "job": "release" })).unwrap();
-    let item = tokio::time::timeout(Duration::from_secs(5), renewed.next()).await.expect("in time");
-    assert_eq!(text(item), "release");
+    match next_item(&mut stream).await {
+        Some(EventItem::Resubscribed { descriptor, delivery }) => {
+            assert_eq!(delivery, Delivery::Push);
+            assert_eq!(descriptor.payload_schema["properties"], json!({ "job": { "type": "string" } }));
+        }
+        other => panic!("the subscription is made again, not {other:?}"),
+    }
+    assert!(stream.ended().is_none(), "{:?}", stream.ended());
+    assert_eq!(text(next_item(&mut stream).await), "release", "emitted between the end and the new stream");
+    emitter.emit("build.failed", json!({ "job": "hotfix" })).unwrap();
+    assert_eq!(text(next_item(&mut stream).await), "hotfix");
+
+    let end = next_item(&mut branched).await;
+    assert!(end.is_none(), "its arguments no longer fit: it ends, not {end:?}");
+    let ended = branched.ended().expect("why it ended");
+    assert_eq!(ended.code, mcp::ErrorCode::UNSUPPORTED, "{ended:?}");
+    assert_eq!(ended.data.as_ref().unwrap()["reason"], "schema_changed", "{ended:?}");
+    assert!(ended.message.contains("subscribing again failed"), "{}", ended.message);
+    assert!(ended.message.contains("unknown field `branch`"), "{}", ended.message);
+
+    // Removed and added again (a plugin reloaded): made again; removed for good: it ends with -32023.
+    let readd = typed(json!({ "job": { "type": "string" } }));
+    assert!(emitter.remove_type("build.failed"));
+    emitter.add_type(readd);
+    assert!(matches!(next_item(&mut stream).await, Some(EventItem::Resubscribed { .. })), "{:?}", stream.ended());
+    assert!(emitter.remove_type("build.failed"));
+    assert!(next_item(&mut stream).await.is_none(), "a removed type's stream ends");
+    let ended = stream.ended().expect("why it ended");
+    assert_eq!(ended.code, mcp::ErrorCode::NOT_FOUND, "{ended:?}");
+}
+
+async fn next_item(stream: &mut mcp::client::EventStream) -> Option<EventItem> {
+    tokio::time::timeout(Duration::from_secs(5), stream.next()).await.expect("in time")
 }
 
 /// SEP-3415's periodic re-verification: a type's `authorize` hook is asked when a subscription starts, and again

@@ -3,8 +3,9 @@
 //! the server behind a bearer-token layer (webhooks need a principal). Events arrive in order and once each, and a
 //! subscription dropped and made again at once goes on from its kept cursor; a short grant is refreshed before it
 //! runs out, deliveries go on past it, and a delivery failure is reported once; a removed type ends the stream with
-//! -32023, a terminated subscription with its error, a breaking schema change with -32026; dropping the stream
-//! unsubscribes; the receiver refuses what does not verify.
+//! -32023, a terminated subscription with its error; a breaking schema change makes it again against the new
+//! descriptor (or ends it with -32026 when its arguments no longer fit); dropping the stream unsubscribes; the
+//! receiver refuses what does not verify.
 
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -265,9 +266,10 @@ async fn a_removed_type_ends_the_stream_with_not_found() {
 }
 
 /// A subscription terminated for lost access (SEP-3415's delivery-time authorization) hears a `terminated` envelope
-/// with -32024 and is gone; one whose type changed its input schema incompatibly hears -32026 `schema_changed`.
+/// with -32024 and is gone. One whose type changed its input schema incompatibly hears -32026 `schema_changed`, and
+/// the client subscribes again against the new descriptor (SEP-3415) when its arguments fit it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_terminated_subscription_and_a_breaking_change_end_the_stream_with_their_errors() {
+async fn a_terminated_subscription_ends_and_one_whose_type_changed_is_made_again_if_its_arguments_fit() {
     let world = World::start(|w| w).await;
     let arguments = json!({ "isbn": "978-1" });
     let mut stream = world.client.subscribe_events(world.subscription(arguments.clone())).await.unwrap();
@@ -287,13 +289,32 @@ async fn a_terminated_subscription_and_a_breaking_change_end_the_stream_with_the
         other => panic!("it is gone, not {other:?}"),
     }
 
-    let mut stream = world.client.subscribe_events(world.subscription(json!({}))).await.unwrap();
-    let required = json!({ "type": "object", "properties": { "isbn": { "type": "string" } }, "required": ["isbn"] });
-    world.emitter.add_type(restocked().input_schema(required));
-    assert_eq!(next(&mut stream).await, None, "the stream ends");
-    let ended = stream.ended().expect("why it ended");
+    // The type's arguments change incompatibly (`isbn` becomes required): both subscriptions hear -32026
+    // `schema_changed`; the one whose arguments fit the new descriptor is made again and goes on, the other ends.
+    let mut any = world.client.subscribe_events(world.subscription(json!({}))).await.unwrap();
+    let mut one = world.client.subscribe_events(world.subscription(arguments.clone())).await.unwrap();
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    struct Watch {
+        #[allow(dead_code)]
+        isbn: String,
+    }
+    world.emitter.add_type(restocked().arguments::<Watch>());
+    assert_eq!(next(&mut any).await, None, "the stream ends");
+    let ended = any.ended().expect("why it ended");
     assert_eq!(ended.code, mcp::ErrorCode::UNSUPPORTED, "{ended:?}");
     assert_eq!(ended.data, Some(json!({ "feature": "inputSchema", "reason": "schema_changed" })));
+    assert!(ended.message.contains("subscribing again failed"), "{}", ended.message);
+    match next(&mut one).await {
+        Some(EventItem::Resubscribed { descriptor, delivery }) => {
+            assert_eq!(delivery, Delivery::Webhook);
+            assert_eq!(descriptor.input_schema["required"], json!(["isbn"]), "{descriptor:?}");
+        }
+        other => panic!("made again, not {other:?} (ended: {:?})", one.ended()),
+    }
+    world.emit("evt-2", "978-1");
+    assert_eq!(next_event(&mut one).await, "evt-2", "the new subscription delivers");
+    let terminated = world.posts.all().iter().filter(|p| p.0.starts_with("msg_terminated_")).count();
+    assert_eq!(terminated, 3, "{:?}", world.posts.all());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -232,6 +232,15 @@ pub enum EventItem {
     Gap,
     /// A failure the server reports and recovers from (one failed upstream read); the subscription goes on.
     Error(crate::Error),
+    /// The server ended the subscription because its type changed incompatibly (-32026 `schema_changed`) or was
+    /// removed and is offered again, and it was made again, as SEP-3415 asks of a client: against the type's
+    /// current descriptor, from the kept cursor. What follows follows `descriptor`'s schemas.
+    Resubscribed {
+        /// The type as the server lists it now.
+        descriptor: EventTypeInfo,
+        /// The mode the new subscription runs in.
+        delivery: Delivery,
+    },
 }
 
 /// An event as received.
@@ -266,30 +275,15 @@ pub struct EventStream {
     rx: mpsc::Receiver<EventItem>,
     task: tokio::task::JoinHandle<()>,
     ended: Arc<Mutex<Option<crate::Error>>>,
-    /// The mode it runs in.
+    /// The mode it started in (a subscription made again after its type changed may run in another:
+    /// [`EventItem::Resubscribed`] says).
     pub delivery: Delivery,
     /// A webhook subscription's place in its receiver; dropped with the stream, it leaves it and unsubscribes.
     #[cfg(feature = "webhooks")]
-    webhook: Option<super::webhook::Registration>,
+    webhook: Arc<Mutex<Option<super::webhook::Registration>>>,
 }
 
 impl EventStream {
-    fn running(
-        rx: mpsc::Receiver<EventItem>,
-        task: tokio::task::JoinHandle<()>,
-        ended: Arc<Mutex<Option<crate::Error>>>,
-        delivery: Delivery,
-    ) -> EventStream {
-        EventStream {
-            rx,
-            task,
-            ended,
-            delivery,
-            #[cfg(feature = "webhooks")]
-            webhook: None,
-        }
-    }
-
     /// The next event (or gap, or reported error); `None` once the subscription ended: see
     /// [`EventStream::ended`] for why.
     pub async fn next(&mut self) -> Option<EventItem> {
@@ -306,6 +300,9 @@ impl EventStream {
 impl Drop for EventStream {
     fn drop(&mut self) {
         self.task.abort();
+        // At once, not when the aborted task is dropped: a subscription made again right after finds it gone.
+        #[cfg(feature = "webhooks")]
+        drop(self.webhook.locked().take());
     }
 }
 
@@ -425,65 +422,41 @@ impl Client {
         self.offers_events()?;
         let delivery = match sub.delivery {
             Some(mode) => mode,
-            None => {
-                let types = self.list_events().await?;
-                let offered = types.iter().find(|t| t.name == sub.name).map(|t| t.delivery.clone()).unwrap_or_default();
-                if sub.prefers_webhook() && offered.contains(&Delivery::Webhook) {
-                    Delivery::Webhook
-                } else if offered.contains(&Delivery::Push) {
-                    Delivery::Push
-                } else if offered.contains(&Delivery::Poll) || offered.is_empty() {
-                    // (A type not listed is polled: the server's answer says it is unknown.)
-                    Delivery::Poll
-                } else {
-                    return Err(Error::Usage(format!(
-                        "event type `{}` is delivered by webhook only: give the subscription a WebhookReceiver the \
-                         application serves (EventSubscription::webhook, the `webhooks` feature)",
-                        sub.name
-                    )));
-                }
-            }
+            None => choose(&sub, &self.list_events().await?)?,
         };
         let (tx, rx) = mpsc::channel(BUFFER);
-        let ended = Arc::new(Mutex::new(None));
-        let cursor = sub.cursors.load(&sub.key());
-        let mut looped = super::event_loops::Loop {
-            client: self.clone(),
-            sub: sub.clone(),
-            tx,
-            seen: Seen::default(),
-            cursor: cursor.clone(),
-            ended: ended.clone(),
-        };
-        let task = match delivery {
-            Delivery::Poll => {
-                let first = self.request("events/poll", sub.params(cursor.as_deref())).await?;
-                tokio::spawn(looped.poll(Some(first)))
-            }
-            Delivery::Push => {
-                let (stream, active) = super::event_loops::OpenStream::open(self, &sub, cursor.as_deref()).await?;
-                looped.keep(active["cursor"].as_str());
-                if gap(&active) {
-                    let _ = looped.tx.try_send(EventItem::Gap);
-                }
-                tokio::spawn(looped.push(Some(stream)))
-            }
+        let run = super::event_loops::Run::new(self.clone(), sub, tx);
+        let running = run.begin(delivery).await?;
+        Ok(EventStream {
+            rx,
+            ended: run.ended.clone(),
+            delivery,
             #[cfg(feature = "webhooks")]
-            Delivery::Webhook => {
-                let (task, registration) = super::webhook::start(self, &sub, looped.tx, ended.clone()).await?;
-                let mut stream = EventStream::running(rx, task, ended, delivery);
-                stream.webhook = Some(registration);
-                return Ok(stream);
-            }
-            #[cfg(not(feature = "webhooks"))]
-            Delivery::Webhook => {
-                return Err(Error::Usage(format!(
-                    "event type `{}`: webhook delivery needs the `webhooks` feature and a WebhookReceiver the \
-                     application serves (EventSubscription::webhook)",
-                    sub.name
-                )));
-            }
-        };
-        Ok(EventStream::running(rx, task, ended, delivery))
+            webhook: run.webhook.clone(),
+            task: tokio::spawn(run.follow(running)),
+        })
+    }
+}
+
+/// The mode a subscription runs in: the one it asks for, else webhook if the type offers it and the subscription
+/// has a receiver, else push if offered, else poll (SEP-3415's order).
+pub(super) fn choose(sub: &EventSubscription, types: &[EventTypeInfo]) -> Result<Delivery, Error> {
+    if let Some(mode) = sub.delivery {
+        return Ok(mode);
+    }
+    let offered = types.iter().find(|t| t.name == sub.name).map(|t| t.delivery.clone()).unwrap_or_default();
+    if sub.prefers_webhook() && offered.contains(&Delivery::Webhook) {
+        Ok(Delivery::Webhook)
+    } else if offered.contains(&Delivery::Push) {
+        Ok(Delivery::Push)
+    } else if offered.contains(&Delivery::Poll) || offered.is_empty() {
+        // (A type not listed is polled: the server's answer says it is unknown.)
+        Ok(Delivery::Poll)
+    } else {
+        Err(Error::Usage(format!(
+            "event type `{}` is delivered by webhook only: give the subscription a WebhookReceiver the application \
+             serves (EventSubscription::webhook, the `webhooks` feature)",
+            sub.name
+        )))
     }
 }

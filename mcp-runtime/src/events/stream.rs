@@ -140,7 +140,9 @@ async fn emitted(
         let position = read.position;
         if !read.more {
             loop {
+                // An end first: an event emitted after its type changed is not sent under the old descriptor.
                 tokio::select! {
+                    biased;
                     error = ends.ended() => return Ok(out.terminated(error)),
                     changed = latest.changed() => {
                         if changed.is_err() {
@@ -216,6 +218,7 @@ async fn checked(
             let beat = quiet_since + settings.heartbeat;
             let (until, beating) = if beat <= due { (beat, true) } else { (due, false) };
             tokio::select! {
+                biased;
                 error = ends.ended() => return Ok(out.terminated(error)),
                 () = sleep_until(until) => {}
             }

@@ -75,14 +75,14 @@ impl Drop for Registration {
     }
 }
 
-/// Subscribes `sub` by webhook: registers a fresh secret with its receiver, sends `events/subscribe`, hands a gap
-/// over (`truncated`) and keeps the cursor; then the task that runs the subscription, and its registration.
+/// Subscribes `sub` by webhook: registers a fresh secret with its receiver and sends `events/subscribe`; then the
+/// loop that runs the subscription (from the result: a gap handed over, the cursor kept), and its registration.
 pub(super) async fn start(
     client: &Client,
     sub: &EventSubscription,
     tx: mpsc::Sender<EventItem>,
     ended: Arc<Mutex<Option<crate::Error>>>,
-) -> Result<(tokio::task::JoinHandle<()>, Registration), Error> {
+) -> Result<(super::event_loops::Running, Registration), Error> {
     let Some(target) = sub.webhook.clone() else {
         return Err(Error::Usage(format!(
             "event type `{}`: webhook delivery needs a receiver and its URL (EventSubscription::webhook)",
@@ -113,7 +113,9 @@ pub(super) async fn start(
             return Err(e);
         }
     };
-    let wait = hook.accept(&result).await;
+    if let Some(id) = result["id"].as_str() {
+        target.receiver.bind(&route, id);
+    }
     let registration = Registration {
         receiver: target.receiver,
         route,
@@ -122,7 +124,7 @@ pub(super) async fn start(
         key,
         ended,
     };
-    Ok((tokio::spawn(hook.run(inbound, wait)), registration))
+    Ok((Box::pin(hook.run(inbound, result)), registration))
 }
 
 /// A new Standard Webhooks secret: `whsec_` and the base64 of 32 bytes from the operating system's generator.
@@ -193,8 +195,10 @@ impl Hook {
         *self.ended.locked() = Some(error);
     }
 
-    /// Hands over what the receiver takes, and refreshes, until the subscription ends (or another took its place).
-    async fn run(self, inbound: mpsc::Receiver<Value>, wait: Duration) {
+    /// Takes the subscribe result `first`; then hands over what the receiver takes, and refreshes, until the
+    /// subscription ends (or another took its place).
+    async fn run(self, inbound: mpsc::Receiver<Value>, first: Value) {
+        let wait = self.accept(&first).await;
         let displaced = self.route.displaced.clone();
         tokio::select! {
             () = self.pump(inbound) => {}
