@@ -61,15 +61,19 @@ fn header(request: &axum::extract::Request, name: &str) -> String {
 }
 
 /// Records each POST; a delivery whose `webhook-id` starts with `refuse-` is answered 500 without reaching the
-/// receiver.
+/// receiver, and the first `gap` envelope of each `webhook-id` reaches it but is answered 500 (its answer lost).
 async fn recorded(
     axum::extract::State(posts): axum::extract::State<Posts>,
     request: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> axum::response::Response {
     let (id, subscription) = (header(&request, "webhook-id"), header(&request, "x-mcp-subscription-id"));
+    let failed = || axum::response::IntoResponse::into_response(axum::http::StatusCode::INTERNAL_SERVER_ERROR);
     let response = if id.starts_with("refuse-") {
-        axum::response::IntoResponse::into_response(axum::http::StatusCode::INTERNAL_SERVER_ERROR)
+        failed()
+    } else if id.starts_with("msg_gap_") && !posts.all().iter().any(|p| p.0 == id) {
+        next.run(request).await;
+        failed()
     } else {
         next.run(request).await
     };
@@ -93,6 +97,11 @@ struct World {
 impl World {
     /// `webhooks` configured to reach the receiver (loopback allowed, its certificate trusted, quick retries).
     async fn start(webhooks: impl FnOnce(Webhooks) -> Webhooks) -> World {
+        World::start_with(|e| e, webhooks).await
+    }
+
+    /// The same, with the events' settings changed by `events`.
+    async fn start_with(events: impl FnOnce(Events) -> Events, webhooks: impl FnOnce(Webhooks) -> Webhooks) -> World {
         let receiver = WebhookReceiver::new();
         let posts = Posts::default();
         let app = receiver.router().layer(axum::middleware::from_fn_with_state(posts.clone(), recorded));
@@ -101,7 +110,7 @@ impl World {
             .allow_address(IpAddr::from([127, 0, 0, 1]))
             .root_certificate(pem.clone())
             .retries(3, Duration::from_millis(100));
-        let events = Events::new().event(restocked()).webhooks(webhooks(settings));
+        let events = events(Events::new()).event(restocked()).webhooks(webhooks(settings));
         let emitter = events.emitter();
         let subscribes = Subscribes::default();
         let server = mcp::Server::builder().extension(events).build().unwrap();
@@ -315,6 +324,31 @@ async fn a_terminated_subscription_ends_and_one_whose_type_changed_is_made_again
     assert_eq!(next_event(&mut one).await, "evt-2", "the new subscription delivers");
     let terminated = world.posts.all().iter().filter(|p| p.0.starts_with("msg_terminated_")).count();
     assert_eq!(terminated, 3, "{:?}", world.posts.all());
+}
+
+/// A `gap` envelope whose answer was lost is posted again under the same `webhook-id` (SEP-3415: `msg_gap_<random>`,
+/// kept across retries so that receivers can drop a repeat): the application hears one gap. The gap comes from a
+/// buffer of two events that overflowed while a delivery was being retried.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gap_envelope_posted_again_is_one_gap() {
+    let world = World::start_with(|e| e.buffer(Duration::from_secs(3600), 2), |w| w).await;
+    let mut stream = world.client.subscribe_events(world.subscription(json!({}))).await.unwrap();
+    world.emit("refuse-1", "978-1");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !world.posts.all().iter().any(|p| p.0 == "refuse-1") {
+        assert!(Instant::now() < deadline, "the refused delivery is tried");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    for id in ["evt-a", "evt-b", "evt-c"] {
+        world.emit(id, "978-1");
+    }
+    assert_eq!(next(&mut stream).await, Some(EventItem::Gap), "evt-a was pushed out of the buffer");
+    assert_eq!(next_event(&mut stream).await, "evt-b");
+    assert_eq!(next_event(&mut stream).await, "evt-c");
+    quiet(&mut stream, Duration::from_millis(300)).await;
+    let gaps: Vec<_> = world.posts.all().into_iter().filter(|p| p.0.starts_with("msg_gap_")).collect();
+    assert_eq!(gaps.len(), 2, "posted again after its answer was lost: {gaps:?}");
+    assert_eq!((gaps[0].0.clone(), gaps[0].2, gaps[1].2), (gaps[1].0.clone(), 500, 200));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

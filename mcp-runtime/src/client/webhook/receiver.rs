@@ -92,10 +92,14 @@ struct Table {
     leaving: HashMap<String, CancellationToken>,
 }
 
+/// A verified delivery: its `webhook-id` (the `eventId` of an event; `msg_<type>_<random>` for an envelope, the same
+/// on each retry) and its body.
+pub(crate) type Delivered = (String, Value);
+
 /// One subscription's place in a receiver: its secret and where its deliveries go.
 pub(crate) struct Route {
     secret: standardwebhooks::Webhook,
-    tx: mpsc::Sender<Value>,
+    tx: mpsc::Sender<Delivered>,
     /// The subscription's id, once known.
     id: Mutex<Option<String>>,
     /// Cancelled when another subscription took its id (the same type, arguments and URL, subscribed again).
@@ -123,7 +127,7 @@ impl WebhookReceiver {
 
     /// Adds a subscription that signs with `secret`, not yet bound to an id; the deliveries it gets come out of the
     /// receiver returned.
-    pub(crate) fn register(&self, secret: &str) -> Result<(Arc<Route>, mpsc::Receiver<Value>), String> {
+    pub(crate) fn register(&self, secret: &str) -> Result<(Arc<Route>, mpsc::Receiver<Delivered>), String> {
         let secret = standardwebhooks::Webhook::new(secret).map_err(|e| format!("not a webhook secret: {e}"))?;
         let (tx, rx) = mpsc::channel(BUFFER);
         let route = Arc::new(Route { secret, tx, id: Mutex::new(None), displaced: CancellationToken::new() });
@@ -234,7 +238,9 @@ async fn receive(State(receiver): State<WebhookReceiver>, request: Request) -> R
         let echo = json!({ "challenge": challenge }).to_string();
         return ([(header::CONTENT_TYPE, "application/json")], echo).into_response();
     }
-    match route.tx.try_send(message) {
+    // (A verified signature covers the `webhook-id`, which is there.)
+    let webhook_id = parts.headers.get("webhook-id").and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned();
+    match route.tx.try_send((webhook_id, message)) {
         Ok(()) => StatusCode::OK.into_response(),
         Err(mpsc::error::TrySendError::Full(_)) => StatusCode::SERVICE_UNAVAILABLE.into_response(),
         Err(mpsc::error::TrySendError::Closed(_)) => StatusCode::GONE.into_response(),
@@ -287,7 +293,7 @@ mod tests {
         // Deliveries for the id are checked with its secret, and handed over; the challenge was not.
         let event = r#"{"eventId":"e1","name":"t","timestamp":"x","data":{}}"#;
         assert_eq!(send(&receiver, post("sub_1", SECRET, now(), event)).await.0, StatusCode::OK);
-        assert_eq!(rx.try_recv().unwrap()["eventId"], "e1");
+        assert_eq!(rx.try_recv().unwrap().1["eventId"], "e1");
         assert!(rx.try_recv().is_err());
     }
 
