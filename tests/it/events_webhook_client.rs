@@ -46,13 +46,18 @@ async fn bearer(
     next.run(request).await
 }
 
-/// What the receiver was sent: each POST's `webhook-id`, `X-MCP-Subscription-Id` and the status it answered.
+/// What the receiver was sent: each POST's `webhook-id`, `X-MCP-Subscription-Id` and the status it answered; and
+/// the path of each other request.
 #[derive(Clone, Default)]
-struct Posts(Arc<Mutex<Vec<(String, String, u16)>>>);
+struct Posts(Arc<Mutex<Vec<(String, String, u16)>>>, Arc<Mutex<Vec<String>>>);
 
 impl Posts {
     fn all(&self) -> Vec<(String, String, u16)> {
         self.0.lock().unwrap().clone()
+    }
+
+    fn others(&self) -> Vec<String> {
+        self.1.lock().unwrap().clone()
     }
 }
 
@@ -67,6 +72,10 @@ async fn recorded(
     request: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> axum::response::Response {
+    if request.method() != axum::http::Method::POST {
+        posts.1.lock().unwrap().push(request.uri().path().to_owned());
+        return next.run(request).await;
+    }
     let (id, subscription) = (header(&request, "webhook-id"), header(&request, "x-mcp-subscription-id"));
     let failed = || axum::response::IntoResponse::into_response(axum::http::StatusCode::INTERNAL_SERVER_ERROR);
     let response = if id.starts_with("refuse-") {
@@ -97,14 +106,23 @@ struct World {
 impl World {
     /// `webhooks` configured to reach the receiver (loopback allowed, its certificate trusted, quick retries).
     async fn start(webhooks: impl FnOnce(Webhooks) -> Webhooks) -> World {
-        World::start_with(|e| e, webhooks).await
+        World::start_with(|e| e, webhooks, &[]).await
     }
 
-    /// The same, with the events' settings changed by `events`.
-    async fn start_with(events: impl FnOnce(Events) -> Events, webhooks: impl FnOnce(Webhooks) -> Webhooks) -> World {
+    /// The same, with the events' settings changed by `events`, and the receiver's origin publishing its
+    /// well-known document for `published` (unless empty).
+    async fn start_with(
+        events: impl FnOnce(Events) -> Events,
+        webhooks: impl FnOnce(Webhooks) -> Webhooks,
+        published: &[&str],
+    ) -> World {
         let receiver = WebhookReceiver::new();
         let posts = Posts::default();
-        let app = receiver.router().layer(axum::middleware::from_fn_with_state(posts.clone(), recorded));
+        let mut app = receiver.router();
+        if !published.is_empty() {
+            app = app.merge(WebhookReceiver::well_known(published.iter().copied()));
+        }
+        let app = app.layer(axum::middleware::from_fn_with_state(posts.clone(), recorded));
         let (port, pem) = common::tls::serve_tls(app, &["127.0.0.1"]).await;
         let settings = Webhooks::new()
             .allow_address(IpAddr::from([127, 0, 0, 1]))
@@ -331,7 +349,7 @@ async fn a_terminated_subscription_ends_and_one_whose_type_changed_is_made_again
 /// buffer of two events that overflowed while a delivery was being retried.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_gap_envelope_posted_again_is_one_gap() {
-    let world = World::start_with(|e| e.buffer(Duration::from_secs(3600), 2), |w| w).await;
+    let world = World::start_with(|e| e.buffer(Duration::from_secs(3600), 2), |w| w, &[]).await;
     let mut stream = world.client.subscribe_events(world.subscription(json!({}))).await.unwrap();
     world.emit("refuse-1", "978-1");
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -349,6 +367,34 @@ async fn a_gap_envelope_posted_again_is_one_gap() {
     let gaps: Vec<_> = world.posts.all().into_iter().filter(|p| p.0.starts_with("msg_gap_")).collect();
     assert_eq!(gaps.len(), 2, "posted again after its answer was lost: {gaps:?}");
     assert_eq!((gaps[0].0.clone(), gaps[0].2, gaps[1].2), (gaps[1].0.clone(), 500, 200));
+}
+
+/// SEP-3415's receiver-published document: an origin that serves `/.well-known/mcp-webhook-receiver.json` for
+/// `/hooks/` has its endpoints under it verified without a challenge POST, the document read once (it is kept);
+/// an endpoint elsewhere on the origin still gets the challenge, and one on an origin without the document too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_origin_that_publishes_its_receivers_is_verified_without_a_challenge() {
+    let world = World::start_with(|e| e, |w| w, &["/hooks/"]).await;
+    let challenges = |world: &World| world.posts.all().iter().filter(|p| p.0.starts_with("msg_verification_")).count();
+    let mut stream = world.client.subscribe_events(world.subscription(json!({}))).await.unwrap();
+    world.emit("evt-1", "978-1");
+    assert_eq!(next_event(&mut stream).await, "evt-1");
+    assert_eq!(challenges(&world), 0, "{:?}", world.posts.all());
+    let elsewhere = world.hook.replace("/hooks/alice", "/elsewhere/alice");
+    let sub = EventSubscription::new("book.restocked").webhook(&world.receiver, &elsewhere);
+    let mut other = world.client.subscribe_events(sub.arguments(json!({ "isbn": "978-2" }))).await.unwrap();
+    world.emit("evt-2", "978-2");
+    assert_eq!(next_event(&mut other).await, "evt-2");
+    assert_eq!(challenges(&world), 1, "a path the document does not cover: {:?}", world.posts.all());
+    let read = world.posts.others();
+    assert_eq!(read, vec!["/.well-known/mcp-webhook-receiver.json"], "read once, then kept");
+
+    let unpublished = World::start(|w| w).await;
+    let mut stream = unpublished.client.subscribe_events(unpublished.subscription(json!({}))).await.unwrap();
+    unpublished.emit("evt-1", "978-1");
+    assert_eq!(next_event(&mut stream).await, "evt-1");
+    assert_eq!(challenges(&unpublished), 1, "{:?}", unpublished.posts.all());
+    assert_eq!(unpublished.posts.others(), vec!["/.well-known/mcp-webhook-receiver.json"], "asked, not found");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -25,6 +25,8 @@ const BODY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 /// How many deliveries one subscription holds before its loop takes them; past that a delivery is answered `503`,
 /// and the server tries it again later.
 const BUFFER: usize = 256;
+/// Where an origin says which of its paths take MCP webhooks.
+const WELL_KNOWN: &str = "/.well-known/mcp-webhook-receiver.json";
 /// The header that names the subscription a delivery belongs to.
 const SUBSCRIPTION_ID: &str = "x-mcp-subscription-id";
 
@@ -123,6 +125,35 @@ impl WebhookReceiver {
     /// `Router::nest_service` or as the whole app) and answers anything else `405`.
     pub fn router(&self) -> axum::Router {
         axum::Router::new().fallback(receive).with_state(self.clone())
+    }
+
+    /// The document by which this origin tells servers that it takes MCP webhooks under `prefixes` (SEP-3415's
+    /// `/.well-known/mcp-webhook-receiver.json`, `{"receivers": [...]}`): a server that reads it (ours does, see
+    /// `Webhooks::well_known`) verifies a callback URL under one of them without a challenge POST. Merge it into
+    /// the router served at the origin's root, beside the receiver's. Each prefix is an absolute path, ending in `/`
+    /// to cover what is under a directory. It tells every server and principal that these paths consent to
+    /// deliveries; the signatures still decide what is taken.
+    ///
+    /// ```
+    /// use mcp::client::WebhookReceiver;
+    ///
+    /// let receiver = WebhookReceiver::new();
+    /// let app = mcp::axum::Router::new()
+    ///     .nest_service("/hooks", receiver.router())
+    ///     .merge(WebhookReceiver::well_known(["/hooks/"]));
+    /// # drop(app);
+    /// ```
+    pub fn well_known<P: Into<String>>(prefixes: impl IntoIterator<Item = P>) -> axum::Router {
+        let document = json!({ "receivers": prefixes.into_iter().map(Into::into).collect::<Vec<String>>() });
+        let body = document.to_string();
+        let serve = move || {
+            let body = body.clone();
+            async move {
+                let headers = [(header::CONTENT_TYPE, "application/json"), (header::CACHE_CONTROL, "max-age=300")];
+                (headers, body)
+            }
+        };
+        axum::Router::new().route(WELL_KNOWN, axum::routing::get(serve))
     }
 
     /// Adds a subscription that signs with `secret`, not yet bound to an id; the deliveries it gets come out of the

@@ -146,12 +146,7 @@ impl Sender {
         body: &str,
         secrets: &[&str],
     ) -> Result<reqwest::Response, &'static str> {
-        // An address in the URL itself is never resolved: it is checked here.
-        let literal = reqwest::Url::parse(url)
-            .ok()
-            .and_then(|u| u.host_str().map(|h| h.trim_start_matches('[').trim_end_matches(']').to_owned()))
-            .and_then(|h| h.parse::<IpAddr>().ok());
-        if literal.is_some_and(|ip| !self.guard.allows(ip)) {
+        if self.refuses_literal(url) {
             return Err("connection_refused");
         }
         let timestamp = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
@@ -167,6 +162,30 @@ impl Sender {
             .send()
             .await
             .map_err(|e| category(&e))
+    }
+
+    /// Whether `url` names an address the guard refuses: an address in the URL itself is never resolved, so it is
+    /// checked here.
+    fn refuses_literal(&self, url: &str) -> bool {
+        let literal = reqwest::Url::parse(url)
+            .ok()
+            .and_then(|u| u.host_str().map(|h| h.trim_start_matches('[').trim_end_matches(']').to_owned()))
+            .and_then(|h| h.parse::<IpAddr>().ok());
+        literal.is_some_and(|ip| !self.guard.allows(ip))
+    }
+
+    /// A GET behind the same guard (a receiver's [well-known document](super::well_known)): the body of a `2xx`
+    /// answer, at most 64 KiB, and its `Cache-Control`; `None` for anything else.
+    pub(crate) async fn get(&self, url: &str) -> Option<(Vec<u8>, Option<String>)> {
+        if self.refuses_literal(url) {
+            return None;
+        }
+        let response = self.http.get(url).header("accept", "application/json").send().await.ok()?;
+        if !response.status().is_success() {
+            return None;
+        }
+        let cache_control = response.headers().get("cache-control").and_then(|v| v.to_str().ok()).map(str::to_owned);
+        Some((small_body(response).await?, cache_control))
     }
 
     /// The verification handshake: a signed `verification` envelope whose challenge the endpoint must echo in a

@@ -9,7 +9,8 @@
 //!   for no expiry gets the longest finite grant, since subscriptions are kept in memory (or in Redis).
 //! - The endpoint is verified before the first delivery: a signed `verification` envelope whose challenge it must
 //!   echo (once per principal and URL, for [`Webhooks::verification_ttl`]), unless its URL starts with a prefix of
-//!   [`Webhooks::verified_prefix`]. A failure is -32027 with `data.reason`.
+//!   [`Webhooks::verified_prefix`], or its origin's well-known document covers it ([`well_known`]). A failure is
+//!   -32027 with `data.reason`.
 //! - Deliveries, one at a time per subscription and in order: each event with the cursor after it (everything
 //!   before it was acknowledged or given up on), retried with backoff ([`Webhooks::retries`]) on anything but `2xx`,
 //!   `410` and `413` (those two are final); a gap in the buffer is a `gap` envelope; a removed type a `terminated`
@@ -26,6 +27,7 @@ mod run;
 #[cfg(feature = "redis")]
 mod shared;
 mod subscribe;
+mod well_known;
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -60,6 +62,7 @@ pub struct Webhooks {
     pub(crate) verification_ttl: Duration,
     pub(crate) verifications_per_host: u32,
     pub(crate) verification_window: Duration,
+    pub(crate) well_known: bool,
     pub(crate) roots: Vec<Vec<u8>>,
 }
 
@@ -110,6 +113,7 @@ impl Webhooks {
             verification_ttl: Webhooks::DEFAULT_VERIFICATION_TTL,
             verifications_per_host: Webhooks::DEFAULT_VERIFICATIONS_PER_HOST,
             verification_window: Webhooks::DEFAULT_VERIFICATION_WINDOW,
+            well_known: true,
             roots: Vec::new(),
         }
     }
@@ -163,6 +167,17 @@ impl Webhooks {
         self
     }
 
+    /// Whether an endpoint is verified by its origin's document (on by default): before the challenge, the server
+    /// reads `/.well-known/mcp-webhook-receiver.json` at the callback URL's origin (SEP-3415's receiver-published
+    /// document, `{"receivers": ["/hooks/"]}`: the path prefixes there that take MCP webhooks), through the SSRF
+    /// guard, and a URL under one of its prefixes is verified without a challenge POST. The document is kept per
+    /// origin as its `Cache-Control` allows (five minutes without one, a day at most); an origin without one is
+    /// asked again after a minute. `false`: only the challenge (and [`Webhooks::verified_prefix`]).
+    pub fn well_known(mut self, read: bool) -> Webhooks {
+        self.well_known = read;
+        self
+    }
+
     /// How long a handshake keeps an endpoint verified for its principal (one day by default).
     pub fn verification_ttl(mut self, ttl: Duration) -> Webhooks {
         self.verification_ttl = ttl;
@@ -196,6 +211,8 @@ pub(crate) struct Registry {
     subs: Mutex<HashMap<String, Arc<Sub>>>,
     /// `(principal, url)` verified, until when.
     verified: Mutex<HashMap<(String, String), Instant>>,
+    /// The receivers' well-known documents read lately.
+    documents: well_known::Documents,
     /// Where the subscriptions live on a server shared through Redis.
     #[cfg(feature = "redis")]
     shared: std::sync::OnceLock<shared::Shared>,
@@ -294,6 +311,7 @@ impl Registry {
             sender,
             subs: Mutex::default(),
             verified: Mutex::default(),
+            documents: well_known::Documents::default(),
             #[cfg(feature = "redis")]
             shared: std::sync::OnceLock::new(),
         })
@@ -404,6 +422,15 @@ impl Registry {
             }
             None => false,
         }
+    }
+
+    /// Verifies the endpoint at `url` of subscription `id`, which signs with `secret`: its origin's well-known
+    /// document covers it ([`Webhooks::well_known`]), or it echoes the challenge.
+    async fn confirm(&self, url: &str, id: &str, secret: &str) -> Result<(), Error> {
+        if self.settings.well_known && self.documents.cover(&self.sender, url).await {
+            return Ok(());
+        }
+        self.sender.verify(url, id, secret).await
     }
 
     fn mark_verified(&self, principal: &str, url: &str) {

@@ -161,7 +161,7 @@ impl Shared {
         if self.store.is_verified(&asked.principal, &asked.url).await.map_err(unavailable)? {
             return Ok(());
         }
-        registry.sender.verify(&asked.url, &asked.id, &asked.secret).await?;
+        registry.confirm(&asked.url, &asked.id, &asked.secret).await?;
         let ttl = registry.settings.verification_ttl;
         self.store.mark_verified(&asked.principal, &asked.url, ttl).await.map_err(unavailable)
     }

@@ -79,7 +79,7 @@ pub(in crate::events) async fn subscribe(ctx: &Context, args: Arguments) -> Resu
     let (mine, all) = registry.held(&asked.principal);
     registry.admit(mine, all)?;
     if !registry.is_verified(&asked.principal, &asked.url) {
-        registry.sender.verify(&asked.url, &asked.id, &asked.secret).await?;
+        registry.confirm(&asked.url, &asked.id, &asked.secret).await?;
         registry.mark_verified(&asked.principal, &asked.url);
     }
     let (start, cursor, truncated, ending) = begin(&hub, &asked, ctx).await?;
