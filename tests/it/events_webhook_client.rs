@@ -48,8 +48,9 @@ async fn bearer(
 
 /// What the receiver was sent: each POST's `webhook-id`, `X-MCP-Subscription-Id` and the status it answered; and
 /// the path of each other request.
+/// While the flag is set, every POST is answered 500 without reaching the receiver.
 #[derive(Clone, Default)]
-struct Posts(Arc<Mutex<Vec<(String, String, u16)>>>, Arc<Mutex<Vec<String>>>);
+struct Posts(Arc<Mutex<Vec<(String, String, u16)>>>, Arc<Mutex<Vec<String>>>, Arc<std::sync::atomic::AtomicBool>);
 
 impl Posts {
     fn all(&self) -> Vec<(String, String, u16)> {
@@ -78,7 +79,7 @@ async fn recorded(
     }
     let (id, subscription) = (header(&request, "webhook-id"), header(&request, "x-mcp-subscription-id"));
     let failed = || axum::response::IntoResponse::into_response(axum::http::StatusCode::INTERNAL_SERVER_ERROR);
-    let response = if id.starts_with("refuse-") {
+    let response = if id.starts_with("refuse-") || posts.2.load(Ordering::SeqCst) {
         failed()
     } else if id.starts_with("msg_gap_") && !posts.all().iter().any(|p| p.0 == id) {
         next.run(request).await;
@@ -395,6 +396,44 @@ async fn an_origin_that_publishes_its_receivers_is_verified_without_a_challenge(
     assert_eq!(next_event(&mut stream).await, "evt-1");
     assert_eq!(challenges(&unpublished), 1, "{:?}", unpublished.posts.all());
     assert_eq!(unpublished.posts.others(), vec!["/.well-known/mcp-webhook-receiver.json"], "asked, not found");
+}
+
+/// SEP-3415's suspension: an endpoint that fails (here over half of at least 3 attempts) is no longer tried until
+/// its client refreshes the subscription; the refresh answers `deliveryStatus.active: false` (reported once to the
+/// application) and reactivates it, and the waiting event is delivered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_endpoint_is_suspended_until_its_client_refreshes() {
+    let suspending = |w: Webhooks| {
+        w.min_ttl(Duration::from_secs(1)).retries(6, Duration::from_millis(100)).suspend_after(
+            0.5,
+            3,
+            Duration::from_secs(60),
+        )
+    };
+    let world = World::start(suspending).await;
+    let sub = world.subscription(json!({})).ttl(Duration::from_secs(3));
+    let mut stream = world.client.subscribe_events(sub).await.unwrap();
+    world.posts.2.store(true, Ordering::SeqCst);
+    world.emit("evt-1", "978-1");
+    let tried = || world.posts.all().iter().filter(|p| p.0 == "evt-1").count();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while tried() < 3 {
+        assert!(Instant::now() < deadline, "tried three times: {:?}", world.posts.all());
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // Retried after 100, 200, 400 ms were it not suspended.
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    assert_eq!(tried(), 3, "suspended after three failures: {:?}", world.posts.all());
+    world.posts.2.store(false, Ordering::SeqCst);
+    let reported = match next(&mut stream).await {
+        Some(EventItem::Error(e)) => e,
+        other => panic!("the refresh's deliveryStatus, not {other:?}"),
+    };
+    assert_eq!(reported.code, mcp::ErrorCode::CALLBACK_ENDPOINT_ERROR, "{reported:?}");
+    assert!(reported.message.contains("suspended"), "{}", reported.message);
+    assert_eq!(reported.data.as_ref().unwrap()["deliveryStatus"]["active"], false, "{reported:?}");
+    assert_eq!(next_event(&mut stream).await, "evt-1", "delivered once the refresh reactivated it");
+    assert_eq!(tried(), 4);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -377,3 +377,37 @@ async fn a_subscription_is_terminated_from_any_instance_even_while_nobody_delive
     assert!(delivered(&receiver.received().await).is_empty(), "no event after the termination");
     assert!(gone(second).await, "the second is gone from Redis");
 }
+
+/// Suspension across instances: the instance that delivers a subscription suspends it after its endpoint failed
+/// (here over half of at least 3 attempts) and writes so to Redis; a refresh that reaches another instance answers
+/// `deliveryStatus.active: false`, and the deliverer, reading the refresh back, delivers the waiting event.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_suspended_subscription_is_reactivated_by_a_refresh_on_any_instance() {
+    let redis = RedisServer::start();
+    let receiver = WebhookReceiver::start(&[SECRET]);
+    let webhooks =
+        || reaching(&receiver).retries(6, Duration::from_millis(100)).suspend_after(0.5, 3, Duration::from_secs(60));
+    let shops: Vec<Instance> = (0..2).map(|_| Instance::start(&redis.url(), webhooks())).collect();
+    receiver.control(json!({ "statuses": { "evt-s": [500, 500, 500] } })).await;
+    let hook = receiver.url("/hooks/suspended");
+    let alice = Caller::new(&shops[0].url, Some("alice"));
+    let subscribed = alice.subscribe(&hook, SECRET, json!({"isbn": "1"}), json!({})).await;
+    assert!(subscribed["result"]["id"].is_string(), "{subscribed}");
+    shops[0].emit("evt-s", "1");
+    let tried = |received: &[Value]| delivered(received).iter().filter(|id| *id == "evt-s").count();
+    receiver.wait_for("three attempts", |r| tried(r) == 3).await;
+    // Retried after 100, 200, 400 ms were it not suspended.
+    tokio::time::sleep(Duration::from_millis(900)).await;
+    assert_eq!(tried(&receiver.received().await), 3, "suspended after three failures");
+
+    let bob_at_1 = Caller::new(&shops[1].url, Some("alice"));
+    let refreshed = bob_at_1.subscribe(&hook, SECRET, json!({"isbn": "1"}), json!({})).await;
+    let status = &refreshed["result"]["deliveryStatus"];
+    assert_eq!(status["active"], false, "{refreshed}");
+    assert_eq!(status["lastError"], "http_5xx", "{refreshed}");
+    let received = receiver.wait_for("the event delivered once reactivated", |r| tried(r) == 4).await;
+    let last = deliveries(&received).into_iter().rev().find(|d| d["headers"]["webhook-id"] == "evt-s").unwrap();
+    assert_eq!(last["status"], 200, "{last}");
+    let refreshed = bob_at_1.subscribe(&hook, SECRET, json!({"isbn": "1"}), json!({})).await;
+    assert_eq!(refreshed["result"]["deliveryStatus"]["active"], true, "{refreshed}");
+}

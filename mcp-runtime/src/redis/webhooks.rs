@@ -5,7 +5,7 @@
 //!   each refresh). Its fields: `principal`, `url`, `name`, `arguments` (JSON), `secret`, `previous` and
 //!   `previous_until` (the secret a refresh replaced, signing beside the new one until then, milliseconds since the
 //!   Unix epoch), `expires`, `watermark` (the cursor after everything delivered or given up on), the delivery
-//!   status (`delivered_at`, `error`, `failed_since`) and, for a checked type, `caller` (JSON: who subscribed, as
+//!   status (`delivered_at`, `error`, `failed_since`, `suspended_since`) and, for a checked type, `caller` (JSON: who subscribed, as
 //!   the server verified them, without their token), whom its checks are called for on any instance, and
 //!   `terminated` (JSON: the error an instance that does not deliver it ended it with, for the one that does).
 //! - Two sorted sets, scored by expiry, index the live ones: `{prefix}:webhooks:index` (every subscription, for the
@@ -123,6 +123,8 @@ pub(crate) struct StoredWebhook {
     pub delivered_at_ms: Option<u64>,
     pub error: Option<String>,
     pub failed_since_ms: Option<u64>,
+    /// Since when its delivery is suspended (ms since the Unix epoch), until a refresh.
+    pub suspended_since_ms: Option<u64>,
     /// JSON: the caller who subscribed, as the server verified them (no token), for a checked type's checks on
     /// whichever instance delivers it.
     pub caller: Option<String>,
@@ -159,6 +161,7 @@ impl StoredWebhook {
             ("delivered_at", text(self.delivered_at_ms)),
             ("error", self.error.clone().unwrap_or_default()),
             ("failed_since", text(self.failed_since_ms)),
+            ("suspended_since", text(self.suspended_since_ms)),
         ]
     }
 
@@ -173,6 +176,7 @@ impl StoredWebhook {
             expires_ms: number(&fields, "expires")?,
             delivered_at_ms: number(&fields, "delivered_at"),
             failed_since_ms: number(&fields, "failed_since"),
+            suspended_since_ms: number(&fields, "suspended_since"),
             principal: fields.remove("principal")?,
             url: fields.remove("url")?,
             name: fields.remove("name")?,

@@ -27,6 +27,7 @@ mod run;
 #[cfg(feature = "redis")]
 mod shared;
 mod subscribe;
+mod suspend;
 mod well_known;
 
 use std::collections::HashMap;
@@ -63,6 +64,7 @@ pub struct Webhooks {
     pub(crate) verifications_per_host: u32,
     pub(crate) verification_window: Duration,
     pub(crate) well_known: bool,
+    pub(crate) suspension: Option<suspend::Suspension>,
     pub(crate) roots: Vec<Vec<u8>>,
 }
 
@@ -97,6 +99,13 @@ impl Webhooks {
     /// The window [`DEFAULT_VERIFICATIONS_PER_HOST`](Webhooks::DEFAULT_VERIFICATIONS_PER_HOST) counts in: one minute.
     pub const DEFAULT_VERIFICATION_WINDOW: Duration = Duration::from_secs(60);
 
+    /// The failure rate over which a subscription is suspended: 95 %.
+    pub const DEFAULT_SUSPEND_RATE: f64 = 0.95;
+    /// The attempts a failure rate is taken from at least: 100.
+    pub const DEFAULT_SUSPEND_ATTEMPTS: u32 = 100;
+    /// The rolling window the attempts are counted in: one hour.
+    pub const DEFAULT_SUSPEND_WINDOW: Duration = Duration::from_secs(60 * 60);
+
     /// The defaults.
     pub fn new() -> Webhooks {
         Webhooks {
@@ -114,6 +123,11 @@ impl Webhooks {
             verifications_per_host: Webhooks::DEFAULT_VERIFICATIONS_PER_HOST,
             verification_window: Webhooks::DEFAULT_VERIFICATION_WINDOW,
             well_known: true,
+            suspension: Some(suspend::Suspension {
+                rate: Webhooks::DEFAULT_SUSPEND_RATE,
+                min_attempts: Webhooks::DEFAULT_SUSPEND_ATTEMPTS,
+                window: Webhooks::DEFAULT_SUSPEND_WINDOW,
+            }),
             roots: Vec::new(),
         }
     }
@@ -144,6 +158,24 @@ impl Webhooks {
     pub fn retries(mut self, attempts: u32, first_retry: Duration) -> Webhooks {
         self.attempts = attempts.max(1);
         self.first_retry = first_retry;
+        self
+    }
+
+    /// When a subscription's delivery is suspended (SEP-3415's suspension): when more than `failure_rate` (0.95 by
+    /// default) of at least `min_attempts` (100) delivery attempts in a rolling `window` (one hour) failed. A
+    /// suspended subscription is not delivered until its client refreshes it: the event it was trying waits, the
+    /// refresh answers `deliveryStatus.active: false` and reactivates it, and delivery resumes with that event. A
+    /// client that stops refreshing lets it expire at its TTL.
+    pub fn suspend_after(mut self, failure_rate: f64, min_attempts: u32, window: Duration) -> Webhooks {
+        let window = window.max(Duration::from_millis(1));
+        self.suspension = Some(suspend::Suspension { rate: failure_rate, min_attempts, window });
+        self
+    }
+
+    /// Never suspends a subscription: a failing endpoint is tried for every event, as [`Webhooks::retries`] says,
+    /// until the subscription expires.
+    pub fn never_suspend(mut self) -> Webhooks {
+        self.suspension = None;
         self
     }
 
@@ -232,6 +264,8 @@ pub(crate) struct Sub {
     pub stop: CancellationToken,
     /// Tells the loop its expiry moved.
     pub refreshed: tokio::sync::Notify,
+    /// Tells a suspended loop that its client refreshed the subscription.
+    pub resumed: tokio::sync::Notify,
     /// Ends it with a `terminated` envelope ([`Emitter::terminate`](crate::events::Emitter::terminate)).
     pub ended: Arc<crate::events::hooks::Termination>,
 }
@@ -242,11 +276,19 @@ pub(crate) struct State {
     /// The secret it had before the last refresh changed it, still signing until then.
     pub previous: Option<(String, Instant)>,
     pub expires: Instant,
+    /// The expiry as Redis holds it (ms since the Unix epoch), on a server shared through Redis: a refresh on any
+    /// instance changes it.
+    #[cfg(feature = "redis")]
+    pub expires_ms: u64,
     /// The cursor after everything delivered or given up on: safe for the client to keep.
     pub watermark: Option<String>,
     pub last_delivery_at: Option<SystemTime>,
     pub last_error: Option<String>,
     pub failed_since: Option<SystemTime>,
+    /// Its recent delivery attempts, which decide a suspension.
+    pub outcomes: suspend::Outcomes,
+    /// Since when its delivery is suspended, until a refresh.
+    pub suspended_since: Option<SystemTime>,
 }
 
 impl Sub {
@@ -268,6 +310,7 @@ impl Sub {
             state: Mutex::new(state),
             stop: CancellationToken::new(),
             refreshed: tokio::sync::Notify::new(),
+            resumed: tokio::sync::Notify::new(),
             ended: Default::default(),
         })
     }
@@ -292,10 +335,14 @@ impl State {
             secret,
             previous: None,
             expires,
+            #[cfg(feature = "redis")]
+            expires_ms: 0,
             watermark,
             last_delivery_at: None,
             last_error: None,
             failed_since: None,
+            outcomes: suspend::Outcomes::new(Instant::now()),
+            suspended_since: None,
         }
     }
 }

@@ -142,11 +142,17 @@ impl Run {
         }
         let settings = &self.registry.settings;
         let mut backoff = settings.first_retry;
-        for attempt in 1..=settings.attempts {
+        let mut attempt = 1;
+        loop {
             let secrets = self.secrets();
             let secrets: Vec<&str> = secrets.iter().map(String::as_str).collect();
             let post = self.registry.sender.post(&self.sub.url, &self.sub.id, id, body, &secrets);
-            match self.wait(post).await? {
+            let answer = self.wait(post).await?;
+            if let Some(rule) = &settings.suspension {
+                let now = Instant::now();
+                self.sub.state.locked().outcomes.record(answer != Answer::Accepted, rule.window, now);
+            }
+            match answer {
                 Answer::Accepted => {
                     let mut state = self.sub.state.locked();
                     state.last_delivery_at = Some(SystemTime::now());
@@ -160,15 +166,52 @@ impl Run {
                 }
                 Answer::Failed(category) => {
                     self.failed(category).await;
-                    if attempt < settings.attempts {
-                        self.wait(tokio::time::sleep(backoff)).await?;
-                        backoff = backoff.saturating_mul(2);
+                    if self.suspended().await? {
+                        // Reactivated by a refresh: this event's retries start afresh, at once.
+                        (attempt, backoff) = (1, settings.first_retry);
+                        continue;
                     }
+                    if attempt >= settings.attempts {
+                        break;
+                    }
+                    self.wait(tokio::time::sleep(backoff)).await?;
+                    backoff = backoff.saturating_mul(2);
+                    attempt += 1;
                 }
             }
         }
         tracing::warn!(subscription = %self.sub.id, message = id, "a webhook delivery was given up after its retries");
         Ok(())
+    }
+
+    /// Suspends the subscription if its recent attempts call for it ([`Webhooks::suspend_after`]), and then waits
+    /// until its client refreshes it: whether it was suspended.
+    ///
+    /// [`Webhooks::suspend_after`]: super::Webhooks::suspend_after
+    async fn suspended(&self) -> Result<bool, End> {
+        let Some(rule) = self.registry.settings.suspension else { return Ok(false) };
+        {
+            let mut state = self.sub.state.locked();
+            if !state.outcomes.suspends(&rule, Instant::now()) {
+                return Ok(false);
+            }
+            state.suspended_since = Some(SystemTime::now());
+        }
+        tracing::warn!(
+            subscription = %self.sub.id,
+            url = %self.sub.url,
+            "a webhook subscription's deliveries keep failing: suspended until its client refreshes it"
+        );
+        self.registry.persist(&self.sub).await;
+        self.wait(self.sub.resumed.notified()).await?;
+        {
+            let mut state = self.sub.state.locked();
+            state.suspended_since = None;
+            state.outcomes = super::suspend::Outcomes::new(Instant::now());
+        }
+        tracing::info!(subscription = %self.sub.id, "a suspended webhook subscription was refreshed: delivering again");
+        self.registry.persist(&self.sub).await;
+        Ok(true)
     }
 
     async fn failed(&self, category: &'static str) {

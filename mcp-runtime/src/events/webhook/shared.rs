@@ -148,8 +148,13 @@ impl Shared {
         if let Some(live) = registry.get(&asked.id) {
             sync(&live, &stored);
         }
-        let status =
-            (stored.delivered_at_ms.map(time_of), stored.error.as_deref(), stored.failed_since_ms.map(time_of));
+        let suspended = stored.suspended_since_ms.is_some();
+        let status = (
+            stored.delivered_at_ms.map(time_of),
+            stored.error.as_deref(),
+            stored.failed_since_ms.map(time_of),
+            !suspended,
+        );
         Ok(Some(refreshed_answer(&asked.id, asked.granted, stored.watermark.as_deref(), status)))
     }
 
@@ -193,6 +198,7 @@ impl Shared {
                 delivered_at_ms: state.last_delivery_at.map(ms_of),
                 error: state.last_error.clone(),
                 failed_since_ms: state.failed_since.map(ms_of),
+                suspended_since_ms: state.suspended_since.map(ms_of),
                 ..StoredWebhook::default()
             }
         };
@@ -216,6 +222,7 @@ impl Shared {
 /// What a subscription read from Redis changes here.
 fn state_of(stored: &StoredWebhook) -> State {
     let mut state = State::new(stored.secret.clone(), expiry(stored), stored.watermark.clone());
+    state.expires_ms = stored.expires_ms;
     state.previous = stored.previous.clone().map(|(secret, until)| (secret, instant_of(until)));
     state.last_delivery_at = stored.delivered_at_ms.map(time_of);
     state.last_error = stored.error.clone();
@@ -242,12 +249,18 @@ fn sync(sub: &Sub, stored: &StoredWebhook) {
     let mut state = sub.state.locked();
     state.secret = stored.secret.clone();
     state.previous = stored.previous.clone().map(|(secret, until)| (secret, instant_of(until)));
-    let expires = expiry(stored);
-    let moved = state.expires != expires;
-    state.expires = expires;
+    // Moved by a refresh (on any instance): compared as Redis holds it, not as the instant it maps to here.
+    let moved = state.expires_ms != stored.expires_ms;
+    state.expires = expiry(stored);
+    state.expires_ms = stored.expires_ms;
+    let suspended = state.suspended_since.is_some();
     drop(state);
     if moved {
         sub.refreshed.notify_one();
+        // Refreshed on another instance: a suspended delivery resumes.
+        if suspended {
+            sub.resumed.notify_one();
+        }
     }
 }
 

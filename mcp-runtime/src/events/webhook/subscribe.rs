@@ -144,10 +144,10 @@ pub(super) fn refreshed_answer(
     id: &str,
     granted: Duration,
     watermark: Option<&str>,
-    (last_delivery, last_error, failed_since): (Option<SystemTime>, Option<&str>, Option<SystemTime>),
+    (last_delivery, last_error, failed_since, active): (Option<SystemTime>, Option<&str>, Option<SystemTime>, bool),
 ) -> Value {
     let mut status = json!({
-        "active": true,
+        "active": active,
         "lastDeliveryAt": last_delivery.map(timestamp),
         "lastError": last_error,
     });
@@ -171,10 +171,15 @@ fn refresh(live: &Sub, secret: String, granted: Duration) -> Value {
         state.previous = Some((old, Instant::now() + ROTATION_GRACE));
     }
     state.expires = Instant::now() + granted;
-    let status = (state.last_delivery_at, state.last_error.as_deref(), state.failed_since);
+    // A suspended subscription answers `active: false`, and this refresh reactivates it.
+    let suspended = state.suspended_since.is_some();
+    let status = (state.last_delivery_at, state.last_error.as_deref(), state.failed_since, !suspended);
     let result = refreshed_answer(&live.id, granted, state.watermark.as_deref(), status);
     drop(state);
     live.refreshed.notify_one();
+    if suspended {
+        live.resumed.notify_one();
+    }
     result
 }
 
