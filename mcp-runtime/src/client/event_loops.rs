@@ -145,18 +145,18 @@ fn renewable(e: &crate::Error) -> bool {
 }
 
 /// A subscription's loop: where it hands items over, its cursor, and what it saw.
-pub(super) struct Loop {
-    pub(super) client: Client,
-    pub(super) sub: EventSubscription,
-    pub(super) tx: mpsc::Sender<EventItem>,
-    pub(super) seen: Seen,
-    pub(super) cursor: Option<String>,
-    pub(super) ended: Arc<Mutex<Option<crate::Error>>>,
+struct Loop {
+    client: Client,
+    sub: EventSubscription,
+    tx: mpsc::Sender<EventItem>,
+    seen: Seen,
+    cursor: Option<String>,
+    ended: Arc<Mutex<Option<crate::Error>>>,
 }
 
 impl Loop {
     /// Keeps the cursor the server gave.
-    pub(super) fn keep(&mut self, cursor: Option<&str>) {
+    fn keep(&mut self, cursor: Option<&str>) {
         self.cursor = cursor.map(str::to_owned);
         self.sub.cursors.save(&self.sub.key(), cursor);
     }
@@ -178,7 +178,7 @@ impl Loop {
         *self.ended.locked() = Some(error);
     }
 
-    pub(super) async fn poll(mut self, mut first: Option<Value>) {
+    async fn poll(mut self, mut first: Option<Value>) {
         loop {
             let answer = match first.take() {
                 Some(answer) => Ok(answer),
@@ -224,7 +224,7 @@ impl Loop {
 
     /// Holds the stream `open` (with its confirmation's params), or opens one, until it ends; opens it again from
     /// the cursor when it falls silent.
-    pub(super) async fn push(mut self, mut open: Option<(OpenStream, Value)>) {
+    async fn push(mut self, mut open: Option<(OpenStream, Value)>) {
         loop {
             let opened = match open.take() {
                 Some(opened) => Ok(opened),

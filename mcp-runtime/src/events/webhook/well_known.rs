@@ -41,18 +41,18 @@ impl Documents {
         let Ok(url) = reqwest::Url::parse(url) else { return false };
         let path = url.path().to_owned();
         // An encoded dot or slash could name, once the receiver decodes it, a path outside the prefix.
-        if ["%2e", "%2f", "%5c"].iter().any(|escaped| path.to_ascii_lowercase().contains(escaped)) {
+        let lowered = path.to_ascii_lowercase();
+        if ["%2e", "%2f", "%5c"].iter().any(|escaped| lowered.contains(escaped)) {
             return false;
         }
         let origin = url.origin().ascii_serialization();
         let prefixes = match self.kept(&origin) {
             Some(prefixes) => prefixes,
             None => {
-                let (prefixes, keep) = match sender.get(&format!("{origin}{PATH}")).await {
-                    Some((body, cache_control)) => match read(&body) {
-                        Some(prefixes) => (Some(prefixes), keep_for(cache_control.as_deref())),
-                        None => (None, ABSENT_KEEP),
-                    },
+                let fetched = sender.get(&format!("{origin}{PATH}")).await;
+                let found = fetched.and_then(|(body, cache_control)| Some((read(&body)?, cache_control)));
+                let (prefixes, keep) = match found {
+                    Some((prefixes, cache_control)) => (Some(prefixes), keep_for(cache_control.as_deref())),
                     None => (None, ABSENT_KEEP),
                 };
                 self.keep(origin, prefixes.clone(), keep);
