@@ -67,7 +67,7 @@ fn header(request: &axum::extract::Request, name: &str) -> String {
 }
 
 /// Records each POST; a delivery whose `webhook-id` starts with `refuse-` is answered 500 without reaching the
-/// receiver, and the first `gap` envelope of each `webhook-id` reaches it but is answered 500 (its answer lost).
+/// receiver, one whose id starts with `gone-` 410, and the first `gap` envelope of each `webhook-id` reaches it but is answered 500 (its answer lost).
 async fn recorded(
     axum::extract::State(posts): axum::extract::State<Posts>,
     request: axum::extract::Request,
@@ -81,6 +81,8 @@ async fn recorded(
     let failed = || axum::response::IntoResponse::into_response(axum::http::StatusCode::INTERNAL_SERVER_ERROR);
     let response = if id.starts_with("refuse-") || posts.2.load(Ordering::SeqCst) {
         failed()
+    } else if id.starts_with("gone-") {
+        axum::response::IntoResponse::into_response(axum::http::StatusCode::GONE)
     } else if id.starts_with("msg_gap_") && !posts.all().iter().any(|p| p.0 == id) {
         next.run(request).await;
         failed()
@@ -441,6 +443,23 @@ async fn a_failing_endpoint_is_suspended_until_its_client_refreshes() {
     assert_eq!(reported.data.as_ref().unwrap()["deliveryStatus"]["active"], false, "{reported:?}");
     assert_eq!(delivered.as_deref(), Some("evt-1"), "delivered once the refresh reactivated it");
     assert_eq!(tried(), 4);
+}
+
+/// A `410` refuses one event for good and does not affect the subscription (SEP-3415): refusals of that kind do
+/// not count toward a suspension, so an event that fails after three of them is retried as usual.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn events_refused_with_410_do_not_suspend_the_subscription() {
+    // Four attempts make a sample: the three 410s and one failure would, were they counted.
+    let suspending = |w: Webhooks| w.suspend_after(0.5, 4, Duration::from_secs(60));
+    let world = World::start(suspending).await;
+    let mut stream = world.client.subscribe_events(world.subscription(json!({}))).await.unwrap();
+    for id in ["gone-1", "gone-2", "gone-3", "refuse-1", "evt-1"] {
+        world.emit(id, "978-1");
+    }
+    assert_eq!(next_event(&mut stream).await, "evt-1", "delivered after the others were given up on");
+    let tries = |prefix: &str| world.posts.all().iter().filter(|p| p.0.starts_with(prefix)).count();
+    assert_eq!(tries("gone-"), 3, "a 410 is not tried again: {:?}", world.posts.all());
+    assert_eq!(tries("refuse-1"), 3, "tried three times, not suspended: {:?}", world.posts.all());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -162,7 +162,8 @@ impl Webhooks {
     }
 
     /// When a subscription's delivery is suspended (SEP-3415's suspension): when more than `failure_rate` (0.95 by
-    /// default) of at least `min_attempts` (100) delivery attempts in a rolling `window` (one hour) failed. A
+    /// default) of at least `min_attempts` (100) delivery attempts in a rolling `window` (one hour) failed (a `410`
+    /// or `413`, which refuses one event and not the endpoint, is not counted). A
     /// suspended subscription is not delivered until its client refreshes it: the event it was trying waits, the
     /// refresh answers `deliveryStatus.active: false` and reactivates it, and delivery resumes with that event. A
     /// client that stops refreshing lets it expire at its TTL.

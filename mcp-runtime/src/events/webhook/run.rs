@@ -148,9 +148,11 @@ impl Run {
             let secrets: Vec<&str> = secrets.iter().map(String::as_str).collect();
             let post = self.registry.sender.post(&self.sub.url, &self.sub.id, id, body, &secrets);
             let answer = self.wait(post).await?;
-            if let Some(rule) = &settings.suspension {
-                let now = Instant::now();
-                self.sub.state.locked().outcomes.record(answer != Answer::Accepted, rule.window, now);
+            // A `410` or `413` refuses one body, not the endpoint (SEP-3415: "without affecting the subscription
+            // itself"): it does not count toward a suspension.
+            if let (Some(rule), Answer::Accepted | Answer::Failed(_)) = (&settings.suspension, answer) {
+                let failed = answer != Answer::Accepted;
+                self.sub.state.locked().outcomes.record(failed, rule.window, Instant::now());
             }
             match answer {
                 Answer::Accepted => {
